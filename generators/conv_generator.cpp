@@ -1,0 +1,109 @@
+// The fused convolution kernel: conv2d (NHWC input, HWIO weights) + bias + an elementwise
+// epilogue. generate() holds the algorithm only; the schedule lives in schedules/.
+#include "Halide.h"
+#include "schedules/conv_schedule.h"
+
+namespace kiln::generators {
+namespace {
+
+using namespace Halide;
+
+enum class Epilogue { none, relu, relu6 };
+enum class Schedule { naive, tuned };
+
+class FusedConv : public Generator<FusedConv> {
+ public:
+  GeneratorParam<Epilogue> epilogue{
+      "epilogue", Epilogue::relu,
+      {{"none", Epilogue::none}, {"relu", Epilogue::relu}, {"relu6", Epilogue::relu6}}};
+  // tuned = the CPU or CUDA schedule, picked by the target.
+  GeneratorParam<Schedule> schedule_kind{
+      "schedule", Schedule::tuned, {{"naive", Schedule::naive}, {"tuned", Schedule::tuned}}};
+
+  // Halide dimension order is innermost first: (c, x, y, n) is an NHWC tensor.
+  Input<Buffer<float, 4>> input{"input"};
+  // HWIO: (co, ci, kx, ky), output channels innermost.
+  Input<Buffer<float, 4>> weights{"weights"};
+  Input<Buffer<float, 1>> bias{"bias"};
+  Input<int> stride_x{"stride_x", 1, 1, 1 << 16};
+  Input<int> stride_y{"stride_y", 1, 1, 1 << 16};
+  // Padding before the first pixel; padding after the last one follows from the output size.
+  Input<int> pad_x{"pad_x", 0, 0, 1 << 16};
+  Input<int> pad_y{"pad_y", 0, 0, 1 << 16};
+  Input<int> dilation_x{"dilation_x", 1, 1, 1 << 16};
+  Input<int> dilation_y{"dilation_y", 1, 1, 1 << 16};
+  Output<Buffer<float, 4>> output{"output"};
+
+  void generate() {
+    Var c("c"), co("co"), x("x"), y("y"), n("n");
+    Expr in_c = input.dim(0).extent(), in_w = input.dim(1).extent(),
+         in_h = input.dim(2).extent();
+    Expr k_w = weights.dim(2).extent(), k_h = weights.dim(3).extent();
+
+    // Zero outside the image in x and y; channels and batch are never out of range.
+    Func input_padded("input_padded");
+    input_padded(c, x, y, n) =
+        BoundaryConditions::constant_exterior(input, 0.0f, {{Expr(), Expr()}, {0, in_w},
+                                                            {0, in_h}, {Expr(), Expr()}})(
+            c, x, y, n);
+
+    // out[n, y, x, co] = b'[co] + sum_{ky, kx, ci} w'[ky, kx, ci, co] *
+    //                    in[n, y*sy + ky*dy - py, x*sx + kx*dx - px, ci]
+    RDom r(0, in_c, 0, k_w, 0, k_h, "r");
+    Func acc("acc");
+    acc(co, x, y, n) = bias(co);
+    acc(co, x, y, n) += weights(co, r.x, r.y, r.z) *
+                        input_padded(r.x, x * stride_x + r.y * dilation_x - pad_x,
+                                     y * stride_y + r.z * dilation_y - pad_y, n);
+
+    switch (epilogue) {
+      case Epilogue::none: output(co, x, y, n) = acc(co, x, y, n); break;
+      case Epilogue::relu: output(co, x, y, n) = max(acc(co, x, y, n), 0.0f); break;
+      case Epilogue::relu6: output(co, x, y, n) = clamp(acc(co, x, y, n), 0.0f, 6.0f); break;
+    }
+
+    add_requirement(weights.dim(1).extent() == in_c,
+                    "weights have a different input-channel count than the input");
+    add_requirement(bias.dim(0).extent() == output.dim(0).extent(),
+                    "bias length differs from the output channel count");
+    add_requirement(weights.dim(0).extent() == output.dim(0).extent(),
+                    "weights have a different output-channel count than the output");
+    add_requirement(input.dim(3).extent() == output.dim(3).extent(),
+                    "input and output batch sizes differ");
+
+    funcs_ = {input_padded, acc, output, co, x, y, n, c, r,
+              output.dim(0).extent(), output.dim(1).extent(), output.dim(2).extent(), in_c};
+  }
+
+  void schedule() {
+    // Estimates: the reference example's layer, for autoschedulers in tuning experiments.
+    input.set_estimates({{0, 64}, {0, 56}, {0, 56}, {0, 1}});
+    weights.set_estimates({{0, 64}, {0, 64}, {0, 3}, {0, 3}});
+    bias.set_estimates({{0, 64}});
+    stride_x.set_estimate(2);
+    stride_y.set_estimate(2);
+    pad_x.set_estimate(1);
+    pad_y.set_estimate(1);
+    dilation_x.set_estimate(1);
+    dilation_y.set_estimate(1);
+    output.set_estimates({{0, 64}, {0, 28}, {0, 28}, {0, 1}});
+    if (using_autoscheduler()) return;
+
+    const Target t = get_target();
+    if (schedule_kind == Schedule::naive) {
+      schedules::schedule_conv_naive(funcs_, t);
+    } else if (t.has_gpu_feature()) {
+      schedules::schedule_conv_cuda(funcs_, t);
+    } else {
+      schedules::schedule_conv_cpu(funcs_, t);
+    }
+  }
+
+ private:
+  schedules::ConvFuncs funcs_;
+};
+
+}  // namespace
+}  // namespace kiln::generators
+
+HALIDE_REGISTER_GENERATOR(kiln::generators::FusedConv, kiln_fused_conv)

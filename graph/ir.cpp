@@ -1,0 +1,209 @@
+// Graph IR: storage, id bookkeeping, compaction after a pass, and the text dump.
+#include "graph/ir.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+namespace kiln::graph {
+
+const char* to_string(DType d) {
+  switch (d) {
+    case DType::f32: return "fp32";
+  }
+  return "?";
+}
+
+const char* to_string(Layout l) {
+  switch (l) {
+    case Layout::any: return "any";
+    case Layout::nchw: return "NCHW";
+    case Layout::nhwc: return "NHWC";
+    case Layout::oihw: return "OIHW";
+    case Layout::hwio: return "HWIO";
+  }
+  return "?";
+}
+
+std::string to_string(const Shape& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+int64_t num_elements(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+bool Activation::is_identity() const { return std::isinf(lo) && lo < 0 && std::isinf(hi); }
+bool Activation::is_relu() const { return lo == 0.0f && std::isinf(hi); }
+bool Activation::is_relu6() const { return lo == 0.0f && hi == 6.0f; }
+
+Activation Activation::then(const Activation& next) const {
+  // clamp(clamp(v, lo, hi), nlo, nhi) == clamp(v, max(lo, nlo), min(hi, nhi)) when the
+  // intervals overlap; when they do not, every value lands on one bound of `next`.
+  Activation r{std::max(lo, next.lo), std::min(hi, next.hi)};
+  if (r.lo > r.hi) {
+    const float v = hi < next.lo ? next.lo : next.hi;
+    r = {v, v};
+  }
+  return r;
+}
+
+std::string to_string(const Activation& a) {
+  if (a.is_identity()) return "none";
+  if (a.is_relu()) return "relu";
+  if (a.is_relu6()) return "relu6";
+  std::ostringstream s;
+  s << "clamp(" << a.lo << ", " << a.hi << ")";
+  return s.str();
+}
+
+const char* op_name(const Op& op) {
+  struct Visitor {
+    const char* operator()(const Conv2d&) { return "Conv2d"; }
+    const char* operator()(const BatchNorm&) { return "BatchNorm"; }
+    const char* operator()(const Relu&) { return "Relu"; }
+    const char* operator()(const Clip&) { return "Clip"; }
+    const char* operator()(const LayoutTransform&) { return "LayoutTransform"; }
+  };
+  return std::visit(Visitor{}, op);
+}
+
+std::string op_label(const Op& op) {
+  if (std::holds_alternative<Conv2d>(op)) return "conv2d";
+  if (std::holds_alternative<BatchNorm>(op)) return "batchnorm";
+  if (std::holds_alternative<Relu>(op)) return "relu";
+  if (const auto* c = std::get_if<Clip>(&op)) return to_string(Activation{c->min, c->max});
+  return "layout_transform";
+}
+
+ValueId Graph::add_value(Value v) {
+  values_.push_back(std::move(v));
+  return ValueId{static_cast<uint32_t>(values_.size() - 1)};
+}
+
+NodeId Graph::add_node(Node n) {
+  const NodeId id{static_cast<uint32_t>(nodes_.size())};
+  for (ValueId out : n.outputs) value(out).producer = id;
+  nodes_.push_back(std::move(n));
+  return id;
+}
+
+Value& Graph::value(ValueId id) {
+  KILN_CHECK(id.index < values_.size(), "value id out of range");
+  return values_[id.index];
+}
+const Value& Graph::value(ValueId id) const {
+  KILN_CHECK(id.index < values_.size(), "value id out of range");
+  return values_[id.index];
+}
+Node& Graph::node(NodeId id) {
+  KILN_CHECK(id.index < nodes_.size(), "node id out of range");
+  return nodes_[id.index];
+}
+const Node& Graph::node(NodeId id) const {
+  KILN_CHECK(id.index < nodes_.size(), "node id out of range");
+  return nodes_[id.index];
+}
+
+std::vector<std::vector<NodeId>> Graph::consumers() const {
+  std::vector<std::vector<NodeId>> uses(values_.size());
+  for (uint32_t i = 0; i < nodes_.size(); ++i)
+    for (ValueId v : nodes_[i].inputs)
+      if (v.index < uses.size()) uses[v.index].push_back(NodeId{i});
+  return uses;
+}
+
+bool Graph::is_graph_output(ValueId v) const {
+  return std::find(outputs.begin(), outputs.end(), v) != outputs.end();
+}
+bool Graph::is_graph_input(ValueId v) const {
+  return std::find(inputs.begin(), inputs.end(), v) != inputs.end();
+}
+
+void Graph::rebuild(std::vector<Node> nodes) {
+  // Keep values referenced by a node or by the graph interface, in their old order.
+  std::vector<bool> used(values_.size(), false);
+  for (const Node& n : nodes) {
+    for (ValueId v : n.inputs) used.at(v.index) = true;
+    for (ValueId v : n.outputs) used.at(v.index) = true;
+  }
+  for (ValueId v : inputs) used.at(v.index) = true;
+  for (ValueId v : outputs) used.at(v.index) = true;
+
+  std::vector<uint32_t> remap(values_.size(), ValueId::kInvalid);
+  std::vector<Value> kept;
+  for (uint32_t i = 0; i < values_.size(); ++i) {
+    if (!used[i]) continue;
+    remap[i] = static_cast<uint32_t>(kept.size());
+    kept.push_back(std::move(values_[i]));
+    kept.back().producer = NodeId{};
+  }
+  auto fix = [&](std::vector<ValueId>& ids) {
+    for (ValueId& v : ids) v.index = remap[v.index];
+  };
+  values_ = std::move(kept);
+  nodes_.clear();
+  fix(inputs);
+  fix(outputs);
+  for (Node& n : nodes) {
+    fix(n.inputs);
+    fix(n.outputs);
+    add_node(std::move(n));
+  }
+}
+
+namespace {
+
+std::string attrs(const Op& op) {
+  std::ostringstream s;
+  if (const auto* c = std::get_if<Conv2d>(&op)) {
+    s << "stride=" << c->stride_h << "x" << c->stride_w << " pads=[" << c->pad_top << ","
+      << c->pad_left << "," << c->pad_bottom << "," << c->pad_right
+      << "] dilation=" << c->dilation_h << "x" << c->dilation_w;
+    if (!c->activation.is_identity()) s << " epilogue=" << to_string(c->activation);
+  } else if (const auto* bn = std::get_if<BatchNorm>(&op)) {
+    s << "epsilon=" << bn->epsilon;
+  } else if (const auto* cl = std::get_if<Clip>(&op)) {
+    s << "min=" << cl->min << " max=" << cl->max;
+  } else if (const auto* t = std::get_if<LayoutTransform>(&op)) {
+    s << to_string(t->from) << "->" << to_string(t->to);
+  }
+  return s.str();
+}
+
+}  // namespace
+
+std::string dump(const Graph& g) {
+  std::ostringstream s;
+  auto value_str = [&](ValueId id) {
+    const Value& v = g.value(id);
+    std::ostringstream vs;
+    vs << "%" << id.index << ":" << v.name << to_string(v.shape);
+    if (v.layout != Layout::any) vs << to_string(v.layout);
+    return vs.str();
+  };
+  s << "graph: " << g.num_nodes() << " nodes, inputs:";
+  for (ValueId v : g.inputs) s << " " << value_str(v);
+  s << "\n";
+  for (uint32_t i = 0; i < g.num_nodes(); ++i) {
+    const Node& n = g.node(NodeId{i});
+    s << "  #" << i << " " << op_name(n.op) << " '" << n.name << "'";
+    const std::string a = attrs(n.op);
+    if (!a.empty()) s << " {" << a << "}";
+    s << "\n      in:";
+    for (ValueId v : n.inputs) s << " " << value_str(v) << (g.value(v).is_constant() ? "=const" : "");
+    s << "\n      out:";
+    for (ValueId v : n.outputs) s << " " << value_str(v);
+    s << "\n";
+  }
+  s << "  outputs:";
+  for (ValueId v : g.outputs) s << " " << value_str(v);
+  s << "\n";
+  return s.str();
+}
+
+}  // namespace kiln::graph

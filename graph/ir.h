@@ -1,0 +1,150 @@
+// Kiln's graph IR: values (tensors) and nodes in flat vectors, addressed by small typed ids.
+// Nodes are kept in topological order; passes build a new graph rather than patch pointers.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace kiln::graph {
+
+// Bad user input (a malformed graph, an unsupported op, a wrong shape): the message names the
+// node or tensor and what was expected.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A broken internal invariant: a bug in Kiln, not in the user's model.
+#define KILN_CHECK(cond, msg)                                                               \
+  do {                                                                                      \
+    if (!(cond))                                                                            \
+      throw std::logic_error(std::string("internal error: ") + (msg) + " (" #cond ") at " + \
+                             __FILE__ + ":" + std::to_string(__LINE__));                    \
+  } while (0)
+
+enum class DType : uint8_t { f32 };
+
+// `any` is for tensors whose layout carries no meaning (1-D parameters).
+enum class Layout : uint8_t { any, nchw, nhwc, oihw, hwio };
+
+const char* to_string(DType d);
+const char* to_string(Layout l);
+
+template <typename Tag>
+struct Id {
+  static constexpr uint32_t kInvalid = std::numeric_limits<uint32_t>::max();
+  uint32_t index = kInvalid;
+  bool valid() const { return index != kInvalid; }
+  friend bool operator==(Id a, Id b) { return a.index == b.index; }
+  friend bool operator!=(Id a, Id b) { return a.index != b.index; }
+};
+using ValueId = Id<struct ValueTag>;
+using NodeId = Id<struct NodeTag>;
+
+using Shape = std::vector<int64_t>;
+std::string to_string(const Shape& s);
+int64_t num_elements(const Shape& s);
+
+struct Value {
+  std::string name;
+  Shape shape;
+  DType dtype = DType::f32;
+  Layout layout = Layout::any;
+  std::shared_ptr<const std::vector<float>> data;  // set for constants (immutable, shared)
+  NodeId producer;                                  // invalid for graph inputs and constants
+
+  bool is_constant() const { return data != nullptr; }
+  int64_t size_bytes() const { return num_elements(shape) * 4; }
+};
+
+// An elementwise clamp applied to a kernel's result: ReLU is [0, inf), ReLU6 is [0, 6].
+// Any chain of ReLU and Clip composes into one clamp, which is why fusion can absorb them.
+struct Activation {
+  float lo = -std::numeric_limits<float>::infinity();
+  float hi = std::numeric_limits<float>::infinity();
+  bool is_identity() const;
+  bool is_relu() const;
+  bool is_relu6() const;
+  Activation then(const Activation& next) const;
+};
+std::string to_string(const Activation& a);
+
+// Inputs: x, weights, bias. Weights are OIHW for an NCHW input and HWIO for NHWC.
+struct Conv2d {
+  int stride_h = 1, stride_w = 1;
+  int pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  int dilation_h = 1, dilation_w = 1;
+  Activation activation;  // fused epilogue; identity until fusion absorbs a consumer
+};
+
+// Inference BatchNormalization. Inputs: x, scale (gamma), bias (beta), mean, variance.
+struct BatchNorm {
+  float epsilon = 1e-5f;
+};
+
+struct Relu {};
+struct Clip {
+  float min = 0.0f, max = 6.0f;
+};
+
+// Inserted by the layout pass: one tensor re-laid-out (NCHW -> NHWC).
+struct LayoutTransform {
+  Layout from = Layout::nchw, to = Layout::nhwc;
+};
+
+using Op = std::variant<Conv2d, BatchNorm, Relu, Clip, LayoutTransform>;
+const char* op_name(const Op& op);
+// Lower-case label for descriptions: "conv2d", "relu", "relu6", "clip(0, 1)", ...
+std::string op_label(const Op& op);
+
+struct Node {
+  std::string name;
+  Op op;
+  std::vector<ValueId> inputs;
+  std::vector<ValueId> outputs;
+  // The original operators this node now computes, in order ("conv2d", "batchnorm (folded)",
+  // "relu"): provenance for the kernel description, kept by every pass that merges nodes.
+  std::vector<std::string> computes;
+};
+
+class Graph {
+ public:
+  ValueId add_value(Value v);
+  // Appends a node (keep topological order: inputs must already be defined) and records it as
+  // the producer of its outputs.
+  NodeId add_node(Node n);
+
+  Value& value(ValueId id);
+  const Value& value(ValueId id) const;
+  Node& node(NodeId id);
+  const Node& node(NodeId id) const;
+  const std::vector<Value>& values() const { return values_; }
+  const std::vector<Node>& nodes() const { return nodes_; }
+  size_t num_nodes() const { return nodes_.size(); }
+
+  std::vector<ValueId> inputs;   // tensors the caller binds at run time
+  std::vector<ValueId> outputs;  // tensors the caller reads back
+
+  // consumers()[v] lists the nodes that read value v (a node reading v twice appears twice).
+  std::vector<std::vector<NodeId>> consumers() const;
+  bool is_graph_output(ValueId v) const;
+  bool is_graph_input(ValueId v) const;
+
+  // Replaces the node list (in topological order), drops values nothing references any more
+  // and renumbers ids. Passes end with this.
+  void rebuild(std::vector<Node> nodes);
+
+ private:
+  std::vector<Value> values_;
+  std::vector<Node> nodes_;
+};
+
+// Human-readable dump: one line per value and per node, in order.
+std::string dump(const Graph& g);
+
+}  // namespace kiln::graph

@@ -1,0 +1,49 @@
+// Lowering: one KernelSpec per node of an optimized graph. A spec is the contract handed to
+// the kernel layer: tensors (shape, layout, dtype), the fused operations and their parameters.
+#pragma once
+
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "graph/ir.h"
+
+namespace kiln::graph {
+
+struct TensorDesc {
+  ValueId value;
+  std::string name;
+  Shape shape;
+  Layout layout = Layout::any;
+  DType dtype = DType::f32;
+};
+
+struct ConvKernelSpec {
+  std::string name;
+  std::vector<std::string> computes;  // e.g. {"conv2d", "batchnorm (folded)", "relu"}
+  TensorDesc input, weights, bias, output;
+  int stride_h = 1, stride_w = 1;
+  int pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  int dilation_h = 1, dilation_w = 1;
+  Activation activation;
+};
+
+struct LayoutKernelSpec {
+  std::string name;
+  TensorDesc input, output;
+};
+
+using KernelSpec = std::variant<ConvKernelSpec, LayoutKernelSpec>;
+
+// Epilogues the fused convolution kernels implement: none, relu, relu6. Fusion asks this
+// before absorbing an op, so it never creates a kernel nobody can run.
+bool conv_epilogue_supported(const Activation& a);
+
+// Throws Error naming the node when no kernel implements it (e.g. an unfused ReLU, or a
+// convolution still in NCHW because the layout pass did not run).
+std::vector<KernelSpec> lower_to_kernels(const Graph& g);
+
+// The task description, in the form of MISSION.md's reference example.
+std::string describe(const KernelSpec& k);
+
+}  // namespace kiln::graph

@@ -1,0 +1,23 @@
+// The graph passes. Each takes a verified graph and returns a new one; none mutates its input.
+#pragma once
+
+#include "graph/ir.h"
+
+namespace kiln::graph {
+
+// Folds inference BatchNorm into the convolution that feeds it (when that conv has no other
+// consumer and all parameters are constants): w' = w * s, b' = (b - mean) * s + beta with
+// s = gamma / sqrt(var + eps), per output channel. The BatchNorm node is deleted.
+Graph fold_batch_norm(const Graph& g);
+
+// Absorbs elementwise consumers into the epilogue of the output-fusable node that produces
+// their input, when that output has exactly one consumer and is not a graph output, and the
+// kernel layer implements the combined epilogue. Run after fold_batch_norm.
+Graph fuse_epilogues(const Graph& g);
+
+// Converts the graph to NHWC: one LayoutTransform per NCHW graph input at the entry, every
+// activation re-declared NHWC, conv weights re-laid-out ahead of time to HWIO (output channels
+// innermost, the layout the kernels vectorize over). Graph outputs stay NHWC.
+Graph convert_to_nhwc(const Graph& g);
+
+}  // namespace kiln::graph

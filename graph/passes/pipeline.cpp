@@ -1,0 +1,41 @@
+// The pass list and its driver.
+#include "graph/passes/pipeline.h"
+
+#include "graph/passes/passes.h"
+#include "graph/verify.h"
+
+namespace kiln::graph {
+
+const std::vector<Pass>& default_passes() {
+  static const std::vector<Pass> passes = {
+      {"fold_batch_norm", fold_batch_norm},
+      {"fuse_epilogues", fuse_epilogues},
+      {"convert_to_nhwc", convert_to_nhwc},
+  };
+  return passes;
+}
+
+Graph run_passes(const Graph& input, const PipelineOptions& options) {
+  if (!options.stop_after.empty()) {
+    bool known = false;
+    std::string names;
+    for (const Pass& p : default_passes()) {
+      known |= options.stop_after == p.name;
+      names += std::string(names.empty() ? "" : ", ") + p.name;
+    }
+    if (!known) throw Error("unknown pass '" + options.stop_after + "' (passes: " + names + ")");
+  }
+  // User graphs are always verified: the passes assume a well-formed input.
+  verify(input, "given to the pass pipeline");
+  if (options.on_stage) options.on_stage("input", input);
+  Graph g = input;
+  for (const Pass& p : default_passes()) {
+    g = p.run(g);
+    if (options.verify_each) verify(g, std::string("after ") + p.name);
+    if (options.on_stage) options.on_stage(p.name, g);
+    if (options.stop_after == p.name) break;
+  }
+  return g;
+}
+
+}  // namespace kiln::graph

@@ -1,0 +1,33 @@
+// Output shapes and layouts of every op, from its inputs and attributes. Used by the builder
+// to create output values and by the verifier to check them.
+#pragma once
+
+#include "graph/ir.h"
+
+namespace kiln::graph {
+
+// Activation dims independent of layout.
+struct ImageDims {
+  int64_t n = 0, c = 0, h = 0, w = 0;
+};
+ImageDims image_dims(const Shape& s, Layout l);  // l must be NCHW or NHWC
+Shape image_shape(const ImageDims& d, Layout l);
+int channel_axis(Layout l);  // 1 for NCHW, 3 for NHWC
+
+struct FilterDims {
+  int64_t co = 0, ci = 0, kh = 0, kw = 0;
+};
+FilterDims filter_dims(const Shape& s, Layout l);  // l must be OIHW or HWIO
+Shape filter_shape(const FilterDims& d, Layout l);
+
+// The filter layout a convolution over an activation layout expects.
+Layout filter_layout_for(Layout activation);
+
+struct TypedShape {
+  Shape shape;
+  Layout layout;
+};
+// Throws Error naming the node when inputs do not fit the op.
+TypedShape infer_output(const Graph& g, const Node& n);
+
+}  // namespace kiln::graph

@@ -1,0 +1,30 @@
+// The contract between the convolution algorithm (generators/conv_generator.cpp) and its
+// schedules: the Funcs and loop variables a schedule may touch. Nothing here computes anything.
+#pragma once
+
+#include "Halide.h"
+
+namespace kiln::schedules {
+
+struct ConvFuncs {
+  Halide::Func input_padded;  // zero-padded NHWC input, (c, x, y, n)
+  Halide::Func acc;           // bias + sum over (ci, kx, ky), (co, x, y, n); has one update
+  Halide::Func output;        // epilogue(acc), the pipeline output, (co, x, y, n)
+  Halide::Var co, x, y, n;
+  Halide::Var c;              // channel variable of input_padded
+  Halide::RDom r;             // r.x = ci, r.y = kx, r.z = ky
+  Halide::Expr out_channels, out_width, out_height;
+  Halide::Expr in_channels;
+};
+
+// Halide's default: everything inlined or at root, nothing vectorized or parallel.
+// Kept as the baseline every other schedule is compared against.
+void schedule_conv_naive(const ConvFuncs& f, const Halide::Target& target);
+
+// x86 CPU: output tiles held in vector registers through the whole reduction.
+void schedule_conv_cpu(const ConvFuncs& f, const Halide::Target& target);
+
+// CUDA: output tiles on GPU blocks, a small register tile per thread.
+void schedule_conv_cuda(const ConvFuncs& f, const Halide::Target& target);
+
+}  // namespace kiln::schedules

@@ -1,0 +1,87 @@
+// CPU schedule for the fused convolution: register-blocked output tiles, vectorized over
+// output channels, parallel over (row strip, channel block, batch).
+//
+// The inner loop is an outer product: per reduction step (one ci, kx, ky) it loads
+// `vectors` weight vectors (contiguous in Co thanks to the HWIO weight layout) and broadcasts
+// `pixels` input values, and issues vectors * pixels FMAs into accumulators that stay in
+// registers for the whole reduction.
+#include <vector>
+
+#include "conv_schedule.h"
+
+namespace kiln::schedules {
+namespace {
+
+using Halide::Func;
+using Halide::Stage;
+using Halide::TailStrategy;
+using Halide::Target;
+using Halide::Var;
+
+struct RegisterBlock {
+  int vectors;  // output-channel vectors per tile
+  int pixels;   // output pixels along x per tile
+};
+
+// Register blocks in order of preference; a block is used when the layer is at least as large
+// as the block in both dimensions, so the tile never has to be clipped.
+std::vector<RegisterBlock> register_blocks(const Target& t) {
+  if (t.has_feature(Target::AVX512)) {
+    // 32 zmm registers: 4x7 = 28 accumulators + 4 weight vectors (broadcasts fold into the
+    // FMA's memory operand). 2x14 for layers with 32..63 output channels.
+    return {{4, 7}, {2, 14}, {2, 7}, {1, 14}, {1, 1}};
+  }
+  // 16 ymm (AVX2) or xmm (SSE) registers: 2x6 = 12 accumulators + 2 weights + 1 broadcast.
+  return {{2, 6}, {1, 12}, {1, 6}, {1, 1}};
+}
+
+// Output rows per parallel task. Two rows amortize the halo rows of the padded input strip.
+constexpr int kRowsPerTask = 2;
+
+}  // namespace
+
+void schedule_conv_cpu(const ConvFuncs& f, const Target& target) {
+  const int vec = target.natural_vector_size<float>();
+  Func output = f.output;
+  Func acc = f.acc;
+  Func input_padded = f.input_padded;
+  const Var &co = f.co, &x = f.x, &y = f.y, &n = f.n;
+  Var coo("coo"), coi("coi"), xo("xo"), xi("xi"), yo("yo"), yi("yi"), task("task");
+
+  // Same loop names in every specialization, so acc and input_padded can be computed at them.
+  auto tile = [&](Stage s, int channels, int pixels, TailStrategy tail) {
+    s.split(co, coo, coi, channels, tail)
+        .split(x, xo, xi, pixels, tail)
+        .split(y, yo, yi, kRowsPerTask, TailStrategy::GuardWithIf)
+        .reorder(coi, xi, xo, yi, coo, yo, n)
+        .fuse(coo, yo, task)
+        .fuse(task, n, task)
+        .parallel(task);
+  };
+
+  // Full tiles only (ShiftInwards never clips a tile, it overlaps the last one with its
+  // neighbour), so each specialization's inner loop is branch-free and fully unrolled.
+  for (const RegisterBlock& b : register_blocks(target)) {
+    const int channels = b.vectors * vec;
+    Stage s = output.specialize(f.out_channels >= channels && f.out_width >= b.pixels);
+    tile(s, channels, b.pixels, TailStrategy::ShiftInwards);
+    s.vectorize(coi, vec).unroll(coi).unroll(xi);
+  }
+  // Fewer output channels than one vector: scalar tiles of one channel and one pixel.
+  tile(output, 1, 1, TailStrategy::ShiftInwards);
+
+  acc.compute_at(output, xo)
+      .vectorize(co, vec, TailStrategy::GuardWithIf)
+      .unroll(co)
+      .unroll(x);
+  acc.update()
+      .reorder(co, x, f.r.x, f.r.y, f.r.z)
+      .vectorize(co, vec, TailStrategy::GuardWithIf)
+      .unroll(co)
+      .unroll(x);
+
+  // The zero-padded input strip for one task: removes the boundary test from the inner loop.
+  input_padded.compute_at(output, task).vectorize(f.c, vec, TailStrategy::GuardWithIf);
+}
+
+}  // namespace kiln::schedules
