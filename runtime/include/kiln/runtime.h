@@ -1,0 +1,88 @@
+// Kiln's runtime: runs an optimized graph with the AOT-compiled kernels out of one planned
+// arena. Thin by design: every computation is in a kernel; this only binds buffers and calls.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/ir.h"
+#include "graph/kernel_spec.h"
+#include "graph/memory_plan.h"
+#include "graph/reference.h"
+
+namespace kiln {
+
+enum class Backend { cpu, cuda };
+enum class Schedule { tuned, naive };
+const char* to_string(Backend b);
+const char* to_string(Schedule s);
+
+struct ModelOptions {
+  Backend backend = Backend::cpu;
+  // With Backend::cuda: run on the CPU instead when no GPU or driver is usable, rather than
+  // failing. Model::fallback_reason() then says why.
+  bool fallback_to_cpu = false;
+  Schedule schedule = Schedule::tuned;  // CPU only; CUDA kernels have one schedule
+  // Index into the compiled CPU targets (kiln::runtime::cpu_targets()); -1 lets each kernel's
+  // dispatch wrapper pick the best one this CPU supports.
+  int cpu_target = -1;
+  int threads = 0;  // 0: one per core
+};
+
+// An error value: ok(), or a message naming what failed.
+class Status {
+ public:
+  static Status ok() { return Status(); }
+  static Status error(std::string message) { return Status(std::move(message)); }
+  bool is_ok() const { return message_.empty(); }
+  explicit operator bool() const { return is_ok(); }
+  const std::string& message() const { return message_; }
+
+ private:
+  Status() = default;
+  explicit Status(std::string m) : message_(m.empty() ? "unknown error" : std::move(m)) {}
+  std::string message_;
+};
+
+struct TensorView {
+  std::string name;
+  const float* data = nullptr;
+  graph::Shape shape;
+  graph::Layout layout = graph::Layout::any;
+};
+
+class Model {
+ public:
+  // `optimized` is the result of graph::run_passes. Throws graph::Error when a node has no
+  // kernel, when a CPU target index is out of range or unsupported by this CPU, or when CUDA is
+  // requested, unusable, and fallback_to_cpu is off.
+  explicit Model(const graph::Graph& optimized, const ModelOptions& options = {});
+  ~Model();
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  // Graph inputs in their declared shapes and layouts (e.g. NCHW), in graph input order.
+  Status run(const std::vector<const float*>& inputs);
+  // The same, checking each tensor's shape first.
+  Status run(const std::vector<graph::Tensor>& inputs);
+
+  size_t num_inputs() const;
+  TensorView input_info(size_t i) const;  // data is null
+  size_t num_outputs() const;
+  // Valid after a successful run(), until the next one. Layout is the graph's (NHWC for
+  // images); graph::to_layout converts.
+  TensorView output(size_t i) const;
+
+  const std::vector<graph::KernelSpec>& kernels() const;
+  const graph::ArenaPlan& arena_plan() const;
+  Backend backend() const;                   // the backend in use (cpu after a fallback)
+  const std::string& fallback_reason() const;  // empty unless CUDA fell back to CPU
+  std::string cpu_target() const;            // the CPU target in use, for reports
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kiln

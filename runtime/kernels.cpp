@@ -1,0 +1,157 @@
+// The kernel table, generated from the CMake target list into kiln/kernel_table.inc.
+#include "kernels.h"
+
+#include <cpuid.h>
+
+#include <sstream>
+
+#include "kiln_conv_none_naive.h"
+#include "kiln_conv_none_tuned.h"
+#include "kiln_conv_relu6_naive.h"
+#include "kiln_conv_relu6_tuned.h"
+#include "kiln_conv_relu_naive.h"
+#include "kiln_conv_relu_tuned.h"
+#include "kiln_nchw_to_nhwc.h"
+#ifdef KILN_HAVE_CUDA_KERNELS
+#include "kiln_conv_none_cuda.h"
+#include "kiln_conv_relu6_cuda.h"
+#include "kiln_conv_relu_cuda.h"
+#include "kiln_nchw_to_nhwc_cuda.h"
+#endif
+
+// Per-target entry points carry '-' in their symbol names; bind them with asm labels.
+#define KILN_CPU_TARGET(index, name)
+#define KILN_CONV_KERNEL(e, s, t, sym) extern "C" int kiln_conv_##e##_##s##_t##t(void**) __asm__("\"" sym "\"");
+#define KILN_LAYOUT_KERNEL(t, sym) extern "C" int kiln_nchw_to_nhwc_t##t(void**) __asm__("\"" sym "\"");
+#include "kiln/kernel_table.inc"
+#undef KILN_CPU_TARGET
+#undef KILN_CONV_KERNEL
+#undef KILN_LAYOUT_KERNEL
+
+namespace kiln::runtime {
+namespace {
+
+struct CpuEntry {
+  std::string target;
+  KernelFn conv[3][2] = {};  // [epilogue][schedule]
+  KernelFn layout = nullptr;
+};
+
+std::vector<CpuEntry> make_table() {
+  std::vector<CpuEntry> table;
+#define KILN_CPU_TARGET(index, name) \
+  table.resize(index + 1);           \
+  table[index].target = name;
+#define KILN_CONV_KERNEL(e, s, t, sym)                                             \
+  table[t].conv[static_cast<int>(ConvEpilogue::e)][static_cast<int>(ConvSchedule::s)] = \
+      kiln_conv_##e##_##s##_t##t;
+#define KILN_LAYOUT_KERNEL(t, sym) table[t].layout = kiln_nchw_to_nhwc_t##t;
+#include "kiln/kernel_table.inc"
+#undef KILN_CPU_TARGET
+#undef KILN_CONV_KERNEL
+#undef KILN_LAYOUT_KERNEL
+  return table;
+}
+
+const std::vector<CpuEntry>& table() {
+  static const std::vector<CpuEntry> t = make_table();
+  return t;
+}
+
+bool feature_supported(const std::string& f) {
+  __builtin_cpu_init();
+  if (f == "sse41") return __builtin_cpu_supports("sse4.1");
+  if (f == "avx") return __builtin_cpu_supports("avx");
+  if (f == "f16c") {
+    unsigned eax, ebx, ecx, edx;
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C);
+  }
+  if (f == "fma") return __builtin_cpu_supports("fma");
+  if (f == "avx2") return __builtin_cpu_supports("avx2");
+  if (f == "avx512") return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd");
+  if (f == "avx512_skylake")
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
+           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512vl");
+  return false;  // a feature this table does not know: never claim support
+}
+
+KernelFn conv_wrapper(ConvEpilogue e, ConvSchedule s) {
+  static const KernelFn fns[3][2] = {
+      {kiln_conv_none_naive_argv, kiln_conv_none_tuned_argv},
+      {kiln_conv_relu_naive_argv, kiln_conv_relu_tuned_argv},
+      {kiln_conv_relu6_naive_argv, kiln_conv_relu6_tuned_argv},
+  };
+  return fns[static_cast<int>(e)][static_cast<int>(s)];
+}
+
+}  // namespace
+
+ConvEpilogue conv_epilogue(const graph::Activation& a) {
+  if (a.is_identity()) return ConvEpilogue::none;
+  if (a.is_relu()) return ConvEpilogue::relu;
+  KILN_CHECK(a.is_relu6(), "no conv kernel for epilogue " + graph::to_string(a));
+  return ConvEpilogue::relu6;
+}
+
+const std::vector<std::string>& cpu_targets() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const CpuEntry& e : table()) n.push_back(e.target);
+    return n;
+  }();
+  return names;
+}
+
+bool cpu_target_supported(int index) {
+  KILN_CHECK(index >= 0 && index < static_cast<int>(table().size()), "CPU target index");
+  std::istringstream parts(table()[index].target);
+  std::string part;
+  int field = 0;
+  while (std::getline(parts, part, '-')) {
+    // x86-64-linux-<features...>: the first three fields are arch, bits and OS.
+    if (field++ < 3) continue;
+    if (!feature_supported(part)) return false;
+  }
+  return true;
+}
+
+int best_cpu_target() {
+  for (int i = 0; i < static_cast<int>(table().size()); ++i)
+    if (cpu_target_supported(i)) return i;
+  return -1;
+}
+
+KernelFn cpu_conv_kernel(ConvEpilogue e, ConvSchedule s, int target) {
+  if (target < 0) return conv_wrapper(e, s);
+  KILN_CHECK(target < static_cast<int>(table().size()), "CPU target index");
+  return table()[target].conv[static_cast<int>(e)][static_cast<int>(s)];
+}
+
+KernelFn cpu_layout_kernel(int target) {
+  if (target < 0) return kiln_nchw_to_nhwc_argv;
+  KILN_CHECK(target < static_cast<int>(table().size()), "CPU target index");
+  return table()[target].layout;
+}
+
+KernelFn cuda_conv_kernel(ConvEpilogue e) {
+#ifdef KILN_HAVE_CUDA_KERNELS
+  switch (e) {
+    case ConvEpilogue::none: return kiln_conv_none_cuda_argv;
+    case ConvEpilogue::relu: return kiln_conv_relu_cuda_argv;
+    case ConvEpilogue::relu6: return kiln_conv_relu6_cuda_argv;
+  }
+#endif
+  (void)e;
+  return nullptr;
+}
+
+KernelFn cuda_layout_kernel() {
+#ifdef KILN_HAVE_CUDA_KERNELS
+  return kiln_nchw_to_nhwc_cuda_argv;
+#else
+  return nullptr;
+#endif
+}
+
+}  // namespace kiln::runtime

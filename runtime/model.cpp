@@ -1,0 +1,244 @@
+// Model: lowers an optimized graph to kernel calls, plans and owns the arena, and runs.
+#include <cstdlib>
+
+#include "HalideBuffer.h"
+#include "HalideRuntime.h"
+#include "HalideRuntimeCuda.h"
+#include "graph/verify.h"
+#include "halide_errors.h"
+#include "kernels.h"
+#include "kiln/runtime.h"
+
+namespace kiln {
+namespace {
+
+using runtime::KernelFn;
+using HalideBuffer = Halide::Runtime::Buffer<float>;
+
+// Halide dimensions are innermost first: the reverse of the row-major shape.
+HalideBuffer wrap(float* data, const graph::Shape& shape) {
+  std::vector<int> sizes(shape.rbegin(), shape.rend());
+  return HalideBuffer(data, sizes);
+}
+
+struct Call {
+  std::string name;
+  KernelFn fn = nullptr;
+  std::vector<graph::ValueId> buffers;  // in argument order, output last
+  int scalars[6] = {};                   // conv: stride x/y, pad x/y, dilation x/y
+  bool is_conv = false;
+  std::vector<void*> args;
+};
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+
+// Empty when CUDA can allocate device memory; otherwise the reason it cannot.
+std::string cuda_unusable_reason() {
+  if (!runtime::cuda_conv_kernel(runtime::ConvEpilogue::none))
+    return "this build of Kiln has no CUDA kernels (KILN_BUILD_CUDA=OFF)";
+  runtime::begin_halide_call();
+  float probe_data[1] = {0.0f};
+  HalideBuffer probe(probe_data, 1);
+  const int rc = halide_device_malloc(nullptr, probe.raw_buffer(), halide_cuda_device_interface());
+  if (rc == 0) {
+    probe.device_free();
+    return "";
+  }
+  std::string why = runtime::last_halide_error();
+  return "CUDA is not usable here (error " + std::to_string(rc) + (why.empty() ? "" : ": " + why) +
+         ")";
+}
+
+}  // namespace
+
+const char* to_string(Backend b) { return b == Backend::cpu ? "cpu" : "cuda"; }
+const char* to_string(Schedule s) { return s == Schedule::tuned ? "tuned" : "naive"; }
+
+struct Model::Impl {
+  graph::Graph g;
+  ModelOptions options;
+  std::vector<graph::KernelSpec> kernels;
+  graph::ArenaPlan plan;
+  std::unique_ptr<void, FreeDeleter> arena;
+  std::vector<HalideBuffer> buffers;  // by value id
+  std::vector<Call> calls;
+  std::string fallback_reason;
+
+  void bind_buffers();
+  void make_calls();
+  Status run_calls();
+};
+
+void Model::Impl::bind_buffers() {
+  const int64_t bytes = std::max<int64_t>(plan.arena_bytes, 64);
+  arena.reset(std::aligned_alloc(64, static_cast<size_t>((bytes + 63) / 64 * 64)));
+  if (!arena) throw graph::Error("cannot allocate the " + std::to_string(bytes) + "-byte arena");
+  buffers.resize(g.values().size());
+  for (uint32_t i = 0; i < g.values().size(); ++i) {
+    const graph::Value& v = g.value(graph::ValueId{i});
+    if (v.is_constant()) {
+      // Kernels never write their inputs; Halide's buffer type is simply not const-aware here.
+      buffers[i] = wrap(const_cast<float*>(v.data->data()), v.shape);
+    } else if (const graph::ArenaBuffer* b = plan.find(graph::ValueId{i})) {
+      buffers[i] = wrap(reinterpret_cast<float*>(static_cast<char*>(arena.get()) + b->offset),
+                        v.shape);
+    } else {
+      buffers[i] = wrap(nullptr, v.shape);  // a graph input: bound by run()
+    }
+  }
+}
+
+void Model::Impl::make_calls() {
+  const bool cuda = options.backend == Backend::cuda;
+  const auto schedule = options.schedule == Schedule::tuned ? runtime::ConvSchedule::tuned
+                                                            : runtime::ConvSchedule::naive;
+  for (const graph::KernelSpec& k : kernels) {
+    Call c;
+    if (const auto* conv = std::get_if<graph::ConvKernelSpec>(&k)) {
+      const auto e = runtime::conv_epilogue(conv->activation);
+      c.name = conv->name;
+      c.fn = cuda ? runtime::cuda_conv_kernel(e)
+                  : runtime::cpu_conv_kernel(e, schedule, options.cpu_target);
+      c.buffers = {conv->input.value, conv->weights.value, conv->bias.value, conv->output.value};
+      const int s[6] = {conv->stride_w, conv->stride_h, conv->pad_left,
+                        conv->pad_top,  conv->dilation_w, conv->dilation_h};
+      std::copy(s, s + 6, c.scalars);
+      c.is_conv = true;
+    } else {
+      const auto& t = std::get<graph::LayoutKernelSpec>(k);
+      c.name = t.name;
+      c.fn = cuda ? runtime::cuda_layout_kernel() : runtime::cpu_layout_kernel(options.cpu_target);
+      c.buffers = {t.input.value, t.output.value};
+    }
+    KILN_CHECK(c.fn != nullptr, "no kernel entry point for " + c.name);
+    calls.push_back(std::move(c));
+  }
+  // Argument vectors point into `calls` and `buffers`; both stay put from here on.
+  for (Call& c : calls) {
+    const size_t n = c.buffers.size();
+    for (size_t i = 0; i + 1 < n; ++i) c.args.push_back(buffers[c.buffers[i].index].raw_buffer());
+    if (c.is_conv)
+      for (int& s : c.scalars) c.args.push_back(&s);
+    c.args.push_back(buffers[c.buffers[n - 1].index].raw_buffer());
+  }
+}
+
+Status Model::Impl::run_calls() {
+  for (Call& c : calls) {
+    runtime::begin_halide_call();
+    const int rc = c.fn(c.args.data());
+    if (rc != 0) {
+      const std::string why = runtime::last_halide_error();
+      return Status::error("kernel '" + c.name + "' failed on " + to_string(options.backend) +
+                           " (error " + std::to_string(rc) + ")" + (why.empty() ? "" : ": " + why));
+    }
+  }
+  if (options.backend == Backend::cuda) {
+    for (graph::ValueId v : g.outputs) {
+      runtime::begin_halide_call();
+      const int rc = buffers[v.index].copy_to_host();
+      if (rc != 0)
+        return Status::error("copying output '" + g.value(v).name + "' from the GPU failed (error " +
+                             std::to_string(rc) + "): " + runtime::last_halide_error());
+    }
+  }
+  return Status::ok();
+}
+
+Model::Model(const graph::Graph& optimized, const ModelOptions& options)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  graph::verify(optimized, "given to the runtime");
+  m.g = optimized;
+  m.options = options;
+  m.kernels = graph::lower_to_kernels(m.g);
+  m.plan = graph::plan_arena(m.g);
+
+  const int num_targets = static_cast<int>(runtime::cpu_targets().size());
+  if (options.cpu_target >= num_targets || options.cpu_target < -1)
+    throw graph::Error("CPU target index " + std::to_string(options.cpu_target) +
+                       " is out of range (this build has " + std::to_string(num_targets) + ")");
+  if (options.cpu_target >= 0 && !runtime::cpu_target_supported(options.cpu_target))
+    throw graph::Error("this CPU lacks features that target " +
+                       runtime::cpu_targets()[options.cpu_target] + " needs");
+  if (options.backend == Backend::cuda) {
+    const std::string why = cuda_unusable_reason();
+    if (!why.empty()) {
+      if (!options.fallback_to_cpu)
+        throw graph::Error(why + "; choose the cpu backend, or allow fallback to the CPU");
+      m.options.backend = Backend::cpu;
+      m.fallback_reason = why;
+    }
+  }
+  if (options.threads > 0) halide_set_num_threads(options.threads);
+  m.bind_buffers();
+  m.make_calls();
+}
+
+Model::~Model() {
+  if (impl_ && impl_->options.backend == Backend::cuda)
+    for (HalideBuffer& b : impl_->buffers)
+      if (b.raw_buffer()->device) b.device_free();
+}
+
+Status Model::run(const std::vector<const float*>& inputs) {
+  Impl& m = *impl_;
+  if (inputs.size() != m.g.inputs.size())
+    return Status::error("the model has " + std::to_string(m.g.inputs.size()) + " inputs, got " +
+                         std::to_string(inputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i]) return Status::error("input '" + m.g.value(m.g.inputs[i]).name + "' is null");
+    HalideBuffer& b = m.buffers[m.g.inputs[i].index];
+    b.raw_buffer()->host = reinterpret_cast<uint8_t*>(const_cast<float*>(inputs[i]));
+    if (m.options.backend == Backend::cuda) b.set_host_dirty(true);
+  }
+  return m.run_calls();
+}
+
+Status Model::run(const std::vector<graph::Tensor>& inputs) {
+  const Impl& m = *impl_;
+  if (inputs.size() != m.g.inputs.size())
+    return Status::error("the model has " + std::to_string(m.g.inputs.size()) + " inputs, got " +
+                         std::to_string(inputs.size()));
+  std::vector<const float*> ptrs;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const graph::Value& v = m.g.value(m.g.inputs[i]);
+    if (inputs[i].shape != v.shape ||
+        static_cast<int64_t>(inputs[i].data.size()) != graph::num_elements(v.shape))
+      return Status::error("input '" + v.name + "' must have shape " + graph::to_string(v.shape) +
+                           " (" + graph::to_string(v.layout) + "), got " +
+                           graph::to_string(inputs[i].shape) + " with " +
+                           std::to_string(inputs[i].data.size()) + " elements");
+    ptrs.push_back(inputs[i].data.data());
+  }
+  return run(ptrs);
+}
+
+size_t Model::num_inputs() const { return impl_->g.inputs.size(); }
+size_t Model::num_outputs() const { return impl_->g.outputs.size(); }
+
+TensorView Model::input_info(size_t i) const {
+  const graph::Value& v = impl_->g.value(impl_->g.inputs.at(i));
+  return {v.name, nullptr, v.shape, v.layout};
+}
+
+TensorView Model::output(size_t i) const {
+  const graph::ValueId id = impl_->g.outputs.at(i);
+  const graph::Value& v = impl_->g.value(id);
+  return {v.name, impl_->buffers[id.index].data(), v.shape, v.layout};
+}
+
+const std::vector<graph::KernelSpec>& Model::kernels() const { return impl_->kernels; }
+const graph::ArenaPlan& Model::arena_plan() const { return impl_->plan; }
+Backend Model::backend() const { return impl_->options.backend; }
+const std::string& Model::fallback_reason() const { return impl_->fallback_reason; }
+
+std::string Model::cpu_target() const {
+  const int t = impl_->options.cpu_target >= 0 ? impl_->options.cpu_target
+                                               : runtime::best_cpu_target();
+  return t >= 0 ? runtime::cpu_targets()[t] : "none";
+}
+
+}  // namespace kiln

@@ -1,0 +1,28 @@
+// Layout transform schedules. A transpose is pure data movement: the goal is full cache lines
+// on both sides, so both the load (along x) and the store (along c) are vectors.
+#include "layout_schedule.h"
+
+namespace kiln::schedules {
+
+void schedule_layout_cpu(const LayoutFuncs& f, const Halide::Target& target) {
+  using Halide::TailStrategy;
+  Halide::Func out = f.output;
+  Halide::Var ci("ci"), xi("xi"), yn("yn");
+  const int vec = target.natural_vector_size<float>();
+  // vec x vec tile: vec loads along x, vec stores along c; Halide lowers the transpose in
+  // registers to shuffles. Tiles that do not divide the tensor are guarded.
+  out.tile(f.c, f.x, ci, xi, vec, vec, TailStrategy::GuardWithIf)
+      .vectorize(ci)
+      .unroll(xi)
+      .fuse(f.y, f.n, yn)
+      .parallel(yn);
+}
+
+void schedule_layout_cuda(const LayoutFuncs& f, const Halide::Target& /*target*/) {
+  using Halide::TailStrategy;
+  Halide::Func out = f.output;
+  Halide::Var yn("yn"), bc("bc"), bx("bx"), tc("tc"), tx("tx");
+  out.fuse(f.y, f.n, yn).gpu_tile(f.c, f.x, bc, bx, tc, tx, 32, 8, TailStrategy::GuardWithIf);
+}
+
+}  // namespace kiln::schedules
