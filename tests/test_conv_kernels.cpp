@@ -1,0 +1,209 @@
+// The AOT convolution kernels against the reference interpreter: random inputs, a NaN-poisoned
+// output, every shape below x every schedule x every compiled CPU target this CPU can run.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "HalideBuffer.h"
+#include "graph/builder.h"
+#include "graph/reference.h"
+#include "halide_errors.h"
+#include "kernels.h"
+
+namespace {
+
+using namespace kiln;
+using graph::Layout;
+using HalideBuffer = Halide::Runtime::Buffer<float>;
+
+struct ConvCase {
+  const char* name;
+  int64_t n, ci, h, w, co, kh, kw;
+  int stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right, dil_h, dil_w;
+};
+
+const ConvCase kCases[] = {
+    // The reference example's exact layer.
+    {"example_64x56x56_3x3_s2", 1, 64, 56, 56, 64, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},
+    {"rgb_input_7x7_s2", 1, 3, 32, 30, 24, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1},
+    {"co_40_not_multiple_of_16", 1, 16, 15, 17, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+    {"spatial_7x7", 1, 64, 7, 7, 96, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+    {"pointwise_1x1_s1", 1, 32, 14, 14, 48, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1},
+    {"pointwise_1x1_s2", 1, 24, 13, 13, 32, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1},
+    {"pad0_3x3", 1, 8, 10, 12, 20, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1},
+    {"dilation_2", 1, 16, 20, 20, 32, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2},
+    {"batch_2", 2, 16, 12, 12, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+    {"co_3_below_one_vector", 1, 5, 9, 9, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+    {"asymmetric_3x2_mixed_stride", 1, 8, 9, 11, 16, 3, 2, 2, 1, 0, 1, 2, 0, 1, 2},
+    {"wide_row_co_128", 1, 32, 9, 60, 128, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+    {"width_1", 1, 16, 6, 1, 32, 3, 1, 1, 1, 1, 0, 1, 0, 1, 1},
+};
+
+const graph::Activation kEpilogues[] = {
+    {}, {0.0f, INFINITY}, {0.0f, 6.0f}};
+
+// A one-node graph in the kernel's own layouts; its reference output is the expectation.
+struct Problem {
+  graph::Graph g;
+  graph::Tensor input;
+  graph::Tensor expected;
+};
+
+Problem make_problem(const ConvCase& c, const graph::Activation& act, uint64_t seed) {
+  graph::GraphBuilder b;
+  const graph::ValueId x = b.input("x", {c.n, c.h, c.w, c.ci}, Layout::nhwc);
+  const int64_t wsize = c.kh * c.kw * c.ci * c.co;
+  const float bound = 1.0f / std::sqrt(static_cast<float>(c.ci * c.kh * c.kw));
+  const graph::ValueId w = b.constant("w", {c.kh, c.kw, c.ci, c.co},
+                                      graph::random_uniform(wsize, -bound, bound, seed), Layout::hwio);
+  // Bias shifted negative so ReLU and ReLU6 both clip a real share of the outputs.
+  const graph::ValueId bias = b.constant("b", {c.co}, graph::random_uniform(c.co, -0.6f, 0.4f, seed + 1));
+  graph::Conv2d attrs{c.stride_h, c.stride_w, c.pad_top, c.pad_left, c.pad_bottom, c.pad_right,
+                      c.dil_h, c.dil_w, act};
+  b.output(b.conv2d("conv", x, w, bias, attrs));
+  Problem p{b.finish(), {}, {}};
+  // Inputs up to 8 in magnitude so that ReLU6 saturates too.
+  p.input = {{c.n, c.h, c.w, c.ci}, Layout::nhwc,
+             graph::random_uniform(c.n * c.h * c.w * c.ci, -8.0f, 8.0f, seed + 2)};
+  p.expected = graph::run_reference(p.g, {p.input})[0];
+  return p;
+}
+
+HalideBuffer wrap(const float* data, const graph::Shape& shape) {
+  std::vector<int> sizes(shape.rbegin(), shape.rend());
+  return HalideBuffer(const_cast<float*>(data), sizes);
+}
+
+// Runs one kernel on the problem and returns the output; the output starts as NaN everywhere.
+std::vector<float> run_kernel(runtime::KernelFn fn, const ConvCase& c, const Problem& p) {
+  const graph::Value& w = p.g.value(p.g.nodes()[0].inputs[1]);
+  const graph::Value& bias = p.g.value(p.g.nodes()[0].inputs[2]);
+  std::vector<float> out(p.expected.data.size(), NAN);
+  HalideBuffer in_b = wrap(p.input.data.data(), p.input.shape);
+  HalideBuffer w_b = wrap(w.data->data(), w.shape);
+  HalideBuffer b_b = wrap(bias.data->data(), bias.shape);
+  HalideBuffer out_b = wrap(out.data(), p.expected.shape);
+  int scalars[6] = {c.stride_w, c.stride_h, c.pad_left, c.pad_top, c.dil_w, c.dil_h};
+  void* args[] = {in_b.raw_buffer(), w_b.raw_buffer(), b_b.raw_buffer(), &scalars[0], &scalars[1],
+                  &scalars[2], &scalars[3], &scalars[4], &scalars[5], out_b.raw_buffer()};
+  runtime::begin_halide_call();
+  const int rc = fn(args);
+  EXPECT_EQ(rc, 0) << runtime::last_halide_error();
+  return out;
+}
+
+const Problem& problem_for(size_t case_index, int epilogue) {
+  static std::map<std::pair<size_t, int>, Problem> cache;
+  auto key = std::make_pair(case_index, epilogue);
+  auto it = cache.find(key);
+  if (it == cache.end())
+    it = cache.emplace(key, make_problem(kCases[case_index], kEpilogues[epilogue], 1000 + case_index)).first;
+  return it->second;
+}
+
+void expect_close(const std::vector<float>& got, const graph::Tensor& want) {
+  // fp32 accumulation in a different order than the double reference.
+  const double ratio = graph::worst_error_ratio(got, want.data, 1e-4, 1e-5);
+  EXPECT_LE(ratio, 1.0) << "max abs error " << graph::max_abs_diff(got, want.data)
+                        << " (a NaN means an output element was never written)";
+}
+
+struct KernelParam {
+  size_t case_index;
+  runtime::ConvSchedule schedule;
+  int target;  // -1: the multi-target dispatch wrapper
+};
+
+std::string param_name(const testing::TestParamInfo<KernelParam>& info) {
+  std::ostringstream s;
+  s << kCases[info.param.case_index].name << "_"
+    << (info.param.schedule == runtime::ConvSchedule::tuned ? "tuned" : "naive") << "_";
+  if (info.param.target < 0) {
+    s << "dispatch";
+  } else {
+    std::string t = runtime::cpu_targets()[info.param.target];
+    for (char& ch : t)
+      if (ch == '-') ch = '_';
+    s << t;
+  }
+  return s.str();
+}
+
+std::vector<KernelParam> all_params() {
+  std::vector<KernelParam> out;
+  for (size_t i = 0; i < std::size(kCases); ++i)
+    for (auto s : {runtime::ConvSchedule::tuned, runtime::ConvSchedule::naive})
+      for (int t = -1; t < static_cast<int>(runtime::cpu_targets().size()); ++t)
+        out.push_back({i, s, t});
+  return out;
+}
+
+class ConvKernelTest : public testing::TestWithParam<KernelParam> {};
+
+// Each shape with one epilogue (rotating through none / relu / relu6).
+TEST_P(ConvKernelTest, MatchesReference) {
+  const KernelParam& p = GetParam();
+  if (p.target >= 0 && !runtime::cpu_target_supported(p.target))
+    GTEST_SKIP() << "this CPU lacks features of " << runtime::cpu_targets()[p.target];
+  const int epilogue = static_cast<int>(p.case_index % 3);
+  const Problem& prob = problem_for(p.case_index, epilogue);
+  const auto fn = runtime::cpu_conv_kernel(static_cast<runtime::ConvEpilogue>(epilogue), p.schedule, p.target);
+  expect_close(run_kernel(fn, kCases[p.case_index], prob), prob.expected);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllShapes, ConvKernelTest, testing::ValuesIn(all_params()), param_name);
+
+// Every epilogue on two shapes (one on the fast path, one on the scalar fallback), every target.
+TEST(ConvKernelEpilogues, AllEpiloguesAllTargets) {
+  for (size_t case_index : {size_t{2}, size_t{9}}) {
+    for (int e = 0; e < 3; ++e) {
+      const Problem& prob = problem_for(case_index, e);
+      size_t clipped = 0;
+      for (float v : prob.expected.data) clipped += (v == 0.0f || v == 6.0f);
+      if (e > 0) EXPECT_GT(clipped, 0u) << "the epilogue is not exercised";
+      for (int t = -1; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
+        if (t >= 0 && !runtime::cpu_target_supported(t)) continue;
+        SCOPED_TRACE(std::string(kCases[case_index].name) + " epilogue " + std::to_string(e) +
+                     " target " + std::to_string(t));
+        const auto fn = runtime::cpu_conv_kernel(static_cast<runtime::ConvEpilogue>(e),
+                                                 runtime::ConvSchedule::tuned, t);
+        expect_close(run_kernel(fn, kCases[case_index], prob), prob.expected);
+      }
+    }
+  }
+}
+
+TEST(ConvKernelTargets, BaselineAlwaysRunsAndBestIsFirstSupported) {
+  const int n = static_cast<int>(runtime::cpu_targets().size());
+  ASSERT_GE(n, 3);
+  EXPECT_TRUE(runtime::cpu_target_supported(n - 1)) << "the last target must be the baseline";
+  const int best = runtime::best_cpu_target();
+  ASSERT_GE(best, 0);
+  for (int i = 0; i < best; ++i) EXPECT_FALSE(runtime::cpu_target_supported(i));
+}
+
+TEST(ConvKernelErrors, MismatchedChannelsIsAnErrorNotACrash) {
+  const ConvCase c = kCases[2];
+  const Problem& prob = problem_for(2, 0);
+  const graph::Value& w = prob.g.value(prob.g.nodes()[0].inputs[1]);
+  const graph::Value& bias = prob.g.value(prob.g.nodes()[0].inputs[2]);
+  // An input with one channel fewer than the weights expect.
+  std::vector<float> in(c.n * c.h * c.w * (c.ci - 1), 1.0f);
+  std::vector<float> out(prob.expected.data.size());
+  HalideBuffer in_b = wrap(in.data(), {c.n, c.h, c.w, c.ci - 1});
+  HalideBuffer w_b = wrap(w.data->data(), w.shape);
+  HalideBuffer b_b = wrap(bias.data->data(), bias.shape);
+  HalideBuffer out_b = wrap(out.data(), prob.expected.shape);
+  int s[6] = {1, 1, 1, 1, 1, 1};
+  void* args[] = {in_b.raw_buffer(), w_b.raw_buffer(), b_b.raw_buffer(), &s[0], &s[1], &s[2],
+                  &s[3], &s[4], &s[5], out_b.raw_buffer()};
+  runtime::begin_halide_call();
+  const int rc = runtime::cpu_conv_kernel(runtime::ConvEpilogue::none, runtime::ConvSchedule::tuned, -1)(args);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(runtime::last_halide_error().find("input-channel"), std::string::npos)
+      << runtime::last_halide_error();
+}
+
+}  // namespace

@@ -1,0 +1,93 @@
+// The whole reference example (NCHW in) through the passes and the runtime, against the
+// unfused graph run by the reference interpreter.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "graph/builder.h"
+#include "graph/example.h"
+#include "graph/passes/pipeline.h"
+#include "graph/reference.h"
+#include "kernels.h"
+#include "kiln/runtime.h"
+
+namespace {
+
+using namespace kiln;
+
+graph::Tensor random_input(const graph::Graph& g, uint64_t seed) {
+  const graph::Value& v = g.value(g.inputs[0]);
+  return {v.shape, v.layout, graph::random_uniform(graph::num_elements(v.shape), -1.0f, 1.0f, seed)};
+}
+
+graph::Tensor output_as(const Model& m, graph::Layout layout) {
+  const TensorView out = m.output(0);
+  graph::Tensor t{out.shape, out.layout,
+                  std::vector<float>(out.data, out.data + graph::num_elements(out.shape))};
+  return graph::to_layout(t, layout);
+}
+
+struct E2EParam {
+  graph::ExampleShape shape;
+  Schedule schedule;
+  int target;
+};
+
+class ExampleEndToEnd : public testing::TestWithParam<E2EParam> {};
+
+TEST_P(ExampleEndToEnd, MatchesUnfusedReference) {
+  const E2EParam& p = GetParam();
+  if (p.target >= 0 && !runtime::cpu_target_supported(p.target))
+    GTEST_SKIP() << "this CPU lacks features of " << runtime::cpu_targets()[p.target];
+  const graph::Graph input = graph::reference_example(p.shape, 7);
+  graph::PipelineOptions opts;
+  opts.verify_each = true;
+  const graph::Graph optimized = graph::run_passes(input, opts);
+  ASSERT_EQ(optimized.num_nodes(), 2u);  // layout transform + fused conv
+
+  ModelOptions mo;
+  mo.schedule = p.schedule;
+  mo.cpu_target = p.target;
+  Model model(optimized, mo);
+  const graph::Tensor x = random_input(input, 99);
+  const graph::Tensor want = graph::run_reference(input, {x})[0];
+
+  // Poison the arena's output so that an unwritten element cannot pass.
+  float* out = const_cast<float*>(model.output(0).data);
+  std::fill(out, out + want.data.size(), NAN);
+  const Status s = model.run({x});
+  ASSERT_TRUE(s.is_ok()) << s.message();
+  const graph::Tensor got = output_as(model, want.layout);
+  EXPECT_LE(graph::worst_error_ratio(got.data, want.data, 1e-4, 1e-5), 1.0)
+      << "max abs error " << graph::max_abs_diff(got.data, want.data);
+
+  // A second run on new data must not see stale state.
+  const graph::Tensor x2 = random_input(input, 100);
+  ASSERT_TRUE(model.run({x2}).is_ok());
+  const graph::Tensor want2 = graph::run_reference(input, {x2})[0];
+  EXPECT_LE(graph::worst_error_ratio(output_as(model, want2.layout).data, want2.data, 1e-4, 1e-5), 1.0);
+}
+
+std::vector<E2EParam> e2e_params() {
+  std::vector<E2EParam> out;
+  const graph::ExampleShape shapes[] = {
+      {},                                     // the MISSION example: 1x64x56x56 -> 64
+      {2, 3, 17, 23, 10, 3, 2, 1},            // odd everything, batch 2
+  };
+  for (const auto& s : shapes)
+    for (Schedule sch : {Schedule::tuned, Schedule::naive})
+      for (int t = -1; t < static_cast<int>(runtime::cpu_targets().size()); ++t)
+        out.push_back({s, sch, t});
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, ExampleEndToEnd, testing::ValuesIn(e2e_params()),
+                         [](const testing::TestParamInfo<E2EParam>& info) {
+                           const auto& s = info.param.shape;
+                           std::string t = info.param.target < 0 ? "dispatch" : "target" + std::to_string(info.param.target);
+                           return "n" + std::to_string(s.n) + "c" + std::to_string(s.c) + "h" +
+                                  std::to_string(s.h) + "w" + std::to_string(s.w) + "co" +
+                                  std::to_string(s.co) + "_" + to_string(info.param.schedule) + "_" + t;
+                         });
+
+}  // namespace

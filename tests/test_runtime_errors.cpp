@@ -1,0 +1,78 @@
+// Runtime error paths: bad inputs, unsupported graphs and a missing GPU come back as errors
+// with messages, never as a crash or an abort().
+#include <gtest/gtest.h>
+
+#include "graph/builder.h"
+#include "graph/example.h"
+#include "graph/passes/pipeline.h"
+#include "kernels.h"
+#include "kiln/runtime.h"
+
+namespace {
+
+using namespace kiln;
+
+graph::Graph small_example() {
+  graph::ExampleShape s;
+  s.c = 4, s.h = 9, s.w = 9, s.co = 8;
+  return graph::run_passes(graph::reference_example(s, 3));
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+TEST(RuntimeErrors, WrongInputShapeIsAnError) {
+  Model m(small_example());
+  graph::Tensor bad{{1, 4, 9, 8}, graph::Layout::nchw, std::vector<float>(4 * 9 * 8, 1.0f)};
+  const Status s = m.run(std::vector<graph::Tensor>{bad});
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_TRUE(contains(s.message(), "input 'A' must have shape [1, 4, 9, 9]")) << s.message();
+}
+
+TEST(RuntimeErrors, WrongInputCountAndNullInput) {
+  Model m(small_example());
+  EXPECT_TRUE(contains(m.run(std::vector<const float*>{}).message(), "has 1 inputs, got 0"));
+  EXPECT_TRUE(contains(m.run(std::vector<const float*>{nullptr}).message(), "is null"));
+}
+
+TEST(RuntimeErrors, UnfusedReluHasNoKernel) {
+  graph::GraphBuilder b;
+  auto x = b.input("x", {1, 2, 3, 3}, graph::Layout::nhwc);
+  b.output(b.relu("lonely_relu", x));
+  try {
+    Model m(b.finish());
+    FAIL() << "expected an error";
+  } catch (const graph::Error& e) {
+    EXPECT_TRUE(contains(e.what(), "Relu node 'lonely_relu'")) << e.what();
+  }
+}
+
+TEST(RuntimeErrors, UnsupportedCpuTargetIndexIsAnError) {
+  ModelOptions o;
+  o.cpu_target = 99;
+  EXPECT_THROW(Model(small_example(), o), graph::Error);
+}
+
+// This machine has no GPU: CUDA must fail with a clear message, or fall back when asked.
+TEST(RuntimeErrors, CudaWithoutGpuFailsClearlyOrFallsBack) {
+  ModelOptions o;
+  o.backend = Backend::cuda;
+  try {
+    Model m(small_example(), o);
+    // A GPU is present: then the model must run.
+    graph::Tensor x{{1, 4, 9, 9}, graph::Layout::nchw, graph::random_uniform(324, -1, 1, 5)};
+    const Status s = m.run(std::vector<graph::Tensor>{x});
+    EXPECT_TRUE(s.is_ok()) << s.message();
+    GTEST_SKIP() << "a usable GPU is present; the no-GPU error path cannot be checked here";
+  } catch (const graph::Error& e) {
+    EXPECT_TRUE(contains(e.what(), "CUDA")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "fallback")) << e.what();
+  }
+  o.fallback_to_cpu = true;
+  Model m(small_example(), o);
+  if (m.backend() == Backend::cpu) EXPECT_FALSE(m.fallback_reason().empty());
+  graph::Tensor x{{1, 4, 9, 9}, graph::Layout::nchw, graph::random_uniform(324, -1, 1, 5)};
+  const Status s = m.run(std::vector<graph::Tensor>{x});
+  EXPECT_TRUE(s.is_ok()) << s.message();
+}
+
+}  // namespace
