@@ -116,6 +116,10 @@ TypedShape infer_output(const Graph& g, const Node& n) {
   }
   const auto& t = std::get<LayoutTransform>(n.op);
   expect_inputs(n, 1);
+  auto is_image = [](Layout l) { return l == Layout::nchw || l == Layout::nhwc; };
+  if (!is_image(t.from) || !is_image(t.to))
+    fail(n, std::string("transforms only between NCHW and NHWC, not ") + to_string(t.from) +
+                " -> " + to_string(t.to));
   const Value& x = activation_input(g, n);
   if (x.layout != t.from)
     fail(n, "input '" + x.name + "' is " + to_string(x.layout) + ", expected " +

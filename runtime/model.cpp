@@ -1,4 +1,5 @@
 // Model: lowers an optimized graph to kernel calls, plans and owns the arena, and runs.
+#include <chrono>
 #include <cstdlib>
 
 #include "HalideBuffer.h"
@@ -65,6 +66,7 @@ struct Model::Impl {
   std::vector<HalideBuffer> buffers;  // by value id
   std::vector<Call> calls;
   std::string fallback_reason;
+  std::vector<double> kernel_seconds;
 
   void bind_buffers();
   void make_calls();
@@ -126,9 +128,13 @@ void Model::Impl::make_calls() {
 }
 
 Status Model::Impl::run_calls() {
-  for (Call& c : calls) {
+  for (size_t i = 0; i < calls.size(); ++i) {
+    Call& c = calls[i];
     runtime::begin_halide_call();
+    const auto t0 = std::chrono::steady_clock::now();
     const int rc = c.fn(c.args.data());
+    if (options.profile)
+      kernel_seconds[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (rc != 0) {
       const std::string why = runtime::last_halide_error();
       return Status::error("kernel '" + c.name + "' failed on " + to_string(options.backend) +
@@ -175,6 +181,7 @@ Model::Model(const graph::Graph& optimized, const ModelOptions& options)
   if (options.threads > 0) halide_set_num_threads(options.threads);
   m.bind_buffers();
   m.make_calls();
+  m.kernel_seconds.assign(m.calls.size(), 0.0);
 }
 
 Model::~Model() {
@@ -231,6 +238,7 @@ TensorView Model::output(size_t i) const {
 }
 
 const std::vector<graph::KernelSpec>& Model::kernels() const { return impl_->kernels; }
+const std::vector<double>& Model::kernel_seconds() const { return impl_->kernel_seconds; }
 const graph::ArenaPlan& Model::arena_plan() const { return impl_->plan; }
 Backend Model::backend() const { return impl_->options.backend; }
 const std::string& Model::fallback_reason() const { return impl_->fallback_reason; }

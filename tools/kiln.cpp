@@ -129,7 +129,9 @@ int run_example(const ExampleArgs& a) {
   const Graph optimized = run_passes(input, popts);
   std::cout << "\n== optimized graph ==\n" << dump(optimized);
 
-  kiln::Model model(optimized, a.model);
+  kiln::ModelOptions mopts = a.model;
+  mopts.profile = true;
+  kiln::Model model(optimized, mopts);
   std::cout << "\n== kernels (" << model.kernels().size() << ") ==\n";
   for (const KernelSpec& k : model.kernels()) std::cout << describe(k) << "\n";
 
@@ -150,7 +152,8 @@ int run_example(const ExampleArgs& a) {
               << ", target: " << model.cpu_target();
   std::cout << "\n";
 
-  const kiln::Status first = model.run({x});
+  const std::vector<Tensor> inputs = {x};  // built once: the timed loop must not copy it
+  const kiln::Status first = model.run(inputs);
   if (!first) {
     std::fprintf(stderr, "kiln: %s\n", first.message().c_str());
     return 1;
@@ -164,15 +167,17 @@ int run_example(const ExampleArgs& a) {
             << (ratio <= 1.0 ? " (within rtol 1e-4, atol 1e-5)" : " (OUT OF TOLERANCE)") << "\n";
 
   std::vector<double> ms;
+  std::vector<std::vector<double>> kernel_ms(model.kernels().size());
   for (int i = 0; i < a.iterations; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
-    const kiln::Status s = model.run({x});
+    const kiln::Status s = model.run(inputs);
     const auto t1 = std::chrono::steady_clock::now();
     if (!s) {
       std::fprintf(stderr, "kiln: %s\n", s.message().c_str());
       return 1;
     }
     ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    for (size_t k = 0; k < kernel_ms.size(); ++k) kernel_ms[k].push_back(model.kernel_seconds()[k] * 1e3);
   }
   std::sort(ms.begin(), ms.end());
   const double median = ms[ms.size() / 2];
@@ -181,6 +186,11 @@ int run_example(const ExampleArgs& a) {
     if (const auto* c = std::get_if<ConvKernelSpec>(&k))
       flops += 2.0 * num_elements(c->output.shape) * num_elements(c->weights.shape) /
                c->output.shape[3];
+  for (size_t k = 0; k < kernel_ms.size(); ++k) {
+    std::sort(kernel_ms[k].begin(), kernel_ms[k].end());
+    std::cout << "  kernel " << k << " (" << std::visit([](const auto& s) { return s.name; }, model.kernels()[k])
+              << "): median " << kernel_ms[k][kernel_ms[k].size() / 2] << " ms\n";
+  }
   std::cout << "time per run: median " << median << " ms, min " << ms.front() << " ms over "
             << a.iterations << " runs (" << flops / (median * 1e6) << " GFLOP/s)\n";
   return ratio <= 1.0 ? 0 : 1;

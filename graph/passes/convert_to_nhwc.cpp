@@ -25,11 +25,17 @@ Graph convert_to_nhwc(const Graph& input) {
   Graph g = input;
   std::vector<Node> nodes;
 
-  // Entry transforms: an NCHW graph input is read once and written NHWC.
+  // Entry transforms: an NCHW graph input is read once and written NHWC. Existing transforms
+  // keep reading the NCHW input, so running the pass twice changes nothing.
+  auto is_transform = [](const Node& n) { return std::holds_alternative<LayoutTransform>(n.op); };
+  const auto uses = g.consumers();
   std::map<uint32_t, ValueId> replaced;
   for (ValueId in : g.inputs) {
     const Value v = g.value(in);
     if (v.layout != Layout::nchw) continue;
+    bool needs_transform = false;
+    for (NodeId u : uses[in.index]) needs_transform |= !is_transform(g.node(u));
+    if (!needs_transform) continue;
     Value t{v.name + "_nhwc", image_shape(image_dims(v.shape, Layout::nchw), Layout::nhwc),
             v.dtype, Layout::nhwc};
     const ValueId tv = g.add_value(std::move(t));
@@ -49,8 +55,9 @@ Graph convert_to_nhwc(const Graph& input) {
 
   std::map<uint32_t, ValueId> relaid_weights;  // shared weights are converted once
   for (Node n : g.nodes()) {
-    for (ValueId& v : n.inputs)
-      if (auto it = replaced.find(v.index); it != replaced.end()) v = it->second;
+    if (!is_transform(n))
+      for (ValueId& v : n.inputs)
+        if (auto it = replaced.find(v.index); it != replaced.end()) v = it->second;
     if (std::holds_alternative<Conv2d>(n.op)) {
       const ValueId wid = n.inputs[1];
       const Value& w = g.value(wid);

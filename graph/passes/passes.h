@@ -17,7 +17,8 @@ Graph fuse_epilogues(const Graph& g);
 
 // Converts the graph to NHWC: one LayoutTransform per NCHW graph input at the entry, every
 // activation re-declared NHWC, conv weights re-laid-out ahead of time to HWIO (output channels
-// innermost, the layout the kernels vectorize over). Graph outputs stay NHWC.
+// innermost, the layout the kernels vectorize over). Outputs computed by nodes become NHWC; a
+// graph input that is also a graph output keeps its layout. Idempotent.
 Graph convert_to_nhwc(const Graph& g);
 
 }  // namespace kiln::graph

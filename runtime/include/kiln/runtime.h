@@ -28,6 +28,7 @@ struct ModelOptions {
   // dispatch wrapper pick the best one this CPU supports.
   int cpu_target = -1;
   int threads = 0;  // 0: one per core
+  bool profile = false;  // time every kernel call (Model::kernel_times)
 };
 
 // An error value: ok(), or a message naming what failed.
@@ -75,6 +76,8 @@ class Model {
   TensorView output(size_t i) const;
 
   const std::vector<graph::KernelSpec>& kernels() const;
+  // With ModelOptions::profile: wall time of each kernel in the last run, in kernels() order.
+  const std::vector<double>& kernel_seconds() const;
   const graph::ArenaPlan& arena_plan() const;
   Backend backend() const;                   // the backend in use (cpu after a fallback)
   const std::string& fallback_reason() const;  // empty unless CUDA fell back to CPU

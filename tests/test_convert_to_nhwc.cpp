@@ -1,0 +1,227 @@
+// convert_to_nhwc: NHWC activations, HWIO weights, one entry transform per NCHW graph input.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "graph/builder.h"
+#include "graph/example.h"
+#include "graph/passes/passes.h"
+#include "graph/reference.h"
+#include "graph/shape_inference.h"
+#include "graph/verify.h"
+
+namespace kiln::graph {
+namespace {
+
+template <typename T>
+int count_ops(const Graph& g) {
+  int n = 0;
+  for (const Node& node : g.nodes()) n += std::holds_alternative<T>(node.op) ? 1 : 0;
+  return n;
+}
+
+std::vector<Tensor> random_inputs(const Graph& g, uint64_t seed) {
+  std::vector<Tensor> ins;
+  for (size_t k = 0; k < g.inputs.size(); ++k) {
+    const Value& v = g.value(g.inputs[k]);
+    ins.push_back(
+        {v.shape, v.layout, random_uniform(num_elements(v.shape), -1.0f, 1.0f, seed + 97 * k)});
+  }
+  return ins;
+}
+
+// Reference outputs of `after` (NHWC) converted back to `before`'s layout and compared.
+void expect_same_outputs(const Graph& before, const Graph& after, uint64_t seed) {
+  const std::vector<Tensor> ins = random_inputs(before, seed);
+  const std::vector<Tensor> want = run_reference(before, ins);
+  const std::vector<Tensor> got = run_reference(after, ins);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got[i].layout, Layout::nhwc) << "output " << i;
+    const Tensor g = to_layout(got[i], want[i].layout);
+    ASSERT_EQ(g.shape, want[i].shape) << "output " << i;
+    EXPECT_LE(worst_error_ratio(g.data, want[i].data, 1e-6, 1e-6), 1.0) << "output " << i;
+  }
+}
+
+ValueId add_weights(GraphBuilder& b, const std::string& name, int64_t co, int64_t ci, int64_t kh,
+                    int64_t kw, uint64_t seed, Layout layout = Layout::oihw) {
+  const Shape s = filter_shape(FilterDims{co, ci, kh, kw}, layout);
+  return b.constant(name, s, random_uniform(num_elements(s), -0.5f, 0.5f, seed), layout);
+}
+
+ValueId add_bias(GraphBuilder& b, const std::string& name, int64_t co, uint64_t seed) {
+  return b.constant(name, {co}, random_uniform(co, -0.5f, 0.5f, seed));
+}
+
+Conv2d conv_attrs(int sh, int sw, int top, int left, int bottom, int right) {
+  Conv2d c;
+  c.stride_h = sh, c.stride_w = sw;
+  c.pad_top = top, c.pad_left = left, c.pad_bottom = bottom, c.pad_right = right;
+  return c;
+}
+
+// Every activation except the graph inputs NHWC, every conv's weights HWIO constants.
+void expect_all_nhwc(const Graph& g) {
+  for (size_t i = 0; i < g.values().size(); ++i) {
+    const Value& v = g.values()[i];
+    const ValueId id{static_cast<uint32_t>(i)};
+    if (v.is_constant()) {
+      EXPECT_NE(v.layout, Layout::oihw) << "constant '" << v.name << "' still OIHW";
+      EXPECT_NE(v.layout, Layout::nchw) << "constant '" << v.name << "'";
+    } else if (!g.is_graph_input(id)) {
+      EXPECT_EQ(v.layout, Layout::nhwc) << "activation '" << v.name << "'";
+    }
+  }
+  for (const Node& n : g.nodes()) {
+    if (!std::holds_alternative<Conv2d>(n.op)) continue;
+    const Value& w = g.value(n.inputs[1]);
+    EXPECT_TRUE(w.is_constant()) << n.name;
+    EXPECT_EQ(w.layout, Layout::hwio) << n.name;
+    EXPECT_EQ(g.value(n.inputs[0]).layout, Layout::nhwc) << n.name;
+  }
+}
+
+// Entry transforms come first, one per NCHW graph input, each reading that input.
+void expect_entry_transforms(const Graph& g, size_t nchw_inputs) {
+  ASSERT_EQ(count_ops<LayoutTransform>(g), static_cast<int>(nchw_inputs)) << dump(g);
+  for (size_t k = 0; k < nchw_inputs; ++k) {
+    const Node& n = g.node(NodeId{static_cast<uint32_t>(k)});
+    ASSERT_TRUE(std::holds_alternative<LayoutTransform>(n.op)) << dump(g);
+    const auto& t = std::get<LayoutTransform>(n.op);
+    EXPECT_EQ(t.from, Layout::nchw);
+    EXPECT_EQ(t.to, Layout::nhwc);
+    EXPECT_EQ(n.inputs.size(), 1u);
+    EXPECT_EQ(n.inputs[0], g.inputs[k]);
+    EXPECT_EQ(g.value(g.inputs[k]).layout, Layout::nchw) << "graph inputs keep their layout";
+    EXPECT_EQ(g.consumers()[g.inputs[k].index].size(), 1u) << "only the transform reads the input";
+  }
+}
+
+// x -> conv (2x3, stride 2, asymmetric pads) -> BN -> relu -> conv (1x3) -> clip: every op kind
+// re-declared NHWC, non-square kernels with ci != co so a wrong transpose changes the result.
+TEST(ConvertToNhwc, ChainBecomesNhwcWithOneEntryTransform) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {2, 3, 11, 9});
+  const ValueId c1 = b.conv2d("c1", x, add_weights(b, "w1", 5, 3, 2, 3, 1), add_bias(b, "b1", 5, 2),
+                              conv_attrs(2, 2, 0, 1, 1, 2));
+  const ValueId bn = b.batch_norm("bn", c1, add_bias(b, "gamma", 5, 3), add_bias(b, "beta", 5, 4),
+                                  add_bias(b, "mean", 5, 5),
+                                  b.constant("var", {5}, random_uniform(5, 0.1f, 2.0f, 6)));
+  const ValueId r = b.relu("r", bn);
+  const ValueId c2 = b.conv2d("c2", r, add_weights(b, "w2", 7, 5, 1, 3, 7), add_bias(b, "b2", 7, 8),
+                              conv_attrs(1, 1, 0, 1, 0, 1));
+  b.output(b.clip("out", c2, -0.5f, 0.5f));
+  const Graph before = b.finish();
+
+  const Graph after = convert_to_nhwc(before);
+  ASSERT_TRUE(verify_problems(after).empty()) << dump(after);
+  EXPECT_EQ(after.num_nodes(), before.num_nodes() + 1);
+  expect_entry_transforms(after, 1);
+  expect_all_nhwc(after);
+  EXPECT_EQ(before.value(before.outputs[0]).layout, Layout::nchw) << "input graph was mutated";
+  // HWIO shapes are [kh, kw, ci, co].
+  for (const Node& n : after.nodes()) {
+    if (n.name == "c1") {
+      EXPECT_EQ(after.value(n.inputs[1]).shape, (Shape{2, 3, 3, 5}));
+    }
+  }
+  expect_same_outputs(before, after, 9);
+}
+
+TEST(ConvertToNhwc, OneEntryTransformPerNchwInput) {
+  GraphBuilder b;
+  const ValueId x1 = b.input("x1", {1, 4, 6, 6});
+  const ValueId x2 = b.input("x2", {1, 2, 5, 7});
+  const ValueId x3 = b.input("x3", {1, 5, 5, 3}, Layout::nhwc);  // already NHWC: no transform
+  b.output(b.conv2d("c1", x1, add_weights(b, "w1", 3, 4, 3, 3, 1), add_bias(b, "b1", 3, 2),
+                    conv_attrs(1, 1, 1, 1, 1, 1)));
+  b.output(b.relu("r2", b.conv2d("c2", x2, add_weights(b, "w2", 6, 2, 3, 1, 3),
+                                 add_bias(b, "b2", 6, 4), conv_attrs(2, 1, 1, 0, 1, 0))));
+  b.output(b.conv2d("c3", x3, add_weights(b, "w3", 4, 3, 3, 3, 5, Layout::hwio),
+                    add_bias(b, "b3", 4, 6), conv_attrs(1, 1, 0, 0, 0, 0)));
+  const Graph before = b.finish();
+
+  const Graph after = convert_to_nhwc(before);
+  ASSERT_TRUE(verify_problems(after).empty()) << dump(after);
+  expect_entry_transforms(after, 2);
+  expect_all_nhwc(after);
+  EXPECT_EQ(after.consumers()[after.inputs[2].index].size(), 1u);
+  expect_same_outputs(before, after, 10);
+}
+
+TEST(ConvertToNhwc, NhwcInputGetsNoTransform) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {1, 7, 6, 4}, Layout::nhwc);
+  const ValueId w = add_weights(b, "w", 6, 4, 3, 2, 1, Layout::hwio);
+  const ValueId c = b.conv2d("c", x, w, add_bias(b, "b", 6, 2), conv_attrs(2, 1, 1, 0, 1, 1));
+  b.output(b.relu("r", c));
+  const Graph before = b.finish();
+
+  const Graph after = convert_to_nhwc(before);
+  ASSERT_TRUE(verify_problems(after).empty()) << dump(after);
+  EXPECT_EQ(count_ops<LayoutTransform>(after), 0) << dump(after);
+  EXPECT_EQ(after.num_nodes(), before.num_nodes());
+  expect_all_nhwc(after);
+  // HWIO weights are taken as they are: the very same constant data.
+  EXPECT_EQ(after.value(after.node(NodeId{0}).inputs[1]).data, before.value(w).data);
+  expect_same_outputs(before, after, 3);
+}
+
+// One OIHW constant read by two convs (a branch and a chain) becomes one HWIO constant.
+TEST(ConvertToNhwc, SharedWeightsAreRelaidOutOnce) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {1, 6, 8, 8});
+  const ValueId w = add_weights(b, "shared_w", 6, 6, 3, 3, 1);
+  const ValueId bias = add_bias(b, "b", 6, 2);
+  const ValueId a = b.conv2d("a", x, w, bias, conv_attrs(1, 1, 1, 1, 1, 1));
+  const ValueId c = b.conv2d("c", a, w, bias, conv_attrs(2, 2, 0, 0, 1, 1));
+  b.output(c);
+  b.output(b.conv2d("d", x, w, bias, conv_attrs(1, 2, 1, 0, 0, 1)));
+  const Graph before = b.finish();
+
+  const Graph after = convert_to_nhwc(before);
+  ASSERT_TRUE(verify_problems(after).empty()) << dump(after);
+  expect_entry_transforms(after, 1);
+  expect_all_nhwc(after);
+  int hwio_constants = 0;
+  for (const Value& v : after.values()) hwio_constants += v.layout == Layout::hwio ? 1 : 0;
+  EXPECT_EQ(hwio_constants, 1) << dump(after);
+  ValueId first_w;
+  for (const Node& n : after.nodes()) {
+    if (!std::holds_alternative<Conv2d>(n.op)) continue;
+    if (!first_w.valid()) first_w = n.inputs[1];
+    EXPECT_EQ(n.inputs[1], first_w) << n.name << " reads a different weights copy";
+  }
+  expect_same_outputs(before, after, 4);
+}
+
+TEST(ConvertToNhwc, NonConstantOihwWeightsAreAnError) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {1, 3, 5, 5});
+  const ValueId w = b.input("runtime_w", {4, 3, 3, 3}, Layout::oihw);
+  b.output(b.conv2d("the_conv", x, w, add_bias(b, "b", 4, 1), conv_attrs(1, 1, 0, 0, 0, 0)));
+  const Graph g = b.finish();
+  try {
+    convert_to_nhwc(g);
+    FAIL() << "expected kiln::graph::Error";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("the_conv"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("runtime_w"), std::string::npos) << msg;
+  }
+}
+
+// Known bug: the pass is not idempotent. On an already converted graph it adds a second entry
+// transform and rewires the first one to read that NHWC copy, which verify rejects
+// ("input 'A_nhwc' is NHWC, expected NCHW"). Enable once the pass skips converted inputs.
+TEST(ConvertToNhwc, AlreadyConvertedGraphStaysValid) {
+  const Graph once = convert_to_nhwc(reference_example({1, 8, 9, 9, 12}, 1));
+  const Graph twice = convert_to_nhwc(once);
+  EXPECT_TRUE(verify_problems(twice).empty()) << dump(twice);
+  EXPECT_EQ(count_ops<LayoutTransform>(twice), 1);
+}
+
+}  // namespace
+}  // namespace kiln::graph

@@ -1,0 +1,220 @@
+// plan_arena: tensors alive at the same time never share bytes; reuse happens; who gets memory.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "graph/builder.h"
+#include "graph/example.h"
+#include "graph/memory_plan.h"
+#include "graph/passes/pipeline.h"
+#include "graph/shape_inference.h"
+#include "graph/verify.h"
+
+namespace kiln::graph {
+namespace {
+
+struct Interval {
+  int first, last;  // node indices, inclusive: a node's inputs and output are live together
+};
+
+// Live intervals recomputed here, independently of the planner: from the producing node to the
+// last reader, or to the end (num_nodes) for graph outputs.
+std::map<uint32_t, Interval> live_intervals(const Graph& g) {
+  std::map<uint32_t, Interval> live;
+  for (int i = 0; i < static_cast<int>(g.num_nodes()); ++i) {
+    const Node& n = g.node(NodeId{static_cast<uint32_t>(i)});
+    for (ValueId v : n.inputs)
+      if (auto it = live.find(v.index); it != live.end()) it->second.last = i;
+    for (ValueId v : n.outputs) live[v.index] = {i, i};
+  }
+  for (ValueId v : g.outputs)
+    if (auto it = live.find(v.index); it != live.end())
+      it->second.last = static_cast<int>(g.num_nodes());
+  return live;
+}
+
+void expect_valid_plan(const Graph& g, const ArenaPlan& plan, int64_t alignment = 64) {
+  const std::map<uint32_t, Interval> live = live_intervals(g);
+  ASSERT_EQ(plan.buffers.size(), live.size()) << "one buffer per tensor a node writes\n"
+                                              << describe(plan, g);
+  int64_t sum = 0;
+  for (const ArenaBuffer& b : plan.buffers) {
+    const Value& v = g.value(b.value);
+    ASSERT_EQ(live.count(b.value.index), 1u) << "'" << v.name << "' is not written by a node";
+    EXPECT_EQ(b.bytes, v.size_bytes()) << v.name;
+    EXPECT_EQ(b.first, live.at(b.value.index).first) << v.name;
+    EXPECT_EQ(b.last, live.at(b.value.index).last) << v.name;
+    EXPECT_GE(b.offset, 0) << v.name;
+    EXPECT_EQ(b.offset % alignment, 0) << v.name << " at " << b.offset;
+    EXPECT_GE(plan.arena_bytes, b.offset + b.bytes) << v.name;
+    sum += b.bytes;
+  }
+  EXPECT_LE(plan.arena_bytes, plan.unshared_bytes) << describe(plan, g);
+  EXPECT_GE(plan.unshared_bytes, sum);
+  for (size_t i = 0; i < plan.buffers.size(); ++i)
+    for (size_t j = i + 1; j < plan.buffers.size(); ++j) {
+      const ArenaBuffer& a = plan.buffers[i];
+      const ArenaBuffer& b = plan.buffers[j];
+      const Interval la = live.at(a.value.index), lb = live.at(b.value.index);
+      if (la.first > lb.last || lb.first > la.last) continue;  // never alive together
+      EXPECT_TRUE(a.offset + a.bytes <= b.offset || b.offset + b.bytes <= a.offset)
+          << "'" << g.value(a.value).name << "' and '" << g.value(b.value).name
+          << "' are alive together but overlap\n"
+          << describe(plan, g);
+    }
+}
+
+ValueId add_conv(GraphBuilder& b, const std::string& name, ValueId x, int64_t ci, int64_t co, int k,
+                 int stride, uint64_t seed) {
+  const ValueId w = b.constant(name + "_w", {co, ci, k, k},
+                               random_uniform(co * ci * k * k, -0.5f, 0.5f, seed), Layout::oihw);
+  const ValueId bias = b.constant(name + "_b", {co}, random_uniform(co, -0.5f, 0.5f, seed + 1));
+  Conv2d attrs;
+  attrs.stride_h = attrs.stride_w = stride;
+  attrs.pad_top = attrs.pad_left = attrs.pad_bottom = attrs.pad_right = k / 2;
+  return b.conv2d(name, x, w, bias, attrs);
+}
+
+// A random DAG of convs (some followed by a relu): each conv reads a random earlier activation,
+// so tensors fan out to several readers; unread tensors, and a few read ones, are outputs.
+Graph random_conv_dag(uint64_t seed, int num_convs) {
+  GraphBuilder b;
+  const std::vector<float> r = random_uniform(6 * num_convs, 0.0f, 1.0f, seed);
+  struct Act {
+    ValueId v;
+    int64_t c;
+    int readers = 0;
+    bool output = false;
+  };
+  std::vector<Act> acts{{b.input("x", {1, 5, 13, 11}), 5}};
+  for (int i = 0; i < num_convs; ++i) {
+    const float* ri = &r[6 * i];
+    Act& src = acts[std::min(acts.size() - 1, static_cast<size_t>(ri[0] * acts.size()))];
+    src.readers++;
+    const int64_t co = 2 + static_cast<int64_t>(ri[1] * 15);  // 2 .. 16: sizes not 64-aligned
+    const std::string name = "c" + std::to_string(i);
+    ValueId out = add_conv(b, name, src.v, src.c, co, ri[2] < 0.5f ? 1 : 3, ri[3] < 0.3f ? 2 : 1,
+                           seed * 100 + i);
+    if (ri[4] < 0.5f) out = b.relu(name + "_relu", out);
+    acts.push_back({out, co, 0, ri[5] < 0.15f});
+  }
+  for (size_t k = 1; k < acts.size(); ++k)
+    if (acts[k].output || acts[k].readers == 0) b.output(acts[k].v);
+  return b.finish();
+}
+
+TEST(PlanArena, RandomConvDagsNeverOverlapLiveBuffers) {
+  for (uint64_t seed = 1; seed <= 60; ++seed) {
+    const Graph g = random_conv_dag(seed, 3 + static_cast<int>(seed % 12));
+    SCOPED_TRACE("seed " + std::to_string(seed) + "\n" + dump(g));
+    expect_valid_plan(g, plan_arena(g));
+    expect_valid_plan(g, plan_arena(g, 256), 256);
+    const Graph opt = run_passes(g);
+    verify(opt, "after run_passes");
+    expect_valid_plan(opt, plan_arena(opt));
+  }
+}
+
+// Four equally sized tensors in a chain: each is alive only with its neighbours, so two
+// buffers (ping-pong) suffice.
+TEST(PlanArena, ChainOfFourEqualConvsReusesMemory) {
+  GraphBuilder b;
+  ValueId v = b.input("x", {1, 8, 16, 16});
+  for (int i = 0; i < 4; ++i) v = add_conv(b, "c" + std::to_string(i), v, 8, 8, 3, 1, 10 + i);
+  b.output(v);
+  const Graph g = b.finish();
+  const ArenaPlan plan = plan_arena(g);
+  expect_valid_plan(g, plan);
+  const int64_t one = 8 * 16 * 16 * 4;
+  EXPECT_EQ(plan.unshared_bytes, 4 * one);
+  EXPECT_LT(plan.arena_bytes, plan.unshared_bytes) << describe(plan, g);
+  EXPECT_EQ(plan.arena_bytes, 2 * one) << describe(plan, g);
+}
+
+// c0 feeds c1 and c2: it must stay alive (and untouched) until c2 has read it.
+TEST(PlanArena, BranchKeepsSharedInputAliveUntilLastReader) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {1, 8, 10, 10});
+  const ValueId c0 = add_conv(b, "c0", x, 8, 8, 3, 1, 1);
+  const ValueId c1 = add_conv(b, "c1", c0, 8, 8, 3, 1, 2);
+  const ValueId c1b = add_conv(b, "c1b", c1, 8, 8, 1, 1, 3);
+  const ValueId c2 = add_conv(b, "c2", c0, 8, 16, 3, 2, 4);
+  b.output(c1b);
+  b.output(c2);
+  const Graph g = b.finish();
+  const ArenaPlan plan = plan_arena(g);
+  expect_valid_plan(g, plan);
+  const ArenaBuffer* a = plan.find(c0);
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->last, 3) << "c0 is last read by c2, the fourth node";
+  for (ValueId other : {c1, c1b, c2}) {
+    const ArenaBuffer* o = plan.find(other);
+    ASSERT_NE(o, nullptr);
+    EXPECT_TRUE(a->offset + a->bytes <= o->offset || o->offset + o->bytes <= a->offset)
+        << g.value(other).name << "\n"
+        << describe(plan, g);
+  }
+}
+
+const ExampleShape kSmall{1, 8, 9, 9, 12};
+
+// After the pipeline only the NHWC copy of the input and the output are written by kernels:
+// conv_out and bn_out no longer exist as values.
+TEST(PlanArena, OptimizedReferenceExampleHasTwoBuffers) {
+  const Graph g = run_passes(reference_example(kSmall, 1));
+  const ArenaPlan plan = plan_arena(g);
+  expect_valid_plan(g, plan);
+  ASSERT_EQ(plan.buffers.size(), 2u) << describe(plan, g);
+  for (const Value& v : g.values()) {
+    EXPECT_NE(v.name, "conv_out") << dump(g);
+    EXPECT_NE(v.name, "bn_out") << dump(g);
+  }
+  EXPECT_EQ(plan.find(g.inputs[0]), nullptr) << "the caller binds the input";
+
+  const ArenaBuffer* copy = nullptr;
+  const ArenaBuffer* out = plan.find(g.outputs[0]);
+  ASSERT_NE(out, nullptr);
+  for (const ArenaBuffer& b : plan.buffers)
+    if (&b != out) copy = &b;
+  ASSERT_NE(copy, nullptr);
+  const Node& transform = g.node(g.value(copy->value).producer);
+  EXPECT_TRUE(std::holds_alternative<LayoutTransform>(transform.op));
+  EXPECT_EQ(transform.inputs[0], g.inputs[0]);
+  EXPECT_EQ(g.value(copy->value).layout, Layout::nhwc);
+  EXPECT_EQ(g.value(copy->value).name, g.value(g.inputs[0]).name + "_nhwc");
+  EXPECT_TRUE(std::holds_alternative<Conv2d>(g.node(g.value(out->value).producer).op));
+  EXPECT_EQ(copy->bytes, kSmall.n * kSmall.c * kSmall.h * kSmall.w * 4);
+}
+
+// The reference example's ops on an input already NHWC (HWIO weights): no transform, so only
+// the output is written by a kernel.
+TEST(PlanArena, NhwcInputExampleOnlyOutputGetsMemory) {
+  GraphBuilder b;
+  const ValueId x = b.input("A", {1, 9, 9, 8}, Layout::nhwc);
+  const ValueId w =
+      b.constant("w", {3, 3, 8, 12}, random_uniform(3 * 3 * 8 * 12, -0.3f, 0.3f, 1), Layout::hwio);
+  Conv2d attrs;
+  attrs.stride_h = attrs.stride_w = 2;
+  attrs.pad_top = attrs.pad_left = attrs.pad_bottom = attrs.pad_right = 1;
+  const ValueId conv =
+      b.conv2d("conv_out", x, w, b.constant("b", {12}, random_uniform(12, -0.1f, 0.1f, 2)), attrs);
+  const ValueId bn =
+      b.batch_norm("bn_out", conv, b.constant("gamma", {12}, random_uniform(12, 0.5f, 1.5f, 3)),
+                   b.constant("beta", {12}, random_uniform(12, -0.5f, 0.5f, 4)),
+                   b.constant("mean", {12}, random_uniform(12, -0.3f, 0.3f, 5)),
+                   b.constant("var", {12}, random_uniform(12, 0.01f, 4.0f, 6)));
+  b.output(b.relu("out", bn));
+  const Graph g = run_passes(b.finish());
+  ASSERT_EQ(g.num_nodes(), 1u) << dump(g);
+  const ArenaPlan plan = plan_arena(g);
+  expect_valid_plan(g, plan);
+  ASSERT_EQ(plan.buffers.size(), 1u) << describe(plan, g);
+  EXPECT_EQ(plan.buffers[0].value, g.outputs[0]);
+  EXPECT_EQ(plan.arena_bytes, (5 * 5 * 12 * 4 + 63) / 64 * 64);
+}
+
+}  // namespace
+}  // namespace kiln::graph
