@@ -116,7 +116,13 @@ struct KernelParam {
   int target;  // -1: the multi-target dispatch wrapper
 };
 
-std::string param_name(const testing::TestParamInfo<KernelParam>& info) {
+std::string describe(const KernelParam& p);
+void PrintTo(const KernelParam& p, std::ostream* os) { *os << describe(p); }
+
+std::string param_name(const testing::TestParamInfo<KernelParam>& info) { return describe(info.param); }
+
+std::string describe(const KernelParam& param) {
+  const testing::TestParamInfo<KernelParam> info(param, 0);
   std::ostringstream s;
   s << kCases[info.param.case_index].name << "_"
     << (info.param.schedule == runtime::ConvSchedule::tuned ? "tuned" : "naive") << "_";

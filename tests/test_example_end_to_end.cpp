@@ -33,6 +33,11 @@ struct E2EParam {
   int target;
 };
 
+void PrintTo(const E2EParam& p, std::ostream* os) {
+  *os << "shape n" << p.shape.n << " c" << p.shape.c << " h" << p.shape.h << " w" << p.shape.w
+      << " co" << p.shape.co << ", schedule " << to_string(p.schedule) << ", cpu target " << p.target;
+}
+
 class ExampleEndToEnd : public testing::TestWithParam<E2EParam> {};
 
 TEST_P(ExampleEndToEnd, MatchesUnfusedReference) {
