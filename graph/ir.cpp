@@ -156,6 +156,14 @@ void Graph::rebuild(std::vector<Node> nodes) {
   }
 }
 
+void Graph::rebuild(std::vector<Node> nodes, const std::vector<bool>& erased) {
+  KILN_CHECK(erased.size() == nodes.size(), "one erased flag per node");
+  std::vector<Node> kept;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (!erased[i]) kept.push_back(std::move(nodes[i]));
+  rebuild(std::move(kept));
+}
+
 namespace {
 
 std::string attrs(const Op& op) {

@@ -138,6 +138,8 @@ class Graph {
   // Replaces the node list (in topological order), drops values nothing references any more
   // and renumbers ids. Passes end with this.
   void rebuild(std::vector<Node> nodes);
+  // The same, leaving out nodes[i] wherever erased[i]: how passes delete the nodes they merged.
+  void rebuild(std::vector<Node> nodes, const std::vector<bool>& erased);
 
  private:
   std::vector<Value> values_;

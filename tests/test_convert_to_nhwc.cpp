@@ -10,40 +10,14 @@
 #include "graph/reference.h"
 #include "graph/shape_inference.h"
 #include "graph/verify.h"
+#include "graph_test_util.h"
 
 namespace kiln::graph {
 namespace {
 
-template <typename T>
-int count_ops(const Graph& g) {
-  int n = 0;
-  for (const Node& node : g.nodes()) n += std::holds_alternative<T>(node.op) ? 1 : 0;
-  return n;
-}
-
-std::vector<Tensor> random_inputs(const Graph& g, uint64_t seed) {
-  std::vector<Tensor> ins;
-  for (size_t k = 0; k < g.inputs.size(); ++k) {
-    const Value& v = g.value(g.inputs[k]);
-    ins.push_back(
-        {v.shape, v.layout, random_uniform(num_elements(v.shape), -1.0f, 1.0f, seed + 97 * k)});
-  }
-  return ins;
-}
-
-// Reference outputs of `after` (NHWC) converted back to `before`'s layout and compared.
-void expect_same_outputs(const Graph& before, const Graph& after, uint64_t seed) {
-  const std::vector<Tensor> ins = random_inputs(before, seed);
-  const std::vector<Tensor> want = run_reference(before, ins);
-  const std::vector<Tensor> got = run_reference(after, ins);
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < want.size(); ++i) {
-    EXPECT_EQ(got[i].layout, Layout::nhwc) << "output " << i;
-    const Tensor g = to_layout(got[i], want[i].layout);
-    ASSERT_EQ(g.shape, want[i].shape) << "output " << i;
-    EXPECT_LE(worst_error_ratio(g.data, want[i].data, 1e-6, 1e-6), 1.0) << "output " << i;
-  }
-}
+using testing_util::count_ops;
+using testing_util::expect_same_outputs;
+using testing_util::random_inputs;
 
 ValueId add_weights(GraphBuilder& b, const std::string& name, int64_t co, int64_t ci, int64_t kh,
                     int64_t kw, uint64_t seed, Layout layout = Layout::oihw) {
@@ -127,7 +101,7 @@ TEST(ConvertToNhwc, ChainBecomesNhwcWithOneEntryTransform) {
       EXPECT_EQ(after.value(n.inputs[1]).shape, (Shape{2, 3, 3, 5}));
     }
   }
-  expect_same_outputs(before, after, 9);
+  expect_same_outputs(before, after, random_inputs(before, 9), 1e-6, 1e-6, Layout::nhwc);
 }
 
 TEST(ConvertToNhwc, OneEntryTransformPerNchwInput) {
@@ -148,7 +122,7 @@ TEST(ConvertToNhwc, OneEntryTransformPerNchwInput) {
   expect_entry_transforms(after, 2);
   expect_all_nhwc(after);
   EXPECT_EQ(after.consumers()[after.inputs[2].index].size(), 1u);
-  expect_same_outputs(before, after, 10);
+  expect_same_outputs(before, after, random_inputs(before, 10), 1e-6, 1e-6, Layout::nhwc);
 }
 
 TEST(ConvertToNhwc, NhwcInputGetsNoTransform) {
@@ -166,7 +140,7 @@ TEST(ConvertToNhwc, NhwcInputGetsNoTransform) {
   expect_all_nhwc(after);
   // HWIO weights are taken as they are: the very same constant data.
   EXPECT_EQ(after.value(after.node(NodeId{0}).inputs[1]).data, before.value(w).data);
-  expect_same_outputs(before, after, 3);
+  expect_same_outputs(before, after, random_inputs(before, 3), 1e-6, 1e-6, Layout::nhwc);
 }
 
 // One OIHW constant read by two convs (a branch and a chain) becomes one HWIO constant.
@@ -194,7 +168,7 @@ TEST(ConvertToNhwc, SharedWeightsAreRelaidOutOnce) {
     if (!first_w.valid()) first_w = n.inputs[1];
     EXPECT_EQ(n.inputs[1], first_w) << n.name << " reads a different weights copy";
   }
-  expect_same_outputs(before, after, 4);
+  expect_same_outputs(before, after, random_inputs(before, 4), 1e-6, 1e-6, Layout::nhwc);
 }
 
 TEST(ConvertToNhwc, NonConstantOihwWeightsAreAnError) {

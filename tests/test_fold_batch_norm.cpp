@@ -1,7 +1,6 @@
 // fold_batch_norm: Conv2d -> BatchNorm becomes one Conv2d, and only when that is legal.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cmath>
 #include <ostream>
 #include <string>
@@ -12,16 +11,14 @@
 #include "graph/reference.h"
 #include "graph/shape_inference.h"
 #include "graph/verify.h"
+#include "graph_test_util.h"
 
 namespace kiln::graph {
 namespace {
 
-template <typename T>
-int count_ops(const Graph& g) {
-  int n = 0;
-  for (const Node& node : g.nodes()) n += std::holds_alternative<T>(node.op) ? 1 : 0;
-  return n;
-}
+using testing_util::count_ops;
+using testing_util::expect_same_outputs_atol_per_unit;
+using testing_util::random_inputs;
 
 const Node& only_conv(const Graph& g) {
   const Node* found = nullptr;
@@ -29,34 +26,6 @@ const Node& only_conv(const Graph& g) {
     if (std::holds_alternative<Conv2d>(n.op)) found = &n;
   KILN_CHECK(found && count_ops<Conv2d>(g) == 1, "expected exactly one Conv2d");
   return *found;
-}
-
-std::vector<Tensor> random_inputs(const Graph& g, uint64_t seed) {
-  std::vector<Tensor> ins;
-  for (size_t k = 0; k < g.inputs.size(); ++k) {
-    const Value& v = g.value(g.inputs[k]);
-    ins.push_back(
-        {v.shape, v.layout, random_uniform(num_elements(v.shape), -1.0f, 1.0f, seed + 97 * k)});
-  }
-  return ins;
-}
-
-// Runs both graphs through the reference interpreter on the same inputs and compares. atol is
-// per unit of the output's largest magnitude: a variance of 1e-4 scales a channel by ~100, and
-// near a zero crossing float32 rounding of the unfolded conv output then shows up as an absolute
-// error of ~1e-8 * max|out| that no relative tolerance covers.
-void expect_same_outputs(const Graph& before, const Graph& after, const std::vector<Tensor>& ins,
-                         double rtol, double atol_per_unit) {
-  const std::vector<Tensor> want = run_reference(before, ins);
-  const std::vector<Tensor> got = run_reference(after, ins);
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < want.size(); ++i) {
-    ASSERT_EQ(got[i].shape, want[i].shape) << "output " << i;
-    const double scale = max_abs_diff(want[i].data, std::vector<float>(want[i].data.size(), 0.0f));
-    EXPECT_GT(scale, 0.0) << "output " << i << " is all zeros: the comparison proves nothing";
-    const double atol = atol_per_unit * std::max(1.0, scale);
-    EXPECT_LE(worst_error_ratio(got[i].data, want[i].data, rtol, atol), 1.0) << "output " << i;
-  }
 }
 
 // Per-channel parameters far from the identity; variance log-uniform in [1e-4, 1e3].
@@ -144,7 +113,8 @@ TEST_P(FoldBatchNorm, FoldedConvMatchesConvPlusBatchNorm) {
     EXPECT_EQ(w.layout, filter_layout_for(k.layout));
     EXPECT_NE(w.data, before.value(before.node(NodeId{0}).inputs[1]).data);
 
-    expect_same_outputs(before, after, random_inputs(before, seed + 1000), 1e-5, 1e-6);
+    expect_same_outputs_atol_per_unit(before, after, random_inputs(before, seed + 1000), 1e-5,
+                                      1e-6);
   }
 }
 
@@ -165,7 +135,7 @@ TEST(FoldBatchNormPass, FoldsWhenBatchNormFeedsRelu) {
   EXPECT_EQ(count_ops<BatchNorm>(after), 0);
   EXPECT_EQ(count_ops<Relu>(after), 1);
   EXPECT_EQ(after.num_nodes(), 2u);
-  expect_same_outputs(before, after, random_inputs(before, 8), 1e-5, 1e-6);
+  expect_same_outputs_atol_per_unit(before, after, random_inputs(before, 8), 1e-5, 1e-6);
 }
 
 // The graph is unchanged in meaning and still has its BatchNorm.
@@ -179,7 +149,7 @@ void expect_not_folded(const Graph& before, const std::vector<Tensor>& ins) {
       EXPECT_EQ(n.computes, std::vector<std::string>{"conv2d"});
     }
   }
-  expect_same_outputs(before, after, ins, 1e-6, 1e-7);
+  expect_same_outputs_atol_per_unit(before, after, ins, 1e-6, 1e-7);
 }
 
 TEST(FoldBatchNormPass, NotFoldedWhenConvOutputIsAlsoAGraphOutput) {

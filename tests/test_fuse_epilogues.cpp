@@ -13,41 +13,14 @@
 #include "graph/reference.h"
 #include "graph/shape_inference.h"
 #include "graph/verify.h"
+#include "graph_test_util.h"
 
 namespace kiln::graph {
 namespace {
 
-template <typename T>
-int count_ops(const Graph& g) {
-  int n = 0;
-  for (const Node& node : g.nodes()) n += std::holds_alternative<T>(node.op) ? 1 : 0;
-  return n;
-}
-
-std::vector<Tensor> random_inputs(const Graph& g, uint64_t seed, float lo = -1.0f,
-                                  float hi = 1.0f) {
-  std::vector<Tensor> ins;
-  for (size_t k = 0; k < g.inputs.size(); ++k) {
-    const Value& v = g.value(g.inputs[k]);
-    ins.push_back(
-        {v.shape, v.layout, random_uniform(num_elements(v.shape), lo, hi, seed + 97 * k)});
-  }
-  return ins;
-}
-
-// Reference outputs of `before` vs `after` on the same inputs, `after`'s converted to the
-// layout of `before`'s (the layout pass leaves outputs NHWC).
-void expect_same_outputs(const Graph& before, const Graph& after, const std::vector<Tensor>& ins,
-                         double rtol, double atol) {
-  const std::vector<Tensor> want = run_reference(before, ins);
-  const std::vector<Tensor> got = run_reference(after, ins);
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < want.size(); ++i) {
-    const Tensor g = to_layout(got[i], want[i].layout);
-    ASSERT_EQ(g.shape, want[i].shape) << "output " << i;
-    EXPECT_LE(worst_error_ratio(g.data, want[i].data, rtol, atol), 1.0) << "output " << i;
-  }
-}
+using testing_util::count_ops;
+using testing_util::expect_same_outputs;
+using testing_util::random_inputs;
 
 ValueId add_conv(GraphBuilder& b, const std::string& name, ValueId x, int64_t ci, int64_t co,
                  uint64_t seed) {

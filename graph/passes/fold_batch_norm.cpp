@@ -75,10 +75,7 @@ Graph fold_batch_norm(const Graph& input) {
     dead[i] = true;
   }
 
-  std::vector<Node> kept;
-  for (size_t i = 0; i < nodes.size(); ++i)
-    if (!dead[i]) kept.push_back(std::move(nodes[i]));
-  g.rebuild(std::move(kept));
+  g.rebuild(std::move(nodes), dead);
   return g;
 }
 
