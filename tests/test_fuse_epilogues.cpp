@@ -76,7 +76,7 @@ TEST(FuseEpilogues, ReluThenClip06FusesToRelu6) {
 
   // Inputs in [-2, 2] push conv outputs past both bounds, so both sides of the clamp matter.
   const std::vector<Tensor> ins = random_inputs(g, 12, -2.0f, 2.0f);
-  const std::vector<float>& want = run_reference(g, ins)[0].data;
+  const std::vector<float> want = run_reference(g, ins)[0].data;
   EXPECT_GT(std::count(want.begin(), want.end(), 6.0f), 0);
   EXPECT_GT(std::count(want.begin(), want.end(), 0.0f), 0);
   expect_same_outputs(g, fused, ins, 1e-6, 1e-7);
