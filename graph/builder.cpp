@@ -22,7 +22,7 @@ ValueId GraphBuilder::constant(const std::string& name, Shape shape, std::vector
   return g_.add_value(std::move(v));
 }
 
-ValueId GraphBuilder::add(const std::string& name, Op op, std::vector<ValueId> inputs) {
+ValueId GraphBuilder::op(const std::string& name, Op op, std::vector<ValueId> inputs) {
   Node n{name, std::move(op), std::move(inputs), {}, {}};
   n.computes = {op_label(n.op)};
   const TypedShape out = infer_output(g_, n);
@@ -33,19 +33,19 @@ ValueId GraphBuilder::add(const std::string& name, Op op, std::vector<ValueId> i
 
 ValueId GraphBuilder::conv2d(const std::string& name, ValueId x, ValueId weights, ValueId bias,
                              const Conv2d& attrs) {
-  return add(name, attrs, {x, weights, bias});
+  return op(name, attrs, {x, weights, bias});
 }
 
 ValueId GraphBuilder::batch_norm(const std::string& name, ValueId x, ValueId scale,
                                  ValueId bias, ValueId mean, ValueId variance, float epsilon) {
-  return add(name, BatchNorm{epsilon}, {x, scale, bias, mean, variance});
+  return op(name, BatchNorm{epsilon}, {x, scale, bias, mean, variance});
 }
 
-ValueId GraphBuilder::relu(const std::string& name, ValueId x) { return add(name, Relu{}, {x}); }
+ValueId GraphBuilder::relu(const std::string& name, ValueId x) { return op(name, Relu{}, {x}); }
 
 ValueId GraphBuilder::clip(const std::string& name, ValueId x, float min, float max) {
   if (!(min <= max)) throw Error("Clip node '" + name + "': min must be <= max");
-  return add(name, Clip{min, max}, {x});
+  return op(name, Clip{min, max}, {x});
 }
 
 void GraphBuilder::output(ValueId v) { g_.outputs.push_back(v); }

@@ -22,13 +22,15 @@ class GraphBuilder {
   ValueId relu(const std::string& name, ValueId x);
   ValueId clip(const std::string& name, ValueId x, float min, float max);
 
+  // Any op: shape inference gives the output (throws Error naming the node if inputs do not fit).
+  ValueId op(const std::string& name, Op op, std::vector<ValueId> inputs);
+
   void output(ValueId v);
 
   // Verifies and returns the graph; throws Error naming the first problems found.
   Graph finish();
 
  private:
-  ValueId add(const std::string& name, Op op, std::vector<ValueId> inputs);
   Graph g_;
 };
 

@@ -2,6 +2,7 @@
 #include "graph/ir.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <sstream>
 
@@ -67,6 +68,32 @@ const char* op_name(const Op& op) {
     const char* operator()(const BatchNorm&) { return "BatchNorm"; }
     const char* operator()(const Relu&) { return "Relu"; }
     const char* operator()(const Clip&) { return "Clip"; }
+    const char* operator()(const LeakyRelu&) { return "LeakyRelu"; }
+    const char* operator()(const Sigmoid&) { return "Sigmoid"; }
+    const char* operator()(const HardSigmoid&) { return "HardSigmoid"; }
+    const char* operator()(const HardSwish&) { return "HardSwish"; }
+    const char* operator()(const Binary& b) {
+      switch (b.op) {
+        case BinaryOp::add: return "Add";
+        case BinaryOp::sub: return "Sub";
+        case BinaryOp::mul: return "Mul";
+        case BinaryOp::div: return "Div";
+      }
+      return "Binary";
+    }
+    const char* operator()(const Pool2d& p) { return p.kind == PoolKind::max ? "MaxPool" : "AveragePool"; }
+    const char* operator()(const GlobalPool& p) {
+      return p.kind == PoolKind::max ? "GlobalMaxPool" : "GlobalAveragePool";
+    }
+    const char* operator()(const Gemm&) { return "Gemm"; }
+    const char* operator()(const MatMul&) { return "MatMul"; }
+    const char* operator()(const Reshape&) { return "Reshape"; }
+    const char* operator()(const Transpose&) { return "Transpose"; }
+    const char* operator()(const Concat&) { return "Concat"; }
+    const char* operator()(const Slice&) { return "Slice"; }
+    const char* operator()(const Pad&) { return "Pad"; }
+    const char* operator()(const Softmax&) { return "Softmax"; }
+    const char* operator()(const ReduceMean&) { return "ReduceMean"; }
     const char* operator()(const LayoutTransform&) { return "LayoutTransform"; }
   };
   return std::visit(Visitor{}, op);
@@ -75,9 +102,11 @@ const char* op_name(const Op& op) {
 std::string op_label(const Op& op) {
   if (std::holds_alternative<Conv2d>(op)) return "conv2d";
   if (std::holds_alternative<BatchNorm>(op)) return "batchnorm";
-  if (std::holds_alternative<Relu>(op)) return "relu";
   if (const auto* c = std::get_if<Clip>(&op)) return to_string(Activation{c->min, c->max});
-  return "layout_transform";
+  if (std::holds_alternative<LayoutTransform>(op)) return "layout_transform";
+  std::string name = op_name(op);
+  for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return name;
 }
 
 ValueId Graph::add_value(Value v) {
@@ -166,17 +195,56 @@ void Graph::rebuild(std::vector<Node> nodes, const std::vector<bool>& erased) {
 
 namespace {
 
+template <typename T>
+std::string list(const std::vector<T>& v) {
+  std::ostringstream s;
+  s << "[";
+  for (size_t i = 0; i < v.size(); ++i) s << (i ? "," : "") << v[i];
+  s << "]";
+  return s.str();
+}
+
 std::string attrs(const Op& op) {
   std::ostringstream s;
   if (const auto* c = std::get_if<Conv2d>(&op)) {
     s << "stride=" << c->stride_h << "x" << c->stride_w << " pads=[" << c->pad_top << ","
       << c->pad_left << "," << c->pad_bottom << "," << c->pad_right
       << "] dilation=" << c->dilation_h << "x" << c->dilation_w;
+    if (c->groups != 1) s << " groups=" << c->groups;
+    if (c->residual) s << " +residual";
     if (!c->activation.is_identity()) s << " epilogue=" << to_string(c->activation);
   } else if (const auto* bn = std::get_if<BatchNorm>(&op)) {
     s << "epsilon=" << bn->epsilon;
   } else if (const auto* cl = std::get_if<Clip>(&op)) {
     s << "min=" << cl->min << " max=" << cl->max;
+  } else if (const auto* lr = std::get_if<LeakyRelu>(&op)) {
+    s << "alpha=" << lr->alpha;
+  } else if (const auto* hs = std::get_if<HardSigmoid>(&op)) {
+    s << "alpha=" << hs->alpha << " beta=" << hs->beta;
+  } else if (const auto* p = std::get_if<Pool2d>(&op)) {
+    s << "kernel=" << p->kernel_h << "x" << p->kernel_w << " stride=" << p->stride_h << "x"
+      << p->stride_w << " pads=[" << p->pad_top << "," << p->pad_left << "," << p->pad_bottom
+      << "," << p->pad_right << "]";
+    if (p->dilation_h != 1 || p->dilation_w != 1) s << " dilation=" << p->dilation_h << "x" << p->dilation_w;
+    if (p->ceil_mode) s << " ceil_mode";
+    if (p->kind == PoolKind::avg && p->count_include_pad) s << " count_include_pad";
+  } else if (const auto* g = std::get_if<Gemm>(&op)) {
+    s << "alpha=" << g->alpha << " beta=" << g->beta << (g->trans_a ? " transA" : "")
+      << (g->trans_b ? " transB" : "");
+  } else if (const auto* r = std::get_if<Reshape>(&op)) {
+    s << "shape=" << to_string(r->shape);
+  } else if (const auto* t = std::get_if<Transpose>(&op)) {
+    s << "perm=" << list(t->perm);
+  } else if (const auto* c = std::get_if<Concat>(&op)) {
+    s << "axis=" << c->axis;
+  } else if (const auto* sl = std::get_if<Slice>(&op)) {
+    s << "starts=" << list(sl->starts) << " ends=" << list(sl->ends) << " steps=" << list(sl->steps);
+  } else if (const auto* pd = std::get_if<Pad>(&op)) {
+    s << "pads=" << list(pd->pads) << " value=" << pd->value;
+  } else if (const auto* sm = std::get_if<Softmax>(&op)) {
+    s << "axis=" << sm->axis << (sm->coerce_2d ? " coerce_2d" : "");
+  } else if (const auto* rm = std::get_if<ReduceMean>(&op)) {
+    s << "axes=" << list(rm->axes) << " keepdims=" << rm->keepdims;
   } else if (const auto* t = std::get_if<LayoutTransform>(&op)) {
     s << to_string(t->from) << "->" << to_string(t->to);
   }

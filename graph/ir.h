@@ -74,12 +74,16 @@ struct Activation {
 };
 std::string to_string(const Activation& a);
 
-// Inputs: x, weights, bias. Weights are OIHW for an NCHW input and HWIO for NHWC.
+// Inputs: x, weights, bias[, residual]. Weights are OIHW for an NCHW input and HWIO for NHWC;
+// with groups > 1 the weights' input-channel dimension is Ci / groups. A residual input (same
+// shape as the output) is added before the activation: out = act(conv(x) + b + residual).
 struct Conv2d {
   int stride_h = 1, stride_w = 1;
   int pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
   int dilation_h = 1, dilation_w = 1;
   Activation activation;  // fused epilogue; identity until fusion absorbs a consumer
+  int groups = 1;
+  bool residual = false;  // set by fusion when it absorbs an Add
 };
 
 // Inference BatchNormalization. Inputs: x, scale (gamma), bias (beta), mean, variance.
@@ -87,17 +91,88 @@ struct BatchNorm {
   float epsilon = 1e-5f;
 };
 
+// Elementwise unary ops.
 struct Relu {};
 struct Clip {
   float min = 0.0f, max = 6.0f;
 };
+struct LeakyRelu {
+  float alpha = 0.01f;
+};
+struct Sigmoid {};
+struct HardSigmoid {  // max(0, min(1, alpha * x + beta))
+  float alpha = 0.2f, beta = 0.5f;
+};
+struct HardSwish {};  // x * max(0, min(1, x / 6 + 1 / 2))
 
-// Inserted by the layout pass: one tensor re-laid-out (NCHW -> NHWC).
+// Elementwise binary ops with multidirectional (numpy) broadcasting. Inputs: a, b.
+enum class BinaryOp : uint8_t { add, sub, mul, div };
+struct Binary {
+  BinaryOp op = BinaryOp::add;
+};
+
+enum class PoolKind : uint8_t { max, avg };
+// 2-D pooling over the H and W axes of an NCHW or NHWC tensor. Input: x.
+struct Pool2d {
+  PoolKind kind = PoolKind::max;
+  int kernel_h = 1, kernel_w = 1;
+  int stride_h = 1, stride_w = 1;
+  int pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  int dilation_h = 1, dilation_w = 1;
+  bool ceil_mode = false;          // output size rounds up (windows may start in the padding)
+  bool count_include_pad = false;  // avg: divide by the full window, padding included
+};
+// Pooling over all of H and W: [N, C, H, W] -> [N, C, 1, 1] (or the NHWC equivalent).
+struct GlobalPool {
+  PoolKind kind = PoolKind::avg;
+};
+
+// Y = alpha * op(A) * op(B) + beta * C, A and B 2-D, C (optional third input) broadcast to Y.
+struct Gemm {
+  bool trans_a = false, trans_b = false;
+  float alpha = 1.0f, beta = 1.0f;
+};
+// numpy matmul: batched, broadcasting batch dimensions; 1-D operands promoted as numpy does.
+struct MatMul {};
+
+// Row-major reinterpretation to a static shape (Flatten imports as this too).
+struct Reshape {
+  Shape shape;
+};
+struct Transpose {
+  std::vector<int> perm;
+};
+struct Concat {
+  int axis = 0;  // non-negative
+};
+// One entry per input axis, already normalized: 0 <= start, clamped end, step != 0.
+struct Slice {
+  std::vector<int64_t> starts, ends, steps;
+};
+// Constant padding; pads = [begin_0, ..., begin_{r-1}, end_0, ..., end_{r-1}] (ONNX order).
+struct Pad {
+  std::vector<int64_t> pads;
+  float value = 0.0f;
+};
+// Softmax along `axis` (opset >= 13). With coerce_2d (opset < 13) the input is viewed as
+// [prod(dims before axis), prod(dims from axis on)] and normalized along the second.
+struct Softmax {
+  int axis = -1;  // non-negative after import
+  bool coerce_2d = false;
+};
+struct ReduceMean {
+  std::vector<int> axes;  // non-negative, sorted; empty means all axes
+  bool keepdims = true;
+};
+
+// Inserted by the layout pass: one tensor re-laid-out (NCHW <-> NHWC).
 struct LayoutTransform {
   Layout from = Layout::nchw, to = Layout::nhwc;
 };
 
-using Op = std::variant<Conv2d, BatchNorm, Relu, Clip, LayoutTransform>;
+using Op = std::variant<Conv2d, BatchNorm, Relu, Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish,
+                        Binary, Pool2d, GlobalPool, Gemm, MatMul, Reshape, Transpose, Concat,
+                        Slice, Pad, Softmax, ReduceMean, LayoutTransform>;
 const char* op_name(const Op& op);
 // Lower-case label for descriptions: "conv2d", "relu", "relu6", "clip(0, 1)", ...
 std::string op_label(const Op& op);

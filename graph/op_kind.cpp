@@ -4,15 +4,19 @@
 namespace kiln::graph {
 
 OpKind op_kind(const Op& op) {
-  struct Visitor {
-    OpKind operator()(const Conv2d&) { return OpKind::output_fusable; }
-    // Per-channel scale and shift; folded into a producing conv before fusion runs.
-    OpKind operator()(const BatchNorm&) { return OpKind::elementwise; }
-    OpKind operator()(const Relu&) { return OpKind::elementwise; }
-    OpKind operator()(const Clip&) { return OpKind::elementwise; }
-    OpKind operator()(const LayoutTransform&) { return OpKind::injective; }
-  };
-  return std::visit(Visitor{}, op);
+  if (std::holds_alternative<Conv2d>(op)) return OpKind::output_fusable;
+  // BatchNorm is a per-channel scale and shift; fold_batch_norm folds it into a producing conv
+  // before fusion runs, and what is left fuses like any elementwise op.
+  if (std::holds_alternative<BatchNorm>(op) || std::holds_alternative<Relu>(op) ||
+      std::holds_alternative<Clip>(op) || std::holds_alternative<LeakyRelu>(op) ||
+      std::holds_alternative<Sigmoid>(op) || std::holds_alternative<HardSigmoid>(op) ||
+      std::holds_alternative<HardSwish>(op) || std::holds_alternative<Binary>(op))
+    return OpKind::elementwise;
+  if (std::holds_alternative<Reshape>(op) || std::holds_alternative<Transpose>(op) ||
+      std::holds_alternative<Concat>(op) || std::holds_alternative<Slice>(op) ||
+      std::holds_alternative<Pad>(op) || std::holds_alternative<LayoutTransform>(op))
+    return OpKind::injective;
+  return OpKind::opaque;  // pooling, Gemm, MatMul, Softmax, ReduceMean
 }
 
 std::optional<Activation> as_activation(const Op& op) {

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "graph/op_kind.h"
+#include "graph/reference_ops.h"
 #include "graph/shape_inference.h"
 
 namespace kiln::graph {
@@ -19,60 +19,6 @@ struct ImageIndex {
                              : ((n * d.h + h) * d.w + w) * d.c + c;
   }
 };
-
-struct FilterIndex {
-  FilterDims d;
-  Layout l;
-  int64_t operator()(int64_t o, int64_t i, int64_t y, int64_t x) const {
-    return l == Layout::oihw ? ((o * d.ci + i) * d.kh + y) * d.kw + x
-                             : ((y * d.kw + x) * d.ci + i) * d.co + o;
-  }
-};
-
-float clamp_to(const Activation& a, double v) {
-  return static_cast<float>(std::min<double>(std::max<double>(v, a.lo), a.hi));
-}
-
-Tensor conv(const Conv2d& c, const Tensor& x, const Tensor& w, const Tensor& b,
-            const Shape& out_shape) {
-  const ImageIndex xi{image_dims(x.shape, x.layout), x.layout};
-  const FilterIndex wi{filter_dims(w.shape, w.layout), w.layout};
-  const ImageIndex oi{image_dims(out_shape, x.layout), x.layout};
-  Tensor out{out_shape, x.layout, std::vector<float>(num_elements(out_shape))};
-  for (int64_t n = 0; n < oi.d.n; ++n)
-    for (int64_t o = 0; o < oi.d.c; ++o)
-      for (int64_t oy = 0; oy < oi.d.h; ++oy)
-        for (int64_t ox = 0; ox < oi.d.w; ++ox) {
-          double acc = b.data[o];
-          for (int64_t ky = 0; ky < wi.d.kh; ++ky) {
-            const int64_t iy = oy * c.stride_h + ky * c.dilation_h - c.pad_top;
-            if (iy < 0 || iy >= xi.d.h) continue;
-            for (int64_t kx = 0; kx < wi.d.kw; ++kx) {
-              const int64_t ix = ox * c.stride_w + kx * c.dilation_w - c.pad_left;
-              if (ix < 0 || ix >= xi.d.w) continue;
-              for (int64_t i = 0; i < wi.d.ci; ++i)
-                acc += static_cast<double>(x.data[xi(n, i, iy, ix)]) * w.data[wi(o, i, ky, kx)];
-            }
-          }
-          out.data[oi(n, o, oy, ox)] = clamp_to(c.activation, acc);
-        }
-  return out;
-}
-
-Tensor batch_norm(const BatchNorm& bn, const Tensor& x, const std::vector<const Tensor*>& p) {
-  Tensor out = x;
-  const ImageIndex xi{image_dims(x.shape, x.layout), x.layout};
-  for (int64_t n = 0; n < xi.d.n; ++n)
-    for (int64_t c = 0; c < xi.d.c; ++c) {
-      const double scale = p[0]->data[c] / std::sqrt(static_cast<double>(p[3]->data[c]) + bn.epsilon);
-      for (int64_t h = 0; h < xi.d.h; ++h)
-        for (int64_t w = 0; w < xi.d.w; ++w) {
-          const int64_t k = xi(n, c, h, w);
-          out.data[k] = static_cast<float>((x.data[k] - p[2]->data[c]) * scale + p[1]->data[c]);
-        }
-    }
-  return out;
-}
 
 }  // namespace
 
@@ -121,17 +67,11 @@ std::vector<Tensor> run_reference(const Graph& g, const std::vector<Tensor>& inp
       in.push_back(&values[v.index]);
     }
     const Value& outv = g.value(n.outputs[0]);
-    Tensor out;
-    if (const auto* c = std::get_if<Conv2d>(&n.op)) {
-      out = conv(*c, *in[0], *in[1], *in[2], outv.shape);
-    } else if (const auto* bn = std::get_if<BatchNorm>(&n.op)) {
-      out = batch_norm(*bn, *in[0], {in[1], in[2], in[3], in[4]});
-    } else if (const std::optional<Activation> act = as_activation(n.op)) {
-      out = *in[0];
-      for (float& f : out.data) f = clamp_to(*act, f);
-    } else {
-      out = to_layout(*in[0], std::get<LayoutTransform>(n.op).to);
-    }
+    Tensor out = is_compute_op(n.op) ? reference_compute_op(n.op, in, outv.shape, outv.layout)
+                                     : reference_data_op(n.op, in, outv.shape, outv.layout);
+    KILN_CHECK(out.shape == outv.shape && static_cast<int64_t>(out.data.size()) == num_elements(outv.shape),
+               "reference: " + std::string(op_name(n.op)) + " produced the wrong shape");
+    out.layout = outv.layout;
     values[n.outputs[0].index] = std::move(out);
     ready[n.outputs[0].index] = true;
   }

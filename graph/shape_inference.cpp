@@ -2,6 +2,9 @@
 // output shapes.
 #include "graph/shape_inference.h"
 
+#include <algorithm>
+#include <cstdlib>
+
 namespace kiln::graph {
 namespace {
 
@@ -31,7 +34,7 @@ void expect_vector(const Graph& g, const Node& n, size_t i, int64_t length, cons
 }
 
 TypedShape infer_conv(const Graph& g, const Node& n, const Conv2d& c) {
-  expect_inputs(n, 3);
+  expect_inputs(n, c.residual ? 4 : 3);
   const Value& x = activation_input(g, n);
   const Value& w = g.value(n.inputs[1]);
   const Layout wl = filter_layout_for(x.layout);
@@ -41,9 +44,13 @@ TypedShape infer_conv(const Graph& g, const Node& n, const Conv2d& c) {
                 to_string(w.layout));
   const ImageDims in = image_dims(x.shape, x.layout);
   const FilterDims f = filter_dims(w.shape, w.layout);
-  if (f.ci != in.c)
-    fail(n, "weights expect " + std::to_string(f.ci) + " input channels, input '" + x.name +
-                "' has " + std::to_string(in.c));
+  if (c.groups < 1 || in.c % c.groups != 0 || f.co % c.groups != 0)
+    fail(n, "groups=" + std::to_string(c.groups) + " must divide the input channels (" +
+                std::to_string(in.c) + ") and the output channels (" + std::to_string(f.co) + ")");
+  if (f.ci * c.groups != in.c)
+    fail(n, "weights expect " + std::to_string(f.ci * c.groups) + " input channels (" +
+                std::to_string(f.ci) + " per group x " + std::to_string(c.groups) +
+                " groups), input '" + x.name + "' has " + std::to_string(in.c));
   expect_vector(g, n, 2, f.co, "bias");
   if (c.stride_h < 1 || c.stride_w < 1 || c.dilation_h < 1 || c.dilation_w < 1)
     fail(n, "strides and dilations must be >= 1");
@@ -57,7 +64,130 @@ TypedShape infer_conv(const Graph& g, const Node& n, const Conv2d& c) {
     fail(n, "the " + std::to_string(f.kh) + "x" + std::to_string(f.kw) +
                 " kernel (with dilation) is larger than the padded input " + to_string(x.shape));
   ImageDims out{in.n, f.co, h / c.stride_h + 1, wd / c.stride_w + 1};
-  return {image_shape(out, x.layout), x.layout};
+  const Shape out_shape = image_shape(out, x.layout);
+  if (c.residual) {
+    const Value& r = g.value(n.inputs[3]);
+    if (r.shape != out_shape || r.layout != x.layout)
+      fail(n, "residual '" + r.name + "' is " + to_string(r.shape) + " " + to_string(r.layout) +
+                  ", the output is " + to_string(out_shape) + " " + to_string(x.layout));
+  }
+  return {out_shape, x.layout};
+}
+
+
+// Inputs of ops that index tensors in logical (row-major ONNX) order must not be NHWC.
+const Value& logical_input(const Graph& g, const Node& n, size_t i) {
+  const Value& x = g.value(n.inputs.at(i));
+  if (x.layout == Layout::nhwc || x.layout == Layout::hwio)
+    fail(n, "input '" + x.name + "' is " + to_string(x.layout) +
+                "; this op works on tensors in logical (row-major) order");
+  return x;
+}
+
+TypedShape infer_binary(const Graph& g, const Node& n) {
+  expect_inputs(n, 2);
+  const Value& a = g.value(n.inputs[0]);
+  const Value& b = g.value(n.inputs[1]);
+  bool ok = false;
+  const Shape out = broadcast_shapes(a.shape, b.shape, &ok);
+  if (!ok)
+    fail(n, "cannot broadcast '" + a.name + "' " + to_string(a.shape) + " with '" + b.name + "' " +
+                to_string(b.shape));
+  // A 4-D operand decides the layout; two 4-D operands must agree.
+  Layout l = logical_layout(out.size());
+  const bool a4 = a.shape.size() == 4, b4 = b.shape.size() == 4;
+  if (a4 && b4 && a.layout != b.layout && !(a.is_constant() || b.is_constant()))
+    fail(n, "operands '" + a.name + "' (" + to_string(a.layout) + ") and '" + b.name + "' (" +
+                to_string(b.layout) + ") have different layouts");
+  if (out.size() == 4) {
+    if (a4 && !a.is_constant()) l = a.layout;
+    else if (b4 && !b.is_constant()) l = b.layout;
+    else if (a4) l = a.layout;
+    else if (b4) l = b.layout;
+  }
+  if (l == Layout::any && out.size() == 4) l = Layout::nchw;
+  return {out, l};
+}
+
+TypedShape infer_pool(const Graph& g, const Node& n, const Pool2d& p) {
+  expect_inputs(n, 1);
+  const Value& x = activation_input(g, n);
+  if (p.kernel_h < 1 || p.kernel_w < 1 || p.stride_h < 1 || p.stride_w < 1 || p.dilation_h < 1 ||
+      p.dilation_w < 1)
+    fail(n, "kernel, strides and dilations must be >= 1");
+  if (p.pad_top < 0 || p.pad_left < 0 || p.pad_bottom < 0 || p.pad_right < 0)
+    fail(n, "pads must be >= 0");
+  ImageDims d = image_dims(x.shape, x.layout);
+  auto out_dim = [&](int64_t in, int pad0, int pad1, int k, int stride, int dil) {
+    const int64_t span = in + pad0 + pad1 - (int64_t{dil} * (k - 1) + 1);
+    if (span < 0) fail(n, "the pooling window is larger than the padded input " + to_string(x.shape));
+    int64_t o = (p.ceil_mode ? (span + stride - 1) / stride : span / stride) + 1;
+    // ONNX: with ceil_mode the last window must start inside the input or the left padding.
+    if (p.ceil_mode && (o - 1) * stride >= in + pad0) --o;
+    return o;
+  };
+  d.h = out_dim(d.h, p.pad_top, p.pad_bottom, p.kernel_h, p.stride_h, p.dilation_h);
+  d.w = out_dim(d.w, p.pad_left, p.pad_right, p.kernel_w, p.stride_w, p.dilation_w);
+  return {image_shape(d, x.layout), x.layout};
+}
+
+TypedShape infer_gemm(const Graph& g, const Node& n, const Gemm& gm) {
+  if (n.inputs.size() != 2 && n.inputs.size() != 3) fail(n, "expected 2 or 3 inputs");
+  const Value& a = logical_input(g, n, 0);
+  const Value& b = logical_input(g, n, 1);
+  if (a.shape.size() != 2 || b.shape.size() != 2) fail(n, "A and B must be 2-D");
+  const int64_t m = gm.trans_a ? a.shape[1] : a.shape[0];
+  const int64_t ka = gm.trans_a ? a.shape[0] : a.shape[1];
+  const int64_t kb = gm.trans_b ? b.shape[1] : b.shape[0];
+  const int64_t nn = gm.trans_b ? b.shape[0] : b.shape[1];
+  if (ka != kb)
+    fail(n, "inner dimensions differ: A " + to_string(a.shape) + " and B " + to_string(b.shape));
+  if (n.inputs.size() == 3) {
+    const Value& c = g.value(n.inputs[2]);
+    bool ok = false;
+    const Shape bc = broadcast_shapes(c.shape, {m, nn}, &ok);
+    if (!ok || bc != Shape{m, nn} || c.shape.size() > 2)
+      fail(n, "C " + to_string(c.shape) + " does not broadcast to [" + std::to_string(m) + ", " +
+                  std::to_string(nn) + "]");
+  }
+  return {{m, nn}, Layout::any};
+}
+
+TypedShape infer_matmul(const Graph& g, const Node& n) {
+  expect_inputs(n, 2);
+  Shape a = logical_input(g, n, 0).shape, b = logical_input(g, n, 1).shape;
+  if (a.empty() || b.empty()) fail(n, "operands must have at least 1 dimension");
+  const bool a1 = a.size() == 1, b1 = b.size() == 1;
+  if (a1) a.insert(a.begin(), 1);
+  if (b1) b.push_back(1);
+  if (a.back() != b[b.size() - 2])
+    fail(n, "inner dimensions differ: " + to_string(a) + " x " + to_string(b));
+  bool ok = false;
+  Shape batch = broadcast_shapes(Shape(a.begin(), a.end() - 2), Shape(b.begin(), b.end() - 2), &ok);
+  if (!ok) fail(n, "batch dimensions do not broadcast");
+  if (!a1) batch.push_back(a[a.size() - 2]);
+  if (!b1) batch.push_back(b.back());
+  return {batch, logical_layout(batch.size())};
+}
+
+TypedShape infer_concat(const Graph& g, const Node& n, const Concat& c) {
+  if (n.inputs.empty()) fail(n, "expected at least one input");
+  const Value& first = g.value(n.inputs[0]);
+  const int r = static_cast<int>(first.shape.size());
+  if (c.axis < 0 || c.axis >= r) fail(n, "axis " + std::to_string(c.axis) + " out of range");
+  Shape out = first.shape;
+  out[c.axis] = 0;
+  for (ValueId v : n.inputs) {
+    const Value& x = g.value(v);
+    if (static_cast<int>(x.shape.size()) != r || x.layout != first.layout)
+      fail(n, "input '" + x.name + "' differs in rank or layout from '" + first.name + "'");
+    for (int a = 0; a < r; ++a)
+      if (a != c.axis && x.shape[a] != first.shape[a])
+        fail(n, "input '" + x.name + "' " + to_string(x.shape) + " does not match '" + first.name +
+                    "' " + to_string(first.shape) + " outside axis " + std::to_string(c.axis));
+    out[c.axis] += x.shape[c.axis];
+  }
+  return {out, first.layout};
 }
 
 }  // namespace
@@ -103,16 +233,103 @@ TypedShape infer_output(const Graph& g, const Node& n) {
   if (const auto* c = std::get_if<Conv2d>(&n.op)) return infer_conv(g, n, *c);
   if (std::holds_alternative<BatchNorm>(n.op)) {
     expect_inputs(n, 5);
-    const Value& x = activation_input(g, n);
-    const int64_t channels = x.shape[channel_axis(x.layout)];
+    const Value& x = g.value(n.inputs[0]);
+    if (x.shape.size() < 2) fail(n, "input '" + x.name + "' must have at least 2 dimensions");
+    const int64_t channels = x.shape[x.layout == Layout::nhwc ? 3 : 1];
     const char* roles[] = {"scale", "bias", "mean", "variance"};
     for (size_t i = 1; i < 5; ++i) expect_vector(g, n, i, channels, roles[i - 1]);
     return {x.shape, x.layout};
   }
-  if (std::holds_alternative<Relu>(n.op) || std::holds_alternative<Clip>(n.op)) {
+  if (op_is_unary(n.op)) {
     expect_inputs(n, 1);
     const Value& x = g.value(n.inputs[0]);
     return {x.shape, x.layout};
+  }
+  if (std::holds_alternative<Binary>(n.op)) return infer_binary(g, n);
+  if (const auto* p = std::get_if<Pool2d>(&n.op)) return infer_pool(g, n, *p);
+  if (std::holds_alternative<GlobalPool>(n.op)) {
+    expect_inputs(n, 1);
+    const Value& x = activation_input(g, n);
+    ImageDims d = image_dims(x.shape, x.layout);
+    d.h = d.w = 1;
+    return {image_shape(d, x.layout), x.layout};
+  }
+  if (const auto* gm = std::get_if<Gemm>(&n.op)) return infer_gemm(g, n, *gm);
+  if (std::holds_alternative<MatMul>(n.op)) return infer_matmul(g, n);
+  if (const auto* r = std::get_if<Reshape>(&n.op)) {
+    expect_inputs(n, 1);
+    const Value& x = logical_input(g, n, 0);
+    if (num_elements(r->shape) != num_elements(x.shape))
+      fail(n, "cannot reshape " + to_string(x.shape) + " (" + std::to_string(num_elements(x.shape)) +
+                  " elements) to " + to_string(r->shape));
+    for (int64_t d : r->shape)
+      if (d <= 0) fail(n, "target shape " + to_string(r->shape) + " has a non-positive dimension");
+    return {r->shape, logical_layout(r->shape.size())};
+  }
+  if (const auto* t = std::get_if<Transpose>(&n.op)) {
+    expect_inputs(n, 1);
+    const Value& x = logical_input(g, n, 0);
+    std::vector<bool> seen(x.shape.size(), false);
+    if (t->perm.size() != x.shape.size())
+      fail(n, "perm has " + std::to_string(t->perm.size()) + " entries for a rank-" +
+                  std::to_string(x.shape.size()) + " input");
+    Shape out;
+    for (int a : t->perm) {
+      if (a < 0 || a >= static_cast<int>(x.shape.size()) || seen[a]) fail(n, "perm is not a permutation");
+      seen[a] = true;
+      out.push_back(x.shape[a]);
+    }
+    return {out, logical_layout(out.size())};
+  }
+  if (const auto* c = std::get_if<Concat>(&n.op)) return infer_concat(g, n, *c);
+  if (const auto* sl = std::get_if<Slice>(&n.op)) {
+    expect_inputs(n, 1);
+    const Value& x = g.value(n.inputs[0]);
+    const size_t r = x.shape.size();
+    if (sl->starts.size() != r || sl->ends.size() != r || sl->steps.size() != r)
+      fail(n, "starts, ends and steps need one entry per input axis");
+    Shape out(r);
+    for (size_t a = 0; a < r; ++a) {
+      const int64_t st = sl->steps[a];
+      if (st == 0) fail(n, "slice step 0 on axis " + std::to_string(a));
+      const int64_t span = st > 0 ? sl->ends[a] - sl->starts[a] : sl->starts[a] - sl->ends[a];
+      out[a] = span <= 0 ? 0 : (span + std::abs(st) - 1) / std::abs(st);
+      if (out[a] == 0) fail(n, "slice is empty on axis " + std::to_string(a));
+    }
+    return {out, x.layout};
+  }
+  if (const auto* pd = std::get_if<Pad>(&n.op)) {
+    expect_inputs(n, 1);
+    const Value& x = g.value(n.inputs[0]);
+    const size_t r = x.shape.size();
+    if (pd->pads.size() != 2 * r) fail(n, "pads needs 2 entries per input axis");
+    Shape out(r);
+    for (size_t a = 0; a < r; ++a) {
+      out[a] = x.shape[a] + pd->pads[a] + pd->pads[a + r];
+      if (out[a] <= 0) fail(n, "padding removes every element of axis " + std::to_string(a));
+    }
+    return {out, x.layout};
+  }
+  if (const auto* sm = std::get_if<Softmax>(&n.op)) {
+    expect_inputs(n, 1);
+    const Value& x = logical_input(g, n, 0);
+    if (sm->axis < 0 || sm->axis >= static_cast<int>(x.shape.size())) fail(n, "axis out of range");
+    return {x.shape, x.layout};
+  }
+  if (const auto* rm = std::get_if<ReduceMean>(&n.op)) {
+    expect_inputs(n, 1);
+    const Value& x = logical_input(g, n, 0);
+    std::vector<bool> reduce(x.shape.size(), rm->axes.empty());
+    for (int a : rm->axes) {
+      if (a < 0 || a >= static_cast<int>(x.shape.size())) fail(n, "axis " + std::to_string(a) + " out of range");
+      reduce[a] = true;
+    }
+    Shape out;
+    for (size_t a = 0; a < x.shape.size(); ++a) {
+      if (!reduce[a]) out.push_back(x.shape[a]);
+      else if (rm->keepdims) out.push_back(1);
+    }
+    return {out, logical_layout(out.size())};
   }
   const auto& t = std::get<LayoutTransform>(n.op);
   expect_inputs(n, 1);
@@ -125,6 +342,27 @@ TypedShape infer_output(const Graph& g, const Node& n) {
     fail(n, "input '" + x.name + "' is " + to_string(x.layout) + ", expected " +
                 to_string(t.from));
   return {image_shape(image_dims(x.shape, t.from), t.to), t.to};
+}
+
+Layout logical_layout(size_t rank) { return rank == 4 ? Layout::nchw : Layout::any; }
+
+bool op_is_unary(const Op& op) {
+  return std::holds_alternative<Relu>(op) || std::holds_alternative<Clip>(op) ||
+         std::holds_alternative<LeakyRelu>(op) || std::holds_alternative<Sigmoid>(op) ||
+         std::holds_alternative<HardSigmoid>(op) || std::holds_alternative<HardSwish>(op);
+}
+
+Shape broadcast_shapes(const Shape& a, const Shape& b, bool* ok) {
+  const size_t r = std::max(a.size(), b.size());
+  Shape out(r);
+  *ok = true;
+  for (size_t i = 0; i < r; ++i) {
+    const int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
+    const int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
+    if (da != db && da != 1 && db != 1) *ok = false;
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
 }
 
 }  // namespace kiln::graph

@@ -23,6 +23,12 @@ Shape filter_shape(const FilterDims& d, Layout l);
 // The filter layout a convolution over an activation layout expects.
 Layout filter_layout_for(Layout activation);
 
+// The layout of a tensor in logical (row-major ONNX) order: NCHW for rank 4, else any.
+Layout logical_layout(size_t rank);
+bool op_is_unary(const Op& op);
+// numpy broadcasting; *ok is false when the shapes are incompatible.
+Shape broadcast_shapes(const Shape& a, const Shape& b, bool* ok);
+
 struct TypedShape {
   Shape shape;
   Layout layout;

@@ -1,0 +1,23 @@
+// The reference interpreter's per-op semantics (see reference.h): naive loops with double
+// accumulation, written for clarity, never for speed. Each works on physical shapes: an NHWC
+// tensor's shape is [N, H, W, C] and its layout tag says so.
+#pragma once
+
+#include <vector>
+
+#include "graph/ir.h"
+#include "graph/reference.h"
+
+namespace kiln::graph {
+
+// Conv2d (any groups, residual, activation), BatchNorm, Pool2d, GlobalPool, Gemm, MatMul.
+bool is_compute_op(const Op& op);
+Tensor reference_compute_op(const Op& op, const std::vector<const Tensor*>& inputs,
+                            const Shape& out_shape, Layout out_layout);
+
+// Every other op: unary and binary elementwise, Reshape, Transpose, Concat, Slice, Pad,
+// Softmax, ReduceMean, LayoutTransform.
+Tensor reference_data_op(const Op& op, const std::vector<const Tensor*>& inputs,
+                         const Shape& out_shape, Layout out_layout);
+
+}  // namespace kiln::graph

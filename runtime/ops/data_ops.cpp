@@ -1,0 +1,13 @@
+// Portable data kernels (see ops_internal.h).
+#include "runtime/ops/ops_internal.h"
+
+namespace kiln::runtime::ops {
+
+bool is_data(const graph::Op& /*op*/) { return false; }
+
+std::string run_data(const graph::Op& op, const std::vector<ConstTensorRef>& /*inputs*/,
+                     const TensorRef& /*output*/) {
+  return std::string("no portable kernel for ") + graph::op_name(op);
+}
+
+}  // namespace kiln::runtime::ops

@@ -1,0 +1,4 @@
+// Portable compute kernels against the reference interpreter.
+#include <gtest/gtest.h>
+
+#include "runtime/ops/ops.h"
