@@ -17,6 +17,9 @@ class FusedConv : public Generator<FusedConv> {
       "epilogue", Epilogue::relu,
       {{"none", Epilogue::none}, {"relu", Epilogue::relu}, {"relu6", Epilogue::relu6}}};
   // tuned = the CPU or CUDA schedule, picked by the target.
+  // Adds an input `residual_in` (the output's shape) to the result before the epilogue: the
+  // residual Add of ResNet-style blocks, fused so the sum never reaches memory on its own.
+  GeneratorParam<bool> residual{"residual", false};
   GeneratorParam<Schedule> schedule_kind{
       "schedule", Schedule::tuned, {{"naive", Schedule::naive}, {"tuned", Schedule::tuned}}};
 
@@ -33,6 +36,11 @@ class FusedConv : public Generator<FusedConv> {
   Input<int> dilation_x{"dilation_x", 1, 1, 1 << 16};
   Input<int> dilation_y{"dilation_y", 1, 1, 1 << 16};
   Output<Buffer<float, 4>> output{"output"};
+
+  void configure() {
+    // Appended after the scalar inputs, before the output.
+    if (residual) residual_input_ = add_input<Buffer<float, 4>>("residual_in");
+  }
 
   void generate() {
     Var c("c"), co("co"), x("x"), y("y"), n("n");
@@ -56,10 +64,12 @@ class FusedConv : public Generator<FusedConv> {
                         input_padded(r.x, x * stride_x + r.y * dilation_x - pad_x,
                                      y * stride_y + r.z * dilation_y - pad_y, n);
 
+    Expr result = acc(co, x, y, n);
+    if (residual) result += (*residual_input_)(co, x, y, n);
     switch (epilogue) {
-      case Epilogue::none: output(co, x, y, n) = acc(co, x, y, n); break;
-      case Epilogue::relu: output(co, x, y, n) = max(acc(co, x, y, n), 0.0f); break;
-      case Epilogue::relu6: output(co, x, y, n) = clamp(acc(co, x, y, n), 0.0f, 6.0f); break;
+      case Epilogue::none: output(co, x, y, n) = result; break;
+      case Epilogue::relu: output(co, x, y, n) = max(result, 0.0f); break;
+      case Epilogue::relu6: output(co, x, y, n) = clamp(result, 0.0f, 6.0f); break;
     }
 
     add_requirement(weights.dim(1).extent() == in_c,
@@ -70,6 +80,14 @@ class FusedConv : public Generator<FusedConv> {
                     "weights have a different output-channel count than the output");
     add_requirement(input.dim(3).extent() == output.dim(3).extent(),
                     "input and output batch sizes differ");
+
+    if (residual) {
+      add_requirement(residual_input_->dim(0).extent() == output.dim(0).extent() &&
+                          residual_input_->dim(1).extent() == output.dim(1).extent() &&
+                          residual_input_->dim(2).extent() == output.dim(2).extent() &&
+                          residual_input_->dim(3).extent() == output.dim(3).extent(),
+                      "residual and output shapes differ");
+    }
 
     funcs_ = {input_padded, acc, output, co, x, y, n, c, r,
               output.dim(0).extent(), output.dim(1).extent(), output.dim(2).extent(), in_c};
@@ -87,6 +105,7 @@ class FusedConv : public Generator<FusedConv> {
     dilation_x.set_estimate(1);
     dilation_y.set_estimate(1);
     output.set_estimates({{0, 64}, {0, 28}, {0, 28}, {0, 1}});
+    if (residual) residual_input_->set_estimates({{0, 64}, {0, 28}, {0, 28}, {0, 1}});
     if (using_autoscheduler()) return;
 
     const Target t = get_target();
@@ -101,6 +120,7 @@ class FusedConv : public Generator<FusedConv> {
 
  private:
   schedules::ConvFuncs funcs_;
+  Input<Buffer<float, 4>>* residual_input_ = nullptr;
 };
 
 }  // namespace

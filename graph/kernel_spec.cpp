@@ -11,20 +11,17 @@ TensorDesc desc(const Graph& g, ValueId v) {
   return {v, x.name, x.shape, x.layout, x.dtype};
 }
 
-[[noreturn]] void unsupported(const Node& n, const std::string& why) {
-  throw Error(std::string(op_name(n.op)) + " node '" + n.name + "': " + why);
-}
-
 std::string pair_or_one(int a, int b) {
   return a == b ? std::to_string(a) : std::to_string(a) + "x" + std::to_string(b);
 }
 
-std::string epilogue_line(const Activation& a) {
-  if (a.is_identity()) return "none, out = acc + b'";
-  if (a.is_relu()) return "relu, out = max(0, acc + b')";
-  if (a.is_relu6()) return "relu6, out = min(6, max(0, acc + b'))";
+std::string epilogue_line(const Activation& a, bool residual) {
+  const std::string sum = residual ? "acc + b' + residual" : "acc + b'";
+  if (a.is_identity()) return "none, out = " + sum;
+  if (a.is_relu()) return "relu, out = max(0, " + sum + ")";
+  if (a.is_relu6()) return "relu6, out = min(6, max(0, " + sum + "))";
   std::ostringstream s;
-  s << to_string(a) << ", out = min(" << a.hi << ", max(" << a.lo << ", acc + b'))";
+  s << to_string(a) << ", out = min(" << a.hi << ", max(" << a.lo << ", " << sum << "))";
   return s.str();
 }
 
@@ -50,7 +47,10 @@ std::string describe_conv(const ConvKernelSpec& k) {
       << ", right " << k.pad_right << "]";
   }
   s << ", dilation " << pair_or_one(k.dilation_h, k.dilation_w) << "\n";
-  s << "epilogue: " << epilogue_line(k.activation) << "\n";
+  if (k.residual)
+    s << "residual: " << k.residual->name << ", shape " << to_string(k.residual->shape)
+      << " (NHWC), added before the epilogue\n";
+  s << "epilogue: " << epilogue_line(k.activation, k.residual.has_value()) << "\n";
   return s.str();
 }
 
@@ -60,49 +60,73 @@ bool conv_epilogue_supported(const Activation& a) {
   return a.is_identity() || a.is_relu() || a.is_relu6();
 }
 
+namespace {
+
+bool halide_conv(const Graph& g, const Node& n, const Conv2d& c) {
+  return g.value(n.inputs[0]).layout == Layout::nhwc && c.groups == 1 &&
+         g.value(n.inputs[1]).is_constant() && g.value(n.inputs[2]).is_constant() &&
+         conv_epilogue_supported(c.activation);
+}
+
+ConvKernelSpec conv_spec(const Graph& g, const Node& n, const Conv2d& c) {
+  ConvKernelSpec k;
+  k.name = n.name;
+  k.computes = n.computes;
+  k.input = desc(g, n.inputs[0]);
+  k.weights = desc(g, n.inputs[1]);
+  k.bias = desc(g, n.inputs[2]);
+  if (c.residual) k.residual = desc(g, n.inputs[3]);
+  k.output = desc(g, n.outputs[0]);
+  k.stride_h = c.stride_h;
+  k.stride_w = c.stride_w;
+  k.pad_top = c.pad_top;
+  k.pad_left = c.pad_left;
+  k.pad_bottom = c.pad_bottom;
+  k.pad_right = c.pad_right;
+  k.dilation_h = c.dilation_h;
+  k.dilation_w = c.dilation_w;
+  k.activation = c.activation;
+  return k;
+}
+
+}  // namespace
+
 std::vector<KernelSpec> lower_to_kernels(const Graph& g) {
   std::vector<KernelSpec> kernels;
   for (const Node& n : g.nodes()) {
-    if (const auto* c = std::get_if<Conv2d>(&n.op)) {
-      const Value& x = g.value(n.inputs[0]);
-      if (x.layout != Layout::nhwc)
-        unsupported(n, "the convolution kernels take NHWC input, this one is " +
-                           std::string(to_string(x.layout)) + " (run convert_to_nhwc)");
-      if (!g.value(n.inputs[1]).is_constant() || !g.value(n.inputs[2]).is_constant())
-        unsupported(n, "weights and bias must be constants");
-      if (!conv_epilogue_supported(c->activation))
-        unsupported(n, "no kernel implements the epilogue " + to_string(c->activation));
-      ConvKernelSpec k;
-      k.name = n.name;
-      k.computes = n.computes;
-      k.input = desc(g, n.inputs[0]);
-      k.weights = desc(g, n.inputs[1]);
-      k.bias = desc(g, n.inputs[2]);
-      k.output = desc(g, n.outputs[0]);
-      k.stride_h = c->stride_h;
-      k.stride_w = c->stride_w;
-      k.pad_top = c->pad_top;
-      k.pad_left = c->pad_left;
-      k.pad_bottom = c->pad_bottom;
-      k.pad_right = c->pad_right;
-      k.dilation_h = c->dilation_h;
-      k.dilation_w = c->dilation_w;
-      k.activation = c->activation;
-      kernels.push_back(std::move(k));
-    } else if (const auto* t = std::get_if<LayoutTransform>(&n.op)) {
-      if (t->from != Layout::nchw || t->to != Layout::nhwc)
-        unsupported(n, "only NCHW -> NHWC transforms have a kernel");
+    const auto* c = std::get_if<Conv2d>(&n.op);
+    const auto* t = std::get_if<LayoutTransform>(&n.op);
+    if (c && halide_conv(g, n, *c)) {
+      kernels.push_back(conv_spec(g, n, *c));
+    } else if (t && t->from == Layout::nchw && t->to == Layout::nhwc) {
       kernels.push_back(LayoutKernelSpec{n.name, desc(g, n.inputs[0]), desc(g, n.outputs[0])});
     } else {
-      unsupported(n, "no standalone kernel for this op yet; it runs only when fused into a "
-                     "convolution (or folded, for BatchNorm)");
+      OpKernelSpec k{n.name, n.computes, n.op, {}, desc(g, n.outputs[0])};
+      for (ValueId v : n.inputs) k.inputs.push_back(desc(g, v));
+      kernels.push_back(std::move(k));
     }
   }
   return kernels;
 }
 
+const std::string& kernel_name(const KernelSpec& k) {
+  return std::visit([](const auto& s) -> const std::string& { return s.name; }, k);
+}
+
 std::string describe(const KernelSpec& k) {
   if (const auto* c = std::get_if<ConvKernelSpec>(&k)) return describe_conv(*c);
+  if (const auto* o = std::get_if<OpKernelSpec>(&k)) {
+    std::string s = "kernel: ";
+    for (size_t i = 0; i < o->computes.size(); ++i) s += (i ? " + " : "") + o->computes[i];
+    s += " (portable C++ kernel)\n";
+    for (const TensorDesc& in : o->inputs)
+      s += "input:  " + in.name + ", shape " + to_string(in.shape) +
+           (in.layout == Layout::any ? "" : std::string(" (") + to_string(in.layout) + ")") + "\n";
+    s += "output: " + o->output.name + ", shape " + to_string(o->output.shape) +
+         (o->output.layout == Layout::any ? "" : std::string(" (") + to_string(o->output.layout) + ")") +
+         "\n";
+    return s;
+  }
   const auto& t = std::get<LayoutKernelSpec>(k);
   return "kernel: layout_transform (NCHW -> NHWC)\ninput:  " + t.input.name + ", shape " +
          to_string(t.input.shape) + " (NCHW), fp32\noutput: " + t.output.name + ", shape " +

@@ -2,6 +2,7 @@
 // the kernel layer: tensors (shape, layout, dtype), the fused operations and their parameters.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -18,10 +19,12 @@ struct TensorDesc {
   DType dtype = DType::f32;
 };
 
+// A convolution for the Halide kernels: NHWC input, HWIO weights, groups == 1.
 struct ConvKernelSpec {
   std::string name;
   std::vector<std::string> computes;  // e.g. {"conv2d", "batchnorm (folded)", "relu"}
   TensorDesc input, weights, bias, output;
+  std::optional<TensorDesc> residual;  // added before the activation
   int stride_h = 1, stride_w = 1;
   int pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
   int dilation_h = 1, dilation_w = 1;
@@ -33,14 +36,26 @@ struct LayoutKernelSpec {
   TensorDesc input, output;
 };
 
-using KernelSpec = std::variant<ConvKernelSpec, LayoutKernelSpec>;
+// Any other node, run by the runtime's portable kernels: the op with its attributes and its
+// tensors in the node's input order.
+struct OpKernelSpec {
+  std::string name;
+  std::vector<std::string> computes;
+  Op op;
+  std::vector<TensorDesc> inputs;
+  TensorDesc output;
+};
+
+using KernelSpec = std::variant<ConvKernelSpec, LayoutKernelSpec, OpKernelSpec>;
+const std::string& kernel_name(const KernelSpec& k);
 
 // Epilogues the fused convolution kernels implement: none, relu, relu6. Fusion asks this
 // before absorbing an op, so it never creates a kernel nobody can run.
 bool conv_epilogue_supported(const Activation& a);
 
-// Throws Error naming the node when no kernel implements it (e.g. an unfused ReLU, or a
-// convolution still in NCHW because the layout pass did not run).
+// One spec per node: convolutions the Halide kernels implement (NHWC, groups == 1, constant
+// weights, a supported epilogue) become ConvKernelSpec, NCHW -> NHWC transforms
+// LayoutKernelSpec, everything else OpKernelSpec.
 std::vector<KernelSpec> lower_to_kernels(const Graph& g);
 
 // The task description, in the form of MISSION.md's reference example.

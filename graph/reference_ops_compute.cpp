@@ -1,6 +1,7 @@
 // Reference semantics of the compute ops.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "graph/reference_ops.h"
 #include "graph/shape_inference.h"
@@ -31,16 +32,25 @@ float clamp_to(const Activation& a, double v) {
   return static_cast<float>(std::min<double>(std::max<double>(v, a.lo), a.hi));
 }
 
-Tensor conv(const Conv2d& c, const Tensor& x, const Tensor& w, const Tensor& b,
-            const Shape& out_shape) {
+Tensor blank(const Shape& shape, Layout layout) {
+  return Tensor{shape, layout, std::vector<float>(num_elements(shape))};
+}
+
+// Output channel o of group g = o / (Co / groups) reads input channels
+// [g * ci_per_group, (g + 1) * ci_per_group); the weights hold ci_per_group input channels.
+Tensor conv(const Conv2d& c, const std::vector<const Tensor*>& in, const Shape& out_shape) {
+  const Tensor &x = *in[0], &w = *in[1], &b = *in[2];
+  const Tensor* residual = c.residual ? in[3] : nullptr;
   const ImageIndex xi{image_dims(x.shape, x.layout), x.layout};
   const FilterIndex wi{filter_dims(w.shape, w.layout), w.layout};
   const ImageIndex oi{image_dims(out_shape, x.layout), x.layout};
-  Tensor out{out_shape, x.layout, std::vector<float>(num_elements(out_shape))};
+  const int64_t co_per_group = oi.d.c / c.groups;
+  Tensor out = blank(out_shape, x.layout);
   for (int64_t n = 0; n < oi.d.n; ++n)
     for (int64_t o = 0; o < oi.d.c; ++o)
       for (int64_t oy = 0; oy < oi.d.h; ++oy)
         for (int64_t ox = 0; ox < oi.d.w; ++ox) {
+          const int64_t first_in = o / co_per_group * wi.d.ci;
           double acc = b.data[o];
           for (int64_t ky = 0; ky < wi.d.kh; ++ky) {
             const int64_t iy = oy * c.stride_h + ky * c.dilation_h - c.pad_top;
@@ -49,26 +59,149 @@ Tensor conv(const Conv2d& c, const Tensor& x, const Tensor& w, const Tensor& b,
               const int64_t ix = ox * c.stride_w + kx * c.dilation_w - c.pad_left;
               if (ix < 0 || ix >= xi.d.w) continue;
               for (int64_t i = 0; i < wi.d.ci; ++i)
-                acc += static_cast<double>(x.data[xi(n, i, iy, ix)]) * w.data[wi(o, i, ky, kx)];
+                acc += static_cast<double>(x.data[xi(n, first_in + i, iy, ix)]) *
+                       w.data[wi(o, i, ky, kx)];
             }
           }
-          out.data[oi(n, o, oy, ox)] = clamp_to(c.activation, acc);
+          const int64_t k = oi(n, o, oy, ox);
+          if (residual) acc += residual->data[k];
+          out.data[k] = clamp_to(c.activation, acc);
         }
   return out;
 }
 
+// Any rank >= 2: the channel axis is 1 (3 for NHWC); every other axis is just iterated.
 Tensor batch_norm(const BatchNorm& bn, const Tensor& x, const std::vector<const Tensor*>& p) {
+  const size_t axis = x.layout == Layout::nhwc ? 3 : 1;
+  int64_t outer = 1, inner = 1;
+  for (size_t a = 0; a < axis; ++a) outer *= x.shape[a];
+  for (size_t a = axis + 1; a < x.shape.size(); ++a) inner *= x.shape[a];
+  const int64_t channels = x.shape[axis];
   Tensor out = x;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t c = 0; c < channels; ++c) {
+      const double scale = p[0]->data[c] / std::sqrt(static_cast<double>(p[3]->data[c]) + bn.epsilon);
+      for (int64_t i = 0; i < inner; ++i) {
+        const int64_t k = (o * channels + c) * inner + i;
+        out.data[k] = static_cast<float>((x.data[k] - p[2]->data[c]) * scale + p[1]->data[c]);
+      }
+    }
+  return out;
+}
+
+// One window, as onnxruntime computes it. Taps start at or after -pad_begin; `padded` counts
+// the taps inside the padded input (count_include_pad's divisor: a ceil_mode window reaching
+// past the end padding only counts up to it), `inside` those on real input elements (the
+// divisor otherwise). A window with no input element gives 0 (avg) or the lowest float (max,
+// which starts there, so padding never wins).
+Tensor pool(const Pool2d& p, const Tensor& x, const Shape& out_shape) {
   const ImageIndex xi{image_dims(x.shape, x.layout), x.layout};
+  const ImageIndex oi{image_dims(out_shape, x.layout), x.layout};
+  const bool is_max = p.kind == PoolKind::max;
+  Tensor out = blank(out_shape, x.layout);
+  for (int64_t n = 0; n < oi.d.n; ++n)
+    for (int64_t c = 0; c < oi.d.c; ++c)
+      for (int64_t oy = 0; oy < oi.d.h; ++oy)
+        for (int64_t ox = 0; ox < oi.d.w; ++ox) {
+          double acc = is_max ? std::numeric_limits<float>::lowest() : 0.0;
+          int64_t inside = 0, padded = 0;
+          for (int64_t ky = 0; ky < p.kernel_h; ++ky) {
+            const int64_t iy = oy * p.stride_h + ky * p.dilation_h - p.pad_top;
+            for (int64_t kx = 0; kx < p.kernel_w; ++kx) {
+              const int64_t ix = ox * p.stride_w + kx * p.dilation_w - p.pad_left;
+              if (iy < xi.d.h + p.pad_bottom && ix < xi.d.w + p.pad_right) ++padded;
+              if (iy < 0 || iy >= xi.d.h || ix < 0 || ix >= xi.d.w) continue;
+              ++inside;
+              const double v = x.data[xi(n, c, iy, ix)];
+              acc = is_max ? std::max(acc, v) : acc + v;
+            }
+          }
+          if (!is_max) acc = inside == 0 ? 0.0 : acc / (p.count_include_pad ? padded : inside);
+          out.data[oi(n, c, oy, ox)] = static_cast<float>(acc);
+        }
+  return out;
+}
+
+Tensor global_pool(const GlobalPool& p, const Tensor& x, const Shape& out_shape) {
+  const ImageIndex xi{image_dims(x.shape, x.layout), x.layout};
+  if (xi.d.h * xi.d.w == 0) throw Error("reference: GlobalPool over an empty H x W");
+  const ImageIndex oi{image_dims(out_shape, x.layout), x.layout};
+  const bool is_max = p.kind == PoolKind::max;
+  Tensor out = blank(out_shape, x.layout);
   for (int64_t n = 0; n < xi.d.n; ++n)
     for (int64_t c = 0; c < xi.d.c; ++c) {
-      const double scale = p[0]->data[c] / std::sqrt(static_cast<double>(p[3]->data[c]) + bn.epsilon);
+      double acc = is_max ? -INFINITY : 0.0;
       for (int64_t h = 0; h < xi.d.h; ++h)
         for (int64_t w = 0; w < xi.d.w; ++w) {
-          const int64_t k = xi(n, c, h, w);
-          out.data[k] = static_cast<float>((x.data[k] - p[2]->data[c]) * scale + p[1]->data[c]);
+          const double v = x.data[xi(n, c, h, w)];
+          acc = is_max ? std::max(acc, v) : acc + v;
         }
+      out.data[oi(n, c, 0, 0)] = static_cast<float>(is_max ? acc : acc / (xi.d.h * xi.d.w));
     }
+  return out;
+}
+
+// Element (i, j) of C (rank 0, 1 or 2) broadcast to [M, N]: size-1 axes repeat, and a lower
+// rank aligns to the trailing axes.
+float gemm_c(const Tensor& c, int64_t i, int64_t j) {
+  const int64_t rows = c.shape.size() == 2 ? c.shape[0] : 1;
+  const int64_t cols = c.shape.empty() ? 1 : c.shape.back();
+  return c.data[(rows == 1 ? 0 : i) * cols + (cols == 1 ? 0 : j)];
+}
+
+Tensor gemm(const Gemm& gm, const std::vector<const Tensor*>& in, const Shape& out_shape) {
+  const Tensor &a = *in[0], &b = *in[1];
+  const int64_t m = out_shape[0], n = out_shape[1];
+  const int64_t k = gm.trans_a ? a.shape[0] : a.shape[1];
+  Tensor out = blank(out_shape, Layout::any);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = 0.0;
+      for (int64_t q = 0; q < k; ++q) {
+        const float av = gm.trans_a ? a.data[q * m + i] : a.data[i * k + q];
+        const float bv = gm.trans_b ? b.data[j * k + q] : b.data[q * n + j];
+        acc += static_cast<double>(av) * bv;
+      }
+      double y = gm.alpha * acc;
+      if (in.size() == 3) y += static_cast<double>(gm.beta) * gemm_c(*in[2], i, j);
+      out.data[i * n + j] = static_cast<float>(y);
+    }
+  return out;
+}
+
+// Offset (in whole matrices) of the batch entry of an operand with batch dims `dims` that
+// output batch index `idx` reads: dims align to the trailing batch axes, size-1 dims repeat.
+int64_t batch_offset(const Shape& dims, const std::vector<int64_t>& idx) {
+  int64_t off = 0;
+  const size_t skip = idx.size() - dims.size();
+  for (size_t d = 0; d < dims.size(); ++d) off = off * dims[d] + (dims[d] == 1 ? 0 : idx[skip + d]);
+  return off;
+}
+
+// numpy matmul: a 1-D A is a row [1, K], a 1-D B a column [K, 1]; the promoted axis is then
+// dropped from the output, which leaves its row-major order unchanged.
+Tensor matmul(const Tensor& a, const Tensor& b, const Shape& out_shape, Layout layout) {
+  Shape as = a.shape, bs = b.shape;
+  if (as.size() == 1) as.insert(as.begin(), 1);
+  if (bs.size() == 1) bs.push_back(1);
+  const int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
+  const Shape a_batch(as.begin(), as.end() - 2), b_batch(bs.begin(), bs.end() - 2);
+  bool ok = false;
+  const Shape batch = broadcast_shapes(a_batch, b_batch, &ok);
+  Tensor out = blank(out_shape, layout);
+  std::vector<int64_t> idx(batch.size(), 0);
+  for (int64_t bi = 0; bi < num_elements(batch); ++bi) {
+    int64_t rest = bi;
+    for (size_t d = batch.size(); d-- > 0;) idx[d] = rest % batch[d], rest /= batch[d];
+    const float* ap = a.data.data() + batch_offset(a_batch, idx) * m * k;
+    const float* bp = b.data.data() + batch_offset(b_batch, idx) * k * n;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double acc = 0.0;
+        for (int64_t q = 0; q < k; ++q) acc += static_cast<double>(ap[i * k + q]) * bp[q * n + j];
+        out.data[(bi * m + i) * n + j] = static_cast<float>(acc);
+      }
+  }
   return out;
 }
 
@@ -81,11 +214,15 @@ bool is_compute_op(const Op& op) {
 }
 
 Tensor reference_compute_op(const Op& op, const std::vector<const Tensor*>& in,
-                            const Shape& out_shape, Layout /*out_layout*/) {
-  if (const auto* c = std::get_if<Conv2d>(&op)) return conv(*c, *in[0], *in[1], *in[2], out_shape);
+                            const Shape& out_shape, Layout out_layout) {
+  if (const auto* c = std::get_if<Conv2d>(&op)) return conv(*c, in, out_shape);
   if (const auto* bn = std::get_if<BatchNorm>(&op))
     return batch_norm(*bn, *in[0], {in[1], in[2], in[3], in[4]});
-  throw Error(std::string("reference: no implementation of ") + op_name(op) + " yet");
+  if (const auto* p = std::get_if<Pool2d>(&op)) return pool(*p, *in[0], out_shape);
+  if (const auto* gp = std::get_if<GlobalPool>(&op)) return global_pool(*gp, *in[0], out_shape);
+  if (const auto* gm = std::get_if<Gemm>(&op)) return gemm(*gm, in, out_shape);
+  KILN_CHECK(std::holds_alternative<MatMul>(op), "compute op without a reference");
+  return matmul(*in[0], *in[1], out_shape, out_layout);
 }
 
 }  // namespace kiln::graph

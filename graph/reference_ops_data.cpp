@@ -1,20 +1,204 @@
 // Reference semantics of the elementwise and data-movement ops.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "graph/op_kind.h"
 #include "graph/reference_ops.h"
 #include "graph/shape_inference.h"
 
 namespace kiln::graph {
+namespace {
+
+// The multi-index of flat position `flat` in a tensor of shape `s`.
+std::vector<int64_t> unravel(int64_t flat, const Shape& s) {
+  std::vector<int64_t> idx(s.size());
+  for (size_t a = s.size(); a-- > 0;) {
+    idx[a] = flat % s[a];
+    flat /= s[a];
+  }
+  return idx;
+}
+
+int64_t ravel(const std::vector<int64_t>& idx, const Shape& s) {
+  int64_t flat = 0;
+  for (size_t a = 0; a < s.size(); ++a) flat = flat * s[a] + idx[a];
+  return flat;
+}
+
+Tensor blank(const Shape& shape, Layout layout) {
+  return Tensor{shape, layout, std::vector<float>(num_elements(shape))};
+}
+
+// Everything is computed in double and rounded once, so the reference is as exact as float
+// output allows.
+double unary(const Op& op, double x) {
+  if (const auto* l = std::get_if<LeakyRelu>(&op)) return x >= 0 ? x : l->alpha * x;
+  if (std::holds_alternative<Sigmoid>(op)) return 1.0 / (1.0 + std::exp(-x));
+  if (const auto* h = std::get_if<HardSigmoid>(&op))
+    return std::max(0.0, std::min(1.0, double{h->alpha} * x + h->beta));
+  KILN_CHECK(std::holds_alternative<HardSwish>(op), "unary op without a reference");
+  return x * std::max(0.0, std::min(1.0, x / 6.0 + 0.5));
+}
+
+double binary(BinaryOp op, double a, double b) {
+  switch (op) {
+    case BinaryOp::add: return a + b;
+    case BinaryOp::sub: return a - b;
+    case BinaryOp::mul: return a * b;
+    case BinaryOp::div: break;
+  }
+  return a / b;
+}
+
+// numpy broadcasting: each output index reads index 0 on every axis where an operand has
+// size 1, and operands of lower rank are aligned to the trailing axes.
+Tensor broadcast_binary(BinaryOp op, const Tensor& a, const Tensor& b, const Shape& out_shape,
+                        Layout layout) {
+  Tensor out = blank(out_shape, layout);
+  const size_t r = out_shape.size();
+  auto source = [&](const Shape& s, const std::vector<int64_t>& oi) {
+    std::vector<int64_t> idx(s.size());
+    for (size_t a = 0; a < s.size(); ++a) idx[a] = s[a] == 1 ? 0 : oi[r - s.size() + a];
+    return ravel(idx, s);
+  };
+  for (int64_t i = 0; i < num_elements(out_shape); ++i) {
+    const std::vector<int64_t> oi = unravel(i, out_shape);
+    out.data[i] = static_cast<float>(
+        binary(op, a.data[source(a.shape, oi)], b.data[source(b.shape, oi)]));
+  }
+  return out;
+}
+
+// Output axis j is input axis perm[j].
+Tensor transpose(const Tensor& x, const std::vector<int>& perm, const Shape& out_shape,
+                 Layout layout) {
+  Tensor out = blank(out_shape, layout);
+  std::vector<int64_t> xi(x.shape.size());
+  for (int64_t i = 0; i < num_elements(out_shape); ++i) {
+    const std::vector<int64_t> oi = unravel(i, out_shape);
+    for (size_t j = 0; j < perm.size(); ++j) xi[perm[j]] = oi[j];
+    out.data[i] = x.data[ravel(xi, x.shape)];
+  }
+  return out;
+}
+
+Tensor concat(int axis, const std::vector<const Tensor*>& in, const Shape& out_shape,
+              Layout layout) {
+  Tensor out = blank(out_shape, layout);
+  for (int64_t i = 0; i < num_elements(out_shape); ++i) {
+    std::vector<int64_t> oi = unravel(i, out_shape);
+    size_t k = 0;
+    while (oi[axis] >= in[k]->shape[axis]) oi[axis] -= in[k++]->shape[axis];
+    out.data[i] = in[k]->data[ravel(oi, in[k]->shape)];
+  }
+  return out;
+}
+
+// Shape inference checks only that each axis is non-empty; reading in bounds is checked here.
+Tensor slice(const Slice& sl, const Tensor& x, const Shape& out_shape, Layout layout) {
+  for (size_t a = 0; a < x.shape.size(); ++a) {
+    const int64_t first = sl.starts[a], last = first + (out_shape[a] - 1) * sl.steps[a];
+    if (std::min(first, last) < 0 || std::max(first, last) >= x.shape[a])
+      throw Error("reference: Slice reads index " + std::to_string(first) + ".." +
+                  std::to_string(last) + " of axis " + std::to_string(a) + " (size " +
+                  std::to_string(x.shape[a]) + ")");
+  }
+  Tensor out = blank(out_shape, layout);
+  std::vector<int64_t> xi(x.shape.size());
+  for (int64_t i = 0; i < num_elements(out_shape); ++i) {
+    const std::vector<int64_t> oi = unravel(i, out_shape);
+    for (size_t a = 0; a < xi.size(); ++a) xi[a] = sl.starts[a] + oi[a] * sl.steps[a];
+    out.data[i] = x.data[ravel(xi, x.shape)];
+  }
+  return out;
+}
+
+// Output index j on an axis reads input index j - begin pad; outside the input it is `value`.
+// A negative begin pad therefore crops, as in ONNX.
+Tensor pad(const Pad& p, const Tensor& x, const Shape& out_shape, Layout layout) {
+  Tensor out = blank(out_shape, layout);
+  std::vector<int64_t> xi(x.shape.size());
+  for (int64_t i = 0; i < num_elements(out_shape); ++i) {
+    const std::vector<int64_t> oi = unravel(i, out_shape);
+    bool inside = true;
+    for (size_t a = 0; a < xi.size(); ++a) {
+      xi[a] = oi[a] - p.pads[a];
+      inside = inside && xi[a] >= 0 && xi[a] < x.shape[a];
+    }
+    out.data[i] = inside ? x.data[ravel(xi, x.shape)] : p.value;
+  }
+  return out;
+}
+
+// Every tensor is viewed as [outer, n, inner] and normalized along n: the axis itself
+// (n = dims[axis]), or with coerce_2d everything from the axis on (n = prod(dims[axis:])).
+Tensor softmax(const Softmax& sm, const Tensor& x) {
+  int64_t outer = 1, n = 1, inner = 1;
+  for (int a = 0; a < static_cast<int>(x.shape.size()); ++a) {
+    if (a < sm.axis) outer *= x.shape[a];
+    else if (a == sm.axis || sm.coerce_2d) n *= x.shape[a];
+    else inner *= x.shape[a];
+  }
+  Tensor out = x;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t in = 0; in < inner; ++in) {
+      auto at = [&](int64_t k) { return (o * n + k) * inner + in; };
+      double mx = -std::numeric_limits<double>::infinity(), sum = 0.0;
+      for (int64_t k = 0; k < n; ++k) mx = std::max(mx, double{x.data[at(k)]});
+      for (int64_t k = 0; k < n; ++k) sum += std::exp(x.data[at(k)] - mx);
+      for (int64_t k = 0; k < n; ++k)
+        out.data[at(k)] = static_cast<float>(std::exp(x.data[at(k)] - mx) / sum);
+    }
+  return out;
+}
+
+Tensor reduce_mean(const ReduceMean& rm, const Tensor& x, const Shape& out_shape,
+                   Layout layout) {
+  std::vector<bool> reduce(x.shape.size(), rm.axes.empty());
+  for (int a : rm.axes) reduce[a] = true;
+  // The output index keeps the kept axes (and a 0 for reduced ones when keepdims).
+  std::vector<double> sum(num_elements(out_shape), 0.0);
+  int64_t count = 1;
+  for (size_t a = 0; a < x.shape.size(); ++a) count *= reduce[a] ? x.shape[a] : 1;
+  for (int64_t i = 0; i < num_elements(x.shape); ++i) {
+    const std::vector<int64_t> xi = unravel(i, x.shape);
+    std::vector<int64_t> oi;
+    for (size_t a = 0; a < xi.size(); ++a)
+      if (!reduce[a]) oi.push_back(xi[a]);
+      else if (rm.keepdims) oi.push_back(0);
+    sum[ravel(oi, out_shape)] += x.data[i];
+  }
+  Tensor out = blank(out_shape, layout);
+  for (size_t i = 0; i < sum.size(); ++i) out.data[i] = static_cast<float>(sum[i] / count);
+  return out;
+}
+
+}  // namespace
 
 Tensor reference_data_op(const Op& op, const std::vector<const Tensor*>& in,
-                         const Shape& /*out_shape*/, Layout /*out_layout*/) {
+                         const Shape& out_shape, Layout out_layout) {
   if (const std::optional<Activation> act = as_activation(op)) {
     Tensor out = *in[0];
     for (float& f : out.data) f = std::min(std::max(f, act->lo), act->hi);
     return out;
   }
+  if (op_is_unary(op)) {
+    Tensor out = *in[0];
+    for (float& f : out.data) f = static_cast<float>(unary(op, f));
+    return out;
+  }
+  if (const auto* b = std::get_if<Binary>(&op))
+    return broadcast_binary(b->op, *in[0], *in[1], out_shape, out_layout);
+  if (std::holds_alternative<Reshape>(op)) return Tensor{out_shape, out_layout, in[0]->data};
+  if (const auto* t = std::get_if<Transpose>(&op))
+    return transpose(*in[0], t->perm, out_shape, out_layout);
+  if (const auto* c = std::get_if<Concat>(&op)) return concat(c->axis, in, out_shape, out_layout);
+  if (const auto* sl = std::get_if<Slice>(&op)) return slice(*sl, *in[0], out_shape, out_layout);
+  if (const auto* p = std::get_if<Pad>(&op)) return pad(*p, *in[0], out_shape, out_layout);
+  if (const auto* sm = std::get_if<Softmax>(&op)) return softmax(*sm, *in[0]);
+  if (const auto* rm = std::get_if<ReduceMean>(&op))
+    return reduce_mean(*rm, *in[0], out_shape, out_layout);
   if (const auto* t = std::get_if<LayoutTransform>(&op)) return to_layout(*in[0], t->to);
   throw Error(std::string("reference: no implementation of ") + op_name(op) + " yet");
 }

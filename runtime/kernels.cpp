@@ -6,22 +6,32 @@
 #include <sstream>
 
 #include "kiln_conv_none_naive.h"
+#include "kiln_conv_none_residual_naive.h"
+#include "kiln_conv_none_residual_tuned.h"
 #include "kiln_conv_none_tuned.h"
 #include "kiln_conv_relu6_naive.h"
+#include "kiln_conv_relu6_residual_naive.h"
+#include "kiln_conv_relu6_residual_tuned.h"
 #include "kiln_conv_relu6_tuned.h"
 #include "kiln_conv_relu_naive.h"
+#include "kiln_conv_relu_residual_naive.h"
+#include "kiln_conv_relu_residual_tuned.h"
 #include "kiln_conv_relu_tuned.h"
 #include "kiln_nchw_to_nhwc.h"
 #ifdef KILN_HAVE_CUDA_KERNELS
 #include "kiln_conv_none_cuda.h"
+#include "kiln_conv_none_residual_cuda.h"
 #include "kiln_conv_relu6_cuda.h"
+#include "kiln_conv_relu6_residual_cuda.h"
 #include "kiln_conv_relu_cuda.h"
+#include "kiln_conv_relu_residual_cuda.h"
 #include "kiln_nchw_to_nhwc_cuda.h"
 #endif
 
 // Per-target entry points carry '-' in their symbol names; bind them with asm labels.
 #define KILN_CPU_TARGET(index, name)
-#define KILN_CONV_KERNEL(e, s, t, sym) extern "C" int kiln_conv_##e##_##s##_t##t(void**) __asm__("\"" sym "\"");
+#define KILN_CONV_KERNEL(e, r, s, t, sym) \
+  extern "C" int kiln_conv_##e##_##r##_##s##_t##t(void**) __asm__("\"" sym "\"");
 #define KILN_LAYOUT_KERNEL(t, sym) extern "C" int kiln_nchw_to_nhwc_t##t(void**) __asm__("\"" sym "\"");
 #include "kiln/kernel_table.inc"
 #undef KILN_CPU_TARGET
@@ -33,7 +43,7 @@ namespace {
 
 struct CpuEntry {
   std::string target;
-  KernelFn conv[3][2] = {};  // [epilogue][schedule]
+  KernelFn conv[3][2][2] = {};  // [epilogue][residual][schedule]
   KernelFn layout = nullptr;
 };
 
@@ -42,9 +52,9 @@ std::vector<CpuEntry> make_table() {
 #define KILN_CPU_TARGET(index, name) \
   table.resize(index + 1);           \
   table[index].target = name;
-#define KILN_CONV_KERNEL(e, s, t, sym)                                             \
-  table[t].conv[static_cast<int>(ConvEpilogue::e)][static_cast<int>(ConvSchedule::s)] = \
-      kiln_conv_##e##_##s##_t##t;
+#define KILN_CONV_KERNEL(e, r, s, t, sym)                                       \
+  table[t].conv[static_cast<int>(ConvEpilogue::e)][std::string(#r) == "residual"] \
+               [static_cast<int>(ConvSchedule::s)] = kiln_conv_##e##_##r##_##s##_t##t;
 #define KILN_LAYOUT_KERNEL(t, sym) table[t].layout = kiln_nchw_to_nhwc_t##t;
 #include "kiln/kernel_table.inc"
 #undef KILN_CPU_TARGET
@@ -76,13 +86,16 @@ bool feature_supported(const std::string& f) {
   return false;  // a feature this table does not know: never claim support
 }
 
-KernelFn conv_wrapper(ConvEpilogue e, ConvSchedule s) {
-  static const KernelFn fns[3][2] = {
-      {kiln_conv_none_naive_argv, kiln_conv_none_tuned_argv},
-      {kiln_conv_relu_naive_argv, kiln_conv_relu_tuned_argv},
-      {kiln_conv_relu6_naive_argv, kiln_conv_relu6_tuned_argv},
+KernelFn conv_wrapper(ConvEpilogue e, ConvSchedule s, bool residual) {
+  static const KernelFn fns[3][2][2] = {
+      {{kiln_conv_none_naive_argv, kiln_conv_none_tuned_argv},
+       {kiln_conv_none_residual_naive_argv, kiln_conv_none_residual_tuned_argv}},
+      {{kiln_conv_relu_naive_argv, kiln_conv_relu_tuned_argv},
+       {kiln_conv_relu_residual_naive_argv, kiln_conv_relu_residual_tuned_argv}},
+      {{kiln_conv_relu6_naive_argv, kiln_conv_relu6_tuned_argv},
+       {kiln_conv_relu6_residual_naive_argv, kiln_conv_relu6_residual_tuned_argv}},
   };
-  return fns[static_cast<int>(e)][static_cast<int>(s)];
+  return fns[static_cast<int>(e)][residual][static_cast<int>(s)];
 }
 
 }  // namespace
@@ -122,10 +135,10 @@ int best_cpu_target() {
   return -1;
 }
 
-KernelFn cpu_conv_kernel(ConvEpilogue e, ConvSchedule s, int target) {
-  if (target < 0) return conv_wrapper(e, s);
+KernelFn cpu_conv_kernel(ConvEpilogue e, ConvSchedule s, int target, bool residual) {
+  if (target < 0) return conv_wrapper(e, s, residual);
   KILN_CHECK(target < static_cast<int>(table().size()), "CPU target index");
-  return table()[target].conv[static_cast<int>(e)][static_cast<int>(s)];
+  return table()[target].conv[static_cast<int>(e)][residual][static_cast<int>(s)];
 }
 
 KernelFn cpu_layout_kernel(int target) {
@@ -134,16 +147,19 @@ KernelFn cpu_layout_kernel(int target) {
   return table()[target].layout;
 }
 
-KernelFn cuda_conv_kernel(ConvEpilogue e) {
+KernelFn cuda_conv_kernel(ConvEpilogue e, bool residual) {
 #ifdef KILN_HAVE_CUDA_KERNELS
-  switch (e) {
-    case ConvEpilogue::none: return kiln_conv_none_cuda_argv;
-    case ConvEpilogue::relu: return kiln_conv_relu_cuda_argv;
-    case ConvEpilogue::relu6: return kiln_conv_relu6_cuda_argv;
-  }
-#endif
+  static const KernelFn fns[3][2] = {
+      {kiln_conv_none_cuda_argv, kiln_conv_none_residual_cuda_argv},
+      {kiln_conv_relu_cuda_argv, kiln_conv_relu_residual_cuda_argv},
+      {kiln_conv_relu6_cuda_argv, kiln_conv_relu6_residual_cuda_argv},
+  };
+  return fns[static_cast<int>(e)][residual];
+#else
   (void)e;
+  (void)residual;
   return nullptr;
+#endif
 }
 
 KernelFn cuda_layout_kernel() {

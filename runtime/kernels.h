@@ -24,12 +24,13 @@ bool cpu_target_supported(int index);
 int best_cpu_target();
 
 // target < 0: the multi-target wrapper (runtime dispatch). Argument order for conv kernels:
-// input, weights, bias, stride_x, stride_y, pad_x, pad_y, dilation_x, dilation_y, output.
-KernelFn cpu_conv_kernel(ConvEpilogue e, ConvSchedule s, int target);
+// input, weights, bias, stride_x, stride_y, pad_x, pad_y, dilation_x, dilation_y,
+// [residual,] output.
+KernelFn cpu_conv_kernel(ConvEpilogue e, ConvSchedule s, int target, bool residual = false);
 KernelFn cpu_layout_kernel(int target);  // input, output
 
 // nullptr when the build has no CUDA kernels.
-KernelFn cuda_conv_kernel(ConvEpilogue e);
+KernelFn cuda_conv_kernel(ConvEpilogue e, bool residual = false);
 KernelFn cuda_layout_kernel();
 
 }  // namespace kiln::runtime

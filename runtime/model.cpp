@@ -1,6 +1,7 @@
 // Model: lowers an optimized graph to kernel calls, plans and owns the arena, and runs.
 #include <chrono>
 #include <cstdlib>
+#include <optional>
 
 #include "HalideBuffer.h"
 #include "HalideRuntime.h"
@@ -9,6 +10,7 @@
 #include "halide_errors.h"
 #include "kernels.h"
 #include "kiln/runtime.h"
+#include "runtime/ops/ops.h"
 
 namespace kiln {
 namespace {
@@ -24,9 +26,10 @@ HalideBuffer wrap(float* data, const graph::Shape& shape) {
 
 struct Call {
   std::string name;
-  KernelFn fn = nullptr;
+  KernelFn fn = nullptr;                // a Halide kernel, or null for a portable op
+  std::optional<graph::Op> portable;    // the op the portable kernels run
   std::vector<graph::ValueId> buffers;  // in argument order, output last
-  int scalars[6] = {};                   // conv: stride x/y, pad x/y, dilation x/y
+  int scalars[6] = {};                  // conv: stride x/y, pad x/y, dilation x/y
   bool is_conv = false;
   std::vector<void*> args;
 };
@@ -71,6 +74,7 @@ struct Model::Impl {
   void bind_buffers();
   void make_calls();
   Status run_calls();
+  std::string run_portable(const Call& c);
 };
 
 void Model::Impl::bind_buffers() {
@@ -98,12 +102,23 @@ void Model::Impl::make_calls() {
                                                             : runtime::ConvSchedule::naive;
   for (const graph::KernelSpec& k : kernels) {
     Call c;
+    if (const auto* op = std::get_if<graph::OpKernelSpec>(&k)) {
+      c.name = op->name;
+      c.portable = op->op;
+      for (const graph::TensorDesc& in : op->inputs) c.buffers.push_back(in.value);
+      c.buffers.push_back(op->output.value);
+      calls.push_back(std::move(c));
+      continue;
+    }
     if (const auto* conv = std::get_if<graph::ConvKernelSpec>(&k)) {
       const auto e = runtime::conv_epilogue(conv->activation);
+      const bool residual = conv->residual.has_value();
       c.name = conv->name;
-      c.fn = cuda ? runtime::cuda_conv_kernel(e)
-                  : runtime::cpu_conv_kernel(e, schedule, options.cpu_target);
-      c.buffers = {conv->input.value, conv->weights.value, conv->bias.value, conv->output.value};
+      c.fn = cuda ? runtime::cuda_conv_kernel(e, residual)
+                  : runtime::cpu_conv_kernel(e, schedule, options.cpu_target, residual);
+      c.buffers = {conv->input.value, conv->weights.value, conv->bias.value};
+      if (residual) c.buffers.push_back(conv->residual->value);
+      c.buffers.push_back(conv->output.value);
       const int s[6] = {conv->stride_w, conv->stride_h, conv->pad_left,
                         conv->pad_top,  conv->dilation_w, conv->dilation_h};
       std::copy(s, s + 6, c.scalars);
@@ -117,21 +132,41 @@ void Model::Impl::make_calls() {
     KILN_CHECK(c.fn != nullptr, "no kernel entry point for " + c.name);
     calls.push_back(std::move(c));
   }
-  // Argument vectors point into `calls` and `buffers`; both stay put from here on.
+  // Argument vectors point into `calls` and `buffers`; both stay put from here on. Conv
+  // kernels take their scalars after input, weights and bias (see runtime/kernels.h).
   for (Call& c : calls) {
-    const size_t n = c.buffers.size();
-    for (size_t i = 0; i + 1 < n; ++i) c.args.push_back(buffers[c.buffers[i].index].raw_buffer());
-    if (c.is_conv)
-      for (int& s : c.scalars) c.args.push_back(&s);
-    c.args.push_back(buffers[c.buffers[n - 1].index].raw_buffer());
+    if (c.portable) continue;
+    for (size_t i = 0; i < c.buffers.size(); ++i) {
+      if (c.is_conv && i == 3)
+        for (int& s : c.scalars) c.args.push_back(&s);
+      c.args.push_back(buffers[c.buffers[i].index].raw_buffer());
+    }
   }
+}
+
+std::string Model::Impl::run_portable(const Call& c) {
+  std::vector<runtime::ops::ConstTensorRef> ins;
+  for (size_t i = 0; i + 1 < c.buffers.size(); ++i) {
+    const graph::Value& v = g.value(c.buffers[i]);
+    ins.push_back({buffers[c.buffers[i].index].data(), v.shape, v.layout});
+  }
+  const graph::Value& out = g.value(c.buffers.back());
+  return runtime::ops::run_op(*c.portable, ins,
+                              {buffers[c.buffers.back().index].data(), out.shape, out.layout});
 }
 
 Status Model::Impl::run_calls() {
   for (size_t i = 0; i < calls.size(); ++i) {
     Call& c = calls[i];
-    runtime::begin_halide_call();
     const auto t0 = std::chrono::steady_clock::now();
+    if (c.portable) {
+      const std::string err = run_portable(c);
+      if (!err.empty()) return Status::error("kernel '" + c.name + "' failed: " + err);
+      if (options.profile)
+        kernel_seconds[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      continue;
+    }
+    runtime::begin_halide_call();
     const int rc = c.fn(c.args.data());
     if (options.profile)
       kernel_seconds[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -169,8 +204,17 @@ Model::Model(const graph::Graph& optimized, const ModelOptions& options)
   if (options.cpu_target >= 0 && !runtime::cpu_target_supported(options.cpu_target))
     throw graph::Error("this CPU lacks features that target " +
                        runtime::cpu_targets()[options.cpu_target] + " needs");
+  for (const graph::KernelSpec& k : m.kernels)
+    if (const auto* op = std::get_if<graph::OpKernelSpec>(&k))
+      if (!runtime::ops::supported(op->op))
+        throw graph::Error(std::string(graph::op_name(op->op)) + " node '" + op->name +
+                           "': no kernel implements this op yet");
   if (options.backend == Backend::cuda) {
-    const std::string why = cuda_unusable_reason();
+    std::string why = cuda_unusable_reason();
+    for (const graph::KernelSpec& k : m.kernels)
+      if (why.empty() && std::holds_alternative<graph::OpKernelSpec>(k))
+        why = "node '" + graph::kernel_name(k) + "' (" +
+              graph::op_name(std::get<graph::OpKernelSpec>(k).op) + ") has no CUDA kernel yet";
     if (!why.empty()) {
       if (!options.fallback_to_cpu)
         throw graph::Error(why + "; choose the cpu backend, or allow fallback to the CPU");

@@ -51,7 +51,8 @@ struct Problem {
   graph::Tensor expected;
 };
 
-Problem make_problem(const ConvCase& c, const graph::Activation& act, uint64_t seed) {
+Problem make_problem(const ConvCase& c, const graph::Activation& act, uint64_t seed,
+                     bool residual = false) {
   graph::GraphBuilder b;
   const graph::ValueId x = b.input("x", {c.n, c.h, c.w, c.ci}, Layout::nhwc);
   const int64_t wsize = c.kh * c.kw * c.ci * c.co;
@@ -62,7 +63,16 @@ Problem make_problem(const ConvCase& c, const graph::Activation& act, uint64_t s
   const graph::ValueId bias = b.constant("b", {c.co}, graph::random_uniform(c.co, -0.6f, 0.4f, seed + 1));
   graph::Conv2d attrs{c.stride_h, c.stride_w, c.pad_top, c.pad_left, c.pad_bottom, c.pad_right,
                       c.dil_h, c.dil_w, act};
-  b.output(b.conv2d("conv", x, w, bias, attrs));
+  std::vector<graph::ValueId> ins = {x, w, bias};
+  if (residual) {
+    attrs.residual = true;
+    const int64_t oh = (c.h + c.pad_top + c.pad_bottom - c.dil_h * (c.kh - 1) - 1) / c.stride_h + 1;
+    const int64_t ow = (c.w + c.pad_left + c.pad_right - c.dil_w * (c.kw - 1) - 1) / c.stride_w + 1;
+    ins.push_back(b.constant("residual", {c.n, oh, ow, c.co},
+                             graph::random_uniform(c.n * oh * ow * c.co, -1.0f, 1.0f, seed + 3),
+                             Layout::nhwc));
+  }
+  b.output(b.op("conv", attrs, ins));
   Problem p{b.finish(), {}, {}};
   // Inputs up to 8 in magnitude so that ReLU6 saturates too.
   p.input = {{c.n, c.h, c.w, c.ci}, Layout::nhwc,
@@ -78,18 +88,26 @@ HalideBuffer wrap(const float* data, const graph::Shape& shape) {
 
 // Runs one kernel on the problem and returns the output; the output starts as NaN everywhere.
 std::vector<float> run_kernel(runtime::KernelFn fn, const ConvCase& c, const Problem& p) {
-  const graph::Value& w = p.g.value(p.g.nodes()[0].inputs[1]);
-  const graph::Value& bias = p.g.value(p.g.nodes()[0].inputs[2]);
+  const graph::Node& node = p.g.nodes()[0];
+  const graph::Value& w = p.g.value(node.inputs[1]);
+  const graph::Value& bias = p.g.value(node.inputs[2]);
   std::vector<float> out(p.expected.data.size(), NAN);
   HalideBuffer in_b = wrap(p.input.data.data(), p.input.shape);
   HalideBuffer w_b = wrap(w.data->data(), w.shape);
   HalideBuffer b_b = wrap(bias.data->data(), bias.shape);
   HalideBuffer out_b = wrap(out.data(), p.expected.shape);
   int scalars[6] = {c.stride_w, c.stride_h, c.pad_left, c.pad_top, c.dil_w, c.dil_h};
-  void* args[] = {in_b.raw_buffer(), w_b.raw_buffer(), b_b.raw_buffer(), &scalars[0], &scalars[1],
-                  &scalars[2], &scalars[3], &scalars[4], &scalars[5], out_b.raw_buffer()};
+  std::vector<void*> args = {in_b.raw_buffer(), w_b.raw_buffer(), b_b.raw_buffer(), &scalars[0],
+                             &scalars[1], &scalars[2], &scalars[3], &scalars[4], &scalars[5]};
+  HalideBuffer res_b;
+  if (node.inputs.size() == 4) {
+    const graph::Value& r = p.g.value(node.inputs[3]);
+    res_b = wrap(r.data->data(), r.shape);
+    args.push_back(res_b.raw_buffer());
+  }
+  args.push_back(out_b.raw_buffer());
   runtime::begin_halide_call();
-  const int rc = fn(args);
+  const int rc = fn(args.data());
   EXPECT_EQ(rc, 0) << runtime::last_halide_error();
   return out;
 }
@@ -176,6 +194,25 @@ TEST(ConvKernelEpilogues, AllEpiloguesAllTargets) {
         const auto fn = runtime::cpu_conv_kernel(static_cast<runtime::ConvEpilogue>(e),
                                                  runtime::ConvSchedule::tuned, t);
         expect_close(run_kernel(fn, kCases[case_index], prob), prob.expected);
+      }
+    }
+  }
+}
+
+// The residual variants (ResNet's fused Add): every epilogue, fast path and scalar fallback,
+// every target.
+TEST(ConvKernelResidual, AllEpiloguesAllTargets) {
+  for (size_t case_index : {size_t{0}, size_t{2}, size_t{3}, size_t{9}}) {
+    for (int e = 0; e < 3; ++e) {
+      const Problem prob = make_problem(kCases[case_index], kEpilogues[e], 500 + case_index, true);
+      for (int t = -1; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
+        if (t >= 0 && !runtime::cpu_target_supported(t)) continue;
+        for (auto s : {runtime::ConvSchedule::tuned, runtime::ConvSchedule::naive}) {
+          SCOPED_TRACE(std::string(kCases[case_index].name) + " epilogue " + std::to_string(e) +
+                       " target " + std::to_string(t));
+          const auto fn = runtime::cpu_conv_kernel(static_cast<runtime::ConvEpilogue>(e), s, t, true);
+          expect_close(run_kernel(fn, kCases[case_index], prob), prob.expected);
+        }
       }
     }
   }

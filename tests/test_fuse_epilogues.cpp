@@ -199,3 +199,83 @@ TEST(RunPasses, StopAfterFuseEpiloguesKeepsNchw) {
 
 }  // namespace
 }  // namespace kiln::graph
+
+namespace kiln::graph {
+namespace {
+
+ValueId add_conv_1x1(GraphBuilder& b, const std::string& name, ValueId x, int64_t ci, int64_t co,
+                     int stride, uint64_t seed) {
+  const ValueId w = b.constant(name + "_w", {co, ci, 1, 1},
+                               random_uniform(co * ci, -1.0f, 1.0f, seed), Layout::oihw);
+  const ValueId bias = b.constant(name + "_b", {co}, random_uniform(co, -0.5f, 0.5f, seed + 1));
+  Conv2d attrs;
+  attrs.stride_h = attrs.stride_w = stride;
+  return b.conv2d(name, x, w, bias, attrs);
+}
+
+const Conv2d& conv_named(const Graph& g, const std::string& name) {
+  for (const Node& n : g.nodes())
+    if (n.name == name) return std::get<Conv2d>(n.op);
+  throw Error("no node " + name);
+}
+
+// ResNet basic block: x -> conv -> relu -> conv -> add(x) -> relu. The second conv takes the
+// Add as its residual and the ReLU as its activation: 5 nodes become 2.
+TEST(FuseEpilogues, ResidualAddAndReluFuseIntoTheSecondConv) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {1, 6, 7, 7});
+  const ValueId c1 = b.relu("r1", add_conv(b, "c1", x, 6, 6, 21));
+  const ValueId c2 = add_conv(b, "c2", c1, 6, 6, 23);
+  b.output(b.relu("r2", b.op("sum", Binary{BinaryOp::add}, {c2, x})));
+  const Graph g = b.finish();
+  const Graph fused = fuse_epilogues(g);
+  verify(fused);
+  ASSERT_EQ(fused.num_nodes(), 2u) << dump(fused);
+  const Conv2d& second = conv_named(fused, "c2");
+  EXPECT_TRUE(second.residual);
+  EXPECT_TRUE(second.activation.is_relu());
+  EXPECT_EQ(fused.node(NodeId{1}).inputs.size(), 4u);
+  EXPECT_EQ(count_ops<Binary>(fused), 0);
+  expect_same_outputs(g, fused, random_inputs(g, 31), 1e-5, 1e-6);
+  // And through the whole pipeline (layout included) the numbers still agree.
+  expect_same_outputs(g, run_passes(g), random_inputs(g, 32), 1e-5, 1e-6);
+}
+
+// Downsampling block: both Add operands are convolutions; the later conv in node order
+// absorbs the Add, reading the earlier one's output as its residual.
+TEST(FuseEpilogues, DownsampleBlockLaterConvAbsorbsTheAdd) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {1, 4, 8, 8});
+  Conv2d s2;
+  s2.stride_h = s2.stride_w = 2;
+  s2.pad_top = s2.pad_left = s2.pad_bottom = s2.pad_right = 1;
+  const ValueId w = b.constant("main_w", {8, 4, 3, 3}, random_uniform(288, -1, 1, 41), Layout::oihw);
+  const ValueId bias = b.constant("main_b", {8}, random_uniform(8, -0.5f, 0.5f, 42));
+  const ValueId main = b.conv2d("main", x, w, bias, s2);
+  const ValueId shortcut = add_conv_1x1(b, "shortcut", x, 4, 8, 2, 43);
+  b.output(b.relu("out", b.op("sum", Binary{BinaryOp::add}, {main, shortcut})));
+  const Graph g = b.finish();
+  const Graph fused = fuse_epilogues(g);
+  verify(fused);
+  ASSERT_EQ(fused.num_nodes(), 2u) << dump(fused);
+  EXPECT_FALSE(conv_named(fused, "main").residual);
+  EXPECT_TRUE(conv_named(fused, "shortcut").residual);
+  EXPECT_TRUE(conv_named(fused, "shortcut").activation.is_relu());
+  expect_same_outputs(g, fused, random_inputs(g, 44), 1e-5, 1e-6);
+}
+
+// A broadcasting Add (bias-like [C,1,1] constant) is not a residual; it stays a node.
+TEST(FuseEpilogues, BroadcastAddIsNotAResidual) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {1, 3, 5, 5});
+  const ValueId c = add_conv_1x1(b, "c", x, 3, 4, 1, 51);
+  const ValueId shift = b.constant("shift", {4, 1, 1}, random_uniform(4, -1, 1, 52));
+  b.output(b.op("sum", Binary{BinaryOp::add}, {c, shift}));
+  const Graph g = b.finish();
+  const Graph fused = fuse_epilogues(g);
+  EXPECT_EQ(fused.num_nodes(), 2u) << dump(fused);
+  EXPECT_FALSE(conv_named(fused, "c").residual);
+}
+
+}  // namespace
+}  // namespace kiln::graph

@@ -1,13 +1,24 @@
-// convert_to_nhwc: the layout decision. Convolution slides over space with channels
-// innermost, so NHWC gives contiguous vector access; the input is converted once at the entry
-// and conv weights once, ahead of time.
+// convert_to_nhwc: the layout decision. Convolution slides over space with channels innermost,
+// so the convolution kernels take NHWC, with weights re-laid-out ahead of time to HWIO. NHWC
+// then spreads from the convolutions through every op that works in either layout (pooling,
+// BatchNorm, elementwise, Concat and Pad with their axes remapped); an op that indexes its
+// input in logical (ONNX, row-major) order gets a transform back to NCHW in front of it.
 #include <map>
 
 #include "graph/passes/passes.h"
+#include "graph/reference.h"
 #include "graph/shape_inference.h"
 
 namespace kiln::graph {
 namespace {
+
+// NCHW axis -> NHWC axis: [N, C, H, W] is stored as [N, H, W, C].
+int nhwc_axis(int logical) {
+  static const int map[4] = {0, 3, 1, 2};
+  return map[logical];
+}
+
+Shape to_nhwc_shape(const Shape& s) { return {s[0], s[2], s[3], s[1]}; }
 
 std::vector<float> oihw_to_hwio(const std::vector<float>& w, const FilterDims& f) {
   std::vector<float> out(w.size());
@@ -19,64 +30,150 @@ std::vector<float> oihw_to_hwio(const std::vector<float>& w, const FilterDims& f
   return out;
 }
 
+bool is_activation_4d(const Value& v) { return !v.is_constant() && v.shape.size() == 4; }
+
+class LayoutRewriter {
+ public:
+  explicit LayoutRewriter(Graph& g) : g_(g) {}
+
+  std::vector<Node> run() {
+    for (const Node& n : g_.nodes()) {
+      Node copy = n;
+      if (std::holds_alternative<Conv2d>(copy.op)) {
+        to_native(copy);
+      } else if (can_stay_nhwc(copy)) {
+        to_native(copy);
+      } else {
+        to_logical(copy);
+      }
+      out_.push_back(std::move(copy));
+    }
+    return std::move(out_);
+  }
+
+ private:
+  bool is_nhwc(ValueId v) const { return g_.value(v).layout == Layout::nhwc; }
+
+  // Layout-agnostic ops stay NHWC when every 4-D activation they read already is.
+  bool can_stay_nhwc(const Node& n) const {
+    const bool agnostic = op_is_unary(n.op) || std::holds_alternative<Binary>(n.op) ||
+                          std::holds_alternative<BatchNorm>(n.op) ||
+                          std::holds_alternative<Pool2d>(n.op) ||
+                          std::holds_alternative<GlobalPool>(n.op) ||
+                          std::holds_alternative<Concat>(n.op) || std::holds_alternative<Pad>(n.op);
+    if (!agnostic || g_.value(n.outputs[0]).shape.size() != 4) return false;
+    bool any_nhwc = false;
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      const Value& v = g_.value(n.inputs[i]);
+      if (std::holds_alternative<BatchNorm>(n.op) && i > 0) continue;  // 1-D parameters
+      if (v.is_constant()) {
+        // Only Binary's broadcast constants can be re-laid-out; at most rank 4.
+        if (!std::holds_alternative<Binary>(n.op) || v.shape.size() > 4) return false;
+        continue;
+      }
+      if (v.shape.size() != 4) return false;  // a lower-rank runtime operand broadcasts in NCHW
+      if (!is_nhwc(n.inputs[i])) return false;
+      any_nhwc = true;
+    }
+    return any_nhwc;
+  }
+
+  // The NHWC version of a 4-D activation: itself if it already is, else one transform
+  // (shared by every consumer).
+  ValueId nhwc_version(ValueId v) {
+    if (is_nhwc(v)) return v;
+    auto it = to_nhwc_.find(v.index);
+    if (it != to_nhwc_.end()) return it->second;
+    const Value src = g_.value(v);
+    const ValueId t = g_.add_value(Value{src.name + "_nhwc", to_nhwc_shape(src.shape), src.dtype, Layout::nhwc});
+    Node n{src.name + "_to_nhwc", LayoutTransform{Layout::nchw, Layout::nhwc}, {v}, {t}, {}};
+    n.computes = {"layout_transform (NCHW -> NHWC)"};
+    out_.push_back(std::move(n));
+    return to_nhwc_.emplace(v.index, t).first->second;
+  }
+
+  ValueId logical_version(ValueId v) {
+    if (!is_nhwc(v)) return v;
+    auto it = to_nchw_.find(v.index);
+    if (it != to_nchw_.end()) return it->second;
+    const Value src = g_.value(v);
+    const ImageDims d = image_dims(src.shape, Layout::nhwc);
+    const ValueId t = g_.add_value(Value{src.name + "_nchw", image_shape(d, Layout::nchw), src.dtype, Layout::nchw});
+    Node n{src.name + "_to_nchw", LayoutTransform{Layout::nhwc, Layout::nchw}, {v}, {t}, {}};
+    n.computes = {"layout_transform (NHWC -> NCHW)"};
+    out_.push_back(std::move(n));
+    return to_nchw_.emplace(v.index, t).first->second;
+  }
+
+  // A broadcast constant of a Binary op, re-laid-out to broadcast against NHWC.
+  ValueId nhwc_constant(ValueId v) {
+    auto it = const_nhwc_.find(v.index);
+    if (it != const_nhwc_.end()) return it->second;
+    const Value src = g_.value(v);
+    Shape s4 = src.shape;
+    while (s4.size() < 4) s4.insert(s4.begin(), 1);
+    const Tensor t = to_layout(Tensor{s4, Layout::nchw, *src.data}, Layout::nhwc);
+    Value c{src.name + "_nhwc", t.shape, src.dtype, Layout::nhwc};
+    c.data = std::make_shared<const std::vector<float>>(t.data);
+    return const_nhwc_.emplace(v.index, g_.add_value(std::move(c))).first->second;
+  }
+
+  ValueId hwio_weights(const Node& n) {
+    const ValueId wid = n.inputs[1];
+    auto it = weights_.find(wid.index);
+    if (it != weights_.end()) return it->second;
+    const Value w = g_.value(wid);
+    if (!w.is_constant())
+      throw Error("Conv2d node '" + n.name + "': weights '" + w.name +
+                  "' are not a constant; Kiln compiles weights into the model");
+    const FilterDims f = filter_dims(w.shape, Layout::oihw);
+    Value hw{w.name + "_hwio", filter_shape(f, Layout::hwio), w.dtype, Layout::hwio};
+    hw.data = std::make_shared<const std::vector<float>>(oihw_to_hwio(*w.data, f));
+    return weights_.emplace(wid.index, g_.add_value(std::move(hw))).first->second;
+  }
+
+  void to_native(Node& n) {
+    const bool conv = std::holds_alternative<Conv2d>(n.op);
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      if (conv && (i == 1 || i == 2)) continue;  // weights and bias, handled below
+      const Value& v = g_.value(n.inputs[i]);
+      if (is_activation_4d(v)) n.inputs[i] = nhwc_version(n.inputs[i]);
+      else if (v.is_constant() && std::holds_alternative<Binary>(n.op)) n.inputs[i] = nhwc_constant(n.inputs[i]);
+    }
+    if (conv) {
+      if (g_.value(n.inputs[1]).layout != Layout::hwio) n.inputs[1] = hwio_weights(n);
+    } else if (auto* cat = std::get_if<Concat>(&n.op)) {
+      cat->axis = nhwc_axis(cat->axis);
+    } else if (auto* pad = std::get_if<Pad>(&n.op)) {
+      std::vector<int64_t> p(8);
+      for (int a = 0; a < 4; ++a) {
+        p[nhwc_axis(a)] = pad->pads[a];
+        p[nhwc_axis(a) + 4] = pad->pads[a + 4];
+      }
+      pad->pads = p;
+    }
+    Value& out = g_.value(n.outputs[0]);
+    if (out.layout != Layout::nhwc) {
+      out.shape = to_nhwc_shape(out.shape);
+      out.layout = Layout::nhwc;
+    }
+  }
+
+  void to_logical(Node& n) {
+    for (ValueId& v : n.inputs)
+      if (is_nhwc(v)) v = logical_version(v);
+  }
+
+  Graph& g_;
+  std::vector<Node> out_;
+  std::map<uint32_t, ValueId> to_nhwc_, to_nchw_, const_nhwc_, weights_;
+};
+
 }  // namespace
 
 Graph convert_to_nhwc(const Graph& input) {
   Graph g = input;
-  std::vector<Node> nodes;
-
-  // Entry transforms: an NCHW graph input is read once and written NHWC. Existing transforms
-  // keep reading the NCHW input, so running the pass twice changes nothing.
-  auto is_transform = [](const Node& n) { return std::holds_alternative<LayoutTransform>(n.op); };
-  const auto uses = g.consumers();
-  std::map<uint32_t, ValueId> replaced;
-  for (ValueId in : g.inputs) {
-    const Value v = g.value(in);
-    if (v.layout != Layout::nchw) continue;
-    bool needs_transform = false;
-    for (NodeId u : uses[in.index]) needs_transform |= !is_transform(g.node(u));
-    if (!needs_transform) continue;
-    Value t{v.name + "_nhwc", image_shape(image_dims(v.shape, Layout::nchw), Layout::nhwc),
-            v.dtype, Layout::nhwc};
-    const ValueId tv = g.add_value(std::move(t));
-    Node n{v.name + "_to_nhwc", LayoutTransform{Layout::nchw, Layout::nhwc}, {in}, {tv}, {}};
-    n.computes = {"layout_transform (NCHW -> NHWC)"};
-    nodes.push_back(std::move(n));
-    replaced[in.index] = tv;
-  }
-
-  // Every other activation is simply declared NHWC: its producer now writes that layout.
-  for (uint32_t i = 0; i < g.values().size(); ++i) {
-    Value& v = g.value(ValueId{i});
-    if (v.is_constant() || v.layout != Layout::nchw || g.is_graph_input(ValueId{i})) continue;
-    v.shape = image_shape(image_dims(v.shape, Layout::nchw), Layout::nhwc);
-    v.layout = Layout::nhwc;
-  }
-
-  std::map<uint32_t, ValueId> relaid_weights;  // shared weights are converted once
-  for (Node n : g.nodes()) {
-    if (!is_transform(n))
-      for (ValueId& v : n.inputs)
-        if (auto it = replaced.find(v.index); it != replaced.end()) v = it->second;
-    if (std::holds_alternative<Conv2d>(n.op)) {
-      const ValueId wid = n.inputs[1];
-      const Value& w = g.value(wid);
-      if (w.layout == Layout::oihw) {
-        if (!w.is_constant())
-          throw Error("Conv2d node '" + n.name + "': weights '" + w.name +
-                      "' are not a constant; Kiln compiles weights into the model");
-        auto it = relaid_weights.find(wid.index);
-        if (it == relaid_weights.end()) {
-          const FilterDims f = filter_dims(w.shape, Layout::oihw);
-          Value hw{w.name + "_hwio", filter_shape(f, Layout::hwio), w.dtype, Layout::hwio};
-          hw.data = std::make_shared<const std::vector<float>>(oihw_to_hwio(*w.data, f));
-          it = relaid_weights.emplace(wid.index, g.add_value(std::move(hw))).first;
-        }
-        n.inputs[1] = it->second;
-      }
-    }
-    nodes.push_back(std::move(n));
-  }
+  std::vector<Node> nodes = LayoutRewriter(g).run();
   g.rebuild(std::move(nodes));
   return g;
 }

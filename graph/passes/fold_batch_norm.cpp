@@ -16,7 +16,7 @@ const Node* foldable_producer(const Graph& g, ValueId x,
   const Node& conv = g.node(p);
   const auto* attrs = std::get_if<Conv2d>(&conv.op);
   // An epilogue (e.g. a fused ReLU) sits between conv and BN: BN no longer commutes.
-  if (!attrs || !attrs->activation.is_identity()) return nullptr;
+  if (!attrs || !attrs->activation.is_identity() || attrs->residual) return nullptr;
   if (!g.value(conv.inputs[1]).is_constant() || !g.value(conv.inputs[2]).is_constant())
     return nullptr;
   return &conv;

@@ -12,7 +12,8 @@ Graph fold_batch_norm(const Graph& g);
 
 // Absorbs elementwise consumers into the epilogue of the output-fusable node that produces
 // their input, when that output has exactly one consumer and is not a graph output, and the
-// kernel layer implements the combined epilogue. Run after fold_batch_norm.
+// kernel layer implements the combined epilogue: a same-shape Add becomes the conv's residual
+// input, then ReLU / Clip chains become its activation. Run after fold_batch_norm.
 Graph fuse_epilogues(const Graph& g);
 
 // Converts the graph to NHWC: one LayoutTransform per NCHW graph input at the entry, every
