@@ -1,0 +1,396 @@
+#!/usr/bin/env python3
+"""Writes real CNN architectures as ONNX files with seeded random weights.
+
+    python scripts/make_models.py OUTDIR [--models resnet18,resnet50,mobilenetv2,squeezenet1_1]
+                                         [--seed N] [--no-verify]
+
+Each model is written as OUTDIR/<model>.onnx, in the form the TorchScript-based torch.onnx
+exporter gives for the torchvision model with opset 13 and BatchNorm *not* folded into the
+convs (see docs/models.md): NCHW float32 input "input" [1, 3, 224, 224], output "logits"
+[1, 1000], opset 13, IR version 8 (so Debian's libonnx 1.12 / protobuf 3.21 read it).
+torch/torchvision are not needed: the graphs are built with onnx.helper and numpy.
+
+Weights are random but seeded: the same --seed gives byte-identical files, and each model's
+weights depend only on (seed, model name), not on which other models are requested.
+With verification on (the default) every model is also run once with onnxruntime (1 thread)
+on a seeded uniform [-1, 1) input and the logits are checked to be finite with a std in
+[0.1, 100].
+"""
+
+import argparse
+import math
+import os
+import sys
+import zlib
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 13
+IR_VERSION = 8
+BN_EPS = 1e-5
+BN_MOMENTUM = 0.9  # torch exports 1 - module.momentum (0.1)
+ALL_MODELS = ["resnet18", "resnet50", "mobilenetv2", "squeezenet1_1"]
+RELU_GAIN = math.sqrt(2.0)
+
+
+class GraphBuilder:
+    """Collects nodes and initializers with torch.onnx-style names.
+
+    Node names are "<scope>/<OpType>" (a suffix _1, _2, ... on repeats, as torch does) and
+    each output is "<node name>_output_<i>". Initializers carry the PyTorch parameter names
+    ("layer1.0.conv1.weight", "bn1.running_var", ...).
+    """
+
+    def __init__(self, rng):
+        self.rng = rng
+        self.nodes = []
+        self.initializers = []
+        self.used_names = set()
+        self.init_names = set()
+
+    # ---- naming -------------------------------------------------------------------------
+    def _node_name(self, scope, op):
+        base = f"{scope}/{op}"
+        name, i = base, 0
+        while name in self.used_names:
+            i += 1
+            name = f"{base}_{i}"
+        self.used_names.add(name)
+        return name
+
+    # ---- primitives ---------------------------------------------------------------------
+    def node(self, op, inputs, scope, n_out=1, **attrs):
+        name = self._node_name(scope, op)
+        outputs = [f"{name}_output_{i}" for i in range(n_out)]
+        self.nodes.append(helper.make_node(op, inputs, outputs, name=name, **attrs))
+        return outputs[0] if n_out == 1 else outputs
+
+    def constant(self, scope, array):
+        tensor = numpy_helper.from_array(np.asarray(array), name="")
+        return self.node("Constant", [], scope, value=tensor)
+
+    def init(self, name, array):
+        assert name not in self.init_names, name
+        self.init_names.add(name)
+        self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(array), name=name))
+        return name
+
+    def uniform(self, shape, low, high):
+        return self.rng.uniform(low, high, size=shape).astype(np.float32)
+
+    # ---- layers -------------------------------------------------------------------------
+    def conv(self, x, scope, param, cin, cout, k, stride=1, pad=0, groups=1, bias=False,
+             gain=RELU_GAIN):
+        """Conv with Kaiming-uniform weights: U(-b, b), b = gain * sqrt(3 / fan_in), so the
+        second moment of the output is gain^2 times that of the input."""
+        fan_in = (cin // groups) * k * k
+        bound = gain * math.sqrt(3.0 / fan_in)
+        inputs = [x, self.init(f"{param}.weight",
+                               self.uniform((cout, cin // groups, k, k), -bound, bound))]
+        if bias:
+            inputs.append(self.init(f"{param}.bias", self.uniform((cout,), -0.1, 0.1)))
+        return self.node("Conv", inputs, scope, dilations=[1, 1], group=groups,
+                         kernel_shape=[k, k], pads=[pad, pad, pad, pad], strides=[stride, stride])
+
+    def batch_norm(self, x, scope, param, c, gamma_range=(0.6, 1.2)):
+        """BatchNormalization with random, non-trivial inference statistics:
+        running_var log-uniform in [0.5, 2], running_mean and beta uniform in [-0.2, 0.2]
+        (never exactly 0), gamma uniform in gamma_range. gamma's default range keeps
+        E[gamma^2 / var] close to 1, so the scale stays stable through 50 layers."""
+        gamma = self.uniform((c,), *gamma_range)
+        beta = self.uniform((c,), -0.2, 0.2)
+        mean = self.uniform((c,), -0.2, 0.2)
+        var = np.exp(self.uniform((c,), math.log(0.5), math.log(2.0))).astype(np.float32)
+        inputs = [x,
+                  self.init(f"{param}.weight", gamma),
+                  self.init(f"{param}.bias", beta),
+                  self.init(f"{param}.running_mean", mean),
+                  self.init(f"{param}.running_var", var)]
+        return self.node("BatchNormalization", inputs, scope, epsilon=BN_EPS, momentum=BN_MOMENTUM)
+
+    def relu(self, x, scope):
+        return self.node("Relu", [x], scope)
+
+    def relu6(self, x, scope):
+        # torch exports nn.ReLU6 / hardtanh(0, 6) in opset >= 11 as Clip with Constant inputs.
+        lo = self.constant(scope, np.array(0.0, dtype=np.float32))
+        hi = self.constant(scope, np.array(6.0, dtype=np.float32))
+        return self.node("Clip", [x, lo, hi], scope)
+
+    def max_pool(self, x, scope, k, stride, pad, ceil_mode=0):
+        return self.node("MaxPool", [x], scope, ceil_mode=ceil_mode, kernel_shape=[k, k],
+                         pads=[pad, pad, pad, pad], strides=[stride, stride])
+
+    def dropout(self, x, scope, ratio):
+        # Inference Dropout (training_mode omitted = false): the identity.
+        r = self.constant(scope, np.array(ratio, dtype=np.float32))
+        return self.node("Dropout", [x, r], scope)
+
+    def linear(self, x, scope, param, cin, cout):
+        # torch.nn.Linear's default init: U(-1/sqrt(in), 1/sqrt(in)) for weight and bias.
+        bound = 1.0 / math.sqrt(cin)
+        w = self.init(f"{param}.weight", self.uniform((cout, cin), -bound, bound))
+        b = self.init(f"{param}.bias", self.uniform((cout,), -bound, bound))
+        return self.node("Gemm", [x, w, b], scope, alpha=1.0, beta=1.0, transB=1)
+
+    def finish(self, name, x, output_name="logits", num_classes=1000):
+        # Rename the last node's output to the graph output name.
+        last = self.nodes[-1]
+        assert last.output[0] == x
+        last.output[0] = output_name
+        graph = helper.make_graph(
+            self.nodes, "main_graph",
+            [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, 224, 224])],
+            [helper.make_tensor_value_info(output_name, TensorProto.FLOAT, [1, num_classes])],
+            initializer=self.initializers)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
+                                  producer_name="kiln/scripts/make_models.py",
+                                  producer_version="1", doc_string=f"{name}, random weights")
+        model.ir_version = IR_VERSION
+        return model
+
+
+# ---- ResNet (torchvision resnet.py, v1.5: stride in the bottleneck's 3x3) ------------------
+def _basic_block(g, x, prefix, inplanes, planes, stride):
+    s = "/" + "/".join(_scopes(prefix))
+    out = g.conv(x, f"{s}/conv1", f"{prefix}.conv1", inplanes, planes, 3, stride, 1)
+    out = g.batch_norm(out, f"{s}/bn1", f"{prefix}.bn1", planes)
+    out = g.relu(out, f"{s}/relu")
+    out = g.conv(out, f"{s}/conv2", f"{prefix}.conv2", planes, planes, 3, 1, 1)
+    # Last BN of a residual branch: small gamma so the residual sum grows slowly with depth.
+    out = g.batch_norm(out, f"{s}/bn2", f"{prefix}.bn2", planes, gamma_range=(0.2, 0.5))
+    identity = x
+    if stride != 1 or inplanes != planes:
+        identity = g.conv(x, f"{s}/downsample/downsample.0", f"{prefix}.downsample.0",
+                          inplanes, planes, 1, stride, 0, gain=1.0)
+        identity = g.batch_norm(identity, f"{s}/downsample/downsample.1",
+                                f"{prefix}.downsample.1", planes)
+    out = g.node("Add", [out, identity], s)
+    return g.relu(out, f"{s}/relu_1"), planes
+
+
+def _bottleneck(g, x, prefix, inplanes, planes, stride):
+    s = "/" + "/".join(_scopes(prefix))
+    width, outp = planes, planes * 4
+    out = g.conv(x, f"{s}/conv1", f"{prefix}.conv1", inplanes, width, 1, 1, 0)
+    out = g.batch_norm(out, f"{s}/bn1", f"{prefix}.bn1", width)
+    out = g.relu(out, f"{s}/relu")
+    out = g.conv(out, f"{s}/conv2", f"{prefix}.conv2", width, width, 3, stride, 1)
+    out = g.batch_norm(out, f"{s}/bn2", f"{prefix}.bn2", width)
+    out = g.relu(out, f"{s}/relu_1")
+    out = g.conv(out, f"{s}/conv3", f"{prefix}.conv3", width, outp, 1, 1, 0)
+    out = g.batch_norm(out, f"{s}/bn3", f"{prefix}.bn3", outp, gamma_range=(0.2, 0.5))
+    identity = x
+    if stride != 1 or inplanes != outp:
+        identity = g.conv(x, f"{s}/downsample/downsample.0", f"{prefix}.downsample.0",
+                          inplanes, outp, 1, stride, 0, gain=1.0)
+        identity = g.batch_norm(identity, f"{s}/downsample/downsample.1",
+                                f"{prefix}.downsample.1", outp)
+    out = g.node("Add", [out, identity], s)
+    return g.relu(out, f"{s}/relu_2"), outp
+
+
+def _scopes(prefix):
+    """"layer1.0" -> ["layer1", "layer1.0"] (torch's module-path scope names)."""
+    parts = prefix.split(".")
+    return [".".join(parts[:i + 1]) for i in range(len(parts))]
+
+
+def build_resnet(name, rng, block, layers):
+    g = GraphBuilder(rng)
+    x = g.conv("input", "/conv1", "conv1", 3, 64, 7, 2, 3)
+    x = g.batch_norm(x, "/bn1", "bn1", 64)
+    x = g.relu(x, "/relu")
+    x = g.max_pool(x, "/maxpool", 3, 2, 1)
+    inplanes = 64
+    for li, (planes, n) in enumerate(zip([64, 128, 256, 512], layers)):
+        for bi in range(n):
+            stride = 2 if (li > 0 and bi == 0) else 1
+            x, inplanes = block(g, x, f"layer{li + 1}.{bi}", inplanes, planes, stride)
+    x = g.node("GlobalAveragePool", [x], "/avgpool")
+    x = g.node("Flatten", [x], "", axis=1)
+    x = g.linear(x, "/fc", "fc", inplanes, 1000)
+    return g.finish(name, x)
+
+
+# ---- MobileNetV2 (torchvision mobilenetv2.py, width 1.0) -----------------------------------
+def build_mobilenetv2(name, rng):
+    g = GraphBuilder(rng)
+
+    def conv_bn_relu6(x, idx_scope, idx_param, cin, cout, k, stride, groups=1):
+        # torchvision Conv2dNormActivation = Sequential(Conv2d, BatchNorm2d, ReLU6)
+        x = g.conv(x, f"{idx_scope}/{_last(idx_scope)}.0", f"{idx_param}.0", cin, cout, k,
+                   stride, (k - 1) // 2, groups)
+        x = g.batch_norm(x, f"{idx_scope}/{_last(idx_scope)}.1", f"{idx_param}.1", cout)
+        return g.relu6(x, f"{idx_scope}/{_last(idx_scope)}.2")
+
+    settings = [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2),
+                (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1)]
+    x = conv_bn_relu6("input", "/features/features.0", "features.0", 3, 32, 3, 2)
+    cin, fi = 32, 1
+    for t, c, n, s in settings:
+        for i in range(n):
+            stride = s if i == 0 else 1
+            hidden = int(round(cin * t))
+            fs, fp = f"/features/features.{fi}", f"features.{fi}"
+            h, li = x, 0
+            if t != 1:  # expand 1x1
+                h = conv_bn_relu6(h, f"{fs}/conv/conv.{li}", f"{fp}.conv.{li}", cin, hidden, 1, 1)
+                li += 1
+            # depthwise 3x3
+            h = conv_bn_relu6(h, f"{fs}/conv/conv.{li}", f"{fp}.conv.{li}", hidden, hidden, 3,
+                              stride, groups=hidden)
+            li += 1
+            # linear projection 1x1 + BN, no activation
+            h = g.conv(h, f"{fs}/conv/conv.{li}", f"{fp}.conv.{li}", hidden, c, 1, 1, 0,
+                       gain=1.0)
+            use_res = stride == 1 and cin == c
+            h = g.batch_norm(h, f"{fs}/conv/conv.{li + 1}", f"{fp}.conv.{li + 1}", c,
+                             gamma_range=(0.2, 0.5) if use_res else (0.6, 1.2))
+            x = g.node("Add", [x, h], fs) if use_res else h
+            cin, fi = c, fi + 1
+    x = conv_bn_relu6(x, f"/features/features.{fi}", f"features.{fi}", cin, 1280, 1, 1)
+    feat = x
+    # nn.functional.adaptive_avg_pool2d(x, 1).reshape(x.shape[0], -1), as exported by
+    # torch.onnx: the batch size is taken from the features' shape at run time.
+    pooled = g.node("GlobalAveragePool", [feat], "")
+    shape = g.node("Shape", [feat], "")
+    dim0 = g.node("Gather", [shape, g.constant("", np.array(0, dtype=np.int64))], "", axis=0)
+    dim0 = g.node("Unsqueeze", [dim0, g.constant("", np.array([0], dtype=np.int64))], "")
+    new_shape = g.node("Concat", [dim0, g.constant("", np.array([-1], dtype=np.int64))], "",
+                       axis=0)
+    x = g.node("Reshape", [pooled, new_shape], "")
+    x = g.dropout(x, "/classifier/classifier.0", 0.2)
+    x = g.linear(x, "/classifier/classifier.1", "classifier.1", 1280, 1000)
+    return g.finish(name, x)
+
+
+def _last(scope):
+    return scope.rsplit("/", 1)[-1]
+
+
+# ---- SqueezeNet 1.1 (torchvision squeezenet.py) --------------------------------------------
+def build_squeezenet1_1(name, rng):
+    g = GraphBuilder(rng)
+
+    def fire(x, idx, cin, squeeze, e1, e3):
+        s, p = f"/features/features.{idx}", f"features.{idx}"
+        x = g.conv(x, f"{s}/squeeze", f"{p}.squeeze", cin, squeeze, 1, bias=True)
+        x = g.relu(x, f"{s}/squeeze_activation")
+        a = g.conv(x, f"{s}/expand1x1", f"{p}.expand1x1", squeeze, e1, 1, bias=True)
+        a = g.relu(a, f"{s}/expand1x1_activation")
+        b = g.conv(x, f"{s}/expand3x3", f"{p}.expand3x3", squeeze, e3, 3, pad=1, bias=True)
+        b = g.relu(b, f"{s}/expand3x3_activation")
+        return g.node("Concat", [a, b], s, axis=1)
+
+    x = g.conv("input", "/features/features.0", "features.0", 3, 64, 3, 2, 0, bias=True)
+    x = g.relu(x, "/features/features.1")
+    x = g.max_pool(x, "/features/features.2", 3, 2, 0, ceil_mode=1)
+    x = fire(x, 3, 64, 16, 64, 64)
+    x = fire(x, 4, 128, 16, 64, 64)
+    x = g.max_pool(x, "/features/features.5", 3, 2, 0, ceil_mode=1)
+    x = fire(x, 6, 128, 32, 128, 128)
+    x = fire(x, 7, 256, 32, 128, 128)
+    x = g.max_pool(x, "/features/features.8", 3, 2, 0, ceil_mode=1)
+    x = fire(x, 9, 256, 48, 192, 192)
+    x = fire(x, 10, 384, 48, 192, 192)
+    x = fire(x, 11, 384, 64, 256, 256)
+    x = fire(x, 12, 512, 64, 256, 256)
+    x = g.dropout(x, "/classifier/classifier.0", 0.5)
+    x = g.conv(x, "/classifier/classifier.1", "classifier.1", 512, 1000, 1, bias=True)
+    x = g.relu(x, "/classifier/classifier.2")
+    x = g.node("GlobalAveragePool", [x], "/classifier/classifier.3")
+    x = g.node("Flatten", [x], "", axis=1)
+    return g.finish(name, x)
+
+
+BUILDERS = {
+    "resnet18": lambda rng: build_resnet("resnet18", rng, _basic_block, [2, 2, 2, 2]),
+    "resnet50": lambda rng: build_resnet("resnet50", rng, _bottleneck, [3, 4, 6, 3]),
+    "mobilenetv2": lambda rng: build_mobilenetv2("mobilenetv2", rng),
+    "squeezenet1_1": lambda rng: build_squeezenet1_1("squeezenet1_1", rng),
+}
+
+# Initializers that are buffers, not trainable parameters, in PyTorch.
+_BUFFER_SUFFIXES = (".running_mean", ".running_var")
+
+
+def build(name, seed):
+    rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
+    return BUILDERS[name](rng)
+
+
+def parameter_count(model):
+    """(trainable parameters as torchvision counts them, all initializer elements)."""
+    trainable = total = 0
+    for t in model.graph.initializer:
+        n = int(np.prod(t.dims)) if len(t.dims) else 1
+        total += n
+        if not t.name.endswith(_BUFFER_SUFFIXES):
+            trainable += n
+    return trainable, total
+
+
+def op_counts(model):
+    counts = {}
+    for n in model.graph.node:
+        counts[n.op_type] = counts.get(n.op_type, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def verify_with_ort(path, seed):
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.inter_op_num_threads = 1
+    sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    x = np.random.default_rng(seed).random((1, 3, 224, 224), dtype=np.float32) * 2 - 1
+    (y,) = sess.run(["logits"], {"input": x})
+    if y.shape != (1, 1000) or not np.isfinite(y).all():
+        raise RuntimeError(f"{path}: bad logits, shape {y.shape}, finite {np.isfinite(y).all()}")
+    std = float(y.std())
+    if not 0.1 <= std <= 100:
+        raise RuntimeError(f"{path}: logits std {std:.4g} outside [0.1, 100]")
+    return y
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("outdir")
+    ap.add_argument("--models", default=",".join(ALL_MODELS),
+                    help="comma-separated subset of " + ",".join(ALL_MODELS))
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--no-verify", action="store_true",
+                    help="skip the onnxruntime run that checks the logits")
+    args = ap.parse_args(argv)
+
+    names = [m.strip() for m in args.models.split(",") if m.strip()]
+    unknown = [m for m in names if m not in BUILDERS]
+    if unknown:
+        ap.error(f"unknown model(s) {unknown}; choose from {ALL_MODELS}")
+    os.makedirs(args.outdir, exist_ok=True)
+    for name in names:
+        model = build(name, args.seed)
+        onnx.checker.check_model(model, full_check=True)  # also runs strict shape inference
+        path = os.path.join(args.outdir, f"{name}.onnx")
+        data = model.SerializeToString(deterministic=True)
+        with open(path + ".tmp", "wb") as f:
+            f.write(data)
+        os.replace(path + ".tmp", path)
+        trainable, total = parameter_count(model)
+        counts = op_counts(model)
+        line = (f"{name}: {path} ({len(data) / 1e6:.1f} MB), {len(model.graph.node)} nodes, "
+                f"{trainable:,} parameters ({total:,} initializer values): "
+                + ", ".join(f"{k} {v}" for k, v in counts.items()))
+        if not args.no_verify:
+            y = verify_with_ort(path, args.seed)
+            line += (f"\n  onnxruntime logits: mean {y.mean():.4g}, std {y.std():.4g}, "
+                     f"min {y.min():.4g}, max {y.max():.4g}, argmax {int(y.argmax())}")
+        print(line, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
