@@ -43,10 +43,14 @@ double unary(const Op& op, double x) {
 
 double binary(BinaryOp op, double a, double b) {
   switch (op) {
-    case BinaryOp::add: return a + b;
-    case BinaryOp::sub: return a - b;
-    case BinaryOp::mul: return a * b;
-    case BinaryOp::div: break;
+    case BinaryOp::add:
+      return a + b;
+    case BinaryOp::sub:
+      return a - b;
+    case BinaryOp::mul:
+      return a * b;
+    case BinaryOp::div:
+      break;
   }
   return a / b;
 }
@@ -64,8 +68,8 @@ Tensor broadcast_binary(BinaryOp op, const Tensor& a, const Tensor& b, const Sha
   };
   for (int64_t i = 0; i < num_elements(out_shape); ++i) {
     const std::vector<int64_t> oi = unravel(i, out_shape);
-    out.data[i] = static_cast<float>(
-        binary(op, a.data[source(a.shape, oi)], b.data[source(b.shape, oi)]));
+    out.data[i] =
+        static_cast<float>(binary(op, a.data[source(a.shape, oi)], b.data[source(b.shape, oi)]));
   }
   return out;
 }
@@ -136,9 +140,12 @@ Tensor pad(const Pad& p, const Tensor& x, const Shape& out_shape, Layout layout)
 Tensor softmax(const Softmax& sm, const Tensor& x) {
   int64_t outer = 1, n = 1, inner = 1;
   for (int a = 0; a < static_cast<int>(x.shape.size()); ++a) {
-    if (a < sm.axis) outer *= x.shape[a];
-    else if (a == sm.axis || sm.coerce_2d) n *= x.shape[a];
-    else inner *= x.shape[a];
+    if (a < sm.axis)
+      outer *= x.shape[a];
+    else if (a == sm.axis || sm.coerce_2d)
+      n *= x.shape[a];
+    else
+      inner *= x.shape[a];
   }
   Tensor out = x;
   for (int64_t o = 0; o < outer; ++o)
@@ -153,8 +160,7 @@ Tensor softmax(const Softmax& sm, const Tensor& x) {
   return out;
 }
 
-Tensor reduce_mean(const ReduceMean& rm, const Tensor& x, const Shape& out_shape,
-                   Layout layout) {
+Tensor reduce_mean(const ReduceMean& rm, const Tensor& x, const Shape& out_shape, Layout layout) {
   std::vector<bool> reduce(x.shape.size(), rm.axes.empty());
   for (int a : rm.axes) reduce[a] = true;
   // The output index keeps the kept axes (and a 0 for reduced ones when keepdims).
@@ -165,8 +171,10 @@ Tensor reduce_mean(const ReduceMean& rm, const Tensor& x, const Shape& out_shape
     const std::vector<int64_t> xi = unravel(i, x.shape);
     std::vector<int64_t> oi;
     for (size_t a = 0; a < xi.size(); ++a)
-      if (!reduce[a]) oi.push_back(xi[a]);
-      else if (rm.keepdims) oi.push_back(0);
+      if (!reduce[a])
+        oi.push_back(xi[a]);
+      else if (rm.keepdims)
+        oi.push_back(0);
     sum[ravel(oi, out_shape)] += x.data[i];
   }
   Tensor out = blank(out_shape, layout);
@@ -176,8 +184,8 @@ Tensor reduce_mean(const ReduceMean& rm, const Tensor& x, const Shape& out_shape
 
 }  // namespace
 
-Tensor reference_data_op(const Op& op, const std::vector<const Tensor*>& in,
-                         const Shape& out_shape, Layout out_layout) {
+Tensor reference_data_op(const Op& op, const std::vector<const Tensor*>& in, const Shape& out_shape,
+                         Layout out_layout) {
   if (const std::optional<Activation> act = as_activation(op)) {
     Tensor out = *in[0];
     for (float& f : out.data) f = std::min(std::max(f, act->lo), act->hi);

@@ -106,6 +106,13 @@ TypedShape infer_binary(const Graph& g, const Node& n) {
     else if (b4) l = b.layout;
   }
   if (l == Layout::any && out.size() == 4) l = Layout::nchw;
+  // Kernels broadcast on stored shapes: next to an NHWC operand, the other one must be stored
+  // NHWC too (the layout pass re-lays constants out), or be a single element.
+  if (l == Layout::nhwc)
+    for (const Value* v : {&a, &b})
+      if (v->layout != Layout::nhwc && num_elements(v->shape) != 1)
+        fail(n, "operand '" + v->name + "' " + to_string(v->shape) + " " + to_string(v->layout) +
+                    " cannot broadcast against an NHWC operand");
   return {out, l};
 }
 

@@ -87,7 +87,8 @@ void box_copy(const Walk<2>& walk, const float* src, float* dst) {
   for_each_row(w, [&](const std::array<int64_t, 2>& off) {
     const float* s = src + off[0];
     float* d = dst + off[1];
-    if (ss == 1 && ds == 1) std::memcpy(d, s, n * sizeof(float));
+    if (ss == 1 && ds == 1)
+      std::memcpy(d, s, n * sizeof(float));
     else
       for (int64_t i = 0; i < n; ++i) d[i * ds] = s[i * ss];
   });
@@ -149,9 +150,10 @@ void binary_rows(const Walk<3>& w, const float* a, const float* b, float* out, F
 
 void binary(graph::BinaryOp op, const ConstTensorRef& a, const ConstTensorRef& b,
             const TensorRef& out) {
-  const Walk<3> w = simplify(Walk<3>{out.shape,
-                                     {broadcast_strides(a.shape, out.shape),
-                                      broadcast_strides(b.shape, out.shape), strides_of(out.shape)}});
+  const Walk<3> w =
+      simplify(Walk<3>{out.shape,
+                       {broadcast_strides(a.shape, out.shape),
+                        broadcast_strides(b.shape, out.shape), strides_of(out.shape)}});
   switch (op) {
     case graph::BinaryOp::add:
       return binary_rows(w, a.data, b.data, out.data, [](float x, float y) { return x + y; });
@@ -308,12 +310,17 @@ void softmax_strided(const float* x, float* y, int64_t outer, int64_t n, int64_t
 void softmax(const graph::Softmax& sm, const ConstTensorRef& x, const TensorRef& out) {
   int64_t outer = 1, n = 1, inner = 1;
   for (int a = 0; a < static_cast<int>(x.shape.size()); ++a) {
-    if (a < sm.axis) outer *= x.shape[a];
-    else if (a == sm.axis || sm.coerce_2d) n *= x.shape[a];
-    else inner *= x.shape[a];
+    if (a < sm.axis)
+      outer *= x.shape[a];
+    else if (a == sm.axis || sm.coerce_2d)
+      n *= x.shape[a];
+    else
+      inner *= x.shape[a];
   }
-  if (inner == 1) softmax_rows(x.data, out.data, outer, n);
-  else softmax_strided(x.data, out.data, outer, n, inner);
+  if (inner == 1)
+    softmax_rows(x.data, out.data, outer, n);
+  else
+    softmax_strided(x.data, out.data, outer, n, inner);
 }
 
 // Sums in double into a buffer the size of the output: the walk's output strides are 0 on
@@ -363,9 +370,9 @@ std::string check_shapes(const graph::Op& op, const std::vector<ConstTensorRef>&
   for (size_t i = 0; i < in.size(); ++i) {
     for (int64_t d : in[i].shape)
       if (d < 1) return "input " + std::to_string(i) + " has a non-positive dimension";
-    n.inputs.push_back(g.add_value(graph::Value{"input " + std::to_string(i), in[i].shape,
-                                                graph::DType::f32,
-                                                untagged ? graph::Layout::any : in[i].layout}));
+    n.inputs.push_back(
+        g.add_value(graph::Value{"input " + std::to_string(i), in[i].shape, graph::DType::f32,
+                                 untagged ? graph::Layout::any : in[i].layout}));
   }
   Shape want;
   try {
@@ -395,21 +402,29 @@ std::string run_data(const graph::Op& op, const std::vector<ConstTensorRef>& in,
   if (!is_data(op)) return std::string("no portable kernel for ") + op_name(op);
   if (std::string err = check_shapes(op, in, out); !err.empty()) return err;
   const int64_t count = num_elements(out.shape);
-  if (op_is_unary(op)) unary(op, in[0].data, out.data, count);
-  else if (const auto* b = std::get_if<Binary>(&op)) binary(b->op, in[0], in[1], out);
+  if (op_is_unary(op))
+    unary(op, in[0].data, out.data, count);
+  else if (const auto* b = std::get_if<Binary>(&op))
+    binary(b->op, in[0], in[1], out);
   else if (std::holds_alternative<Reshape>(op))
     std::memcpy(out.data, in[0].data, count * sizeof(float));
-  else if (const auto* t = std::get_if<Transpose>(&op)) transpose(in[0].data, in[0].shape, t->perm, out.data);
-  else if (const auto* c = std::get_if<Concat>(&op)) concat(c->axis, in, out);
-  else if (const auto* sl = std::get_if<Slice>(&op)) return slice(*sl, in[0], out);
-  else if (const auto* p = std::get_if<Pad>(&op)) pad(*p, in[0], out);
-  else if (const auto* sm = std::get_if<Softmax>(&op)) softmax(*sm, in[0], out);
-  else if (const auto* rm = std::get_if<ReduceMean>(&op)) reduce_mean(*rm, in[0], out);
+  else if (const auto* t = std::get_if<Transpose>(&op))
+    transpose(in[0].data, in[0].shape, t->perm, out.data);
+  else if (const auto* c = std::get_if<Concat>(&op))
+    concat(c->axis, in, out);
+  else if (const auto* sl = std::get_if<Slice>(&op))
+    return slice(*sl, in[0], out);
+  else if (const auto* p = std::get_if<Pad>(&op))
+    pad(*p, in[0], out);
+  else if (const auto* sm = std::get_if<Softmax>(&op))
+    softmax(*sm, in[0], out);
+  else if (const auto* rm = std::get_if<ReduceMean>(&op))
+    reduce_mean(*rm, in[0], out);
   else {
     const auto& lt = std::get<LayoutTransform>(op);
-    const std::vector<int> perm = lt.from == lt.to            ? std::vector<int>{0, 1, 2, 3}
+    const std::vector<int> perm = lt.from == lt.to        ? std::vector<int>{0, 1, 2, 3}
                                   : lt.to == Layout::nhwc ? std::vector<int>{0, 2, 3, 1}
-                                                              : std::vector<int>{0, 3, 1, 2};
+                                                          : std::vector<int>{0, 3, 1, 2};
     transpose(in[0].data, in[0].shape, perm, out.data);
   }
   return "";
