@@ -1,18 +1,448 @@
-// ONNX import (see onnx_import.h).
+// ONNX import: model-level checks (opsets, names, graph inputs and outputs), the node loop,
+// the op table and the public entry points. Per-op conversion lives in ops_*.cpp.
 #include "graph/onnx/onnx_import.h"
 
+#include <algorithm>
+#include <cmath>
+
+#include "graph/onnx/importer.h"
+#include "graph/shape_inference.h"
+#include "graph/verify.h"
+
 namespace kiln::graph::onnx {
+namespace {
 
-Graph import_model(const std::string& path, const ImportOptions& /*options*/) {
-  throw Error("ONNX import is not implemented yet (" + path + ")");
+constexpr int kMaxOpset = 17;
+
+struct OpInfo {
+  const char* type;
+  int min_opset;  // the oldest opset whose semantics the converter implements
+  Converter fn;
+  std::vector<int> constant_slots;
+};
+
+const std::vector<OpInfo>& op_table() {
+  static const std::vector<OpInfo> table = {
+      {"Add", 1, convert_binary, {}},
+      {"AveragePool", 1, convert_pool, {}},
+      {"BatchNormalization", 6, convert_batch_norm, {1, 2, 3, 4}},
+      {"Cast", 6, convert_cast, {}},
+      {"Clip", 1, convert_clip, {1, 2}},
+      {"Concat", 1, convert_concat, {}},
+      {"Constant", 1, convert_constant, {}},
+      {"ConstantOfShape", 9, convert_constant_of_shape, {0}},
+      {"Conv", 1, convert_conv, {1, 2}},
+      {"Div", 1, convert_binary, {}},
+      {"Dropout", 1, convert_dropout, {1, 2}},
+      {"Flatten", 1, convert_flatten, {}},
+      {"Gather", 1, convert_gather, {1}},
+      {"Gemm", 7, convert_gemm, {}},
+      {"GlobalAveragePool", 1, convert_global_pool, {}},
+      {"GlobalMaxPool", 1, convert_global_pool, {}},
+      {"HardSigmoid", 1, convert_unary, {}},
+      {"HardSwish", 14, convert_unary, {}},
+      {"Identity", 1, convert_identity, {}},
+      {"LeakyRelu", 1, convert_unary, {}},
+      {"MatMul", 1, convert_matmul, {}},
+      {"MaxPool", 1, convert_pool, {}},
+      {"Mul", 1, convert_binary, {}},
+      {"Pad", 2, convert_pad, {1, 2}},
+      {"Range", 11, convert_range, {0, 1, 2}},
+      {"ReduceMean", 1, convert_reduce_mean, {}},
+      {"Relu", 1, convert_unary, {}},
+      {"Reshape", 1, convert_reshape, {1}},
+      {"Shape", 1, convert_shape, {}},
+      {"Sigmoid", 1, convert_unary, {}},
+      {"Slice", 1, convert_slice, {1, 2, 3, 4}},
+      {"Softmax", 1, convert_softmax, {}},
+      {"Split", 1, convert_split, {1}},
+      {"Squeeze", 1, convert_squeeze, {1}},
+      {"Sub", 1, convert_binary, {}},
+      {"Transpose", 1, convert_transpose, {}},
+      {"Unsqueeze", 1, convert_unsqueeze, {1}},
+  };
+  return table;
 }
 
-Graph import_model_from_bytes(const std::string& /*bytes*/, const ImportOptions& /*options*/) {
-  throw Error("ONNX import is not implemented yet");
+const OpInfo* find_op(const std::string& type) {
+  for (const OpInfo& op : op_table())
+    if (type == op.type) return &op;
+  return nullptr;
 }
 
-Tensor load_tensor_file(const std::string& path) {
-  throw Error("ONNX tensor loading is not implemented yet (" + path + ")");
+// A declared static shape; Error for anything the graph cannot hold.
+Shape static_shape(const ::onnx::ValueInfoProto& v) {
+  const std::string what = "graph input '" + v.name() + "'";
+  const auto& t = v.type().tensor_type();
+  if (!t.has_shape()) throw Error(what + " has no shape; Kiln needs static shapes");
+  Shape s;
+  for (int k = 0; k < t.shape().dim_size(); ++k) {
+    const auto& d = t.shape().dim(k);
+    if (d.has_dim_param())
+      throw Error(what + " has a symbolic dimension '" + d.dim_param() + "' (axis " +
+                  std::to_string(k) + "); Kiln compiles static shapes - export with fixed sizes");
+    if (!d.has_dim_value())
+      throw Error(what + " has an unknown dimension (axis " + std::to_string(k) + ")");
+    if (d.dim_value() <= 0)
+      throw Error(what + " has dimension " + std::to_string(d.dim_value()) + " on axis " +
+                  std::to_string(k) + "; dimensions must be positive");
+    s.push_back(d.dim_value());
+  }
+  if (checked_elements(s, what) > kMaxGraphElements)
+    throw Error(what + " is " + to_string(s) + ", too large for any real network");
+  return s;
+}
+
+int64_t saturating_round(float v, const std::string& what) {
+  if (std::isnan(v)) throw Error(what + " holds NaN where an integer is expected");
+  if (v >= 9.2233720368547758e18f) return std::numeric_limits<int64_t>::max();
+  if (v <= -9.2233720368547758e18f) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(std::nearbyint(v));
+}
+
+// A graph input bound through ImportOptions::constant_inputs, typed as declared.
+HostTensor bound_input(const ::onnx::ValueInfoProto& v, const Tensor& t) {
+  const std::string what = "constant input '" + v.name() + "'";
+  const auto& tt = v.type().tensor_type();
+  if (checked_elements(t.shape, what) != static_cast<int64_t>(t.data.size()))
+    throw Error(what + " holds " + std::to_string(t.data.size()) + " values for shape " +
+                to_string(t.shape));
+  if (tt.has_shape()) {
+    bool ok = tt.shape().dim_size() == static_cast<int>(t.shape.size());
+    for (int k = 0; ok && k < tt.shape().dim_size(); ++k)
+      ok = !tt.shape().dim(k).has_dim_value() || tt.shape().dim(k).dim_value() == t.shape[k];
+    if (!ok) throw Error(what + " is " + to_string(t.shape) + ", which does not match its declared shape");
+  }
+  HostTensor h;
+  h.dtype = tt.elem_type();
+  h.dims = t.shape;
+  switch (h.dtype) {
+    case ::onnx::TensorProto::FLOAT: case ::onnx::TensorProto::DOUBLE: h.f = t.data; break;
+    case ::onnx::TensorProto::INT64: case ::onnx::TensorProto::INT32:
+    case ::onnx::TensorProto::INT16: case ::onnx::TensorProto::INT8:
+    case ::onnx::TensorProto::UINT16: case ::onnx::TensorProto::UINT8:
+      for (float f : t.data) h.i.push_back(saturating_round(f, what));
+      break;
+    case ::onnx::TensorProto::BOOL:
+      for (float f : t.data) h.i.push_back(f != 0.0f);
+      break;
+    default: throw Error(what + " is declared " + dtype_name(h.dtype) + ", which Kiln cannot bind");
+  }
+  return h;
+}
+
+}  // namespace
+
+Importer::Importer(const ::onnx::ModelProto& model, const ImportOptions& options)
+    : model_(model), options_(options) {}
+
+Graph Importer::run() {
+  check_opsets();
+  add_initializers();
+  add_graph_inputs();
+  for (const auto& n : model_.graph().node())
+    for (const std::string& in : n.input()) used_names_.insert(in);
+  for (const auto& out : model_.graph().output()) used_names_.insert(out.name());
+  convert_nodes();
+  add_graph_outputs();
+  verify(g_, "after ONNX import");
+  return std::move(g_);
+}
+
+void Importer::check_opsets() {
+  bool found = false;
+  for (const auto& op : model_.opset_import()) {
+    if (!op.domain().empty() && op.domain() != "ai.onnx") continue;  // used by no node: harmless
+    if (found) throw Error("the model imports the default ONNX domain twice");
+    found = true;
+    if (op.version() < 1 || op.version() > kMaxOpset)
+      throw Error("the model uses opset " + std::to_string(op.version()) +
+                  " of the default ONNX domain; Kiln supports opsets 1 to " +
+                  std::to_string(kMaxOpset));
+    opset_ = static_cast<int>(op.version());
+  }
+  if (!found) throw Error("the model imports no opset of the default ONNX domain (opset_import)");
+}
+
+void Importer::add_entry(const std::string& name, Entry e, const std::string& what) {
+  if (name.empty()) throw Error(what + " has no name");
+  const auto it = table_.find(name);
+  if (it != table_.end())
+    throw Error(what + " '" + name + "' has the same name as " + it->second.origin +
+                " (duplicate value name)");
+  table_.emplace(name, std::move(e));
+}
+
+void Importer::add_initializers() {
+  const auto& g = model_.graph();
+  if (g.sparse_initializer_size() > 0)
+    throw Error("sparse initializer '" + g.sparse_initializer(0).values().name() +
+                "' is not supported");
+  for (const auto& t : g.initializer()) {
+    auto slot = std::make_shared<Slot>();
+    slot->host = std::make_shared<HostTensor>(decode_tensor(t, "initializer '" + t.name() + "'"));
+    add_entry(t.name(), {slot, "an initializer"}, "initializer");
+  }
+}
+
+void Importer::add_graph_inputs() {
+  std::map<std::string, const Tensor*> bound;
+  for (const auto& [name, t] : options_.constant_inputs)
+    if (!bound.emplace(name, &t).second) throw Error("constant input '" + name + "' is bound twice");
+  std::set<std::string> seen;
+  for (const auto& in : model_.graph().input()) {
+    const std::string& name = in.name();
+    if (!seen.insert(name).second) throw Error("graph input '" + name + "' is listed twice");
+    const auto it = table_.find(name);
+    if (it != table_.end() && it->second.origin == "an initializer") continue;  // a default value
+    if (!in.type().has_tensor_type())
+      throw Error("graph input '" + name + "' is not a tensor (sequence, map and optional "
+                  "inputs are not supported)");
+    auto slot = std::make_shared<Slot>();
+    const auto b = bound.find(name);
+    if (b != bound.end()) {
+      slot->host = std::make_shared<HostTensor>(bound_input(in, *b->second));
+      bound.erase(b);
+    } else {
+      const int32_t dtype = in.type().tensor_type().elem_type();
+      if (dtype != ::onnx::TensorProto::FLOAT)
+        throw Error("graph input '" + name + "' has dtype " + dtype_name(dtype) +
+                    "; Kiln graph tensors are FLOAT (bind shape-like inputs as constants)");
+      Shape s = static_shape(in);
+      const Layout l = s.size() == 4 ? Layout::nchw : Layout::any;
+      slot->value = g_.add_value(Value{name, std::move(s), DType::f32, l});
+      g_.inputs.push_back(slot->value);
+    }
+    add_entry(name, {slot, "a graph input"}, "graph input");
+  }
+  if (!bound.empty())
+    throw Error("constant input '" + bound.begin()->first +
+                "' does not name a graph input of the model");
+}
+
+void Importer::convert_nodes() {
+  const auto& nodes = model_.graph().node();
+  for (int idx = 0; idx < nodes.size(); ++idx) {
+    const auto& p = nodes[idx];
+    const NodeCtx c{&p, p.name().empty() ? p.op_type() + "_" + std::to_string(idx) : p.name(),
+                    opset_};
+    if (!p.domain().empty() && p.domain() != "ai.onnx")
+      node_error(c, "domain '" + p.domain() + "' is not supported (only the default ONNX domain)");
+    const OpInfo* info = find_op(p.op_type());
+    if (!info) node_error(c, "op not supported");
+    if (opset_ < info->min_opset)
+      node_error(c, "opset " + std::to_string(opset_) + " is not supported for " + p.op_type() +
+                        " (Kiln implements it from opset " + std::to_string(info->min_opset) + ")");
+    for (const std::string& in : p.input())
+      if (!in.empty() && !table_.count(in))
+        node_error(c, "input '" + in + "' is not produced by any earlier node, initializer or "
+                      "graph input (nodes must be in topological order)");
+    std::set<std::string> outs;
+    for (const std::string& out : p.output()) {
+      if (out.empty()) continue;
+      const auto it = table_.find(out);
+      if (it != table_.end())
+        node_error(c, "output '" + out + "' is already produced by " + it->second.origin +
+                          " (duplicate value name)");
+      if (!outs.insert(out).second) node_error(c, "lists output '" + out + "' twice");
+    }
+    info->fn(*this, c);
+    for (int k = 0; k < p.output_size(); ++k)
+      if (output_used(c, k) && !table_.count(p.output(k)))
+        node_error(c, "output #" + std::to_string(k) + " '" + p.output(k) +
+                          "' is used, but Kiln does not support computing it");
+  }
+}
+
+void Importer::add_graph_outputs() {
+  if (model_.graph().output_size() == 0) throw Error("the graph has no outputs");
+  for (const auto& out : model_.graph().output()) {
+    const auto it = table_.find(out.name());
+    if (it == table_.end())
+      throw Error("graph output '" + out.name() +
+                  "' is not produced by any node, initializer or graph input");
+    Slot& s = *it->second.slot;
+    const Layout l = logical_layout(s.host && !s.value.valid() ? s.host->dims.size() : 0);
+    g_.outputs.push_back(slot_value(out.name(), s, l, nullptr));
+  }
+}
+
+// --- inputs ---
+
+bool Importer::has_input(const NodeCtx& c, int i) const {
+  return i < c.proto->input_size() && !c.proto->input(i).empty();
+}
+
+const std::string& Importer::input_name(const NodeCtx& c, int i) const {
+  if (!has_input(c, i)) node_error(c, "input #" + std::to_string(i) + " is missing");
+  return c.proto->input(i);
+}
+
+const Entry& Importer::input(const NodeCtx& c, int i) const {
+  return table_.at(input_name(c, i));  // presence checked before conversion
+}
+
+const HostTensor* Importer::host_input(const NodeCtx& c, int i) const {
+  return input(c, i).slot->host.get();
+}
+
+const HostTensor& Importer::constant_input(const NodeCtx& c, int i, const std::string& role) const {
+  const HostTensor* h = host_input(c, i);
+  if (!h)
+    node_error(c, role + " '" + input_name(c, i) + "' must be a constant (an initializer, a "
+                  "Constant or a bound input), but it is computed at run time");
+  return *h;
+}
+
+std::vector<int64_t> Importer::int_list_input(const NodeCtx& c, int i, const std::string& role) const {
+  const HostTensor& h = constant_input(c, i, role);
+  if (h.is_float() || h.dims.size() > 1)
+    node_error(c, role + " '" + input_name(c, i) + "' must be a 1-D integer tensor, got " +
+                      dtype_name(h.dtype) + " " + to_string(h.dims));
+  return h.i;
+}
+
+ValueId Importer::value_input(const NodeCtx& c, int i) {
+  Slot& s = *input(c, i).slot;
+  const Layout l = s.value.valid() ? Layout::any : logical_layout(s.host->dims.size());
+  return slot_value(input_name(c, i), s, l, &c);
+}
+
+ValueId Importer::constant_value(const NodeCtx& c, int i, Layout layout) {
+  constant_input(c, i, "input");
+  return slot_value(input_name(c, i), *input(c, i).slot, layout, &c);
+}
+
+Shape Importer::input_shape(const NodeCtx& c, int i) const {
+  const Slot& s = *input(c, i).slot;
+  return s.value.valid() ? g_.value(s.value).shape : s.host->dims;
+}
+
+ValueId Importer::slot_value(const std::string& name, Slot& s, Layout layout, const NodeCtx* c) {
+  if (s.value.valid()) return s.value;
+  if (s.materialize) {
+    s.value = s.materialize();
+    return s.value;
+  }
+  const HostTensor& h = *s.host;
+  auto fail = [&](const std::string& what) {
+    if (c) node_error(*c, what);
+    throw Error(what);
+  };
+  if (h.dtype != ::onnx::TensorProto::FLOAT)
+    fail("tensor '" + name + "' is " + dtype_name(h.dtype) + "; Kiln graph tensors are FLOAT "
+         "(integer tensors may only feed shape-like inputs)");
+  for (int64_t d : h.dims)
+    if (d <= 0) fail("tensor '" + name + "' is empty " + to_string(h.dims) + "; Kiln graph tensors cannot be");
+  const auto it = constants_.find({&s, layout});
+  if (it != constants_.end()) return it->second;
+  bool renamed = false;
+  for (const auto& [key, v] : constants_) renamed |= key.first == &s;
+  const std::string vname = renamed ? name + "#" + to_string(layout) : name;
+  const ValueId v = add_constant(vname, h.dims, h.f, layout);
+  constants_[{&s, layout}] = v;
+  return v;
+}
+
+ValueId Importer::add_constant(const std::string& name, Shape shape, std::vector<float> data,
+                               Layout layout) {
+  Value v{name, std::move(shape), DType::f32, layout};
+  v.data = std::make_shared<const std::vector<float>>(std::move(data));
+  return g_.add_value(std::move(v));
+}
+
+// --- outputs ---
+
+const std::string& Importer::output_name(const NodeCtx& c, int k) const {
+  static const std::string none;
+  return k < c.proto->output_size() ? c.proto->output(k) : none;
+}
+
+bool Importer::output_used(const NodeCtx& c, int k) const {
+  const std::string& n = output_name(c, k);
+  return !n.empty() && used_names_.count(n) > 0;
+}
+
+ValueId Importer::emit(const NodeCtx& c, Op op, std::vector<ValueId> inputs,
+                       const std::string& out_name, const std::string& node_name) {
+  Node n{node_name.empty() ? c.name : node_name, std::move(op), std::move(inputs), {}, {}};
+  n.computes = {op_label(n.op)};
+  TypedShape out;
+  try {
+    out = infer_output(g_, n);
+  } catch (const Error& e) {
+    node_error(c, e.what());
+  }
+  for (int64_t d : out.shape)
+    if (d <= 0) node_error(c, "output '" + out_name + "' would be " + to_string(out.shape));
+  if (checked_elements(out.shape, "output '" + out_name + "'") > kMaxGraphElements)
+    node_error(c, "output '" + out_name + "' would be " + to_string(out.shape) + ", too large");
+  const ValueId v = g_.add_value(Value{out_name, out.shape, DType::f32, out.layout});
+  n.outputs = {v};
+  g_.add_node(std::move(n));
+  return v;
+}
+
+void Importer::define(const NodeCtx& c, int k, std::shared_ptr<Slot> slot) {
+  const std::string& name = output_name(c, k);
+  if (name.empty()) return;  // an optional output the model does not use
+  table_[name] = Entry{std::move(slot), "node '" + c.name + "' (" + c.op() + ")"};
+}
+
+void Importer::define_value(const NodeCtx& c, int k, ValueId v) {
+  auto s = std::make_shared<Slot>();
+  s->value = v;
+  define(c, k, std::move(s));
+}
+
+void Importer::define_host(const NodeCtx& c, int k, HostTensor t,
+                           std::function<ValueId()> materialize) {
+  auto s = std::make_shared<Slot>();
+  s->host = std::make_shared<const HostTensor>(std::move(t));
+  s->materialize = std::move(materialize);
+  define(c, k, std::move(s));
+}
+
+void Importer::define_alias(const NodeCtx& c, int k, int input_index) {
+  define(c, k, input(c, input_index).slot);
+}
+
+// --- public API ---
+
+Graph import_model_from_bytes(const std::string& bytes, const ImportOptions& options) {
+  if (static_cast<int64_t>(bytes.size()) > kMaxFileBytes)
+    throw Error("the model is over 2 GiB; Kiln refuses it (protobuf's own limit)");
+  ::onnx::ModelProto model;
+  if (!model.ParseFromString(bytes))
+    throw Error("cannot parse the model: not a serialized ONNX ModelProto (corrupt or truncated)");
+  if (!model.has_graph()) throw Error("the model has no graph");
+  return Importer(model, options).run();
+}
+
+Graph import_model(const std::string& path, const ImportOptions& options) {
+  const std::string bytes = read_file(path, "ONNX model");
+  try {
+    return import_model_from_bytes(bytes, options);
+  } catch (const Error& e) {
+    throw Error("'" + path + "': " + e.what());
+  }
+}
+
+const std::vector<std::string>& supported_op_types() {
+  static const std::vector<std::string> types = [] {
+    std::vector<std::string> v;
+    for (const OpInfo& op : op_table()) v.push_back(op.type);
+    std::sort(v.begin(), v.end());
+    return v;
+  }();
+  return types;
+}
+
+bool is_supported_op(const std::string& op_type) { return find_op(op_type) != nullptr; }
+
+std::vector<int> constant_input_slots(const std::string& op_type) {
+  const OpInfo* op = find_op(op_type);
+  return op ? op->constant_slots : std::vector<int>{};
 }
 
 }  // namespace kiln::graph::onnx

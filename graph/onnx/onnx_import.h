@@ -13,9 +13,12 @@ namespace kiln::graph::onnx {
 
 struct ImportOptions {
   // Graph inputs to bind as constants (by name), as ONNX node tests feed weights through
-  // graph inputs; Kiln compiles weights in.
+  // graph inputs; Kiln compiles weights in. The tensor's shape must match the declared one
+  // (a symbolic dimension takes the bound size). Inputs declared INT64/INT32/BOOL take the
+  // values rounded (exact up to 2^24, saturating at the int64 limits), for shape-like inputs.
   std::vector<std::pair<std::string, Tensor>> constant_inputs;
-  // Directory that external data paths are resolved against (the model's directory).
+  // Reserved for external data paths. The importer refuses tensors stored outside the .onnx
+  // file (data_location EXTERNAL) for now, so nothing is resolved against it.
   std::string base_dir;
 };
 
@@ -26,8 +29,18 @@ struct ImportOptions {
 Graph import_model(const std::string& path, const ImportOptions& options = {});
 Graph import_model_from_bytes(const std::string& bytes, const ImportOptions& options = {});
 
+// The ONNX op types (default domain) the importer maps to Kiln, sorted.
+const std::vector<std::string>& supported_op_types();
+bool is_supported_op(const std::string& op_type);
+
+// The inputs of an op the importer needs as import-time constants (weights, shapes, axes,
+// bounds...), by position: a graph input feeding one must be bound through constant_inputs.
+std::vector<int> constant_input_slots(const std::string& op_type);
+
 // A serialized TensorProto file (the input_K.pb / output_K.pb of ONNX's test data) as a
-// float tensor in logical (row-major) order.
+// float tensor in logical (row-major) order (layout NCHW when 4-D, else any). INT64, INT32,
+// BOOL, DOUBLE and the small integer types are converted to float (for bound shape inputs and
+// comparisons); any other dtype, a bad size or external data is an Error naming the file.
 Tensor load_tensor_file(const std::string& path);
 
 }  // namespace kiln::graph::onnx

@@ -1,0 +1,196 @@
+// Internals of the ONNX importer shared by its source files: import-time tensors, the table of
+// ONNX names, attribute access and node emission. Not part of the public API.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "graph/ir.h"
+#include "graph/onnx/onnx_import.h"
+#include "onnx/onnx_pb.h"
+
+namespace kiln::graph::onnx {
+
+// Files and tensors larger than this are refused before anything is allocated for them.
+constexpr int64_t kMaxFileBytes = int64_t{2} << 30;
+// Import-time folding never builds a tensor larger than this (a malicious ConstantOfShape or
+// Range must not exhaust memory); bigger data-movement results become graph nodes instead.
+constexpr int64_t kMaxFoldElements = int64_t{1} << 24;
+// No real network has a tensor this large; the bound keeps all size arithmetic far from
+// int64 overflow.
+constexpr int64_t kMaxGraphElements = int64_t{1} << 40;
+
+std::string dtype_name(int32_t onnx_dtype);
+bool is_float_dtype(int32_t onnx_dtype);  // FLOAT and DOUBLE: stored as floats here
+
+// A tensor known at import time: an initializer, a Constant, a bound graph input or a folded
+// result. Integer and bool tensors keep exact int64 values (shapes, indices, axes).
+struct HostTensor {
+  int32_t dtype = ::onnx::TensorProto::FLOAT;
+  Shape dims;
+  std::vector<float> f;    // FLOAT, DOUBLE
+  std::vector<int64_t> i;  // integer types and BOOL
+  bool is_float() const { return is_float_dtype(dtype); }
+  int64_t size() const { return static_cast<int64_t>(is_float() ? f.size() : i.size()); }
+};
+
+// proto_io.cpp: file access and TensorProto decoding, with every size checked before use.
+std::string read_file(const std::string& path, const char* what);
+// Element count of `dims`; Error naming `what` for a negative dimension or an overflow.
+int64_t checked_elements(const Shape& dims, const std::string& what);
+HostTensor decode_tensor(const ::onnx::TensorProto& t, const std::string& what);
+
+// One ONNX node being converted.
+struct NodeCtx {
+  const ::onnx::NodeProto* proto = nullptr;
+  std::string name;  // the node's name, or "<OpType>_<index>" when it has none
+  int opset = 0;     // the model's default-domain opset
+  const std::string& op() const { return proto->op_type(); }
+};
+
+// Throws Error "node 'X' (OpType): <what>".
+[[noreturn]] void node_error(const NodeCtx& c, const std::string& what);
+// Error unless the node has between lo and hi inputs (counting empty optional slots).
+void expect_inputs(const NodeCtx& c, int lo, int hi);
+
+// Attributes, type-checked: a wrong attribute type is an Error naming the attribute.
+const ::onnx::AttributeProto* find_attr(const NodeCtx& c, const char* name);
+int64_t attr_int(const NodeCtx& c, const char* name, int64_t def);
+float attr_float(const NodeCtx& c, const char* name, float def);
+std::string attr_string(const NodeCtx& c, const char* name, const std::string& def);
+std::vector<int64_t> attr_ints(const NodeCtx& c, const char* name);  // empty when absent
+// v as an int in [lo, hi], else an Error naming `what`.
+int to_int(const NodeCtx& c, int64_t v, const std::string& what, int64_t lo, int64_t hi);
+// An axis in [-rank, rank) made non-negative, else an Error naming `what`.
+int normalize_axis(const NodeCtx& c, int64_t axis, size_t rank, const std::string& what);
+
+// What an ONNX name refers to. Aliases (Identity, Dropout) share one slot, so a host tensor
+// is materialized into the graph at most once whichever name asks first.
+struct Slot {
+  ValueId value;                           // the graph value (for host tensors: once needed)
+  std::shared_ptr<const HostTensor> host;  // set when the tensor is known at import time
+  // For a float compute op whose inputs were all constants: emits the node on first use as
+  // a graph tensor, so the network's arithmetic still runs in the graph.
+  std::function<ValueId()> materialize;
+};
+struct Entry {
+  std::shared_ptr<Slot> slot;
+  std::string origin;  // for duplicate-name errors: "graph input", "node 'A' (Conv)", ...
+};
+
+class Importer {
+ public:
+  Importer(const ::onnx::ModelProto& model, const ImportOptions& options);
+  Graph run();
+
+  // --- node inputs ---
+  bool has_input(const NodeCtx& c, int i) const;
+  const Entry& input(const NodeCtx& c, int i) const;
+  const std::string& input_name(const NodeCtx& c, int i) const;
+  // The host tensor behind input i, or null when it is only known at run time.
+  const HostTensor* host_input(const NodeCtx& c, int i) const;
+  // Input i, which must be known at import time (`role` names it in the error).
+  const HostTensor& constant_input(const NodeCtx& c, int i, const std::string& role) const;
+  // Integer constant input as a vector (1-D or scalar).
+  std::vector<int64_t> int_list_input(const NodeCtx& c, int i, const std::string& role) const;
+  // Input i as a graph value; a host tensor becomes a graph constant in `layout` (default:
+  // the logical layout for its rank).
+  ValueId value_input(const NodeCtx& c, int i);
+  ValueId constant_value(const NodeCtx& c, int i, Layout layout);
+  Shape input_shape(const NodeCtx& c, int i) const;  // static, for graph and host tensors
+  const Graph& graph() const { return g_; }
+
+  // --- node outputs ---
+  int num_outputs(const NodeCtx& c) const { return c.proto->output_size(); }
+  const std::string& output_name(const NodeCtx& c, int k) const;
+  // Declared, and read by a later node or the graph outputs.
+  bool output_used(const NodeCtx& c, int k) const;
+  // Appends a node computing `op` (shape inferred; Errors name the ONNX node).
+  ValueId emit(const NodeCtx& c, Op op, std::vector<ValueId> inputs, const std::string& out_name,
+               const std::string& node_name = "");
+  ValueId add_constant(const std::string& name, Shape shape, std::vector<float> data,
+                       Layout layout);
+  void define_value(const NodeCtx& c, int k, ValueId v);
+  void define_host(const NodeCtx& c, int k, HostTensor t,
+                   std::function<ValueId()> materialize = {});
+  void define_alias(const NodeCtx& c, int k, int input_index);
+
+ private:
+  void check_opsets();
+  void add_initializers();
+  void add_graph_inputs();
+  void convert_nodes();
+  void add_graph_outputs();
+  void define(const NodeCtx& c, int k, std::shared_ptr<Slot> slot);
+  void add_entry(const std::string& name, Entry e, const std::string& what);
+  ValueId slot_value(const std::string& name, Slot& s, Layout layout, const NodeCtx* c);
+
+  const ::onnx::ModelProto& model_;
+  const ImportOptions& options_;
+  int opset_ = 0;
+  Graph g_;
+  std::unordered_map<std::string, Entry> table_;
+  std::map<std::pair<const Slot*, Layout>, ValueId> constants_;  // materialized host tensors
+  std::set<std::string> used_names_;                               // node inputs, graph outputs
+};
+
+// Converters, one per ONNX op (or family); each defines the node's outputs in the table.
+using Converter = void (*)(Importer&, const NodeCtx&);
+// ops_nn.cpp
+void convert_conv(Importer& im, const NodeCtx& c);
+void convert_batch_norm(Importer& im, const NodeCtx& c);
+void convert_unary(Importer& im, const NodeCtx& c);
+void convert_clip(Importer& im, const NodeCtx& c);
+void convert_binary(Importer& im, const NodeCtx& c);
+void convert_pool(Importer& im, const NodeCtx& c);
+void convert_global_pool(Importer& im, const NodeCtx& c);
+void convert_gemm(Importer& im, const NodeCtx& c);
+void convert_matmul(Importer& im, const NodeCtx& c);
+void convert_softmax(Importer& im, const NodeCtx& c);
+void convert_reduce_mean(Importer& im, const NodeCtx& c);
+// ops_shape.cpp
+void convert_reshape(Importer& im, const NodeCtx& c);
+void convert_flatten(Importer& im, const NodeCtx& c);
+void convert_squeeze(Importer& im, const NodeCtx& c);
+void convert_unsqueeze(Importer& im, const NodeCtx& c);
+void convert_transpose(Importer& im, const NodeCtx& c);
+void convert_concat(Importer& im, const NodeCtx& c);
+void convert_slice(Importer& im, const NodeCtx& c);
+void convert_split(Importer& im, const NodeCtx& c);
+void convert_pad(Importer& im, const NodeCtx& c);
+void convert_gather(Importer& im, const NodeCtx& c);
+// ops_const.cpp
+void convert_identity(Importer& im, const NodeCtx& c);
+void convert_dropout(Importer& im, const NodeCtx& c);
+void convert_cast(Importer& im, const NodeCtx& c);
+void convert_constant(Importer& im, const NodeCtx& c);
+void convert_shape(Importer& im, const NodeCtx& c);
+void convert_constant_of_shape(Importer& im, const NodeCtx& c);
+void convert_range(Importer& im, const NodeCtx& c);
+
+// host_ops.cpp: folding on host tensors. Sizes are checked against kMaxFoldElements by the
+// callers that can fall back to a graph node (fits_fold) and by the rest (Error).
+bool fits_fold(const Shape& dims);
+HostTensor host_reshape(const HostTensor& t, Shape dims);
+// Copies element src[k] of t into element k of a tensor shaped `dims`.
+HostTensor host_gather_flat(const HostTensor& t, Shape dims, const std::vector<int64_t>& src);
+HostTensor host_slice(const HostTensor& t, const Slice& s);
+HostTensor host_concat(const std::vector<const HostTensor*>& parts, int axis);
+// numpy-broadcast Add/Sub/Mul/Div: exact (overflow-checked) on integers, float otherwise.
+HostTensor host_binary(const NodeCtx& c, BinaryOp op, const HostTensor& a, const HostTensor& b);
+HostTensor host_cast(const NodeCtx& c, const HostTensor& t, int32_t to);
+// Output dims of a normalized slice (0 on an axis where it is empty).
+Shape slice_dims(const Shape& in, const Slice& s);
+// ONNX Slice parameters (any axes, negative indices, out-of-range values) normalized to one
+// entry per axis as the IR's Slice expects.
+Slice normalize_slice(const NodeCtx& c, const Shape& dims, const std::vector<int64_t>& starts,
+                      const std::vector<int64_t>& ends, const std::vector<int64_t>& axes,
+                      const std::vector<int64_t>& steps);
+
+}  // namespace kiln::graph::onnx

@@ -1,0 +1,156 @@
+// ONNX ops that vanish at import: pass-throughs (Identity, inference Dropout, Cast to float)
+// and the constant producers (Constant, Shape, ConstantOfShape, Range), evaluated here.
+#include <cmath>
+
+#include "graph/onnx/importer.h"
+
+namespace kiln::graph::onnx {
+namespace {
+
+using TP = ::onnx::TensorProto;
+
+HostTensor scalar_of(const NodeCtx& c, const ::onnx::AttributeProto& a) {
+  using AP = ::onnx::AttributeProto;
+  HostTensor h;
+  const std::string what = "attribute '" + a.name() + "' of node '" + c.name + "' (Constant)";
+  if (a.name() == "value" && a.type() == AP::TENSOR) return decode_tensor(a.t(), what);
+  if (a.name() == "value_float" && a.type() == AP::FLOAT) {
+    h.f = {a.f()};
+  } else if (a.name() == "value_floats" && a.type() == AP::FLOATS) {
+    h.f.assign(a.floats().begin(), a.floats().end());
+    h.dims = {static_cast<int64_t>(h.f.size())};
+  } else if (a.name() == "value_int" && a.type() == AP::INT) {
+    h.dtype = TP::INT64;
+    h.i = {a.i()};
+  } else if (a.name() == "value_ints" && a.type() == AP::INTS) {
+    h.dtype = TP::INT64;
+    h.i.assign(a.ints().begin(), a.ints().end());
+    h.dims = {static_cast<int64_t>(h.i.size())};
+  } else {
+    node_error(c, "attribute '" + a.name() + "' (" + AP::AttributeType_Name(a.type()) +
+                      ") is not supported; expected value, value_float(s) or value_int(s)");
+  }
+  return h;
+}
+
+// The single element of a Range operand.
+const HostTensor& range_operand(Importer& im, const NodeCtx& c, int i, const char* role) {
+  const HostTensor& h = im.constant_input(c, i, role);
+  if (h.size() != 1)
+    node_error(c, std::string(role) + " must be a scalar, got " + to_string(h.dims));
+  return h;
+}
+
+}  // namespace
+
+void convert_identity(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 1, 1);
+  im.define_alias(c, 0, 0);
+}
+
+void convert_dropout(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 1, 3);
+  if (c.opset < 7 && attr_int(c, "is_test", 0) == 0)
+    node_error(c, "training mode (attribute 'is_test'=0) is not supported; Kiln runs inference");
+  if (c.opset >= 12 && im.has_input(c, 2)) {
+    const HostTensor& t = im.constant_input(c, 2, "training_mode");
+    if (t.size() != 1) node_error(c, "training_mode must be a scalar");
+    if (t.is_float() ? t.f[0] != 0.0f : t.i[0] != 0)
+      node_error(c, "training_mode is true; Kiln runs inference only");
+  }
+  if (im.output_used(c, 1))
+    node_error(c, "the mask output '" + im.output_name(c, 1) + "' is used; Kiln imports Dropout "
+                  "for inference only (output = input, no mask)");
+  im.define_alias(c, 0, 0);
+}
+
+void convert_cast(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 1, 1);
+  if (!find_attr(c, "to")) node_error(c, "attribute 'to' is missing");
+  const int64_t to = attr_int(c, "to", 0);
+  if (to < 0 || to > 1000) node_error(c, "attribute 'to' is not a dtype");
+  const HostTensor* h = im.host_input(c, 0);
+  if (h && h->dtype != to) return im.define_host(c, 0, host_cast(c, *h, static_cast<int32_t>(to)));
+  if (h || to == TP::FLOAT) return im.define_alias(c, 0, 0);
+  node_error(c, "casting the runtime tensor '" + im.input_name(c, 0) + "' to " +
+                    dtype_name(static_cast<int32_t>(to)) + " is not supported; Kiln graph tensors are FLOAT");
+}
+
+void convert_constant(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 0, 0);
+  if (c.proto->attribute_size() != 1)
+    node_error(c, "expected exactly one value attribute, got " +
+                      std::to_string(c.proto->attribute_size()));
+  im.define_host(c, 0, scalar_of(c, c.proto->attribute(0)));
+}
+
+void convert_shape(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 1, 1);
+  const Shape s = im.input_shape(c, 0);
+  const int64_t r = static_cast<int64_t>(s.size());
+  // Opset 15 start/end: negative counts from the back, then clamp to [0, rank].
+  auto clamp_index = [r](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + r : v, 0, r); };
+  const int64_t start = clamp_index(attr_int(c, "start", 0));
+  const int64_t end = clamp_index(attr_int(c, "end", r));
+  HostTensor h;
+  h.dtype = TP::INT64;
+  if (end > start) h.i.assign(s.begin() + start, s.begin() + end);
+  h.dims = {static_cast<int64_t>(h.i.size())};
+  im.define_host(c, 0, std::move(h));
+}
+
+void convert_constant_of_shape(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 1, 1);
+  const std::vector<int64_t> dims = im.int_list_input(c, 0, "shape");
+  for (int64_t d : dims)
+    if (d < 0) node_error(c, "shape " + to_string(dims) + " has a negative dimension");
+  if (!fits_fold(dims))
+    node_error(c, "shape " + to_string(dims) + " is too large to build at import time (over " +
+                      std::to_string(kMaxFoldElements) + " elements)");
+  HostTensor value;
+  value.f = {0.0f};
+  if (const auto* a = find_attr(c, "value")) {
+    if (a->type() != ::onnx::AttributeProto::TENSOR) node_error(c, "attribute 'value' must be a TENSOR");
+    value = decode_tensor(a->t(), "attribute 'value' of node '" + c.name + "' (ConstantOfShape)");
+    if (value.size() != 1) node_error(c, "attribute 'value' must hold one element");
+  }
+  HostTensor h;
+  h.dtype = value.dtype;
+  h.dims = dims;
+  const int64_t n = checked_elements(dims, "shape");
+  if (value.is_float()) h.f.assign(static_cast<size_t>(n), value.f[0]);
+  else h.i.assign(static_cast<size_t>(n), value.i[0]);
+  im.define_host(c, 0, std::move(h));
+}
+
+void convert_range(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 3, 3);
+  const HostTensor& s = range_operand(im, c, 0, "start");
+  const HostTensor& l = range_operand(im, c, 1, "limit");
+  const HostTensor& d = range_operand(im, c, 2, "delta");
+  if (s.dtype != l.dtype || s.dtype != d.dtype) node_error(c, "start, limit and delta differ in dtype");
+  HostTensor h;
+  h.dtype = s.dtype;
+  int64_t n = 0;
+  if (s.is_float()) {
+    const double start = s.f[0], delta = d.f[0];
+    const double count = std::ceil((static_cast<double>(l.f[0]) - start) / delta);
+    if (delta == 0.0 || !std::isfinite(count)) node_error(c, "delta must be non-zero and finite");
+    if (count > static_cast<double>(kMaxFoldElements)) node_error(c, "the range is too long to fold");
+    n = count > 0 ? static_cast<int64_t>(count) : 0;
+    for (int64_t k = 0; k < n; ++k) h.f.push_back(static_cast<float>(start + k * delta));
+  } else {
+    const int64_t start = s.i[0], delta = d.i[0];
+    if (delta == 0) node_error(c, "delta must be non-zero");
+    // 128-bit: limit - start can overflow int64.
+    const __int128 span = static_cast<__int128>(l.i[0]) - start;
+    const __int128 count = span / delta + ((span % delta) != 0 && ((span > 0) == (delta > 0)));
+    if (count > kMaxFoldElements) node_error(c, "the range is too long to fold");
+    n = count > 0 ? static_cast<int64_t>(count) : 0;
+    for (int64_t k = 0; k < n; ++k) h.i.push_back(start + k * delta);
+  }
+  h.dims = {n};
+  im.define_host(c, 0, std::move(h));
+}
+
+}  // namespace kiln::graph::onnx

@@ -1,0 +1,284 @@
+// ONNX -> IR for the network's compute ops: convolution, normalization, activations,
+// elementwise arithmetic, pooling, Gemm/MatMul, Softmax and ReduceMean.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "graph/onnx/importer.h"
+#include "graph/shape_inference.h"
+
+namespace kiln::graph::onnx {
+namespace {
+
+// Bound on kernel sizes, strides, dilations and pads: far beyond any real network, small
+// enough that the IR's int arithmetic on them cannot overflow.
+constexpr int64_t kMaxWindowParam = int64_t{1} << 20;
+
+// The 2-D window parameters shared by Conv and the pools.
+struct Window {
+  int kh = 1, kw = 1, stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1;
+  int pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+};
+
+std::pair<int, int> pair_attr(const NodeCtx& c, const char* name, int def, int64_t lo) {
+  const std::vector<int64_t> v = attr_ints(c, name);
+  if (v.empty()) return {def, def};
+  if (v.size() != 2)
+    node_error(c, std::string("attribute '") + name + "' has " + std::to_string(v.size()) +
+                      " entries, expected 2 (2-D)");
+  const std::string what = std::string("attribute '") + name + "'";
+  return {to_int(c, v[0], what + "[0]", lo, kMaxWindowParam),
+          to_int(c, v[1], what + "[1]", lo, kMaxWindowParam)};
+}
+
+// ONNX SAME padding: the output is ceil(in / stride); UPPER puts the odd pixel at the end.
+std::pair<int, int> same_pads(int64_t in, int k, int stride, int dil, bool upper) {
+  const int64_t out = (in + stride - 1) / stride;
+  const int64_t total =
+      std::max<int64_t>(0, (out - 1) * stride + int64_t{dil} * (k - 1) + 1 - in);
+  const int small = static_cast<int>(total / 2), big = static_cast<int>(total - total / 2);
+  return upper ? std::make_pair(small, big) : std::make_pair(big, small);
+}
+
+Window window_attrs(const NodeCtx& c, int64_t kh, int64_t kw, const Shape& x) {
+  Window w;
+  w.kh = to_int(c, kh, "kernel height", 1, kMaxWindowParam);
+  w.kw = to_int(c, kw, "kernel width", 1, kMaxWindowParam);
+  std::tie(w.stride_h, w.stride_w) = pair_attr(c, "strides", 1, 1);
+  std::tie(w.dil_h, w.dil_w) = pair_attr(c, "dilations", 1, 1);
+  const std::string auto_pad = attr_string(c, "auto_pad", "NOTSET");
+  if (auto_pad == "NOTSET") {
+    const std::vector<int64_t> p = attr_ints(c, "pads");
+    if (p.empty()) return w;
+    if (p.size() != 4)
+      node_error(c, "attribute 'pads' has " + std::to_string(p.size()) + " entries, expected 4 (2-D)");
+    int* dst[4] = {&w.pad_top, &w.pad_left, &w.pad_bottom, &w.pad_right};
+    for (int k = 0; k < 4; ++k)
+      *dst[k] = to_int(c, p[k], "attribute 'pads'[" + std::to_string(k) + "]", 0, kMaxWindowParam);
+  } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    const bool upper = auto_pad == "SAME_UPPER";
+    std::tie(w.pad_top, w.pad_bottom) = same_pads(x[2], w.kh, w.stride_h, w.dil_h, upper);
+    std::tie(w.pad_left, w.pad_right) = same_pads(x[3], w.kw, w.stride_w, w.dil_w, upper);
+  } else if (auto_pad != "VALID") {
+    node_error(c, "attribute 'auto_pad' is '" + auto_pad +
+                      "', expected NOTSET, VALID, SAME_UPPER or SAME_LOWER");
+  }
+  return w;
+}
+
+Shape image_input_shape(Importer& im, const NodeCtx& c, const char* what) {
+  const Shape xs = im.input_shape(c, 0);
+  if (xs.size() != 4)
+    node_error(c, std::string("only 2-D ") + what + " is supported: input '" +
+                      im.input_name(c, 0) + "' is " + to_string(xs) + ", expected 4-D NCHW");
+  return xs;
+}
+
+float scalar_input(Importer& im, const NodeCtx& c, int i, const std::string& role) {
+  const HostTensor& h = im.constant_input(c, i, role);
+  if (h.size() != 1)
+    node_error(c, role + " '" + im.input_name(c, i) + "' must hold one value, got " +
+                      to_string(h.dims));
+  return h.is_float() ? h.f[0] : static_cast<float>(h.i[0]);
+}
+
+void emit_single(Importer& im, const NodeCtx& c, Op op, std::vector<ValueId> inputs) {
+  im.define_value(c, 0, im.emit(c, std::move(op), std::move(inputs), im.output_name(c, 0)));
+}
+
+// Opset < 7 Add/Sub/Mul/Div broadcast only with broadcast=1, aligning B to A at `axis`. That
+// equals numpy broadcasting when B aligns with A's trailing dims, the only case accepted.
+void check_legacy_broadcast(Importer& im, const NodeCtx& c) {
+  const Shape a = im.input_shape(c, 0), b = im.input_shape(c, 1);
+  if (attr_int(c, "broadcast", 0) == 0) {
+    if (a != b)
+      node_error(c, "shapes " + to_string(a) + " and " + to_string(b) +
+                        " differ and attribute 'broadcast' is 0 (opset < 7)");
+    return;
+  }
+  if (b.size() > a.size())
+    node_error(c, "B " + to_string(b) + " has a higher rank than A " + to_string(a) +
+                      " (opset < 7 broadcast)");
+  if (find_attr(c, "axis") &&
+      normalize_axis(c, attr_int(c, "axis", 0), a.size(), "attribute 'axis'") !=
+          static_cast<int>(a.size() - b.size()))
+    node_error(c, "attribute 'axis' with broadcast=1 aligns B to non-trailing dims of A; only "
+                  "trailing alignment (numpy broadcasting) is supported");
+}
+
+}  // namespace
+
+void convert_conv(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 2, 3);
+  const Shape xs = image_input_shape(im, c, "convolution");
+  const HostTensor& w = im.constant_input(c, 1, "weights");
+  if (w.dims.size() != 4)
+    node_error(c, "weights '" + im.input_name(c, 1) + "' are " + to_string(w.dims) +
+                      ", expected 4-D [out channels, in channels / group, kH, kW]");
+  const std::vector<int64_t> ks = attr_ints(c, "kernel_shape");
+  if (!ks.empty() && ks != std::vector<int64_t>{w.dims[2], w.dims[3]})
+    node_error(c, "attribute 'kernel_shape' does not match the weights' spatial dims " +
+                      to_string(w.dims));
+  const Window win = window_attrs(c, w.dims[2], w.dims[3], xs);
+  Conv2d a;
+  a.groups = to_int(c, attr_int(c, "group", 1), "attribute 'group'", 1, kMaxWindowParam);
+  a.stride_h = win.stride_h, a.stride_w = win.stride_w;
+  a.dilation_h = win.dil_h, a.dilation_w = win.dil_w;
+  a.pad_top = win.pad_top, a.pad_left = win.pad_left;
+  a.pad_bottom = win.pad_bottom, a.pad_right = win.pad_right;
+  const ValueId x = im.value_input(c, 0);
+  const ValueId wv = im.constant_value(c, 1, Layout::oihw);  // rejects empty weights first
+  ValueId b;
+  if (im.has_input(c, 2)) {
+    im.constant_input(c, 2, "bias");
+    b = im.constant_value(c, 2, Layout::any);
+  } else {
+    b = im.add_constant(c.name + "/zero_bias", {w.dims[0]},
+                        std::vector<float>(static_cast<size_t>(w.dims[0]), 0.0f), Layout::any);
+  }
+  emit_single(im, c, a, {x, wv, b});
+}
+
+void convert_batch_norm(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 5, 5);
+  if (c.opset < 7 && attr_int(c, "is_test", 0) == 0)
+    node_error(c, "training mode (attribute 'is_test'=0) is not supported; Kiln runs inference");
+  if (c.opset < 9 && attr_int(c, "spatial", 1) != 1)
+    node_error(c, "attribute 'spatial'=0 (per-activation statistics) is not supported");
+  if (attr_int(c, "training_mode", 0) != 0)
+    node_error(c, "attribute 'training_mode'=1 is not supported; Kiln runs inference only");
+  for (int k = 1; k < im.num_outputs(c); ++k)
+    if (im.output_used(c, k))
+      node_error(c, "output '" + im.output_name(c, k) + "' (training statistics) is used; only "
+                    "inference BatchNormalization (one output) is supported");
+  std::vector<ValueId> in{im.value_input(c, 0)};
+  const char* roles[] = {"scale", "bias", "mean", "variance"};
+  for (int i = 1; i < 5; ++i) {
+    im.constant_input(c, i, roles[i - 1]);
+    in.push_back(im.constant_value(c, i, Layout::any));
+  }
+  emit_single(im, c, BatchNorm{attr_float(c, "epsilon", 1e-5f)}, std::move(in));
+}
+
+void convert_unary(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 1, 1);
+  Op op = Relu{};
+  if (c.op() == "LeakyRelu") op = LeakyRelu{attr_float(c, "alpha", 0.01f)};
+  else if (c.op() == "Sigmoid") op = Sigmoid{};
+  else if (c.op() == "HardSigmoid")
+    op = HardSigmoid{attr_float(c, "alpha", 0.2f), attr_float(c, "beta", 0.5f)};
+  else if (c.op() == "HardSwish") op = HardSwish{};
+  emit_single(im, c, op, {im.value_input(c, 0)});
+}
+
+void convert_clip(Importer& im, const NodeCtx& c) {
+  const float inf = std::numeric_limits<float>::infinity();
+  Clip clip{-inf, inf};
+  if (c.opset < 11) {
+    expect_inputs(c, 1, 1);
+    clip.min = attr_float(c, "min", -inf);
+    clip.max = attr_float(c, "max", inf);
+  } else {
+    expect_inputs(c, 1, 3);
+    if (im.has_input(c, 1)) clip.min = scalar_input(im, c, 1, "min");
+    if (im.has_input(c, 2)) clip.max = scalar_input(im, c, 2, "max");
+  }
+  if (std::isnan(clip.min) || std::isnan(clip.max)) node_error(c, "min and max must not be NaN");
+  emit_single(im, c, clip, {im.value_input(c, 0)});
+}
+
+void convert_binary(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 2, 2);
+  const BinaryOp op = c.op() == "Add"   ? BinaryOp::add
+                      : c.op() == "Sub" ? BinaryOp::sub
+                      : c.op() == "Mul" ? BinaryOp::mul
+                                        : BinaryOp::div;
+  if (c.opset < 7) check_legacy_broadcast(im, c);
+  const HostTensor* a = im.host_input(c, 0);
+  const HostTensor* b = im.host_input(c, 1);
+  bool ok = false;
+  if (a && b && (!a->is_float() || fits_fold(broadcast_shapes(a->dims, b->dims, &ok)))) {
+    HostTensor r = host_binary(c, op, *a, *b);
+    if (!r.is_float()) return im.define_host(c, 0, std::move(r));
+    // Float arithmetic is the network's: the value is known now for attribute-like inputs
+    // (a Clip bound, a Pad value), but the graph computes it if it reads the result.
+    return im.define_host(c, 0, std::move(r), [&im, c, op] {
+      return im.emit(c, Binary{op}, {im.value_input(c, 0), im.value_input(c, 1)},
+                     im.output_name(c, 0));
+    });
+  }
+  emit_single(im, c, Binary{op}, {im.value_input(c, 0), im.value_input(c, 1)});
+}
+
+void convert_pool(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 1, 1);
+  const bool is_max = c.op() == "MaxPool";
+  const Shape xs = image_input_shape(im, c, "pooling");
+  const std::vector<int64_t> ks = attr_ints(c, "kernel_shape");
+  if (ks.size() != 2)
+    node_error(c, "attribute 'kernel_shape' has " + std::to_string(ks.size()) +
+                      " entries, expected 2 (2-D pooling)");
+  if (is_max && !im.output_name(c, 1).empty())
+    node_error(c, "the Indices output '" + im.output_name(c, 1) + "' is not supported");
+  if (attr_int(c, "storage_order", 0) != 0)
+    node_error(c, "attribute 'storage_order'=1 (column-major indices) is not supported");
+  const Window w = window_attrs(c, ks[0], ks[1], xs);
+  Pool2d p;
+  p.kind = is_max ? PoolKind::max : PoolKind::avg;
+  p.kernel_h = w.kh, p.kernel_w = w.kw;
+  p.stride_h = w.stride_h, p.stride_w = w.stride_w;
+  p.dilation_h = w.dil_h, p.dilation_w = w.dil_w;
+  p.pad_top = w.pad_top, p.pad_left = w.pad_left;
+  p.pad_bottom = w.pad_bottom, p.pad_right = w.pad_right;
+  p.ceil_mode = attr_int(c, "ceil_mode", 0) != 0;
+  p.count_include_pad = !is_max && attr_int(c, "count_include_pad", 0) != 0;
+  emit_single(im, c, p, {im.value_input(c, 0)});
+}
+
+void convert_global_pool(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 1, 1);
+  image_input_shape(im, c, "global pooling");
+  const PoolKind kind = c.op() == "GlobalMaxPool" ? PoolKind::max : PoolKind::avg;
+  emit_single(im, c, GlobalPool{kind}, {im.value_input(c, 0)});
+}
+
+void convert_gemm(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, c.opset < 11 ? 3 : 2, 3);
+  const Gemm g{attr_int(c, "transA", 0) != 0, attr_int(c, "transB", 0) != 0,
+               attr_float(c, "alpha", 1.0f), attr_float(c, "beta", 1.0f)};
+  std::vector<ValueId> in{im.value_input(c, 0), im.value_input(c, 1)};
+  if (im.has_input(c, 2)) in.push_back(im.value_input(c, 2));
+  emit_single(im, c, g, std::move(in));
+}
+
+void convert_matmul(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 2, 2);
+  emit_single(im, c, MatMul{}, {im.value_input(c, 0), im.value_input(c, 1)});
+}
+
+void convert_softmax(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 1, 1);
+  const size_t rank = im.input_shape(c, 0).size();
+  Softmax s;
+  // Before opset 13 Softmax flattened the input to 2-D at `axis` (default 1).
+  s.coerce_2d = c.opset < 13;
+  s.axis = normalize_axis(c, attr_int(c, "axis", s.coerce_2d ? 1 : -1), rank, "attribute 'axis'");
+  emit_single(im, c, s, {im.value_input(c, 0)});
+}
+
+void convert_reduce_mean(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 1, 1);
+  const size_t rank = im.input_shape(c, 0).size();
+  ReduceMean r;
+  r.keepdims = attr_int(c, "keepdims", 1) != 0;
+  for (int64_t a : attr_ints(c, "axes")) {
+    const int axis = normalize_axis(c, a, rank, "attribute 'axes' entry");
+    if (std::find(r.axes.begin(), r.axes.end(), axis) != r.axes.end())
+      node_error(c, "attribute 'axes' lists axis " + std::to_string(axis) + " twice");
+    r.axes.push_back(axis);
+  }
+  std::sort(r.axes.begin(), r.axes.end());
+  emit_single(im, c, r, {im.value_input(c, 0)});
+}
+
+}  // namespace kiln::graph::onnx

@@ -1,0 +1,339 @@
+// ONNX -> IR for data movement: Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Concat,
+// Slice, Split, Pad and Gather. On import-time constants these fold; on graph tensors they
+// become IR nodes (Squeeze, Unsqueeze and Flatten as Reshape; Split and Gather as Slices).
+#include <algorithm>
+
+#include "graph/onnx/importer.h"
+
+namespace kiln::graph::onnx {
+namespace {
+
+// Padding beyond this is no real network's; the bound keeps shape arithmetic from overflow.
+constexpr int64_t kMaxPad = int64_t{1} << 30;
+// Gather on a graph tensor becomes one Slice per index; more than this is not a CNN's gather.
+constexpr size_t kMaxGatherSlices = 256;
+
+// Input i as a plain import-time constant (not a folded float op that the graph must still
+// compute), or null.
+const HostTensor* foldable(const Importer& im, const NodeCtx& c, int i) {
+  const Slot& s = *im.input(c, i).slot;
+  return s.host && !s.materialize ? s.host.get() : nullptr;
+}
+
+void reshape_to(Importer& im, const NodeCtx& c, const Shape& out) {
+  if (const HostTensor* h = foldable(im, c, 0)) return im.define_host(c, 0, host_reshape(*h, out));
+  im.define_value(c, 0, im.emit(c, Reshape{out}, {im.value_input(c, 0)}, im.output_name(c, 0)));
+}
+
+// ONNX Reshape's target: 0 copies the input dim, one -1 is inferred.
+Shape resolve_reshape(const NodeCtx& c, const Shape& in, const std::vector<int64_t>& spec,
+                      bool allowzero) {
+  const int64_t total = checked_elements(in, "input");
+  Shape out;
+  int infer = -1;
+  int64_t known = 1;
+  for (size_t k = 0; k < spec.size(); ++k) {
+    int64_t v = spec[k];
+    if (v == 0 && allowzero)
+      node_error(c, "shape has a 0 with attribute 'allowzero'=1, which makes an empty tensor; "
+                    "Kiln tensors cannot be empty");
+    if (v == 0) {
+      if (k >= in.size())
+        node_error(c, "shape entry " + std::to_string(k) + " is 0 (copy), but the input " +
+                          to_string(in) + " has no such axis");
+      v = in[k];
+    }
+    if (v == -1) {
+      if (infer >= 0) node_error(c, "shape has more than one -1");
+      infer = static_cast<int>(k);
+      out.push_back(1);
+      continue;
+    }
+    if (v < 0) node_error(c, "shape entry " + std::to_string(v) + " is invalid");
+    if (__builtin_mul_overflow(known, v, &known)) node_error(c, "shape overflows int64");
+    out.push_back(v);
+  }
+  if (infer >= 0) {
+    if (known == 0 || total % known != 0)
+      node_error(c, "cannot infer the -1 in the shape: " + std::to_string(total) +
+                        " elements do not divide by " + std::to_string(known));
+    out[infer] = total / known;
+  } else if (known != total) {
+    node_error(c, "cannot reshape " + to_string(in) + " (" + std::to_string(total) +
+                      " elements) to " + to_string(out));
+  }
+  return out;
+}
+
+// Opset < 13 Squeeze/Unsqueeze take axes as an attribute, later as an optional input.
+std::vector<int64_t> axes_of(Importer& im, const NodeCtx& c) {
+  if (c.opset < 13) return attr_ints(c, "axes");
+  return im.has_input(c, 1) ? im.int_list_input(c, 1, "axes") : std::vector<int64_t>{};
+}
+
+std::vector<int64_t> optional_list(Importer& im, const NodeCtx& c, int i, const char* role) {
+  return im.has_input(c, i) ? im.int_list_input(c, i, role) : std::vector<int64_t>{};
+}
+
+// Gather along `axis` of a graph tensor with constant (normalized) indices, as Slices: one
+// when the indices step evenly (a single index, a range), else one per index and a Concat.
+void lower_gather(Importer& im, const NodeCtx& c, int axis, const std::vector<int64_t>& idx,
+                  const Shape& out) {
+  if (idx.empty()) node_error(c, "gathers no indices; Kiln tensors cannot be empty");
+  if (idx.size() > kMaxGatherSlices)
+    node_error(c, "gathers " + std::to_string(idx.size()) + " indices from a runtime tensor; "
+                  "Kiln lowers Gather to slices and supports at most " +
+                  std::to_string(kMaxGatherSlices));
+  const ValueId x = im.value_input(c, 0);
+  const Shape in = im.graph().value(x).shape;
+  Shape sliced = in;
+  sliced[axis] = static_cast<int64_t>(idx.size());
+  const bool reshape = sliced != out;
+  const std::string& out_name = im.output_name(c, 0);
+  auto slice = [&](int64_t start, int64_t end, int64_t step, const std::string& value,
+                   const std::string& node) {
+    Slice s{std::vector<int64_t>(in.size(), 0), in, std::vector<int64_t>(in.size(), 1)};
+    s.starts[axis] = start, s.ends[axis] = end, s.steps[axis] = step;
+    return im.emit(c, s, {x}, value, node);
+  };
+  const int64_t n = static_cast<int64_t>(idx.size());
+  const int64_t step = n > 1 ? idx[1] - idx[0] : 1;
+  bool even = step != 0;
+  for (int64_t k = 0; even && k < n; ++k) even = idx[k] == idx[0] + k * step;
+  ValueId v;
+  if (even) {
+    const int64_t last = idx[0] + (n - 1) * step;
+    const std::string name = c.name + "/slice";
+    v = slice(idx[0], last + (step > 0 ? 1 : -1), step, reshape ? name : out_name,
+              reshape ? name : c.name);
+  } else {
+    std::vector<ValueId> parts;
+    for (int64_t k = 0; k < n; ++k) {
+      const std::string name = c.name + "/slice" + std::to_string(k);
+      parts.push_back(slice(idx[k], idx[k] + 1, 1, name, name));
+    }
+    v = im.emit(c, Concat{axis}, parts, reshape ? c.name + "/concat" : out_name,
+                reshape ? c.name + "/concat" : c.name);
+  }
+  if (reshape) v = im.emit(c, Reshape{out}, {v}, out_name);
+  im.define_value(c, 0, v);
+}
+
+}  // namespace
+
+void convert_reshape(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 1, c.opset < 5 ? 1 : 2);
+  std::vector<int64_t> spec;
+  if (c.opset < 5) {
+    if (!find_attr(c, "shape")) node_error(c, "attribute 'shape' is missing");
+    spec = attr_ints(c, "shape");
+  } else {
+    spec = im.int_list_input(c, 1, "shape");
+  }
+  const bool allowzero = attr_int(c, "allowzero", 0) != 0;
+  reshape_to(im, c, resolve_reshape(c, im.input_shape(c, 0), spec, allowzero));
+}
+
+void convert_flatten(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 1, 1);
+  const Shape in = im.input_shape(c, 0);
+  const int64_t r = static_cast<int64_t>(in.size());
+  int64_t axis = attr_int(c, "axis", 1);
+  if (axis < -r || axis > r)
+    node_error(c, "attribute 'axis' " + std::to_string(axis) + " is out of range for rank " +
+                      std::to_string(r));
+  if (axis < 0) axis += r;
+  Shape out{1, 1};
+  for (int64_t a = 0; a < r; ++a) out[a < axis ? 0 : 1] *= in[a];
+  reshape_to(im, c, out);
+}
+
+void convert_squeeze(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 1, 2);
+  const Shape in = im.input_shape(c, 0);
+  std::vector<bool> drop(in.size(), false);
+  const std::vector<int64_t> axes = axes_of(im, c);
+  for (int64_t a : axes) {
+    const int k = normalize_axis(c, a, in.size(), "squeeze axis");
+    if (in[k] != 1)
+      node_error(c, "cannot squeeze axis " + std::to_string(k) + " of size " + std::to_string(in[k]));
+    if (drop[k]) node_error(c, "squeeze axis " + std::to_string(k) + " is listed twice");
+    drop[k] = true;
+  }
+  Shape out;
+  for (size_t k = 0; k < in.size(); ++k)
+    if (!(axes.empty() ? in[k] == 1 : drop[k])) out.push_back(in[k]);
+  reshape_to(im, c, out);
+}
+
+void convert_unsqueeze(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 1, 2);
+  const Shape in = im.input_shape(c, 0);
+  const std::vector<int64_t> axes = axes_of(im, c);
+  if (axes.empty()) node_error(c, "axes are missing");
+  const size_t rank = in.size() + axes.size();
+  std::vector<bool> inserted(rank, false);
+  for (int64_t a : axes) {
+    const int k = normalize_axis(c, a, rank, "unsqueeze axis");
+    if (inserted[k]) node_error(c, "unsqueeze axis " + std::to_string(k) + " is listed twice");
+    inserted[k] = true;
+  }
+  Shape out;
+  size_t next = 0;
+  for (size_t k = 0; k < rank; ++k) out.push_back(inserted[k] ? 1 : in[next++]);
+  reshape_to(im, c, out);
+}
+
+void convert_transpose(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 1, 1);
+  const int64_t r = static_cast<int64_t>(im.input_shape(c, 0).size());
+  Transpose t;
+  if (!find_attr(c, "perm")) {
+    for (int64_t a = r - 1; a >= 0; --a) t.perm.push_back(static_cast<int>(a));
+  } else {
+    for (int64_t a : attr_ints(c, "perm"))
+      t.perm.push_back(to_int(c, a, "attribute 'perm' entry", 0, std::max<int64_t>(r - 1, 0)));
+  }
+  im.define_value(c, 0, im.emit(c, t, {im.value_input(c, 0)}, im.output_name(c, 0)));
+}
+
+void convert_concat(Importer& im, const NodeCtx& c) {
+  if (c.proto->input_size() == 0) node_error(c, "expected at least one input");
+  if (c.opset >= 4 && !find_attr(c, "axis")) node_error(c, "attribute 'axis' is missing");
+  const Shape first = im.input_shape(c, 0);
+  const int axis = normalize_axis(c, attr_int(c, "axis", 1), first.size(), "attribute 'axis'");
+  std::vector<const HostTensor*> hosts;
+  for (int i = 0; i < c.proto->input_size(); ++i) hosts.push_back(foldable(im, c, i));
+  if (std::find(hosts.begin(), hosts.end(), nullptr) == hosts.end()) {
+    Shape out = first;
+    out[axis] = 0;
+    for (size_t i = 0; i < hosts.size(); ++i) {
+      const HostTensor& h = *hosts[i];
+      bool ok = h.dtype == hosts[0]->dtype && h.dims.size() == first.size();
+      for (size_t a = 0; ok && a < first.size(); ++a) ok = a == size_t(axis) || h.dims[a] == first[a];
+      if (!ok)
+        node_error(c, "input '" + im.input_name(c, i) + "' (" + dtype_name(h.dtype) + " " +
+                          to_string(h.dims) + ") does not match input '" + im.input_name(c, 0) +
+                          "' outside axis " + std::to_string(axis));
+      out[axis] += h.dims[axis];
+    }
+    if (fits_fold(out)) return im.define_host(c, 0, host_concat(hosts, axis));
+  }
+  std::vector<ValueId> in;
+  for (int i = 0; i < c.proto->input_size(); ++i) in.push_back(im.value_input(c, i));
+  im.define_value(c, 0, im.emit(c, Concat{axis}, std::move(in), im.output_name(c, 0)));
+}
+
+void convert_slice(Importer& im, const NodeCtx& c) {
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (c.opset < 10) {
+    expect_inputs(c, 1, 1);
+    if (!find_attr(c, "starts") || !find_attr(c, "ends"))
+      node_error(c, "attributes 'starts' and 'ends' are required");
+    starts = attr_ints(c, "starts"), ends = attr_ints(c, "ends"), axes = attr_ints(c, "axes");
+  } else {
+    expect_inputs(c, 3, 5);
+    starts = im.int_list_input(c, 1, "starts"), ends = im.int_list_input(c, 2, "ends");
+    axes = optional_list(im, c, 3, "axes"), steps = optional_list(im, c, 4, "steps");
+  }
+  const Shape in = im.input_shape(c, 0);
+  const Slice s = normalize_slice(c, in, starts, ends, axes, steps);
+  const HostTensor* h = foldable(im, c, 0);
+  if (h && fits_fold(slice_dims(in, s))) return im.define_host(c, 0, host_slice(*h, s));
+  im.define_value(c, 0, im.emit(c, s, {im.value_input(c, 0)}, im.output_name(c, 0)));
+}
+
+void convert_split(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 1, 2);
+  const Shape in = im.input_shape(c, 0);
+  const int axis = normalize_axis(c, attr_int(c, "axis", 0), in.size(), "attribute 'axis'");
+  const int64_t n = im.num_outputs(c), d = in[axis];
+  std::vector<int64_t> sizes;
+  if (im.has_input(c, 1)) sizes = im.int_list_input(c, 1, "split");
+  else if (c.opset < 13 && find_attr(c, "split")) sizes = attr_ints(c, "split");
+  else if (n > 0 && d % n == 0) sizes.assign(n, d / n);
+  else node_error(c, "cannot split axis " + std::to_string(axis) + " of size " + std::to_string(d) +
+                     " into " + std::to_string(n) + " equal parts");
+  int64_t total = 0;
+  for (int64_t v : sizes) {
+    if (v < 0 || v > d) node_error(c, "split size " + std::to_string(v) + " is out of range");
+    total += v;
+  }
+  if (static_cast<int64_t>(sizes.size()) != n || total != d)
+    node_error(c, "split sizes must be one per output (" + std::to_string(n) + ") and sum to " +
+                      std::to_string(d) + ", the size of axis " + std::to_string(axis));
+  const HostTensor* h = foldable(im, c, 0);
+  int64_t offset = 0;
+  for (int k = 0; k < n; ++k) {
+    Slice s{std::vector<int64_t>(in.size(), 0), in, std::vector<int64_t>(in.size(), 1)};
+    s.starts[axis] = offset, s.ends[axis] = offset + sizes[k];
+    offset += sizes[k];
+    const std::string& name = im.output_name(c, k);
+    if (name.empty()) continue;
+    if (sizes[k] == 0)
+      node_error(c, "output '" + name + "' would be empty (split size 0); Kiln tensors cannot be");
+    if (h && fits_fold(slice_dims(in, s))) {
+      im.define_host(c, k, host_slice(*h, s));
+    } else {
+      const std::string node = n > 1 ? c.name + "/" + std::to_string(k) : c.name;
+      im.define_value(c, k, im.emit(c, s, {im.value_input(c, 0)}, name, node));
+    }
+  }
+}
+
+void convert_pad(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 1, c.opset < 11 ? 1 : 3);
+  const std::string mode = attr_string(c, "mode", "constant");
+  if (mode != "constant")
+    node_error(c, "attribute 'mode' is '" + mode + "'; only 'constant' padding is supported");
+  Pad p;
+  if (c.opset < 11) {
+    if (!find_attr(c, "pads")) node_error(c, "attribute 'pads' is missing");
+    p.pads = attr_ints(c, "pads");
+    p.value = attr_float(c, "value", 0.0f);
+  } else {
+    p.pads = im.int_list_input(c, 1, "pads");
+    if (im.has_input(c, 2)) {
+      const HostTensor& v = im.constant_input(c, 2, "constant_value");
+      if (v.size() != 1) node_error(c, "constant_value must hold one value, got " + to_string(v.dims));
+      p.value = v.is_float() ? v.f[0] : static_cast<float>(v.i[0]);
+    }
+  }
+  const size_t rank = im.input_shape(c, 0).size();
+  if (p.pads.size() != 2 * rank)
+    node_error(c, "pads has " + std::to_string(p.pads.size()) + " entries, expected " +
+                      std::to_string(2 * rank) + " (2 per input axis)");
+  for (int64_t v : p.pads) to_int(c, v, "a pad", -kMaxPad, kMaxPad);
+  im.define_value(c, 0, im.emit(c, p, {im.value_input(c, 0)}, im.output_name(c, 0)));
+}
+
+void convert_gather(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 2, 2);
+  const Shape in = im.input_shape(c, 0);
+  const int axis = normalize_axis(c, attr_int(c, "axis", 0), in.size(), "attribute 'axis'");
+  const HostTensor& ind = im.constant_input(c, 1, "indices");
+  if (ind.is_float()) node_error(c, "indices must be integers, got " + dtype_name(ind.dtype));
+  const int64_t d = in[axis];
+  std::vector<int64_t> idx;
+  for (int64_t v : ind.i) {
+    if (v < -d || v >= d)
+      node_error(c, "index " + std::to_string(v) + " is out of range for axis " +
+                        std::to_string(axis) + " of size " + std::to_string(d));
+    idx.push_back(v < 0 ? v + d : v);
+  }
+  Shape out(in.begin(), in.begin() + axis);
+  out.insert(out.end(), ind.dims.begin(), ind.dims.end());
+  out.insert(out.end(), in.begin() + axis + 1, in.end());
+  const HostTensor* h = foldable(im, c, 0);
+  if (!h || !fits_fold(out)) return lower_gather(im, c, axis, idx, out);
+  int64_t outer = 1, inner = 1;
+  for (int a = 0; a < axis; ++a) outer *= in[a];
+  for (size_t a = axis + 1; a < in.size(); ++a) inner *= in[a];
+  std::vector<int64_t> src;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i : idx)
+      for (int64_t k = 0; k < inner; ++k) src.push_back((o * d + i) * inner + k);
+  im.define_host(c, 0, host_gather_flat(*h, out, src));
+}
+
+}  // namespace kiln::graph::onnx

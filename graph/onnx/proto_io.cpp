@@ -1,0 +1,182 @@
+// File access and TensorProto decoding for the ONNX importer: every size a file claims is
+// checked against the bytes it actually holds before anything is allocated.
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "graph/onnx/importer.h"
+
+namespace kiln::graph::onnx {
+namespace {
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "ONNX raw_data is little-endian; decoding copies it as is");
+
+using TP = ::onnx::TensorProto;
+
+// Bytes per element in raw_data, 0 for dtypes Kiln does not load.
+size_t element_bytes(int32_t dtype) {
+  switch (dtype) {
+    case TP::FLOAT: case TP::INT32: return 4;
+    case TP::DOUBLE: case TP::INT64: return 8;
+    case TP::INT16: case TP::UINT16: return 2;
+    case TP::INT8: case TP::UINT8: case TP::BOOL: return 1;
+    default: return 0;
+  }
+}
+
+// Values in the typed field that matches dtype, and in all the other typed fields.
+std::pair<int64_t, int64_t> typed_counts(const TP& t) {
+  const int64_t counts[] = {t.float_data_size(), t.double_data_size(), t.int64_data_size(),
+                            t.int32_data_size(), t.uint64_data_size(), t.string_data_size()};
+  int match = 3;  // int32_data holds INT32, INT16, INT8, UINT16, UINT8, BOOL (and FLOAT16)
+  if (t.data_type() == TP::FLOAT) match = 0;
+  if (t.data_type() == TP::DOUBLE) match = 1;
+  if (t.data_type() == TP::INT64) match = 2;
+  int64_t others = 0;
+  for (int k = 0; k < 6; ++k)
+    if (k != match) others += counts[k];
+  return {counts[match], others};
+}
+
+const char* typed_field_name(int32_t dtype) {
+  if (dtype == TP::FLOAT) return "float_data";
+  if (dtype == TP::DOUBLE) return "double_data";
+  if (dtype == TP::INT64) return "int64_data";
+  return "int32_data";
+}
+
+template <typename T>
+T read_raw(const std::string& raw, size_t index) {
+  T v;
+  std::memcpy(&v, raw.data() + index * sizeof(T), sizeof(T));
+  return v;
+}
+
+void decode_raw(const TP& t, int64_t n, HostTensor& h) {
+  const std::string& raw = t.raw_data();
+  if (h.is_float()) h.f.resize(n);
+  else h.i.resize(n);
+  for (int64_t k = 0; k < n; ++k) {
+    switch (h.dtype) {
+      case TP::FLOAT: h.f[k] = read_raw<float>(raw, k); break;
+      case TP::DOUBLE: h.f[k] = static_cast<float>(read_raw<double>(raw, k)); break;
+      case TP::INT64: h.i[k] = read_raw<int64_t>(raw, k); break;
+      case TP::INT32: h.i[k] = read_raw<int32_t>(raw, k); break;
+      case TP::INT16: h.i[k] = read_raw<int16_t>(raw, k); break;
+      case TP::UINT16: h.i[k] = read_raw<uint16_t>(raw, k); break;
+      case TP::INT8: h.i[k] = read_raw<int8_t>(raw, k); break;
+      case TP::UINT8: h.i[k] = read_raw<uint8_t>(raw, k); break;
+      default: h.i[k] = read_raw<uint8_t>(raw, k) != 0; break;  // BOOL
+    }
+  }
+}
+
+void decode_typed(const TP& t, int64_t n, HostTensor& h) {
+  if (h.dtype == TP::FLOAT) h.f.assign(t.float_data().begin(), t.float_data().end());
+  else if (h.dtype == TP::DOUBLE) h.f.assign(t.double_data().begin(), t.double_data().end());
+  else if (h.dtype == TP::INT64) h.i.assign(t.int64_data().begin(), t.int64_data().end());
+  else h.i.assign(t.int32_data().begin(), t.int32_data().end());
+  if (h.dtype == TP::BOOL)
+    for (int64_t& v : h.i) v = v != 0;
+  (void)n;
+}
+
+}  // namespace
+
+std::string dtype_name(int32_t onnx_dtype) {
+  if (TP::DataType_IsValid(onnx_dtype)) return TP::DataType_Name(onnx_dtype);
+  return "dtype " + std::to_string(onnx_dtype);
+}
+
+bool is_float_dtype(int32_t onnx_dtype) {
+  return onnx_dtype == TP::FLOAT || onnx_dtype == TP::DOUBLE;
+}
+
+std::string read_file(const std::string& path, const char* what) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(status))
+    throw Error(std::string(what) + " '" + path + "' does not exist");
+  if (!std::filesystem::is_regular_file(status))
+    throw Error(std::string(what) + " '" + path + "' is not a regular file");
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec) throw Error("cannot read the size of " + std::string(what) + " '" + path + "'");
+  if (size > static_cast<uintmax_t>(kMaxFileBytes))
+    throw Error(std::string(what) + " '" + path + "' is " + std::to_string(size) +
+                " bytes; Kiln refuses files over 2 GiB (protobuf's own limit)");
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes(static_cast<size_t>(size), '\0');
+  if (!in || !in.read(bytes.data(), static_cast<std::streamsize>(size)))
+    throw Error("cannot read " + std::string(what) + " '" + path + "'");
+  return bytes;
+}
+
+int64_t checked_elements(const Shape& dims, const std::string& what) {
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d < 0) throw Error(what + " has a negative dimension in " + to_string(dims));
+    if (__builtin_mul_overflow(n, d, &n))
+      throw Error(what + " has dimensions " + to_string(dims) +
+                  " whose element count overflows int64");
+  }
+  return n;
+}
+
+HostTensor decode_tensor(const TP& t, const std::string& what) {
+  if (t.data_location() == TP::EXTERNAL || t.external_data_size() > 0)
+    throw Error(what + " keeps its data outside the model file (data_location EXTERNAL); Kiln "
+                "only imports tensors stored inside the .onnx file - save the model without "
+                "external data");
+  if (t.has_segment()) throw Error(what + " is segmented; Kiln does not load segmented tensors");
+  HostTensor h;
+  h.dtype = t.data_type();
+  h.dims.assign(t.dims().begin(), t.dims().end());
+  const int64_t n = checked_elements(h.dims, what);
+  const size_t elem = element_bytes(h.dtype);
+  if (elem == 0)
+    throw Error(what + " has dtype " + dtype_name(h.dtype) +
+                ", which Kiln does not load (FLOAT, DOUBLE, INT64, INT32, INT16, INT8, UINT16, "
+                "UINT8 and BOOL are supported)");
+  const auto [typed, others] = typed_counts(t);
+  if (others != 0)
+    throw Error(what + " (" + dtype_name(h.dtype) + ") holds values in a data field of another "
+                "dtype (expected raw_data or " + typed_field_name(h.dtype) + ")");
+  if (!t.raw_data().empty()) {
+    if (typed != 0)
+      throw Error(what + " holds both raw_data and " + typed_field_name(h.dtype));
+    // n <= raw size first, so n * elem cannot overflow.
+    const uint64_t raw = t.raw_data().size();
+    if (static_cast<uint64_t>(n) > raw || static_cast<uint64_t>(n) * elem != raw)
+      throw Error(what + " has " + std::to_string(raw) + " bytes of raw_data; its dims " +
+                  to_string(h.dims) + " and dtype " + dtype_name(h.dtype) + " need " +
+                  (static_cast<uint64_t>(n) > raw ? std::to_string(n) + " x " + std::to_string(elem)
+                                                  : std::to_string(n * elem)));
+    decode_raw(t, n, h);
+  } else {
+    if (typed != n)
+      throw Error(what + " has " + std::to_string(typed) + " values in " +
+                  typed_field_name(h.dtype) + "; its dims " + to_string(h.dims) + " need " +
+                  std::to_string(n));
+    decode_typed(t, n, h);
+  }
+  return h;
+}
+
+Tensor load_tensor_file(const std::string& path) {
+  const std::string bytes = read_file(path, "tensor file");
+  TP t;
+  if (!t.ParseFromString(bytes))
+    throw Error("cannot parse '" + path + "' as an ONNX TensorProto (corrupt or truncated)");
+  const HostTensor h = decode_tensor(t, "tensor '" + t.name() + "' in '" + path + "'");
+  Tensor out{h.dims, h.dims.size() == 4 ? Layout::nchw : Layout::any, {}};
+  if (h.is_float()) {
+    out.data = h.f;
+  } else {
+    out.data.reserve(h.i.size());
+    for (int64_t v : h.i) out.data.push_back(static_cast<float>(v));
+  }
+  return out;
+}
+
+}  // namespace kiln::graph::onnx

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Writes the model zoo and onnxruntime's reference outputs into DIR (the model tests' fixture):
+#   scripts/model_refs.sh DIR [PYTHON]
+# Skips the work when DIR already holds files newer than both scripts.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+dir="$1"
+py="${2:-$here/../.venv/bin/python}"
+models=(resnet18 resnet50 mobilenetv2 squeezenet1_1)
+mkdir -p "$dir"
+stamp="$dir/.complete"
+if [ -f "$stamp" ] && [ "$stamp" -nt "$here/make_models.py" ] && [ "$stamp" -nt "$here/ort_reference.py" ]; then
+  echo "[models] up to date in $dir"
+  exit 0
+fi
+rm -f "$stamp"
+echo "[models] writing ${models[*]} to $dir"
+"$py" "$here/make_models.py" "$dir" --models "$(IFS=,; echo "${models[*]}")"
+for m in "${models[@]}"; do
+  "$py" "$here/ort_reference.py" "$dir/$m.onnx" "$dir/$m" --threads 1 >/dev/null
+done
+touch "$stamp"

@@ -1,0 +1,69 @@
+// Whole CNNs from ONNX files (written by scripts/make_models.py in the form torch.onnx writes
+// them) through Kiln, against onnxruntime's output on the same file and input
+// (scripts/ort_reference.py). Prints per model the node counts before and after the passes,
+// the kernel count and the planned arena against the sum of all intermediate tensors.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "graph/memory_plan.h"
+#include "graph/onnx/onnx_import.h"
+#include "graph/passes/pipeline.h"
+#include "graph/reference.h"
+#include "kiln/runtime.h"
+
+namespace {
+
+using namespace kiln;
+
+std::vector<float> read_floats(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw std::runtime_error("cannot open " + path);
+  const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::vector<float> out(bytes.size() / sizeof(float));
+  std::memcpy(out.data(), bytes.data(), out.size() * sizeof(float));
+  return out;
+}
+
+class ModelTest : public testing::TestWithParam<std::string> {};
+
+TEST_P(ModelTest, MatchesOnnxRuntime) {
+  const std::string dir = KILN_MODELS_DIR;
+  const std::string name = GetParam();
+  const std::string model = dir + "/" + name + ".onnx";
+  ASSERT_TRUE(std::filesystem::exists(model)) << model << " (run scripts/make_models.py)";
+
+  const graph::Graph imported = graph::onnx::import_model(model);
+  const graph::Graph optimized = graph::run_passes(imported);
+  Model m(optimized);
+
+  const graph::Value& in = imported.value(imported.inputs.at(0));
+  const std::vector<float> x = read_floats(dir + "/" + name + ".input.bin");
+  const std::vector<float> want = read_floats(dir + "/" + name + ".output.bin");
+  ASSERT_EQ(static_cast<int64_t>(x.size()), graph::num_elements(in.shape));
+  const Status s = m.run({x.data()});
+  ASSERT_TRUE(s.is_ok()) << s.message();
+  const TensorView out = m.output(0);
+  graph::Tensor got{out.shape, out.layout,
+                    std::vector<float>(out.data, out.data + graph::num_elements(out.shape))};
+  if (got.layout == graph::Layout::nhwc) got = graph::to_layout(got, graph::Layout::nchw);
+  ASSERT_EQ(got.data.size(), want.size());
+  const double ratio = graph::worst_error_ratio(got.data, want, 1e-3, 1e-4);
+  EXPECT_LE(ratio, 1.0) << "max abs error " << graph::max_abs_diff(got.data, want);
+
+  std::printf("%s: %zu nodes imported, %zu after passes, %zu kernels; arena %lld bytes vs "
+              "%lld bytes of intermediate tensors; max abs error vs onnxruntime %.3g\n",
+              name.c_str(), imported.num_nodes(), optimized.num_nodes(), m.kernels().size(),
+              static_cast<long long>(m.arena_plan().arena_bytes),
+              static_cast<long long>(graph::naive_activation_bytes(imported)),
+              graph::max_abs_diff(got.data, want));
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, ModelTest,
+                         testing::Values("resnet18", "resnet50", "mobilenetv2", "squeezenet1_1"));
+
+}  // namespace
