@@ -5,6 +5,10 @@
 
 namespace kiln::graph {
 
+// Folds a zero Pad of the spatial axes into the padding of the convolutions that read it (when
+// only convolutions do), deleting the Pad. Runs before convert_to_nhwc.
+Graph fold_pad_into_conv(const Graph& g);
+
 // Folds inference BatchNorm into the convolution that feeds it (when that conv has no other
 // consumer and all parameters are constants): w' = w * s, b' = (b - mean) * s + beta with
 // s = gamma / sqrt(var + eps), per output channel. The BatchNorm node is deleted.

@@ -8,6 +8,7 @@ namespace kiln::graph {
 
 const std::vector<Pass>& default_passes() {
   static const std::vector<Pass> passes = {
+      {"fold_pad_into_conv", fold_pad_into_conv},
       {"fold_batch_norm", fold_batch_norm},
       {"fuse_epilogues", fuse_epilogues},
       {"convert_to_nhwc", convert_to_nhwc},

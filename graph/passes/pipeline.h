@@ -15,7 +15,7 @@ struct Pass {
   Graph (*run)(const Graph&);
 };
 
-// fold_batch_norm -> fuse_epilogues -> convert_to_nhwc.
+// fold_pad_into_conv -> fold_batch_norm -> fuse_epilogues -> convert_to_nhwc.
 const std::vector<Pass>& default_passes();
 
 struct PipelineOptions {
