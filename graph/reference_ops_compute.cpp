@@ -80,7 +80,8 @@ Tensor batch_norm(const BatchNorm& bn, const Tensor& x, const std::vector<const 
   Tensor out = x;
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t c = 0; c < channels; ++c) {
-      const double scale = p[0]->data[c] / std::sqrt(static_cast<double>(p[3]->data[c]) + bn.epsilon);
+      const double scale =
+          p[0]->data[c] / std::sqrt(static_cast<double>(p[3]->data[c]) + bn.epsilon);
       for (int64_t i = 0; i < inner; ++i) {
         const int64_t k = (o * channels + c) * inner + i;
         out.data[k] = static_cast<float>((x.data[k] - p[2]->data[c]) * scale + p[1]->data[c]);

@@ -242,6 +242,8 @@ TypedShape infer_output(const Graph& g, const Node& n) {
     expect_inputs(n, 5);
     const Value& x = g.value(n.inputs[0]);
     if (x.shape.size() < 2) fail(n, "input '" + x.name + "' must have at least 2 dimensions");
+    if (x.layout == Layout::nhwc && x.shape.size() != 4)
+      fail(n, "an NHWC input '" + x.name + "' must be 4-D");
     const int64_t channels = x.shape[x.layout == Layout::nhwc ? 3 : 1];
     const char* roles[] = {"scale", "bias", "mean", "variance"};
     for (size_t i = 1; i < 5; ++i) expect_vector(g, n, i, channels, roles[i - 1]);

@@ -46,9 +46,9 @@ Case make_case(const Op& op, const std::vector<In>& ins, uint64_t seed) {
     const In& in = ins[i];
     ids.push_back(b.input("in" + std::to_string(i), in.shape, in.layout));
     const size_t n = static_cast<size_t>(graph::num_elements(in.shape));
-    c.inputs.push_back({in.shape, in.layout,
-                        in.data.empty() ? graph::random_uniform(n, in.lo, in.hi, seed + 31 * i)
-                                        : in.data});
+    c.inputs.push_back(
+        {in.shape, in.layout,
+         in.data.empty() ? graph::random_uniform(n, in.lo, in.hi, seed + 31 * i) : in.data});
   }
   b.output(b.op("node", op, ids));
   c.g = b.finish();
@@ -80,6 +80,17 @@ void check(const Op& op, const std::vector<In>& ins, uint64_t seed, double rtol 
   EXPECT_LE(graph::worst_error_ratio(got, want.data, rtol, atol), 1.0);
 }
 
+// The output shape of `op` on `ins`, or an empty shape where shape inference rejects them
+// (so only for ops whose output has rank >= 1).
+Shape output_shape(const Op& op, const std::vector<In>& ins) {
+  try {
+    const Case c = make_case(op, ins, 0);
+    return c.g.value(c.g.outputs[0]).shape;
+  } catch (const graph::Error&) {
+    return {};
+  }
+}
+
 // The reference's output for a hand-checked case.
 std::vector<float> reference(const Op& op, const std::vector<In>& ins) {
   const Case c = make_case(op, ins, 1);
@@ -101,8 +112,9 @@ Pool2d pool(PoolKind kind, int kh, int kw, int sh, int sw, int pt = 0, int pl = 
 
 TEST(ComputeReference, MaxPool2x2) {
   // 1 2 3 4 / 5 6 7 8 / 9 10 11 12 / 13 14 15 16 -> 2x2 max pool, stride 2.
-  EXPECT_EQ(reference(pool(PoolKind::max, 2, 2, 2, 2), {{{1, 1, 4, 4}, Layout::nchw, 0, 0, iota(16)}}),
-            (std::vector<float>{6, 8, 14, 16}));
+  EXPECT_EQ(
+      reference(pool(PoolKind::max, 2, 2, 2, 2), {{{1, 1, 4, 4}, Layout::nchw, 0, 0, iota(16)}}),
+      (std::vector<float>{6, 8, 14, 16}));
 }
 
 TEST(ComputeReference, AvgPoolCornerCountIncludePad) {
@@ -110,8 +122,8 @@ TEST(ComputeReference, AvgPoolCornerCountIncludePad) {
   // 4 real elements of the 9 in the padded window.
   const In x{{1, 1, 3, 3}, Layout::nchw, 0, 0, iota(9)};
   EXPECT_FLOAT_EQ(reference(pool(PoolKind::avg, 3, 3, 1, 1, 1, 1, 1, 1), {x})[0], 3.0f);
-  EXPECT_FLOAT_EQ(
-      reference(pool(PoolKind::avg, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, true), {x})[0], 12.0f / 9);
+  EXPECT_FLOAT_EQ(reference(pool(PoolKind::avg, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, true), {x})[0],
+                  12.0f / 9);
   // Max ignores the padding even where every real element is negative.
   const In neg{{1, 1, 3, 3}, Layout::nchw, 0, 0, iota(9, -20.0f)};
   EXPECT_EQ(reference(pool(PoolKind::max, 3, 3, 1, 1, 1, 1, 1, 1), {neg})[0], -16.0f);
@@ -229,12 +241,10 @@ TEST(ComputeOps, Conv2dBothLayouts) {
       std::vector<In> ins = {{graph::image_shape(in, l), l},
                              {graph::filter_shape(f, wl), wl, -bound, bound},
                              {{c.co}, Layout::any, -0.5f, 0.5f}};
-      if (c.attrs.residual) {  // the residual has the output's shape: ask shape inference
-        graph::Conv2d plain = c.attrs;
+      if (c.attrs.residual) {  // the residual has the output's shape
+        Conv2d plain = c.attrs;
         plain.residual = false;
-        const Case shape_only = make_case(plain, ins, 0);
-        const graph::Value& out = shape_only.g.value(shape_only.g.outputs[0]);
-        ins.push_back({out.shape, l});
+        ins.push_back({output_shape(plain, ins), l});
       }
       check(c.attrs, ins, seed += 10);
     }
@@ -254,10 +264,10 @@ TEST(ComputeOps, BatchNormAnyRank) {
     const int64_t ch = c.shape[c.layout == Layout::nhwc ? 3 : 1];
     check(graph::BatchNorm{1e-3f},
           {{c.shape, c.layout},
-           {{ch}, Layout::any, 0.5f, 1.5f},    // scale
-           {{ch}, Layout::any, -1.0f, 1.0f},   // bias
-           {{ch}, Layout::any, -1.0f, 1.0f},   // mean
-           {{ch}, Layout::any, 0.1f, 2.0f}},   // variance
+           {{ch}, Layout::any, 0.5f, 1.5f},   // scale
+           {{ch}, Layout::any, -1.0f, 1.0f},  // bias
+           {{ch}, Layout::any, -1.0f, 1.0f},  // mean
+           {{ch}, Layout::any, 0.1f, 2.0f}},  // variance
           seed += 10);
   }
 }
@@ -274,8 +284,8 @@ const PoolCase kPoolCases[] = {
     {"max_3x3_s2_ceil", pool(PoolKind::max, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, true), 1, 4, 8, 9},
     {"max_dilation2_asym_pads", pool(PoolKind::max, 3, 2, 1, 2, 0, 1, 2, 0, 2, 2), 1, 3, 9, 10},
     {"avg_3x3_s1_p1_exclude_pad", pool(PoolKind::avg, 3, 3, 1, 1, 1, 1, 1, 1), 2, 3, 7, 5},
-    {"avg_3x3_s1_p1_include_pad", pool(PoolKind::avg, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, true),
-     1, 4, 6, 6},
+    {"avg_3x3_s1_p1_include_pad", pool(PoolKind::avg, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, true), 1,
+     4, 6, 6},
     {"avg_3x3_s2_p1_ceil_include_pad",
      pool(PoolKind::avg, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true, true), 1, 3, 8, 10},
     {"avg_3x3_s2_p1_ceil_exclude_pad",
@@ -314,8 +324,8 @@ TEST(ComputeOps, GlobalPoolBothLayouts) {
 
 TEST(ComputeOps, GemmTransposesAndBias) {
   const int64_t m = 5, k = 7, n = 6;
-  const std::vector<std::vector<Shape>> c_shapes = {{}, {{n}}, {{1, n}}, {{m, 1}}, {{m, n}},
-                                                    {{1}}, {Shape{}}};
+  const std::vector<std::vector<Shape>> c_shapes = {{},       {{n}}, {{1, n}}, {{m, 1}},
+                                                    {{m, n}}, {{1}}, {Shape{}}};
   uint64_t seed = 500;
   for (bool ta : {false, true})
     for (bool tb : {false, true})
@@ -364,16 +374,6 @@ TEST(ComputeOps, MatMulPromotionAndBroadcasting) {
 
 // ---- parameter sweeps: every small combination shape inference accepts ----
 
-// The output shape of `op` on `ins`, or an empty shape where shape inference rejects them.
-Shape output_shape(const Op& op, const std::vector<In>& ins) {
-  try {
-    const Case c = make_case(op, ins, 0);
-    return c.g.value(c.g.outputs[0]).shape;
-  } catch (const graph::Error&) {
-    return {};
-  }
-}
-
 TEST(ComputeOps, Pool2dParameterSweep) {
   // Odd image sizes, asymmetric kernels, strides, pads and dilations: the corner cases of
   // window clipping, ceil_mode's last window and both divisors.
@@ -386,13 +386,13 @@ TEST(ComputeOps, Pool2dParameterSweep) {
           for (int d : {1, 2})
             for (bool ceil_mode : {false, true})
               for (int mode = 0; mode < 3; ++mode) {  // max, avg excluding pad, avg including
-                const Pool2d attrs = pool(mode == 0 ? PoolKind::max : PoolKind::avg, k, 4 - k, s,
-                                          1 + s % 3, pad, (pad + 1) % 3, (pad + 2) % 3, pad, d,
-                                          3 - d, ceil_mode, mode == 2);
+                const Pool2d attrs =
+                    pool(mode == 0 ? PoolKind::max : PoolKind::avg, k, 4 - k, s, 1 + s % 3, pad,
+                         (pad + 1) % 3, (pad + 2) % 3, pad, d, 3 - d, ceil_mode, mode == 2);
                 const std::vector<In> ins = {{graph::image_shape({1, 2, 5, 6}, l), l}};
                 if (output_shape(attrs, ins).empty()) continue;
-                SCOPED_TRACE("k=" + std::to_string(k) + " s=" + std::to_string(s) + " pad=" +
-                             std::to_string(pad) + " d=" + std::to_string(d) +
+                SCOPED_TRACE("k=" + std::to_string(k) + " s=" + std::to_string(s) +
+                             " pad=" + std::to_string(pad) + " d=" + std::to_string(d) +
                              (ceil_mode ? " ceil" : "") + " mode=" + std::to_string(mode));
                 check(attrs, ins, ++seed);
                 ++checked;
@@ -423,8 +423,8 @@ TEST(ComputeOps, Conv2dParameterSweep) {
               Conv2d with = attrs;
               with.residual = residual;
               if (residual) ins.push_back({out, l});
-              SCOPED_TRACE("k=" + std::to_string(k) + " s=" + std::to_string(s) + " pad=" +
-                           std::to_string(pad) + " d=" + std::to_string(d) +
+              SCOPED_TRACE("k=" + std::to_string(k) + " s=" + std::to_string(s) +
+                           " pad=" + std::to_string(pad) + " d=" + std::to_string(d) +
                            " groups=" + std::to_string(groups));
               check(with, ins, ++seed);
               ++checked;
@@ -466,8 +466,9 @@ TEST(ComputeOps, RejectsInconsistentBuffers) {
                       {out.data(), {1, 6, 3, 3}, Layout::nchw}),
                "groups=3");
   // The output's layout tag must agree with the input's for image ops.
-  expect_error(run_op(pool(PoolKind::max, 2, 2, 2, 2), {xr}, {out.data(), {1, 4, 2, 2}, Layout::nhwc}),
-               "the input is");
+  expect_error(
+      run_op(pool(PoolKind::max, 2, 2, 2, 2), {xr}, {out.data(), {1, 4, 2, 2}, Layout::nhwc}),
+      "the input is");
   expect_error(run_op(graph::Gemm{}, {{p, {3, 4}}, {p, {5, 6}}}, {out.data(), {3, 6}}),
                "inner dimensions differ");
   expect_error(run_op(graph::Gemm{}, {{p, {3, 4}}, {p, {4, 6}}, {p, {2, 6}}}, {out.data(), {3, 6}}),
@@ -475,8 +476,8 @@ TEST(ComputeOps, RejectsInconsistentBuffers) {
   expect_error(run_op(graph::MatMul{}, {{p, {3, 4}}}, {out.data(), {3, 4}}), "expected 2 inputs");
   expect_error(run_op(graph::MatMul{}, {{p, {2, 3, 4}}, {p, {3, 4, 5}}}, {out.data(), {3, 3, 5}}),
                "batch dimensions");
-  expect_error(run_op(graph::BatchNorm{}, {{p, {2, 3, 4}, Layout::nhwc}, {p, {4}}, {p, {4}},
-                                           {p, {4}}, {p, {4}}},
+  expect_error(run_op(graph::BatchNorm{},
+                      {{p, {2, 3, 4}, Layout::nhwc}, {p, {4}}, {p, {4}}, {p, {4}}, {p, {4}}},
                       {out.data(), {2, 3, 4}, Layout::nhwc}),
                "must be 4-D");
   expect_error(run_op(graph::GlobalPool{}, {{p, {1, 3, 4}, Layout::nchw}}, {out.data(), {1, 3, 1}}),

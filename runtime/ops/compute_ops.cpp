@@ -27,8 +27,8 @@ std::string check_shapes(const graph::Op& op, const std::vector<ConstTensorRef>&
     for (int64_t d : t.shape)
       if (d < 0) return "input shape " + graph::to_string(t.shape) + " has a negative dimension";
   // Shape inference reads BatchNorm's channel at axis 3 for any NHWC tensor; guard the rank.
-  if (std::holds_alternative<graph::BatchNorm>(op) && !in.empty() &&
-      in[0].layout == Layout::nhwc && in[0].shape.size() != 4)
+  if (std::holds_alternative<graph::BatchNorm>(op) && !in.empty() && in[0].layout == Layout::nhwc &&
+      in[0].shape.size() != 4)
     return "BatchNorm: an NHWC input must be 4-D, got " + graph::to_string(in[0].shape);
   graph::Graph g;
   graph::Node n{"kernel", op, {}, {}, {}};
@@ -83,7 +83,8 @@ void gemm_acc(MatA a, const float* b, int64_t ldb, float* y, int64_t ldy, Mnk s)
           const float a2 = ai[(q + 2) * a.col], a3 = ai[(q + 3) * a.col];
           const float* b0 = b + q * ldb + j0;
           const float *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
-          for (int64_t j = 0; j < jn; ++j) yr[j] += a0 * b0[j] + a1 * b1[j] + a2 * b2[j] + a3 * b3[j];
+          for (int64_t j = 0; j < jn; ++j)
+            yr[j] += a0 * b0[j] + a1 * b1[j] + a2 * b2[j] + a3 * b3[j];
         }
         for (; q < k1; ++q) {
           const float av = ai[q * a.col];
@@ -144,7 +145,7 @@ void clamp_all(float* y, int64_t count, const graph::Activation& act) {
   for (int64_t i = 0; i < count; ++i) y[i] = std::min(std::max(y[i], lo), hi);
 }
 
-// NCHW / OIHW, one output plane at a time (it stays in L1): each weight tap adds a scaled,
+// NCHW / OIHW, one output plane at a time (it stays in cache): each weight tap adds a scaled,
 // shifted input plane, and the inner loop runs along a contiguous output row.
 void conv_nchw(const ConvArgs& a) {
   const graph::Conv2d& c = a.c;
@@ -152,7 +153,8 @@ void conv_nchw(const ConvArgs& a) {
   for (int64_t n = 0; n < a.out.n; ++n)
     for (int64_t o = 0; o < a.out.c; ++o) {
       float* yp = a.y + (n * a.out.c + o) * plane;
-      for (int64_t p = 0; p < plane; ++p) yp[p] = a.b[o] + (a.res ? a.res[(n * a.out.c + o) * plane + p] : 0.0f);
+      for (int64_t p = 0; p < plane; ++p)
+        yp[p] = a.b[o] + (a.res ? a.res[(n * a.out.c + o) * plane + p] : 0.0f);
       const int64_t first_in = o / a.cog * a.cig;
       for (int64_t i = 0; i < a.cig; ++i) {
         const float* xp = a.x + (n * a.in.c + first_in + i) * a.in.h * a.in.w;
@@ -163,6 +165,7 @@ void conv_nchw(const ConvArgs& a) {
             const float wv = a.w[((o * a.cig + i) * a.kh + ky) * a.kw + kx];
             const int64_t offx = kx * c.dilation_w - c.pad_left;
             const Range rx = valid_range(offx, c.stride_w, a.in.w, a.out.w);
+            if (rx.lo >= rx.hi) continue;  // (and never form a pointer outside the input)
             for (int64_t oy = ry.lo; oy < ry.hi; ++oy) {
               const int64_t iy = oy * c.stride_h + offy;
               const float* xr = xp + iy * a.in.w + rx.lo * c.stride_w + offx;  // first valid
@@ -193,7 +196,8 @@ void conv_nhwc(const ConvArgs& a) {
       float* yrow = a.y + (n * a.out.h + oy) * a.out.w * co;
       const float* rrow = a.res ? a.res + (n * a.out.h + oy) * a.out.w * co : nullptr;
       for (int64_t p = 0; p < a.out.w; ++p)
-        for (int64_t o = 0; o < co; ++o) yrow[p * co + o] = a.b[o] + (rrow ? rrow[p * co + o] : 0.0f);
+        for (int64_t o = 0; o < co; ++o)
+          yrow[p * co + o] = a.b[o] + (rrow ? rrow[p * co + o] : 0.0f);
       for (int64_t ky = 0; ky < a.kh; ++ky) {
         const int64_t iy = oy * c.stride_h + ky * c.dilation_h - c.pad_top;
         if (iy < 0 || iy >= a.in.h) continue;
@@ -236,8 +240,10 @@ std::string run_conv(const graph::Conv2d& c, const std::vector<ConstTensorRef>& 
                    f.kw,
                    f.ci,
                    f.co / c.groups};
-  if (in[0].layout == Layout::nchw) conv_nchw(a);
-  else conv_nhwc(a);
+  if (in[0].layout == Layout::nchw)
+    conv_nchw(a);
+  else
+    conv_nhwc(a);
   return "";
 }
 
@@ -263,7 +269,8 @@ std::string run_batch_norm(const graph::BatchNorm& bn, const std::vector<ConstTe
   float* y = out.data;
   for (int64_t o = 0; o < outer; ++o) {
     if (inner == 1) {
-      for (int64_t c = 0; c < channels; ++c) y[o * channels + c] = x[o * channels + c] * s[c] + t[c];
+      for (int64_t c = 0; c < channels; ++c)
+        y[o * channels + c] = x[o * channels + c] * s[c] + t[c];
       continue;
     }
     for (int64_t c = 0; c < channels; ++c) {
@@ -322,6 +329,7 @@ void pool_nchw(const PoolArgs& a) {
         for (int64_t kx = 0; kx < p.kernel_w; ++kx) {
           const int64_t offx = kx * p.dilation_w - p.pad_left;
           const Range rx = valid_range(offx, p.stride_w, a.in.w, a.out.w);
+          if (rx.lo >= rx.hi) continue;
           const float* xr = xp + iy * a.in.w + rx.lo * p.stride_w + offx;  // first valid
           float* yv = yr + rx.lo;
           const int64_t len = rx.hi - rx.lo, s = p.stride_w;
@@ -371,13 +379,19 @@ void pool_nhwc(const PoolArgs& a) {
 std::string run_pool(const graph::Pool2d& p, const ConstTensorRef& x, const TensorRef& out) {
   const ImageDims in = graph::image_dims(x.shape, x.layout);
   const ImageDims o = graph::image_dims(out.shape, out.layout);
-  const PoolArgs a{p, x.data, out.data, in, o,
+  const PoolArgs a{p,
+                   x.data,
+                   out.data,
+                   in,
+                   o,
                    axis_counts(in.h, o.h, p.kernel_h, p.stride_h, p.dilation_h, p.pad_top,
                                p.pad_bottom, p.count_include_pad),
                    axis_counts(in.w, o.w, p.kernel_w, p.stride_w, p.dilation_w, p.pad_left,
                                p.pad_right, p.count_include_pad)};
-  if (x.layout == Layout::nchw) pool_nchw(a);
-  else pool_nhwc(a);
+  if (x.layout == Layout::nchw)
+    pool_nchw(a);
+  else
+    pool_nhwc(a);
   return "";
 }
 
@@ -414,8 +428,8 @@ std::string run_global_pool(const graph::GlobalPool& p, const ConstTensorRef& x,
     float* y = out.data + n * d.c;
     const float* xn = x.data + n * hw * d.c;
     std::fill(y, y + d.c, is_max ? -INFINITY : 0.0f);
-    for (int64_t p = 0; p < hw; ++p) {
-      const float* xp = xn + p * d.c;
+    for (int64_t pix = 0; pix < hw; ++pix) {
+      const float* xp = xn + pix * d.c;
       if (is_max)
         for (int64_t c = 0; c < d.c; ++c) y[c] = std::max(y[c], xp[c]);
       else
@@ -498,8 +512,10 @@ std::string run_matmul(const std::vector<ConstTensorRef>& in, const TensorRef& o
     const float* a = in[0].data + a_off * s.m * s.k;
     const float* b = in[1].data + b_off * s.k * s.n;
     float* y = out.data + bi * s.m * s.n;
-    if (s.n == 1) gemm_dot(a, s.k, b, s.k, y, 1, s);
-    else gemm_acc({a, s.k, 1}, b, s.n, y, s.n, s);
+    if (s.n == 1)
+      gemm_dot(a, s.k, b, s.k, y, 1, s);
+    else
+      gemm_acc({a, s.k, 1}, b, s.n, y, s.n, s);
     for (size_t d = r; d-- > 0;) {  // odometer step over the batch index
       a_off += a_step[d], b_off += b_step[d];
       if (++idx[d] < dims[d]) break;
@@ -512,7 +528,8 @@ std::string run_matmul(const std::vector<ConstTensorRef>& in, const TensorRef& o
 }  // namespace
 
 bool is_compute(const graph::Op& op) {
-  return std::holds_alternative<graph::Conv2d>(op) || std::holds_alternative<graph::BatchNorm>(op) ||
+  return std::holds_alternative<graph::Conv2d>(op) ||
+         std::holds_alternative<graph::BatchNorm>(op) ||
          std::holds_alternative<graph::Pool2d>(op) ||
          std::holds_alternative<graph::GlobalPool>(op) || std::holds_alternative<graph::Gemm>(op) ||
          std::holds_alternative<graph::MatMul>(op);
@@ -524,7 +541,8 @@ std::string run_compute(const graph::Op& op, const std::vector<ConstTensorRef>& 
   const std::string bad = check_shapes(op, inputs, output);
   if (!bad.empty()) return bad;
   if (const auto* c = std::get_if<graph::Conv2d>(&op)) return run_conv(*c, inputs, output);
-  if (const auto* bn = std::get_if<graph::BatchNorm>(&op)) return run_batch_norm(*bn, inputs, output);
+  if (const auto* bn = std::get_if<graph::BatchNorm>(&op))
+    return run_batch_norm(*bn, inputs, output);
   if (const auto* p = std::get_if<graph::Pool2d>(&op)) return run_pool(*p, inputs[0], output);
   if (const auto* gp = std::get_if<graph::GlobalPool>(&op))
     return run_global_pool(*gp, inputs[0], output);

@@ -1,0 +1,85 @@
+// Argument parsing and model loading for the kiln command.
+#include "cli.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+
+#include "graph/example.h"
+#include "graph/onnx/onnx_import.h"
+
+namespace kiln::cli {
+
+Args::Args(int argc, char** argv, int first, std::vector<std::string> value_flags,
+           std::vector<std::string> bool_flags) {
+  auto known = [](const std::vector<std::string>& v, const std::string& f) {
+    return std::find(v.begin(), v.end(), f) != v.end();
+  };
+  for (int i = first; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "-h" || arg == "--help") {
+      help_ = true;
+      continue;
+    }
+    if (arg.rfind("--", 0) != 0 || arg == "--") {
+      positionals_.push_back(arg);
+      continue;
+    }
+    std::string value;
+    const size_t eq = arg.find('=');
+    const bool inline_value = eq != std::string::npos;
+    if (inline_value) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+    }
+    if (known(bool_flags, arg)) {
+      if (inline_value) throw UsageError(arg + " takes no value");
+      values_.emplace(arg, "1");
+    } else if (known(value_flags, arg)) {
+      if (!inline_value) {
+        if (i + 1 >= argc) throw UsageError(arg + " needs a value");
+        value = argv[++i];
+      }
+      values_.emplace(arg, value);
+    } else {
+      throw UsageError("unknown option '" + arg + "'");
+    }
+  }
+}
+
+bool Args::has(const std::string& flag) const { return values_.count(flag) > 0; }
+
+std::string Args::get(const std::string& flag, const std::string& fallback) const {
+  auto range = values_.equal_range(flag);
+  if (range.first == range.second) return fallback;
+  return std::prev(range.second)->second;  // the last one wins
+}
+
+std::vector<std::string> Args::get_all(const std::string& flag) const {
+  std::vector<std::string> out;
+  auto range = values_.equal_range(flag);
+  for (auto it = range.first; it != range.second; ++it) out.push_back(it->second);
+  return out;
+}
+
+int Args::get_int(const std::string& flag, int fallback, int lo, int hi) const {
+  return has(flag) ? parse_int(flag, get(flag), lo, hi) : fallback;
+}
+
+int parse_int(const std::string& what, const std::string& s, int lo, int hi) {
+  char* end = nullptr;
+  const long v = std::strtol(s.c_str(), &end, 10);
+  if (s.empty() || *end != '\0' || v < lo || v > hi)
+    throw UsageError(what + " expects an integer in [" + std::to_string(lo) + ", " +
+                     std::to_string(hi) + "], got '" + s + "'");
+  return static_cast<int>(v);
+}
+
+graph::Graph load_model(const std::string& model) {
+  if (model == "example") return graph::reference_example();
+  if (!std::filesystem::exists(model)) throw graph::Error("no such file: " + model);
+  if (std::filesystem::is_directory(model)) throw graph::Error(model + " is a directory, not an ONNX file");
+  return graph::onnx::import_model(model);
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,46 @@
+// Shared pieces of the kiln command's subcommands: argument parsing with clear usage errors,
+// and loading a model (an .onnx file, or `example` for the built-in reference model).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "graph/ir.h"
+
+namespace kiln::cli {
+
+// A command-line mistake: printed as one line plus a pointer to --help, exit code 2.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Minimal parser: `--flag value`, `--flag=value`, boolean `--flag`, positionals. Options not
+// declared are usage errors, so a typo never silently does nothing.
+class Args {
+ public:
+  Args(int argc, char** argv, int first, std::vector<std::string> value_flags,
+       std::vector<std::string> bool_flags);
+  bool has(const std::string& flag) const;
+  std::string get(const std::string& flag, const std::string& fallback = "") const;
+  std::vector<std::string> get_all(const std::string& flag) const;  // repeated flags
+  int get_int(const std::string& flag, int fallback, int lo, int hi) const;
+  const std::vector<std::string>& positionals() const { return positionals_; }
+  bool help() const { return help_; }
+
+ private:
+  std::multimap<std::string, std::string> values_;
+  std::vector<std::string> positionals_;
+  bool help_ = false;
+};
+
+int parse_int(const std::string& what, const std::string& s, int lo, int hi);
+
+// `example` builds the reference model; anything else is read as an ONNX file. Throws
+// graph::Error with a clear message for a missing or malformed file.
+graph::Graph load_model(const std::string& model);
+
+}  // namespace kiln::cli

@@ -1,0 +1,8 @@
+// The kiln subcommands; each returns the process exit code (0 ok, 1 error, 2 usage).
+#pragma once
+
+namespace kiln::cli {
+
+int cmd_example(int argc, char** argv);
+
+}  // namespace kiln::cli
