@@ -64,11 +64,14 @@ int64_t naive_activation_bytes(const Graph& g) {
 }
 
 std::string describe(const ArenaPlan& plan, const Graph& g) {
+  size_t name_width = 6;
+  for (const ArenaBuffer& b : plan.buffers) name_width = std::max(name_width, g.value(b.value).name.size());
+  const int w = static_cast<int>(name_width) + 2;
   std::ostringstream s;
-  s << "  " << std::left << std::setw(24) << "tensor" << std::right << std::setw(12) << "bytes"
+  s << "  " << std::left << std::setw(w) << "tensor" << std::right << std::setw(12) << "bytes"
     << std::setw(12) << "offset" << "  live (nodes)\n";
   for (const ArenaBuffer& b : plan.buffers) {
-    s << "  " << std::left << std::setw(24) << g.value(b.value).name << std::right
+    s << "  " << std::left << std::setw(w) << g.value(b.value).name << std::right
       << std::setw(12) << b.bytes << std::setw(12) << b.offset << "  [" << b.first << ", "
       << (b.last == static_cast<int>(g.num_nodes()) ? std::string("end")
                                                      : std::to_string(b.last))

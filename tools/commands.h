@@ -4,5 +4,6 @@
 namespace kiln::cli {
 
 int cmd_example(int argc, char** argv);
+int cmd_inspect(int argc, char** argv);
 
 }  // namespace kiln::cli

@@ -20,6 +20,8 @@ const Command kCommands[] = {
     {"example", kiln::cli::cmd_example,
      "compile and run the built-in reference model (Conv + BatchNorm + ReLU) and report every "
      "decision"},
+    {"inspect", kiln::cli::cmd_inspect,
+     "print the graph after each pass, the fusion groups, kernel descriptions and the arena plan"},
 };
 
 void print_usage(FILE* out) {

@@ -1,0 +1,168 @@
+// `kiln inspect`: what the compiler does to a model, without running it: the graph after each
+// pass, the fusion groups, every kernel's task description, the arena plan as a table, and
+// optionally the graph as DOT and the arena as an SVG timeline.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli.h"
+#include "commands.h"
+#include "graph/kernel_spec.h"
+#include "graph/memory_plan.h"
+#include "graph/passes/pipeline.h"
+
+namespace kiln::cli {
+namespace {
+
+constexpr const char* kHelp = R"(usage: kiln inspect MODEL [options]
+
+MODEL is an .onnx file, or `example` for the built-in reference model. Prints the graph after
+every pass (or only after --after PASS), the fusion groups (which original ops each kernel
+computes), each kernel's task description, and the arena plan.
+
+options:
+  --after PASS   print the graph only after PASS (input, or a pass name)
+  --dot FILE     write the optimized graph as Graphviz DOT
+  --svg FILE     write the arena plan as an SVG timeline (x: node, y: arena offset)
+  -h, --help     this text
+)";
+
+std::string escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '<') out += "&lt;";
+    else if (c == '>') out += "&gt;";
+    else if (c == '&') out += "&amp;";
+    else out += c;
+  }
+  return out;
+}
+
+std::string to_dot(const graph::Graph& g) {
+  std::ostringstream s;
+  s << "digraph kiln {\n  rankdir=TB;\n  node [shape=box, fontname=\"monospace\"];\n";
+  for (graph::ValueId in : g.inputs)
+    s << "  v" << in.index << " [shape=ellipse, label=\"" << escape(g.value(in).name) << "\\n"
+      << graph::to_string(g.value(in).shape) << "\"];\n";
+  std::vector<int> producer(g.values().size(), -1);
+  for (uint32_t i = 0; i < g.num_nodes(); ++i) {
+    const graph::Node& n = g.node(graph::NodeId{i});
+    std::string computes;
+    for (size_t k = 0; k < n.computes.size(); ++k) computes += (k ? " + " : "") + n.computes[k];
+    s << "  n" << i << " [label=\"" << escape(n.name) << "\\n" << escape(computes) << "\"];\n";
+    for (graph::ValueId o : n.outputs) producer[o.index] = static_cast<int>(i);
+  }
+  for (uint32_t i = 0; i < g.num_nodes(); ++i) {
+    const graph::Node& n = g.node(graph::NodeId{i});
+    for (graph::ValueId v : n.inputs) {
+      const graph::Value& val = g.value(v);
+      if (val.is_constant()) continue;
+      const std::string from = producer[v.index] >= 0 ? "n" + std::to_string(producer[v.index])
+                                                      : "v" + std::to_string(v.index);
+      s << "  " << from << " -> n" << i << " [label=\"" << graph::to_string(val.shape) << " "
+        << graph::to_string(val.layout) << "\"];\n";
+    }
+  }
+  for (graph::ValueId out : g.outputs)
+    if (producer[out.index] >= 0)
+      s << "  out" << out.index << " [shape=ellipse, label=\"" << escape(g.value(out).name)
+        << "\"];\n  n" << producer[out.index] << " -> out" << out.index << ";\n";
+  s << "}\n";
+  return s.str();
+}
+
+// Buffers as rectangles: x spans the live interval (node indices), y the arena bytes.
+std::string to_svg(const graph::ArenaPlan& plan, const graph::Graph& g) {
+  const double width = 960, height = 560, left = 70, top = 30, bottom = 40;
+  const int steps = static_cast<int>(g.num_nodes()) + 1;
+  const double arena = std::max<double>(plan.arena_bytes, 1);
+  const double xs = (width - left - 20) / steps, ys = (height - top - bottom) / arena;
+  std::ostringstream s;
+  s << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
+    << "\" font-family=\"monospace\" font-size=\"10\">\n";
+  s << "<text x=\"" << left << "\" y=\"18\" font-size=\"13\">arena " << plan.arena_bytes
+    << " bytes (" << plan.unshared_bytes << " without reuse); x: node index, y: offset</text>\n";
+  s << "<rect x=\"" << left << "\" y=\"" << top << "\" width=\"" << xs * steps << "\" height=\""
+    << arena * ys << "\" fill=\"none\" stroke=\"#888\"/>\n";
+  static const char* colors[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
+                                 "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
+  for (size_t i = 0; i < plan.buffers.size(); ++i) {
+    const graph::ArenaBuffer& b = plan.buffers[i];
+    const double x = left + b.first * xs, w = std::max(1.0, (b.last - b.first + 1) * xs);
+    const double y = top + b.offset * ys, h = std::max(1.0, b.bytes * ys);
+    s << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << w << "\" height=\"" << h
+      << "\" fill=\"" << colors[i % 10] << "\" fill-opacity=\"0.75\" stroke=\"#222\">"
+      << "<title>" << escape(g.value(b.value).name) << ": " << b.bytes << " bytes at offset "
+      << b.offset << ", nodes " << b.first << ".." << b.last << "</title></rect>\n";
+    if (h > 11 && w > 40)
+      s << "<text x=\"" << x + 2 << "\" y=\"" << y + 10 << "\">" << escape(g.value(b.value).name)
+        << "</text>\n";
+  }
+  s << "<text x=\"" << left << "\" y=\"" << height - 12 << "\">0</text><text x=\""
+    << left + xs * steps - 30 << "\" y=\"" << height - 12 << "\">" << steps - 1 << "</text>\n";
+  s << "</svg>\n";
+  return s.str();
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    if (!f || !(f << text) || !f.flush()) throw graph::Error("cannot write " + path);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw graph::Error("cannot write " + path);
+}
+
+}  // namespace
+
+int cmd_inspect(int argc, char** argv) {
+  const Args args(argc, argv, 2, {"--after", "--dot", "--svg"}, {});
+  if (args.help()) {
+    std::fputs(kHelp, stdout);
+    return 0;
+  }
+  if (args.positionals().size() != 1) throw UsageError("expected one MODEL argument");
+  const std::string after = args.get("--after");
+  if (!after.empty() && after != "input") {
+    bool known = false;
+    for (const graph::Pass& p : graph::default_passes()) known |= after == p.name;
+    if (!known) throw UsageError("--after: unknown pass '" + after + "'");
+  }
+  const graph::Graph input = load_model(args.positionals()[0]);
+  graph::PipelineOptions popts;
+  popts.verify_each = true;
+  popts.on_stage = [&](const std::string& stage, const graph::Graph& g) {
+    if (!after.empty() && after != stage) return;
+    std::cout << "== after " << stage << " (" << g.num_nodes() << " nodes) ==\n" << graph::dump(g) << "\n";
+  };
+  const graph::Graph optimized = graph::run_passes(input, popts);
+  const std::vector<graph::KernelSpec> kernels = graph::lower_to_kernels(optimized);
+
+  std::cout << "== fusion groups (" << kernels.size() << " kernels from " << input.num_nodes()
+            << " nodes) ==\n";
+  for (const graph::Node& n : optimized.nodes()) {
+    std::string computes;
+    for (size_t k = 0; k < n.computes.size(); ++k) computes += (k ? " + " : "") + n.computes[k];
+    std::cout << "  " << n.name << ": " << computes << "\n";
+  }
+  std::cout << "\n== kernels ==\n";
+  for (const graph::KernelSpec& k : kernels) std::cout << graph::describe(k) << "\n";
+
+  const graph::ArenaPlan plan = graph::plan_arena(optimized);
+  std::cout << "== arena plan ==\n" << graph::describe(plan, optimized);
+  std::cout << "  sum of the input graph's intermediate and output tensors: "
+            << graph::naive_activation_bytes(input) << " bytes\n";
+  if (args.has("--dot")) {
+    write_file(args.get("--dot"), to_dot(optimized));
+    std::cout << "wrote " << args.get("--dot") << "\n";
+  }
+  if (args.has("--svg")) {
+    write_file(args.get("--svg"), to_svg(plan, optimized));
+    std::cout << "wrote " << args.get("--svg") << "\n";
+  }
+  return 0;
+}
+
+}  // namespace kiln::cli
