@@ -132,7 +132,8 @@ std::string unsupported_reason(const onnx::ModelProto& m, const std::set<std::st
 }
 
 std::vector<Tensor> run_kiln(const kiln::graph::Graph& g, const std::vector<Tensor>& inputs) {
-  const kiln::graph::Graph optimized = at_stage("passes", [&] { return kiln::graph::run_passes(g); });
+  const kiln::graph::Graph optimized =
+      at_stage("passes", [&] { return kiln::graph::run_passes(g); });
   auto model = at_stage("model", [&] { return std::make_unique<kiln::Model>(optimized); });
   const kiln::Status st = at_stage("run", [&] { return model->run(inputs); });
   if (!st) throw StageError("run", st.message());
@@ -153,8 +154,8 @@ void compare(const std::vector<Tensor>& got, const std::vector<Tensor>& want,
   for (size_t i = 0; i < want.size(); ++i) {
     const std::string name = "output " + std::to_string(i) + " '" + g.output(i).name() + "'";
     // The runtime may leave image outputs NHWC; the test data is in logical (NCHW) order.
-    const Tensor t = got[i].layout == Layout::nhwc ? kiln::graph::to_layout(got[i], Layout::nchw)
-                                                   : got[i];
+    const Tensor t =
+        got[i].layout == Layout::nhwc ? kiln::graph::to_layout(got[i], Layout::nchw) : got[i];
     if (t.shape != want[i].shape)
       throw StageError("compare", name + " is " + kiln::graph::to_string(t.shape) + ", expected " +
                                       kiln::graph::to_string(want[i].shape));
@@ -186,8 +187,10 @@ Outcome run_test(const fs::path& dir, const Options& opt) {
     if (is_initializer(m.graph(), in.name())) continue;
     const std::string file = (data / ("input_" + std::to_string(k++) + ".pb")).string();
     Tensor t = at_stage("data", [&] { return kiln::graph::onnx::load_tensor_file(file); });
-    if (bound.count(in.name())) options.constant_inputs.push_back({in.name(), std::move(t)});
-    else inputs.push_back(std::move(t));
+    if (bound.count(in.name()))
+      options.constant_inputs.push_back({in.name(), std::move(t)});
+    else
+      inputs.push_back(std::move(t));
   }
   for (int i = 0; i < m.graph().output_size(); ++i) {
     const std::string file = (data / ("output_" + std::to_string(i) + ".pb")).string();
@@ -214,11 +217,16 @@ bool parse_args(int argc, char** argv, Options* opt) {
   std::vector<std::string> positional;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--reference") opt->reference = true;
-    else if (a == "--verbose") opt->verbose = true;
-    else if (a == "--filter" && i + 1 < argc) opt->filter = argv[++i];
-    else if (!a.empty() && a[0] == '-') return false;
-    else positional.push_back(a);
+    if (a == "--reference")
+      opt->reference = true;
+    else if (a == "--verbose")
+      opt->verbose = true;
+    else if (a == "--filter" && i + 1 < argc)
+      opt->filter = argv[++i];
+    else if (!a.empty() && a[0] == '-')
+      return false;
+    else
+      positional.push_back(a);
   }
   if (positional.size() > 2) return false;
   if (positional.size() > 0) opt->data_dir = positional[0];
@@ -237,7 +245,9 @@ struct Summary {
     if (o.result == Result::fail) ++failed, failures.push_back(name + ": " + o.reason);
     if (o.result == Result::skip) ++skipped, ++skip_kinds[skip_kind(o.reason)];
     if (verbose)
-      std::cout << (o.result == Result::pass ? "PASS " : o.result == Result::fail ? "FAIL " : "SKIP ")
+      std::cout << (o.result == Result::pass   ? "PASS "
+                    : o.result == Result::fail ? "FAIL "
+                                               : "SKIP ")
                 << name << (o.reason.empty() ? "" : ": " + o.reason) << "\n";
   }
 

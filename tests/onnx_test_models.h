@@ -126,10 +126,10 @@ inline bool try_reference(const graph::Graph& g, const std::vector<graph::Tensor
   }
 }
 
-#define KILN_REFERENCE_OR_SKIP(var, g, in)                            \
-  std::vector<graph::Tensor> var;                                     \
-  do {                                                                \
-    std::string why_;                                                 \
+#define KILN_REFERENCE_OR_SKIP(var, g, in)                                           \
+  std::vector<graph::Tensor> var;                                                    \
+  do {                                                                               \
+    std::string why_;                                                                \
     if (!::kiln::onnx_test::try_reference(g, in, &var, &why_)) GTEST_SKIP() << why_; \
   } while (0)
 

@@ -5,5 +5,8 @@ namespace kiln::cli {
 
 int cmd_example(int argc, char** argv);
 int cmd_inspect(int argc, char** argv);
+int cmd_run(int argc, char** argv);
+int cmd_bench(int argc, char** argv);
+int cmd_compile(int argc, char** argv);
 
 }  // namespace kiln::cli

@@ -22,6 +22,15 @@ const Command kCommands[] = {
      "decision"},
     {"inspect", kiln::cli::cmd_inspect,
      "print the graph after each pass, the fusion groups, kernel descriptions and the arena plan"},
+    {"run", kiln::cli::cmd_run,
+     "run a model on .npy or random inputs, write its outputs as .npy; --check compares every "
+     "kernel with the reference"},
+    {"bench", kiln::cli::cmd_bench,
+     "measure a model's latency (median, p90, min); --per-layer: each kernel's time and share "
+     "of peak"},
+    {"compile", kiln::cli::cmd_compile,
+     "compile a model into NAME.a + NAME.h + NAME.weights for a program to link (no Halide at "
+     "run time)"},
 };
 
 void print_usage(FILE* out) {

@@ -39,9 +39,15 @@ int64_t int_op(const NodeCtx& c, BinaryOp op, int64_t a, int64_t b) {
   int64_t r = 0;
   bool overflow = false;
   switch (op) {
-    case BinaryOp::add: overflow = __builtin_add_overflow(a, b, &r); break;
-    case BinaryOp::sub: overflow = __builtin_sub_overflow(a, b, &r); break;
-    case BinaryOp::mul: overflow = __builtin_mul_overflow(a, b, &r); break;
+    case BinaryOp::add:
+      overflow = __builtin_add_overflow(a, b, &r);
+      break;
+    case BinaryOp::sub:
+      overflow = __builtin_sub_overflow(a, b, &r);
+      break;
+    case BinaryOp::mul:
+      overflow = __builtin_mul_overflow(a, b, &r);
+      break;
     case BinaryOp::div:
       if (b == 0) node_error(c, "integer division by zero in a constant expression");
       overflow = a == std::numeric_limits<int64_t>::min() && b == -1;
@@ -56,18 +62,22 @@ int64_t int_op(const NodeCtx& c, BinaryOp op, int64_t a, int64_t b) {
 
 float float_op(BinaryOp op, float a, float b) {
   switch (op) {
-    case BinaryOp::add: return a + b;
-    case BinaryOp::sub: return a - b;
-    case BinaryOp::mul: return a * b;
-    case BinaryOp::div: return a / b;
+    case BinaryOp::add:
+      return a + b;
+    case BinaryOp::sub:
+      return a - b;
+    case BinaryOp::mul:
+      return a * b;
+    case BinaryOp::div:
+      return a / b;
   }
   return 0.0f;
 }
 
 bool is_int_dtype(int32_t t) {
   using TP = ::onnx::TensorProto;
-  return t == TP::INT64 || t == TP::INT32 || t == TP::INT16 || t == TP::INT8 ||
-         t == TP::UINT16 || t == TP::UINT8;
+  return t == TP::INT64 || t == TP::INT32 || t == TP::INT16 || t == TP::INT8 || t == TP::UINT16 ||
+         t == TP::UINT8;
 }
 
 }  // namespace
@@ -168,8 +178,10 @@ HostTensor host_binary(const NodeCtx& c, BinaryOp op, const HostTensor& a, const
   r.dtype = a.dtype;
   r.dims = out;
   for (size_t k = 0; k < sa.size(); ++k) {
-    if (a.is_float()) r.f.push_back(float_op(op, a.f[sa[k]], b.f[sb[k]]));
-    else r.i.push_back(int_op(c, op, a.i[sa[k]], b.i[sb[k]]));
+    if (a.is_float())
+      r.f.push_back(float_op(op, a.f[sa[k]], b.f[sb[k]]));
+    else
+      r.i.push_back(int_op(c, op, a.i[sa[k]], b.i[sb[k]]));
   }
   return r;
 }
@@ -180,7 +192,8 @@ HostTensor host_cast(const NodeCtx& c, const HostTensor& t, int32_t to) {
   r.dtype = to;
   r.dims = t.dims;
   if (is_float_dtype(to)) {
-    if (t.is_float()) r.f = t.f;
+    if (t.is_float())
+      r.f = t.f;
     else
       for (int64_t v : t.i) r.f.push_back(static_cast<float>(v));
     return r;
@@ -208,14 +221,16 @@ Slice normalize_slice(const NodeCtx& c, const Shape& dims, const std::vector<int
                       const std::vector<int64_t>& ends, const std::vector<int64_t>& axes,
                       const std::vector<int64_t>& steps) {
   const size_t n = starts.size(), r = dims.size();
-  if (ends.size() != n || (!axes.empty() && axes.size() != n) || (!steps.empty() && steps.size() != n))
+  if (ends.size() != n || (!axes.empty() && axes.size() != n) ||
+      (!steps.empty() && steps.size() != n))
     node_error(c, "starts, ends, axes and steps must have the same length (got " +
                       std::to_string(n) + ", " + std::to_string(ends.size()) + ", " +
                       std::to_string(axes.size()) + ", " + std::to_string(steps.size()) + ")");
   Slice s{std::vector<int64_t>(r, 0), dims, std::vector<int64_t>(r, 1)};
   std::vector<bool> seen(r, false);
   for (size_t k = 0; k < n; ++k) {
-    const int a = normalize_axis(c, axes.empty() ? static_cast<int64_t>(k) : axes[k], r, "slice axis");
+    const int a =
+        normalize_axis(c, axes.empty() ? static_cast<int64_t>(k) : axes[k], r, "slice axis");
     if (seen[a]) node_error(c, "slice axis " + std::to_string(a) + " is listed twice");
     seen[a] = true;
     const int64_t d = dims[a];

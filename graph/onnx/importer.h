@@ -25,6 +25,13 @@ constexpr int64_t kMaxFoldElements = int64_t{1} << 24;
 // No real network has a tensor this large; the bound keeps all size arithmetic far from
 // int64 overflow.
 constexpr int64_t kMaxGraphElements = int64_t{1} << 40;
+// Together these bound what a malicious file can make the importer allocate: each folded
+// tensor is capped above, all of them together here (a million small ConstantOfShape nodes
+// must not add up to terabytes), and so are ranks and the number of graph nodes (Gather
+// lowers to several).
+constexpr int64_t kMaxFoldTotal = int64_t{1} << 27;
+constexpr size_t kMaxRank = 32;
+constexpr size_t kMaxGraphNodes = size_t{1} << 20;
 
 std::string dtype_name(int32_t onnx_dtype);
 bool is_float_dtype(int32_t onnx_dtype);  // FLOAT and DOUBLE: stored as floats here
@@ -99,9 +106,10 @@ class Importer {
   const HostTensor& constant_input(const NodeCtx& c, int i, const std::string& role) const;
   // Integer constant input as a vector (1-D or scalar).
   std::vector<int64_t> int_list_input(const NodeCtx& c, int i, const std::string& role) const;
-  // Input i as a graph value; a host tensor becomes a graph constant in `layout` (default:
-  // the logical layout for its rank).
+  // Input i as a graph value; a host tensor becomes a graph constant in the logical layout
+  // for its rank (or the node computing it, for a folded float op).
   ValueId value_input(const NodeCtx& c, int i);
+  // Input i, which must be known at import time, as a graph constant in `layout`.
   ValueId constant_value(const NodeCtx& c, int i, Layout layout);
   Shape input_shape(const NodeCtx& c, int i) const;  // static, for graph and host tensors
   const Graph& graph() const { return g_; }
@@ -129,7 +137,10 @@ class Importer {
   void add_graph_outputs();
   void define(const NodeCtx& c, int k, std::shared_ptr<Slot> slot);
   void add_entry(const std::string& name, Entry e, const std::string& what);
-  ValueId slot_value(const std::string& name, Slot& s, Layout layout, const NodeCtx* c);
+  // The graph value for a slot. With as_constant (weights and other compiled-in inputs) a
+  // host tensor becomes a graph constant even when it was computed by folded float ops.
+  ValueId slot_value(const std::string& name, Slot& s, Layout layout, const NodeCtx* c,
+                     bool as_constant = false);
 
   const ::onnx::ModelProto& model_;
   const ImportOptions& options_;
@@ -137,7 +148,8 @@ class Importer {
   Graph g_;
   std::unordered_map<std::string, Entry> table_;
   std::map<std::pair<const Slot*, Layout>, ValueId> constants_;  // materialized host tensors
-  std::set<std::string> used_names_;                               // node inputs, graph outputs
+  std::set<std::string> used_names_;                             // node inputs, graph outputs
+  int64_t folded_elements_ = 0;  // all host tensors the nodes produced, against kMaxFoldTotal
 };
 
 // Converters, one per ONNX op (or family); each defines the node's outputs in the table.

@@ -24,9 +24,10 @@ void node_error(const NodeCtx& c, const std::string& what) {
 void expect_inputs(const NodeCtx& c, int lo, int hi) {
   const int n = c.proto->input_size();
   if (n < lo || n > hi)
-    node_error(c, "expected " + (lo == hi ? std::to_string(lo)
-                                           : std::to_string(lo) + " to " + std::to_string(hi)) +
-                      " inputs, got " + std::to_string(n));
+    node_error(
+        c, "expected " +
+               (lo == hi ? std::to_string(lo) : std::to_string(lo) + " to " + std::to_string(hi)) +
+               " inputs, got " + std::to_string(n));
 }
 
 const AP* find_attr(const NodeCtx& c, const char* name) {

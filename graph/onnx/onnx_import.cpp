@@ -36,7 +36,7 @@ const std::vector<OpInfo>& op_table() {
       {"Dropout", 1, convert_dropout, {1, 2}},
       {"Flatten", 1, convert_flatten, {}},
       {"Gather", 1, convert_gather, {1}},
-      {"Gemm", 7, convert_gemm, {}},
+      {"Gemm", 1, convert_gemm, {}},
       {"GlobalAveragePool", 1, convert_global_pool, {}},
       {"GlobalMaxPool", 1, convert_global_pool, {}},
       {"HardSigmoid", 1, convert_unary, {}},
@@ -75,6 +75,9 @@ Shape static_shape(const ::onnx::ValueInfoProto& v) {
   const std::string what = "graph input '" + v.name() + "'";
   const auto& t = v.type().tensor_type();
   if (!t.has_shape()) throw Error(what + " has no shape; Kiln needs static shapes");
+  if (t.shape().dim_size() > static_cast<int>(kMaxRank))
+    throw Error(what + " has rank " + std::to_string(t.shape().dim_size()) +
+                "; Kiln supports up to " + std::to_string(kMaxRank));
   Shape s;
   for (int k = 0; k < t.shape().dim_size(); ++k) {
     const auto& d = t.shape().dim(k);
@@ -111,22 +114,30 @@ HostTensor bound_input(const ::onnx::ValueInfoProto& v, const Tensor& t) {
     bool ok = tt.shape().dim_size() == static_cast<int>(t.shape.size());
     for (int k = 0; ok && k < tt.shape().dim_size(); ++k)
       ok = !tt.shape().dim(k).has_dim_value() || tt.shape().dim(k).dim_value() == t.shape[k];
-    if (!ok) throw Error(what + " is " + to_string(t.shape) + ", which does not match its declared shape");
+    if (!ok)
+      throw Error(what + " is " + to_string(t.shape) + ", which does not match its declared shape");
   }
   HostTensor h;
   h.dtype = tt.elem_type();
   h.dims = t.shape;
   switch (h.dtype) {
-    case ::onnx::TensorProto::FLOAT: case ::onnx::TensorProto::DOUBLE: h.f = t.data; break;
-    case ::onnx::TensorProto::INT64: case ::onnx::TensorProto::INT32:
-    case ::onnx::TensorProto::INT16: case ::onnx::TensorProto::INT8:
-    case ::onnx::TensorProto::UINT16: case ::onnx::TensorProto::UINT8:
+    case ::onnx::TensorProto::FLOAT:
+    case ::onnx::TensorProto::DOUBLE:
+      h.f = t.data;
+      break;
+    case ::onnx::TensorProto::INT64:
+    case ::onnx::TensorProto::INT32:
+    case ::onnx::TensorProto::INT16:
+    case ::onnx::TensorProto::INT8:
+    case ::onnx::TensorProto::UINT16:
+    case ::onnx::TensorProto::UINT8:
       for (float f : t.data) h.i.push_back(saturating_round(f, what));
       break;
     case ::onnx::TensorProto::BOOL:
       for (float f : t.data) h.i.push_back(f != 0.0f);
       break;
-    default: throw Error(what + " is declared " + dtype_name(h.dtype) + ", which Kiln cannot bind");
+    default:
+      throw Error(what + " is declared " + dtype_name(h.dtype) + ", which Kiln cannot bind");
   }
   return h;
 }
@@ -188,7 +199,8 @@ void Importer::add_initializers() {
 void Importer::add_graph_inputs() {
   std::map<std::string, const Tensor*> bound;
   for (const auto& [name, t] : options_.constant_inputs)
-    if (!bound.emplace(name, &t).second) throw Error("constant input '" + name + "' is bound twice");
+    if (!bound.emplace(name, &t).second)
+      throw Error("constant input '" + name + "' is bound twice");
   std::set<std::string> seen;
   for (const auto& in : model_.graph().input()) {
     const std::string& name = in.name();
@@ -196,7 +208,8 @@ void Importer::add_graph_inputs() {
     const auto it = table_.find(name);
     if (it != table_.end() && it->second.origin == "an initializer") continue;  // a default value
     if (!in.type().has_tensor_type())
-      throw Error("graph input '" + name + "' is not a tensor (sequence, map and optional "
+      throw Error("graph input '" + name +
+                  "' is not a tensor (sequence, map and optional "
                   "inputs are not supported)");
     auto slot = std::make_shared<Slot>();
     const auto b = bound.find(name);
@@ -235,8 +248,9 @@ void Importer::convert_nodes() {
                         " (Kiln implements it from opset " + std::to_string(info->min_opset) + ")");
     for (const std::string& in : p.input())
       if (!in.empty() && !table_.count(in))
-        node_error(c, "input '" + in + "' is not produced by any earlier node, initializer or "
-                      "graph input (nodes must be in topological order)");
+        node_error(c, "input '" + in +
+                          "' is not produced by any earlier node, initializer or "
+                          "graph input (nodes must be in topological order)");
     std::set<std::string> outs;
     for (const std::string& out : p.output()) {
       if (out.empty()) continue;
@@ -289,12 +303,14 @@ const HostTensor* Importer::host_input(const NodeCtx& c, int i) const {
 const HostTensor& Importer::constant_input(const NodeCtx& c, int i, const std::string& role) const {
   const HostTensor* h = host_input(c, i);
   if (!h)
-    node_error(c, role + " '" + input_name(c, i) + "' must be a constant (an initializer, a "
-                  "Constant or a bound input), but it is computed at run time");
+    node_error(c, role + " '" + input_name(c, i) +
+                      "' must be a constant (an initializer, a "
+                      "Constant or a bound input), but it is computed at run time");
   return *h;
 }
 
-std::vector<int64_t> Importer::int_list_input(const NodeCtx& c, int i, const std::string& role) const {
+std::vector<int64_t> Importer::int_list_input(const NodeCtx& c, int i,
+                                              const std::string& role) const {
   const HostTensor& h = constant_input(c, i, role);
   if (h.is_float() || h.dims.size() > 1)
     node_error(c, role + " '" + input_name(c, i) + "' must be a 1-D integer tensor, got " +
@@ -310,7 +326,7 @@ ValueId Importer::value_input(const NodeCtx& c, int i) {
 
 ValueId Importer::constant_value(const NodeCtx& c, int i, Layout layout) {
   constant_input(c, i, "input");
-  return slot_value(input_name(c, i), *input(c, i).slot, layout, &c);
+  return slot_value(input_name(c, i), *input(c, i).slot, layout, &c, /*as_constant=*/true);
 }
 
 Shape Importer::input_shape(const NodeCtx& c, int i) const {
@@ -318,22 +334,27 @@ Shape Importer::input_shape(const NodeCtx& c, int i) const {
   return s.value.valid() ? g_.value(s.value).shape : s.host->dims;
 }
 
-ValueId Importer::slot_value(const std::string& name, Slot& s, Layout layout, const NodeCtx* c) {
-  if (s.value.valid()) return s.value;
-  if (s.materialize) {
+ValueId Importer::slot_value(const std::string& name, Slot& s, Layout layout, const NodeCtx* c,
+                             bool as_constant) {
+  if (!as_constant && s.value.valid()) return s.value;
+  if (!as_constant && s.materialize) {
     s.value = s.materialize();
     return s.value;
   }
+  KILN_CHECK(s.host != nullptr, "a slot with neither a graph value nor host data");
   const HostTensor& h = *s.host;
   auto fail = [&](const std::string& what) {
     if (c) node_error(*c, what);
     throw Error(what);
   };
   if (h.dtype != ::onnx::TensorProto::FLOAT)
-    fail("tensor '" + name + "' is " + dtype_name(h.dtype) + "; Kiln graph tensors are FLOAT "
+    fail("tensor '" + name + "' is " + dtype_name(h.dtype) +
+         "; Kiln graph tensors are FLOAT "
          "(integer tensors may only feed shape-like inputs)");
   for (int64_t d : h.dims)
-    if (d <= 0) fail("tensor '" + name + "' is empty " + to_string(h.dims) + "; Kiln graph tensors cannot be");
+    if (d <= 0)
+      fail("tensor '" + name + "' is empty " + to_string(h.dims) +
+           "; Kiln graph tensors cannot be");
   const auto it = constants_.find({&s, layout});
   if (it != constants_.end()) return it->second;
   bool renamed = false;
@@ -373,6 +394,11 @@ ValueId Importer::emit(const NodeCtx& c, Op op, std::vector<ValueId> inputs,
   } catch (const Error& e) {
     node_error(c, e.what());
   }
+  if (g_.num_nodes() >= kMaxGraphNodes)
+    node_error(c, "the graph exceeds " + std::to_string(kMaxGraphNodes) + " nodes");
+  if (out.shape.size() > kMaxRank)
+    node_error(c, "output '" + out_name + "' would have rank " + std::to_string(out.shape.size()) +
+                      "; Kiln supports up to " + std::to_string(kMaxRank));
   for (int64_t d : out.shape)
     if (d <= 0) node_error(c, "output '" + out_name + "' would be " + to_string(out.shape));
   if (checked_elements(out.shape, "output '" + out_name + "'") > kMaxGraphElements)
@@ -397,6 +423,13 @@ void Importer::define_value(const NodeCtx& c, int k, ValueId v) {
 
 void Importer::define_host(const NodeCtx& c, int k, HostTensor t,
                            std::function<ValueId()> materialize) {
+  if (t.dims.size() > kMaxRank)
+    node_error(c, "result has rank " + std::to_string(t.dims.size()) + "; Kiln supports up to " +
+                      std::to_string(kMaxRank));
+  folded_elements_ += t.size();
+  if (folded_elements_ > kMaxFoldTotal)
+    node_error(c, "constant folding exceeds the import budget of " + std::to_string(kMaxFoldTotal) +
+                      " elements");
   auto s = std::make_shared<Slot>();
   s->host = std::make_shared<const HostTensor>(std::move(t));
   s->materialize = std::move(materialize);

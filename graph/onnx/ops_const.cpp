@@ -59,8 +59,9 @@ void convert_dropout(Importer& im, const NodeCtx& c) {
       node_error(c, "training_mode is true; Kiln runs inference only");
   }
   if (im.output_used(c, 1))
-    node_error(c, "the mask output '" + im.output_name(c, 1) + "' is used; Kiln imports Dropout "
-                  "for inference only (output = input, no mask)");
+    node_error(c, "the mask output '" + im.output_name(c, 1) +
+                      "' is used; Kiln imports Dropout "
+                      "for inference only (output = input, no mask)");
   im.define_alias(c, 0, 0);
 }
 
@@ -73,7 +74,8 @@ void convert_cast(Importer& im, const NodeCtx& c) {
   if (h && h->dtype != to) return im.define_host(c, 0, host_cast(c, *h, static_cast<int32_t>(to)));
   if (h || to == TP::FLOAT) return im.define_alias(c, 0, 0);
   node_error(c, "casting the runtime tensor '" + im.input_name(c, 0) + "' to " +
-                    dtype_name(static_cast<int32_t>(to)) + " is not supported; Kiln graph tensors are FLOAT");
+                    dtype_name(static_cast<int32_t>(to)) +
+                    " is not supported; Kiln graph tensors are FLOAT");
 }
 
 void convert_constant(Importer& im, const NodeCtx& c) {
@@ -110,7 +112,8 @@ void convert_constant_of_shape(Importer& im, const NodeCtx& c) {
   HostTensor value;
   value.f = {0.0f};
   if (const auto* a = find_attr(c, "value")) {
-    if (a->type() != ::onnx::AttributeProto::TENSOR) node_error(c, "attribute 'value' must be a TENSOR");
+    if (a->type() != ::onnx::AttributeProto::TENSOR)
+      node_error(c, "attribute 'value' must be a TENSOR");
     value = decode_tensor(a->t(), "attribute 'value' of node '" + c.name + "' (ConstantOfShape)");
     if (value.size() != 1) node_error(c, "attribute 'value' must hold one element");
   }
@@ -118,8 +121,10 @@ void convert_constant_of_shape(Importer& im, const NodeCtx& c) {
   h.dtype = value.dtype;
   h.dims = dims;
   const int64_t n = checked_elements(dims, "shape");
-  if (value.is_float()) h.f.assign(static_cast<size_t>(n), value.f[0]);
-  else h.i.assign(static_cast<size_t>(n), value.i[0]);
+  if (value.is_float())
+    h.f.assign(static_cast<size_t>(n), value.f[0]);
+  else
+    h.i.assign(static_cast<size_t>(n), value.i[0]);
   im.define_host(c, 0, std::move(h));
 }
 
@@ -128,7 +133,8 @@ void convert_range(Importer& im, const NodeCtx& c) {
   const HostTensor& s = range_operand(im, c, 0, "start");
   const HostTensor& l = range_operand(im, c, 1, "limit");
   const HostTensor& d = range_operand(im, c, 2, "delta");
-  if (s.dtype != l.dtype || s.dtype != d.dtype) node_error(c, "start, limit and delta differ in dtype");
+  if (s.dtype != l.dtype || s.dtype != d.dtype)
+    node_error(c, "start, limit and delta differ in dtype");
   HostTensor h;
   h.dtype = s.dtype;
   int64_t n = 0;
@@ -136,7 +142,8 @@ void convert_range(Importer& im, const NodeCtx& c) {
     const double start = s.f[0], delta = d.f[0];
     const double count = std::ceil((static_cast<double>(l.f[0]) - start) / delta);
     if (delta == 0.0 || !std::isfinite(count)) node_error(c, "delta must be non-zero and finite");
-    if (count > static_cast<double>(kMaxFoldElements)) node_error(c, "the range is too long to fold");
+    if (count > static_cast<double>(kMaxFoldElements))
+      node_error(c, "the range is too long to fold");
     n = count > 0 ? static_cast<int64_t>(count) : 0;
     for (int64_t k = 0; k < n; ++k) h.f.push_back(static_cast<float>(start + k * delta));
   } else {

@@ -34,8 +34,7 @@ std::pair<int, int> pair_attr(const NodeCtx& c, const char* name, int def, int64
 // ONNX SAME padding: the output is ceil(in / stride); UPPER puts the odd pixel at the end.
 std::pair<int, int> same_pads(int64_t in, int k, int stride, int dil, bool upper) {
   const int64_t out = (in + stride - 1) / stride;
-  const int64_t total =
-      std::max<int64_t>(0, (out - 1) * stride + int64_t{dil} * (k - 1) + 1 - in);
+  const int64_t total = std::max<int64_t>(0, (out - 1) * stride + int64_t{dil} * (k - 1) + 1 - in);
   const int small = static_cast<int>(total / 2), big = static_cast<int>(total - total / 2);
   return upper ? std::make_pair(small, big) : std::make_pair(big, small);
 }
@@ -51,7 +50,8 @@ Window window_attrs(const NodeCtx& c, int64_t kh, int64_t kw, const Shape& x) {
     const std::vector<int64_t> p = attr_ints(c, "pads");
     if (p.empty()) return w;
     if (p.size() != 4)
-      node_error(c, "attribute 'pads' has " + std::to_string(p.size()) + " entries, expected 4 (2-D)");
+      node_error(c,
+                 "attribute 'pads' has " + std::to_string(p.size()) + " entries, expected 4 (2-D)");
     int* dst[4] = {&w.pad_top, &w.pad_left, &w.pad_bottom, &w.pad_right};
     for (int k = 0; k < 4; ++k)
       *dst[k] = to_int(c, p[k], "attribute 'pads'[" + std::to_string(k) + "]", 0, kMaxWindowParam);
@@ -69,16 +69,16 @@ Window window_attrs(const NodeCtx& c, int64_t kh, int64_t kw, const Shape& x) {
 Shape image_input_shape(Importer& im, const NodeCtx& c, const char* what) {
   const Shape xs = im.input_shape(c, 0);
   if (xs.size() != 4)
-    node_error(c, std::string("only 2-D ") + what + " is supported: input '" +
-                      im.input_name(c, 0) + "' is " + to_string(xs) + ", expected 4-D NCHW");
+    node_error(c, std::string("only 2-D ") + what + " is supported: input '" + im.input_name(c, 0) +
+                      "' is " + to_string(xs) + ", expected 4-D NCHW");
   return xs;
 }
 
 float scalar_input(Importer& im, const NodeCtx& c, int i, const std::string& role) {
   const HostTensor& h = im.constant_input(c, i, role);
   if (h.size() != 1)
-    node_error(c, role + " '" + im.input_name(c, i) + "' must hold one value, got " +
-                      to_string(h.dims));
+    node_error(
+        c, role + " '" + im.input_name(c, i) + "' must hold one value, got " + to_string(h.dims));
   return h.is_float() ? h.f[0] : static_cast<float>(h.i[0]);
 }
 
@@ -102,8 +102,9 @@ void check_legacy_broadcast(Importer& im, const NodeCtx& c) {
   if (find_attr(c, "axis") &&
       normalize_axis(c, attr_int(c, "axis", 0), a.size(), "attribute 'axis'") !=
           static_cast<int>(a.size() - b.size()))
-    node_error(c, "attribute 'axis' with broadcast=1 aligns B to non-trailing dims of A; only "
-                  "trailing alignment (numpy broadcasting) is supported");
+    node_error(c,
+               "attribute 'axis' with broadcast=1 aligns B to non-trailing dims of A; only "
+               "trailing alignment (numpy broadcasting) is supported");
 }
 
 }  // namespace
@@ -149,8 +150,9 @@ void convert_batch_norm(Importer& im, const NodeCtx& c) {
     node_error(c, "attribute 'training_mode'=1 is not supported; Kiln runs inference only");
   for (int k = 1; k < im.num_outputs(c); ++k)
     if (im.output_used(c, k))
-      node_error(c, "output '" + im.output_name(c, k) + "' (training statistics) is used; only "
-                    "inference BatchNormalization (one output) is supported");
+      node_error(c, "output '" + im.output_name(c, k) +
+                        "' (training statistics) is used; only "
+                        "inference BatchNormalization (one output) is supported");
   std::vector<ValueId> in{im.value_input(c, 0)};
   const char* roles[] = {"scale", "bias", "mean", "variance"};
   for (int i = 1; i < 5; ++i) {
@@ -163,11 +165,14 @@ void convert_batch_norm(Importer& im, const NodeCtx& c) {
 void convert_unary(Importer& im, const NodeCtx& c) {
   expect_inputs(c, 1, 1);
   Op op = Relu{};
-  if (c.op() == "LeakyRelu") op = LeakyRelu{attr_float(c, "alpha", 0.01f)};
-  else if (c.op() == "Sigmoid") op = Sigmoid{};
+  if (c.op() == "LeakyRelu")
+    op = LeakyRelu{attr_float(c, "alpha", 0.01f)};
+  else if (c.op() == "Sigmoid")
+    op = Sigmoid{};
   else if (c.op() == "HardSigmoid")
     op = HardSigmoid{attr_float(c, "alpha", 0.2f), attr_float(c, "beta", 0.5f)};
-  else if (c.op() == "HardSwish") op = HardSwish{};
+  else if (c.op() == "HardSwish")
+    op = HardSwish{};
   emit_single(im, c, op, {im.value_input(c, 0)});
 }
 
@@ -246,6 +251,12 @@ void convert_gemm(Importer& im, const NodeCtx& c) {
   expect_inputs(c, c.opset < 11 ? 3 : 2, 3);
   const Gemm g{attr_int(c, "transA", 0) != 0, attr_int(c, "transB", 0) != 0,
                attr_float(c, "alpha", 1.0f), attr_float(c, "beta", 1.0f)};
+  // Before opset 7, C broadcasts only with broadcast=1; without it C must already be [M, N].
+  if (c.opset < 7 && attr_int(c, "broadcast", 0) == 0) {
+    const Shape a = im.input_shape(c, 0), b = im.input_shape(c, 1), cs = im.input_shape(c, 2);
+    if (a.size() != 2 || b.size() != 2 || cs != Shape{a[g.trans_a ? 1 : 0], b[g.trans_b ? 0 : 1]})
+      node_error(c, "C " + to_string(cs) + " must be [M, N] when attribute 'broadcast' is 0");
+  }
   std::vector<ValueId> in{im.value_input(c, 0), im.value_input(c, 1)};
   if (im.has_input(c, 2)) in.push_back(im.value_input(c, 2));
   emit_single(im, c, g, std::move(in));

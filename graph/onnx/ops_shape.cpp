@@ -35,8 +35,9 @@ Shape resolve_reshape(const NodeCtx& c, const Shape& in, const std::vector<int64
   for (size_t k = 0; k < spec.size(); ++k) {
     int64_t v = spec[k];
     if (v == 0 && allowzero)
-      node_error(c, "shape has a 0 with attribute 'allowzero'=1, which makes an empty tensor; "
-                    "Kiln tensors cannot be empty");
+      node_error(c,
+                 "shape has a 0 with attribute 'allowzero'=1, which makes an empty tensor; "
+                 "Kiln tensors cannot be empty");
     if (v == 0) {
       if (k >= in.size())
         node_error(c, "shape entry " + std::to_string(k) + " is 0 (copy), but the input " +
@@ -81,9 +82,10 @@ void lower_gather(Importer& im, const NodeCtx& c, int axis, const std::vector<in
                   const Shape& out) {
   if (idx.empty()) node_error(c, "gathers no indices; Kiln tensors cannot be empty");
   if (idx.size() > kMaxGatherSlices)
-    node_error(c, "gathers " + std::to_string(idx.size()) + " indices from a runtime tensor; "
-                  "Kiln lowers Gather to slices and supports at most " +
-                  std::to_string(kMaxGatherSlices));
+    node_error(c, "gathers " + std::to_string(idx.size()) +
+                      " indices from a runtime tensor; "
+                      "Kiln lowers Gather to slices and supports at most " +
+                      std::to_string(kMaxGatherSlices));
   const ValueId x = im.value_input(c, 0);
   const Shape in = im.graph().value(x).shape;
   Shape sliced = in;
@@ -156,7 +158,8 @@ void convert_squeeze(Importer& im, const NodeCtx& c) {
   for (int64_t a : axes) {
     const int k = normalize_axis(c, a, in.size(), "squeeze axis");
     if (in[k] != 1)
-      node_error(c, "cannot squeeze axis " + std::to_string(k) + " of size " + std::to_string(in[k]));
+      node_error(c,
+                 "cannot squeeze axis " + std::to_string(k) + " of size " + std::to_string(in[k]));
     if (drop[k]) node_error(c, "squeeze axis " + std::to_string(k) + " is listed twice");
     drop[k] = true;
   }
@@ -210,7 +213,8 @@ void convert_concat(Importer& im, const NodeCtx& c) {
     for (size_t i = 0; i < hosts.size(); ++i) {
       const HostTensor& h = *hosts[i];
       bool ok = h.dtype == hosts[0]->dtype && h.dims.size() == first.size();
-      for (size_t a = 0; ok && a < first.size(); ++a) ok = a == size_t(axis) || h.dims[a] == first[a];
+      for (size_t a = 0; ok && a < first.size(); ++a)
+        ok = a == size_t(axis) || h.dims[a] == first[a];
       if (!ok)
         node_error(c, "input '" + im.input_name(c, i) + "' (" + dtype_name(h.dtype) + " " +
                           to_string(h.dims) + ") does not match input '" + im.input_name(c, 0) +
@@ -249,11 +253,15 @@ void convert_split(Importer& im, const NodeCtx& c) {
   const int axis = normalize_axis(c, attr_int(c, "axis", 0), in.size(), "attribute 'axis'");
   const int64_t n = im.num_outputs(c), d = in[axis];
   std::vector<int64_t> sizes;
-  if (im.has_input(c, 1)) sizes = im.int_list_input(c, 1, "split");
-  else if (c.opset < 13 && find_attr(c, "split")) sizes = attr_ints(c, "split");
-  else if (n > 0 && d % n == 0) sizes.assign(n, d / n);
-  else node_error(c, "cannot split axis " + std::to_string(axis) + " of size " + std::to_string(d) +
-                     " into " + std::to_string(n) + " equal parts");
+  if (im.has_input(c, 1))
+    sizes = im.int_list_input(c, 1, "split");
+  else if (c.opset < 13 && find_attr(c, "split"))
+    sizes = attr_ints(c, "split");
+  else if (n > 0 && d % n == 0)
+    sizes.assign(n, d / n);
+  else
+    node_error(c, "cannot split axis " + std::to_string(axis) + " of size " + std::to_string(d) +
+                      " into " + std::to_string(n) + " equal parts");
   int64_t total = 0;
   for (int64_t v : sizes) {
     if (v < 0 || v > d) node_error(c, "split size " + std::to_string(v) + " is out of range");
@@ -295,7 +303,8 @@ void convert_pad(Importer& im, const NodeCtx& c) {
     p.pads = im.int_list_input(c, 1, "pads");
     if (im.has_input(c, 2)) {
       const HostTensor& v = im.constant_input(c, 2, "constant_value");
-      if (v.size() != 1) node_error(c, "constant_value must hold one value, got " + to_string(v.dims));
+      if (v.size() != 1)
+        node_error(c, "constant_value must hold one value, got " + to_string(v.dims));
       p.value = v.is_float() ? v.f[0] : static_cast<float>(v.i[0]);
     }
   }

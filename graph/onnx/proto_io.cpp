@@ -17,11 +17,21 @@ using TP = ::onnx::TensorProto;
 // Bytes per element in raw_data, 0 for dtypes Kiln does not load.
 size_t element_bytes(int32_t dtype) {
   switch (dtype) {
-    case TP::FLOAT: case TP::INT32: return 4;
-    case TP::DOUBLE: case TP::INT64: return 8;
-    case TP::INT16: case TP::UINT16: return 2;
-    case TP::INT8: case TP::UINT8: case TP::BOOL: return 1;
-    default: return 0;
+    case TP::FLOAT:
+    case TP::INT32:
+      return 4;
+    case TP::DOUBLE:
+    case TP::INT64:
+      return 8;
+    case TP::INT16:
+    case TP::UINT16:
+      return 2;
+    case TP::INT8:
+    case TP::UINT8:
+    case TP::BOOL:
+      return 1;
+    default:
+      return 0;
   }
 }
 
@@ -55,28 +65,52 @@ T read_raw(const std::string& raw, size_t index) {
 
 void decode_raw(const TP& t, int64_t n, HostTensor& h) {
   const std::string& raw = t.raw_data();
-  if (h.is_float()) h.f.resize(n);
-  else h.i.resize(n);
+  if (h.is_float())
+    h.f.resize(n);
+  else
+    h.i.resize(n);
   for (int64_t k = 0; k < n; ++k) {
     switch (h.dtype) {
-      case TP::FLOAT: h.f[k] = read_raw<float>(raw, k); break;
-      case TP::DOUBLE: h.f[k] = static_cast<float>(read_raw<double>(raw, k)); break;
-      case TP::INT64: h.i[k] = read_raw<int64_t>(raw, k); break;
-      case TP::INT32: h.i[k] = read_raw<int32_t>(raw, k); break;
-      case TP::INT16: h.i[k] = read_raw<int16_t>(raw, k); break;
-      case TP::UINT16: h.i[k] = read_raw<uint16_t>(raw, k); break;
-      case TP::INT8: h.i[k] = read_raw<int8_t>(raw, k); break;
-      case TP::UINT8: h.i[k] = read_raw<uint8_t>(raw, k); break;
-      default: h.i[k] = read_raw<uint8_t>(raw, k) != 0; break;  // BOOL
+      case TP::FLOAT:
+        h.f[k] = read_raw<float>(raw, k);
+        break;
+      case TP::DOUBLE:
+        h.f[k] = static_cast<float>(read_raw<double>(raw, k));
+        break;
+      case TP::INT64:
+        h.i[k] = read_raw<int64_t>(raw, k);
+        break;
+      case TP::INT32:
+        h.i[k] = read_raw<int32_t>(raw, k);
+        break;
+      case TP::INT16:
+        h.i[k] = read_raw<int16_t>(raw, k);
+        break;
+      case TP::UINT16:
+        h.i[k] = read_raw<uint16_t>(raw, k);
+        break;
+      case TP::INT8:
+        h.i[k] = read_raw<int8_t>(raw, k);
+        break;
+      case TP::UINT8:
+        h.i[k] = read_raw<uint8_t>(raw, k);
+        break;
+      default:
+        h.i[k] = read_raw<uint8_t>(raw, k) != 0;
+        break;  // BOOL
     }
   }
 }
 
 void decode_typed(const TP& t, int64_t n, HostTensor& h) {
-  if (h.dtype == TP::FLOAT) h.f.assign(t.float_data().begin(), t.float_data().end());
-  else if (h.dtype == TP::DOUBLE) h.f.assign(t.double_data().begin(), t.double_data().end());
-  else if (h.dtype == TP::INT64) h.i.assign(t.int64_data().begin(), t.int64_data().end());
-  else h.i.assign(t.int32_data().begin(), t.int32_data().end());
+  if (h.dtype == TP::FLOAT)
+    h.f.assign(t.float_data().begin(), t.float_data().end());
+  else if (h.dtype == TP::DOUBLE)
+    h.f.assign(t.double_data().begin(), t.double_data().end());
+  else if (h.dtype == TP::INT64)
+    h.i.assign(t.int64_data().begin(), t.int64_data().end());
+  else
+    h.i.assign(t.int32_data().begin(), t.int32_data().end());
   if (h.dtype == TP::BOOL)
     for (int64_t& v : h.i) v = v != 0;
   (void)n;
@@ -125,10 +159,14 @@ int64_t checked_elements(const Shape& dims, const std::string& what) {
 
 HostTensor decode_tensor(const TP& t, const std::string& what) {
   if (t.data_location() == TP::EXTERNAL || t.external_data_size() > 0)
-    throw Error(what + " keeps its data outside the model file (data_location EXTERNAL); Kiln "
+    throw Error(what +
+                " keeps its data outside the model file (data_location EXTERNAL); Kiln "
                 "only imports tensors stored inside the .onnx file - save the model without "
                 "external data");
   if (t.has_segment()) throw Error(what + " is segmented; Kiln does not load segmented tensors");
+  if (t.dims_size() > static_cast<int>(kMaxRank))
+    throw Error(what + " has rank " + std::to_string(t.dims_size()) + "; Kiln supports up to " +
+                std::to_string(kMaxRank));
   HostTensor h;
   h.dtype = t.data_type();
   h.dims.assign(t.dims().begin(), t.dims().end());
@@ -140,11 +178,12 @@ HostTensor decode_tensor(const TP& t, const std::string& what) {
                 "UINT8 and BOOL are supported)");
   const auto [typed, others] = typed_counts(t);
   if (others != 0)
-    throw Error(what + " (" + dtype_name(h.dtype) + ") holds values in a data field of another "
-                "dtype (expected raw_data or " + typed_field_name(h.dtype) + ")");
+    throw Error(what + " (" + dtype_name(h.dtype) +
+                ") holds values in a data field of another "
+                "dtype (expected raw_data or " +
+                typed_field_name(h.dtype) + ")");
   if (!t.raw_data().empty()) {
-    if (typed != 0)
-      throw Error(what + " holds both raw_data and " + typed_field_name(h.dtype));
+    if (typed != 0) throw Error(what + " holds both raw_data and " + typed_field_name(h.dtype));
     // n <= raw size first, so n * elem cannot overflow.
     const uint64_t raw = t.raw_data().size();
     if (static_cast<uint64_t>(n) > raw || static_cast<uint64_t>(n) * elem != raw)

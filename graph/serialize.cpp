@@ -1,0 +1,444 @@
+// Graph serialization: one attribute list per op, shared by the writer and the reader so the
+// two can never disagree, and a reader that checks every byte count before it reads.
+#include "graph/serialize.h"
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <type_traits>
+#include <utility>
+#include <variant>
+
+#include "graph/verify.h"
+
+namespace kiln::graph {
+namespace {
+
+constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'G', 'R', 'F', '1'};
+// Op tags are indices into graph::Op: reordering or inserting alternatives changes the format
+// and needs a version bump. This assert makes adding an op stop here first.
+static_assert(std::variant_size_v<Op> == 21, "graph::Op changed: update serialize.cpp and the version");
+// Limits no real model comes near; they keep corrupted sizes from overflowing int64 arithmetic
+// in shape inference and from asking for absurd allocations.
+constexpr int64_t kMaxDim = int64_t{1} << 40;
+constexpr int64_t kMaxElements = int64_t{1} << 40;
+constexpr int64_t kMaxIndex = int64_t{1} << 40;  // Slice bounds, Pad amounts
+
+class Writer {
+ public:
+  void u8(uint8_t v) { out_.push_back(static_cast<char>(v)); }
+  void u32(uint32_t v) { le(v, 4); }
+  void u64(uint64_t v) { le(v, 8); }
+  void i32(int& v) { le(static_cast<uint32_t>(v), 4); }
+  void i64(int64_t& v) { le(static_cast<uint64_t>(v), 8); }
+  void f32(float& v) {
+    uint32_t bits;
+    std::memcpy(&bits, &v, 4);
+    le(bits, 4);
+  }
+  void flag(bool& v) { u8(v ? 1 : 0); }
+  template <typename E>
+  void enum8(E& e, int /*count*/) { u8(static_cast<uint8_t>(e)); }
+  void str(const std::string& s) {
+    KILN_CHECK(s.size() <= UINT32_MAX, "string too long to serialize");
+    u32(static_cast<uint32_t>(s.size()));
+    out_ += s;
+  }
+  void i32s(std::vector<int>& v) {
+    u32(static_cast<uint32_t>(v.size()));
+    for (int& x : v) i32(x);
+  }
+  void i64s(std::vector<int64_t>& v, int64_t /*lo*/, int64_t /*hi*/) {
+    u32(static_cast<uint32_t>(v.size()));
+    for (int64_t& x : v) i64(x);
+  }
+  void floats(const std::vector<float>& v) {
+    u64(v.size());
+    const size_t at = out_.size();
+    out_.resize(at + v.size() * 4);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (!v.empty()) std::memcpy(&out_[at], v.data(), v.size() * 4);
+#else
+    for (size_t i = 0; i < v.size(); ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, &v[i], 4);
+      for (int b = 0; b < 4; ++b) out_[at + 4 * i + b] = static_cast<char>(bits >> (8 * b));
+    }
+#endif
+  }
+  std::string& bytes() { return out_; }
+
+ private:
+  void le(uint64_t v, int n) {
+    for (int i = 0; i < n; ++i) out_.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  }
+  std::string out_;
+};
+
+class Reader {
+ public:
+  Reader(const std::string& b, size_t end) : p_(b.data()), end_(end) {}
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw Error("corrupt graph file: " + what + " (at byte " + std::to_string(pos_) + ")");
+  }
+  void need(uint64_t n, const char* what) const {
+    if (n > end_ - pos_) fail(std::string("truncated ") + what);
+  }
+  size_t pos() const { return pos_; }
+  size_t left() const { return end_ - pos_; }
+
+  uint8_t u8() { return static_cast<uint8_t>(le(1, "byte")); }
+  uint32_t u32() { return static_cast<uint32_t>(le(4, "integer")); }
+  uint64_t u64() { return le(8, "integer"); }
+  void i32(int& v) { v = static_cast<int32_t>(u32()); }
+  void i64(int64_t& v) { v = static_cast<int64_t>(u64()); }
+  void f32(float& v) {
+    const uint32_t bits = u32();
+    std::memcpy(&v, &bits, 4);
+  }
+  void flag(bool& v) {
+    const uint8_t b = u8();
+    if (b > 1) fail("boolean is " + std::to_string(b));
+    v = b == 1;
+  }
+  template <typename E>
+  void enum8(E& e, int count) {
+    const uint8_t b = u8();
+    if (b >= count) fail("enum value " + std::to_string(b) + " out of range");
+    e = static_cast<E>(b);
+  }
+  // A count of items that each take at least `min_bytes`: checked against the bytes left
+  // before anything is allocated.
+  uint32_t count(size_t min_bytes, const char* what) {
+    const uint32_t n = u32();
+    if (uint64_t{n} * min_bytes > left()) fail(std::string("count of ") + what + " exceeds the file");
+    return n;
+  }
+  void str(std::string& s) {
+    const uint32_t n = u32();
+    need(n, "string");
+    s.assign(p_ + pos_, n);
+    pos_ += n;
+  }
+  void i32s(std::vector<int>& v) {
+    v.resize(count(4, "integers"));
+    for (int& x : v) i32(x);
+  }
+  void i64s(std::vector<int64_t>& v, int64_t lo, int64_t hi) {
+    v.resize(count(8, "integers"));
+    for (int64_t& x : v) {
+      i64(x);
+      if (x < lo || x > hi) fail("integer " + std::to_string(x) + " out of range");
+    }
+  }
+  void floats(std::vector<float>& v, uint64_t expected) {
+    const uint64_t n = u64();
+    if (n != expected) fail("constant holds " + std::to_string(n) + " floats, its shape needs " + std::to_string(expected));
+    need(n * 4, "constant data");  // n <= kMaxElements, so no overflow
+    v.resize(n);
+    const char* src = p_ + pos_;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (n) std::memcpy(v.data(), src, n * 4);
+#else
+    for (uint64_t i = 0; i < n; ++i) {
+      uint32_t bits = 0;
+      for (int b = 0; b < 4; ++b) bits |= uint32_t{static_cast<uint8_t>(src[4 * i + b])} << (8 * b);
+      std::memcpy(&v[i], &bits, 4);
+    }
+#endif
+    pos_ += n * 4;
+  }
+
+ private:
+  uint64_t le(int n, const char* what) {
+    need(n, what);
+    uint64_t v = 0;
+    for (int i = 0; i < n; ++i) v |= uint64_t{static_cast<uint8_t>(p_[pos_ + i])} << (8 * i);
+    pos_ += n;
+    return v;
+  }
+  const char* p_;
+  size_t end_;
+  size_t pos_ = 0;
+};
+
+// ---- Attributes: one function per op, read and written through the same calls. ----
+
+template <typename IO, typename T>
+void attrs(IO&, T&) {
+  static_assert(std::is_empty_v<T>, "serialize.cpp: this op has attributes; add its attrs()");
+}
+template <typename IO>
+void attrs(IO& io, Conv2d& c) {
+  for (int* v : {&c.stride_h, &c.stride_w, &c.pad_top, &c.pad_left, &c.pad_bottom, &c.pad_right,
+                 &c.dilation_h, &c.dilation_w})
+    io.i32(*v);
+  io.f32(c.activation.lo);
+  io.f32(c.activation.hi);
+  io.i32(c.groups);
+  io.flag(c.residual);
+}
+template <typename IO>
+void attrs(IO& io, BatchNorm& b) { io.f32(b.epsilon); }
+template <typename IO>
+void attrs(IO& io, Clip& c) {
+  io.f32(c.min);
+  io.f32(c.max);
+}
+template <typename IO>
+void attrs(IO& io, LeakyRelu& l) { io.f32(l.alpha); }
+template <typename IO>
+void attrs(IO& io, HardSigmoid& h) {
+  io.f32(h.alpha);
+  io.f32(h.beta);
+}
+template <typename IO>
+void attrs(IO& io, Binary& b) { io.enum8(b.op, 4); }
+template <typename IO>
+void attrs(IO& io, Pool2d& p) {
+  io.enum8(p.kind, 2);
+  for (int* v : {&p.kernel_h, &p.kernel_w, &p.stride_h, &p.stride_w, &p.pad_top, &p.pad_left,
+                 &p.pad_bottom, &p.pad_right, &p.dilation_h, &p.dilation_w})
+    io.i32(*v);
+  io.flag(p.ceil_mode);
+  io.flag(p.count_include_pad);
+}
+template <typename IO>
+void attrs(IO& io, GlobalPool& p) { io.enum8(p.kind, 2); }
+template <typename IO>
+void attrs(IO& io, Gemm& g) {
+  io.flag(g.trans_a);
+  io.flag(g.trans_b);
+  io.f32(g.alpha);
+  io.f32(g.beta);
+}
+template <typename IO>
+void attrs(IO& io, Reshape& r) { io.i64s(r.shape, 1, kMaxDim); }
+template <typename IO>
+void attrs(IO& io, Transpose& t) { io.i32s(t.perm); }
+template <typename IO>
+void attrs(IO& io, Concat& c) { io.i32(c.axis); }
+template <typename IO>
+void attrs(IO& io, Slice& s) {
+  io.i64s(s.starts, -kMaxIndex, kMaxIndex);
+  io.i64s(s.ends, -kMaxIndex, kMaxIndex);
+  io.i64s(s.steps, -kMaxIndex, kMaxIndex);
+}
+template <typename IO>
+void attrs(IO& io, Pad& p) {
+  io.i64s(p.pads, -kMaxIndex, kMaxIndex);
+  io.f32(p.value);
+}
+template <typename IO>
+void attrs(IO& io, Softmax& s) {
+  io.i32(s.axis);
+  io.flag(s.coerce_2d);
+}
+template <typename IO>
+void attrs(IO& io, ReduceMean& r) {
+  io.i32s(r.axes);
+  io.flag(r.keepdims);
+}
+template <typename IO>
+void attrs(IO& io, LayoutTransform& t) {
+  io.enum8(t.from, 5);
+  io.enum8(t.to, 5);
+}
+
+template <size_t I>
+Op make_alternative() {
+  return Op(std::in_place_index<I>);
+}
+template <size_t... I>
+Op make_op(size_t tag, std::index_sequence<I...>) {
+  static const std::array<Op (*)(), sizeof...(I)> makers = {&make_alternative<I>...};
+  return makers[tag]();
+}
+
+// ---- Graph structure ----
+
+void write_ids(Writer& w, const std::vector<ValueId>& ids) {
+  w.u32(static_cast<uint32_t>(ids.size()));
+  for (ValueId v : ids) w.u32(v.index);
+}
+
+std::vector<ValueId> read_ids(Reader& r, size_t num_values, const char* what) {
+  std::vector<ValueId> ids(r.count(4, what));
+  for (ValueId& v : ids) {
+    v.index = r.u32();
+    if (v.index >= num_values)
+      r.fail(std::string(what) + " refer to value %" + std::to_string(v.index) + " of " + std::to_string(num_values));
+  }
+  return ids;
+}
+
+void write_value(Writer& w, const Value& v) {
+  w.str(v.name);
+  DType dtype = v.dtype;
+  Layout layout = v.layout;
+  w.enum8(dtype, 1);
+  w.enum8(layout, 5);
+  Shape shape = v.shape;
+  w.i64s(shape, 1, kMaxDim);
+  w.u8(v.is_constant() ? 1 : 0);
+  if (v.is_constant()) w.floats(*v.data);
+}
+
+Value read_value(Reader& r) {
+  Value v;
+  r.str(v.name);
+  r.enum8(v.dtype, 1);
+  r.enum8(v.layout, 5);
+  r.i64s(v.shape, 1, kMaxDim);
+  int64_t elements = 1;
+  for (int64_t d : v.shape) {
+    if (d > kMaxElements / elements) r.fail("value '" + v.name + "' has too many elements");
+    elements *= d;
+  }
+  bool constant = false;
+  r.flag(constant);
+  if (constant) {
+    auto data = std::make_shared<std::vector<float>>();
+    r.floats(*data, static_cast<uint64_t>(elements));
+    v.data = std::move(data);
+  }
+  return v;
+}
+
+void write_node(Writer& w, const Node& n) {
+  w.str(n.name);
+  w.u8(static_cast<uint8_t>(n.op.index()));
+  Op op = n.op;  // the attribute functions take references for the reader's sake
+  std::visit([&](auto& a) { attrs(w, a); }, op);
+  write_ids(w, n.inputs);
+  write_ids(w, n.outputs);
+  w.u32(static_cast<uint32_t>(n.computes.size()));
+  for (const std::string& c : n.computes) w.str(c);
+}
+
+Node read_node(Reader& r, size_t num_values) {
+  Node n;
+  r.str(n.name);
+  const uint8_t tag = r.u8();
+  if (tag >= std::variant_size_v<Op>) r.fail("unknown op tag " + std::to_string(tag));
+  n.op = make_op(tag, std::make_index_sequence<std::variant_size_v<Op>>{});
+  std::visit([&](auto& a) { attrs(r, a); }, n.op);
+  n.inputs = read_ids(r, num_values, "node inputs");
+  n.outputs = read_ids(r, num_values, "node outputs");
+  n.computes.resize(r.count(4, "computes entries"));
+  for (std::string& c : n.computes) r.str(c);
+  return n;
+}
+
+Graph read_graph(const std::string& bytes) {
+  const size_t header = sizeof(kMagic) + 4;
+  if (bytes.size() < sizeof(kMagic) || std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0)
+    throw Error("not a Kiln graph file (no KILNGRF1 magic)");
+  if (bytes.size() < header + 8) throw Error("corrupt graph file: truncated header");
+  Reader r(bytes, bytes.size() - 8);
+  for (size_t i = 0; i < sizeof(kMagic); ++i) r.u8();
+  const uint32_t version = r.u32();
+  if (version != kGraphFormatVersion)
+    throw Error("graph file format version " + std::to_string(version) + " is not supported (this Kiln reads version " +
+                std::to_string(kGraphFormatVersion) + "; recompile the model)");
+  uint64_t stored = 0;
+  for (int i = 0; i < 8; ++i)
+    stored |= uint64_t{static_cast<uint8_t>(bytes[bytes.size() - 8 + i])} << (8 * i);
+  if (stored != format_checksum(bytes.data(), bytes.size() - 8))
+    throw Error("corrupt graph file: checksum mismatch (the file is damaged or truncated)");
+
+  Graph g;
+  const uint32_t num_values = r.count(11, "values");  // the smallest value takes 11 bytes
+  for (uint32_t i = 0; i < num_values; ++i) g.add_value(read_value(r));
+  const uint32_t num_nodes = r.count(17, "nodes");  // the smallest node takes 17 bytes
+  for (uint32_t i = 0; i < num_nodes; ++i) g.add_node(read_node(r, num_values));
+  g.inputs = read_ids(r, num_values, "graph inputs");
+  g.outputs = read_ids(r, num_values, "graph outputs");
+  if (r.left() != 0) r.fail(std::to_string(r.left()) + " unexpected bytes after the graph");
+  return g;
+}
+
+}  // namespace
+
+uint64_t format_checksum(const char* data, size_t size) {
+  // FNV-1a over 64-bit little-endian words: each step is a bijection of the running state for
+  // a fixed word and of the word for a fixed state, so any one changed word changes the result.
+  uint64_t h = 0xcbf29ce484222325ull;
+  constexpr uint64_t kPrime = 0x100000001b3ull;
+  size_t i = 0;
+  for (; i + 8 <= size; i += 8) {
+    uint64_t w = 0;
+    for (int b = 0; b < 8; ++b) w |= uint64_t{static_cast<uint8_t>(data[i + b])} << (8 * b);
+    h = (h ^ w) * kPrime;
+  }
+  for (; i < size; ++i) h = (h ^ static_cast<uint8_t>(data[i])) * kPrime;
+  h ^= size;
+  h = (h ^ (h >> 33)) * 0xff51afd7ed558ccdull;  // final mix so every bit affects every bit
+  return h ^ (h >> 33);
+}
+
+std::string serialize(const Graph& g) {
+  Writer w;
+  for (char c : kMagic) w.u8(static_cast<uint8_t>(c));
+  w.u32(kGraphFormatVersion);
+  w.u32(static_cast<uint32_t>(g.values().size()));
+  for (const Value& v : g.values()) write_value(w, v);
+  w.u32(static_cast<uint32_t>(g.nodes().size()));
+  for (const Node& n : g.nodes()) write_node(w, n);
+  write_ids(w, g.inputs);
+  write_ids(w, g.outputs);
+  w.u64(format_checksum(w.bytes().data(), w.bytes().size()));
+  return std::move(w.bytes());
+}
+
+Graph deserialize(const std::string& bytes) {
+  Graph g = read_graph(bytes);
+  try {
+    verify(g, "in the graph file");
+  } catch (const std::logic_error& e) {
+    // A corrupted graph must not surface as an internal error from a deeper check.
+    throw Error(std::string("corrupt graph file: ") + e.what());
+  }
+  return g;
+}
+
+void write_graph_file(const Graph& g, const std::string& path) {
+  const std::string bytes = serialize(g);
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (f) f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!f || !f.flush()) {
+      const std::string why = std::strerror(errno);
+      std::error_code ec;
+      std::filesystem::remove(tmp, ec);
+      throw Error("cannot write '" + path + "': " + why);
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    throw Error("cannot write '" + path + "': " + ec.message());
+  }
+}
+
+Graph read_graph_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary | std::ios::ate);
+  if (!f) throw Error("cannot open graph file '" + path + "': " + std::strerror(errno));
+  const std::streamoff size = f.tellg();
+  std::string bytes(size > 0 ? static_cast<size_t>(size) : 0, '\0');
+  f.seekg(0);
+  if (size < 0 || !f.read(bytes.data(), static_cast<std::streamsize>(bytes.size())))
+    throw Error("cannot read graph file '" + path + "'");
+  try {
+    return deserialize(bytes);
+  } catch (const Error& e) {
+    throw Error(path + ": " + e.what());
+  }
+}
+
+}  // namespace kiln::graph

@@ -1,0 +1,41 @@
+// Graph serialization: a versioned little-endian binary format holding a whole graph, weights
+// included; what `kiln compile` writes as NAME.weights and compiled models load at run time.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "graph/ir.h"
+
+namespace kiln::graph {
+
+// Format version 1, all integers little-endian:
+//   "KILNGRF1"  u32 version
+//   u32 #values, each: str name, u8 dtype, u8 layout, u32 rank, i64 dims[rank],
+//                      u8 has_data, [u64 count, f32 data[count]]
+//   u32 #nodes,  each: str name, u8 op tag (index in graph::Op), the op's attributes in
+//                      declaration order, ids inputs, ids outputs, u32 #computes, str computes
+//   ids graph inputs, ids graph outputs
+//   u64 checksum of every byte before it
+// where str = u32 length + bytes, ids = u32 count + u32 value ids. Value::producer is not
+// stored: it follows from the nodes' outputs.
+constexpr uint32_t kGraphFormatVersion = 1;
+
+std::string serialize(const Graph& g);
+
+// Validates everything (magic, version, checksum, every count and size against the bytes left,
+// enum values, ids in range) and then runs graph::verify; throws Error naming the first problem.
+// Never reads outside `bytes`.
+Graph deserialize(const std::string& bytes);
+
+// The checksum stored at the end of the format: changing any one byte before it changes it.
+// Public so that tests can corrupt a file, re-seal it, and reach the structural checks.
+uint64_t format_checksum(const char* data, size_t size);
+
+// serialize() to `path` through a temporary file renamed into place, so a failed write never
+// leaves a file that looks valid. Throws Error naming the path.
+void write_graph_file(const Graph& g, const std::string& path);
+// deserialize() the file at `path`; Error names the path.
+Graph read_graph_file(const std::string& path);
+
+}  // namespace kiln::graph

@@ -1,0 +1,101 @@
+// The engine behind the model classes `kiln compile` generates: loads a compiled model's
+// .weights file and runs it, with outputs in the model's declared (logical) layout.
+// Header-only: it is compiled into each generated model's archive, not into Kiln's libraries.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "graph/serialize.h"
+#include "kiln/runtime.h"
+#include "runtime/kernels.h"
+
+namespace kiln {
+
+struct CompiledModelOptions {
+  // Indices into runtime::cpu_targets(), best first: the first one this CPU supports runs.
+  // Empty: every compiled CPU target, picked by the kernels' dispatch wrappers.
+  std::vector<int> cpu_targets;
+  bool cuda = false;  // run on CUDA, on the CPU when no GPU is usable or a node has no CUDA kernel
+  int threads = 0;    // 0: one per core
+};
+
+class CompiledModel {
+ public:
+  // Throws std::runtime_error (graph::Error) naming the problem: a missing or corrupt file, a
+  // CPU without any of the compiled targets' features.
+  CompiledModel(const std::string& weights_path, const CompiledModelOptions& o) {
+    const graph::Graph g = graph::read_graph_file(weights_path);
+    ModelOptions mo;
+    mo.backend = o.cuda ? Backend::cuda : Backend::cpu;
+    mo.fallback_to_cpu = true;
+    mo.threads = o.threads;
+    mo.cpu_target = pick_cpu_target(o.cpu_targets);
+    model_ = std::make_unique<Model>(g, mo);
+    logical_.resize(model_->num_outputs());
+  }
+
+  size_t num_inputs() const { return model_->num_inputs(); }
+  std::string input_name(size_t i) const { return model_->input_info(i).name; }
+  std::vector<int64_t> input_shape(size_t i) const { return model_->input_info(i).shape; }
+  size_t num_outputs() const { return model_->num_outputs(); }
+  std::string output_name(size_t i) const { return model_->output(i).name; }
+  // Logical shape: NCHW for an image output the runtime keeps NHWC.
+  std::vector<int64_t> output_shape(size_t i) const {
+    const TensorView v = model_->output(i);
+    const auto& s = v.shape;
+    if (v.layout == graph::Layout::nhwc) return {s[0], s[3], s[1], s[2]};
+    return s;
+  }
+  size_t output_size(size_t i) const {
+    return static_cast<size_t>(graph::num_elements(model_->output(i).shape));
+  }
+
+  void run(const std::vector<const float*>& inputs) {
+    const Status s = model_->run(inputs);
+    if (!s) throw std::runtime_error(s.message());
+    for (size_t i = 0; i < logical_.size(); ++i) to_logical(i);
+  }
+  // Valid after run(), until the next one: output_size(i) floats in output_shape(i) order.
+  const float* output(size_t i) const {
+    return model_->output(i).layout == graph::Layout::nhwc ? logical_.at(i).data()
+                                                           : model_->output(i).data;
+  }
+  std::string backend() const { return to_string(model_->backend()); }
+  const std::string& fallback_reason() const { return model_->fallback_reason(); }
+
+ private:
+  static int pick_cpu_target(const std::vector<int>& targets) {
+    if (targets.empty()) return -1;
+    std::string names;
+    for (int t : targets) {
+      if (t < 0 || t >= static_cast<int>(runtime::cpu_targets().size()))
+        throw graph::Error("CPU target index " + std::to_string(t) + " is not in this build");
+      if (runtime::cpu_target_supported(t)) return t;
+      names += (names.empty() ? "" : ", ") + runtime::cpu_targets()[t];
+    }
+    throw graph::Error("this CPU supports none of the targets the model was compiled for: " + names);
+  }
+
+  // NHWC -> NCHW into logical_[i]; other layouts are already logical.
+  void to_logical(size_t i) {
+    const TensorView v = model_->output(i);
+    if (v.layout != graph::Layout::nhwc) return;
+    const int64_t n = v.shape[0], h = v.shape[1], w = v.shape[2], c = v.shape[3];
+    std::vector<float>& dst = logical_[i];
+    dst.resize(static_cast<size_t>(n * c * h * w));
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t y = 0; y < h; ++y)
+        for (int64_t x = 0; x < w; ++x)
+          for (int64_t k = 0; k < c; ++k)
+            dst[((b * c + k) * h + y) * w + x] = v.data[((b * h + y) * w + x) * c + k];
+  }
+
+  std::unique_ptr<Model> model_;
+  std::vector<std::vector<float>> logical_;
+};
+
+}  // namespace kiln

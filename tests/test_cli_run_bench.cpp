@@ -1,0 +1,258 @@
+// `kiln run` and `kiln bench` end to end: the real binary's exit codes, messages and files,
+// plus the strict .npy reader in process.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "graph/builder.h"
+#include "graph/example.h"
+#include "graph/kernel_spec.h"
+#include "graph/passes/pipeline.h"
+#include "graph/reference.h"
+#include "npy.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using kiln::cli::NpyArray;
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+void spit(const std::string& path, const std::string& bytes) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << bytes;
+}
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+int lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+
+const kiln::graph::Shape kExampleIn = {1, 64, 56, 56}, kExampleOut = {1, 64, 28, 28};
+
+// Each test in its own directory, with the peak cache inside it (never the user's).
+class CliRunBench : public testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/kiln_cli_test_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return dir_ + "/" + name; }
+
+  Result kiln(const std::string& args) const {
+    const std::string cmd = "cd '" + dir_ + "' && XDG_CACHE_HOME='" + dir_ +
+                            "/cache' '" KILN_BINARY "' " + args + " >stdout.txt 2>stderr.txt";
+    const int status = std::system(cmd.c_str());
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(path("stdout.txt")),
+            slurp(path("stderr.txt"))};
+  }
+
+  std::string dir_;
+};
+
+// A failed command: the given exit code and one stderr line that says `what`.
+void expect_error(const Result& r, int code, const std::string& what) {
+  EXPECT_EQ(r.code, code) << r.err;
+  EXPECT_TRUE(contains(r.err, what)) << r.err;
+  EXPECT_EQ(lines(r.err), code == 2 ? 2 : 1) << r.err;  // usage errors add the pointer to --help
+}
+
+TEST_F(CliRunBench, MissingModelFile) {
+  expect_error(kiln("run nope.onnx"), 1, "no such file: nope.onnx");
+}
+
+TEST_F(CliRunBench, MalformedModel) {
+  std::string junk(4096, '\0');
+  for (size_t i = 0; i < junk.size(); ++i) junk[i] = static_cast<char>((i * 2654435761u) >> 13);
+  spit(path("junk.onnx"), junk);
+  expect_error(kiln("run junk.onnx"), 1, "junk.onnx");
+  expect_error(kiln("bench junk.onnx"), 1, "junk.onnx");
+}
+
+TEST_F(CliRunBench, UnknownTargetAndOptionAreUsageErrors) {
+  expect_error(kiln("run example --target tpu"), 2, "unknown --target 'tpu'");
+  expect_error(kiln("bench example --target tpu"), 2, "unknown --target 'tpu'");
+  expect_error(kiln("run example --frobnicate"), 2, "unknown option '--frobnicate'");
+  expect_error(kiln("bench example --frobnicate"), 2, "unknown option '--frobnicate'");
+  expect_error(kiln("run"), 2, "missing MODEL");
+}
+
+TEST_F(CliRunBench, InputOfWrongShapeIsNamed) {
+  const std::vector<float> small(3 * 5 * 5, 0.5f);
+  kiln::cli::write_npy(path("small.npy"), {1, 3, 5, 5}, small.data());
+  expect_error(kiln("run example --input small.npy --output-dir D"), 1,
+               "input 'A' must have shape [1, 64, 56, 56], got [1, 3, 5, 5]");
+  EXPECT_FALSE(fs::exists(path("D/out.npy")));
+}
+
+TEST_F(CliRunBench, InputOfWrongDtypeIsNamed) {
+  // What numpy.save writes for float64 zeros of the example's input shape.
+  std::string header = "{'descr': '<f8', 'fortran_order': False, 'shape': (1, 64, 56, 56), }";
+  header.append(64 - (10 + header.size() + 1) % 64, ' ');
+  header += '\n';
+  std::string file = std::string("\x93NUMPY\x01\x00", 8) + char(header.size() & 0xff) +
+                     char(header.size() >> 8) + header;
+  file.append(8 * 64 * 56 * 56, '\0');
+  spit(path("f64.npy"), file);
+  expect_error(kiln("run example --input A=f64.npy --output-dir D"), 1,
+               "f64.npy: dtype '<f8' is not supported");
+  EXPECT_FALSE(fs::exists(path("D/out.npy")));
+}
+
+TEST_F(CliRunBench, UnknownInputNameIsAUsageError) {
+  expect_error(kiln("run example --input B=x.npy"), 2, "the model has no input 'B'");
+}
+
+TEST_F(CliRunBench, RunWritesEachOutputAsNpy) {
+  const Result r = kiln("run example --output-dir D/sub");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "output out [1, 64, 28, 28] -> D/sub/out.npy")) << r.out;
+  EXPECT_TRUE(contains(r.out, "median")) << r.out;
+  const NpyArray out = kiln::cli::read_npy(path("D/sub/out.npy"));
+  EXPECT_EQ(out.shape, kExampleOut);
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(path("D/sub")))
+    files += static_cast<int>(e.is_regular_file());
+  EXPECT_EQ(files, 1);  // no temp files left behind
+}
+
+TEST_F(CliRunBench, RunOnGivenInputMatchesTheReference) {
+  using namespace kiln::graph;
+  const Tensor x{kExampleIn, Layout::nchw,
+                 random_uniform(num_elements(kExampleIn), -1.0f, 1.0f, 42)};
+  kiln::cli::write_npy(path("x.npy"), x.shape, x.data.data());
+  const Tensor want = run_reference(reference_example(), {x})[0];
+  for (const std::string input : {"x.npy", "A=x.npy"}) {
+    const Result r = kiln("run example --input " + input + " --output-dir D");
+    ASSERT_EQ(r.code, 0) << r.err;
+    const NpyArray got = kiln::cli::read_npy(path("D/out.npy"));
+    ASSERT_EQ(got.shape, want.shape);  // NCHW, the model's declared layout
+    EXPECT_LE(worst_error_ratio(got.data, want.data, 1e-3, 1e-4), 1.0) << input;
+    fs::remove(path("D/out.npy"));
+  }
+}
+
+TEST_F(CliRunBench, CheckPrintsOneRowPerKernelWithinTolerance) {
+  const Result r = kiln("run example --check --output-dir D");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_FALSE(contains(r.out, "OUT OF TOLERANCE")) << r.out;
+  const auto kernels =
+      kiln::graph::lower_to_kernels(kiln::graph::run_passes(kiln::graph::reference_example()));
+  ASSERT_EQ(kernels.size(), 2u);
+  for (const auto& k : kernels)
+    EXPECT_TRUE(contains(r.out, "\n  " + kiln::graph::kernel_name(k) + " ")) << r.out;
+  EXPECT_TRUE(fs::exists(path("D/out.npy")));
+}
+
+TEST_F(CliRunBench, BenchPerLayerWritesJsonAndCachesPeaks) {
+  const Result r = kiln("bench example --per-layer --iterations 5 --warmup 1 --json b.json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "median")) << r.out;
+  EXPECT_TRUE(contains(r.out, "conv_out")) << r.out;
+  EXPECT_TRUE(contains(r.out, "(measured)")) << r.out;
+  const std::string json = slurp(path("b.json"));
+  for (const char* key : {"\"model\": \"example\"", "\"latency_ms\"", "\"median\"", "\"p90\"",
+                          "\"min\"", "\"layers\"", "\"kernel\": \"conv_out\"", "\"peaks\"",
+                          "\"fma_gflops\"", "\"bandwidth_gbs\""})
+    EXPECT_TRUE(contains(json, key)) << key << "\n" << json;
+  EXPECT_EQ(std::count(json.begin(), json.end(), '{'), std::count(json.begin(), json.end(), '}'));
+  EXPECT_EQ(json.front(), '{');
+
+  const Result again = kiln("bench example --per-layer --iterations 2 --warmup 0");
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_TRUE(contains(again.out, "cached in " + dir_ + "/cache/kiln/peaks.txt")) << again.out;
+}
+
+TEST_F(CliRunBench, HelpListsEveryOption) {
+  const Result run = kiln("run --help");
+  ASSERT_EQ(run.code, 0);
+  for (const char* o :
+       {"--input", "--output-dir", "--target", "--fallback", "--threads", "--seed", "--check"})
+    EXPECT_TRUE(contains(run.out, o)) << o;
+  const Result bench = kiln("bench --help");
+  ASSERT_EQ(bench.code, 0);
+  for (const char* o : {"--threads", "--iterations", "--warmup", "--target", "--per-layer",
+                        "--json", "--remeasure-peaks"})
+    EXPECT_TRUE(contains(bench.out, o)) << o;
+}
+
+// The reader, in process: each malformed file is one error naming the file and the problem.
+std::string npy_with_header(const std::string& dict, int major, const std::string& data) {
+  std::string h = dict + "\n";
+  std::string out = std::string("\x93NUMPY", 6) + char(major) + '\0';
+  const uint32_t n = static_cast<uint32_t>(h.size());
+  for (int i = 0; i < (major == 1 ? 2 : 4); ++i) out += char(n >> (8 * i));
+  return out + h + data;
+}
+
+void expect_npy_error(const std::string& bytes, const std::string& what) {
+  try {
+    kiln::cli::parse_npy(bytes, "t.npy");
+    ADD_FAILURE() << "accepted; expected: " << what;
+  } catch (const kiln::graph::Error& e) {
+    EXPECT_TRUE(contains(e.what(), "t.npy")) << e.what();
+    EXPECT_TRUE(contains(e.what(), what)) << e.what();
+  }
+}
+
+TEST(NpyReader, RoundTripsAndReadsVersion2) {
+  const std::vector<float> v = {1.5f, -2.0f, 3.25f, 0.0f, 7.0f, -1e-3f};
+  const NpyArray a = kiln::cli::parse_npy(kiln::cli::encode_npy({2, 3}, v.data()), "t.npy");
+  EXPECT_EQ(a.shape, (kiln::graph::Shape{2, 3}));
+  EXPECT_EQ(a.data, v);
+  EXPECT_EQ(kiln::cli::encode_npy({2, 3}, v.data()).size() % 64,
+            (6 * 4) % 64);  // header padded to 64
+  std::string data(reinterpret_cast<const char*>(v.data()), 12);
+  const NpyArray b = kiln::cli::parse_npy(
+      npy_with_header("{\"descr\": \"<f4\", \"fortran_order\": False, \"shape\": (3,)}", 2, data),
+      "t.npy");
+  EXPECT_EQ(b.shape, (kiln::graph::Shape{3}));
+}
+
+TEST(NpyReader, RejectsWhatItCannotRead) {
+  const std::string four(16, '\0');
+  const std::string ok = "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }";
+  expect_npy_error("PK\x03\x04 not numpy", "not an .npy file");
+  expect_npy_error(npy_with_header(ok, 3, four), "version 3.0");
+  expect_npy_error(
+      npy_with_header("{'descr': '>f4', 'fortran_order': False, 'shape': (4,), }", 1, four),
+      "'>f4'");
+  expect_npy_error(
+      npy_with_header("{'descr': '<i4', 'fortran_order': False, 'shape': (4,), }", 1, four),
+      "'<i4'");
+  expect_npy_error(
+      npy_with_header("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", 1, four),
+      "Fortran");
+  expect_npy_error(npy_with_header(ok, 1, four.substr(0, 12)), "truncated");
+  expect_npy_error(npy_with_header(ok, 1, four + "xxxx"), "4 bytes after the data");
+  expect_npy_error(
+      npy_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (4), }", 1, four),
+      "trailing comma");
+  expect_npy_error(npy_with_header("{'descr': '<f4', 'shape': (4,), }", 1, four),
+                   "descr, fortran_order and shape");
+  expect_npy_error(npy_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': "
+                                   "(99999999999, 99999999999, 99999999999), }",
+                                   1, four),
+                   "truncated");
+  expect_npy_error(npy_with_header(ok, 1, four).substr(0, 20), "truncated .npy header");
+}
+
+}  // namespace

@@ -1,0 +1,199 @@
+// ONNX loader safety: malformed files, bad dims and sizes, duplicate names, cycles, opsets and
+// external data all give a clear error naming the problem, never a crash.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+
+#include "graph/builder.h"
+#include "graph_test_util.h"
+#include "onnx_test_models.h"
+
+namespace kiln::graph {
+namespace {
+
+using onnx_test::attr_f;
+using onnx_test::attr_i;
+using onnx_test::attr_ints;
+using onnx_test::attr_s;
+using onnx_test::Dims;
+using onnx_test::import;
+using onnx_test::import_error;
+using onnx_test::ModelBuilder;
+using onnx_test::rnd;
+using testing::HasSubstr;
+using testing_util::count_ops;
+using TP = ::onnx::TensorProto;
+
+ModelBuilder relu_model() {
+  ModelBuilder m(13);
+  m.input("x", {2, 2});
+  m.node("Relu", {"x"}, {"y"}, "r");
+  m.output("y");
+  return m;
+}
+
+std::string temp_file(const std::string& name, const std::string& bytes) {
+  const std::string path = ::testing::TempDir() + name;
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+TEST(OnnxLoader, GarbageTruncatedAndMissingFiles) {
+  EXPECT_THAT(import_error("\x08\x07garbage\xff\xff\xff"), HasSubstr("cannot parse the model"));
+  ModelBuilder m = relu_model();
+  m.init("big", {64}, rnd(64, 131));
+  const std::string bytes = m.bytes();
+  const std::string path = temp_file("truncated.onnx", bytes.substr(0, bytes.size() / 2));
+  try {
+    onnx::import_model(path);
+    ADD_FAILURE() << "a truncated model imported";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr(path));
+    EXPECT_THAT(e.what(), HasSubstr("truncated"));
+  }
+  std::remove(path.c_str());
+  EXPECT_THROW(
+      {
+        try {
+          onnx::import_model("/nonexistent/model.onnx");
+        } catch (const Error& e) {
+          EXPECT_THAT(e.what(), HasSubstr("'/nonexistent/model.onnx' does not exist"));
+          throw;
+        }
+      },
+      Error);
+}
+
+TEST(OnnxLoader, BadDimensionsAndDataSizes) {
+  auto with_init = [](auto edit) {
+    ModelBuilder m = relu_model();
+    TP& t = *m.graph().add_initializer();
+    ModelBuilder::fill(t, "w", {2, 2}, TP::FLOAT);
+    edit(t);
+    return import_error(m.bytes());
+  };
+  EXPECT_THAT(with_init([](TP& t) { t.set_dims(1, -3); }),
+              HasSubstr("initializer 'w' has a negative dimension"));
+  EXPECT_THAT(
+      with_init([](TP& t) { t.set_dims(0, int64_t{1} << 40), t.set_dims(1, int64_t{1} << 40); }),
+      HasSubstr("overflows int64"));
+  EXPECT_THAT(with_init([](TP& t) { t.set_raw_data(std::string(12, '\0')); }),
+              HasSubstr("initializer 'w' has 12 bytes of raw_data"));
+  EXPECT_THAT(with_init([](TP& t) { t.add_float_data(1.0f); }),
+              HasSubstr("initializer 'w' has 1 values in float_data; its dims [2, 2] need 4"));
+  EXPECT_THAT(with_init([](TP& t) {
+                t.set_data_type(TP::INT64);
+                for (int k = 0; k < 5; ++k) t.add_int64_data(k);
+              }),
+              HasSubstr("5 values in int64_data"));
+  EXPECT_THAT(with_init([](TP& t) {
+                t.set_data_type(TP::INT32);
+                t.add_int32_data(1);
+              }),
+              HasSubstr("1 values in int32_data"));
+  EXPECT_THAT(
+      with_init([](TP& t) {
+        t.set_data_location(TP::EXTERNAL);
+        auto* e = t.add_external_data();
+        e->set_key("location"), e->set_value("../../etc/passwd");
+      }),
+      HasSubstr("initializer 'w' keeps its data outside the model file (data_location EXTERNAL)"));
+  EXPECT_THAT(with_init([](TP& t) { t.set_data_type(TP::STRING); }), HasSubstr("dtype STRING"));
+  EXPECT_THAT(with_init([](TP& t) {
+                for (int k = 0; k < 40; ++k) t.add_dims(1);
+              }),
+              HasSubstr("initializer 'w' has rank 42"));
+}
+
+TEST(OnnxLoader, DuplicateNamesCyclesAndMissingProducers) {
+  ModelBuilder twice = relu_model();
+  twice.node("Sigmoid", {"x"}, {"y"}, "s");
+  EXPECT_THAT(import_error(twice.bytes()),
+              HasSubstr("node 's' (Sigmoid): output 'y' is already produced by node 'r' (Relu)"));
+  ModelBuilder shadow = relu_model();
+  shadow.init("y", {2, 2}, rnd(4, 141));
+  EXPECT_THAT(import_error(shadow.bytes()),
+              HasSubstr("output 'y' is already produced by an initializer"));
+  ModelBuilder inputs = relu_model();
+  inputs.input("x", {2, 2});
+  EXPECT_THAT(import_error(inputs.bytes()), HasSubstr("graph input 'x' is listed twice"));
+  ModelBuilder inits = relu_model();
+  inits.init("w", {1}, {1.0f}), inits.init("w", {1}, {2.0f});
+  EXPECT_THAT(import_error(inits.bytes()),
+              HasSubstr("initializer 'w' has the same name as an initializer"));
+
+  ModelBuilder cycle(13);
+  cycle.input("x", {2, 2});
+  cycle.node("Add", {"x", "b"}, {"a"}, "first");
+  cycle.node("Relu", {"a"}, {"b"}, "second");
+  cycle.output("b");
+  EXPECT_THAT(import_error(cycle.bytes()),
+              HasSubstr("node 'first' (Add): input 'b' is not produced by any earlier node, "
+                        "initializer or graph input"));
+  ModelBuilder missing = relu_model();
+  missing.graph().mutable_output(0)->set_name("z");
+  EXPECT_THAT(import_error(missing.bytes()), HasSubstr("graph output 'z' is not produced"));
+}
+
+TEST(OnnxLoader, OpsetsShapesAndDtypes) {
+  ModelBuilder future = relu_model();
+  future.model().mutable_opset_import(0)->set_version(99);
+  EXPECT_THAT(import_error(future.bytes()), HasSubstr("opset 99 of the default ONNX domain"));
+  ModelBuilder none = relu_model();
+  none.model().mutable_opset_import(0)->set_domain("ai.onnx.ml");
+  EXPECT_THAT(import_error(none.bytes()), HasSubstr("imports no opset of the default ONNX domain"));
+  ModelBuilder symbolic = relu_model();
+  symbolic.graph()
+      .mutable_input(0)
+      ->mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->mutable_dim(0)
+      ->set_dim_param("N");
+  EXPECT_THAT(import_error(symbolic.bytes()),
+              HasSubstr("graph input 'x' has a symbolic dimension 'N'"));
+  ModelBuilder dtype = relu_model();
+  dtype.graph().mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(TP::DOUBLE);
+  EXPECT_THAT(import_error(dtype.bytes()), HasSubstr("graph input 'x' has dtype DOUBLE"));
+  ModelBuilder huge = relu_model();
+  huge.init_i64("shape", {3}, {int64_t{1} << 20, int64_t{1} << 20, 1 << 10});
+  huge.node("ConstantOfShape", {"shape"}, {"z"}, "fill");
+  EXPECT_THAT(import_error(huge.bytes()), HasSubstr("node 'fill' (ConstantOfShape): shape"));
+}
+
+TEST(OnnxLoader, TensorFiles) {
+  TP t;
+  ModelBuilder::fill(t, "t", {1, 2, 1, 2}, TP::FLOAT);
+  const auto data = rnd(4, 151);
+  t.set_raw_data(std::string(reinterpret_cast<const char*>(data.data()), 16));
+  const std::string path = temp_file("t.pb", t.SerializeAsString());
+  const Tensor got = onnx::load_tensor_file(path);
+  EXPECT_EQ(got.shape, (Shape{1, 2, 1, 2}));
+  EXPECT_EQ(got.layout, Layout::nchw);
+  EXPECT_EQ(got.data, data);
+
+  TP ints;
+  ModelBuilder::fill(ints, "i", {3}, TP::INT64);
+  for (int64_t v : {-4, 0, 7}) ints.add_int64_data(v);
+  const std::string ipath = temp_file("i.pb", ints.SerializeAsString());
+  EXPECT_EQ(onnx::load_tensor_file(ipath).data, (std::vector<float>{-4, 0, 7}));
+
+  t.set_raw_data(std::string(15, '\0'));
+  const std::string bad = temp_file("bad.pb", t.SerializeAsString());
+  EXPECT_THROW(onnx::load_tensor_file(bad), Error);
+  const std::string junk = temp_file("junk.pb", "\xff\xff\xff\xff");
+  try {
+    onnx::load_tensor_file(junk);
+    ADD_FAILURE() << "junk parsed";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr(junk));
+  }
+  for (const std::string& p : {path, ipath, bad, junk}) std::remove(p.c_str());
+}
+
+}  // namespace
+}  // namespace kiln::graph

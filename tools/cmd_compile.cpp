@@ -1,0 +1,401 @@
+// `kiln compile`: turns a model into NAME.a + NAME.h + NAME.weights, which a program links
+// without Halide or LLVM: the prebuilt kernels and runtime, the optimized graph as data.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <sstream>
+
+#include "cli.h"
+#include "commands.h"
+#include "compile_codegen.h"
+#include "graph/memory_plan.h"
+#include "graph/passes/pipeline.h"
+#include "graph/serialize.h"
+#include "kiln/runtime.h"
+#include "kiln_compile_config.h"
+#include "runtime/kernels.h"
+
+extern char** environ;
+
+namespace kiln::cli {
+namespace {
+
+namespace fs = std::filesystem;
+namespace cfg = compile_config;
+
+constexpr const char* kHelp = R"(usage: kiln compile MODEL -o OUTDIR [options]
+
+MODEL is an .onnx file, or `example` for the built-in reference model. Optimizes it and writes
+  OUTDIR/NAME.a        static library: the model's C++ API, Kiln's runtime, every prebuilt
+                       kernel and the Halide runtime (link with -lpthread -ldl)
+  OUTDIR/NAME.h        the API: class NAME::Model (includes only the standard library)
+  OUTDIR/NAME.weights  the optimized graph with its weights, loaded by NAME::Model at run time
+Nothing in OUTDIR changes unless every step succeeds.
+
+options:
+  -o, --output DIR    where to write (created if missing)
+  --name NAME         C++ namespace and file names (default: the model file's name)
+  --targets LIST      comma-separated: cpu (default: every prebuilt CPU target, picked at run
+                      time), cuda (the CUDA kernels, with fallback to the CPU), or prebuilt
+                      Halide target strings (the first one the CPU supports runs)
+  --threads N         the default thread count of NAME::Model (default 0: one per core)
+  --emit LIST         also write: plan (NAME.plan.txt, the arena plan), dot (NAME.dot, the
+                      optimized graph), stmt (NAME.stmt/, the Halide IR of the kernels used)
+  --depfile FILE      write a Makefile-style depfile of NAME.a (for build systems)
+  -h, --help          this text
+)";
+
+struct CompileArgs {
+  std::string model, outdir, name, depfile;
+  Targets targets;
+  int threads = 0;
+  std::set<std::string> emit;
+};
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, sep);)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+std::string join(const std::vector<std::string>& v, const std::string& sep) {
+  std::string out;
+  for (const std::string& s : v) out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+
+std::string available_targets() {
+  std::string s = "cpu (" + join(runtime::cpu_targets(), ", ") + ")";
+  if (cfg::kHaveCuda) return s + ", cuda (" + cfg::kCudaTarget + ")";
+  return s + "; no cuda (this build has KILN_BUILD_CUDA=OFF)";
+}
+
+Targets parse_targets(const std::string& list) {
+  Targets t;
+  bool all_cpu = false;
+  const std::vector<std::string>& cpu = runtime::cpu_targets();
+  for (const std::string& item : split(list, ',')) {
+    const auto it = std::find(cpu.begin(), cpu.end(), item);
+    if (item == "cpu") {
+      all_cpu = true;
+    } else if ((item == "cuda" || item == cfg::kCudaTarget) && cfg::kHaveCuda) {
+      t.cuda = true;
+    } else if (it != cpu.end()) {
+      const int index = static_cast<int>(it - cpu.begin());
+      if (std::find(t.cpu.begin(), t.cpu.end(), index) == t.cpu.end()) t.cpu.push_back(index);
+    } else {
+      throw UsageError("--targets: '" + item + "' is not a target of this Kiln build; it has " +
+                       available_targets());
+    }
+  }
+  if (all_cpu) t.cpu.clear();  // `cpu` means all of them, with dispatch
+  if (split(list, ',').empty()) throw UsageError("--targets is empty; this Kiln build has " + available_targets());
+  return t;
+}
+
+bool is_identifier(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  // The name becomes a namespace next to these.
+  static const std::set<std::string> taken = {"kiln", "std", "Halide", "halide", "int", "float",
+                                              "class", "namespace", "new", "delete", "main"};
+  return taken.count(s) == 0;
+}
+
+std::string default_name(const std::string& model) {
+  std::string name = fs::path(model).stem().string();
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) name = "model_" + name;
+  return name;
+}
+
+CompileArgs parse(const Args& args) {
+  CompileArgs a;
+  if (args.positionals().size() != 1)
+    throw UsageError(args.positionals().empty() ? "expected a MODEL (an .onnx file or `example`)"
+                                                : "unexpected argument '" + args.positionals()[1] + "'");
+  a.model = args.positionals()[0];
+  a.outdir = args.get("--output");
+  if (a.outdir.empty()) throw UsageError("-o OUTDIR is required");
+  a.name = args.get("--name", default_name(a.model));
+  if (!is_identifier(a.name))
+    throw UsageError("--name '" + a.name + "' is not usable as a C++ namespace and file name "
+                     "(letters, digits and _, not starting with a digit, not a reserved word)");
+  a.targets = parse_targets(args.get("--targets", "cpu"));
+  a.threads = args.get_int("--threads", 0, 0, 1024);
+  a.depfile = args.get("--depfile");
+  for (const std::string& e : split(args.get("--emit"), ',')) {
+    if (e == "assembly" || e == "onnx")
+      throw UsageError("--emit " + e + " is not supported yet (supported: plan, dot, stmt)");
+    if (e != "plan" && e != "dot" && e != "stmt")
+      throw UsageError("--emit: unknown output '" + e + "' (supported: plan, dot, stmt)");
+    a.emit.insert(e);
+  }
+  return a;
+}
+
+// ---- Files and tools ----
+
+void write_file(const fs::path& path, const std::string& content) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (f) f.write(content.data(), static_cast<std::streamsize>(content.size()));
+  if (!f || !f.flush()) throw graph::Error("cannot write '" + path.string() + "': " + std::strerror(errno));
+}
+
+// Runs argv[0] (found on PATH) with stdin from `stdin_path` if given; Error unless it exits 0.
+void run_tool(const std::vector<std::string>& argv, const std::string& what,
+              const std::string& stdin_path = "") {
+  std::cout.flush();
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (!stdin_path.empty()) posix_spawn_file_actions_addopen(&actions, 0, stdin_path.c_str(), O_RDONLY, 0);
+  std::vector<char*> args;
+  for (const std::string& s : argv) args.push_back(const_cast<char*>(s.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) throw graph::Error(what + ": cannot run " + argv[0] + ": " + std::strerror(rc));
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) throw graph::Error(what + ": waiting for " + argv[0] + ": " + std::strerror(errno));
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw graph::Error(what + " failed: " + argv[0] +
+                       (WIFEXITED(status) ? " exited with " + std::to_string(WEXITSTATUS(status))
+                                          : " was killed by signal " + std::to_string(WTERMSIG(status))));
+}
+
+// MRI scripts have no quoting: a path with one of these characters cannot be written there.
+void check_mri_path(const std::string& p) {
+  if (p.find_first_of(" \t\n,;*+()'\"") != std::string::npos)
+    throw graph::Error("cannot archive with ar -M: the path '" + p +
+                       "' contains a character MRI scripts cannot express; use a plain path");
+}
+
+void archive(const fs::path& out, const fs::path& object, const fs::path& dir) {
+  std::string script = "CREATE " + out.string() + "\nADDMOD " + object.string() + "\n";
+  check_mri_path(out.string());
+  check_mri_path(object.string());
+  for (const char* lib : cfg::kLibraries) {
+    check_mri_path(lib);
+    if (!fs::exists(lib)) throw graph::Error("Kiln library '" + std::string(lib) + "' is missing; rebuild Kiln");
+    script += "ADDLIB " + std::string(lib) + "\n";
+  }
+  script += "SAVE\nEND\n";
+  write_file(dir / "archive.mri", script);
+  run_tool({cfg::kAr, "-M"}, "archiving " + out.filename().string(), (dir / "archive.mri").string());
+  run_tool({cfg::kAr, "s", out.string()}, "indexing " + out.filename().string());
+}
+
+// The compiler's -MMD output with the staging directory's own files left out, for NAME.a.
+std::string depfile_for(const fs::path& compiler_deps, const fs::path& staging, const fs::path& target) {
+  std::ifstream f(compiler_deps);
+  std::stringstream buf;
+  buf << f.rdbuf();
+  std::string text = buf.str();
+  const size_t colon = text.find(": ");
+  if (colon == std::string::npos) throw graph::Error("unexpected depfile from the compiler: " + compiler_deps.string());
+  std::string out = target.string() + ":";
+  std::string token;
+  auto flush = [&] {
+    if (!token.empty() && token.rfind(staging.string(), 0) != 0) out += " " + token;
+    token.clear();
+  };
+  for (size_t i = colon + 1; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\\' && i + 1 < text.size() && text[i + 1] == '\n') {
+      ++i;  // line continuation
+      flush();
+    } else if (c == '\\' && i + 1 < text.size() && text[i + 1] == ' ') {
+      token += "\\ ";
+      ++i;
+    } else if (std::isspace(static_cast<unsigned char>(c))) {
+      flush();
+    } else {
+      token += c;
+    }
+  }
+  flush();
+  return out + "\n";
+}
+
+// ---- Steps ----
+
+// A directory in OUTDIR holding everything until the end; removed on any failure.
+class Staging {
+ public:
+  explicit Staging(fs::path dir) : dir_(std::move(dir)) {
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  ~Staging() {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  const fs::path& dir() const { return dir_; }
+
+ private:
+  fs::path dir_;
+};
+
+std::string mb(int64_t bytes) {
+  std::ostringstream s;
+  s.precision(3);
+  s << bytes / 1e6 << " MB";
+  return s.str();
+}
+
+void report_kernels(const graph::Graph& input, const Model& probe, const CompileArgs& a) {
+  int conv = 0, layout = 0, portable = 0;
+  for (const graph::KernelSpec& k : probe.kernels()) {
+    conv += std::holds_alternative<graph::ConvKernelSpec>(k);
+    layout += std::holds_alternative<graph::LayoutKernelSpec>(k);
+    portable += std::holds_alternative<graph::OpKernelSpec>(k);
+  }
+  std::cout << "      " << input.num_nodes() << " nodes -> " << probe.kernels().size() << " kernels ("
+            << conv << " Halide convolutions, " << layout << " layout transforms, " << portable
+            << " portable ops), arena " << mb(probe.arena_plan().arena_bytes) << "\n";
+  std::vector<std::string> names;
+  for (int t : a.targets.cpu) names.push_back(runtime::cpu_targets()[t]);
+  std::cout << "      targets: " << (a.targets.cuda ? "cuda, falling back to " : "")
+            << (names.empty() ? "cpu (" + join(runtime::cpu_targets(), ", ") + "; the best this CPU supports)"
+                              : join(names, ", ") + " (the first this CPU supports)")
+            << "\n";
+  if (a.targets.cuda && portable > 0)
+    std::cout << "      note: " << portable << " nodes have no CUDA kernel yet, so this model "
+              << "will run on the CPU even where a GPU is usable\n";
+}
+
+void emit_stmt(const Model& probe, const CompileArgs& a, const fs::path& dir) {
+  std::set<std::string> libs;
+  bool layout = false;
+  for (const graph::KernelSpec& k : probe.kernels()) {
+    if (const auto* c = std::get_if<graph::ConvKernelSpec>(&k)) {
+      static const char* kEpilogue[] = {"none", "relu", "relu6"};
+      libs.insert(std::string("kiln_conv_") + kEpilogue[static_cast<int>(runtime::conv_epilogue(c->activation))] +
+                  (c->residual ? "_residual" : "") + "_tuned");
+    }
+    layout |= std::holds_alternative<graph::LayoutKernelSpec>(k);
+  }
+  fs::create_directories(dir);
+  int copied = 0;
+  std::vector<int> targets = a.targets.cpu;
+  if (targets.empty())
+    for (size_t t = 0; t < runtime::cpu_targets().size(); ++t) targets.push_back(static_cast<int>(t));
+  for (const cfg::StmtFile* s = cfg::kStmtFiles; s->library; ++s) {
+    if (!libs.count(s->library)) continue;
+    // CMake reports one <library>.stmt; a multi-target library writes one file per target,
+    // <library>-<target>[-no_runtime].stmt, next to it.
+    const fs::path reported(s->path);
+    for (int t : targets)
+      for (const char* suffix : {"-no_runtime.stmt", ".stmt"}) {
+        const fs::path p = reported.parent_path() / (s->library + ("-" + runtime::cpu_targets()[t]) + suffix);
+        if (!fs::exists(p)) continue;
+        fs::copy_file(p, dir / p.filename(), fs::copy_options::overwrite_existing);
+        ++copied;
+      }
+  }
+  std::cout << "      stmt: " << copied << " files for " << join({libs.begin(), libs.end()}, ", ") << "\n";
+  if (layout) std::cout << "      note: the layout kernel (kiln_nchw_to_nhwc) has no .stmt in this build\n";
+  if (a.targets.cuda) std::cout << "      note: the CUDA kernels have no .stmt in this build\n";
+}
+
+// Moves everything from the staging directory into OUTDIR, the archive last.
+void commit(const fs::path& staging, const fs::path& outdir, const std::vector<std::string>& names) {
+  for (const std::string& n : names) {
+    if (fs::is_directory(outdir / n)) fs::remove_all(outdir / n);
+    fs::rename(staging / n, outdir / n);
+  }
+}
+
+int run_compile(const CompileArgs& a) {
+  const fs::path outdir = fs::absolute(a.outdir);
+  fs::create_directories(outdir);
+  Staging staging(outdir / ("." + a.name + ".kiln-tmp"));
+  const fs::path& tmp = staging.dir();
+
+  std::cout << "[1/3] optimizing " << a.model << "\n";
+  const graph::Graph input = load_model(a.model);
+  const graph::Graph g = graph::run_passes(input);
+  // Lowering and the runtime's own checks now, so an unsupported model fails here, not in the
+  // user's program.
+  const Model probe(g);
+  report_kernels(input, probe, a);
+  graph::write_graph_file(g, (tmp / (a.name + ".weights")).string());
+  write_file(tmp / (a.name + ".h"), model_header(a.name, fs::path(a.model).filename().string(), g, a.threads));
+  write_file(tmp / (a.name + ".cpp"), model_source(a.name, a.targets));
+  std::vector<std::string> outputs = {a.name + ".weights", a.name + ".h"};
+  if (a.emit.count("plan")) {
+    write_file(tmp / (a.name + ".plan.txt"), graph::describe(graph::plan_arena(g), g));
+    outputs.push_back(a.name + ".plan.txt");
+  }
+  if (a.emit.count("dot")) {
+    write_file(tmp / (a.name + ".dot"), graph_to_dot(g, a.name));
+    outputs.push_back(a.name + ".dot");
+  }
+  if (a.emit.count("stmt")) {
+    emit_stmt(probe, a, tmp / (a.name + ".stmt"));
+    outputs.push_back(a.name + ".stmt");
+  }
+
+  std::cout << "[2/3] compiling " << a.name << ".cpp\n";
+  std::vector<std::string> cxx = {cfg::kCxxCompiler, "-O2", "-std=c++17", "-fPIC"};
+  for (const char* dir : cfg::kIncludeDirs) cxx.push_back(std::string("-I") + dir);
+  for (const char* arg : {"-MMD", "-MF"}) cxx.push_back(arg);
+  cxx.insert(cxx.end(), {(tmp / "deps.d").string(), "-c", (tmp / (a.name + ".cpp")).string(), "-o",
+                         (tmp / (a.name + ".o")).string()});
+  run_tool(cxx, "compiling " + a.name + ".cpp");
+
+  std::cout << "[3/3] archiving " << a.name << ".a\n";
+  archive(tmp / (a.name + ".a"), tmp / (a.name + ".o"), tmp);
+  outputs.push_back(a.name + ".a");
+  const std::string deps = depfile_for(tmp / "deps.d", tmp, outdir / (a.name + ".a"));
+  commit(tmp, outdir, outputs);
+  if (!a.depfile.empty()) {
+    write_file(a.depfile + ".tmp", deps);
+    fs::rename(a.depfile + ".tmp", a.depfile);
+  }
+  std::cout << "wrote " << (outdir / (a.name + ".a")).string() << " ("
+            << mb(static_cast<int64_t>(fs::file_size(outdir / (a.name + ".a")))) << "), " << a.name << ".h, "
+            << a.name << ".weights (" << mb(static_cast<int64_t>(fs::file_size(outdir / (a.name + ".weights"))))
+            << ")";
+  for (size_t i = 2; i + 1 < outputs.size(); ++i) std::cout << ", " << outputs[i];
+  std::cout << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int cmd_compile(int argc, char** argv) {
+  // The shared parser knows only --long options: -o is spelled --output for it.
+  std::vector<std::string> storage(argv, argv + argc);
+  std::vector<char*> args;
+  for (std::string& s : storage) {
+    if (s == "-o") s = "--output";
+    args.push_back(s.data());
+  }
+  const Args parsed(argc, args.data(), 2, {"--output", "--name", "--targets", "--threads", "--emit", "--depfile"}, {});
+  if (parsed.help()) {
+    std::fputs(kHelp, stdout);
+    return 0;
+  }
+  try {
+    return run_compile(parse(parsed));
+  } catch (const fs::filesystem_error& e) {
+    throw graph::Error(e.what());  // a file system problem is the user's, not an internal error
+  }
+}
+
+}  // namespace kiln::cli

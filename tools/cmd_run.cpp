@@ -1,0 +1,341 @@
+// `kiln run`: runs a model on .npy (or seeded random) inputs, writes each output as .npy, and
+// with --check compares every kernel's result with the unfused reference interpreter.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+
+#include "cli.h"
+#include "commands.h"
+#include "graph/builder.h"
+#include "graph/kernel_spec.h"
+#include "graph/passes/pipeline.h"
+#include "graph/reference.h"
+#include "kiln/runtime.h"
+#include "npy.h"
+
+namespace kiln::cli {
+namespace {
+
+constexpr const char* kHelp = R"(usage: kiln run MODEL [options]
+
+Imports MODEL (an .onnx file, or "example" for the built-in Conv + BatchNorm + ReLU model),
+optimizes it, runs it once plus 5 timed runs, and writes each output as DIR/<name>.npy in the
+model's declared layout (NCHW for images). Characters of the output name other than
+[A-Za-z0-9._-] become '_'. Prints each output's name, shape and file, and the time of the first
+run and the median of the timed runs. Nothing is written when the command fails.
+
+options:
+  --input NAME=FILE.npy   the input NAME (repeat for several inputs); a little-endian float32
+                          ('<f4'), C-order .npy file (version 1.0 or 2.0) of exactly the
+                          input's declared shape
+  --input FILE.npy        the same, for a model with a single input
+                          (inputs not given: seeded random values in [-1, 1))
+  --output-dir DIR        where the outputs go (default: the current directory; created)
+  --target cpu|cuda       where the kernels run (default cpu)
+  --fallback              with --target cuda: use the CPU if no GPU or driver is usable
+  --threads N             worker threads (default: one per core)
+  --seed N                seed of the random inputs (default 1)
+  --check                 also run every kernel against the unfused reference interpreter and
+                          print, per kernel, the max abs error and max rel error
+                          (|got - ref| / max(|ref|, 1e-4)) of its output; a kernel beyond
+                          rtol 1e-3 / atol 1e-4 is flagged OUT OF TOLERANCE, and then the
+                          command exits 1 without writing the outputs
+  -h, --help              this text
+)";
+
+constexpr int kTimedRuns = 5;
+constexpr double kRtol = 1e-3, kAtol = 1e-4;
+
+struct RunArgs {
+  std::string model;
+  std::vector<std::string> inputs;  // raw --input values
+  std::string output_dir = ".";
+  ModelOptions options;
+  uint64_t seed = 1;
+  bool check = false;
+};
+
+RunArgs parse(const Args& args) {
+  RunArgs a;
+  if (args.positionals().empty()) throw UsageError("missing MODEL (an .onnx file or 'example')");
+  if (args.positionals().size() > 1)
+    throw UsageError("unexpected argument '" + args.positionals()[1] + "'");
+  a.model = args.positionals()[0];
+  a.inputs = args.get_all("--input");
+  a.output_dir = args.get("--output-dir", ".");
+  if (a.output_dir.empty()) throw UsageError("--output-dir needs a directory");
+  const std::string target = args.get("--target", "cpu");
+  if (target != "cpu" && target != "cuda")
+    throw UsageError("unknown --target '" + target + "' (expected cpu or cuda)");
+  a.options.backend = target == "cpu" ? Backend::cpu : Backend::cuda;
+  a.options.fallback_to_cpu = args.has("--fallback");
+  a.options.threads = args.get_int("--threads", 0, 1, 1024);
+  a.seed = static_cast<uint64_t>(args.get_int("--seed", 1, 0, 1 << 30));
+  a.check = args.has("--check");
+  return a;
+}
+
+std::string input_names(const graph::Graph& g) {
+  std::string s;
+  for (graph::ValueId v : g.inputs) s += (s.empty() ? "'" : ", '") + g.value(v).name + "'";
+  return s;
+}
+
+// Maps each --input to a graph input index and file. NAME=FILE when NAME is an input of the
+// model; a bare FILE (or a path that merely contains '=') only for a single-input model.
+std::map<size_t, std::string> bind_input_files(const graph::Graph& g,
+                                               const std::vector<std::string>& raw) {
+  std::map<size_t, std::string> files;
+  for (const std::string& arg : raw) {
+    size_t index = g.inputs.size();
+    std::string file = arg;
+    const size_t eq = arg.find('=');
+    for (size_t i = 0; eq != std::string::npos && i < g.inputs.size(); ++i)
+      if (g.value(g.inputs[i]).name == arg.substr(0, eq)) index = i, file = arg.substr(eq + 1);
+    if (index == g.inputs.size()) {
+      if (eq != std::string::npos && !std::filesystem::exists(arg))
+        throw UsageError("--input " + arg + ": the model has no input '" + arg.substr(0, eq) +
+                         "' (its inputs: " + input_names(g) + ")");
+      if (g.inputs.size() != 1)
+        throw UsageError("--input " + arg +
+                         ": name the input (NAME=FILE); the model's inputs are " + input_names(g));
+      index = 0;
+    }
+    if (!files.emplace(index, file).second)
+      throw UsageError("input '" + g.value(g.inputs[index]).name + "' is given twice");
+  }
+  return files;
+}
+
+std::vector<graph::Tensor> load_inputs(const graph::Graph& g, const RunArgs& a) {
+  const std::map<size_t, std::string> files = bind_input_files(g, a.inputs);
+  std::vector<graph::Tensor> inputs;
+  for (size_t i = 0; i < g.inputs.size(); ++i) {
+    const graph::Value& v = g.value(g.inputs[i]);
+    auto it = files.find(i);
+    if (it == files.end()) {
+      inputs.push_back(
+          {v.shape, v.layout,
+           graph::random_uniform(graph::num_elements(v.shape), -1.0f, 1.0f, a.seed + i)});
+      std::printf("input  %s %s: random in [-1, 1), seed %llu\n", v.name.c_str(),
+                  graph::to_string(v.shape).c_str(), static_cast<unsigned long long>(a.seed + i));
+      continue;
+    }
+    NpyArray arr = read_npy(it->second);
+    if (arr.shape != v.shape)
+      throw graph::Error("input '" + v.name + "' must have shape " + graph::to_string(v.shape) +
+                         ", got " + graph::to_string(arr.shape) + " from " + it->second);
+    inputs.push_back({v.shape, v.layout, std::move(arr.data)});
+    std::printf("input  %s %s: %s\n", v.name.c_str(), graph::to_string(v.shape).c_str(),
+                it->second.c_str());
+  }
+  return inputs;
+}
+
+std::string sanitize(const std::string& name) {
+  std::string s = name;
+  for (char& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
+  if (s.empty() || s == "." || s == "..") s = "_" + s;  // never the directory itself
+  return s;
+}
+
+graph::Tensor fetch(const TensorView& v, graph::Layout want) {
+  graph::Tensor t{v.shape, v.layout,
+                  std::vector<float>(v.data, v.data + graph::num_elements(v.shape))};
+  const auto image = [](graph::Layout l) {
+    return l == graph::Layout::nchw || l == graph::Layout::nhwc;
+  };
+  return t.layout != want && image(t.layout) && image(want) ? graph::to_layout(t, want) : t;
+}
+
+// Every node output also a graph output: each survives the run (the arena plan keeps graph
+// outputs alive to the end) and can be read back, for the reference as for the kernels.
+graph::Graph expose_all(graph::Graph g) {
+  for (const graph::Node& n : g.nodes())
+    if (!g.is_graph_output(n.outputs[0])) g.outputs.push_back(n.outputs[0]);
+  return g;
+}
+
+struct CheckRow {
+  std::string kernel;
+  double max_abs = 0, max_rel = 0;
+  bool compared = false, ok = true;
+};
+
+// The reference value a kernel's output is compared with: the original tensor of the same
+// name (fusion keeps the last fused op's output name). A layout transform the passes inserted
+// has a new name; its value is its input's, re-laid-out.
+std::string reference_name(const graph::KernelSpec& k) {
+  if (const auto* t = std::get_if<graph::LayoutKernelSpec>(&k)) return t->input.name;
+  const auto* o = std::get_if<graph::OpKernelSpec>(&k);
+  if (o && std::holds_alternative<graph::LayoutTransform>(o->op)) return o->inputs[0].name;
+  return "";
+}
+
+CheckRow compare(const std::string& kernel, const graph::Tensor& ref, const TensorView& view) {
+  CheckRow r{kernel};
+  const graph::Tensor got = fetch(view, ref.layout);
+  r.compared = true;
+  if (got.shape != ref.shape) {
+    r.ok = false, r.max_abs = r.max_rel = INFINITY;
+    return r;
+  }
+  r.max_abs = graph::max_abs_diff(got.data, ref.data);
+  for (size_t i = 0; i < got.data.size(); ++i)
+    r.max_rel = std::max(r.max_rel, std::fabs(double(got.data[i]) - ref.data[i]) /
+                                        std::max<double>(std::fabs(ref.data[i]), kAtol));
+  r.ok = graph::worst_error_ratio(got.data, ref.data, kRtol, kAtol) <= 1.0;
+  return r;
+}
+
+std::vector<CheckRow> check_kernels(const graph::Graph& original, const graph::Graph& optimized,
+                                    const std::vector<graph::Tensor>& inputs,
+                                    const ModelOptions& options) {
+  const graph::Graph ref_graph = expose_all(original);
+  const std::vector<graph::Tensor> ref_values = graph::run_reference(ref_graph, inputs);
+  std::map<std::string, const graph::Tensor*> ref;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    ref[original.value(original.inputs[i]).name] = &inputs[i];
+  for (size_t i = 0; i < ref_values.size(); ++i)
+    ref[ref_graph.value(ref_graph.outputs[i]).name] = &ref_values[i];
+
+  const graph::Graph probe_graph = expose_all(optimized);
+  Model probe(probe_graph, options);
+  const Status s = probe.run(inputs);
+  if (!s) throw graph::Error(s.message());
+  std::map<uint32_t, size_t> out_index;  // value id -> output index
+  for (size_t i = 0; i < probe_graph.outputs.size(); ++i)
+    out_index[probe_graph.outputs[i].index] = i;
+
+  std::vector<CheckRow> rows;
+  for (const graph::KernelSpec& k : probe.kernels()) {
+    const std::string& name = graph::kernel_name(k);
+    const graph::TensorDesc out = std::visit([](const auto& s) { return s.output; }, k);
+    std::string want = reference_name(k);
+    if (want.empty()) want = out.name;
+    auto it = ref.find(want);
+    rows.push_back(it == ref.end()
+                       ? CheckRow{name}
+                       : compare(name, *it->second, probe.output(out_index.at(out.value.index))));
+  }
+  return rows;
+}
+
+int print_check(const std::vector<CheckRow>& rows) {
+  size_t w = 6;
+  for (const CheckRow& r : rows) w = std::max(w, r.kernel.size());
+  std::printf("\ncheck against the unfused reference (rtol %g, atol %g):\n", kRtol, kAtol);
+  std::printf("  %-*s  %13s  %13s\n", static_cast<int>(w), "kernel", "max abs err", "max rel err");
+  int bad = 0;
+  for (const CheckRow& r : rows) {
+    if (!r.compared) {
+      std::printf(
+          "  %-*s  %13s  %13s  not compared (no tensor of that name in the imported graph)\n",
+          static_cast<int>(w), r.kernel.c_str(), "-", "-");
+      continue;
+    }
+    bad += !r.ok;
+    std::printf("  %-*s  %13.3e  %13.3e%s\n", static_cast<int>(w), r.kernel.c_str(), r.max_abs,
+                r.max_rel, r.ok ? "" : "  OUT OF TOLERANCE");
+  }
+  return bad;
+}
+
+// Writes every output to a temp name first and renames only when all are written, so a
+// failure leaves no file that looks like a result.
+void write_outputs(const std::vector<std::pair<std::string, graph::Tensor>>& outs,
+                   const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir))
+    throw graph::Error("cannot create the output directory '" + dir + "'" +
+                       (ec ? ": " + ec.message() : ""));
+  std::vector<std::pair<std::string, std::string>> done;  // temp, final
+  std::set<std::string> used;
+  try {
+    for (const auto& [name, t] : outs) {
+      std::string base = sanitize(name);
+      for (int n = 2; !used.insert(base).second; ++n)
+        base = sanitize(name) + "_" + std::to_string(n);
+      const std::string final_path = (std::filesystem::path(dir) / (base + ".npy")).string();
+      done.emplace_back(final_path + ".tmp" + std::to_string(::getpid()), final_path);
+      write_npy(done.back().first, t.shape, t.data.data());
+    }
+  } catch (...) {
+    for (const auto& p : done) std::filesystem::remove(p.first, ec);
+    throw;
+  }
+  for (size_t i = 0; i < done.size(); ++i) {
+    std::filesystem::rename(done[i].first, done[i].second, ec);
+    if (ec) throw graph::Error("cannot write '" + done[i].second + "': " + ec.message());
+    std::printf("output %s %s -> %s\n", outs[i].first.c_str(),
+                graph::to_string(outs[i].second.shape).c_str(), done[i].second.c_str());
+  }
+}
+
+double run_ms(Model& model, const std::vector<graph::Tensor>& inputs) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const Status s = model.run(inputs);
+  const auto t1 = std::chrono::steady_clock::now();
+  if (!s) throw graph::Error(s.message());
+  return std::chrono::duration<double, std::milli>(t1 - t0).count();
+}
+
+int run(const RunArgs& a) {
+  std::error_code ec;  // checked before the run, which may be slow, not only after it
+  if (std::filesystem::exists(a.output_dir, ec) && !std::filesystem::is_directory(a.output_dir, ec))
+    throw graph::Error("output directory '" + a.output_dir + "' exists and is not a directory");
+  const graph::Graph original = load_model(a.model);
+  const graph::Graph optimized = graph::run_passes(original);
+  Model model(optimized, a.options);
+  std::printf("model  %s: %zu kernels on %s%s\n", a.model.c_str(), model.kernels().size(),
+              to_string(model.backend()),
+              model.fallback_reason().empty() ? "" : " (fell back to the CPU)");
+  const std::vector<graph::Tensor> inputs = load_inputs(original, a);
+
+  const double first = run_ms(model, inputs);
+  std::vector<std::pair<std::string, graph::Tensor>> outs;
+  for (size_t i = 0; i < model.num_outputs(); ++i) {
+    const graph::Value& declared = original.value(original.outputs[i]);
+    outs.emplace_back(declared.name, fetch(model.output(i), declared.layout));
+  }
+  std::vector<double> ms;
+  for (int i = 0; i < kTimedRuns; ++i) ms.push_back(run_ms(model, inputs));
+  std::sort(ms.begin(), ms.end());
+  std::printf("time   first run %.3f ms, median %.3f ms over %d runs\n", first, ms[ms.size() / 2],
+              kTimedRuns);
+
+  if (a.check) {
+    const std::vector<CheckRow> rows = check_kernels(original, optimized, inputs, a.options);
+    if (const int bad = print_check(rows)) {
+      std::fprintf(stderr, "kiln run: %d of %zu kernels out of tolerance; outputs not written\n",
+                   bad, rows.size());
+      return 1;
+    }
+  }
+  write_outputs(outs, a.output_dir);
+  return 0;
+}
+
+}  // namespace
+
+int cmd_run(int argc, char** argv) {
+  const Args args(argc, argv, 2, {"--input", "--output-dir", "--target", "--threads", "--seed"},
+                  {"--fallback", "--check"});
+  if (args.help()) {
+    std::fputs(kHelp, stdout);
+    return 0;
+  }
+  return run(parse(args));
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,234 @@
+// The .npy reader and writer. The header is a Python dict literal; it is parsed with a tiny
+// recursive-descent reader that accepts exactly what numpy writes (and what literal_eval would
+// accept for the three keys), so a hand-edited or foreign header fails loudly, not silently.
+#include "npy.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "the .npy code copies '<f4' bytes as host floats");
+
+namespace kiln::cli {
+namespace {
+
+constexpr char kMagic[] = "\x93NUMPY";
+constexpr size_t kMagicLen = 6;
+
+// One parsed header value: a string, a bool, or a tuple of non-negative integers.
+struct HeaderValue {
+  enum Kind { string, boolean, tuple } kind = string;
+  std::string s;
+  bool b = false;
+  graph::Shape dims;
+};
+
+class HeaderParser {
+ public:
+  HeaderParser(const std::string& text, const std::string& what) : t_(text), what_(what) {}
+
+  std::map<std::string, HeaderValue> dict() {
+    std::map<std::string, HeaderValue> out;
+    expect('{');
+    while (!peek('}')) {
+      const std::string key = quoted();
+      expect(':');
+      if (!out.emplace(key, value()).second) fail("key '" + key + "' appears twice");
+      if (!peek('}')) expect(',');
+    }
+    expect('}');
+    skip_space();
+    if (pos_ != t_.size()) fail("unexpected text after the header dict");
+    return out;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& why) const {
+    throw graph::Error(what_ + ": malformed .npy header (" + why + ")");
+  }
+  void skip_space() {
+    while (pos_ < t_.size() && (t_[pos_] == ' ' || t_[pos_] == '\t' || t_[pos_] == '\n')) ++pos_;
+  }
+  bool peek(char c) {
+    skip_space();
+    return pos_ < t_.size() && t_[pos_] == c;
+  }
+  void expect(char c) {
+    if (!peek(c)) fail(std::string("expected '") + c + "'");
+    ++pos_;
+  }
+  std::string quoted() {
+    skip_space();
+    if (pos_ >= t_.size() || (t_[pos_] != '\'' && t_[pos_] != '"'))
+      fail("expected a quoted string");
+    const char q = t_[pos_++];
+    const size_t end = t_.find(q, pos_);
+    if (end == std::string::npos) fail("unterminated string");
+    std::string s = t_.substr(pos_, end - pos_);
+    if (s.find('\\') != std::string::npos) fail("escapes in strings are not supported");
+    pos_ = end + 1;
+    return s;
+  }
+  int64_t integer() {
+    skip_space();
+    int64_t v = 0;
+    const size_t start = pos_;
+    while (pos_ < t_.size() && t_[pos_] >= '0' && t_[pos_] <= '9') {
+      if (v > (INT64_MAX - 9) / 10) fail("dimension too large");
+      v = v * 10 + (t_[pos_++] - '0');
+    }
+    if (pos_ == start) fail("expected a non-negative integer dimension");
+    return v;
+  }
+  HeaderValue value() {
+    HeaderValue v;
+    skip_space();
+    if (t_.compare(pos_, 4, "True") == 0 || t_.compare(pos_, 5, "False") == 0) {
+      v.kind = HeaderValue::boolean;
+      v.b = t_[pos_] == 'T';
+      pos_ += v.b ? 4 : 5;
+    } else if (peek('(')) {
+      v.kind = HeaderValue::tuple;
+      ++pos_;
+      bool comma_after_last = false;
+      while (!peek(')')) {
+        v.dims.push_back(integer());
+        comma_after_last = peek(',');
+        if (comma_after_last)
+          ++pos_;
+        else if (!peek(')'))
+          fail("expected ',' or ')' in the shape");
+      }
+      ++pos_;
+      // (3) is the integer 3 in Python, not a shape.
+      if (v.dims.size() == 1 && !comma_after_last)
+        fail("a one-element shape needs a trailing comma");
+    } else {
+      v.s = quoted();
+    }
+    return v;
+  }
+
+  const std::string& t_;
+  const std::string& what_;
+  size_t pos_ = 0;
+};
+
+uint32_t read_le(const std::string& b, size_t at, int bytes) {
+  uint32_t v = 0;
+  for (int i = bytes - 1; i >= 0; --i) v = v << 8 | static_cast<unsigned char>(b[at + i]);
+  return v;
+}
+
+std::string shape_text(const graph::Shape& s) {
+  std::string out = "(";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + (s.size() == 1 ? ",)" : ")");
+}
+
+// Checks the three keys and returns the shape.
+graph::Shape check_header(const std::map<std::string, HeaderValue>& h, const std::string& what) {
+  auto get = [&](const char* key, HeaderValue::Kind kind) -> const HeaderValue& {
+    auto it = h.find(key);
+    if (it == h.end()) throw graph::Error(what + ": .npy header has no '" + key + "' entry");
+    if (it->second.kind != kind)
+      throw graph::Error(what + ": .npy header entry '" + key + "' has the wrong type");
+    return it->second;
+  };
+  if (h.size() != 3)
+    throw graph::Error(what + ": .npy header must have exactly descr, fortran_order and shape");
+  const std::string& descr = get("descr", HeaderValue::string).s;
+  if (descr != "<f4")
+    throw graph::Error(what + ": dtype '" + descr +
+                       "' is not supported; Kiln reads little-endian float32 ('<f4') only");
+  if (get("fortran_order", HeaderValue::boolean).b)
+    throw graph::Error(what +
+                       ": Fortran-order arrays are not supported; save a C-order array "
+                       "(numpy.ascontiguousarray)");
+  return get("shape", HeaderValue::tuple).dims;
+}
+
+}  // namespace
+
+NpyArray parse_npy(const std::string& bytes, const std::string& what) {
+  if (bytes.size() < kMagicLen + 2 || bytes.compare(0, kMagicLen, kMagic, kMagicLen) != 0)
+    throw graph::Error(what + ": not an .npy file (no \\x93NUMPY magic)");
+  const int major = static_cast<unsigned char>(bytes[6]),
+            minor = static_cast<unsigned char>(bytes[7]);
+  if ((major != 1 && major != 2) || minor != 0)
+    throw graph::Error(what + ": .npy format version " + std::to_string(major) + "." +
+                       std::to_string(minor) + " is not supported (Kiln reads 1.0 and 2.0)");
+  const size_t len_bytes = major == 1 ? 2 : 4;
+  const size_t header_at = 8 + len_bytes;
+  if (bytes.size() < header_at) throw graph::Error(what + ": truncated .npy header");
+  const size_t header_len = read_le(bytes, 8, static_cast<int>(len_bytes));
+  if (bytes.size() < header_at + header_len) throw graph::Error(what + ": truncated .npy header");
+  const std::string header = bytes.substr(header_at, header_len);
+
+  NpyArray a;
+  a.shape = check_header(HeaderParser(header, what).dict(), what);
+  const size_t have = bytes.size() - header_at - header_len;
+  uint64_t count = 1;
+  bool too_big = false;  // more elements than 64 bits count: surely more than the file holds
+  for (int64_t d : a.shape)
+    too_big |= __builtin_mul_overflow(count, static_cast<uint64_t>(d), &count);
+  for (int64_t d : a.shape) too_big &= d != 0;
+  if (too_big || count > have / 4)
+    throw graph::Error(what + ": truncated: shape " + shape_text(a.shape) +
+                       " needs more data than the " + std::to_string(have) +
+                       " bytes after the header");
+  if (count * 4 != have)
+    throw graph::Error(what + ": " + std::to_string(have - count * 4) +
+                       " bytes after the data of shape " + shape_text(a.shape) +
+                       "; the header does not describe the file");
+  a.data.resize(count);
+  if (count) std::memcpy(a.data.data(), bytes.data() + header_at + header_len, count * 4);
+  return a;
+}
+
+NpyArray read_npy(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw graph::Error("no such file: " + path);
+  if (std::filesystem::is_directory(path, ec))
+    throw graph::Error(path + " is a directory, not an .npy file");
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw graph::Error("cannot open '" + path + "'");
+  std::ostringstream s;
+  s << f.rdbuf();
+  if (f.bad()) throw graph::Error("cannot read '" + path + "'");
+  return parse_npy(s.str(), path);
+}
+
+std::string encode_npy(const graph::Shape& shape, const float* data) {
+  std::string header =
+      "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape_text(shape) + ", }";
+  // numpy pads the header with spaces to a multiple of 64 bytes, then a newline.
+  const size_t total = kMagicLen + 4 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header += '\n';
+  std::string out(kMagic, kMagicLen);
+  out += '\x01';
+  out += '\x00';
+  out += static_cast<char>(header.size() & 0xff);
+  out += static_cast<char>(header.size() >> 8);
+  out += header;
+  const size_t n = static_cast<size_t>(graph::num_elements(shape));
+  out.append(reinterpret_cast<const char*>(data), n * 4);
+  return out;
+}
+
+void write_npy(const std::string& path, const graph::Shape& shape, const float* data) {
+  const std::string bytes = encode_npy(shape, data);
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) throw graph::Error("cannot create '" + path + "'");
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  f.close();
+  if (!f) throw graph::Error("cannot write '" + path + "' (disk full?)");
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,214 @@
+// Micro-benchmarks for the FMA and memory-bandwidth peaks, and their on-disk cache.
+#include "peaks.h"
+
+#include <immintrin.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+namespace kiln::cli {
+namespace {
+
+constexpr int64_t kFmaIters =
+    10'000'000;  // ~30 ms per thread at 3 GHz: short, yet well above timer noise
+
+// Independent accumulators cover the FMA latency times the number of FMA pipes (4 x 2 on
+// current cores), so the loop is bound by throughput, not by one dependency chain.
+__attribute__((target("avx512f"))) double fma_avx512(int64_t iters) {
+  __m512 acc[16];
+  for (int i = 0; i < 16; ++i) acc[i] = _mm512_set1_ps(1.0f + i * 1e-3f);
+  const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
+  for (int64_t it = 0; it < iters; ++it)
+    for (int i = 0; i < 16; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
+  // Stored and summed by hand: GCC 12's _mm512_reduce_add_ps trips -Wuninitialized.
+  alignas(64) float out[16];
+  __m512 s = acc[0];
+  for (int i = 1; i < 16; ++i) s = _mm512_add_ps(s, acc[i]);
+  _mm512_store_ps(out, s);
+  return out[0] + out[15];  // returned so the compiler must compute every chain
+}
+
+__attribute__((target("avx2,fma"))) double fma_avx2(int64_t iters) {
+  __m256 acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = _mm256_set1_ps(1.0f + i * 1e-3f);
+  const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
+  for (int64_t it = 0; it < iters; ++it)
+    for (int i = 0; i < 12; ++i) acc[i] = _mm256_fmadd_ps(acc[i], a, b);
+  alignas(32) float out[8];
+  __m256 s = acc[0];
+  for (int i = 1; i < 12; ++i) s = _mm256_add_ps(s, acc[i]);
+  _mm256_store_ps(out, s);
+  return out[0] + out[7];
+}
+
+double fma_scalar(int64_t iters) {
+  float acc[8];
+  for (int i = 0; i < 8; ++i) acc[i] = 1.0f + i * 1e-3f;
+  for (int64_t it = 0; it < iters; ++it)
+    for (float& x : acc) x = std::fma(x, 0.999999f, 1e-7f);
+  return acc[0] + acc[7];
+}
+
+// Runs fn(t) on `threads` threads and returns the wall time in seconds.
+template <typename Fn>
+double timed_on_threads(int threads, Fn fn) {
+  std::vector<std::thread> pool;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int t = 0; t < threads; ++t) pool.emplace_back(fn, t);
+  for (std::thread& th : pool) th.join();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+std::string cache_key(int threads) { return cpu_model_name() + "\t" + std::to_string(threads); }
+
+bool load_cached(const std::string& file, const std::string& key, Peaks* p) {
+  std::ifstream in(file);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.compare(0, key.size() + 1, key + "\t") != 0) continue;
+    std::istringstream rest(line.substr(key.size() + 1));
+    Peaks c;
+    if (rest >> c.fma_gflops >> c.bandwidth_gbs >> c.fma_isa && c.fma_gflops > 0 &&
+        c.bandwidth_gbs > 0 && std::isfinite(c.fma_gflops) && std::isfinite(c.bandwidth_gbs)) {
+      *p = c;
+      return true;
+    }
+  }
+  return false;
+}
+
+// Rewrites the file with this key's line replaced; via a temp file and rename, so a reader
+// (another kiln bench) never sees half a file. Failing to cache is not an error.
+void store(const std::string& file, const std::string& key, const Peaks& p) {
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(file).parent_path(), ec);
+  if (ec) return;
+  std::string kept, line;
+  std::ifstream in(file);
+  while (std::getline(in, line))
+    if (line.compare(0, key.size() + 1, key + "\t") != 0) kept += line + "\n";
+  const std::string tmp = file + ".tmp" + std::to_string(::getpid());
+  std::ofstream out(tmp, std::ios::trunc);
+  out << kept << key << "\t" << p.fma_gflops << "\t" << p.bandwidth_gbs << "\t" << p.fma_isa
+      << "\n";
+  out.close();
+  if (!out || std::rename(tmp.c_str(), file.c_str()) != 0) std::filesystem::remove(tmp, ec);
+}
+
+}  // namespace
+
+double measure_fma_gflops(int threads, std::string* isa) {
+  __builtin_cpu_init();
+  const bool avx512 = __builtin_cpu_supports("avx512f");
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  *isa = avx512 ? "avx512f" : avx2 ? "avx2+fma" : "scalar";
+  const double flops_per_iter = avx512 ? 2.0 * 16 * 16 : avx2 ? 2.0 * 12 * 8 : 2.0 * 8;
+  // Each thread's rate over its own CPU time, summed: what the cores deliver while they run,
+  // unaffected by other processes that share the machine (wall time would count their turns).
+  // More threads than CPUs do not add throughput, so the sum is scaled down to the CPU count.
+  std::vector<double> sink(threads), rate(threads);
+  double best = 0;
+  for (int rep = 0; rep < 3; ++rep) {  // best of three: the first may pay for frequency ramp-up
+    timed_on_threads(threads, [&](int t) {
+      const double t0 = thread_cpu_seconds();
+      sink[t] = avx512 ? fma_avx512(kFmaIters) : avx2 ? fma_avx2(kFmaIters) : fma_scalar(kFmaIters);
+      rate[t] = flops_per_iter * kFmaIters / (thread_cpu_seconds() - t0) / 1e9;
+    });
+    double total = 0;
+    for (double r : rate) total += r;
+    best = std::max(best, total);
+  }
+  const int cpus = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  volatile double keep = sink[0];
+  (void)keep;
+  return threads > cpus ? best * cpus / threads : best;
+}
+
+double measure_bandwidth_gbs(int threads) {
+  // 2 x 128 MiB: far beyond any last-level cache, so this is DRAM bandwidth.
+  const size_t n = (size_t{128} << 20) / sizeof(float);
+  std::unique_ptr<float[]> src(new float[n]), dst(new float[n]);
+  const size_t chunk = (n + threads - 1) / threads;
+  auto range = [&](int t, auto body) {
+    const size_t lo = std::min(n, t * chunk), hi = std::min(n, lo + chunk);
+    body(lo, hi);
+  };
+  // Each thread first touches the pages it streams later (first-touch NUMA placement).
+  timed_on_threads(threads, [&](int t) {
+    range(t, [&](size_t lo, size_t hi) {
+      for (size_t i = lo; i < hi; ++i) src[i] = static_cast<float>(i & 1023), dst[i] = 0.0f;
+    });
+  });
+  double best = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    const double s = timed_on_threads(threads, [&](int t) {
+      range(t, [&](size_t lo, size_t hi) {
+        for (size_t i = lo; i < hi; ++i) dst[i] = src[i] * 1.5f;
+      });
+    });
+    best =
+        std::max(best, 2.0 * n * sizeof(float) / s / 1e9);  // read + write, as kernels are counted
+  }
+  volatile float keep = dst[n / 2];
+  (void)keep;
+  return best;
+}
+
+std::string cpu_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) != 0) continue;
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) break;
+    std::string name = line.substr(colon + 1);
+    name.erase(0, name.find_first_not_of(" \t"));
+    std::replace(name.begin(), name.end(), '\t', ' ');  // tabs separate the cache's fields
+    if (!name.empty()) return name;
+  }
+  return "unknown cpu";
+}
+
+std::string peaks_cache_file() {
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  if (xdg && xdg[0] == '/') return std::string(xdg) + "/kiln/peaks.txt";  // the spec: absolute only
+  const char* home = std::getenv("HOME");
+  if (home && home[0]) return std::string(home) + "/.cache/kiln/peaks.txt";
+  return "";
+}
+
+Peaks machine_peaks(int threads, bool remeasure) {
+  Peaks p;
+  const std::string file = peaks_cache_file();
+  const std::string key = cache_key(threads);
+  if (!file.empty() && !remeasure && load_cached(file, key, &p)) {
+    p.from_cache = true;
+    p.cache_file = file;
+    return p;
+  }
+  p.fma_gflops = measure_fma_gflops(threads, &p.fma_isa);
+  p.bandwidth_gbs = measure_bandwidth_gbs(threads);
+  if (!file.empty()) {
+    store(file, key, p);
+    p.cache_file = file;
+  }
+  return p;
+}
+
+}  // namespace kiln::cli

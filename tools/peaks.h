@@ -1,0 +1,30 @@
+// This machine's measured peaks (FMA throughput, memory bandwidth), the yardsticks `kiln bench
+// --per-layer` divides each kernel's rate by; cached on disk per CPU model and thread count.
+#pragma once
+
+#include <string>
+
+namespace kiln::cli {
+
+struct Peaks {
+  double fma_gflops = 0;     // fp32, all threads: 2 flops per FMA lane
+  double bandwidth_gbs = 0;  // streaming copy, bytes read + bytes written per second
+  std::string fma_isa;       // "avx512f", "avx2+fma" or "scalar"
+  bool from_cache = false;
+  std::string cache_file;  // empty when no cache directory could be used
+};
+
+// From the cache when it has an entry for this CPU model and thread count (unless `remeasure`);
+// else measured (about half a second) and written to the cache.
+Peaks machine_peaks(int threads, bool remeasure);
+
+double measure_fma_gflops(int threads, std::string* isa);
+double measure_bandwidth_gbs(int threads);
+
+// /proc/cpuinfo's "model name", or "unknown cpu".
+std::string cpu_model_name();
+
+// $XDG_CACHE_HOME/kiln/peaks.txt, else ~/.cache/kiln/peaks.txt; empty if neither is set.
+std::string peaks_cache_file();
+
+}  // namespace kiln::cli
