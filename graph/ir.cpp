@@ -94,6 +94,7 @@ const char* op_name(const Op& op) {
     const char* operator()(const Pad&) { return "Pad"; }
     const char* operator()(const Softmax&) { return "Softmax"; }
     const char* operator()(const ReduceMean&) { return "ReduceMean"; }
+    const char* operator()(const ElementwiseChain&) { return "ElementwiseChain"; }
     const char* operator()(const LayoutTransform&) { return "LayoutTransform"; }
   };
   return std::visit(Visitor{}, op);
@@ -245,6 +246,11 @@ std::string attrs(const Op& op) {
     s << "axis=" << sm->axis << (sm->coerce_2d ? " coerce_2d" : "");
   } else if (const auto* rm = std::get_if<ReduceMean>(&op)) {
     s << "axes=" << list(rm->axes) << " keepdims=" << rm->keepdims;
+  } else if (const auto* ch = std::get_if<ElementwiseChain>(&op)) {
+    static const char* names[] = {"clamp", "leaky_relu", "sigmoid", "hard_sigmoid", "hard_swish", "affine"};
+    s << "steps=[";
+    for (size_t i = 0; i < ch->steps.size(); ++i) s << (i ? "," : "") << names[static_cast<int>(ch->steps[i].kind)];
+    s << "]";
   } else if (const auto* t = std::get_if<LayoutTransform>(&op)) {
     s << to_string(t->from) << "->" << to_string(t->to);
   }

@@ -165,6 +165,20 @@ struct ReduceMean {
   bool keepdims = true;
 };
 
+// A chain of elementwise steps applied to one tensor in one pass (made by
+// fuse_elementwise_chains from ReLU, Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish,
+// BatchNorm that could not fold, and per-channel or scalar Add/Sub/Mul/Div by constants).
+// Inputs: x, then for each affine step its per-channel scale and shift ([C] constants), in
+// step order. The channel axis is 3 for NHWC, else 1.
+enum class ChainStepKind : uint8_t { clamp, leaky_relu, sigmoid, hard_sigmoid, hard_swish, affine };
+struct ChainStep {
+  ChainStepKind kind = ChainStepKind::clamp;
+  float a = 0.0f, b = 0.0f;  // clamp: [a, b]; leaky_relu: alpha = a; hard_sigmoid: alpha, beta
+};
+struct ElementwiseChain {
+  std::vector<ChainStep> steps;
+};
+
 // Inserted by the layout pass: one tensor re-laid-out (NCHW <-> NHWC).
 struct LayoutTransform {
   Layout from = Layout::nchw, to = Layout::nhwc;
@@ -172,7 +186,7 @@ struct LayoutTransform {
 
 using Op = std::variant<Conv2d, BatchNorm, Relu, Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish,
                         Binary, Pool2d, GlobalPool, Gemm, MatMul, Reshape, Transpose, Concat,
-                        Slice, Pad, Softmax, ReduceMean, LayoutTransform>;
+                        Slice, Pad, Softmax, ReduceMean, ElementwiseChain, LayoutTransform>;
 const char* op_name(const Op& op);
 // Lower-case label for descriptions: "conv2d", "relu", "relu6", "clip(0, 1)", ...
 std::string op_label(const Op& op);

@@ -182,6 +182,37 @@ Tensor reduce_mean(const ReduceMean& rm, const Tensor& x, const Shape& out_shape
   return out;
 }
 
+// Each step as its own op would compute it, in double.
+Tensor chain(const ElementwiseChain& ch, const std::vector<const Tensor*>& in) {
+  Tensor out = *in[0];
+  const Shape& s = out.shape;
+  const size_t axis = out.layout == Layout::nhwc ? 3 : 1;
+  int64_t inner = 1;
+  for (size_t i = axis + 1; i < s.size(); ++i) inner *= s[i];
+  for (size_t e = 0; e < out.data.size(); ++e) {
+    double v = out.data[e];
+    size_t k = 0;
+    for (const ChainStep& st : ch.steps) {
+      switch (st.kind) {
+        case ChainStepKind::clamp: v = std::min<double>(std::max<double>(v, st.a), st.b); break;
+        case ChainStepKind::leaky_relu: v = v >= 0 ? v : st.a * v; break;
+        case ChainStepKind::sigmoid: v = 1.0 / (1.0 + std::exp(-v)); break;
+        case ChainStepKind::hard_sigmoid: v = std::min(1.0, std::max(0.0, st.a * v + st.b)); break;
+        case ChainStepKind::hard_swish: v = v * std::min(1.0, std::max(0.0, v / 6.0 + 0.5)); break;
+        case ChainStepKind::affine: {
+          const int64_t c = (static_cast<int64_t>(e) / inner) % s[axis];
+          v = v * in[1 + 2 * k]->data[c] + in[2 + 2 * k]->data[c];
+          ++k;
+          break;
+        }
+      }
+      v = static_cast<float>(v);  // each op of the unfused graph rounds to float
+    }
+    out.data[e] = static_cast<float>(v);
+  }
+  return out;
+}
+
 }  // namespace
 
 Tensor reference_data_op(const Op& op, const std::vector<const Tensor*>& in, const Shape& out_shape,
@@ -207,6 +238,7 @@ Tensor reference_data_op(const Op& op, const std::vector<const Tensor*>& in, con
   if (const auto* sm = std::get_if<Softmax>(&op)) return softmax(*sm, *in[0]);
   if (const auto* rm = std::get_if<ReduceMean>(&op))
     return reduce_mean(*rm, *in[0], out_shape, out_layout);
+  if (const auto* ch = std::get_if<ElementwiseChain>(&op)) return chain(*ch, in);
   if (const auto* t = std::get_if<LayoutTransform>(&op)) return to_layout(*in[0], t->to);
   throw Error(std::string("reference: no implementation of ") + op_name(op) + " yet");
 }

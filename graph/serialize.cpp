@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -17,9 +18,39 @@ namespace kiln::graph {
 namespace {
 
 constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'G', 'R', 'F', '1'};
-// Op tags are indices into graph::Op: reordering or inserting alternatives changes the format
-// and needs a version bump. This assert makes adding an op stop here first.
-static_assert(std::variant_size_v<Op> == 21, "graph::Op changed: update serialize.cpp and the version");
+// On-disk op tags, independent of the order of graph::Op's alternatives. Never renumber one: a
+// new op takes the next free number (and a version bump). An op without a tag does not compile.
+template <typename T>
+struct OpTag;
+#define KILN_OP_TAG(T, N)                 \
+  template <>                             \
+  struct OpTag<T> {                       \
+    static constexpr uint8_t value = N;   \
+  };
+KILN_OP_TAG(Conv2d, 0)
+KILN_OP_TAG(BatchNorm, 1)
+KILN_OP_TAG(Relu, 2)
+KILN_OP_TAG(Clip, 3)
+KILN_OP_TAG(LeakyRelu, 4)
+KILN_OP_TAG(Sigmoid, 5)
+KILN_OP_TAG(HardSigmoid, 6)
+KILN_OP_TAG(HardSwish, 7)
+KILN_OP_TAG(Binary, 8)
+KILN_OP_TAG(Pool2d, 9)
+KILN_OP_TAG(GlobalPool, 10)
+KILN_OP_TAG(Gemm, 11)
+KILN_OP_TAG(MatMul, 12)
+KILN_OP_TAG(Reshape, 13)
+KILN_OP_TAG(Transpose, 14)
+KILN_OP_TAG(Concat, 15)
+KILN_OP_TAG(Slice, 16)
+KILN_OP_TAG(Pad, 17)
+KILN_OP_TAG(Softmax, 18)
+KILN_OP_TAG(ReduceMean, 19)
+KILN_OP_TAG(LayoutTransform, 20)
+KILN_OP_TAG(ElementwiseChain, 21)  // version 2
+#undef KILN_OP_TAG
+constexpr size_t kNumOpTags = 22;
 // Limits no real model comes near; they keep corrupted sizes from overflowing int64 arithmetic
 // in shape inference and from asking for absurd allocations.
 constexpr int64_t kMaxDim = int64_t{1} << 40;
@@ -243,6 +274,19 @@ void attrs(IO& io, ReduceMean& r) {
   io.flag(r.keepdims);
 }
 template <typename IO>
+void attrs(IO& io, ElementwiseChain& c) {
+  if constexpr (std::is_same_v<IO, Writer>) {
+    io.u32(static_cast<uint32_t>(c.steps.size()));
+  } else {
+    c.steps.resize(io.count(9, "chain steps"));
+  }
+  for (ChainStep& st : c.steps) {
+    io.enum8(st.kind, 6);
+    io.f32(st.a);
+    io.f32(st.b);
+  }
+}
+template <typename IO>
 void attrs(IO& io, LayoutTransform& t) {
   io.enum8(t.from, 5);
   io.enum8(t.to, 5);
@@ -252,9 +296,16 @@ template <size_t I>
 Op make_alternative() {
   return Op(std::in_place_index<I>);
 }
+// The op with this tag, default-constructed; nullopt for a tag no op has.
 template <size_t... I>
-Op make_op(size_t tag, std::index_sequence<I...>) {
-  static const std::array<Op (*)(), sizeof...(I)> makers = {&make_alternative<I>...};
+std::optional<Op> make_op(uint8_t tag, std::index_sequence<I...>) {
+  static_assert(sizeof...(I) == kNumOpTags, "every op needs a tag, and kNumOpTags counts them");
+  static const auto makers = [] {
+    std::array<Op (*)(), kNumOpTags> m{};
+    ((m[OpTag<std::variant_alternative_t<I, Op>>::value] = &make_alternative<I>), ...);
+    return m;
+  }();
+  if (tag >= kNumOpTags || !makers[tag]) return std::nullopt;
   return makers[tag]();
 }
 
@@ -310,7 +361,7 @@ Value read_value(Reader& r) {
 
 void write_node(Writer& w, const Node& n) {
   w.str(n.name);
-  w.u8(static_cast<uint8_t>(n.op.index()));
+  w.u8(std::visit([](const auto& a) { return OpTag<std::decay_t<decltype(a)>>::value; }, n.op));
   Op op = n.op;  // the attribute functions take references for the reader's sake
   std::visit([&](auto& a) { attrs(w, a); }, op);
   write_ids(w, n.inputs);
@@ -323,8 +374,9 @@ Node read_node(Reader& r, size_t num_values) {
   Node n;
   r.str(n.name);
   const uint8_t tag = r.u8();
-  if (tag >= std::variant_size_v<Op>) r.fail("unknown op tag " + std::to_string(tag));
-  n.op = make_op(tag, std::make_index_sequence<std::variant_size_v<Op>>{});
+  std::optional<Op> op = make_op(tag, std::make_index_sequence<std::variant_size_v<Op>>{});
+  if (!op) r.fail("unknown op tag " + std::to_string(tag));
+  n.op = std::move(*op);
   std::visit([&](auto& a) { attrs(r, a); }, n.op);
   n.inputs = read_ids(r, num_values, "node inputs");
   n.outputs = read_ids(r, num_values, "node outputs");
@@ -341,8 +393,8 @@ Graph read_graph(const std::string& bytes) {
   Reader r(bytes, bytes.size() - 8);
   for (size_t i = 0; i < sizeof(kMagic); ++i) r.u8();
   const uint32_t version = r.u32();
-  if (version != kGraphFormatVersion)
-    throw Error("graph file format version " + std::to_string(version) + " is not supported (this Kiln reads version " +
+  if (version < 1 || version > kGraphFormatVersion)  // 1 is 2 without ElementwiseChain
+    throw Error("graph file format version " + std::to_string(version) + " is not supported (this Kiln reads versions 1 to " +
                 std::to_string(kGraphFormatVersion) + "; recompile the model)");
   uint64_t stored = 0;
   for (int i = 0; i < 8; ++i)

@@ -13,13 +13,14 @@ namespace kiln::graph {
 //   "KILNGRF1"  u32 version
 //   u32 #values, each: str name, u8 dtype, u8 layout, u32 rank, i64 dims[rank],
 //                      u8 has_data, [u64 count, f32 data[count]]
-//   u32 #nodes,  each: str name, u8 op tag (index in graph::Op), the op's attributes in
+//   u32 #nodes,  each: str name, u8 op tag (fixed per op in serialize.cpp), the op's attributes in
 //                      declaration order, ids inputs, ids outputs, u32 #computes, str computes
 //   ids graph inputs, ids graph outputs
 //   u64 checksum of every byte before it
 // where str = u32 length + bytes, ids = u32 count + u32 value ids. Value::producer is not
 // stored: it follows from the nodes' outputs.
-constexpr uint32_t kGraphFormatVersion = 1;
+// Version 2 added ElementwiseChain (tag 21); version 1 files are read as well.
+constexpr uint32_t kGraphFormatVersion = 2;
 
 std::string serialize(const Graph& g);
 

@@ -249,6 +249,20 @@ TypedShape infer_output(const Graph& g, const Node& n) {
     for (size_t i = 1; i < 5; ++i) expect_vector(g, n, i, channels, roles[i - 1]);
     return {x.shape, x.layout};
   }
+  if (const auto* ch = std::get_if<ElementwiseChain>(&n.op)) {
+    size_t affine = 0;
+    for (const ChainStep& st : ch->steps) affine += st.kind == ChainStepKind::affine;
+    expect_inputs(n, 1 + 2 * affine);
+    const Value& x = g.value(n.inputs[0]);
+    if (ch->steps.empty()) fail(n, "a chain needs at least one step");
+    if (affine > 0) {
+      if (x.shape.size() < 2 || (x.layout == Layout::nhwc && x.shape.size() != 4))
+        fail(n, "per-channel steps need a channel axis; input '" + x.name + "' is " + to_string(x.shape));
+      const int64_t channels = x.shape[x.layout == Layout::nhwc ? 3 : 1];
+      for (size_t i = 1; i < n.inputs.size(); ++i) expect_vector(g, n, i, channels, "scale/shift");
+    }
+    return {x.shape, x.layout};
+  }
   if (op_is_unary(n.op)) {
     expect_inputs(n, 1);
     const Value& x = g.value(n.inputs[0]);

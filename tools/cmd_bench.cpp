@@ -41,10 +41,12 @@ options:
                        GB/s (bytes of every input, weights included, plus the output), and
                        the fraction of this machine's peak: FMA throughput for kernels whose
                        flops per byte exceed the machine's (compute-bound), memory bandwidth
-                       for the rest. The peaks are measured once (about half a second) and
+                       for the rest. The peaks are measured once (under a second) and
                        cached in $XDG_CACHE_HOME/kiln/peaks.txt (else ~/.cache/kiln/) per CPU
                        model and thread count. GB/s above the DRAM peak means the data came
-                       from caches. On cuda no peak is shown (the peaks are the CPU's).
+                       from caches. On cuda no peak is shown (the peaks are the CPU's), and
+                       a kernel's time is what its call took on the host: GPU launches may be
+                       asynchronous, so the time can land on a later kernel.
   --remeasure-peaks    with --per-layer: measure the peaks again and update the cache
   --json FILE          also write the results as JSON: model, target, threads, latencies,
                        per-layer rows and peaks

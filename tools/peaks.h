@@ -15,7 +15,7 @@ struct Peaks {
 };
 
 // From the cache when it has an entry for this CPU model and thread count (unless `remeasure`);
-// else measured (about half a second) and written to the cache.
+// else measured (well under a second) and written to the cache.
 Peaks machine_peaks(int threads, bool remeasure);
 
 double measure_fma_gflops(int threads, std::string* isa);

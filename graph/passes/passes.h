@@ -26,4 +26,9 @@ Graph fuse_epilogues(const Graph& g);
 // graph input that is also a graph output keeps its layout. Idempotent.
 Graph convert_to_nhwc(const Graph& g);
 
+// Merges each run of elementwise nodes (each the only reader of the one before; ReLU, Clip,
+// LeakyRelu, Sigmoid, HardSigmoid, HardSwish, unfoldable BatchNorm, per-channel or scalar
+// Add/Sub/Mul/Div by a constant) into one ElementwiseChain node. Runs after convert_to_nhwc.
+Graph fuse_elementwise_chains(const Graph& g);
+
 }  // namespace kiln::graph

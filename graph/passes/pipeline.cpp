@@ -12,6 +12,7 @@ const std::vector<Pass>& default_passes() {
       {"fold_batch_norm", fold_batch_norm},
       {"fuse_epilogues", fuse_epilogues},
       {"convert_to_nhwc", convert_to_nhwc},
+      {"fuse_elementwise_chains", fuse_elementwise_chains},
   };
   return passes;
 }

@@ -15,7 +15,8 @@ struct Pass {
   Graph (*run)(const Graph&);
 };
 
-// fold_pad_into_conv -> fold_batch_norm -> fuse_epilogues -> convert_to_nhwc.
+// fold_pad_into_conv -> fold_batch_norm -> fuse_epilogues -> convert_to_nhwc ->
+// fuse_elementwise_chains.
 const std::vector<Pass>& default_passes();
 
 struct PipelineOptions {

@@ -1,0 +1,97 @@
+// fuse_elementwise_chains: runs of elementwise ops (and BatchNorm that cannot fold) become one
+// ElementwiseChain node with the same numbers.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "graph/builder.h"
+#include "graph/passes/passes.h"
+#include "graph/passes/pipeline.h"
+#include "graph/verify.h"
+#include "graph_test_util.h"
+
+namespace kiln::graph {
+namespace {
+
+using testing_util::count_ops;
+using testing_util::expect_same_outputs;
+using testing_util::random_inputs;
+
+ValueId vec(GraphBuilder& b, const std::string& name, int64_t n, float lo, float hi, uint64_t seed) {
+  return b.constant(name, {n}, random_uniform(n, lo, hi, seed));
+}
+
+// Pre-activation (DenseNet-style): concat -> BN -> ReLU -> conv. BN cannot fold into a
+// producing conv (there is none), so BN + ReLU become one chain (scale+shift, clamp).
+TEST(FuseElementwiseChains, UnfoldableBatchNormAndReluBecomeOneChain) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {1, 3, 6, 6});
+  const ValueId y = b.input("y", {1, 5, 6, 6});
+  const ValueId cat = b.op("cat", Concat{1}, {x, y});
+  std::vector<float> var = random_uniform(8, -2.0f, 1.0f, 5);
+  for (float& v : var) v = std::pow(10.0f, v);
+  const ValueId bn = b.batch_norm("bn", cat, vec(b, "g", 8, 0.5f, 1.5f, 1), vec(b, "be", 8, -0.5f, 0.5f, 2),
+                                  vec(b, "m", 8, -0.3f, 0.3f, 3), b.constant("v", {8}, var));
+  const ValueId r = b.relu("relu", bn);
+  const ValueId w = b.constant("w", {4, 8, 1, 1}, random_uniform(32, -1, 1, 6), Layout::oihw);
+  b.output(b.conv2d("conv", r, w, vec(b, "cb", 4, -0.1f, 0.1f, 7), Conv2d{}));
+  const Graph g = b.finish();
+  const Graph opt = run_passes(g);
+  verify(opt);
+  EXPECT_EQ(count_ops<BatchNorm>(opt), 0) << dump(opt);
+  EXPECT_EQ(count_ops<Relu>(opt), 0) << dump(opt);
+  ASSERT_EQ(count_ops<ElementwiseChain>(opt), 1) << dump(opt);
+  for (const Node& n : opt.nodes())
+    if (const auto* c = std::get_if<ElementwiseChain>(&n.op)) {
+      ASSERT_EQ(c->steps.size(), 2u);
+      EXPECT_EQ(c->steps[0].kind, ChainStepKind::affine);
+      EXPECT_EQ(c->steps[1].kind, ChainStepKind::clamp);
+      EXPECT_EQ(n.computes, (std::vector<std::string>{"batchnorm", "relu"}));
+    }
+  expect_same_outputs(g, opt, random_inputs(g, 8, -2.0f, 2.0f), 1e-5, 1e-5);
+}
+
+// Every chainable op kind in one run, with per-channel and scalar constants on both sides.
+TEST(FuseElementwiseChains, LongChainOfEveryKind) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {2, 4, 3, 5});
+  ValueId v = b.op("hs", HardSigmoid{0.3f, 0.4f}, {x});
+  v = b.op("mul", Binary{BinaryOp::mul}, {v, b.constant("k", {4, 1, 1}, random_uniform(4, 0.5f, 2, 9))});
+  v = b.op("sub", Binary{BinaryOp::sub}, {b.constant("s", {1}, {0.25f}), v});
+  v = b.op("lrelu", LeakyRelu{0.1f}, {v});
+  v = b.op("div", Binary{BinaryOp::div}, {v, b.constant("d", {1, 4, 1, 1}, random_uniform(4, 0.5f, 2, 10))});
+  v = b.op("sig", Sigmoid{}, {v});
+  v = b.op("hsw", HardSwish{}, {v});
+  b.output(b.clip("clip", v, -0.2f, 0.6f));
+  const Graph g = b.finish();
+  const Graph fused = fuse_elementwise_chains(g);
+  verify(fused);
+  ASSERT_EQ(fused.num_nodes(), 1u) << dump(fused);
+  EXPECT_EQ(std::get<ElementwiseChain>(fused.node(NodeId{0}).op).steps.size(), 8u);
+  EXPECT_EQ(fused.node(NodeId{0}).name, "clip");  // keeps the last op's name and output
+  expect_same_outputs(g, fused, random_inputs(g, 11, -4.0f, 4.0f), 1e-5, 1e-6);
+}
+
+// Chains stop at a tensor with two readers, at a graph output, at a broadcast that widens
+// the tensor, and at a division of a constant by the tensor (not affine).
+TEST(FuseElementwiseChains, StopsWhereFusionWouldBeWrong) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {1, 3, 4, 4});
+  const ValueId r = b.relu("r", x);
+  const ValueId s1 = b.op("s1", Sigmoid{}, {r});
+  const ValueId s2 = b.op("s2", Sigmoid{}, {r});  // r has two readers
+  b.output(s1);
+  b.output(s2);
+  const ValueId wide = b.op("wide", Binary{BinaryOp::add}, {b.relu("r2", x), b.constant("c", {2, 3, 1, 1}, random_uniform(6, -1, 1, 12))});
+  b.output(b.relu("after_wide", wide));
+  const ValueId inv = b.op("inv", Binary{BinaryOp::div}, {b.constant("one", {1}, {1.0f}), b.relu("r3", x)});
+  b.output(b.relu("after_inv", inv));
+  const Graph g = b.finish();
+  const Graph fused = fuse_elementwise_chains(g);
+  verify(fused);
+  EXPECT_EQ(fused.num_nodes(), g.num_nodes()) << dump(fused);
+  expect_same_outputs(g, fused, random_inputs(g, 13, 0.5f, 2.0f), 1e-6, 1e-7);
+}
+
+}  // namespace
+}  // namespace kiln::graph
