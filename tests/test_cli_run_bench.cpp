@@ -134,6 +134,27 @@ TEST_F(CliRunBench, RunWritesEachOutputAsNpy) {
   EXPECT_EQ(files, 1);  // no temp files left behind
 }
 
+// The second run takes the optimized graph from the compile cache; a damaged cache entry is
+// recompiled, not an error.
+TEST_F(CliRunBench, RunCachesTheCompiledGraph) {
+  const Result first = kiln("run example --output-dir A");
+  ASSERT_EQ(first.code, 0) << first.err;
+  EXPECT_TRUE(contains(first.out, "(compiled in")) << first.out;
+  const Result second = kiln("run example --output-dir B");
+  ASSERT_EQ(second.code, 0) << second.err;
+  EXPECT_TRUE(contains(second.out, "from the cache")) << second.out;
+  EXPECT_EQ(kiln::cli::read_npy(path("A/out.npy")).data, kiln::cli::read_npy(path("B/out.npy")).data);
+  int entries = 0;
+  for (const auto& e : fs::directory_iterator(path("cache/kiln/compiled"))) {
+    std::ofstream(e.path(), std::ios::binary | std::ios::trunc) << "garbage";
+    ++entries;
+  }
+  EXPECT_EQ(entries, 1);
+  const Result third = kiln("run example --output-dir C");
+  ASSERT_EQ(third.code, 0) << third.err;
+  EXPECT_TRUE(contains(third.out, "(compiled in")) << third.out;
+}
+
 TEST_F(CliRunBench, RunOnGivenInputMatchesTheReference) {
   using namespace kiln::graph;
   const Tensor x{kExampleIn, Layout::nchw,

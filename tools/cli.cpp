@@ -5,8 +5,14 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
 #include "graph/example.h"
 #include "graph/onnx/onnx_import.h"
+#include "graph/passes/pipeline.h"
+#include "graph/serialize.h"
 
 namespace kiln::cli {
 
@@ -80,6 +86,59 @@ graph::Graph load_model(const std::string& model) {
   if (!std::filesystem::exists(model)) throw graph::Error("no such file: " + model);
   if (std::filesystem::is_directory(model)) throw graph::Error(model + " is a directory, not an ONNX file");
   return graph::onnx::import_model(model);
+}
+
+std::string cache_dir() {
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  if (xdg && xdg[0] == '/') return std::string(xdg) + "/kiln";  // the spec: absolute paths only
+  const char* home = std::getenv("HOME");
+  if (home && home[0]) return std::string(home) + "/.cache/kiln";
+  return "";
+}
+
+namespace {
+
+// FNV-1a: a cache key, not a security boundary (a cached file is verified when it is read).
+uint64_t fnv1a(const std::string& bytes, uint64_t h = 1469598103934665603ull) {
+  for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+}  // namespace
+
+graph::Graph compile_cached(const std::string& model, const std::string& target, bool* from_cache) {
+  *from_cache = false;
+  std::string bytes = "builtin:" + model;
+  if (model != "example") {
+    std::ifstream f(model, std::ios::binary);
+    if (!f) throw graph::Error("no such file: " + model);
+    bytes.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  }
+  std::ostringstream key;
+  key << std::hex << fnv1a(bytes) << "-" << fnv1a(target + "|" KILN_VERSION "|" +
+                                                   std::to_string(graph::kGraphFormatVersion));
+  const std::string dir = cache_dir();
+  const std::string path = dir.empty() ? "" : dir + "/compiled/" + key.str() + ".kiln";
+  std::error_code ec;
+  if (!path.empty() && std::filesystem::exists(path, ec)) {
+    try {
+      graph::Graph g = graph::read_graph_file(path);
+      *from_cache = true;
+      return g;
+    } catch (const graph::Error&) {
+      // A damaged entry: compile again and overwrite it.
+    }
+  }
+  graph::Graph optimized = graph::run_passes(load_model(model));
+  if (!path.empty()) {
+    std::filesystem::create_directories(dir + "/compiled", ec);
+    try {
+      graph::write_graph_file(optimized, path);
+    } catch (const graph::Error&) {
+      // A read-only or full cache directory only costs the next run a recompile.
+    }
+  }
+  return optimized;
 }
 
 }  // namespace kiln::cli

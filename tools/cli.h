@@ -43,4 +43,13 @@ int parse_int(const std::string& what, const std::string& s, int lo, int hi);
 // graph::Error with a clear message for a missing or malformed file.
 graph::Graph load_model(const std::string& model);
 
+// Kiln's per-user cache directory ($XDG_CACHE_HOME/kiln, else ~/.cache/kiln); "" if neither
+// is set. Nothing is created here.
+std::string cache_dir();
+
+// The optimized graph of `model` (import + run_passes), from the compile cache when this model
+// (its bytes), this target and this Kiln version were compiled before; stored there otherwise.
+// A cache that cannot be read or written is skipped, never an error. *from_cache says which.
+graph::Graph compile_cached(const std::string& model, const std::string& target, bool* from_cache);
+
 }  // namespace kiln::cli

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "cli.h"
+#include "graph/shape_inference.h"
 #include "commands.h"
 #include "graph/builder.h"
 #include "graph/kernel_spec.h"
@@ -27,7 +28,9 @@ namespace {
 constexpr const char* kHelp = R"(usage: kiln run MODEL [options]
 
 Imports MODEL (an .onnx file, or "example" for the built-in Conv + BatchNorm + ReLU model),
-optimizes it, runs it once plus 5 timed runs, and writes each output as DIR/<name>.npy in the
+optimizes it (or takes the optimized graph from the compile cache, $XDG_CACHE_HOME/kiln or
+~/.cache/kiln, keyed by the model's bytes, the target and Kiln's version), runs it once plus 5
+timed runs, and writes each output as DIR/<name>.npy in the
 model's declared layout (NCHW for images). Characters of the output name other than
 [A-Za-z0-9._-] become '_'. Prints each output's name, shape and file, and the time of the first
 run and the median of the timed runs. Nothing is written when the command fails.
@@ -294,19 +297,24 @@ int run(const RunArgs& a) {
   std::error_code ec;  // checked before the run, which may be slow, not only after it
   if (std::filesystem::exists(a.output_dir, ec) && !std::filesystem::is_directory(a.output_dir, ec))
     throw graph::Error("output directory '" + a.output_dir + "' exists and is not a directory");
-  const graph::Graph original = load_model(a.model);
-  const graph::Graph optimized = graph::run_passes(original);
+  bool cached = false;
+  const auto t0 = std::chrono::steady_clock::now();
+  const graph::Graph optimized = compile_cached(a.model, to_string(a.options.backend), &cached);
+  const double compile_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   Model model(optimized, a.options);
-  std::printf("model  %s: %zu kernels on %s%s\n", a.model.c_str(), model.kernels().size(),
-              to_string(model.backend()),
-              model.fallback_reason().empty() ? "" : " (fell back to the CPU)");
-  const std::vector<graph::Tensor> inputs = load_inputs(original, a);
+  std::printf("model  %s: %zu kernels on %s%s (%s in %.0f ms)\n", a.model.c_str(),
+              model.kernels().size(), to_string(model.backend()),
+              model.fallback_reason().empty() ? "" : " (fell back to the CPU)",
+              cached ? "compiled graph from the cache" : "compiled", compile_ms);
+  // Graph inputs and output names survive the passes; outputs are written in logical order.
+  const std::vector<graph::Tensor> inputs = load_inputs(optimized, a);
 
   const double first = run_ms(model, inputs);
   std::vector<std::pair<std::string, graph::Tensor>> outs;
   for (size_t i = 0; i < model.num_outputs(); ++i) {
-    const graph::Value& declared = original.value(original.outputs[i]);
-    outs.emplace_back(declared.name, fetch(model.output(i), declared.layout));
+    const TensorView view = model.output(i);
+    outs.emplace_back(view.name, fetch(view, graph::logical_layout(view.shape.size())));
   }
   std::vector<double> ms;
   for (int i = 0; i < kTimedRuns; ++i) ms.push_back(run_ms(model, inputs));
@@ -315,7 +323,7 @@ int run(const RunArgs& a) {
               kTimedRuns);
 
   if (a.check) {
-    const std::vector<CheckRow> rows = check_kernels(original, optimized, inputs, a.options);
+    const std::vector<CheckRow> rows = check_kernels(load_model(a.model), optimized, inputs, a.options);
     if (const int bad = print_check(rows)) {
       std::fprintf(stderr, "kiln run: %d of %zu kernels out of tolerance; outputs not written\n",
                    bad, rows.size());

@@ -1,6 +1,8 @@
 // Micro-benchmarks for the FMA and memory-bandwidth peaks, and their on-disk cache.
 #include "peaks.h"
 
+#include "cli.h"
+
 #include <immintrin.h>
 #include <unistd.h>
 
@@ -186,11 +188,8 @@ std::string cpu_model_name() {
 }
 
 std::string peaks_cache_file() {
-  const char* xdg = std::getenv("XDG_CACHE_HOME");
-  if (xdg && xdg[0] == '/') return std::string(xdg) + "/kiln/peaks.txt";  // the spec: absolute only
-  const char* home = std::getenv("HOME");
-  if (home && home[0]) return std::string(home) + "/.cache/kiln/peaks.txt";
-  return "";
+  const std::string dir = cache_dir();
+  return dir.empty() ? "" : dir + "/peaks.txt";
 }
 
 Peaks machine_peaks(int threads, bool remeasure) {
