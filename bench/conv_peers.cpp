@@ -1,45 +1,18 @@
 // Implementation of the benchmark helpers.
 #include "conv_peers.h"
 
-#include <immintrin.h>
 
-#include <chrono>
 #include <cmath>
-#include <thread>
 
 #include "HalideBuffer.h"
 #include "dnnl.hpp"
 #include "graph/builder.h"
+#include "peaks.h"
 
 namespace kiln::bench {
 namespace {
 
 using HalideBuffer = Halide::Runtime::Buffer<float>;
-
-// 16 independent accumulators hide the 4-cycle FMA latency on two pipes.
-__attribute__((target("avx512f"))) double fma_loop_avx512(int64_t iters) {
-  __m512 acc[16];
-  for (int i = 0; i < 16; ++i) acc[i] = _mm512_set1_ps(1.0f + i * 1e-3f);
-  const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
-  for (int64_t it = 0; it < iters; ++it)
-    for (int i = 0; i < 16; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
-  float sink = 0;
-  for (int i = 0; i < 16; ++i) sink += _mm512_reduce_add_ps(acc[i]);
-  return sink + 2.0 * 16 * 16 * static_cast<double>(iters);  // flops; sink keeps the loop
-}
-
-__attribute__((target("avx2,fma"))) double fma_loop_avx2(int64_t iters) {
-  __m256 acc[12];
-  for (int i = 0; i < 12; ++i) acc[i] = _mm256_set1_ps(1.0f + i * 1e-3f);
-  const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
-  for (int64_t it = 0; it < iters; ++it)
-    for (int i = 0; i < 12; ++i) acc[i] = _mm256_fmadd_ps(acc[i], a, b);
-  alignas(32) float out[8];
-  __m256 s = acc[0];
-  for (int i = 1; i < 12; ++i) s = _mm256_add_ps(s, acc[i]);
-  _mm256_store_ps(out, s);
-  return out[0] * 0 + 2.0 * 12 * 8 * static_cast<double>(iters);
-}
 
 HalideBuffer wrap(float* data, const graph::Shape& shape) {
   std::vector<int> sizes(shape.rbegin(), shape.rend());
@@ -49,23 +22,8 @@ HalideBuffer wrap(float* data, const graph::Shape& shape) {
 }  // namespace
 
 double measured_fma_peak_gflops(int threads) {
-  __builtin_cpu_init();
-  const bool avx512 = __builtin_cpu_supports("avx512f");
-  const int64_t iters = 20'000'000;
-  double best = 0;
-  for (int rep = 0; rep < 3; ++rep) {
-    std::vector<double> flops(threads);
-    const auto t0 = std::chrono::steady_clock::now();
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t)
-      pool.emplace_back([&, t] { flops[t] = avx512 ? fma_loop_avx512(iters) : fma_loop_avx2(iters); });
-    for (auto& th : pool) th.join();
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    double total = 0;
-    for (double f : flops) total += std::floor(f / 1e6) * 1e6;
-    best = std::max(best, total / s / 1e9);
-  }
-  return best;
+  std::string isa;
+  return cli::measure_fma_gflops(threads, &isa);
 }
 
 struct KilnConv::Impl {

@@ -19,8 +19,7 @@ struct ConvShape {
   double flops() const { return 2.0 * n * out_h() * out_w() * co * ci * kh * kw; }
 };
 
-// fp32 FMA GFLOP/s of this machine on `threads` threads (AVX-512 if the CPU has it, else
-// AVX2), measured once with a register-resident FMA loop.
+// fp32 FMA GFLOP/s of this machine on `threads` threads, measured now (tools/peaks.h).
 double measured_fma_peak_gflops(int threads);
 
 // A Kiln conv kernel with its buffers bound: run() is one launch.

@@ -7,8 +7,19 @@
 
 #include "graph/ir.h"
 #include "graph/reference.h"
+#include "graph/shape_inference.h"
 
 namespace kiln::graph {
+
+// Index of (n, c, h, w) in an NCHW or NHWC tensor.
+struct ImageIndex {
+  ImageDims d;
+  Layout l;
+  int64_t operator()(int64_t n, int64_t c, int64_t h, int64_t w) const {
+    return l == Layout::nchw ? ((n * d.c + c) * d.h + h) * d.w + w
+                             : ((n * d.h + h) * d.w + w) * d.c + c;
+  }
+};
 
 // Conv2d (any groups, residual, activation), BatchNorm, Pool2d, GlobalPool, Gemm, MatMul.
 bool is_compute_op(const Op& op);

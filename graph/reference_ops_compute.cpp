@@ -9,16 +9,6 @@
 namespace kiln::graph {
 namespace {
 
-// Index of (n, c, h, w) in an NCHW or NHWC tensor.
-struct ImageIndex {
-  ImageDims d;
-  Layout l;
-  int64_t operator()(int64_t n, int64_t c, int64_t h, int64_t w) const {
-    return l == Layout::nchw ? ((n * d.c + c) * d.h + h) * d.w + w
-                             : ((n * d.h + h) * d.w + w) * d.c + c;
-  }
-};
-
 struct FilterIndex {
   FilterDims d;
   Layout l;

@@ -81,6 +81,22 @@ int parse_int(const std::string& what, const std::string& s, int lo, int hi) {
   return static_cast<int>(v);
 }
 
+std::string single_model(const Args& args) {
+  if (args.positionals().empty()) throw UsageError("missing MODEL (an .onnx file or 'example')");
+  if (args.positionals().size() > 1)
+    throw UsageError("unexpected argument '" + args.positionals()[1] + "'");
+  return args.positionals()[0];
+}
+
+void parse_backend(const Args& args, ModelOptions* options) {
+  const std::string target = args.get("--target", "cpu");
+  if (target != "cpu" && target != "cuda")
+    throw UsageError("unknown --target '" + target + "' (expected cpu or cuda)");
+  options->backend = target == "cpu" ? Backend::cpu : Backend::cuda;
+  options->fallback_to_cpu = args.has("--fallback");
+  options->threads = args.get_int("--threads", 0, 1, 1024);
+}
+
 graph::Graph load_model(const std::string& model) {
   if (model == "example") return graph::reference_example();
   if (!std::filesystem::exists(model)) throw graph::Error("no such file: " + model);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "graph/ir.h"
+#include "kiln/runtime.h"
 
 namespace kiln::cli {
 
@@ -38,6 +39,11 @@ class Args {
 };
 
 int parse_int(const std::string& what, const std::string& s, int lo, int hi);
+
+// The one MODEL positional of run / bench / inspect / compile.
+std::string single_model(const Args& args);
+// --target cpu|cuda, --fallback and --threads into `options`.
+void parse_backend(const Args& args, ModelOptions* options);
 
 // `example` builds the reference model; anything else is read as an ONNX file. Throws
 // graph::Error with a clear message for a missing or malformed file.

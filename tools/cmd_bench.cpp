@@ -62,16 +62,8 @@ struct BenchArgs {
 
 BenchArgs parse(const Args& args) {
   BenchArgs a;
-  if (args.positionals().empty()) throw UsageError("missing MODEL (an .onnx file or 'example')");
-  if (args.positionals().size() > 1)
-    throw UsageError("unexpected argument '" + args.positionals()[1] + "'");
-  a.model = args.positionals()[0];
-  const std::string target = args.get("--target", "cpu");
-  if (target != "cpu" && target != "cuda")
-    throw UsageError("unknown --target '" + target + "' (expected cpu or cuda)");
-  a.options.backend = target == "cpu" ? Backend::cpu : Backend::cuda;
-  a.options.fallback_to_cpu = args.has("--fallback");
-  a.options.threads = args.get_int("--threads", 0, 1, 1024);
+  a.model = single_model(args);
+  parse_backend(args, &a.options);
   a.iterations = args.get_int("--iterations", 50, 1, 1000000);
   a.warmup = args.get_int("--warmup", 5, 0, 1000000);
   a.per_layer = args.has("--per-layer");

@@ -68,19 +68,11 @@ struct RunArgs {
 
 RunArgs parse(const Args& args) {
   RunArgs a;
-  if (args.positionals().empty()) throw UsageError("missing MODEL (an .onnx file or 'example')");
-  if (args.positionals().size() > 1)
-    throw UsageError("unexpected argument '" + args.positionals()[1] + "'");
-  a.model = args.positionals()[0];
+  a.model = single_model(args);
   a.inputs = args.get_all("--input");
   a.output_dir = args.get("--output-dir", ".");
   if (a.output_dir.empty()) throw UsageError("--output-dir needs a directory");
-  const std::string target = args.get("--target", "cpu");
-  if (target != "cpu" && target != "cuda")
-    throw UsageError("unknown --target '" + target + "' (expected cpu or cuda)");
-  a.options.backend = target == "cpu" ? Backend::cpu : Backend::cuda;
-  a.options.fallback_to_cpu = args.has("--fallback");
-  a.options.threads = args.get_int("--threads", 0, 1, 1024);
+  parse_backend(args, &a.options);
   a.seed = static_cast<uint64_t>(args.get_int("--seed", 1, 0, 1 << 30));
   a.check = args.has("--check");
   return a;
