@@ -17,40 +17,26 @@
 namespace kiln::graph {
 namespace {
 
+// Float data is copied as is: Kiln targets x86-64 (and its runtime assumes it anyway).
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "serialize.cpp assumes a little-endian host");
 constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'G', 'R', 'F', '1'};
-// On-disk op tags, independent of the order of graph::Op's alternatives. Never renumber one: a
-// new op takes the next free number (and a version bump). An op without a tag does not compile.
+// On-disk op tags: an op's position in this list, independent of graph::Op's order. Append a
+// new op at the end (and bump the version); never reorder. Version 2 used graph::Op's order.
+template <typename... T>
+struct OpList {};
+using TaggedOps = OpList<Conv2d, BatchNorm, Relu, Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish,
+                         Binary, Pool2d, GlobalPool, Gemm, MatMul, Reshape, Transpose, Concat, Slice,
+                         Pad, Softmax, ReduceMean, LayoutTransform, ElementwiseChain /* v3 */>;
+template <typename T, typename... Ts>
+constexpr size_t tag_in(OpList<Ts...>) {
+  constexpr bool same[] = {std::is_same_v<T, Ts>...};
+  for (size_t i = 0; i < sizeof...(Ts); ++i)
+    if (same[i]) return i;
+  return sizeof...(Ts);
+}
 template <typename T>
-struct OpTag;
-#define KILN_OP_TAG(T, N)                 \
-  template <>                             \
-  struct OpTag<T> {                       \
-    static constexpr uint8_t value = N;   \
-  };
-KILN_OP_TAG(Conv2d, 0)
-KILN_OP_TAG(BatchNorm, 1)
-KILN_OP_TAG(Relu, 2)
-KILN_OP_TAG(Clip, 3)
-KILN_OP_TAG(LeakyRelu, 4)
-KILN_OP_TAG(Sigmoid, 5)
-KILN_OP_TAG(HardSigmoid, 6)
-KILN_OP_TAG(HardSwish, 7)
-KILN_OP_TAG(Binary, 8)
-KILN_OP_TAG(Pool2d, 9)
-KILN_OP_TAG(GlobalPool, 10)
-KILN_OP_TAG(Gemm, 11)
-KILN_OP_TAG(MatMul, 12)
-KILN_OP_TAG(Reshape, 13)
-KILN_OP_TAG(Transpose, 14)
-KILN_OP_TAG(Concat, 15)
-KILN_OP_TAG(Slice, 16)
-KILN_OP_TAG(Pad, 17)
-KILN_OP_TAG(Softmax, 18)
-KILN_OP_TAG(ReduceMean, 19)
-KILN_OP_TAG(LayoutTransform, 20)
-KILN_OP_TAG(ElementwiseChain, 21)  // version 2
-#undef KILN_OP_TAG
-constexpr size_t kNumOpTags = 22;
+constexpr size_t kTag = tag_in<T>(TaggedOps{});
+constexpr size_t kNumOpTags = std::variant_size_v<Op>;
 // Limits no real model comes near; they keep corrupted sizes from overflowing int64 arithmetic
 // in shape inference and from asking for absurd allocations.
 constexpr int64_t kMaxDim = int64_t{1} << 40;
@@ -89,15 +75,7 @@ class Writer {
     u64(v.size());
     const size_t at = out_.size();
     out_.resize(at + v.size() * 4);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    if (!v.empty()) std::memcpy(&out_[at], v.data(), v.size() * 4);
-#else
-    for (size_t i = 0; i < v.size(); ++i) {
-      uint32_t bits;
-      std::memcpy(&bits, &v[i], 4);
-      for (int b = 0; b < 4; ++b) out_[at + 4 * i + b] = static_cast<char>(bits >> (8 * b));
-    }
-#endif
+    if (!v.empty()) std::memcpy(&out_[at], v.data(), v.size() * 4);  // little-endian host
   }
   std::string& bytes() { return out_; }
 
@@ -170,16 +148,7 @@ class Reader {
     if (n != expected) fail("constant holds " + std::to_string(n) + " floats, its shape needs " + std::to_string(expected));
     need(n * 4, "constant data");  // n <= kMaxElements, so no overflow
     v.resize(n);
-    const char* src = p_ + pos_;
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    if (n) std::memcpy(v.data(), src, n * 4);
-#else
-    for (uint64_t i = 0; i < n; ++i) {
-      uint32_t bits = 0;
-      for (int b = 0; b < 4; ++b) bits |= uint32_t{static_cast<uint8_t>(src[4 * i + b])} << (8 * b);
-      std::memcpy(&v[i], &bits, 4);
-    }
-#endif
+    if (n) std::memcpy(v.data(), p_ + pos_, n * 4);  // little-endian host
     pos_ += n * 4;
   }
 
@@ -299,10 +268,11 @@ Op make_alternative() {
 // The op with this tag, default-constructed; nullopt for a tag no op has.
 template <size_t... I>
 std::optional<Op> make_op(uint8_t tag, std::index_sequence<I...>) {
-  static_assert(sizeof...(I) == kNumOpTags, "every op needs a tag, and kNumOpTags counts them");
+  static_assert(((kTag<std::variant_alternative_t<I, Op>> < kNumOpTags) && ...),
+                "an op of graph::Op is missing from TaggedOps");
   static const auto makers = [] {
     std::array<Op (*)(), kNumOpTags> m{};
-    ((m[OpTag<std::variant_alternative_t<I, Op>>::value] = &make_alternative<I>), ...);
+    ((m[kTag<std::variant_alternative_t<I, Op>>] = &make_alternative<I>), ...);
     return m;
   }();
   if (tag >= kNumOpTags || !makers[tag]) return std::nullopt;
@@ -361,7 +331,7 @@ Value read_value(Reader& r) {
 
 void write_node(Writer& w, const Node& n) {
   w.str(n.name);
-  w.u8(std::visit([](const auto& a) { return OpTag<std::decay_t<decltype(a)>>::value; }, n.op));
+  w.u8(static_cast<uint8_t>(std::visit([](const auto& a) { return kTag<std::decay_t<decltype(a)>>; }, n.op)));
   Op op = n.op;  // the attribute functions take references for the reader's sake
   std::visit([&](auto& a) { attrs(w, a); }, op);
   write_ids(w, n.inputs);
@@ -393,8 +363,9 @@ Graph read_graph(const std::string& bytes) {
   Reader r(bytes, bytes.size() - 8);
   for (size_t i = 0; i < sizeof(kMagic); ++i) r.u8();
   const uint32_t version = r.u32();
-  if (version < 1 || version > kGraphFormatVersion)  // 1 is 2 without ElementwiseChain
-    throw Error("graph file format version " + std::to_string(version) + " is not supported (this Kiln reads versions 1 to " +
+  // Version 1 is 3 without ElementwiseChain; version 2 numbered ops by their order in graph::Op.
+  if (version != 1 && version != kGraphFormatVersion)
+    throw Error("graph file format version " + std::to_string(version) + " is not supported (this Kiln reads versions 1 and " +
                 std::to_string(kGraphFormatVersion) + "; recompile the model)");
   uint64_t stored = 0;
   for (int i = 0; i < 8; ++i)

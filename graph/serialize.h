@@ -9,7 +9,7 @@
 
 namespace kiln::graph {
 
-// Format version 1, all integers little-endian:
+// The format, all integers little-endian:
 //   "KILNGRF1"  u32 version
 //   u32 #values, each: str name, u8 dtype, u8 layout, u32 rank, i64 dims[rank],
 //                      u8 has_data, [u64 count, f32 data[count]]
@@ -19,8 +19,9 @@ namespace kiln::graph {
 //   u64 checksum of every byte before it
 // where str = u32 length + bytes, ids = u32 count + u32 value ids. Value::producer is not
 // stored: it follows from the nodes' outputs.
-// Version 2 added ElementwiseChain (tag 21); version 1 files are read as well.
-constexpr uint32_t kGraphFormatVersion = 2;
+// Version 3: op tags fixed per op, ElementwiseChain is 21. Version 1 files (no ElementwiseChain)
+// are read as well; version 2 (tags by position in graph::Op) is refused.
+constexpr uint32_t kGraphFormatVersion = 3;
 
 std::string serialize(const Graph& g);
 

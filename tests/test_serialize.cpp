@@ -1,5 +1,6 @@
-// Graph serialization: round trips of every op type, and corrupted or truncated files rejected
-// with graph::Error (never a crash, never another exception).
+// Graph serialization: round trips of every op type, corrupted or truncated files rejected with
+// graph::Error (never a crash, never another exception), and a weights file run through
+// kiln::CompiledModel, the engine of the classes `kiln compile` generates.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -10,8 +11,10 @@
 #include "graph/builder.h"
 #include "graph/example.h"
 #include "graph/passes/pipeline.h"
+#include "graph/reference.h"
 #include "graph/serialize.h"
 #include "graph/shape_inference.h"
+#include "kiln/model_api.h"
 
 namespace kiln::graph {
 namespace {
@@ -33,7 +36,7 @@ Conv2d conv_attrs(int stride, int pad, int groups, Activation act, bool residual
   return c;
 }
 
-// One graph holding all 21 op types, every attribute away from its default where it can be.
+// One graph holding every op type, every attribute away from its default where it can be.
 Graph every_op_graph() {
   GraphBuilder b;
   const ValueId x = b.input("x", {1, 4, 6, 6});
@@ -59,6 +62,13 @@ Graph every_op_graph() {
   e = b.op("sub", Binary{BinaryOp::sub}, {e, constant(b, "k1", {8, 1, 1}, 11)});
   e = b.op("mul", Binary{BinaryOp::mul}, {e, constant(b, "k2", {1}, 12)});
   e = b.op("div", Binary{BinaryOp::div}, {e, constant(b, "k3", {8, 1, 1}, 13, Layout::any, 0.5f)});
+  ElementwiseChain chain{{{ChainStepKind::clamp, -2.0f, 5.0f},
+                          {ChainStepKind::affine},
+                          {ChainStepKind::leaky_relu, 0.1f},
+                          {ChainStepKind::sigmoid},
+                          {ChainStepKind::hard_sigmoid, 0.3f, 0.6f},
+                          {ChainStepKind::hard_swish}}};
+  e = b.op("chain", chain, {e, constant(b, "cs", {8}, 18), constant(b, "ct", {8}, 19)});
   Pool2d maxp{PoolKind::max, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true, false};
   const ValueId mp = b.op("maxpool", maxp, {e});
   Pool2d avgp{PoolKind::avg, 2, 2, 1, 1, 1, 1, 0, 0, 1, 2, false, true};
@@ -191,7 +201,15 @@ TEST(Serialize, MessagesNameTheProblem) {
   EXPECT_NE(message("GARBAGE!").find("not a Kiln graph file"), std::string::npos);
   std::string v2 = bytes;
   v2[8] = 2;
-  EXPECT_NE(message(v2).find("version 2"), std::string::npos) << message(v2);
+  EXPECT_NE(message(v2).find("version 2 is not supported"), std::string::npos) << message(v2);
+  std::string v1 = bytes.substr(0, bytes.size() - 8);  // the same bytes: no ElementwiseChain
+  v1[8] = 1;
+  EXPECT_EQ(dump(deserialize(reseal(v1))), dump(small_graph()));
+  std::string newer = bytes;
+  newer[8] = static_cast<char>(kGraphFormatVersion + 1);
+  EXPECT_NE(message(newer).find("version " + std::to_string(kGraphFormatVersion + 1) + " is not supported"),
+            std::string::npos)
+      << message(newer);
   std::string flipped = bytes;
   flipped[20] ^= 1;
   EXPECT_NE(message(flipped).find("checksum"), std::string::npos) << message(flipped);
@@ -206,6 +224,36 @@ TEST(Serialize, MessagesNameTheProblem) {
   counts[12] = counts[13] = counts[14] = counts[15] = static_cast<char>(0xff);
   EXPECT_NE(message(reseal(counts)).find("count of values exceeds the file"), std::string::npos)
       << message(reseal(counts));
+}
+
+// The weights file of an optimized graph runs like the unoptimized graph in the reference
+// interpreter, with outputs converted back to NCHW.
+TEST(CompiledModel, RunsAWeightsFileWithLogicalOutputs) {
+  const Graph input = reference_example({2, 8, 10, 10, 16});
+  const std::string path = ::testing::TempDir() + "/kiln_compiled_model.weights";
+  write_graph_file(run_passes(input), path);
+  const Value& in = input.value(input.inputs[0]);
+  const Tensor x{in.shape, in.layout, random_uniform(num_elements(in.shape), -1.0f, 1.0f, 5)};
+  const Tensor want = run_reference(input, {x})[0];
+  for (const std::vector<int>& targets : {std::vector<int>{}, std::vector<int>{2, 1, 0}}) {
+    CompiledModel m(path, {targets, false, 1});
+    ASSERT_EQ(m.num_inputs(), 1u);
+    EXPECT_EQ(m.input_shape(0), in.shape);
+    EXPECT_EQ(m.output_shape(0), want.shape);  // NCHW, though the graph's output is NHWC
+    m.run({x.data.data()});
+    const std::vector<float> got(m.output(0), m.output(0) + m.output_size(0));
+    EXPECT_LE(worst_error_ratio(got, want.data, 1e-4, 1e-5), 1.0);
+    EXPECT_EQ(m.backend(), "cpu");
+    EXPECT_THROW(m.run({}), std::runtime_error);
+  }
+  EXPECT_THROW(CompiledModel(path, {{99}, false, 0}), Error);
+  std::filesystem::remove(path);
+  try {
+    CompiledModel(path, {});
+    ADD_FAILURE() << "a missing weights file was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

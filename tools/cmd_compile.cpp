@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -308,24 +309,30 @@ void emit_stmt(const Model& probe, const CompileArgs& a, const fs::path& dir) {
       }
   }
   std::cout << "      stmt: " << copied << " files for " << join({libs.begin(), libs.end()}, ", ") << "\n";
+  if (copied == 0 && !libs.empty())
+    std::cout << "      note: this Kiln build has no .stmt files for these kernels (generators/CMakeLists.txt: STMT)\n";
   if (layout) std::cout << "      note: the layout kernel (kiln_nchw_to_nhwc) has no .stmt in this build\n";
   if (a.targets.cuda) std::cout << "      note: the CUDA kernels have no .stmt in this build\n";
 }
 
-// Moves everything from the staging directory into OUTDIR, the archive last.
+bool same_file_content(const fs::path& a, const fs::path& b) {
+  if (!fs::is_regular_file(a) || !fs::is_regular_file(b) || fs::file_size(a) != fs::file_size(b)) return false;
+  std::ifstream fa(a, std::ios::binary), fb(b, std::ios::binary);
+  return std::equal(std::istreambuf_iterator<char>(fa), std::istreambuf_iterator<char>(),
+                    std::istreambuf_iterator<char>(fb));
+}
+
+// Moves everything from the staging directory into OUTDIR, the archive last. A file identical
+// to the one already there is left alone, so build systems see no change and rebuild nothing.
 void commit(const fs::path& staging, const fs::path& outdir, const std::vector<std::string>& names) {
   for (const std::string& n : names) {
+    if (same_file_content(staging / n, outdir / n)) continue;
     if (fs::is_directory(outdir / n)) fs::remove_all(outdir / n);
     fs::rename(staging / n, outdir / n);
   }
 }
 
 int run_compile(const CompileArgs& a) {
-  const fs::path outdir = fs::absolute(a.outdir);
-  fs::create_directories(outdir);
-  Staging staging(outdir / ("." + a.name + ".kiln-tmp"));
-  const fs::path& tmp = staging.dir();
-
   std::cout << "[1/3] optimizing " << a.model << "\n";
   const graph::Graph input = load_model(a.model);
   const graph::Graph g = graph::run_passes(input);
@@ -333,6 +340,11 @@ int run_compile(const CompileArgs& a) {
   // user's program.
   const Model probe(g);
   report_kernels(input, probe, a);
+
+  const fs::path outdir = fs::absolute(a.outdir);
+  fs::create_directories(outdir);
+  Staging staging(outdir / ("." + a.name + ".kiln-tmp"));
+  const fs::path& tmp = staging.dir();
   graph::write_graph_file(g, (tmp / (a.name + ".weights")).string());
   write_file(tmp / (a.name + ".h"), model_header(a.name, fs::path(a.model).filename().string(), g, a.threads));
   write_file(tmp / (a.name + ".cpp"), model_source(a.name, a.targets));

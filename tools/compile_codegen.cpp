@@ -49,6 +49,9 @@ class Model {
   // next run.
   const float* output(std::size_t i = 0) const;
   std::string backend() const;  // "cpu" or "cuda"
+  // Empty, or why a model compiled for CUDA runs on the CPU (no usable GPU, an op without a
+  // CUDA kernel).
+  std::string fallback_reason() const;
 
  private:
   struct Impl;
@@ -106,6 +109,7 @@ void Model::run(const float* input) {
 void Model::run(const std::vector<const float*>& inputs) { impl_->engine.run(inputs); }
 const float* Model::output(std::size_t i) const { return impl_->engine.output(i); }
 std::string Model::backend() const { return impl_->engine.backend(); }
+std::string Model::fallback_reason() const { return impl_->engine.fallback_reason(); }
 
 }  // namespace @NAME@
 )";
