@@ -10,7 +10,7 @@ set(KILN_EXECUTABLE "" CACHE FILEPATH "kiln executable for kiln_add_model outsid
 
 # Writes <binary dir>/kiln_compile_config.h for TARGET (the kiln executable): the C++ compiler
 # and ar, the include dirs generated code needs, every static library a compiled model merges
-# (as $<TARGET_FILE:...>, so no path is written by hand), and the kernels' .stmt listings.
+# (as $<TARGET_FILE:...>, so no path is written by hand), and the kernel generator.
 function(kiln_configure_compile TARGET)
   set(libs kiln_runtime kiln_ops kiln_graph)
   get_target_property(kernel_libs kiln_kernels INTERFACE_LINK_LIBRARIES)
@@ -25,15 +25,6 @@ function(kiln_configure_compile TARGET)
   set(lib_lines "")
   foreach (lib IN LISTS libs)
     string(APPEND lib_lines "    \"$<TARGET_FILE:${lib}>\",\n")
-  endforeach ()
-
-  # The STMT outputs add_halide_library left in the generators directory, per kernel library.
-  set(stmt_lines "")
-  foreach (lib IN LISTS kernel_libs)
-    get_directory_property(stmts DIRECTORY "${KILN_SOURCE_DIR}/generators" DEFINITION ${lib}_stmt)
-    foreach (stmt IN LISTS stmts)
-      string(APPEND stmt_lines "    {\"${lib}\", \"${stmt}\"},\n")
-    endforeach ()
   endforeach ()
 
   get_target_property(cuda_defs kiln_kernels INTERFACE_COMPILE_DEFINITIONS)
@@ -58,14 +49,9 @@ inline const char* const kIncludeDirs[] = {
 // Merged into every compiled model's archive, in link order.
 inline const char* const kLibraries[] = {
 ${lib_lines}};
-struct StmtFile {
-  const char* library;
-  const char* path;
-};
-inline const StmtFile kStmtFiles[] = {
-${stmt_lines}    {nullptr, nullptr},
-};
 inline const char* const kCudaTarget = \"${KILN_CUDA_TARGET}\";
+// The kernel generator, re-run by --emit stmt,assembly.
+inline const char* const kGenerator = \"$<TARGET_FILE:kiln_generators>\";
 constexpr bool kHaveCuda = ${have_cuda};
 
 }  // namespace kiln::compile_config

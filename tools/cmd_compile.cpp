@@ -17,6 +17,8 @@
 #include "cli.h"
 #include "commands.h"
 #include "compile_codegen.h"
+#include "compile_emit.h"
+#include "process.h"
 #include "graph/memory_plan.h"
 #include "graph/passes/pipeline.h"
 #include "graph/serialize.h"
@@ -49,7 +51,8 @@ options:
                       Halide target strings (the first one the CPU supports runs)
   --threads N         the default thread count of NAME::Model (default 0: one per core)
   --emit LIST         also write: plan (NAME.plan.txt, the arena plan), dot (NAME.dot, the
-                      optimized graph), stmt (NAME.stmt/, the Halide IR of the kernels used)
+                      optimized graph), stmt (NAME.stmt/, the Halide IR of the kernels used,
+                      per target), assembly (NAME.assembly/, their x86 or PTX assembly)
   --depfile FILE      write a Makefile-style depfile of NAME.a (for build systems)
   -h, --help          this text
 )";
@@ -138,10 +141,9 @@ CompileArgs parse(const Args& args) {
   a.threads = args.get_int("--threads", 0, 0, 1024);
   a.depfile = args.get("--depfile");
   for (const std::string& e : split(args.get("--emit"), ',')) {
-    if (e == "assembly" || e == "onnx")
-      throw UsageError("--emit " + e + " is not supported yet (supported: plan, dot, stmt)");
-    if (e != "plan" && e != "dot" && e != "stmt")
-      throw UsageError("--emit: unknown output '" + e + "' (supported: plan, dot, stmt)");
+    if (e == "onnx") throw UsageError("--emit onnx is not supported yet (supported: plan, dot, stmt, assembly)");
+    if (e != "plan" && e != "dot" && e != "stmt" && e != "assembly")
+      throw UsageError("--emit: unknown output '" + e + "' (supported: plan, dot, stmt, assembly)");
     a.emit.insert(e);
   }
   return a;
@@ -153,29 +155,6 @@ void write_file(const fs::path& path, const std::string& content) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   if (f) f.write(content.data(), static_cast<std::streamsize>(content.size()));
   if (!f || !f.flush()) throw graph::Error("cannot write '" + path.string() + "': " + std::strerror(errno));
-}
-
-// Runs argv[0] (found on PATH) with stdin from `stdin_path` if given; Error unless it exits 0.
-void run_tool(const std::vector<std::string>& argv, const std::string& what,
-              const std::string& stdin_path = "") {
-  std::cout.flush();
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  if (!stdin_path.empty()) posix_spawn_file_actions_addopen(&actions, 0, stdin_path.c_str(), O_RDONLY, 0);
-  std::vector<char*> args;
-  for (const std::string& s : argv) args.push_back(const_cast<char*>(s.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) throw graph::Error(what + ": cannot run " + argv[0] + ": " + std::strerror(rc));
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) throw graph::Error(what + ": waiting for " + argv[0] + ": " + std::strerror(errno));
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw graph::Error(what + " failed: " + argv[0] +
-                       (WIFEXITED(status) ? " exited with " + std::to_string(WEXITSTATUS(status))
-                                          : " was killed by signal " + std::to_string(WTERMSIG(status))));
 }
 
 // MRI scripts have no quoting: a path with one of these characters cannot be written there.
@@ -279,42 +258,6 @@ void report_kernels(const graph::Graph& input, const Model& probe, const Compile
               << "will run on the CPU even where a GPU is usable\n";
 }
 
-void emit_stmt(const Model& probe, const CompileArgs& a, const fs::path& dir) {
-  std::set<std::string> libs;
-  bool layout = false;
-  for (const graph::KernelSpec& k : probe.kernels()) {
-    if (const auto* c = std::get_if<graph::ConvKernelSpec>(&k)) {
-      static const char* kEpilogue[] = {"none", "relu", "relu6"};
-      libs.insert(std::string("kiln_conv_") + kEpilogue[static_cast<int>(runtime::conv_epilogue(c->activation))] +
-                  (c->residual ? "_residual" : "") + "_tuned");
-    }
-    layout |= std::holds_alternative<graph::LayoutKernelSpec>(k);
-  }
-  fs::create_directories(dir);
-  int copied = 0;
-  std::vector<int> targets = a.targets.cpu;
-  if (targets.empty())
-    for (size_t t = 0; t < runtime::cpu_targets().size(); ++t) targets.push_back(static_cast<int>(t));
-  for (const cfg::StmtFile* s = cfg::kStmtFiles; s->library; ++s) {
-    if (!libs.count(s->library)) continue;
-    // CMake reports one <library>.stmt; a multi-target library writes one file per target,
-    // <library>-<target>[-no_runtime].stmt, next to it.
-    const fs::path reported(s->path);
-    for (int t : targets)
-      for (const char* suffix : {"-no_runtime.stmt", ".stmt"}) {
-        const fs::path p = reported.parent_path() / (s->library + ("-" + runtime::cpu_targets()[t]) + suffix);
-        if (!fs::exists(p)) continue;
-        fs::copy_file(p, dir / p.filename(), fs::copy_options::overwrite_existing);
-        ++copied;
-      }
-  }
-  std::cout << "      stmt: " << copied << " files for " << join({libs.begin(), libs.end()}, ", ") << "\n";
-  if (copied == 0 && !libs.empty())
-    std::cout << "      note: this Kiln build has no .stmt files for these kernels (generators/CMakeLists.txt: STMT)\n";
-  if (layout) std::cout << "      note: the layout kernel (kiln_nchw_to_nhwc) has no .stmt in this build\n";
-  if (a.targets.cuda) std::cout << "      note: the CUDA kernels have no .stmt in this build\n";
-}
-
 bool same_file_content(const fs::path& a, const fs::path& b) {
   if (!fs::is_regular_file(a) || !fs::is_regular_file(b) || fs::file_size(a) != fs::file_size(b)) return false;
   std::ifstream fa(a, std::ios::binary), fb(b, std::ios::binary);
@@ -357,9 +300,11 @@ int run_compile(const CompileArgs& a) {
     write_file(tmp / (a.name + ".dot"), graph_to_dot(g, a.name));
     outputs.push_back(a.name + ".dot");
   }
-  if (a.emit.count("stmt")) {
-    emit_stmt(probe, a, tmp / (a.name + ".stmt"));
-    outputs.push_back(a.name + ".stmt");
+  for (const char* kind : {"stmt", "assembly"}) {
+    if (!a.emit.count(kind)) continue;
+    const std::string out = a.name + (std::string(kind) == "stmt" ? ".stmt" : ".assembly");
+    emit_kernel_listings(probe.kernels(), a.targets, kind, tmp / out);
+    outputs.push_back(out);
   }
 
   std::cout << "[2/3] compiling " << a.name << ".cpp\n";

@@ -1,0 +1,104 @@
+// Kernel listings via the kernel generator (see compile_emit.h).
+#include "compile_emit.h"
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <iostream>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "kiln_compile_config.h"
+#include "process.h"
+#include "runtime/kernels.h"
+
+namespace kiln::cli {
+namespace {
+
+namespace cfg = compile_config;
+namespace fs = std::filesystem;
+
+struct Job {
+  std::string generator, function, target;
+  std::vector<std::string> params;
+};
+
+// The generator invocations behind the model's kernels: one per (kernel variant, target).
+std::vector<Job> jobs_for(const std::vector<graph::KernelSpec>& kernels, const Targets& targets) {
+  std::set<std::vector<std::string>> variants;  // {generator, function, params...}
+  for (const graph::KernelSpec& k : kernels) {
+    if (const auto* c = std::get_if<graph::ConvKernelSpec>(&k)) {
+      static const char* kEpilogue[] = {"none", "relu", "relu6"};
+      const std::string e = kEpilogue[static_cast<int>(runtime::conv_epilogue(c->activation))];
+      const bool r = c->residual.has_value();
+      variants.insert({"kiln_fused_conv", "kiln_conv_" + e + (r ? "_residual" : "") + "_tuned",
+                       "epilogue=" + e, std::string("residual=") + (r ? "true" : "false"),
+                       "schedule=tuned"});
+    } else if (std::holds_alternative<graph::LayoutKernelSpec>(k)) {
+      variants.insert({"kiln_nchw_to_nhwc", "kiln_nchw_to_nhwc"});
+    }
+  }
+  std::vector<std::string> target_names;
+  if (targets.cuda && cfg::kHaveCuda) target_names.push_back(cfg::kCudaTarget);
+  if (targets.cpu.empty()) {
+    target_names.insert(target_names.end(), runtime::cpu_targets().begin(), runtime::cpu_targets().end());
+  } else {
+    for (int t : targets.cpu) target_names.push_back(runtime::cpu_targets()[t]);
+  }
+  std::vector<Job> jobs;
+  for (const auto& v : variants)
+    for (const std::string& t : target_names)
+      jobs.push_back({v[0], v[1], t, std::vector<std::string>(v.begin() + 2, v.end())});
+  return jobs;
+}
+
+}  // namespace
+
+int emit_kernel_listings(const std::vector<graph::KernelSpec>& kernels, const Targets& targets,
+                         const std::string& kind, const fs::path& dir) {
+  const std::vector<Job> jobs = jobs_for(kernels, targets);
+  const std::string ext = kind == "assembly" ? ".s" : ".stmt";
+  fs::create_directories(dir);
+  std::atomic<size_t> next{0};
+  std::mutex mutex;
+  std::exception_ptr failure;
+  size_t done = 0;
+  auto worker = [&] {
+    for (size_t i; (i = next++) < jobs.size();) {
+      const Job& j = jobs[i];
+      const fs::path scratch = dir / (".job" + std::to_string(i));
+      try {
+        fs::create_directories(scratch);
+        std::vector<std::string> argv = {cfg::kGenerator, "-g", j.generator, "-f", j.function,
+                                         "-e", kind, "-o", scratch.string(),
+                                         "target=" + j.target + "-no_runtime"};
+        argv.insert(argv.end(), j.params.begin(), j.params.end());
+        run_tool(argv, "generating the " + kind + " of " + j.function + " for " + j.target);
+        fs::rename(scratch / (j.function + ext), dir / (j.function + "-" + j.target + ext));
+        fs::remove_all(scratch);
+        std::lock_guard<std::mutex> lock(mutex);
+        std::cout << "      " << kind << ": kernel " << ++done << " of " << jobs.size() << ", "
+                  << j.function << " for " << j.target << "\n";
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (!failure) failure = std::current_exception();
+        next = jobs.size();  // stop handing out work
+      }
+    }
+  };
+  const size_t n = std::max<size_t>(1, std::min<size_t>(jobs.size(), std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (size_t i = 0; i < n; ++i) pool.emplace_back(worker);
+  for (std::thread& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
+  const size_t portable = std::count_if(kernels.begin(), kernels.end(), [](const graph::KernelSpec& k) {
+    return std::holds_alternative<graph::OpKernelSpec>(k);
+  });
+  if (portable > 0)
+    std::cout << "      note: " << portable << " kernels are portable C++ (runtime/ops) and have no " << kind
+              << " listing here\n";
+  return static_cast<int>(jobs.size());
+}
+
+}  // namespace kiln::cli
