@@ -11,6 +11,7 @@
 #include "kernels.h"
 #include "kiln/runtime.h"
 #include "runtime/ops/ops.h"
+#include "runtime/ops/parallel.h"
 
 namespace kiln {
 namespace {
@@ -53,6 +54,17 @@ std::string cuda_unusable_reason() {
   std::string why = runtime::last_halide_error();
   return "CUDA is not usable here (error " + std::to_string(rc) + (why.empty() ? "" : ": " + why) +
          ")";
+}
+
+// Portable kernels run their parallel loops on the Halide thread pool (one pool for all).
+int run_parallel_task(void* /*user_context*/, int index, uint8_t* closure) {
+  (*reinterpret_cast<const runtime::ops::ParallelBody*>(closure))(index);
+  return 0;
+}
+
+void halide_parallel_runner(int64_t count, const runtime::ops::ParallelBody& body) {
+  halide_do_par_for(nullptr, run_parallel_task, 0, static_cast<int>(count),
+                    reinterpret_cast<uint8_t*>(const_cast<runtime::ops::ParallelBody*>(&body)));
 }
 
 }  // namespace
@@ -223,6 +235,7 @@ Model::Model(const graph::Graph& optimized, const ModelOptions& options)
     }
   }
   if (options.threads > 0) halide_set_num_threads(options.threads);
+  runtime::ops::set_parallel_runner(halide_parallel_runner);
   m.bind_buffers();
   m.make_calls();
   m.kernel_seconds.assign(m.calls.size(), 0.0);

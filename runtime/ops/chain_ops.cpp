@@ -4,6 +4,7 @@
 
 #include "graph/shape_inference.h"
 #include "runtime/ops/ops_internal.h"
+#include "runtime/ops/parallel.h"
 
 namespace kiln::runtime::ops {
 namespace {
@@ -46,14 +47,15 @@ std::string run_chain(const graph::ElementwiseChain& chain,
   } else {
     inner = graph::num_elements(shape);
   }
-  std::vector<float> scale(affine), shift(affine);
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t c = 0; c < channels; ++c) {
+  parallel_for(outer * channels, [&](int64_t oc) {
+    std::vector<float> scale(affine), shift(affine);
+    const int64_t c = oc % channels;
+    {
       for (size_t k = 0; k < affine; ++k) {
         scale[k] = affine ? in[1 + 2 * k].data[c] : 1.0f;
         shift[k] = affine ? in[2 + 2 * k].data[c] : 0.0f;
       }
-      const int64_t base = (o * channels + c) * inner;
+      const int64_t base = oc * inner;
       for (int64_t i = 0; i < inner; ++i) {
         float v = in[0].data[base + i];
         size_t k = 0;
@@ -65,7 +67,7 @@ std::string run_chain(const graph::ElementwiseChain& chain,
         out.data[base + i] = v;
       }
     }
-  }
+  });
   return "";
 }
 

@@ -9,6 +9,7 @@
 
 #include "graph/shape_inference.h"
 #include "runtime/ops/ops_internal.h"
+#include "runtime/ops/parallel.h"
 
 namespace kiln::runtime::ops {
 namespace {
@@ -191,8 +192,10 @@ void conv_nhwc(const ConvArgs& a) {
   const graph::Conv2d& c = a.c;
   const int64_t co = a.out.c, ci = a.in.c, groups = co / a.cog;
   const bool depthwise = a.cig == 1 && a.cog == 1;
-  for (int64_t n = 0; n < a.out.n; ++n)
-    for (int64_t oy = 0; oy < a.out.h; ++oy) {
+  // Output rows are independent: one task per (image, row).
+  parallel_for(a.out.n * a.out.h, [&](int64_t row) {
+    {
+      const int64_t n = row / a.out.h, oy = row % a.out.h;
       float* yrow = a.y + (n * a.out.h + oy) * a.out.w * co;
       const float* rrow = a.res ? a.res + (n * a.out.h + oy) * a.out.w * co : nullptr;
       for (int64_t p = 0; p < a.out.w; ++p)
@@ -223,6 +226,7 @@ void conv_nhwc(const ConvArgs& a) {
       }
       clamp_all(yrow, a.out.w * co, c.activation);
     }
+  });
 }
 
 std::string run_conv(const graph::Conv2d& c, const std::vector<ConstTensorRef>& in,
@@ -352,8 +356,8 @@ void pool_nhwc(const PoolArgs& a) {
   const graph::Pool2d& p = a.p;
   const bool is_max = p.kind == graph::PoolKind::max;
   const int64_t c = a.in.c;
-  for (int64_t n = 0; n < a.in.n; ++n)
-    for (int64_t oy = 0; oy < a.out.h; ++oy)
+  parallel_for(a.in.n * a.out.h, [&](int64_t row) {
+    const int64_t n = row / a.out.h, oy = row % a.out.h;
       for (int64_t ox = 0; ox < a.out.w; ++ox) {
         float* yp = a.y + ((n * a.out.h + oy) * a.out.w + ox) * c;
         std::fill(yp, yp + c, pool_init(p));
@@ -374,6 +378,7 @@ void pool_nhwc(const PoolArgs& a) {
         const float d = static_cast<float>(a.ch.divisor[oy] * a.cw.divisor[ox]);
         for (int64_t q = 0; q < c; ++q) yp[q] /= d;
       }
+  });
 }
 
 std::string run_pool(const graph::Pool2d& p, const ConstTensorRef& x, const TensorRef& out) {
