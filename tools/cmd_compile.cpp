@@ -20,6 +20,7 @@
 #include "compile_emit.h"
 #include "process.h"
 #include "graph/memory_plan.h"
+#include "graph/onnx/onnx_export.h"
 #include "graph/passes/pipeline.h"
 #include "graph/serialize.h"
 #include "kiln/runtime.h"
@@ -52,7 +53,9 @@ options:
   --threads N         the default thread count of NAME::Model (default 0: one per core)
   --emit LIST         also write: plan (NAME.plan.txt, the arena plan), dot (NAME.dot, the
                       optimized graph), stmt (NAME.stmt/, the Halide IR of the kernels used,
-                      per target), assembly (NAME.assembly/, their x86 or PTX assembly)
+                      per target), assembly (NAME.assembly/, their x86 or PTX assembly),
+                      onnx (NAME.onnx, the optimized graph for Netron; weights left out,
+                      they are in NAME.weights)
   --depfile FILE      write a Makefile-style depfile of NAME.a (for build systems)
   -h, --help          this text
 )";
@@ -141,9 +144,8 @@ CompileArgs parse(const Args& args) {
   a.threads = args.get_int("--threads", 0, 0, 1024);
   a.depfile = args.get("--depfile");
   for (const std::string& e : split(args.get("--emit"), ',')) {
-    if (e == "onnx") throw UsageError("--emit onnx is not supported yet (supported: plan, dot, stmt, assembly)");
-    if (e != "plan" && e != "dot" && e != "stmt" && e != "assembly")
-      throw UsageError("--emit: unknown output '" + e + "' (supported: plan, dot, stmt, assembly)");
+    if (e != "plan" && e != "dot" && e != "stmt" && e != "assembly" && e != "onnx")
+      throw UsageError("--emit: unknown output '" + e + "' (supported: plan, dot, stmt, assembly, onnx)");
     a.emit.insert(e);
   }
   return a;
@@ -295,6 +297,10 @@ int run_compile(const CompileArgs& a) {
   if (a.emit.count("plan")) {
     write_file(tmp / (a.name + ".plan.txt"), graph::describe(graph::plan_arena(g), g));
     outputs.push_back(a.name + ".plan.txt");
+  }
+  if (a.emit.count("onnx")) {
+    graph::onnx::export_model(g, (tmp / (a.name + ".onnx")).string(), {/*include_weights=*/false});
+    outputs.push_back(a.name + ".onnx");
   }
   if (a.emit.count("dot")) {
     write_file(tmp / (a.name + ".dot"), graph_to_dot(g, a.name));
