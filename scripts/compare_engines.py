@@ -5,9 +5,10 @@
         [--threads 2] [--rounds 5] [--iterations 20] [--out docs/engines]
 
 For each round and each model it runs `kiln bench MODEL --json` (a subprocess: warm-up, then
---iterations timed runs) and then onnxruntime in this process (all graph optimizations,
-the same thread count, the same warm-up and iteration count), so a noisy machine slows both
-engines alike. It prints and writes OUT.md with the median over rounds of each engine's median
+--iterations timed runs) and then onnxruntime (all graph optimizations, the same thread count,
+warm-up and iteration count), alternating, so a noisy machine slows both engines alike. Each
+onnxruntime measurement also runs in a subprocess of this script: an idle onnxruntime thread
+pool in this process would otherwise spin on the cores the next Kiln run needs. It prints and writes OUT.md with the median over rounds of each engine's median
 latency and the ratio Kiln / onnxruntime, and OUT.png with the per-model latencies and, for
 every Kiln kernel of the last round (--per-layer), its fraction of this machine's peak.
 """
@@ -44,6 +45,13 @@ def ort_median_ms(path, threads, warmup, iterations):
         sess.run(None, {inp.name: x})
         times.append((time.perf_counter() - t0) * 1e3)
     return statistics.median(times)
+
+
+def ort_bench_subprocess(path, threads, warmup, iterations):
+    out = subprocess.run([sys.executable, __file__, "--ort-one", path, "--threads", str(threads),
+                          "--warmup", str(warmup), "--iterations", str(iterations)],
+                         check=True, capture_output=True, text=True).stdout
+    return float(out.strip().splitlines()[-1])
 
 
 def kiln_bench(kiln, path, threads, warmup, iterations, per_layer, cache):
@@ -99,14 +107,20 @@ def write_report(rows, layers, threads, out):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--kiln", required=True)
-    ap.add_argument("--models", required=True, help="directory with <model>.onnx")
+    ap.add_argument("--kiln", required="--ort-one" not in sys.argv)
+    ap.add_argument("--models", required="--ort-one" not in sys.argv,
+                    help="directory with <model>.onnx")
     ap.add_argument("--names", default=",".join(MODELS))
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--iterations", type=int, default=20)
     ap.add_argument("--out", default="engines")
+    ap.add_argument("--ort-one", help=argparse.SUPPRESS)  # internal: one onnxruntime measurement
+    if "--ort-one" in sys.argv:
+        a, _ = ap.parse_known_args()
+        print(ort_median_ms(a.ort_one, a.threads, a.warmup, a.iterations))
+        return
     args = ap.parse_args()
     names = args.names.split(",")
     cache = tempfile.mkdtemp(prefix="kiln_compare_")
@@ -121,7 +135,7 @@ def main():
             kiln_ms[n].append(res["latency_ms"]["median"])
             if last and res.get("layers"):
                 layers[n] = res["layers"]
-            ort_ms[n].append(ort_median_ms(path, args.threads, args.warmup, args.iterations))
+            ort_ms[n].append(ort_bench_subprocess(path, args.threads, args.warmup, args.iterations))
             print(f"round {r + 1}/{args.rounds} {n}: kiln {kiln_ms[n][-1]:.2f} ms, "
                   f"onnxruntime {ort_ms[n][-1]:.2f} ms", flush=True)
     rows = [(n, statistics.median(kiln_ms[n]), statistics.median(ort_ms[n])) for n in names]
