@@ -2,6 +2,8 @@
 // two can never disagree, and a reader that checks every byte count before it reads.
 #include "graph/serialize.h"
 
+#include "graph/file_io.h"
+
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -429,24 +431,7 @@ Graph deserialize(const std::string& bytes) {
 }
 
 void write_graph_file(const Graph& g, const std::string& path) {
-  const std::string bytes = serialize(g);
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (f) f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!f || !f.flush()) {
-      const std::string why = std::strerror(errno);
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      throw Error("cannot write '" + path + "': " + why);
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw Error("cannot write '" + path + "': " + ec.message());
-  }
+  write_file_atomically(path, serialize(g));
 }
 
 Graph read_graph_file(const std::string& path) {

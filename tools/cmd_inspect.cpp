@@ -8,6 +8,8 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "compile_codegen.h"
+#include "graph/file_io.h"
 #include "graph/kernel_spec.h"
 #include "graph/memory_plan.h"
 #include "graph/passes/pipeline.h"
@@ -38,39 +40,6 @@ std::string escape(const std::string& s) {
     else out += c;
   }
   return out;
-}
-
-std::string to_dot(const graph::Graph& g) {
-  std::ostringstream s;
-  s << "digraph kiln {\n  rankdir=TB;\n  node [shape=box, fontname=\"monospace\"];\n";
-  for (graph::ValueId in : g.inputs)
-    s << "  v" << in.index << " [shape=ellipse, label=\"" << escape(g.value(in).name) << "\\n"
-      << graph::to_string(g.value(in).shape) << "\"];\n";
-  std::vector<int> producer(g.values().size(), -1);
-  for (uint32_t i = 0; i < g.num_nodes(); ++i) {
-    const graph::Node& n = g.node(graph::NodeId{i});
-    std::string computes;
-    for (size_t k = 0; k < n.computes.size(); ++k) computes += (k ? " + " : "") + n.computes[k];
-    s << "  n" << i << " [label=\"" << escape(n.name) << "\\n" << escape(computes) << "\"];\n";
-    for (graph::ValueId o : n.outputs) producer[o.index] = static_cast<int>(i);
-  }
-  for (uint32_t i = 0; i < g.num_nodes(); ++i) {
-    const graph::Node& n = g.node(graph::NodeId{i});
-    for (graph::ValueId v : n.inputs) {
-      const graph::Value& val = g.value(v);
-      if (val.is_constant()) continue;
-      const std::string from = producer[v.index] >= 0 ? "n" + std::to_string(producer[v.index])
-                                                      : "v" + std::to_string(v.index);
-      s << "  " << from << " -> n" << i << " [label=\"" << graph::to_string(val.shape) << " "
-        << graph::to_string(val.layout) << "\"];\n";
-    }
-  }
-  for (graph::ValueId out : g.outputs)
-    if (producer[out.index] >= 0)
-      s << "  out" << out.index << " [shape=ellipse, label=\"" << escape(g.value(out).name)
-        << "\"];\n  n" << producer[out.index] << " -> out" << out.index << ";\n";
-  s << "}\n";
-  return s.str();
 }
 
 // Buffers as rectangles: x spans the live interval (node indices), y the arena bytes.
@@ -104,15 +73,6 @@ std::string to_svg(const graph::ArenaPlan& plan, const graph::Graph& g) {
     << left + xs * steps - 30 << "\" y=\"" << height - 12 << "\">" << steps - 1 << "</text>\n";
   s << "</svg>\n";
   return s.str();
-}
-
-void write_file(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    if (!f || !(f << text) || !f.flush()) throw graph::Error("cannot write " + path);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw graph::Error("cannot write " + path);
 }
 
 }  // namespace
@@ -155,11 +115,11 @@ int cmd_inspect(int argc, char** argv) {
   std::cout << "  sum of the input graph's intermediate and output tensors: "
             << graph::naive_activation_bytes(input) << " bytes\n";
   if (args.has("--dot")) {
-    write_file(args.get("--dot"), to_dot(optimized));
+    graph::write_file_atomically(args.get("--dot"), graph_to_dot(optimized, "kiln"));
     std::cout << "wrote " << args.get("--dot") << "\n";
   }
   if (args.has("--svg")) {
-    write_file(args.get("--svg"), to_svg(plan, optimized));
+    graph::write_file_atomically(args.get("--svg"), to_svg(plan, optimized));
     std::cout << "wrote " << args.get("--svg") << "\n";
   }
   return 0;

@@ -1,6 +1,8 @@
 // ONNX export: values become initializers and value infos, nodes ONNX or "ai.kiln" nodes.
 #include "graph/onnx/onnx_export.h"
 
+#include "graph/file_io.h"
+
 #include <unistd.h>
 
 #include <cerrno>
@@ -379,26 +381,7 @@ std::string export_model_bytes(const Graph& g, const ExportOptions& options) {
 }
 
 void export_model(const Graph& g, const std::string& path, const ExportOptions& options) {
-  const std::string bytes = export_model_bytes(g, options);
-  // Per process, so two processes exporting to one path never share a temporary file.
-  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (f) f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!f || !f.flush()) {
-      const std::string why = std::strerror(errno);
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      throw Error("cannot write ONNX file '" + path + "': " + why);
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    const std::string why = ec.message();
-    std::filesystem::remove(tmp, ec);
-    throw Error("cannot write ONNX file '" + path + "': " + why);
-  }
+  write_file_atomically(path, export_model_bytes(g, options));
 }
 
 }  // namespace kiln::graph::onnx
