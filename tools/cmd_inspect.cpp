@@ -30,10 +30,10 @@ options:
   -h, --help     this text
 )";
 
+// Text for SVG (XML) content.
 std::string escape(const std::string& s) {
   std::string out;
   for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
     if (c == '<') out += "&lt;";
     else if (c == '>') out += "&gt;";
     else if (c == '&') out += "&amp;";
