@@ -1,7 +1,8 @@
 // Portable compute kernels (see ops_internal.h). Plain C++ for baseline x86-64: loop orders
 // keep the innermost loop on contiguous memory (output channels, output rows, B rows) so GCC
-// auto-vectorizes it, and no kernel needs intrinsics. Single-threaded: the runtime runs one
-// node at a time and owns any parallelism. No global state; scratch buffers are per call.
+// auto-vectorizes it, and no kernel needs intrinsics. Convolution and pooling split their
+// output rows with parallel_for (the runtime's thread pool); the others run on one thread.
+// No global state; scratch buffers are per call.
 #include <algorithm>
 #include <cmath>
 #include <exception>
