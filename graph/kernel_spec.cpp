@@ -32,9 +32,12 @@ std::string describe_conv(const ConvKernelSpec& k) {
   s << "\n";
   s << "input:  " << k.input.name << ", shape [N, H, W, C] = " << to_string(k.input.shape)
     << " (NHWC), " << to_string(k.input.dtype) << "\n";
-  s << "weight: " << k.weights.name << ", shape [Kh, Kw, Ci, Co] = "
-    << to_string(k.weights.shape) << " (HWIO: Co innermost, the vectorized dimension); bias "
-    << k.bias.name << ", shape [Co] = " << to_string(k.bias.shape) << "\n";
+  s << "weight: " << k.weights.name
+    << (k.depthwise ? ", shape [Kh, Kw, 1, C] = " : ", shape [Kh, Kw, Ci, Co] = ")
+    << to_string(k.weights.shape)
+    << (k.depthwise ? " (depthwise: one filter per channel, C innermost)"
+                    : " (HWIO: Co innermost, the vectorized dimension)")
+    << "; bias " << k.bias.name << ", shape [Co] = " << to_string(k.bias.shape) << "\n";
   s << "output: " << k.output.name << ", shape [N, Ho, Wo, Co] = " << to_string(k.output.shape)
     << " (NHWC), " << to_string(k.output.dtype) << "\n";
   const bool symmetric = k.pad_top == k.pad_left && k.pad_top == k.pad_bottom &&
@@ -62,14 +65,23 @@ bool conv_epilogue_supported(const Activation& a) {
 
 namespace {
 
+// Depthwise: one input and one output channel per group (no channel multiplier).
+bool is_depthwise(const Graph& g, const Node& n, const Conv2d& c) {
+  const Value& x = g.value(n.inputs[0]);
+  return c.groups > 1 && x.layout == Layout::nhwc && c.groups == x.shape[3] &&
+         c.groups == g.value(n.outputs[0]).shape[3];
+}
+
 bool halide_conv(const Graph& g, const Node& n, const Conv2d& c) {
-  return g.value(n.inputs[0]).layout == Layout::nhwc && c.groups == 1 &&
+  const bool grouping_ok = c.groups == 1 || (is_depthwise(g, n, c) && !c.residual);
+  return g.value(n.inputs[0]).layout == Layout::nhwc && grouping_ok &&
          g.value(n.inputs[1]).is_constant() && g.value(n.inputs[2]).is_constant() &&
          conv_epilogue_supported(c.activation);
 }
 
 ConvKernelSpec conv_spec(const Graph& g, const Node& n, const Conv2d& c) {
   ConvKernelSpec k;
+  k.depthwise = c.groups > 1;
   k.name = n.name;
   k.computes = n.computes;
   k.input = desc(g, n.inputs[0]);

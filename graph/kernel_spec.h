@@ -19,8 +19,10 @@ struct TensorDesc {
   DType dtype = DType::f32;
 };
 
-// A convolution for the Halide kernels: NHWC input, HWIO weights, groups == 1.
+// A convolution for the Halide kernels: NHWC input, HWIO weights, groups == 1 or depthwise
+// (groups == channels, weights [Kh, Kw, 1, C]).
 struct ConvKernelSpec {
+  bool depthwise = false;
   std::string name;
   std::vector<std::string> computes;  // e.g. {"conv2d", "batchnorm (folded)", "relu"}
   TensorDesc input, weights, bias, output;

@@ -17,8 +17,14 @@
 #include "kiln_conv_relu_residual_naive.h"
 #include "kiln_conv_relu_residual_tuned.h"
 #include "kiln_conv_relu_tuned.h"
+#include "kiln_depthwise_none.h"
+#include "kiln_depthwise_relu.h"
+#include "kiln_depthwise_relu6.h"
 #include "kiln_nchw_to_nhwc.h"
 #ifdef KILN_HAVE_CUDA_KERNELS
+#include "kiln_depthwise_none_cuda.h"
+#include "kiln_depthwise_relu6_cuda.h"
+#include "kiln_depthwise_relu_cuda.h"
 #include "kiln_conv_none_cuda.h"
 #include "kiln_conv_none_residual_cuda.h"
 #include "kiln_conv_relu6_cuda.h"
@@ -33,10 +39,13 @@
 #define KILN_CONV_KERNEL(e, r, s, t, sym) \
   extern "C" int kiln_conv_##e##_##r##_##s##_t##t(void**) __asm__("\"" sym "\"");
 #define KILN_LAYOUT_KERNEL(t, sym) extern "C" int kiln_nchw_to_nhwc_t##t(void**) __asm__("\"" sym "\"");
+#define KILN_DEPTHWISE_KERNEL(e, t, sym) \
+  extern "C" int kiln_depthwise_##e##_t##t(void**) __asm__("\"" sym "\"");
 #include "kiln/kernel_table.inc"
 #undef KILN_CPU_TARGET
 #undef KILN_CONV_KERNEL
 #undef KILN_LAYOUT_KERNEL
+#undef KILN_DEPTHWISE_KERNEL
 
 namespace kiln::runtime {
 namespace {
@@ -45,6 +54,7 @@ struct CpuEntry {
   std::string target;
   KernelFn conv[3][2][2] = {};  // [epilogue][residual][schedule]
   KernelFn layout = nullptr;
+  KernelFn depthwise[3] = {};  // [epilogue]
 };
 
 std::vector<CpuEntry> make_table() {
@@ -56,10 +66,13 @@ std::vector<CpuEntry> make_table() {
   table[t].conv[static_cast<int>(ConvEpilogue::e)][std::string(#r) == "residual"] \
                [static_cast<int>(ConvSchedule::s)] = kiln_conv_##e##_##r##_##s##_t##t;
 #define KILN_LAYOUT_KERNEL(t, sym) table[t].layout = kiln_nchw_to_nhwc_t##t;
+#define KILN_DEPTHWISE_KERNEL(e, t, sym) \
+  table[t].depthwise[static_cast<int>(ConvEpilogue::e)] = kiln_depthwise_##e##_t##t;
 #include "kiln/kernel_table.inc"
 #undef KILN_CPU_TARGET
 #undef KILN_CONV_KERNEL
 #undef KILN_LAYOUT_KERNEL
+#undef KILN_DEPTHWISE_KERNEL
   return table;
 }
 
@@ -141,6 +154,14 @@ KernelFn cpu_conv_kernel(ConvEpilogue e, ConvSchedule s, int target, bool residu
   return table()[target].conv[static_cast<int>(e)][residual][static_cast<int>(s)];
 }
 
+KernelFn cpu_depthwise_kernel(ConvEpilogue e, int target) {
+  static const KernelFn wrappers[3] = {kiln_depthwise_none_argv, kiln_depthwise_relu_argv,
+                                       kiln_depthwise_relu6_argv};
+  if (target < 0) return wrappers[static_cast<int>(e)];
+  KILN_CHECK(target < static_cast<int>(table().size()), "CPU target index");
+  return table()[target].depthwise[static_cast<int>(e)];
+}
+
 KernelFn cpu_layout_kernel(int target) {
   if (target < 0) return kiln_nchw_to_nhwc_argv;
   KILN_CHECK(target < static_cast<int>(table().size()), "CPU target index");
@@ -158,6 +179,17 @@ KernelFn cuda_conv_kernel(ConvEpilogue e, bool residual) {
 #else
   (void)e;
   (void)residual;
+  return nullptr;
+#endif
+}
+
+KernelFn cuda_depthwise_kernel(ConvEpilogue e) {
+#ifdef KILN_HAVE_CUDA_KERNELS
+  static const KernelFn fns[3] = {kiln_depthwise_none_cuda_argv, kiln_depthwise_relu_cuda_argv,
+                                  kiln_depthwise_relu6_cuda_argv};
+  return fns[static_cast<int>(e)];
+#else
+  (void)e;
   return nullptr;
 #endif
 }

@@ -28,9 +28,13 @@ int best_cpu_target();
 // [residual,] output.
 KernelFn cpu_conv_kernel(ConvEpilogue e, ConvSchedule s, int target, bool residual = false);
 KernelFn cpu_layout_kernel(int target);  // input, output
+// Depthwise convolution (one filter per channel): same arguments as the conv kernels, without
+// a residual; one schedule.
+KernelFn cpu_depthwise_kernel(ConvEpilogue e, int target);
 
 // nullptr when the build has no CUDA kernels.
 KernelFn cuda_conv_kernel(ConvEpilogue e, bool residual = false);
 KernelFn cuda_layout_kernel();
+KernelFn cuda_depthwise_kernel(ConvEpilogue e);
 
 }  // namespace kiln::runtime

@@ -126,8 +126,12 @@ void Model::Impl::make_calls() {
       const auto e = runtime::conv_epilogue(conv->activation);
       const bool residual = conv->residual.has_value();
       c.name = conv->name;
-      c.fn = cuda ? runtime::cuda_conv_kernel(e, residual)
-                  : runtime::cpu_conv_kernel(e, schedule, options.cpu_target, residual);
+      if (conv->depthwise) {  // one schedule: the naive/tuned choice applies to dense convs
+        c.fn = cuda ? runtime::cuda_depthwise_kernel(e) : runtime::cpu_depthwise_kernel(e, options.cpu_target);
+      } else {
+        c.fn = cuda ? runtime::cuda_conv_kernel(e, residual)
+                    : runtime::cpu_conv_kernel(e, schedule, options.cpu_target, residual);
+      }
       c.buffers = {conv->input.value, conv->weights.value, conv->bias.value};
       if (residual) c.buffers.push_back(conv->residual->value);
       c.buffers.push_back(conv->output.value);

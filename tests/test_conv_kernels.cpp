@@ -250,3 +250,59 @@ TEST(ConvKernelErrors, MismatchedChannelsIsAnErrorNotACrash) {
 }
 
 }  // namespace
+
+namespace {
+
+// Depthwise kernels (groups == channels) against the reference: odd channel counts (below one
+// vector, between vectors), strides, asymmetric pads, dilation, tiny images, batch 2.
+struct DwCase {
+  const char* name;
+  int64_t n, c, h, w, k;
+  int stride, pad_top, pad_left, pad_bottom, pad_right, dil;
+};
+const DwCase kDwCases[] = {
+    {"mobilenet_144_56x56_s1", 1, 144, 56, 56, 3, 1, 1, 1, 1, 1, 1},
+    {"mobilenet_96_112x112_s2", 1, 96, 23, 30, 3, 2, 0, 0, 1, 1, 1},
+    {"channels_40", 1, 40, 9, 11, 3, 1, 1, 1, 1, 1, 1},
+    {"channels_5_below_a_vector", 1, 5, 7, 6, 3, 1, 1, 1, 1, 1, 1},
+    {"k5_dilation_2_asymmetric", 2, 33, 12, 10, 5, 1, 3, 1, 2, 4, 2},
+    {"width_2", 1, 64, 4, 2, 3, 2, 1, 1, 1, 1, 1},
+};
+
+TEST(DepthwiseKernels, MatchReferenceOnEveryTarget) {
+  for (const DwCase& d : kDwCases) {
+    for (int e = 0; e < 3; ++e) {
+      graph::GraphBuilder b;
+      const graph::ValueId x = b.input("x", {d.n, d.h, d.w, d.c}, Layout::nhwc);
+      const graph::ValueId w = b.constant("w", {d.k, d.k, 1, d.c},
+                                          graph::random_uniform(d.k * d.k * d.c, -0.5f, 0.5f, 61), Layout::hwio);
+      const graph::ValueId bias = b.constant("b", {d.c}, graph::random_uniform(d.c, -0.6f, 0.4f, 62));
+      graph::Conv2d attrs{d.stride, d.stride, d.pad_top, d.pad_left, d.pad_bottom, d.pad_right, d.dil, d.dil,
+                          kEpilogues[e]};
+      attrs.groups = static_cast<int>(d.c);
+      b.output(b.op("dw", attrs, {x, w, bias}));
+      const graph::Graph g = b.finish();
+      const graph::Tensor in{{d.n, d.h, d.w, d.c}, Layout::nhwc,
+                             graph::random_uniform(d.n * d.h * d.w * d.c, -8.0f, 8.0f, 63)};
+      const graph::Tensor want = graph::run_reference(g, {in})[0];
+      const graph::Value& wv = g.value(g.nodes()[0].inputs[1]);
+      const graph::Value& bv = g.value(g.nodes()[0].inputs[2]);
+      for (int t = -1; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
+        if (t >= 0 && !runtime::cpu_target_supported(t)) continue;
+        SCOPED_TRACE(std::string(d.name) + " epilogue " + std::to_string(e) + " target " + std::to_string(t));
+        std::vector<float> out(want.data.size(), NAN);
+        HalideBuffer in_b = wrap(in.data.data(), in.shape), w_b = wrap(wv.data->data(), wv.shape),
+                     b_b = wrap(bv.data->data(), bv.shape), out_b = wrap(out.data(), want.shape);
+        int s[6] = {d.stride, d.stride, d.pad_left, d.pad_top, d.dil, d.dil};
+        void* args[] = {in_b.raw_buffer(), w_b.raw_buffer(), b_b.raw_buffer(), &s[0], &s[1], &s[2],
+                        &s[3], &s[4], &s[5], out_b.raw_buffer()};
+        runtime::begin_halide_call();
+        ASSERT_EQ(runtime::cpu_depthwise_kernel(static_cast<runtime::ConvEpilogue>(e), t)(args), 0)
+            << runtime::last_halide_error();
+        expect_close(out, want);
+      }
+    }
+  }
+}
+
+}  // namespace

@@ -98,6 +98,7 @@ void describe_work(const graph::KernelSpec& k, Row& r) {
     r.op =
         "conv " + std::to_string(c->weights.shape[0]) + "x" + std::to_string(c->weights.shape[1]);
     if (c->stride_h > 1 || c->stride_w > 1) r.op += "/s" + std::to_string(c->stride_h);
+    if (c->depthwise) r.op += " dw";
     if (c->residual) r.op += " +add";
     if (!c->activation.is_identity()) r.op += c->activation.is_relu6() ? " +relu6" : " +relu";
     r.flops = 2.0 * graph::num_elements(c->output.shape) * conv_macs_per_output(c->weights);
