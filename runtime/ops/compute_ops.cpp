@@ -114,11 +114,15 @@ float dot(const float* a, const float* b, int64_t n) {
 // Bt are taken in blocks of ~32 KiB so they stay in cache while every row of A passes.
 void gemm_dot(const float* a, int64_t lda, const float* bt, int64_t ldbt, float* y, int64_t ldy,
               Mnk s) {
+  // Column blocks of B^T small enough to stay in cache while every row of A passes; the blocks
+  // are independent (a classifier's 1000 outputs split over the threads).
   const int64_t jb = std::max<int64_t>(1, 8192 / std::max<int64_t>(1, s.k));
-  for (int64_t j0 = 0; j0 < s.n; j0 += jb)
+  parallel_for((s.n + jb - 1) / jb, [&](int64_t block) {
+    const int64_t j0 = block * jb;
     for (int64_t i = 0; i < s.m; ++i)
       for (int64_t j = j0; j < std::min(j0 + jb, s.n); ++j)
         y[i * ldy + j] += dot(a + i * lda, bt + j * ldbt, s.k);
+  });
 }
 
 // ---- Conv2d ----------------------------------------------------------------------------------
