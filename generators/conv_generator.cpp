@@ -1,6 +1,7 @@
 // The fused convolution kernel: conv2d (NHWC input, HWIO weights) + bias + an elementwise
 // epilogue. generate() holds the algorithm only; the schedule lives in schedules/.
 #include "Halide.h"
+#include "generators/conv_common.h"
 #include "schedules/conv_schedule.h"
 
 namespace kiln::generators {
@@ -8,14 +9,11 @@ namespace {
 
 using namespace Halide;
 
-enum class Epilogue { none, relu, relu6 };
 enum class Schedule { naive, tuned };
 
 class FusedConv : public Generator<FusedConv> {
  public:
-  GeneratorParam<Epilogue> epilogue{
-      "epilogue", Epilogue::relu,
-      {{"none", Epilogue::none}, {"relu", Epilogue::relu}, {"relu6", Epilogue::relu6}}};
+  GeneratorParam<Epilogue> epilogue{"epilogue", Epilogue::relu, kEpilogueNames};
   // tuned = the CPU or CUDA schedule, picked by the target.
   // Adds an input `residual_in` (the output's shape) to the result before the epilogue: the
   // residual Add of ResNet-style blocks, fused so the sum never reaches memory on its own.
@@ -44,16 +42,11 @@ class FusedConv : public Generator<FusedConv> {
 
   void generate() {
     Var c("c"), co("co"), x("x"), y("y"), n("n");
-    Expr in_c = input.dim(0).extent(), in_w = input.dim(1).extent(),
-         in_h = input.dim(2).extent();
+    Expr in_c = input.dim(0).extent();
     Expr k_w = weights.dim(2).extent(), k_h = weights.dim(3).extent();
 
-    // Zero outside the image in x and y; channels and batch are never out of range.
     Func input_padded("input_padded");
-    input_padded(c, x, y, n) =
-        BoundaryConditions::constant_exterior(input, 0.0f, {{Expr(), Expr()}, {0, in_w},
-                                                            {0, in_h}, {Expr(), Expr()}})(
-            c, x, y, n);
+    input_padded(c, x, y, n) = zero_padded_xy(input)(c, x, y, n);
 
     // out[n, y, x, co] = b'[co] + sum_{ky, kx, ci} w'[ky, kx, ci, co] *
     //                    in[n, y*sy + ky*dy - py, x*sx + kx*dx - px, ci]
@@ -66,11 +59,7 @@ class FusedConv : public Generator<FusedConv> {
 
     Expr result = acc(co, x, y, n);
     if (residual) result += (*residual_input_)(co, x, y, n);
-    switch (epilogue) {
-      case Epilogue::none: output(co, x, y, n) = result; break;
-      case Epilogue::relu: output(co, x, y, n) = max(result, 0.0f); break;
-      case Epilogue::relu6: output(co, x, y, n) = clamp(result, 0.0f, 6.0f); break;
-    }
+    output(co, x, y, n) = apply_epilogue(epilogue, result);
 
     add_requirement(weights.dim(1).extent() == in_c,
                     "weights have a different input-channel count than the input");
@@ -98,12 +87,7 @@ class FusedConv : public Generator<FusedConv> {
     input.set_estimates({{0, 64}, {0, 56}, {0, 56}, {0, 1}});
     weights.set_estimates({{0, 64}, {0, 64}, {0, 3}, {0, 3}});
     bias.set_estimates({{0, 64}});
-    stride_x.set_estimate(2);
-    stride_y.set_estimate(2);
-    pad_x.set_estimate(1);
-    pad_y.set_estimate(1);
-    dilation_x.set_estimate(1);
-    dilation_y.set_estimate(1);
+    set_window_estimates(*this, 2, 1);
     output.set_estimates({{0, 64}, {0, 28}, {0, 28}, {0, 1}});
     if (residual) residual_input_->set_estimates({{0, 64}, {0, 28}, {0, 28}, {0, 1}});
     if (using_autoscheduler()) return;

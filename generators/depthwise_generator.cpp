@@ -2,6 +2,7 @@
 // NHWC input, [Kh, Kw, 1, C] weights, bias, an elementwise epilogue. generate() holds the
 // algorithm only; the schedule lives in schedules/.
 #include "Halide.h"
+#include "generators/conv_common.h"
 #include "schedules/depthwise_schedule.h"
 
 namespace kiln::generators {
@@ -9,13 +10,9 @@ namespace {
 
 using namespace Halide;
 
-enum class Epilogue { none, relu, relu6 };
-
 class FusedDepthwise : public Generator<FusedDepthwise> {
  public:
-  GeneratorParam<Epilogue> epilogue{
-      "epilogue", Epilogue::relu6,
-      {{"none", Epilogue::none}, {"relu", Epilogue::relu}, {"relu6", Epilogue::relu6}}};
+  GeneratorParam<Epilogue> epilogue{"epilogue", Epilogue::relu6, kEpilogueNames};
 
   Input<Buffer<float, 4>> input{"input"};      // (c, x, y, n): NHWC
   Input<Buffer<float, 4>> weights{"weights"};  // (c, 1, kx, ky): HWIO with one input channel
@@ -30,10 +27,8 @@ class FusedDepthwise : public Generator<FusedDepthwise> {
 
   void generate() {
     Var c("c"), x("x"), y("y"), n("n");
-    Expr in_w = input.dim(1).extent(), in_h = input.dim(2).extent();
     Func input_padded("input_padded");
-    input_padded(c, x, y, n) = BoundaryConditions::constant_exterior(
-        input, 0.0f, {{Expr(), Expr()}, {0, in_w}, {0, in_h}, {Expr(), Expr()}})(c, x, y, n);
+    input_padded(c, x, y, n) = zero_padded_xy(input)(c, x, y, n);
 
     // out[n, y, x, c] = b[c] + sum_{ky, kx} w[ky, kx, 0, c] * in[n, y*sy + ky*dy - py, x*sx + kx*dx - px, c]
     RDom r(0, weights.dim(2).extent(), 0, weights.dim(3).extent(), "r");
@@ -42,11 +37,7 @@ class FusedDepthwise : public Generator<FusedDepthwise> {
     acc(c, x, y, n) += weights(c, 0, r.x, r.y) *
                        input_padded(c, x * stride_x + r.x * dilation_x - pad_x,
                                     y * stride_y + r.y * dilation_y - pad_y, n);
-    switch (epilogue) {
-      case Epilogue::none: output(c, x, y, n) = acc(c, x, y, n); break;
-      case Epilogue::relu: output(c, x, y, n) = max(acc(c, x, y, n), 0.0f); break;
-      case Epilogue::relu6: output(c, x, y, n) = clamp(acc(c, x, y, n), 0.0f, 6.0f); break;
-    }
+    output(c, x, y, n) = apply_epilogue(epilogue, acc(c, x, y, n));
 
     add_requirement(weights.dim(1).extent() == 1, "depthwise weights have one input channel");
     add_requirement(weights.dim(0).extent() == input.dim(0).extent() &&
@@ -63,12 +54,7 @@ class FusedDepthwise : public Generator<FusedDepthwise> {
     input.set_estimates({{0, 144}, {0, 56}, {0, 56}, {0, 1}});
     weights.set_estimates({{0, 144}, {0, 1}, {0, 3}, {0, 3}});
     bias.set_estimates({{0, 144}});
-    stride_x.set_estimate(1);
-    stride_y.set_estimate(1);
-    pad_x.set_estimate(1);
-    pad_y.set_estimate(1);
-    dilation_x.set_estimate(1);
-    dilation_y.set_estimate(1);
+    set_window_estimates(*this, 1, 1);
     output.set_estimates({{0, 144}, {0, 56}, {0, 56}, {0, 1}});
     if (using_autoscheduler()) return;
     if (get_target().has_gpu_feature()) {
