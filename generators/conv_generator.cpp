@@ -9,17 +9,20 @@ namespace {
 
 using namespace Halide;
 
-enum class Schedule { naive, tuned };
+enum class Schedule { naive, tuned, tuned_deep };
 
 class FusedConv : public Generator<FusedConv> {
  public:
   GeneratorParam<Epilogue> epilogue{"epilogue", Epilogue::relu, kEpilogueNames};
-  // tuned = the CPU or CUDA schedule, picked by the target.
+  // tuned = the CPU or CUDA schedule, picked by the target; tuned_deep = the CPU schedule for
+  // small outputs with long reductions (the runtime picks per layer, see runtime/kernels.h).
   // Adds an input `residual_in` (the output's shape) to the result before the epilogue: the
   // residual Add of ResNet-style blocks, fused so the sum never reaches memory on its own.
   GeneratorParam<bool> residual{"residual", false};
   GeneratorParam<Schedule> schedule_kind{
-      "schedule", Schedule::tuned, {{"naive", Schedule::naive}, {"tuned", Schedule::tuned}}};
+      "schedule",
+      Schedule::tuned,
+      {{"naive", Schedule::naive}, {"tuned", Schedule::tuned}, {"tuned_deep", Schedule::tuned_deep}}};
 
   // Halide dimension order is innermost first: (c, x, y, n) is an NHWC tensor.
   Input<Buffer<float, 4>> input{"input"};
@@ -97,6 +100,8 @@ class FusedConv : public Generator<FusedConv> {
       schedules::schedule_conv_naive(funcs_, t);
     } else if (t.has_gpu_feature()) {
       schedules::schedule_conv_cuda(funcs_, t);
+    } else if (schedule_kind == Schedule::tuned_deep) {
+      schedules::schedule_conv_cpu_deep(funcs_, t);
     } else {
       schedules::schedule_conv_cpu(funcs_, t);
     }

@@ -8,15 +8,21 @@
 #include "kiln_conv_none_naive.h"
 #include "kiln_conv_none_residual_naive.h"
 #include "kiln_conv_none_residual_tuned.h"
+#include "kiln_conv_none_residual_tuned_deep.h"
 #include "kiln_conv_none_tuned.h"
+#include "kiln_conv_none_tuned_deep.h"
 #include "kiln_conv_relu6_naive.h"
 #include "kiln_conv_relu6_residual_naive.h"
 #include "kiln_conv_relu6_residual_tuned.h"
+#include "kiln_conv_relu6_residual_tuned_deep.h"
 #include "kiln_conv_relu6_tuned.h"
+#include "kiln_conv_relu6_tuned_deep.h"
 #include "kiln_conv_relu_naive.h"
 #include "kiln_conv_relu_residual_naive.h"
 #include "kiln_conv_relu_residual_tuned.h"
+#include "kiln_conv_relu_residual_tuned_deep.h"
 #include "kiln_conv_relu_tuned.h"
+#include "kiln_conv_relu_tuned_deep.h"
 #include "kiln_depthwise_none.h"
 #include "kiln_depthwise_relu.h"
 #include "kiln_depthwise_relu6.h"
@@ -52,7 +58,7 @@ namespace {
 
 struct CpuEntry {
   std::string target;
-  KernelFn conv[3][2][2] = {};  // [epilogue][residual][schedule]
+  KernelFn conv[3][2][3] = {};  // [epilogue][residual][schedule]
   KernelFn layout = nullptr;
   KernelFn depthwise[3] = {};  // [epilogue]
 };
@@ -100,13 +106,16 @@ bool feature_supported(const std::string& f) {
 }
 
 KernelFn conv_wrapper(ConvEpilogue e, ConvSchedule s, bool residual) {
-  static const KernelFn fns[3][2][2] = {
-      {{kiln_conv_none_naive_argv, kiln_conv_none_tuned_argv},
-       {kiln_conv_none_residual_naive_argv, kiln_conv_none_residual_tuned_argv}},
-      {{kiln_conv_relu_naive_argv, kiln_conv_relu_tuned_argv},
-       {kiln_conv_relu_residual_naive_argv, kiln_conv_relu_residual_tuned_argv}},
-      {{kiln_conv_relu6_naive_argv, kiln_conv_relu6_tuned_argv},
-       {kiln_conv_relu6_residual_naive_argv, kiln_conv_relu6_residual_tuned_argv}},
+  static const KernelFn fns[3][2][3] = {
+      {{kiln_conv_none_naive_argv, kiln_conv_none_tuned_argv, kiln_conv_none_tuned_deep_argv},
+       {kiln_conv_none_residual_naive_argv, kiln_conv_none_residual_tuned_argv,
+        kiln_conv_none_residual_tuned_deep_argv}},
+      {{kiln_conv_relu_naive_argv, kiln_conv_relu_tuned_argv, kiln_conv_relu_tuned_deep_argv},
+       {kiln_conv_relu_residual_naive_argv, kiln_conv_relu_residual_tuned_argv,
+        kiln_conv_relu_residual_tuned_deep_argv}},
+      {{kiln_conv_relu6_naive_argv, kiln_conv_relu6_tuned_argv, kiln_conv_relu6_tuned_deep_argv},
+       {kiln_conv_relu6_residual_naive_argv, kiln_conv_relu6_residual_tuned_argv,
+        kiln_conv_relu6_residual_tuned_deep_argv}},
   };
   return fns[static_cast<int>(e)][residual][static_cast<int>(s)];
 }
@@ -146,6 +155,17 @@ int best_cpu_target() {
   for (int i = 0; i < static_cast<int>(table().size()); ++i)
     if (cpu_target_supported(i)) return i;
   return -1;
+}
+
+ConvSchedule tuned_conv_schedule(int64_t out_h, int64_t out_w, int64_t in_channels,
+                                 int64_t kernel_h, int64_t kernel_w) {
+  const int64_t pixels = out_h * out_w, taps = kernel_h * kernel_w;
+  const bool deep = pixels <= 64 || (pixels <= 196 && taps > 1 && in_channels * taps >= 1024);
+  return deep ? ConvSchedule::tuned_deep : ConvSchedule::tuned;
+}
+
+int64_t conv_weight_ci_stride(int64_t out_channels) {
+  return out_channels % 128 == 0 ? out_channels + 16 : out_channels;
 }
 
 KernelFn cpu_conv_kernel(ConvEpilogue e, ConvSchedule s, int target, bool residual) {

@@ -1,6 +1,7 @@
 // Model: lowers an optimized graph to kernel calls, plans and owns the arena, and runs.
 #include <chrono>
 #include <cstdlib>
+#include <memory>
 #include <optional>
 
 #include "HalideBuffer.h"
@@ -79,11 +80,15 @@ struct Model::Impl {
   graph::ArenaPlan plan;
   std::unique_ptr<void, FreeDeleter> arena;
   std::vector<HalideBuffer> buffers;  // by value id
+  // Copies of dense conv weights at the row stride the CPU kernels prefer (owned here; the
+  // graph's constants stay as they are).
+  std::vector<std::unique_ptr<float[]>> restrided_weights;
   std::vector<Call> calls;
   std::string fallback_reason;
   std::vector<double> kernel_seconds;
 
   void bind_buffers();
+  void restride_conv_weights(graph::ValueId weights);
   void make_calls();
   Status run_calls();
   std::string run_portable(const Call& c);
@@ -108,6 +113,24 @@ void Model::Impl::bind_buffers() {
   }
 }
 
+void Model::Impl::restride_conv_weights(graph::ValueId w) {
+  HalideBuffer& b = buffers[w.index];
+  const graph::Shape& shape = g.value(w).shape;  // HWIO: [Kh, Kw, Ci, Co]
+  const int64_t co = shape[3], stride = runtime::conv_weight_ci_stride(co);
+  if (stride == co || b.dim(1).stride() == stride) return;  // kept, or done for another conv
+  const int64_t rows = shape[0] * shape[1] * shape[2];
+  auto copy = std::make_unique<float[]>(static_cast<size_t>(rows * stride));
+  const float* src = b.data();
+  for (int64_t r = 0; r < rows; ++r) std::copy(src + r * co, src + (r + 1) * co, copy.get() + r * stride);
+  halide_dimension_t dims[4] = {{0, static_cast<int32_t>(co), 1},
+                                {0, static_cast<int32_t>(shape[2]), static_cast<int32_t>(stride)},
+                                {0, static_cast<int32_t>(shape[1]), static_cast<int32_t>(shape[2] * stride)},
+                                {0, static_cast<int32_t>(shape[0]),
+                                 static_cast<int32_t>(shape[1] * shape[2] * stride)}};
+  b = HalideBuffer(copy.get(), 4, dims);
+  restrided_weights.push_back(std::move(copy));
+}
+
 void Model::Impl::make_calls() {
   const bool cuda = options.backend == Backend::cuda;
   const auto schedule = options.schedule == Schedule::tuned ? runtime::ConvSchedule::tuned
@@ -129,8 +152,14 @@ void Model::Impl::make_calls() {
       if (conv->depthwise) {  // one schedule: the naive/tuned choice applies to dense convs
         c.fn = cuda ? runtime::cuda_depthwise_kernel(e) : runtime::cpu_depthwise_kernel(e, options.cpu_target);
       } else {
+        const graph::Shape& out = g.value(conv->output.value).shape;      // NHWC
+        const graph::Shape& w = g.value(conv->weights.value).shape;       // HWIO
+        const auto sched = schedule == runtime::ConvSchedule::naive
+                               ? schedule
+                               : runtime::tuned_conv_schedule(out[1], out[2], w[2], w[0], w[1]);
         c.fn = cuda ? runtime::cuda_conv_kernel(e, residual)
-                    : runtime::cpu_conv_kernel(e, schedule, options.cpu_target, residual);
+                    : runtime::cpu_conv_kernel(e, sched, options.cpu_target, residual);
+        if (!cuda && g.value(conv->weights.value).is_constant()) restride_conv_weights(conv->weights.value);
       }
       c.buffers = {conv->input.value, conv->weights.value, conv->bias.value};
       if (residual) c.buffers.push_back(conv->residual->value);

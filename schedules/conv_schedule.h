@@ -21,8 +21,13 @@ struct ConvFuncs {
 // Kept as the baseline every other schedule is compared against.
 void schedule_conv_naive(const ConvFuncs& f, const Halide::Target& target);
 
-// x86 CPU: output tiles held in vector registers through the whole reduction.
+// x86 CPU, for wide outputs: output tiles held in vector registers through the whole
+// reduction, parallel over row strips.
 void schedule_conv_cpu(const ConvFuncs& f, const Halide::Target& target);
+
+// x86 CPU, for small outputs with long reductions: parallel over output-channel blocks, the
+// reduction chunked so each chunk of weights is reused from L1 by the whole task.
+void schedule_conv_cpu_deep(const ConvFuncs& f, const Halide::Target& target);
 
 // CUDA: output tiles on GPU blocks, a small register tile per thread.
 void schedule_conv_cuda(const ConvFuncs& f, const Halide::Target& target);

@@ -39,6 +39,10 @@ const ConvCase kCases[] = {
     {"asymmetric_3x2_mixed_stride", 1, 8, 9, 11, 16, 3, 2, 2, 1, 0, 1, 2, 0, 1, 2},
     {"wide_row_co_128", 1, 32, 9, 60, 128, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
     {"width_1", 1, 16, 6, 1, 32, 3, 1, 1, 1, 1, 0, 1, 0, 1, 1},
+    // The CPU schedule reduces over input channels in chunks (32 for 3x3, 288 for 1x1): a
+    // partial last chunk after full ones.
+    {"ci_40_two_chunks_3x3", 1, 40, 14, 14, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+    {"ci_300_two_chunks_1x1", 1, 300, 7, 7, 128, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1},
 };
 
 const graph::Activation kEpilogues[] = {
@@ -87,13 +91,30 @@ HalideBuffer wrap(const float* data, const graph::Shape& shape) {
 }
 
 // Runs one kernel on the problem and returns the output; the output starts as NaN everywhere.
-std::vector<float> run_kernel(runtime::KernelFn fn, const ConvCase& c, const Problem& p) {
+// `weight_ci_stride` > 0: the weights in a copy with that distance between input channels (the
+// runtime's layout, runtime::conv_weight_ci_stride), not packed.
+std::vector<float> run_kernel(runtime::KernelFn fn, const ConvCase& c, const Problem& p,
+                              int weight_ci_stride = 0) {
   const graph::Node& node = p.g.nodes()[0];
   const graph::Value& w = p.g.value(node.inputs[1]);
   const graph::Value& bias = p.g.value(node.inputs[2]);
   std::vector<float> out(p.expected.data.size(), NAN);
   HalideBuffer in_b = wrap(p.input.data.data(), p.input.shape);
   HalideBuffer w_b = wrap(w.data->data(), w.shape);
+  std::vector<float> strided;
+  if (weight_ci_stride > 0) {
+    const int co = static_cast<int>(c.co), rows = static_cast<int>(c.kh * c.kw * c.ci);
+    strided.assign(static_cast<size_t>(rows) * weight_ci_stride, NAN);  // gaps are never read
+    for (int r = 0; r < rows; ++r)
+      std::copy(w.data->begin() + r * co, w.data->begin() + (r + 1) * co,
+                strided.begin() + static_cast<size_t>(r) * weight_ci_stride);
+    halide_dimension_t dims[4] = {{0, co, 1},
+                                  {0, static_cast<int>(c.ci), weight_ci_stride},
+                                  {0, static_cast<int>(c.kw), static_cast<int>(c.ci) * weight_ci_stride},
+                                  {0, static_cast<int>(c.kh),
+                                   static_cast<int>(c.kw * c.ci) * weight_ci_stride}};
+    w_b = HalideBuffer(strided.data(), 4, dims);
+  }
   HalideBuffer b_b = wrap(bias.data->data(), bias.shape);
   HalideBuffer out_b = wrap(out.data(), p.expected.shape);
   int scalars[6] = {c.stride_w, c.stride_h, c.pad_left, c.pad_top, c.dil_w, c.dil_h};
@@ -128,6 +149,9 @@ void expect_close(const std::vector<float>& got, const graph::Tensor& want) {
                         << " (a NaN means an output element was never written)";
 }
 
+constexpr runtime::ConvSchedule kSchedules[] = {
+    runtime::ConvSchedule::tuned, runtime::ConvSchedule::tuned_deep, runtime::ConvSchedule::naive};
+
 struct KernelParam {
   size_t case_index;
   runtime::ConvSchedule schedule;
@@ -142,8 +166,9 @@ std::string param_name(const testing::TestParamInfo<KernelParam>& info) { return
 std::string describe(const KernelParam& param) {
   const testing::TestParamInfo<KernelParam> info(param, 0);
   std::ostringstream s;
+  static const char* kSchedules[] = {"naive", "tuned", "tuned_deep"};
   s << kCases[info.param.case_index].name << "_"
-    << (info.param.schedule == runtime::ConvSchedule::tuned ? "tuned" : "naive") << "_";
+    << kSchedules[static_cast<int>(info.param.schedule)] << "_";
   if (info.param.target < 0) {
     s << "dispatch";
   } else {
@@ -158,7 +183,7 @@ std::string describe(const KernelParam& param) {
 std::vector<KernelParam> all_params() {
   std::vector<KernelParam> out;
   for (size_t i = 0; i < std::size(kCases); ++i)
-    for (auto s : {runtime::ConvSchedule::tuned, runtime::ConvSchedule::naive})
+    for (auto s : kSchedules)
       for (int t = -1; t < static_cast<int>(runtime::cpu_targets().size()); ++t)
         out.push_back({i, s, t});
   return out;
@@ -189,11 +214,13 @@ TEST(ConvKernelEpilogues, AllEpiloguesAllTargets) {
       if (e > 0) EXPECT_GT(clipped, 0u) << "the epilogue is not exercised";
       for (int t = -1; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
         if (t >= 0 && !runtime::cpu_target_supported(t)) continue;
-        SCOPED_TRACE(std::string(kCases[case_index].name) + " epilogue " + std::to_string(e) +
-                     " target " + std::to_string(t));
-        const auto fn = runtime::cpu_conv_kernel(static_cast<runtime::ConvEpilogue>(e),
-                                                 runtime::ConvSchedule::tuned, t);
-        expect_close(run_kernel(fn, kCases[case_index], prob), prob.expected);
+        for (auto s : {runtime::ConvSchedule::tuned, runtime::ConvSchedule::tuned_deep}) {
+          SCOPED_TRACE(std::string(kCases[case_index].name) + " epilogue " + std::to_string(e) +
+                       " target " + std::to_string(t) + " schedule " +
+                       std::to_string(static_cast<int>(s)));
+          const auto fn = runtime::cpu_conv_kernel(static_cast<runtime::ConvEpilogue>(e), s, t);
+          expect_close(run_kernel(fn, kCases[case_index], prob), prob.expected);
+        }
       }
     }
   }
@@ -207,15 +234,44 @@ TEST(ConvKernelResidual, AllEpiloguesAllTargets) {
       const Problem prob = make_problem(kCases[case_index], kEpilogues[e], 500 + case_index, true);
       for (int t = -1; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
         if (t >= 0 && !runtime::cpu_target_supported(t)) continue;
-        for (auto s : {runtime::ConvSchedule::tuned, runtime::ConvSchedule::naive}) {
+        for (auto s : kSchedules) {
           SCOPED_TRACE(std::string(kCases[case_index].name) + " epilogue " + std::to_string(e) +
-                       " target " + std::to_string(t));
+                       " target " + std::to_string(t) + " schedule " +
+                       std::to_string(static_cast<int>(s)));
           const auto fn = runtime::cpu_conv_kernel(static_cast<runtime::ConvEpilogue>(e), s, t, true);
           expect_close(run_kernel(fn, kCases[case_index], prob), prob.expected);
         }
       }
     }
   }
+}
+
+// The runtime gives dense conv kernels their weights at a padded input-channel stride when the
+// output-channel count is a multiple of 128 (runtime::conv_weight_ci_stride); the gaps hold NaN.
+TEST(ConvKernelWeightStride, PaddedInputChannelStride) {
+  EXPECT_EQ(runtime::conv_weight_ci_stride(64), 64);
+  EXPECT_EQ(runtime::conv_weight_ci_stride(96), 96);
+  EXPECT_EQ(runtime::conv_weight_ci_stride(256), 272);
+  const size_t wide_row = 11;  // Co = 128
+  ASSERT_EQ(kCases[wide_row].co, 128);
+  const Problem& prob = problem_for(wide_row, 1);
+  for (int t = -1; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
+    if (t >= 0 && !runtime::cpu_target_supported(t)) continue;
+    for (auto s : kSchedules) {
+      SCOPED_TRACE("target " + std::to_string(t) + " schedule " + std::to_string(static_cast<int>(s)));
+      const auto fn = runtime::cpu_conv_kernel(runtime::ConvEpilogue::relu, s, t);
+      expect_close(run_kernel(fn, kCases[wide_row], prob, 144), prob.expected);
+    }
+  }
+}
+
+TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
+  using runtime::ConvSchedule;
+  EXPECT_EQ(runtime::tuned_conv_schedule(56, 56, 64, 3, 3), ConvSchedule::tuned);
+  EXPECT_EQ(runtime::tuned_conv_schedule(28, 28, 128, 3, 3), ConvSchedule::tuned);
+  EXPECT_EQ(runtime::tuned_conv_schedule(14, 14, 256, 3, 3), ConvSchedule::tuned_deep);
+  EXPECT_EQ(runtime::tuned_conv_schedule(14, 14, 1024, 1, 1), ConvSchedule::tuned);
+  EXPECT_EQ(runtime::tuned_conv_schedule(7, 7, 512, 1, 1), ConvSchedule::tuned_deep);
 }
 
 TEST(ConvKernelTargets, BaselineAlwaysRunsAndBestIsFirstSupported) {

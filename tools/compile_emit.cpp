@@ -31,10 +31,19 @@ std::vector<Job> jobs_for(const std::vector<graph::KernelSpec>& kernels, const T
     if (const auto* c = std::get_if<graph::ConvKernelSpec>(&k)) {
       static const char* kEpilogue[] = {"none", "relu", "relu6"};
       const std::string e = kEpilogue[static_cast<int>(runtime::conv_epilogue(c->activation))];
+      if (c->depthwise) {
+        variants.insert({"kiln_fused_depthwise", "kiln_depthwise_" + e, "epilogue=" + e});
+        continue;
+      }
       const bool r = c->residual.has_value();
-      variants.insert({"kiln_fused_conv", "kiln_conv_" + e + (r ? "_residual" : "") + "_tuned",
+      const graph::Shape &out = c->output.shape, &w = c->weights.shape;  // NHWC, HWIO
+      const std::string s =
+          runtime::tuned_conv_schedule(out[1], out[2], w[2], w[0], w[1]) == runtime::ConvSchedule::tuned_deep
+              ? "tuned_deep"
+              : "tuned";
+      variants.insert({"kiln_fused_conv", "kiln_conv_" + e + (r ? "_residual" : "") + "_" + s,
                        "epilogue=" + e, std::string("residual=") + (r ? "true" : "false"),
-                       "schedule=tuned"});
+                       "schedule=" + s});
     } else if (std::holds_alternative<graph::LayoutKernelSpec>(k)) {
       variants.insert({"kiln_nchw_to_nhwc", "kiln_nchw_to_nhwc"});
     }
