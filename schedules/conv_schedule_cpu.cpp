@@ -38,7 +38,9 @@ std::vector<RegisterBlock> register_blocks(const Target& t) {
 }
 
 // Output rows per parallel task. Two rows amortize the halo rows of the padded input strip
-// and still give 14 tasks for 2 threads on the 28-row reference layer.
+// and still give 14 tasks for 2 threads on the 28-row reference layer. 1x1 kernels have no
+// halo and take one row per task: a 14-row output then splits into 14 tasks, not 7 that 2
+// threads share 4:3.
 constexpr int kRowsPerTask = 2;
 // Outputs at least this tall have enough row strips for 2 threads without splitting channels
 // (see the measurements in schedule_conv_cpu).
@@ -53,6 +55,8 @@ void schedule_conv_cpu(const ConvFuncs& f, const Target& target) {
   Func input_padded = f.input_padded;
   const Var &co = f.co, &x = f.x, &y = f.y, &n = f.n;
   Var coo("coo"), coi("coi"), xo("xo"), xi("xi"), yo("yo"), yi("yi"), task("task");
+  const Halide::Expr rows_per_task =
+      Halide::select(f.r.y.extent() * f.r.z.extent() == 1, 1, kRowsPerTask);
 
   // Same loop names in every specialization, so acc and input_padded can be computed at them.
   // Tall outputs run one task per row strip (the padded strip staged once, shared by all
@@ -63,7 +67,7 @@ void schedule_conv_cpu(const ConvFuncs& f, const Target& target) {
   auto tile = [&](Stage s, int channels, int pixels, TailStrategy tail, bool split_channels) {
     s.split(co, coo, coi, channels, tail)
         .split(x, xo, xi, pixels, tail)
-        .split(y, yo, yi, kRowsPerTask, TailStrategy::GuardWithIf)
+        .split(y, yo, yi, rows_per_task, TailStrategy::GuardWithIf)
         .reorder(coi, xi, xo, yi, coo, yo, n);
     if (split_channels) s.fuse(coo, yo, task).fuse(task, n, task);
     else s.fuse(yo, n, task);
