@@ -47,7 +47,7 @@ class FusedDepthwise : public Generator<FusedDepthwise> {
     add_requirement(input.dim(3).extent() == output.dim(3).extent(),
                     "input and output batch sizes differ");
     funcs_ = {input_padded, acc, output, c, x, y, n, r, output.dim(0).extent(),
-              output.dim(1).extent(), output.dim(2).extent()};
+              output.dim(1).extent(), output.dim(2).extent(), stride_x, dilation_x};
   }
 
   void schedule() {

@@ -4,30 +4,37 @@
 #include "depthwise_schedule.h"
 
 namespace kiln::schedules {
+namespace {
+constexpr int kTasks = 8;  // parallel tasks to aim for: 2 threads get 4 each
+}  // namespace
 
 void schedule_depthwise_cpu(const DepthwiseFuncs& f, const Halide::Target& target) {
+  using Halide::Expr;
   using Halide::Stage;
   using Halide::TailStrategy;
   using Halide::Var;
   const int vec = target.natural_vector_size<float>();
   Halide::Func output = f.output, acc = f.acc, input_padded = f.input_padded;
   Var co("co"), ci("ci"), xo("xo"), xi("xi"), yo("yo"), yi("yi"), task("task");
-  constexpr int kRows = 2;
+  // Bands of rows, about kTasks of them: the staged band re-reads Kh - 1 halo rows, so taller
+  // bands waste less (2-row bands re-read 2 of every 4 input rows of a 3x3 stride-1 layer).
+  const Expr rows = Halide::max(2, (f.out_height + kTasks - 1) / kTasks);
 
   auto tile = [&](Stage s, int channels, int pixels) {
     s.split(f.c, co, ci, channels, TailStrategy::ShiftInwards)
         .split(f.x, xo, xi, pixels, TailStrategy::ShiftInwards)
-        .split(f.y, yo, yi, kRows, TailStrategy::GuardWithIf)
-        .reorder(ci, xi, co, xo, yi, yo, f.n)
+        .split(f.y, yo, yi, rows, TailStrategy::GuardWithIf)
+        .reorder(ci, xi, xo, co, yi, yo, f.n)
         .fuse(yo, f.n, task)
         .parallel(task);
   };
-  // 2 channel vectors x 4 pixels = 8 accumulators: enough independent FMAs to hide latency.
-  // Full tiles only in the fast branches (ShiftInwards never clips a tile).
+  // One channel vector x 8 pixels: 8 accumulators and, for a 3x3 kernel, 9 weight vectors that
+  // stay in registers along the row (the pixel loop is inside the channel loop). Full tiles
+  // only in the fast branches (ShiftInwards never clips a tile).
   struct Block {
     int vectors, pixels;
   };
-  for (const Block b : {Block{2, 4}, Block{1, 4}, Block{1, 1}}) {
+  for (const Block b : {Block{1, 8}, Block{1, 4}, Block{1, 1}}) {
     const int channels = b.vectors * vec;
     Stage s = output.specialize(f.channels >= channels && f.out_width >= b.pixels);
     tile(s, channels, b.pixels);
@@ -36,11 +43,26 @@ void schedule_depthwise_cpu(const DepthwiseFuncs& f, const Halide::Target& targe
   // Fewer channels than a vector: one channel, one pixel at a time.
   tile(output, 1, 1);
 
-  // Per (pixel tile, channel block): the accumulators of one register tile.
-  acc.compute_at(output, co)
+  // Per (pixel tile, channel vector): the accumulators of one register tile.
+  acc.compute_at(output, xo)
       .vectorize(f.c, vec, TailStrategy::GuardWithIf)
       .unroll(f.c)
       .unroll(f.x);
+  // 3x3 kernels unroll their taps; at stride 1 or 2 (dilation 1) the pixels of a tile then
+  // read overlapping input columns at constant offsets, and each input vector is loaded once
+  // for up to 3 pixels (stride 1) or 2 (stride 2) instead of once per (pixel, tap).
+  const Expr k3 = f.r.x.extent() == 3 && f.r.y.extent() == 3;
+  for (const Expr& cond : {k3 && f.stride_x == 1 && f.dilation_x == 1,
+                           k3 && f.stride_x == 2 && f.dilation_x == 1, k3}) {
+    acc.update()
+        .specialize(cond)
+        .reorder(f.c, f.x, f.r.x, f.r.y)
+        .vectorize(f.c, vec, TailStrategy::GuardWithIf)
+        .unroll(f.c)
+        .unroll(f.x)
+        .unroll(f.r.x)
+        .unroll(f.r.y);
+  }
   acc.update()
       .reorder(f.c, f.x, f.r.x, f.r.y)
       .vectorize(f.c, vec, TailStrategy::GuardWithIf)

@@ -13,10 +13,12 @@ struct DepthwiseFuncs {
   Halide::Var c, x, y, n;
   Halide::RDom r;  // r.x = kx, r.y = ky
   Halide::Expr channels, out_width, out_height;
+  Halide::Expr stride_x, dilation_x;
 };
 
-// Memory-bound: vectors of channels by a few pixels held in registers over the taps, rows in
-// parallel, the padded input strip staged once per task.
+// Memory-bound: a channel vector by a row of pixels held in registers over the taps, the taps
+// of a 3x3 kernel unrolled so neighbouring pixels share their input loads, bands of rows in
+// parallel, the padded input band staged once per task.
 void schedule_depthwise_cpu(const DepthwiseFuncs& f, const Halide::Target& target);
 // One thread per channel and pixel column, blocks of 32 channels x 8 pixels.
 void schedule_depthwise_cuda(const DepthwiseFuncs& f, const Halide::Target& target);

@@ -323,6 +323,8 @@ const DwCase kDwCases[] = {
     {"channels_5_below_a_vector", 1, 5, 7, 6, 3, 1, 1, 1, 1, 1, 1},
     {"k5_dilation_2_asymmetric", 2, 33, 12, 10, 5, 1, 3, 1, 2, 4, 2},
     {"width_2", 1, 64, 4, 2, 3, 2, 1, 1, 1, 1, 1},
+    // 3x3 with dilation: the unrolled-taps branch without the stride-1/2 input sharing.
+    {"k3_dilation_2_width_17", 1, 24, 13, 17, 3, 1, 2, 2, 2, 2, 2},
 };
 
 TEST(DepthwiseKernels, MatchReferenceOnEveryTarget) {
