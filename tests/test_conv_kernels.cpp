@@ -364,3 +364,32 @@ TEST(DepthwiseKernels, MatchReferenceOnEveryTarget) {
 }
 
 }  // namespace
+
+// The NCHW -> NHWC entry transform on every target: three channels with rows of at least one
+// vector (the interleaving branch, with a shifted last tile), short rows, and many channels.
+TEST(LayoutKernel, NchwToNhwcOnEveryTarget) {
+  struct Case {
+    int n, c, h, w;
+  };
+  for (const Case k : {Case{1, 3, 17, 37}, Case{2, 3, 9, 16}, Case{1, 3, 5, 7}, Case{1, 64, 9, 10},
+                       Case{1, 5, 3, 20}}) {
+    const std::vector<float> in = graph::random_uniform(int64_t{k.n} * k.c * k.h * k.w, -1.0f, 1.0f, 77);
+    for (int t = -1; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
+      if (t >= 0 && !runtime::cpu_target_supported(t)) continue;
+      SCOPED_TRACE("c " + std::to_string(k.c) + " w " + std::to_string(k.w) + " target " +
+                   std::to_string(t));
+      std::vector<float> out(in.size(), NAN);
+      HalideBuffer in_b(const_cast<float*>(in.data()), {k.w, k.h, k.c, k.n});
+      HalideBuffer out_b(out.data(), {k.c, k.w, k.h, k.n});
+      void* args[] = {in_b.raw_buffer(), out_b.raw_buffer()};
+      runtime::begin_halide_call();
+      ASSERT_EQ(runtime::cpu_layout_kernel(t)(args), 0) << runtime::last_halide_error();
+      for (int n = 0; n < k.n; ++n)
+        for (int c = 0; c < k.c; ++c)
+          for (int y = 0; y < k.h; ++y)
+            for (int x = 0; x < k.w; ++x)
+              ASSERT_EQ(out[((size_t(n) * k.h + y) * k.w + x) * k.c + c],
+                        in[((size_t(n) * k.c + c) * k.h + y) * k.w + x]);
+    }
+  }
+}
