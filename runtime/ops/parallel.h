@@ -12,6 +12,7 @@ using ParallelBody = std::function<void(int64_t)>;
 using ParallelRunner = void (*)(int64_t count, const ParallelBody& body);
 
 // Calls body(i) for every i in [0, count); the calls must be independent of each other.
+// Large counts run as at most 32 tasks of consecutive iterations.
 void parallel_for(int64_t count, const ParallelBody& body);
 void set_parallel_runner(ParallelRunner runner);
 
