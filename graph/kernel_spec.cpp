@@ -121,6 +121,11 @@ std::vector<KernelSpec> lower_to_kernels(const Graph& g) {
   return kernels;
 }
 
+bool lowers_to_halide_conv(const Graph& g, const Node& n) {
+  const auto* c = std::get_if<Conv2d>(&n.op);
+  return c && halide_conv(g, n, *c);
+}
+
 const std::string& kernel_name(const KernelSpec& k) {
   return std::visit([](const auto& s) -> const std::string& { return s.name; }, k);
 }

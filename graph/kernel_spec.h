@@ -59,6 +59,10 @@ bool conv_epilogue_supported(const Activation& a);
 // weights, a supported epilogue) become ConvKernelSpec, NCHW -> NHWC transforms
 // LayoutKernelSpec, everything else OpKernelSpec.
 std::vector<KernelSpec> lower_to_kernels(const Graph& g);
+// Whether lower_to_kernels makes node n a Halide convolution kernel (ConvKernelSpec). Those
+// kernels take their output as a strided buffer, so they can write into a slice of a larger
+// tensor (see the in-place Concat of plan_arena).
+bool lowers_to_halide_conv(const Graph& g, const Node& n);
 
 // The task description, in the form of MISSION.md's reference example.
 std::string describe(const KernelSpec& k);

@@ -2,6 +2,8 @@
 // already placed buffer whose live interval intersects its own.
 #include "graph/memory_plan.h"
 
+#include "graph/kernel_spec.h"
+
 #include <algorithm>
 #include <iomanip>
 #include <sstream>
@@ -14,19 +16,77 @@ const ArenaBuffer* ArenaPlan::find(ValueId v) const {
   return nullptr;
 }
 
-ArenaPlan plan_arena(const Graph& g, int64_t alignment) {
+const ArenaAlias* ArenaPlan::find_alias(ValueId v) const {
+  for (const ArenaAlias& a : aliases)
+    if (a.value == v) return &a;
+  return nullptr;
+}
+
+bool ArenaPlan::elides(NodeId n) const {
+  for (const ArenaAlias& a : aliases)
+    if (a.concat == n) return true;
+  return false;
+}
+
+namespace {
+
+// The Concats whose inputs can all be written in place (see PlanOptions::in_place_concat).
+std::vector<ArenaAlias> in_place_concats(const Graph& g) {
+  const auto uses = g.consumers();
+  std::vector<int> producer(g.values().size(), -1);
+  for (uint32_t i = 0; i < g.num_nodes(); ++i)
+    for (ValueId v : g.node(NodeId{i}).outputs) producer[v.index] = static_cast<int>(i);
+  std::vector<ArenaAlias> aliases;
+  for (uint32_t i = 0; i < g.num_nodes(); ++i) {
+    const Node& n = g.node(NodeId{i});
+    const auto* concat = std::get_if<Concat>(&n.op);
+    if (!concat || n.outputs.size() != 1) continue;
+    std::vector<ArenaAlias> mine;
+    int64_t offset = 0;
+    bool ok = true;
+    for (ValueId v : n.inputs) {
+      const int p = producer[v.index];
+      ok = ok && p >= 0 && uses[v.index].size() == 1 && !g.is_graph_output(v) &&
+           g.node(NodeId{static_cast<uint32_t>(p)}).outputs.size() == 1 &&
+           lowers_to_halide_conv(g, g.node(NodeId{static_cast<uint32_t>(p)}));
+      for (const ArenaAlias& a : mine) ok = ok && a.value != v;  // an input used twice
+      if (!ok) break;
+      mine.push_back({v, n.outputs[0], concat->axis, offset, NodeId{i}});
+      offset += g.value(v).shape[static_cast<size_t>(concat->axis)];
+    }
+    if (ok) aliases.insert(aliases.end(), mine.begin(), mine.end());
+  }
+  return aliases;
+}
+
+}  // namespace
+
+ArenaPlan plan_arena(const Graph& g, const PlanOptions& options) {
+  const int64_t alignment = options.alignment;
   ArenaPlan plan;
+  if (options.in_place_concat) plan.aliases = in_place_concats(g);
   const auto uses = g.consumers();
   const int end = static_cast<int>(g.num_nodes());
   for (int i = 0; i < end; ++i) {
     for (ValueId v : g.node(NodeId{static_cast<uint32_t>(i)}).outputs) {
+      if (plan.find_alias(v)) continue;  // stored in its Concat's output
       ArenaBuffer b{v, 0, g.value(v).size_bytes(), i, i};
       for (NodeId u : uses[v.index]) b.last = std::max(b.last, static_cast<int>(u.index));
       if (g.is_graph_output(v)) b.last = end;
       plan.buffers.push_back(b);
-      plan.unshared_bytes += (b.bytes + alignment - 1) / alignment * alignment;
     }
   }
+  // A Concat output written in place is alive from its first input's producer on.
+  for (const ArenaAlias& a : plan.aliases) {
+    for (ArenaBuffer& b : plan.buffers) {
+      if (b.value != a.base) continue;
+      for (uint32_t i = 0; i < g.num_nodes(); ++i)
+        for (ValueId o : g.node(NodeId{i}).outputs)
+          if (o == a.value) b.first = std::min(b.first, static_cast<int>(i));
+    }
+  }
+  for (const ArenaBuffer& b : plan.buffers)
+    plan.unshared_bytes += (b.bytes + alignment - 1) / alignment * alignment;
 
   std::vector<size_t> order(plan.buffers.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -77,6 +137,10 @@ std::string describe(const ArenaPlan& plan, const Graph& g) {
                                                      : std::to_string(b.last))
       << "]\n";
   }
+  for (const ArenaAlias& a : plan.aliases)
+    s << "  " << std::left << std::setw(w) << g.value(a.value).name << std::right
+      << std::setw(12) << g.value(a.value).size_bytes() << "  in place: '" << g.value(a.base).name
+      << "' axis " << a.axis << " from " << a.offset << " (its Concat copies nothing)\n";
   s << "  arena: " << plan.arena_bytes << " bytes (" << plan.unshared_bytes
     << " without reuse)\n";
   return s.str();

@@ -17,16 +17,40 @@ struct ArenaBuffer {
   int last = 0;   // index of the last reading node; num_nodes for graph outputs
 };
 
+// A tensor stored inside another: `value` is the slice [offset, offset + its extent) of `base`
+// along `axis` (same rank, same extents elsewhere), written there by its producer.
+struct ArenaAlias {
+  ValueId value, base;
+  int axis = 0;
+  int64_t offset = 0;
+  NodeId concat;  // the Concat this makes a no-op
+};
+
 struct ArenaPlan {
-  std::vector<ArenaBuffer> buffers;  // one per tensor a node writes, in node order
+  std::vector<ArenaBuffer> buffers;  // one per tensor a node writes and owns, in node order
+  std::vector<ArenaAlias> aliases;   // tensors written in place into a Concat's output
   int64_t arena_bytes = 0;           // planned size
-  int64_t unshared_bytes = 0;        // the same tensors without any reuse
+  int64_t unshared_bytes = 0;        // the owned tensors without any reuse
   const ArenaBuffer* find(ValueId v) const;
+  const ArenaAlias* find_alias(ValueId v) const;
+  bool elides(NodeId n) const;  // n is a Concat whose inputs are written in place
+};
+
+struct PlanOptions {
+  int64_t alignment = 64;
+  // Concat in place: when every input of a Concat is produced by a Halide conv kernel (which
+  // writes strided outputs) and read by nothing else, the convs write straight into their
+  // slices of the Concat's output and the Concat does nothing. Off for backends whose buffers
+  // cannot alias (CUDA device memory).
+  bool in_place_concat = true;
 };
 
 // Graph inputs are bound by the caller and constants live with the model: neither is in the
 // arena. Fused intermediates do not exist as values after fusion, so they get nothing.
-ArenaPlan plan_arena(const Graph& g, int64_t alignment = 64);
+ArenaPlan plan_arena(const Graph& g, const PlanOptions& options);
+inline ArenaPlan plan_arena(const Graph& g, int64_t alignment = 64) {
+  return plan_arena(g, PlanOptions{alignment, true});
+}
 
 // Bytes of every activation tensor (non-constant, non-input) of a graph, each in its own
 // buffer: what an engine without fusion or reuse would allocate.

@@ -107,9 +107,22 @@ void Model::Impl::bind_buffers() {
     } else if (const graph::ArenaBuffer* b = plan.find(graph::ValueId{i})) {
       buffers[i] = wrap(reinterpret_cast<float*>(static_cast<char*>(arena.get()) + b->offset),
                         v.shape);
-    } else {
+    } else if (!plan.find_alias(graph::ValueId{i})) {
       buffers[i] = wrap(nullptr, v.shape);  // a graph input: bound by run()
     }
+  }
+  // Tensors written in place into a Concat's output: a view of their slice, at the base's
+  // strides, with mins at 0 like every other kernel argument.
+  for (const graph::ArenaAlias& a : plan.aliases) {
+    const HalideBuffer& base = buffers[a.base.index];
+    const graph::Shape& shape = g.value(a.value).shape;
+    const int rank = static_cast<int>(shape.size());
+    std::vector<halide_dimension_t> dims(static_cast<size_t>(rank));
+    for (int d = 0; d < rank; ++d)  // Halide dimension d is shape axis rank - 1 - d
+      dims[static_cast<size_t>(d)] = {0, static_cast<int32_t>(shape[static_cast<size_t>(rank - 1 - d)]),
+                                      base.dim(d).stride()};
+    float* data = base.data() + a.offset * base.dim(rank - 1 - a.axis).stride();
+    buffers[a.value.index] = HalideBuffer(data, rank, dims.data());
   }
 }
 
@@ -240,7 +253,6 @@ Model::Model(const graph::Graph& optimized, const ModelOptions& options)
   m.g = optimized;
   m.options = options;
   m.kernels = graph::lower_to_kernels(m.g);
-  m.plan = graph::plan_arena(m.g);
 
   const int num_targets = static_cast<int>(runtime::cpu_targets().size());
   if (options.cpu_target >= num_targets || options.cpu_target < -1)
@@ -267,6 +279,13 @@ Model::Model(const graph::Graph& optimized, const ModelOptions& options)
       m.fallback_reason = why;
     }
   }
+  // Concats whose inputs the conv kernels write in place are not kernels any more. CUDA
+  // buffers are device allocations of their own: no aliasing there.
+  m.plan = graph::plan_arena(m.g, graph::PlanOptions{64, m.options.backend == Backend::cpu});
+  std::vector<graph::KernelSpec> kept;
+  for (size_t i = 0; i < m.kernels.size(); ++i)  // one kernel per node, in node order
+    if (!m.plan.elides(graph::NodeId{static_cast<uint32_t>(i)})) kept.push_back(std::move(m.kernels[i]));
+  m.kernels = std::move(kept);
   if (options.threads > 0) halide_set_num_threads(options.threads);
   runtime::ops::set_parallel_runner(halide_parallel_runner);
   m.bind_buffers();

@@ -95,4 +95,45 @@ INSTANTIATE_TEST_SUITE_P(Shapes, ExampleEndToEnd, testing::ValuesIn(e2e_params()
                                   std::to_string(s.co) + "_" + to_string(info.param.schedule) + "_" + t;
                          });
 
+// Two conv branches concatenated along channels (SqueezeNet's fire module): the runtime binds
+// the convs' outputs as strided views of the Concat's output and skips the Concat. The result
+// must equal the unfused reference, on every CPU target.
+TEST(InPlaceConcat, FireModuleMatchesReference) {
+  graph::GraphBuilder b;
+  const graph::ValueId x = b.input("x", {1, 16, 13, 11});
+  auto conv = [&](const std::string& name, graph::ValueId in, int64_t ci, int64_t co, int k, uint64_t seed) {
+    const graph::ValueId w = b.constant(name + "_w", {co, ci, k, k},
+                                        graph::random_uniform(co * ci * k * k, -0.3f, 0.3f, seed),
+                                        graph::Layout::oihw);
+    const graph::ValueId bias = b.constant(name + "_b", {co}, graph::random_uniform(co, -0.2f, 0.2f, seed + 1));
+    graph::Conv2d attrs;
+    attrs.pad_top = attrs.pad_left = attrs.pad_bottom = attrs.pad_right = k / 2;
+    return b.relu(name + "_relu", b.conv2d(name, in, w, bias, attrs));
+  };
+  const graph::ValueId squeeze = conv("squeeze", x, 16, 8, 1, 1);
+  const graph::ValueId e1 = conv("expand1x1", squeeze, 8, 24, 1, 3);  // 24: not a vector multiple
+  const graph::ValueId e3 = conv("expand3x3", squeeze, 8, 32, 3, 5);
+  const graph::ValueId cat = b.op("cat", graph::Concat{1}, {e1, e3});
+  b.output(conv("next", cat, 56, 16, 3, 7));
+  const graph::Graph input = b.finish();
+  const graph::Graph optimized = graph::run_passes(input);
+  const graph::Tensor xt = random_input(input, 11);
+  const graph::Tensor want = graph::run_reference(input, {xt})[0];
+  for (int t = -1; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
+    if (t >= 0 && !runtime::cpu_target_supported(t)) continue;
+    SCOPED_TRACE("cpu target " + std::to_string(t));
+    ModelOptions mo;
+    mo.cpu_target = t;
+    Model model(optimized, mo);
+    EXPECT_EQ(model.kernels().size(), optimized.num_nodes() - 1) << "the Concat should be elided";
+    float* out = const_cast<float*>(model.output(0).data);
+    std::fill(out, out + want.data.size(), NAN);
+    const Status s = model.run({xt});
+    ASSERT_TRUE(s.is_ok()) << s.message();
+    const graph::Tensor got = output_as(model, want.layout);
+    EXPECT_LE(graph::worst_error_ratio(got.data, want.data, 1e-4, 1e-5), 1.0)
+        << "max abs error " << graph::max_abs_diff(got.data, want.data);
+  }
+}
+
 }  // namespace

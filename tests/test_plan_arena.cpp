@@ -37,7 +37,13 @@ std::map<uint32_t, Interval> live_intervals(const Graph& g) {
 }
 
 void expect_valid_plan(const Graph& g, const ArenaPlan& plan, int64_t alignment = 64) {
-  const std::map<uint32_t, Interval> live = live_intervals(g);
+  std::map<uint32_t, Interval> live = live_intervals(g);
+  // A tensor written in place into a Concat's output makes that output alive from the
+  // tensor's producer on; the tensor itself owns no buffer.
+  for (const ArenaAlias& a : plan.aliases) {
+    live.at(a.base.index).first = std::min(live.at(a.base.index).first, live.at(a.value.index).first);
+    live.erase(a.value.index);
+  }
   ASSERT_EQ(plan.buffers.size(), live.size()) << "one buffer per tensor a node writes\n"
                                               << describe(plan, g);
   int64_t sum = 0;
@@ -214,6 +220,52 @@ TEST(PlanArena, NhwcInputExampleOnlyOutputGetsMemory) {
   ASSERT_EQ(plan.buffers.size(), 1u) << describe(plan, g);
   EXPECT_EQ(plan.buffers[0].value, g.outputs[0]);
   EXPECT_EQ(plan.arena_bytes, (5 * 5 * 12 * 4 + 63) / 64 * 64);
+}
+
+// Two convs concatenated along channels, then read by a third: after the passes (NHWC) both
+// convs write straight into their channel slices of the Concat's output.
+Graph concat_of_two_convs(bool extra_reader) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {1, 8, 12, 12});
+  const ValueId left = b.relu("left_relu", add_conv(b, "left", x, 8, 16, 1, 1, 1));
+  const ValueId right = b.relu("right_relu", add_conv(b, "right", x, 8, 24, 3, 1, 2));
+  const ValueId cat = b.op("cat", Concat{1}, {left, right});
+  b.output(add_conv(b, "after", cat, 40, 8, 3, 1, 3));
+  if (extra_reader) b.output(add_conv(b, "also_reads_right", right, 24, 8, 1, 1, 4));
+  return run_passes(b.finish());
+}
+
+TEST(PlanArena, ConcatInputsAreWrittenInPlace) {
+  const Graph g = concat_of_two_convs(false);
+  const ArenaPlan plan = plan_arena(g);
+  expect_valid_plan(g, plan);
+  ASSERT_EQ(plan.aliases.size(), 2u) << describe(plan, g);
+  const ArenaAlias& a = plan.aliases[0];
+  const ArenaAlias& b = plan.aliases[1];
+  EXPECT_EQ(a.base, b.base);
+  EXPECT_EQ(a.axis, 3);  // channels of the NHWC tensor
+  EXPECT_EQ(a.offset, 0);
+  EXPECT_EQ(b.offset, 16);
+  EXPECT_TRUE(plan.elides(a.concat));
+  EXPECT_EQ(plan.find(a.value), nullptr);
+  // The Concat's output is alive from the first conv on, so nothing written in between can
+  // take its bytes.
+  const ArenaBuffer* base = plan.find(a.base);
+  ASSERT_NE(base, nullptr);
+  EXPECT_LT(base->first, static_cast<int>(a.concat.index));
+  // Without the option everything is copied as before.
+  PlanOptions copy;
+  copy.in_place_concat = false;
+  const ArenaPlan copied = plan_arena(g, copy);
+  EXPECT_TRUE(copied.aliases.empty());
+  expect_valid_plan(g, copied);
+}
+
+TEST(PlanArena, ConcatInputWithAnotherReaderIsCopied) {
+  const Graph g = concat_of_two_convs(true);
+  const ArenaPlan plan = plan_arena(g);
+  expect_valid_plan(g, plan);
+  EXPECT_TRUE(plan.aliases.empty()) << describe(plan, g);
 }
 
 }  // namespace
