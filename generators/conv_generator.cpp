@@ -82,7 +82,8 @@ class FusedConv : public Generator<FusedConv> {
     }
 
     funcs_ = {input_padded, acc, output, co, x, y, n, c, r,
-              output.dim(0).extent(), output.dim(1).extent(), output.dim(2).extent(), in_c};
+              output.dim(0).extent(), output.dim(1).extent(), output.dim(2).extent(), in_c,
+              input.dim(1).stride()};
   }
 
   void schedule() {

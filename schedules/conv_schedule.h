@@ -15,6 +15,7 @@ struct ConvFuncs {
   Halide::RDom r;             // r.x = ci, r.y = kx, r.z = ky
   Halide::Expr out_channels, out_width, out_height;
   Halide::Expr in_channels;
+  Halide::Expr in_stride_x;  // elements between neighbouring input pixels (in_channels if dense)
 };
 
 // Halide's default: everything inlined or at root, nothing vectorized or parallel.
