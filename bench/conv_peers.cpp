@@ -84,7 +84,7 @@ KilnConv::KilnConv(const ConvShape& s, runtime::ConvSchedule schedule, int cpu_t
   }
   // `tuned`: the tuned schedule the runtime picks for this shape.
   if (schedule == runtime::ConvSchedule::tuned)
-    schedule = runtime::tuned_conv_schedule(s.out_h(), s.out_w(), s.ci, s.kh, s.kw);
+    schedule = runtime::tuned_conv_schedule(s.out_h(), s.out_w(), s.ci, s.kh, s.kw, s.pad != 0);
   m.b_b = wrap(m.bias.data(), {s.co});
   m.out_b = wrap(m.out.data(), {s.n, s.out_h(), s.out_w(), s.co});
   // stride x/y, pad x/y, dilation x/y (runtime/kernels.h).

@@ -9,20 +9,25 @@ namespace {
 
 using namespace Halide;
 
-enum class Schedule { naive, tuned, tuned_deep };
+enum class Schedule { naive, tuned, tuned_deep, tuned_1x1 };
 
 class FusedConv : public Generator<FusedConv> {
  public:
   GeneratorParam<Epilogue> epilogue{"epilogue", Epilogue::relu, kEpilogueNames};
   // tuned = the CPU or CUDA schedule, picked by the target; tuned_deep = the CPU schedule for
   // small outputs with long reductions (the runtime picks per layer, see runtime/kernels.h).
+  // tuned_1x1 = the wide CPU schedule for 1x1 windows without padding: it reads the input in
+  // place instead of staging a zero-padded copy, and fails on any other window.
   // Adds an input `residual_in` (the output's shape) to the result before the epilogue: the
   // residual Add of ResNet-style blocks, fused so the sum never reaches memory on its own.
   GeneratorParam<bool> residual{"residual", false};
   GeneratorParam<Schedule> schedule_kind{
       "schedule",
       Schedule::tuned,
-      {{"naive", Schedule::naive}, {"tuned", Schedule::tuned}, {"tuned_deep", Schedule::tuned_deep}}};
+      {{"naive", Schedule::naive},
+       {"tuned", Schedule::tuned},
+       {"tuned_deep", Schedule::tuned_deep},
+       {"tuned_1x1", Schedule::tuned_1x1}}};
 
   // Halide dimension order is innermost first: (c, x, y, n) is an NHWC tensor.
   Input<Buffer<float, 4>> input{"input"};
@@ -49,7 +54,13 @@ class FusedConv : public Generator<FusedConv> {
     Expr k_w = weights.dim(2).extent(), k_h = weights.dim(3).extent();
 
     Func input_padded("input_padded");
-    input_padded(c, x, y, n) = zero_padded_xy(input)(c, x, y, n);
+    if (pointwise()) {
+      input_padded(c, x, y, n) = input(c, x, y, n);  // never read outside the image
+      add_requirement(k_w == 1 && k_h == 1 && pad_x == 0 && pad_y == 0,
+                      "this kernel is for 1x1 windows without padding");
+    } else {
+      input_padded(c, x, y, n) = zero_padded_xy(input)(c, x, y, n);
+    }
 
     // out[n, y, x, co] = b'[co] + sum_{ky, kx, ci} w'[ky, kx, ci, co] *
     //                    in[n, y*sy + ky*dy - py, x*sx + kx*dx - px, ci]
@@ -83,7 +94,7 @@ class FusedConv : public Generator<FusedConv> {
 
     funcs_ = {input_padded, acc, output, co, x, y, n, c, r,
               output.dim(0).extent(), output.dim(1).extent(), output.dim(2).extent(), in_c,
-              input.dim(1).stride()};
+              input.dim(1).stride(), !pointwise()};
   }
 
   void schedule() {
@@ -109,6 +120,8 @@ class FusedConv : public Generator<FusedConv> {
   }
 
  private:
+  bool pointwise() const { return schedule_kind == Schedule::tuned_1x1; }
+
   schedules::ConvFuncs funcs_;
   Input<Buffer<float, 4>>* residual_input_ = nullptr;
 };

@@ -9,20 +9,26 @@
 #include "kiln_conv_none_residual_naive.h"
 #include "kiln_conv_none_residual_tuned.h"
 #include "kiln_conv_none_residual_tuned_deep.h"
+#include "kiln_conv_none_residual_tuned_1x1.h"
 #include "kiln_conv_none_tuned.h"
 #include "kiln_conv_none_tuned_deep.h"
+#include "kiln_conv_none_tuned_1x1.h"
 #include "kiln_conv_relu6_naive.h"
 #include "kiln_conv_relu6_residual_naive.h"
 #include "kiln_conv_relu6_residual_tuned.h"
 #include "kiln_conv_relu6_residual_tuned_deep.h"
+#include "kiln_conv_relu6_residual_tuned_1x1.h"
 #include "kiln_conv_relu6_tuned.h"
 #include "kiln_conv_relu6_tuned_deep.h"
+#include "kiln_conv_relu6_tuned_1x1.h"
 #include "kiln_conv_relu_naive.h"
 #include "kiln_conv_relu_residual_naive.h"
 #include "kiln_conv_relu_residual_tuned.h"
 #include "kiln_conv_relu_residual_tuned_deep.h"
+#include "kiln_conv_relu_residual_tuned_1x1.h"
 #include "kiln_conv_relu_tuned.h"
 #include "kiln_conv_relu_tuned_deep.h"
+#include "kiln_conv_relu_tuned_1x1.h"
 #include "kiln_depthwise_none.h"
 #include "kiln_depthwise_relu.h"
 #include "kiln_depthwise_relu6.h"
@@ -58,7 +64,7 @@ namespace {
 
 struct CpuEntry {
   std::string target;
-  KernelFn conv[3][2][3] = {};  // [epilogue][residual][schedule]
+  KernelFn conv[3][2][4] = {};  // [epilogue][residual][schedule]
   KernelFn layout = nullptr;
   KernelFn depthwise[3] = {};  // [epilogue]
 };
@@ -106,17 +112,14 @@ bool feature_supported(const std::string& f) {
 }
 
 KernelFn conv_wrapper(ConvEpilogue e, ConvSchedule s, bool residual) {
-  static const KernelFn fns[3][2][3] = {
-      {{kiln_conv_none_naive_argv, kiln_conv_none_tuned_argv, kiln_conv_none_tuned_deep_argv},
-       {kiln_conv_none_residual_naive_argv, kiln_conv_none_residual_tuned_argv,
-        kiln_conv_none_residual_tuned_deep_argv}},
-      {{kiln_conv_relu_naive_argv, kiln_conv_relu_tuned_argv, kiln_conv_relu_tuned_deep_argv},
-       {kiln_conv_relu_residual_naive_argv, kiln_conv_relu_residual_tuned_argv,
-        kiln_conv_relu_residual_tuned_deep_argv}},
-      {{kiln_conv_relu6_naive_argv, kiln_conv_relu6_tuned_argv, kiln_conv_relu6_tuned_deep_argv},
-       {kiln_conv_relu6_residual_naive_argv, kiln_conv_relu6_residual_tuned_argv,
-        kiln_conv_relu6_residual_tuned_deep_argv}},
+#define KILN_CONV_WRAPPERS(prefix) \
+  {prefix##_naive_argv, prefix##_tuned_argv, prefix##_tuned_deep_argv, prefix##_tuned_1x1_argv}
+  static const KernelFn fns[3][2][4] = {
+      {KILN_CONV_WRAPPERS(kiln_conv_none), KILN_CONV_WRAPPERS(kiln_conv_none_residual)},
+      {KILN_CONV_WRAPPERS(kiln_conv_relu), KILN_CONV_WRAPPERS(kiln_conv_relu_residual)},
+      {KILN_CONV_WRAPPERS(kiln_conv_relu6), KILN_CONV_WRAPPERS(kiln_conv_relu6_residual)},
   };
+#undef KILN_CONV_WRAPPERS
   return fns[static_cast<int>(e)][residual][static_cast<int>(s)];
 }
 
@@ -158,10 +161,11 @@ int best_cpu_target() {
 }
 
 ConvSchedule tuned_conv_schedule(int64_t out_h, int64_t out_w, int64_t in_channels,
-                                 int64_t kernel_h, int64_t kernel_w) {
+                                 int64_t kernel_h, int64_t kernel_w, bool padded) {
   const int64_t pixels = out_h * out_w, taps = kernel_h * kernel_w;
   const bool deep = pixels <= 64 || (pixels <= 196 && taps > 1 && in_channels * taps >= 1024);
-  return deep ? ConvSchedule::tuned_deep : ConvSchedule::tuned;
+  if (deep) return ConvSchedule::tuned_deep;
+  return taps == 1 && !padded ? ConvSchedule::tuned_1x1 : ConvSchedule::tuned;
 }
 
 int64_t conv_weight_ci_stride(int64_t out_channels) {

@@ -14,17 +14,21 @@ using KernelFn = int (*)(void** args);
 enum class ConvEpilogue { none, relu, relu6 };
 // naive: Halide's default schedule (a baseline). tuned: the CPU schedule for wide outputs
 // (schedules/conv_schedule_cpu.cpp). tuned_deep: the CPU schedule for small outputs with long
-// reductions (schedules/conv_schedule_cpu_deep.cpp). Every schedule is correct for every shape.
-enum class ConvSchedule { naive, tuned, tuned_deep };
+// reductions (schedules/conv_schedule_cpu_deep.cpp). Both are correct for every shape.
+// tuned_1x1: the wide schedule reading the input in place instead of staging a zero-padded
+// copy; it takes only 1x1 windows without padding (any other window is an error).
+enum class ConvSchedule { naive, tuned, tuned_deep, tuned_1x1 };
 
 // The faster tuned CPU schedule for a dense conv of this shape: tuned_deep for outputs of at
 // most 64 pixels, or at most 196 pixels (14x14) from a spatial kernel with at least 1024
-// (input channel x tap) steps; tuned otherwise. Measured on 1 thread with cold weights
+// (input channel x tap) steps; tuned_1x1 for other unpadded 1x1 windows (same run, 2 threads,
+// against tuned: 1.01-1.28x, most on thin layers where the copy was a large share); tuned
+// otherwise. (Reading the input in place measured 0.44-1.01x in the deep schedule.) Measured on 1 thread with cold weights
 // (tuned_deep / tuned speed): 7x7 outputs 512..2048 channels 1.25-1.30x, the stride-2 1x1
 // 14x14 -> 7x7 1024 -> 2048 1.77x, 3x3 14x14 256 -> 256 1.12x, but 1x1 14x14 0.90-0.97x and
 // 28x28 layers equal.
 ConvSchedule tuned_conv_schedule(int64_t out_h, int64_t out_w, int64_t in_channels,
-                                 int64_t kernel_h, int64_t kernel_w);
+                                 int64_t kernel_h, int64_t kernel_w, bool padded);
 
 ConvEpilogue conv_epilogue(const graph::Activation& a);  // a must be supported
 

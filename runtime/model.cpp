@@ -169,7 +169,9 @@ void Model::Impl::make_calls() {
         const graph::Shape& w = g.value(conv->weights.value).shape;       // HWIO
         const auto sched = schedule == runtime::ConvSchedule::naive
                                ? schedule
-                               : runtime::tuned_conv_schedule(out[1], out[2], w[2], w[0], w[1]);
+                               : runtime::tuned_conv_schedule(
+                                     out[1], out[2], w[2], w[0], w[1],
+                                     conv->pad_top || conv->pad_left || conv->pad_bottom || conv->pad_right);
         c.fn = cuda ? runtime::cuda_conv_kernel(e, residual)
                     : runtime::cpu_conv_kernel(e, sched, options.cpu_target, residual);
         if (!cuda && g.value(conv->weights.value).is_constant()) restride_conv_weights(conv->weights.value);

@@ -16,6 +16,9 @@ struct ConvFuncs {
   Halide::Expr out_channels, out_width, out_height;
   Halide::Expr in_channels;
   Halide::Expr in_stride_x;  // elements between neighbouring input pixels (in_channels if dense)
+  // false: input_padded is the input itself (1x1 windows, no padding) and stays inline; no
+  // staged copy is needed.
+  bool stage_input = true;
 };
 
 // Halide's default: everything inlined or at root, nothing vectorized or parallel.

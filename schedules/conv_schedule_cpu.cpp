@@ -102,6 +102,7 @@ void schedule_conv_cpu(const ConvFuncs& f, const Target& target) {
   // boundary test from the inner loop. Staging it per (strip, channel block) instead cost 9%
   // on the reference layer at 2 threads (75.7% -> 92% of peak with this order; 0.81x -> 0.93x
   // of oneDNN).
+  if (!f.stage_input) return;
   input_padded.compute_at(output, task).bound(f.c, 0, f.in_channels);
   // Dense RGB inputs: vectorized over channels, the copy would fill 3 of 16 lanes and take
   // more time than the convolution (perf: half of a 3x3/s2 first layer's cycles). Vectorized

@@ -150,7 +150,15 @@ void expect_close(const std::vector<float>& got, const graph::Tensor& want) {
 }
 
 constexpr runtime::ConvSchedule kSchedules[] = {
-    runtime::ConvSchedule::tuned, runtime::ConvSchedule::tuned_deep, runtime::ConvSchedule::naive};
+    runtime::ConvSchedule::tuned, runtime::ConvSchedule::tuned_deep, runtime::ConvSchedule::naive,
+    runtime::ConvSchedule::tuned_1x1};
+
+bool pointwise_schedule(runtime::ConvSchedule s) { return s == runtime::ConvSchedule::tuned_1x1; }
+// The shapes a schedule takes: tuned_1x1 only unpadded 1x1 windows.
+bool applies(runtime::ConvSchedule s, const ConvCase& c) {
+  return !pointwise_schedule(s) || (c.kh == 1 && c.kw == 1 && c.pad_top == 0 && c.pad_left == 0 &&
+                                    c.pad_bottom == 0 && c.pad_right == 0);
+}
 
 struct KernelParam {
   size_t case_index;
@@ -166,9 +174,9 @@ std::string param_name(const testing::TestParamInfo<KernelParam>& info) { return
 std::string describe(const KernelParam& param) {
   const testing::TestParamInfo<KernelParam> info(param, 0);
   std::ostringstream s;
-  static const char* kSchedules[] = {"naive", "tuned", "tuned_deep"};
+  static const char* kNames[] = {"naive", "tuned", "tuned_deep", "tuned_1x1"};
   s << kCases[info.param.case_index].name << "_"
-    << kSchedules[static_cast<int>(info.param.schedule)] << "_";
+    << kNames[static_cast<int>(info.param.schedule)] << "_";
   if (info.param.target < 0) {
     s << "dispatch";
   } else {
@@ -184,7 +192,8 @@ std::vector<KernelParam> all_params() {
   std::vector<KernelParam> out;
   for (size_t i = 0; i < std::size(kCases); ++i)
     for (auto s : kSchedules)
-      for (int t = -1; t < static_cast<int>(runtime::cpu_targets().size()); ++t)
+      if (applies(s, kCases[i]))
+        for (int t = -1; t < static_cast<int>(runtime::cpu_targets().size()); ++t)
         out.push_back({i, s, t});
   return out;
 }
@@ -229,12 +238,13 @@ TEST(ConvKernelEpilogues, AllEpiloguesAllTargets) {
 // The residual variants (ResNet's fused Add): every epilogue, fast path and scalar fallback,
 // every target.
 TEST(ConvKernelResidual, AllEpiloguesAllTargets) {
-  for (size_t case_index : {size_t{0}, size_t{2}, size_t{3}, size_t{9}}) {
+  for (size_t case_index : {size_t{0}, size_t{2}, size_t{3}, size_t{4}, size_t{9}}) {
     for (int e = 0; e < 3; ++e) {
       const Problem prob = make_problem(kCases[case_index], kEpilogues[e], 500 + case_index, true);
       for (int t = -1; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
         if (t >= 0 && !runtime::cpu_target_supported(t)) continue;
         for (auto s : kSchedules) {
+          if (!applies(s, kCases[case_index])) continue;
           SCOPED_TRACE(std::string(kCases[case_index].name) + " epilogue " + std::to_string(e) +
                        " target " + std::to_string(t) + " schedule " +
                        std::to_string(static_cast<int>(s)));
@@ -258,6 +268,7 @@ TEST(ConvKernelWeightStride, PaddedInputChannelStride) {
   for (int t = -1; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
     if (t >= 0 && !runtime::cpu_target_supported(t)) continue;
     for (auto s : kSchedules) {
+      if (!applies(s, kCases[wide_row])) continue;
       SCOPED_TRACE("target " + std::to_string(t) + " schedule " + std::to_string(static_cast<int>(s)));
       const auto fn = runtime::cpu_conv_kernel(runtime::ConvEpilogue::relu, s, t);
       expect_close(run_kernel(fn, kCases[wide_row], prob, 144), prob.expected);
@@ -267,11 +278,36 @@ TEST(ConvKernelWeightStride, PaddedInputChannelStride) {
 
 TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
   using runtime::ConvSchedule;
-  EXPECT_EQ(runtime::tuned_conv_schedule(56, 56, 64, 3, 3), ConvSchedule::tuned);
-  EXPECT_EQ(runtime::tuned_conv_schedule(28, 28, 128, 3, 3), ConvSchedule::tuned);
-  EXPECT_EQ(runtime::tuned_conv_schedule(14, 14, 256, 3, 3), ConvSchedule::tuned_deep);
-  EXPECT_EQ(runtime::tuned_conv_schedule(14, 14, 1024, 1, 1), ConvSchedule::tuned);
-  EXPECT_EQ(runtime::tuned_conv_schedule(7, 7, 512, 1, 1), ConvSchedule::tuned_deep);
+  EXPECT_EQ(runtime::tuned_conv_schedule(56, 56, 64, 3, 3, true), ConvSchedule::tuned);
+  EXPECT_EQ(runtime::tuned_conv_schedule(28, 28, 128, 3, 3, true), ConvSchedule::tuned);
+  EXPECT_EQ(runtime::tuned_conv_schedule(14, 14, 256, 3, 3, true), ConvSchedule::tuned_deep);
+  EXPECT_EQ(runtime::tuned_conv_schedule(14, 14, 1024, 1, 1, false), ConvSchedule::tuned_1x1);
+  EXPECT_EQ(runtime::tuned_conv_schedule(14, 14, 1024, 1, 1, true), ConvSchedule::tuned);
+  EXPECT_EQ(runtime::tuned_conv_schedule(7, 7, 512, 1, 1, false), ConvSchedule::tuned_deep);
+}
+
+// A 1x1 kernel handed a 3x3 window, or padding, reports an error instead of reading outside
+// the input.
+TEST(ConvKernelSchedules, OneByOneKernelsRefuseOtherWindows) {
+  const size_t three_by_three = 3;  // spatial_7x7: 3x3, padding 1
+  ASSERT_EQ(kCases[three_by_three].kh, 3);
+  const Problem& prob = problem_for(three_by_three, 0);
+  {
+    const auto s = runtime::ConvSchedule::tuned_1x1;
+    const ConvCase& c = kCases[three_by_three];
+    const graph::Node& node = prob.g.nodes()[0];
+    std::vector<float> out(prob.expected.data.size(), NAN);
+    HalideBuffer in_b = wrap(prob.input.data.data(), prob.input.shape);
+    HalideBuffer w_b = wrap(prob.g.value(node.inputs[1]).data->data(), prob.g.value(node.inputs[1]).shape);
+    HalideBuffer b_b = wrap(prob.g.value(node.inputs[2]).data->data(), prob.g.value(node.inputs[2]).shape);
+    HalideBuffer out_b = wrap(out.data(), prob.expected.shape);
+    int scalars[6] = {c.stride_w, c.stride_h, c.pad_left, c.pad_top, c.dil_w, c.dil_h};
+    void* args[] = {in_b.raw_buffer(), w_b.raw_buffer(), b_b.raw_buffer(), &scalars[0], &scalars[1],
+                    &scalars[2], &scalars[3], &scalars[4], &scalars[5], out_b.raw_buffer()};
+    runtime::begin_halide_call();
+    EXPECT_NE(runtime::cpu_conv_kernel(runtime::ConvEpilogue::none, s, -1)(args), 0);
+    EXPECT_NE(runtime::last_halide_error().find("1x1"), std::string::npos) << runtime::last_halide_error();
+  }
 }
 
 TEST(ConvKernelTargets, BaselineAlwaysRunsAndBestIsFirstSupported) {

@@ -37,10 +37,10 @@ std::vector<Job> jobs_for(const std::vector<graph::KernelSpec>& kernels, const T
       }
       const bool r = c->residual.has_value();
       const graph::Shape &out = c->output.shape, &w = c->weights.shape;  // NHWC, HWIO
-      const std::string s =
-          runtime::tuned_conv_schedule(out[1], out[2], w[2], w[0], w[1]) == runtime::ConvSchedule::tuned_deep
-              ? "tuned_deep"
-              : "tuned";
+      static const char* kSchedules[] = {"naive", "tuned", "tuned_deep", "tuned_1x1"};
+      const bool padded = c->pad_top || c->pad_left || c->pad_bottom || c->pad_right;
+      const std::string s = kSchedules[static_cast<int>(
+          runtime::tuned_conv_schedule(out[1], out[2], w[2], w[0], w[1], padded))];
       variants.insert({"kiln_fused_conv", "kiln_conv_" + e + (r ? "_residual" : "") + "_" + s,
                        "epilogue=" + e, std::string("residual=") + (r ? "true" : "false"),
                        "schedule=" + s});
