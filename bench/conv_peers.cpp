@@ -98,8 +98,7 @@ KilnConv::KilnConv(const ConvShape& s, runtime::ConvSchedule schedule, int cpu_t
     m.args.push_back(m.res_b.raw_buffer());
   }
   m.args.push_back(m.out_b.raw_buffer());
-  m.fn = s.depthwise ? runtime::cpu_depthwise_kernel(epilogue.activation, cpu_target,
-                                                     runtime::depthwise_small_output(s.out_h(), s.out_w()))
+  m.fn = s.depthwise ? runtime::cpu_depthwise_kernel(epilogue.activation, cpu_target)
                      : runtime::cpu_conv_kernel(epilogue.activation, schedule, cpu_target,
                                                 epilogue.residual);
   if (!m.fn) throw std::runtime_error("no Kiln kernel for this epilogue and target");

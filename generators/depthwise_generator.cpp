@@ -13,10 +13,6 @@ using namespace Halide;
 class FusedDepthwise : public Generator<FusedDepthwise> {
  public:
   GeneratorParam<Epilogue> epilogue{"epilogue", Epilogue::relu6, kEpilogueNames};
-  // false: read the input through its boundary condition instead of staging a zero-padded
-  // band per task; faster for small outputs, where the staged halo rows are a large share
-  // (the runtime picks, see runtime/kernels.h).
-  GeneratorParam<bool> stage_input{"stage_input", true};
 
   Input<Buffer<float, 4>> input{"input"};      // (c, x, y, n): NHWC
   Input<Buffer<float, 4>> weights{"weights"};  // (c, 1, kx, ky): HWIO with one input channel
@@ -51,7 +47,7 @@ class FusedDepthwise : public Generator<FusedDepthwise> {
     add_requirement(input.dim(3).extent() == output.dim(3).extent(),
                     "input and output batch sizes differ");
     funcs_ = {input_padded, acc, output, c, x, y, n, r, output.dim(0).extent(),
-              output.dim(1).extent(), output.dim(2).extent(), stride_x, dilation_x, stage_input};
+              output.dim(1).extent(), output.dim(2).extent(), stride_x, dilation_x};
   }
 
   void schedule() {

@@ -30,11 +30,8 @@
 #include "kiln_conv_relu_tuned_deep.h"
 #include "kiln_conv_relu_tuned_1x1.h"
 #include "kiln_depthwise_none.h"
-#include "kiln_depthwise_none_small.h"
 #include "kiln_depthwise_relu.h"
-#include "kiln_depthwise_relu_small.h"
 #include "kiln_depthwise_relu6.h"
-#include "kiln_depthwise_relu6_small.h"
 #include "kiln_nchw_to_nhwc.h"
 #ifdef KILN_HAVE_CUDA_KERNELS
 #include "kiln_depthwise_none_cuda.h"
@@ -54,8 +51,8 @@
 #define KILN_CONV_KERNEL(e, r, s, t, sym) \
   extern "C" int kiln_conv_##e##_##r##_##s##_t##t(void**) __asm__("\"" sym "\"");
 #define KILN_LAYOUT_KERNEL(t, sym) extern "C" int kiln_nchw_to_nhwc_t##t(void**) __asm__("\"" sym "\"");
-#define KILN_DEPTHWISE_KERNEL(e, v, t, sym) \
-  extern "C" int kiln_depthwise_##e##_##v##_t##t(void**) __asm__("\"" sym "\"");
+#define KILN_DEPTHWISE_KERNEL(e, t, sym) \
+  extern "C" int kiln_depthwise_##e##_t##t(void**) __asm__("\"" sym "\"");
 #include "kiln/kernel_table.inc"
 #undef KILN_CPU_TARGET
 #undef KILN_CONV_KERNEL
@@ -69,7 +66,7 @@ struct CpuEntry {
   std::string target;
   KernelFn conv[3][2][4] = {};  // [epilogue][residual][schedule]
   KernelFn layout = nullptr;
-  KernelFn depthwise[3][2] = {};  // [epilogue][small output]
+  KernelFn depthwise[3] = {};  // [epilogue]
 };
 
 std::vector<CpuEntry> make_table() {
@@ -81,9 +78,8 @@ std::vector<CpuEntry> make_table() {
   table[t].conv[static_cast<int>(ConvEpilogue::e)][std::string(#r) == "residual"] \
                [static_cast<int>(ConvSchedule::s)] = kiln_conv_##e##_##r##_##s##_t##t;
 #define KILN_LAYOUT_KERNEL(t, sym) table[t].layout = kiln_nchw_to_nhwc_t##t;
-#define KILN_DEPTHWISE_KERNEL(e, v, t, sym)                                       \
-  table[t].depthwise[static_cast<int>(ConvEpilogue::e)][std::string(#v) == "small"] = \
-      kiln_depthwise_##e##_##v##_t##t;
+#define KILN_DEPTHWISE_KERNEL(e, t, sym) \
+  table[t].depthwise[static_cast<int>(ConvEpilogue::e)] = kiln_depthwise_##e##_t##t;
 #include "kiln/kernel_table.inc"
 #undef KILN_CPU_TARGET
 #undef KILN_CONV_KERNEL
@@ -182,16 +178,12 @@ KernelFn cpu_conv_kernel(ConvEpilogue e, ConvSchedule s, int target, bool residu
   return table()[target].conv[static_cast<int>(e)][residual][static_cast<int>(s)];
 }
 
-bool depthwise_small_output(int64_t out_h, int64_t out_w) { return out_h * out_w <= 196; }
-
-KernelFn cpu_depthwise_kernel(ConvEpilogue e, int target, bool small_output) {
-  static const KernelFn wrappers[3][2] = {
-      {kiln_depthwise_none_argv, kiln_depthwise_none_small_argv},
-      {kiln_depthwise_relu_argv, kiln_depthwise_relu_small_argv},
-      {kiln_depthwise_relu6_argv, kiln_depthwise_relu6_small_argv}};
-  if (target < 0) return wrappers[static_cast<int>(e)][small_output];
+KernelFn cpu_depthwise_kernel(ConvEpilogue e, int target) {
+  static const KernelFn wrappers[3] = {kiln_depthwise_none_argv, kiln_depthwise_relu_argv,
+                                       kiln_depthwise_relu6_argv};
+  if (target < 0) return wrappers[static_cast<int>(e)];
   KILN_CHECK(target < static_cast<int>(table().size()), "CPU target index");
-  return table()[target].depthwise[static_cast<int>(e)][small_output];
+  return table()[target].depthwise[static_cast<int>(e)];
 }
 
 KernelFn cpu_layout_kernel(int target) {

@@ -45,13 +45,8 @@ int best_cpu_target();
 KernelFn cpu_conv_kernel(ConvEpilogue e, ConvSchedule s, int target, bool residual = false);
 KernelFn cpu_layout_kernel(int target);  // input, output
 // Depthwise convolution (one filter per channel): same arguments as the conv kernels, without
-// a residual. `small_output`: the variant that reads the input in place instead of staging a
-// zero-padded band per task (both are correct for every shape).
-KernelFn cpu_depthwise_kernel(ConvEpilogue e, int target, bool small_output = false);
-// Which depthwise variant is faster: the in-place one for outputs of at most 196 pixels
-// (14x14), where the staged halo rows are a large share. Same run, 2 threads, against
-// staging: 14x14 and 7x7 layers 1.22-1.45x; 28x28 1.01x; 56x56 and larger 0.79-0.88x.
-bool depthwise_small_output(int64_t out_h, int64_t out_w);
+// a residual; one schedule.
+KernelFn cpu_depthwise_kernel(ConvEpilogue e, int target);
 
 // Distance in floats between consecutive input channels of the HWIO weights a CPU dense conv
 // kernel reads best: the output-channel count, plus one 64-byte line when that count is a

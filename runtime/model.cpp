@@ -163,10 +163,7 @@ void Model::Impl::make_calls() {
       const bool residual = conv->residual.has_value();
       c.name = conv->name;
       if (conv->depthwise) {  // one schedule: the naive/tuned choice applies to dense convs
-        const graph::Shape& out = g.value(conv->output.value).shape;  // NHWC
-        c.fn = cuda ? runtime::cuda_depthwise_kernel(e)
-                    : runtime::cpu_depthwise_kernel(e, options.cpu_target,
-                                                    runtime::depthwise_small_output(out[1], out[2]));
+        c.fn = cuda ? runtime::cuda_depthwise_kernel(e) : runtime::cpu_depthwise_kernel(e, options.cpu_target);
       } else {
         const graph::Shape& out = g.value(conv->output.value).shape;      // NHWC
         const graph::Shape& w = g.value(conv->weights.value).shape;       // HWIO

@@ -68,7 +68,7 @@ void schedule_depthwise_cpu(const DepthwiseFuncs& f, const Halide::Target& targe
       .vectorize(f.c, vec, TailStrategy::GuardWithIf)
       .unroll(f.c)
       .unroll(f.x);
-  if (f.stage_input) input_padded.compute_at(output, task).vectorize(f.c, vec, TailStrategy::GuardWithIf);
+  input_padded.compute_at(output, task).vectorize(f.c, vec, TailStrategy::GuardWithIf);
 }
 
 void schedule_depthwise_cuda(const DepthwiseFuncs& f, const Halide::Target& /*target*/) {

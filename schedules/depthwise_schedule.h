@@ -14,7 +14,6 @@ struct DepthwiseFuncs {
   Halide::RDom r;  // r.x = kx, r.y = ky
   Halide::Expr channels, out_width, out_height;
   Halide::Expr stride_x, dilation_x;
-  bool stage_input = true;  // false: input_padded stays inline (read through the boundary)
 };
 
 // Memory-bound: a channel vector by a row of pixels held in registers over the taps, the taps

@@ -32,9 +32,7 @@ std::vector<Job> jobs_for(const std::vector<graph::KernelSpec>& kernels, const T
       static const char* kEpilogue[] = {"none", "relu", "relu6"};
       const std::string e = kEpilogue[static_cast<int>(runtime::conv_epilogue(c->activation))];
       if (c->depthwise) {
-        const bool small = runtime::depthwise_small_output(c->output.shape[1], c->output.shape[2]);
-        variants.insert({"kiln_fused_depthwise", "kiln_depthwise_" + e + (small ? "_small" : ""),
-                         "epilogue=" + e, std::string("stage_input=") + (small ? "false" : "true")});
+        variants.insert({"kiln_fused_depthwise", "kiln_depthwise_" + e, "epilogue=" + e});
         continue;
       }
       const bool r = c->residual.has_value();
