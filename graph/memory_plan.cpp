@@ -2,11 +2,11 @@
 // already placed buffer whose live interval intersects its own.
 #include "graph/memory_plan.h"
 
-#include "graph/kernel_spec.h"
-
 #include <algorithm>
 #include <iomanip>
 #include <sstream>
+
+#include "graph/kernel_spec.h"
 
 namespace kiln::graph {
 
@@ -138,9 +138,9 @@ std::string describe(const ArenaPlan& plan, const Graph& g) {
       << "]\n";
   }
   for (const ArenaAlias& a : plan.aliases)
-    s << "  " << std::left << std::setw(w) << g.value(a.value).name << std::right
-      << std::setw(12) << g.value(a.value).size_bytes() << "  in place: '" << g.value(a.base).name
-      << "' axis " << a.axis << " from " << a.offset << " (its Concat copies nothing)\n";
+    s << "  " << std::left << std::setw(w) << g.value(a.value).name << std::right << std::setw(12)
+      << g.value(a.value).size_bytes() << "  in place: '" << g.value(a.base).name << "' axis "
+      << a.axis << " from " << a.offset << " (its Concat copies nothing)\n";
   s << "  arena: " << plan.arena_bytes << " bytes (" << plan.unshared_bytes
     << " without reuse)\n";
   return s.str();

@@ -8,27 +8,27 @@
 #include "kiln_conv_none_naive.h"
 #include "kiln_conv_none_residual_naive.h"
 #include "kiln_conv_none_residual_tuned.h"
-#include "kiln_conv_none_residual_tuned_deep.h"
 #include "kiln_conv_none_residual_tuned_1x1.h"
+#include "kiln_conv_none_residual_tuned_deep.h"
 #include "kiln_conv_none_tuned.h"
-#include "kiln_conv_none_tuned_deep.h"
 #include "kiln_conv_none_tuned_1x1.h"
+#include "kiln_conv_none_tuned_deep.h"
 #include "kiln_conv_relu6_naive.h"
 #include "kiln_conv_relu6_residual_naive.h"
 #include "kiln_conv_relu6_residual_tuned.h"
-#include "kiln_conv_relu6_residual_tuned_deep.h"
 #include "kiln_conv_relu6_residual_tuned_1x1.h"
+#include "kiln_conv_relu6_residual_tuned_deep.h"
 #include "kiln_conv_relu6_tuned.h"
-#include "kiln_conv_relu6_tuned_deep.h"
 #include "kiln_conv_relu6_tuned_1x1.h"
+#include "kiln_conv_relu6_tuned_deep.h"
 #include "kiln_conv_relu_naive.h"
 #include "kiln_conv_relu_residual_naive.h"
 #include "kiln_conv_relu_residual_tuned.h"
-#include "kiln_conv_relu_residual_tuned_deep.h"
 #include "kiln_conv_relu_residual_tuned_1x1.h"
+#include "kiln_conv_relu_residual_tuned_deep.h"
 #include "kiln_conv_relu_tuned.h"
-#include "kiln_conv_relu_tuned_deep.h"
 #include "kiln_conv_relu_tuned_1x1.h"
+#include "kiln_conv_relu_tuned_deep.h"
 #include "kiln_depthwise_none.h"
 #include "kiln_depthwise_relu.h"
 #include "kiln_depthwise_relu6.h"
@@ -113,7 +113,7 @@ bool feature_supported(const std::string& f) {
 
 KernelFn conv_wrapper(ConvEpilogue e, ConvSchedule s, bool residual) {
 #define KILN_CONV_WRAPPERS(prefix) \
-  {prefix##_naive_argv, prefix##_tuned_argv, prefix##_tuned_deep_argv, prefix##_tuned_1x1_argv}
+  { prefix##_naive_argv, prefix##_tuned_argv, prefix##_tuned_deep_argv, prefix##_tuned_1x1_argv }
   static const KernelFn fns[3][2][4] = {
       {KILN_CONV_WRAPPERS(kiln_conv_none), KILN_CONV_WRAPPERS(kiln_conv_none_residual)},
       {KILN_CONV_WRAPPERS(kiln_conv_relu), KILN_CONV_WRAPPERS(kiln_conv_relu_residual)},

@@ -21,12 +21,13 @@ enum class ConvSchedule { naive, tuned, tuned_deep, tuned_1x1 };
 
 // The faster tuned CPU schedule for a dense conv of this shape: tuned_deep for outputs of at
 // most 64 pixels, or at most 196 pixels (14x14) from a spatial kernel with at least 1024
-// (input channel x tap) steps; tuned_1x1 for other unpadded 1x1 windows (same run, 2 threads,
-// against tuned: 1.01-1.28x, most on thin layers where the copy was a large share); tuned
-// otherwise. (Reading the input in place measured 0.44-1.01x in the deep schedule.) Measured on 1 thread with cold weights
-// (tuned_deep / tuned speed): 7x7 outputs 512..2048 channels 1.25-1.30x, the stride-2 1x1
-// 14x14 -> 7x7 1024 -> 2048 1.77x, 3x3 14x14 256 -> 256 1.12x, but 1x1 14x14 0.90-0.97x and
-// 28x28 layers equal.
+// (input channel x tap) steps; tuned_1x1 for the other unpadded 1x1 windows; tuned otherwise.
+// Measured, tuned_deep against tuned (1 thread, weights evicted between calls): 7x7 outputs of
+// 512..2048 channels 1.25-1.30x, the stride-2 1x1 14x14 -> 7x7 1024 -> 2048 1.77x, 3x3 14x14
+// 256 -> 256 1.12x, but 1x1 14x14 0.90-0.97x and 28x28 layers equal. tuned_1x1 against tuned
+// (same run, 2 threads): 1.01-1.28x, most on thin layers where the staged copy was a large
+// share; reading the input in place inside the deep schedule measured 0.44-1.01x, so deep 1x1
+// layers keep their copy.
 ConvSchedule tuned_conv_schedule(int64_t out_h, int64_t out_w, int64_t in_channels,
                                  int64_t kernel_h, int64_t kernel_w, bool padded);
 

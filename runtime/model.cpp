@@ -119,8 +119,8 @@ void Model::Impl::bind_buffers() {
     const int rank = static_cast<int>(shape.size());
     std::vector<halide_dimension_t> dims(static_cast<size_t>(rank));
     for (int d = 0; d < rank; ++d)  // Halide dimension d is shape axis rank - 1 - d
-      dims[static_cast<size_t>(d)] = {0, static_cast<int32_t>(shape[static_cast<size_t>(rank - 1 - d)]),
-                                      base.dim(d).stride()};
+      dims[static_cast<size_t>(d)] = {
+          0, static_cast<int32_t>(shape[static_cast<size_t>(rank - 1 - d)]), base.dim(d).stride()};
     float* data = base.data() + a.offset * base.dim(rank - 1 - a.axis).stride();
     buffers[a.value.index] = HalideBuffer(data, rank, dims.data());
   }
@@ -134,12 +134,13 @@ void Model::Impl::restride_conv_weights(graph::ValueId w) {
   const int64_t rows = shape[0] * shape[1] * shape[2];
   auto copy = std::make_unique<float[]>(static_cast<size_t>(rows * stride));
   const float* src = b.data();
-  for (int64_t r = 0; r < rows; ++r) std::copy(src + r * co, src + (r + 1) * co, copy.get() + r * stride);
-  halide_dimension_t dims[4] = {{0, static_cast<int32_t>(co), 1},
-                                {0, static_cast<int32_t>(shape[2]), static_cast<int32_t>(stride)},
-                                {0, static_cast<int32_t>(shape[1]), static_cast<int32_t>(shape[2] * stride)},
-                                {0, static_cast<int32_t>(shape[0]),
-                                 static_cast<int32_t>(shape[1] * shape[2] * stride)}};
+  for (int64_t r = 0; r < rows; ++r)
+    std::copy(src + r * co, src + (r + 1) * co, copy.get() + r * stride);
+  halide_dimension_t dims[4] = {
+      {0, static_cast<int32_t>(co), 1},
+      {0, static_cast<int32_t>(shape[2]), static_cast<int32_t>(stride)},
+      {0, static_cast<int32_t>(shape[1]), static_cast<int32_t>(shape[2] * stride)},
+      {0, static_cast<int32_t>(shape[0]), static_cast<int32_t>(shape[1] * shape[2] * stride)}};
   b = HalideBuffer(copy.get(), 4, dims);
   restrided_weights.push_back(std::move(copy));
 }
@@ -165,16 +166,18 @@ void Model::Impl::make_calls() {
       if (conv->depthwise) {  // one schedule: the naive/tuned choice applies to dense convs
         c.fn = cuda ? runtime::cuda_depthwise_kernel(e) : runtime::cpu_depthwise_kernel(e, options.cpu_target);
       } else {
-        const graph::Shape& out = g.value(conv->output.value).shape;      // NHWC
-        const graph::Shape& w = g.value(conv->weights.value).shape;       // HWIO
-        const auto sched = schedule == runtime::ConvSchedule::naive
-                               ? schedule
-                               : runtime::tuned_conv_schedule(
-                                     out[1], out[2], w[2], w[0], w[1],
-                                     conv->pad_top || conv->pad_left || conv->pad_bottom || conv->pad_right);
+        const graph::Shape& out = g.value(conv->output.value).shape;  // NHWC
+        const graph::Shape& w = g.value(conv->weights.value).shape;   // HWIO
+        const auto sched =
+            schedule == runtime::ConvSchedule::naive
+                ? schedule
+                : runtime::tuned_conv_schedule(
+                      out[1], out[2], w[2], w[0], w[1],
+                      conv->pad_top || conv->pad_left || conv->pad_bottom || conv->pad_right);
         c.fn = cuda ? runtime::cuda_conv_kernel(e, residual)
                     : runtime::cpu_conv_kernel(e, sched, options.cpu_target, residual);
-        if (!cuda && g.value(conv->weights.value).is_constant()) restride_conv_weights(conv->weights.value);
+        if (!cuda && g.value(conv->weights.value).is_constant())
+          restride_conv_weights(conv->weights.value);
       }
       c.buffers = {conv->input.value, conv->weights.value, conv->bias.value};
       if (residual) c.buffers.push_back(conv->residual->value);
@@ -286,7 +289,8 @@ Model::Model(const graph::Graph& optimized, const ModelOptions& options)
   m.plan = graph::plan_arena(m.g, graph::PlanOptions{64, m.options.backend == Backend::cpu});
   std::vector<graph::KernelSpec> kept;
   for (size_t i = 0; i < m.kernels.size(); ++i)  // one kernel per node, in node order
-    if (!m.plan.elides(graph::NodeId{static_cast<uint32_t>(i)})) kept.push_back(std::move(m.kernels[i]));
+    if (!m.plan.elides(graph::NodeId{static_cast<uint32_t>(i)}))
+      kept.push_back(std::move(m.kernels[i]));
   m.kernels = std::move(kept);
   if (options.threads > 0) halide_set_num_threads(options.threads);
   runtime::ops::set_parallel_runner(halide_parallel_runner);

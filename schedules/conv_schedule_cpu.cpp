@@ -69,8 +69,10 @@ void schedule_conv_cpu(const ConvFuncs& f, const Target& target) {
         .split(x, xo, xi, pixels, tail)
         .split(y, yo, yi, rows_per_task, TailStrategy::GuardWithIf)
         .reorder(coi, xi, xo, yi, coo, yo, n);
-    if (split_channels) s.fuse(coo, yo, task).fuse(task, n, task);
-    else s.fuse(yo, n, task);
+    if (split_channels)
+      s.fuse(coo, yo, task).fuse(task, n, task);
+    else
+      s.fuse(yo, n, task);
     s.parallel(task);
   };
 

@@ -74,7 +74,8 @@ void schedule_conv_cpu_deep(const ConvFuncs& f, const Target& target) {
 
   auto tile = [&](Stage s, int channels, int pixels) {
     const Expr channel_blocks = (f.out_channels + channels - 1) / channels;
-    const Expr bands = Halide::clamp((kMinTasks + channel_blocks - 1) / channel_blocks, 1, f.out_height);
+    const Expr bands =
+        Halide::clamp((kMinTasks + channel_blocks - 1) / channel_blocks, 1, f.out_height);
     const Expr rows = (f.out_height + bands - 1) / bands;
     s.split(co, coo, coi, channels, TailStrategy::ShiftInwards)
         .split(x, xo, xi, pixels, TailStrategy::ShiftInwards)

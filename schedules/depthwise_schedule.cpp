@@ -44,10 +44,7 @@ void schedule_depthwise_cpu(const DepthwiseFuncs& f, const Halide::Target& targe
   tile(output, 1, 1);
 
   // Per (pixel tile, channel vector): the accumulators of one register tile.
-  acc.compute_at(output, xo)
-      .vectorize(f.c, vec, TailStrategy::GuardWithIf)
-      .unroll(f.c)
-      .unroll(f.x);
+  acc.compute_at(output, xo).vectorize(f.c, vec, TailStrategy::GuardWithIf).unroll(f.c).unroll(f.x);
   // 3x3 kernels unroll their taps; at stride 1 or 2 (dilation 1) the pixels of a tile then
   // read overlapping input columns at constant offsets, and each input vector is loaded once
   // for up to 3 pixels (stride 1) or 2 (stride 2) instead of once per (pixel, tap).

@@ -108,11 +108,11 @@ std::vector<float> run_kernel(runtime::KernelFn fn, const ConvCase& c, const Pro
     for (int r = 0; r < rows; ++r)
       std::copy(w.data->begin() + r * co, w.data->begin() + (r + 1) * co,
                 strided.begin() + static_cast<size_t>(r) * weight_ci_stride);
-    halide_dimension_t dims[4] = {{0, co, 1},
-                                  {0, static_cast<int>(c.ci), weight_ci_stride},
-                                  {0, static_cast<int>(c.kw), static_cast<int>(c.ci) * weight_ci_stride},
-                                  {0, static_cast<int>(c.kh),
-                                   static_cast<int>(c.kw * c.ci) * weight_ci_stride}};
+    halide_dimension_t dims[4] = {
+        {0, co, 1},
+        {0, static_cast<int>(c.ci), weight_ci_stride},
+        {0, static_cast<int>(c.kw), static_cast<int>(c.ci) * weight_ci_stride},
+        {0, static_cast<int>(c.kh), static_cast<int>(c.kw * c.ci) * weight_ci_stride}};
     w_b = HalideBuffer(strided.data(), 4, dims);
   }
   HalideBuffer b_b = wrap(bias.data->data(), bias.shape);
@@ -175,8 +175,8 @@ std::string describe(const KernelParam& param) {
   const testing::TestParamInfo<KernelParam> info(param, 0);
   std::ostringstream s;
   static const char* kNames[] = {"naive", "tuned", "tuned_deep", "tuned_1x1"};
-  s << kCases[info.param.case_index].name << "_"
-    << kNames[static_cast<int>(info.param.schedule)] << "_";
+  s << kCases[info.param.case_index].name << "_" << kNames[static_cast<int>(info.param.schedule)]
+    << "_";
   if (info.param.target < 0) {
     s << "dispatch";
   } else {
@@ -194,7 +194,7 @@ std::vector<KernelParam> all_params() {
     for (auto s : kSchedules)
       if (applies(s, kCases[i]))
         for (int t = -1; t < static_cast<int>(runtime::cpu_targets().size()); ++t)
-        out.push_back({i, s, t});
+          out.push_back({i, s, t});
   return out;
 }
 
@@ -269,7 +269,8 @@ TEST(ConvKernelWeightStride, PaddedInputChannelStride) {
     if (t >= 0 && !runtime::cpu_target_supported(t)) continue;
     for (auto s : kSchedules) {
       if (!applies(s, kCases[wide_row])) continue;
-      SCOPED_TRACE("target " + std::to_string(t) + " schedule " + std::to_string(static_cast<int>(s)));
+      SCOPED_TRACE("target " + std::to_string(t) + " schedule " +
+                   std::to_string(static_cast<int>(s)));
       const auto fn = runtime::cpu_conv_kernel(runtime::ConvEpilogue::relu, s, t);
       expect_close(run_kernel(fn, kCases[wide_row], prob, 144), prob.expected);
     }
@@ -298,15 +299,19 @@ TEST(ConvKernelSchedules, OneByOneKernelsRefuseOtherWindows) {
     const graph::Node& node = prob.g.nodes()[0];
     std::vector<float> out(prob.expected.data.size(), NAN);
     HalideBuffer in_b = wrap(prob.input.data.data(), prob.input.shape);
-    HalideBuffer w_b = wrap(prob.g.value(node.inputs[1]).data->data(), prob.g.value(node.inputs[1]).shape);
-    HalideBuffer b_b = wrap(prob.g.value(node.inputs[2]).data->data(), prob.g.value(node.inputs[2]).shape);
+    HalideBuffer w_b =
+        wrap(prob.g.value(node.inputs[1]).data->data(), prob.g.value(node.inputs[1]).shape);
+    HalideBuffer b_b =
+        wrap(prob.g.value(node.inputs[2]).data->data(), prob.g.value(node.inputs[2]).shape);
     HalideBuffer out_b = wrap(out.data(), prob.expected.shape);
     int scalars[6] = {c.stride_w, c.stride_h, c.pad_left, c.pad_top, c.dil_w, c.dil_h};
-    void* args[] = {in_b.raw_buffer(), w_b.raw_buffer(), b_b.raw_buffer(), &scalars[0], &scalars[1],
-                    &scalars[2], &scalars[3], &scalars[4], &scalars[5], out_b.raw_buffer()};
+    void* args[] = {in_b.raw_buffer(), w_b.raw_buffer(),  b_b.raw_buffer(), &scalars[0],
+                    &scalars[1],       &scalars[2],       &scalars[3],      &scalars[4],
+                    &scalars[5],       out_b.raw_buffer()};
     runtime::begin_halide_call();
     EXPECT_NE(runtime::cpu_conv_kernel(runtime::ConvEpilogue::none, s, -1)(args), 0);
-    EXPECT_NE(runtime::last_halide_error().find("1x1"), std::string::npos) << runtime::last_halide_error();
+    EXPECT_NE(runtime::last_halide_error().find("1x1"), std::string::npos)
+        << runtime::last_halide_error();
   }
 }
 
@@ -409,7 +414,8 @@ TEST(LayoutKernel, NchwToNhwcOnEveryTarget) {
   };
   for (const Case k : {Case{1, 3, 17, 37}, Case{2, 3, 9, 16}, Case{1, 3, 5, 7}, Case{1, 64, 9, 10},
                        Case{1, 5, 3, 20}}) {
-    const std::vector<float> in = graph::random_uniform(int64_t{k.n} * k.c * k.h * k.w, -1.0f, 1.0f, 77);
+    const std::vector<float> in =
+        graph::random_uniform(int64_t{k.n} * k.c * k.h * k.w, -1.0f, 1.0f, 77);
     for (int t = -1; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
       if (t >= 0 && !runtime::cpu_target_supported(t)) continue;
       SCOPED_TRACE("c " + std::to_string(k.c) + " w " + std::to_string(k.w) + " target " +

@@ -101,11 +101,13 @@ INSTANTIATE_TEST_SUITE_P(Shapes, ExampleEndToEnd, testing::ValuesIn(e2e_params()
 TEST(InPlaceConcat, FireModuleMatchesReference) {
   graph::GraphBuilder b;
   const graph::ValueId x = b.input("x", {1, 16, 13, 11});
-  auto conv = [&](const std::string& name, graph::ValueId in, int64_t ci, int64_t co, int k, uint64_t seed) {
-    const graph::ValueId w = b.constant(name + "_w", {co, ci, k, k},
-                                        graph::random_uniform(co * ci * k * k, -0.3f, 0.3f, seed),
-                                        graph::Layout::oihw);
-    const graph::ValueId bias = b.constant(name + "_b", {co}, graph::random_uniform(co, -0.2f, 0.2f, seed + 1));
+  auto conv = [&](const std::string& name, graph::ValueId in, int64_t ci, int64_t co, int k,
+                  uint64_t seed) {
+    const graph::ValueId w =
+        b.constant(name + "_w", {co, ci, k, k},
+                   graph::random_uniform(co * ci * k * k, -0.3f, 0.3f, seed), graph::Layout::oihw);
+    const graph::ValueId bias =
+        b.constant(name + "_b", {co}, graph::random_uniform(co, -0.2f, 0.2f, seed + 1));
     graph::Conv2d attrs;
     attrs.pad_top = attrs.pad_left = attrs.pad_bottom = attrs.pad_right = k / 2;
     return b.relu(name + "_relu", b.conv2d(name, in, w, bias, attrs));

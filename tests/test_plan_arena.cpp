@@ -41,7 +41,8 @@ void expect_valid_plan(const Graph& g, const ArenaPlan& plan, int64_t alignment 
   // A tensor written in place into a Concat's output makes that output alive from the
   // tensor's producer on; the tensor itself owns no buffer.
   for (const ArenaAlias& a : plan.aliases) {
-    live.at(a.base.index).first = std::min(live.at(a.base.index).first, live.at(a.value.index).first);
+    live.at(a.base.index).first =
+        std::min(live.at(a.base.index).first, live.at(a.value.index).first);
     live.erase(a.value.index);
   }
   ASSERT_EQ(plan.buffers.size(), live.size()) << "one buffer per tensor a node writes\n"
