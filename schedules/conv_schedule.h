@@ -2,6 +2,8 @@
 // schedules: the Funcs and loop variables a schedule may touch. Nothing here computes anything.
 #pragma once
 
+#include <vector>
+
 #include "Halide.h"
 
 namespace kiln::schedules {
@@ -24,6 +26,19 @@ struct ConvFuncs {
 // Halide's default: everything inlined or at root, nothing vectorized or parallel.
 // Kept as the baseline every other schedule is compared against.
 void schedule_conv_naive(const ConvFuncs& f, const Halide::Target& target);
+
+// A register tile of the x86 CPU schedules: `vectors` output-channel vectors by `pixels`
+// output pixels along x.
+struct RegisterBlock {
+  int vectors;
+  int pixels;
+};
+
+// The register tiles for `target`, in order of preference; a tile is used when the layer is
+// at least as large as it in both dimensions, so it never has to be clipped.
+// `seven_wide_vectors`: channel vectors of the AVX-512 tile for outputs 7..13 pixels wide.
+std::vector<RegisterBlock> cpu_register_blocks(const Halide::Target& target,
+                                               int seven_wide_vectors);
 
 // x86 CPU, for wide outputs: output tiles held in vector registers through the whole
 // reduction, parallel over row strips.

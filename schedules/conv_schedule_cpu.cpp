@@ -18,24 +18,10 @@ using Halide::TailStrategy;
 using Halide::Target;
 using Halide::Var;
 
-struct RegisterBlock {
-  int vectors;  // output-channel vectors per tile
-  int pixels;   // output pixels along x per tile
-};
-
-// Register blocks in order of preference; a block is used when the layer is at least as large
-// as the block in both dimensions, so the tile never has to be clipped.
-std::vector<RegisterBlock> register_blocks(const Target& t) {
-  if (t.has_feature(Target::AVX512)) {
-    // 32 zmm registers: 2x14 = 28 accumulators + 2 weight vectors + 1 broadcast. Measured on
-    // the reference layer (1 thread): 2x14 and 4x7 are equal there, but 4x7 needs 33 registers
-    // (LLVM spills one accumulator) and streams twice the weight bytes per FMA: 64% vs 78% of
-    // peak on a 256->256 channel 3x3 layer. 4x7 stays for 7..13 pixel wide outputs.
-    return {{2, 14}, {4, 7}, {2, 7}, {1, 14}, {1, 1}};
-  }
-  // 16 ymm (AVX2) or xmm (SSE) registers: 2x6 = 12 accumulators + 2 weights + 1 broadcast.
-  return {{2, 6}, {1, 12}, {1, 6}, {1, 1}};
-}
+// Measured on the reference layer (1 thread): 2x14 and 4x7 are equal there, but 4x7 needs 33
+// registers (LLVM spills one accumulator) and streams twice the weight bytes per FMA: 64% vs
+// 78% of peak on a 256->256 channel 3x3 layer. 4x7 stays for 7..13 pixel wide outputs.
+constexpr int kSevenWideVectors = 4;
 
 // Output rows per parallel task. Two rows amortize the halo rows of the padded input strip
 // and still give 14 tasks for 2 threads on the 28-row reference layer. 1x1 kernels have no
@@ -47,6 +33,15 @@ constexpr int kRowsPerTask = 2;
 constexpr int kTallRows = 10;
 
 }  // namespace
+
+std::vector<RegisterBlock> cpu_register_blocks(const Target& t, int seven_wide_vectors) {
+  if (t.has_feature(Target::AVX512)) {
+    // 32 zmm registers: 2x14 = 28 accumulators + 2 weight vectors + 1 broadcast.
+    return {{2, 14}, {seven_wide_vectors, 7}, {2, 7}, {1, 14}, {1, 1}};
+  }
+  // 16 ymm (AVX2) or xmm (SSE) registers: 2x6 = 12 accumulators + 2 weights + 1 broadcast.
+  return {{2, 6}, {1, 12}, {1, 6}, {1, 1}};
+}
 
 void schedule_conv_cpu(const ConvFuncs& f, const Target& target) {
   const int vec = target.natural_vector_size<float>();
@@ -78,7 +73,7 @@ void schedule_conv_cpu(const ConvFuncs& f, const Target& target) {
 
   // Full tiles only (ShiftInwards never clips a tile, it overlaps the last one with its
   // neighbour), so each specialization's inner loop is branch-free and fully unrolled.
-  for (const RegisterBlock& b : register_blocks(target)) {
+  for (const RegisterBlock& b : cpu_register_blocks(target, kSevenWideVectors)) {
     const int channels = b.vectors * vec;
     const Halide::Expr fits = f.out_channels >= channels && f.out_width >= b.pixels;
     for (const bool tall : {true, false}) {

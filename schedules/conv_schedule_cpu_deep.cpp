@@ -26,21 +26,10 @@ using Halide::TailStrategy;
 using Halide::Target;
 using Halide::Var;
 
-struct RegisterBlock {
-  int vectors;  // output-channel vectors per tile
-  int pixels;   // output pixels along x per tile
-};
-
-std::vector<RegisterBlock> register_blocks(const Target& t) {
-  if (t.has_feature(Target::AVX512)) {
-    // 32 zmm registers. 2x14: 28 accumulators + 2 weights + 1 broadcast. 7-wide outputs take
-    // 3x7 (21 accumulators): 4x7 needs 33 registers and LLVM spills in the inner loop; on the
-    // 7x7, 512 -> 512 layer 3x7 measured 226 GFLOP/s against 217 for 4x7 (1 thread).
-    return {{2, 14}, {3, 7}, {2, 7}, {1, 14}, {1, 1}};
-  }
-  // 16 ymm (AVX2) or xmm (SSE) registers: 2x6 = 12 accumulators + 2 weights + 1 broadcast.
-  return {{2, 6}, {1, 12}, {1, 6}, {1, 1}};
-}
+// 7-wide outputs take 3x7 tiles (21 accumulators) on AVX-512: 4x7 needs 33 registers and
+// LLVM spills in the inner loop; on the 7x7, 512 -> 512 layer 3x7 measured 226 GFLOP/s
+// against 217 for 4x7 (1 thread).
+constexpr int kSevenWideVectors = 3;
 
 // Tasks per layer to aim for: a layer with fewer channel blocks than this splits its rows into
 // bands. 16 rather than 8: 512 channels in 48-channel blocks are 11 tasks, which 2 threads
@@ -65,7 +54,7 @@ void schedule_conv_cpu_deep(const ConvFuncs& f, const Target& target) {
 
   // The register block in use, as one integer: output and acc specialize on the same
   // `block == i` tests, so Halide can prove the mismatched pairs dead and drop them.
-  const std::vector<RegisterBlock> blocks = register_blocks(target);
+  const std::vector<RegisterBlock> blocks = cpu_register_blocks(target, kSevenWideVectors);
   Expr block = static_cast<int>(blocks.size());
   for (int i = static_cast<int>(blocks.size()) - 1; i >= 0; --i) {
     const int channels = blocks[i].vectors * vec;
