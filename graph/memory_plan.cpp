@@ -30,12 +30,17 @@ bool ArenaPlan::elides(NodeId n) const {
 
 namespace {
 
-// The Concats whose inputs can all be written in place (see PlanOptions::in_place_concat).
-std::vector<ArenaAlias> in_place_concats(const Graph& g) {
-  const auto uses = g.consumers();
+// The index of the node that writes each value; -1 for graph inputs and constants.
+std::vector<int> producers(const Graph& g) {
   std::vector<int> producer(g.values().size(), -1);
   for (uint32_t i = 0; i < g.num_nodes(); ++i)
     for (ValueId v : g.node(NodeId{i}).outputs) producer[v.index] = static_cast<int>(i);
+  return producer;
+}
+
+// The Concats whose inputs can all be written in place (see PlanOptions::in_place_concat).
+std::vector<ArenaAlias> in_place_concats(const Graph& g, const std::vector<int>& producer,
+                                         const std::vector<std::vector<NodeId>>& uses) {
   std::vector<ArenaAlias> aliases;
   for (uint32_t i = 0; i < g.num_nodes(); ++i) {
     const Node& n = g.node(NodeId{i});
@@ -64,26 +69,27 @@ std::vector<ArenaAlias> in_place_concats(const Graph& g) {
 ArenaPlan plan_arena(const Graph& g, const PlanOptions& options) {
   const int64_t alignment = options.alignment;
   ArenaPlan plan;
-  if (options.in_place_concat) plan.aliases = in_place_concats(g);
   const auto uses = g.consumers();
+  const std::vector<int> producer = producers(g);
+  if (options.in_place_concat) plan.aliases = in_place_concats(g, producer, uses);
+  std::vector<bool> aliased(g.values().size(), false);
+  for (const ArenaAlias& a : plan.aliases) aliased[a.value.index] = true;
   const int end = static_cast<int>(g.num_nodes());
+  std::vector<size_t> buffer_of(g.values().size(), 0);
   for (int i = 0; i < end; ++i) {
     for (ValueId v : g.node(NodeId{static_cast<uint32_t>(i)}).outputs) {
-      if (plan.find_alias(v)) continue;  // stored in its Concat's output
+      if (aliased[v.index]) continue;  // stored in its Concat's output
       ArenaBuffer b{v, 0, g.value(v).size_bytes(), i, i};
       for (NodeId u : uses[v.index]) b.last = std::max(b.last, static_cast<int>(u.index));
       if (g.is_graph_output(v)) b.last = end;
+      buffer_of[v.index] = plan.buffers.size();
       plan.buffers.push_back(b);
     }
   }
   // A Concat output written in place is alive from its first input's producer on.
   for (const ArenaAlias& a : plan.aliases) {
-    for (ArenaBuffer& b : plan.buffers) {
-      if (b.value != a.base) continue;
-      for (uint32_t i = 0; i < g.num_nodes(); ++i)
-        for (ValueId o : g.node(NodeId{i}).outputs)
-          if (o == a.value) b.first = std::min(b.first, static_cast<int>(i));
-    }
+    ArenaBuffer& base = plan.buffers[buffer_of[a.base.index]];
+    base.first = std::min(base.first, producer[a.value.index]);
   }
   for (const ArenaBuffer& b : plan.buffers)
     plan.unshared_bytes += (b.bytes + alignment - 1) / alignment * alignment;
