@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "HalideBuffer.h"
+#include "conv_weights.h"
 #include "dnnl.hpp"
 #include "graph/builder.h"
 #include "peaks.h"
@@ -67,20 +68,13 @@ KilnConv::KilnConv(const ConvShape& s, runtime::ConvSchedule schedule, int cpu_t
   m.in_b = wrap(m.input.data(), {s.n, s.h, s.w, s.ci});
   m.w_b = wrap(m.weights.data(), {s.kh, s.kw, s.depthwise ? 1 : s.ci, s.co});
   // Dense weights as the runtime lays them out (runtime::conv_weight_ci_stride).
-  const int64_t ci_stride = runtime::conv_weight_ci_stride(s.co);
-  if (!s.depthwise && ci_stride != s.co) {
-    const int64_t rows = s.kh * s.kw * s.ci;
-    std::vector<float> strided(static_cast<size_t>(rows * ci_stride), 0.0f);
-    for (int64_t r = 0; r < rows; ++r)
-      std::copy(m.weights.begin() + r * s.co, m.weights.begin() + (r + 1) * s.co,
-                strided.begin() + r * ci_stride);
-    m.weights = std::move(strided);
-    halide_dimension_t dims[4] = {
-        {0, static_cast<int32_t>(s.co), 1},
-        {0, static_cast<int32_t>(s.ci), static_cast<int32_t>(ci_stride)},
-        {0, static_cast<int32_t>(s.kw), static_cast<int32_t>(s.ci * ci_stride)},
-        {0, static_cast<int32_t>(s.kh), static_cast<int32_t>(s.kw * s.ci * ci_stride)}};
-    m.w_b = HalideBuffer(m.weights.data(), 4, dims);
+  if (!s.depthwise) {
+    runtime::StridedConvWeights w =
+        runtime::restride_conv_weights(m.weights.data(), s.kh, s.kw, s.ci, s.co);
+    if (!w.data.empty()) {
+      m.weights = std::move(w.data);
+      m.w_b = HalideBuffer(m.weights.data(), 4, w.dims);
+    }
   }
   // `tuned`: the tuned schedule the runtime picks for this shape.
   if (schedule == runtime::ConvSchedule::tuned)

@@ -3,8 +3,10 @@
 
 #include <cpuid.h>
 
+#include <algorithm>
 #include <sstream>
 
+#include "conv_weights.h"
 #include "kiln_conv_none_naive.h"
 #include "kiln_conv_none_residual_naive.h"
 #include "kiln_conv_none_residual_tuned.h"
@@ -170,6 +172,23 @@ ConvSchedule tuned_conv_schedule(int64_t out_h, int64_t out_w, int64_t in_channe
 
 int64_t conv_weight_ci_stride(int64_t out_channels) {
   return out_channels % 128 == 0 ? out_channels + 16 : out_channels;
+}
+
+StridedConvWeights restride_conv_weights(const float* hwio, int64_t kh, int64_t kw, int64_t ci,
+                                         int64_t co) {
+  StridedConvWeights w;
+  const int64_t stride = conv_weight_ci_stride(co);
+  if (stride == co) return w;
+  const int64_t rows = kh * kw * ci;
+  w.data.assign(static_cast<size_t>(rows * stride), 0.0f);
+  for (int64_t r = 0; r < rows; ++r)
+    std::copy(hwio + r * co, hwio + (r + 1) * co, w.data.begin() + r * stride);
+  const auto i32 = [](int64_t v) { return static_cast<int32_t>(v); };
+  w.dims[0] = {0, i32(co), 1, 0};
+  w.dims[1] = {0, i32(ci), i32(stride), 0};
+  w.dims[2] = {0, i32(kw), i32(ci * stride), 0};
+  w.dims[3] = {0, i32(kh), i32(kw * ci * stride), 0};
+  return w;
 }
 
 KernelFn cpu_conv_kernel(ConvEpilogue e, ConvSchedule s, int target, bool residual) {

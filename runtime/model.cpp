@@ -9,6 +9,7 @@
 #include "HalideRuntimeCuda.h"
 #include "graph/verify.h"
 #include "halide_errors.h"
+#include "conv_weights.h"
 #include "kernels.h"
 #include "kiln/runtime.h"
 #include "runtime/ops/ops.h"
@@ -82,7 +83,7 @@ struct Model::Impl {
   std::vector<HalideBuffer> buffers;  // by value id
   // Copies of dense conv weights at the row stride the CPU kernels prefer (owned here; the
   // graph's constants stay as they are).
-  std::vector<std::unique_ptr<float[]>> restrided_weights;
+  std::vector<std::vector<float>> restrided_weights;
   std::vector<Call> calls;
   std::string fallback_reason;
   std::vector<double> kernel_seconds;
@@ -129,20 +130,12 @@ void Model::Impl::bind_buffers() {
 void Model::Impl::restride_conv_weights(graph::ValueId w) {
   HalideBuffer& b = buffers[w.index];
   const graph::Shape& shape = g.value(w).shape;  // HWIO: [Kh, Kw, Ci, Co]
-  const int64_t co = shape[3], stride = runtime::conv_weight_ci_stride(co);
-  if (stride == co || b.dim(1).stride() == stride) return;  // kept, or done for another conv
-  const int64_t rows = shape[0] * shape[1] * shape[2];
-  auto copy = std::make_unique<float[]>(static_cast<size_t>(rows * stride));
-  const float* src = b.data();
-  for (int64_t r = 0; r < rows; ++r)
-    std::copy(src + r * co, src + (r + 1) * co, copy.get() + r * stride);
-  halide_dimension_t dims[4] = {
-      {0, static_cast<int32_t>(co), 1},
-      {0, static_cast<int32_t>(shape[2]), static_cast<int32_t>(stride)},
-      {0, static_cast<int32_t>(shape[1]), static_cast<int32_t>(shape[2] * stride)},
-      {0, static_cast<int32_t>(shape[0]), static_cast<int32_t>(shape[1] * shape[2] * stride)}};
-  b = HalideBuffer(copy.get(), 4, dims);
-  restrided_weights.push_back(std::move(copy));
+  if (b.dim(1).stride() != shape[3]) return;       // done already, for another conv
+  runtime::StridedConvWeights copy =
+      runtime::restride_conv_weights(b.data(), shape[0], shape[1], shape[2], shape[3]);
+  if (copy.data.empty()) return;  // already the layout the kernels prefer
+  b = HalideBuffer(copy.data.data(), 4, copy.dims);
+  restrided_weights.push_back(std::move(copy.data));  // the buffer keeps pointing at it
 }
 
 void Model::Impl::make_calls() {
