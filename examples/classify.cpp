@@ -1,6 +1,7 @@
-// Classifies one image with ResNet-18 compiled at build time by kiln_add_model: prints the
-// top-5 classes. The image is a raw float32 file [1, 3, 224, 224] (NCHW, already normalized),
-// or, without one, a deterministic synthetic gradient.
+// Classifies one image with a model compiled at build time by kiln_add_model (ResNet-18 unless
+// KILN_EXAMPLE_MODEL names another): prints the top-5 classes. The image is a raw float32 file
+// [1, 3, 224, 224] (NCHW, already normalized), or, without one, a deterministic synthetic
+// gradient.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -11,7 +12,15 @@
 #include <string>
 #include <vector>
 
-#include "resnet18.h"
+#ifndef KILN_EXAMPLE_MODEL
+#define KILN_EXAMPLE_MODEL resnet18
+#endif
+#define KILN_STRINGIZE2(x) #x
+#define KILN_STRINGIZE(x) KILN_STRINGIZE2(x)
+#include KILN_STRINGIZE(KILN_EXAMPLE_MODEL.h)
+
+namespace compiled = KILN_EXAMPLE_MODEL;
+const char* const kModelName = KILN_STRINGIZE(KILN_EXAMPLE_MODEL);
 
 namespace {
 
@@ -72,19 +81,19 @@ void print_top5(const float* logits, size_t n) {
 
 int main(int argc, char** argv) {
   if (argc > 3 || (argc > 1 && std::string(argv[1]) == "--help")) {
-    std::fprintf(stderr, "usage: %s [resnet18.weights [image.f32]]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s [%s.weights [image.f32]]\n", argv[0], kModelName);
     return 2;
   }
   try {
-    resnet18::Model model(argc > 1 ? argv[1] : "resnet18.weights");
+    compiled::Model model(argc > 1 ? argv[1] : std::string(kModelName) + ".weights");
     const std::vector<std::int64_t> in_shape = model.input_shape();
     const std::vector<float> image =
         argc > 2 ? read_image(argv[2], elements(in_shape)) : synthetic_image(in_shape);
     const auto t0 = std::chrono::steady_clock::now();
     model.run(image.data());
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("resnet18: input '%s' %s, output '%s' %s, backend %s, %.1f ms\n",
-                model.input_name().c_str(), shape_string(in_shape).c_str(),
+    std::printf("%s: input '%s' %s, output '%s' %s, backend %s, %.1f ms\n",
+                kModelName, model.input_name().c_str(), shape_string(in_shape).c_str(),
                 model.output_name().c_str(), shape_string(model.output_shape()).c_str(),
                 model.backend().c_str(), ms);
     print_top5(model.output(), model.output_size());

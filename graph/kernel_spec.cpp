@@ -126,6 +126,36 @@ bool lowers_to_halide_conv(const Graph& g, const Node& n) {
   return c && halide_conv(g, n, *c);
 }
 
+bool is_generated(const KernelSpec& k) {
+  const auto* o = std::get_if<OpKernelSpec>(&k);
+  return o && std::holds_alternative<ElementwiseChain>(o->op);
+}
+
+std::vector<TensorDesc> generated_kernel_arguments(const KernelSpec& k) {
+  KILN_CHECK(is_generated(k), "kernel '" + kernel_name(k) + "' is not a generated kernel");
+  const auto& o = std::get<OpKernelSpec>(k);
+  std::vector<TensorDesc> args = o.inputs;
+  args.push_back(o.output);
+  return args;
+}
+
+std::string kernel_signature(const KernelSpec& k) {
+  KILN_CHECK(is_generated(k), "kernel '" + kernel_name(k) + "' is not a generated kernel");
+  const auto& o = std::get<OpKernelSpec>(k);
+  std::ostringstream s;
+  s << op_name(o.op);
+  if (const auto* ch = std::get_if<ElementwiseChain>(&o.op)) {
+    s << "[";
+    for (const ChainStep& st : ch->steps)  // hex floats: exact, so equal text is equal maths
+      s << static_cast<int>(st.kind) << ":" << std::hexfloat << st.a << ":" << st.b << std::defaultfloat
+        << ";";
+    s << "]";
+  }
+  for (const TensorDesc& t : generated_kernel_arguments(k))
+    s << " " << to_string(t.shape) << to_string(t.layout) << to_string(t.dtype);
+  return s.str();
+}
+
 const std::string& kernel_name(const KernelSpec& k) {
   return std::visit([](const auto& s) -> const std::string& { return s.name; }, k);
 }
@@ -135,7 +165,7 @@ std::string describe(const KernelSpec& k) {
   if (const auto* o = std::get_if<OpKernelSpec>(&k)) {
     std::string s = "kernel: ";
     for (size_t i = 0; i < o->computes.size(); ++i) s += (i ? " + " : "") + o->computes[i];
-    s += " (portable C++ kernel)\n";
+    s += is_generated(k) ? " (Halide, generated for these shapes)\n" : " (portable C++ kernel)\n";
     for (const TensorDesc& in : o->inputs)
       s += "input:  " + in.name + ", shape " + to_string(in.shape) +
            (in.layout == Layout::any ? "" : std::string(" (") + to_string(in.layout) + ")") + "\n";

@@ -64,6 +64,20 @@ std::vector<KernelSpec> lower_to_kernels(const Graph& g);
 // tensor (see the in-place Concat of plan_arena).
 bool lowers_to_halide_conv(const Graph& g, const Node& n);
 
+// Kernels generated per model by codegen/: a Halide pipeline built for this spec's exact shapes,
+// compiled ahead of time (`kiln compile`) or into a cached shared object (`kiln run`, `bench`,
+// the tests). Today: elementwise chains. The other specs still run as prebuilt Halide kernels
+// or portable C++ kernels; each op moves here as its algorithm builder lands.
+bool is_generated(const KernelSpec& k);
+// The tensors a generated kernel takes, in its argument order: the spec's inputs in node order,
+// then the output. Codegen declares the pipeline's arguments from this list and the runtime
+// binds buffers from it, so neither side counts arguments by hand.
+std::vector<TensorDesc> generated_kernel_arguments(const KernelSpec& k);
+// What a generated kernel is compiled for: the op with every attribute, and every argument's
+// shape and layout (not the constants' values, which are passed at run time). A compiled kernel
+// is bound only to a spec with the same signature.
+std::string kernel_signature(const KernelSpec& k);
+
 // The task description, in the form of MISSION.md's reference example.
 std::string describe(const KernelSpec& k);
 

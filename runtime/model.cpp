@@ -85,15 +85,44 @@ struct Model::Impl {
   // graph's constants stay as they are).
   std::vector<std::vector<float>> restrided_weights;
   std::vector<Call> calls;
+  std::shared_ptr<const GeneratedKernels> generated;  // for the graph::is_generated specs
   std::string fallback_reason;
   std::vector<double> kernel_seconds;
 
+  void load_generated_kernels();
   void bind_buffers();
   void restride_conv_weights(graph::ValueId weights);
   void make_calls();
   Status run_calls();
   std::string run_portable(const Call& c);
 };
+
+// Asks the generator for the kernels of the generated specs and checks that each one was
+// compiled for exactly its spec, so a stale or foreign table is an error, not wrong numbers.
+void Model::Impl::load_generated_kernels() {
+  std::vector<graph::KernelSpec> specs;
+  for (const graph::KernelSpec& k : kernels)
+    if (graph::is_generated(k)) specs.push_back(k);
+  if (specs.empty()) return;
+  if (!options.generate_kernels)
+    throw graph::Error("kernel '" + graph::kernel_name(specs[0]) + "' (and " +
+                       std::to_string(specs.size() - 1) +
+                       " more) must be generated for this model's shapes; give the Model a "
+                       "kernel generator (ModelOptions::generate_kernels, e.g. "
+                       "codegen::kernel_generator())");
+  generated = options.generate_kernels(specs);
+  if (!generated || generated->kernels.size() != specs.size())
+    throw graph::Error("the generated kernel table has " +
+                       std::to_string(generated ? generated->kernels.size() : 0) +
+                       " kernels; this model needs " + std::to_string(specs.size()));
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const GeneratedKernel& k = generated->kernels[i];
+    if (!k.fn || !k.signature || graph::kernel_signature(specs[i]) != k.signature)
+      throw graph::Error("generated kernel " + std::to_string(i) + " was compiled for another "
+                         "model or shape than kernel '" + graph::kernel_name(specs[i]) +
+                         "'; recompile the model");
+  }
+}
 
 void Model::Impl::bind_buffers() {
   const int64_t bytes = std::max<int64_t>(plan.arena_bytes, 64);
@@ -142,8 +171,17 @@ void Model::Impl::make_calls() {
   const bool cuda = options.backend == Backend::cuda;
   const auto schedule = options.schedule == Schedule::tuned ? runtime::ConvSchedule::tuned
                                                             : runtime::ConvSchedule::naive;
+  size_t next_generated = 0;
   for (const graph::KernelSpec& k : kernels) {
     Call c;
+    if (graph::is_generated(k)) {
+      c.name = graph::kernel_name(k);
+      c.fn = generated->kernels[next_generated++].fn;
+      for (const graph::TensorDesc& t : graph::generated_kernel_arguments(k))
+        c.buffers.push_back(t.value);
+      calls.push_back(std::move(c));
+      continue;
+    }
     if (const auto* op = std::get_if<graph::OpKernelSpec>(&k)) {
       c.name = op->name;
       c.portable = op->op;
@@ -261,7 +299,7 @@ Model::Model(const graph::Graph& optimized, const ModelOptions& options)
                        runtime::cpu_targets()[options.cpu_target] + " needs");
   for (const graph::KernelSpec& k : m.kernels)
     if (const auto* op = std::get_if<graph::OpKernelSpec>(&k))
-      if (!runtime::ops::supported(op->op))
+      if (!graph::is_generated(k) && !runtime::ops::supported(op->op))
         throw graph::Error(std::string(graph::op_name(op->op)) + " node '" + op->name +
                            "': no kernel implements this op yet");
   if (options.backend == Backend::cuda) {
@@ -285,6 +323,8 @@ Model::Model(const graph::Graph& optimized, const ModelOptions& options)
     if (!m.plan.elides(graph::NodeId{static_cast<uint32_t>(i)}))
       kept.push_back(std::move(m.kernels[i]));
   m.kernels = std::move(kept);
+  if (options.lower_only) return;
+  m.load_generated_kernels();
   if (options.threads > 0) halide_set_num_threads(options.threads);
   runtime::ops::set_parallel_runner(halide_parallel_runner);
   m.bind_buffers();
@@ -300,6 +340,7 @@ Model::~Model() {
 
 Status Model::run(const std::vector<const float*>& inputs) {
   Impl& m = *impl_;
+  if (m.options.lower_only) return Status::error("this Model was made with lower_only; it cannot run");
   if (inputs.size() != m.g.inputs.size())
     return Status::error("the model has " + std::to_string(m.g.inputs.size()) + " inputs, got " +
                          std::to_string(inputs.size()));

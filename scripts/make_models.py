@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes real CNN architectures as ONNX files with seeded random weights.
 
-    python scripts/make_models.py OUTDIR [--models resnet18,resnet50,mobilenetv2,squeezenet1_1]
+    python scripts/make_models.py OUTDIR [--models resnet18,resnet50,mobilenetv2,squeezenet1_1,
+                                                   preact_se]
                                          [--seed N] [--no-verify]
 
 Each model is written as OUTDIR/<model>.onnx, in the form the TorchScript-based torch.onnx
@@ -31,7 +32,7 @@ OPSET = 13
 IR_VERSION = 8
 BN_EPS = 1e-5
 BN_MOMENTUM = 0.9  # torch exports 1 - module.momentum (0.1)
-ALL_MODELS = ["resnet18", "resnet50", "mobilenetv2", "squeezenet1_1"]
+ALL_MODELS = ["resnet18", "resnet50", "mobilenetv2", "squeezenet1_1", "preact_se"]
 RELU_GAIN = math.sqrt(2.0)
 
 
@@ -306,11 +307,65 @@ def build_squeezenet1_1(name, rng):
     return g.finish(name, x)
 
 
+# ---- A small pre-activation network with SE blocks -----------------------------------------
+def build_preact_se(name, rng):
+    """Not a torchvision model: the patterns of DenseNet, EfficientNet and MobileNetV3 whose
+    elementwise work Kiln generates per model, in one small network. BatchNorm -> ReLU before
+    each conv of a dense block (pre-activation: the BN cannot fold) with growing Concats, SiLU as
+    torch exports it (x * Sigmoid(x)), a depthwise stage with HardSwish as opset 13 exports it
+    (x * HardSigmoid(x)), and a squeeze-and-excitation gate (GlobalAveragePool -> 1x1 convs ->
+    HardSigmoid -> Mul)."""
+    g = GraphBuilder(rng)
+
+    def silu(x, scope):
+        return g.node("Mul", [x, g.node("Sigmoid", [x], scope)], scope)
+
+    def hardswish(x, scope):
+        return g.node("Mul", [x, g.node("HardSigmoid", [x], scope, alpha=1.0 / 6, beta=0.5)],
+                      scope)
+
+    x = g.conv("input", "/stem/conv", "stem.conv", 3, 32, 3, 2, 1)
+    x = g.batch_norm(x, "/stem/bn", "stem.bn", 32)
+    x = silu(x, "/stem/act")
+    c = 32
+    for i in range(3):  # dense block, growth rate 16
+        s, p = f"/dense/layer{i}", f"dense.layer{i}"
+        h = g.batch_norm(x, f"{s}/norm1", f"{p}.norm1", c)
+        h = g.relu(h, f"{s}/relu1")
+        h = g.conv(h, f"{s}/conv1", f"{p}.conv1", c, 32, 1)
+        h = g.batch_norm(h, f"{s}/norm2", f"{p}.norm2", 32)
+        h = g.relu(h, f"{s}/relu2")
+        h = g.conv(h, f"{s}/conv2", f"{p}.conv2", 32, 16, 3, 1, 1)
+        x = g.node("Concat", [x, h], s, axis=1)
+        c += 16
+    x = g.batch_norm(x, "/transition/norm", "transition.norm", c)
+    x = g.relu(x, "/transition/relu")
+    x = g.conv(x, "/transition/conv", "transition.conv", c, 64, 1)
+    x = g.node("AveragePool", [x], "/transition/pool", kernel_shape=[2, 2], strides=[2, 2])
+    x = g.conv(x, "/se/dw", "se.dw", 64, 64, 3, 1, 1, groups=64)
+    x = g.batch_norm(x, "/se/bn", "se.bn", 64)
+    x = hardswish(x, "/se/act")
+    gate = g.node("GlobalAveragePool", [x], "/se/pool")
+    gate = g.conv(gate, "/se/fc1", "se.fc1", 64, 16, 1, bias=True)
+    gate = g.relu(gate, "/se/relu")
+    gate = g.conv(gate, "/se/fc2", "se.fc2", 16, 64, 1, bias=True, gain=1.0)
+    gate = g.node("HardSigmoid", [gate], "/se/gate", alpha=1.0 / 6, beta=0.5)
+    x = g.node("Mul", [x, gate], "/se")
+    x = g.conv(x, "/head/conv", "head.conv", 64, 128, 1)
+    x = g.batch_norm(x, "/head/bn", "head.bn", 128)
+    x = silu(x, "/head/act")
+    x = g.node("GlobalAveragePool", [x], "/avgpool")
+    x = g.node("Flatten", [x], "", axis=1)
+    x = g.linear(x, "/fc", "fc", 128, 1000)
+    return g.finish(name, x)
+
+
 BUILDERS = {
     "resnet18": lambda rng: build_resnet("resnet18", rng, _basic_block, [2, 2, 2, 2]),
     "resnet50": lambda rng: build_resnet("resnet50", rng, _bottleneck, [3, 4, 6, 3]),
     "mobilenetv2": lambda rng: build_mobilenetv2("mobilenetv2", rng),
     "squeezenet1_1": lambda rng: build_squeezenet1_1("squeezenet1_1", rng),
+    "preact_se": lambda rng: build_preact_se("preact_se", rng),
 }
 
 # Initializers that are buffers, not trainable parameters, in PyTorch.

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/kernel_library.h"
 #include "graph/onnx/onnx_import.h"
 #include "graph/passes/pipeline.h"
 #include "graph/reference.h"
@@ -134,7 +135,9 @@ std::string unsupported_reason(const onnx::ModelProto& m, const std::set<std::st
 std::vector<Tensor> run_kiln(const kiln::graph::Graph& g, const std::vector<Tensor>& inputs) {
   const kiln::graph::Graph optimized =
       at_stage("passes", [&] { return kiln::graph::run_passes(g); });
-  auto model = at_stage("model", [&] { return std::make_unique<kiln::Model>(optimized); });
+  kiln::ModelOptions options;
+  options.generate_kernels = kiln::codegen::kernel_generator({{}, KILN_TEST_CACHE_DIR, nullptr});
+  auto model = at_stage("model", [&] { return std::make_unique<kiln::Model>(optimized, options); });
   const kiln::Status st = at_stage("run", [&] { return model->run(inputs); });
   if (!st) throw StageError("run", st.message());
   std::vector<Tensor> outs;

@@ -11,6 +11,7 @@
 #include <iterator>
 
 #include "graph/memory_plan.h"
+#include "codegen/kernel_library.h"
 #include "graph/onnx/onnx_import.h"
 #include "graph/passes/pipeline.h"
 #include "graph/reference.h"
@@ -39,7 +40,9 @@ TEST_P(ModelTest, MatchesOnnxRuntime) {
 
   const graph::Graph imported = graph::onnx::import_model(model);
   const graph::Graph optimized = graph::run_passes(imported);
-  Model m(optimized);
+  ModelOptions o;
+  o.generate_kernels = codegen::kernel_generator({{}, KILN_TEST_CACHE_DIR, nullptr});
+  Model m(optimized, o);
 
   const graph::Value& in = imported.value(imported.inputs.at(0));
   const std::vector<float> x = read_floats(dir + "/" + name + ".input.bin");
@@ -64,6 +67,7 @@ TEST_P(ModelTest, MatchesOnnxRuntime) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, ModelTest,
-                         testing::Values("resnet18", "resnet50", "mobilenetv2", "squeezenet1_1"));
+                         testing::Values("resnet18", "resnet50", "mobilenetv2", "squeezenet1_1",
+                                         "preact_se"));
 
 }  // namespace

@@ -361,30 +361,5 @@ TEST(DataOps, SupportsEveryDataOp) {
     EXPECT_TRUE(runtime::ops::supported(op)) << graph::op_name(op);
 }
 
-// ElementwiseChain (made by fuse_elementwise_chains): every step kind, per-channel affine
-// steps in both layouts. Scale/shift inputs are plain [C] tensors here.
-TEST(DataOps, ElementwiseChainEveryStepBothLayouts) {
-  using graph::ChainStep;
-  using graph::ChainStepKind;
-  const graph::ElementwiseChain chain{{{ChainStepKind::affine, 0, 0},
-                                       {ChainStepKind::clamp, -1.0f, 2.0f},
-                                       {ChainStepKind::leaky_relu, 0.2f, 0},
-                                       {ChainStepKind::hard_sigmoid, 0.3f, 0.4f},
-                                       {ChainStepKind::affine, 0, 0},
-                                       {ChainStepKind::sigmoid, 0, 0},
-                                       {ChainStepKind::hard_swish, 0, 0}}};
-  for (const Layout layout : {Layout::nchw, Layout::nhwc}) {
-    const Shape shape = layout == Layout::nchw ? Shape{2, 5, 3, 4} : Shape{2, 3, 4, 5};
-    In x{shape};
-    x.layout = layout;
-    x.lo = -3.0f;
-    x.hi = 3.0f;
-    check(chain, {x, In{{5}}, In{{5}}, In{{5}}, In{{5}}}, kRounding, 17);
-  }
-  // No affine step: any rank, no channel axis needed.
-  check(graph::ElementwiseChain{{{ChainStepKind::clamp, 0.0f, 6.0f}, {ChainStepKind::sigmoid, 0, 0}}},
-        {In{{7, 3}}}, kRounding, 18);
-}
-
 }  // namespace
 }  // namespace kiln

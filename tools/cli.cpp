@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
@@ -9,6 +10,7 @@
 #include <iterator>
 #include <sstream>
 
+#include "codegen/kernel_library.h"
 #include "graph/example.h"
 #include "graph/onnx/onnx_import.h"
 #include "graph/passes/pipeline.h"
@@ -95,6 +97,7 @@ void parse_backend(const Args& args, ModelOptions* options) {
   options->backend = target == "cpu" ? Backend::cpu : Backend::cuda;
   options->fallback_to_cpu = args.has("--fallback");
   options->threads = args.get_int("--threads", 0, 1, 1024);
+  options->generate_kernels = kernel_generator();
 }
 
 graph::Graph load_model(const std::string& model) {
@@ -110,6 +113,15 @@ std::string cache_dir() {
   const char* home = std::getenv("HOME");
   if (home && home[0]) return std::string(home) + "/.cache/kiln";
   return "";
+}
+
+KernelGenerator kernel_generator() {
+  codegen::CodegenOptions o;
+  o.cache_dir = cache_dir();
+  o.progress = [](size_t i, size_t n, const std::string& kernel) {
+    std::fprintf(stderr, "[codegen] kernel %zu/%zu: %s\n", i + 1, n, kernel.c_str());
+  };
+  return codegen::kernel_generator(o);
 }
 
 namespace {

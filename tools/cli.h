@@ -42,7 +42,7 @@ int parse_int(const std::string& what, const std::string& s, int lo, int hi);
 
 // The one MODEL positional of run / bench / inspect / compile.
 std::string single_model(const Args& args);
-// --target cpu|cuda, --fallback and --threads into `options`.
+// --target cpu|cuda, --fallback and --threads into `options`, and the kernel generator below.
 void parse_backend(const Args& args, ModelOptions* options);
 
 // `example` builds the reference model; anything else is read as an ONNX file. Throws
@@ -52,6 +52,11 @@ graph::Graph load_model(const std::string& model);
 // Kiln's per-user cache directory ($XDG_CACHE_HOME/kiln, else ~/.cache/kiln); "" if neither
 // is set. Nothing is created here.
 std::string cache_dir();
+
+// The generator of the kernels a model needs for its shapes (codegen::kernel_generator), for
+// run / bench / example: compiled sets are kept in cache_dir()/kernels, and each kernel
+// compiled prints a progress line on stderr.
+KernelGenerator kernel_generator();
 
 // The optimized graph of `model` (import + run_passes), from the compile cache when this model
 // (its bytes), this target and this Kiln version were compiled before; stored there otherwise.

@@ -18,7 +18,8 @@
 #include "commands.h"
 #include "compile_codegen.h"
 #include "compile_emit.h"
-#include "process.h"
+#include "codegen/kernel_library.h"
+#include "codegen/process.h"
 #include "graph/memory_plan.h"
 #include "graph/onnx/onnx_export.h"
 #include "graph/passes/pipeline.h"
@@ -38,8 +39,10 @@ namespace cfg = compile_config;
 constexpr const char* kHelp = R"(usage: kiln compile MODEL -o OUTDIR [options]
 
 MODEL is an .onnx file, or `example` for the built-in reference model. Optimizes it and writes
-  OUTDIR/NAME.a        static library: the model's C++ API, Kiln's runtime, every prebuilt
-                       kernel and the Halide runtime (link with -lpthread -ldl)
+  OUTDIR/NAME.a        static library: the model's C++ API, the kernels generated for its
+                       shapes (for every requested CPU target, picked at run time), Kiln's
+                       runtime, every prebuilt kernel and the Halide runtime (link with
+                       -lpthread -ldl)
   OUTDIR/NAME.h        the API: class NAME::Model (includes only the standard library)
   OUTDIR/NAME.weights  the optimized graph with its weights, loaded by NAME::Model at run time
 Nothing in OUTDIR changes unless every step succeeds.
@@ -166,10 +169,16 @@ void check_mri_path(const std::string& p) {
                        "' contains a character MRI scripts cannot express; use a plain path");
 }
 
-void archive(const fs::path& out, const fs::path& object, const fs::path& dir) {
+// NAME.a: the model's object, its generated kernels' archives, then Kiln's libraries.
+void archive(const fs::path& out, const fs::path& object, const std::vector<fs::path>& kernels,
+             const fs::path& dir) {
   std::string script = "CREATE " + out.string() + "\nADDMOD " + object.string() + "\n";
   check_mri_path(out.string());
   check_mri_path(object.string());
+  for (const fs::path& k : kernels) {
+    check_mri_path(k.string());
+    script += "ADDLIB " + k.string() + "\n";
+  }
   for (const char* lib : cfg::kLibraries) {
     check_mri_path(lib);
     if (!fs::exists(lib)) throw graph::Error("Kiln library '" + std::string(lib) + "' is missing; rebuild Kiln");
@@ -177,8 +186,8 @@ void archive(const fs::path& out, const fs::path& object, const fs::path& dir) {
   }
   script += "SAVE\nEND\n";
   write_file(dir / "archive.mri", script);
-  run_tool({cfg::kAr, "-M"}, "archiving " + out.filename().string(), (dir / "archive.mri").string());
-  run_tool({cfg::kAr, "s", out.string()}, "indexing " + out.filename().string());
+  codegen::run_tool({cfg::kAr, "-M"}, "archiving " + out.filename().string(), (dir / "archive.mri").string());
+  codegen::run_tool({cfg::kAr, "s", out.string()}, "indexing " + out.filename().string());
 }
 
 // The compiler's -MMD output with the staging directory's own files left out, for NAME.a.
@@ -240,23 +249,24 @@ std::string mb(int64_t bytes) {
 }
 
 void report_kernels(const graph::Graph& input, const Model& probe, const CompileArgs& a) {
-  int conv = 0, layout = 0, portable = 0;
+  int conv = 0, layout = 0, generated = 0, portable = 0;
   for (const graph::KernelSpec& k : probe.kernels()) {
     conv += std::holds_alternative<graph::ConvKernelSpec>(k);
     layout += std::holds_alternative<graph::LayoutKernelSpec>(k);
-    portable += std::holds_alternative<graph::OpKernelSpec>(k);
+    generated += graph::is_generated(k);
+    portable += std::holds_alternative<graph::OpKernelSpec>(k) && !graph::is_generated(k);
   }
   std::cout << "      " << input.num_nodes() << " nodes -> " << probe.kernels().size() << " kernels ("
-            << conv << " Halide convolutions, " << layout << " layout transforms, " << portable
-            << " portable ops), arena " << mb(probe.arena_plan().arena_bytes) << "\n";
+            << conv << " Halide convolutions, " << layout << " layout transforms, " << generated
+            << " generated Halide kernels, " << portable << " portable ops), arena " << mb(probe.arena_plan().arena_bytes) << "\n";
   std::vector<std::string> names;
   for (int t : a.targets.cpu) names.push_back(runtime::cpu_targets()[t]);
   std::cout << "      targets: " << (a.targets.cuda ? "cuda, falling back to " : "")
             << (names.empty() ? "cpu (" + join(runtime::cpu_targets(), ", ") + "; the best this CPU supports)"
                               : join(names, ", ") + " (the first this CPU supports)")
             << "\n";
-  if (a.targets.cuda && portable > 0)
-    std::cout << "      note: " << portable << " nodes have no CUDA kernel yet, so this model "
+  if (a.targets.cuda && portable + generated > 0)
+    std::cout << "      note: " << portable + generated << " nodes have no CUDA kernel yet, so this model "
               << "will run on the CPU even where a GPU is usable\n";
 }
 
@@ -283,7 +293,9 @@ int run_compile(const CompileArgs& a) {
   const graph::Graph g = graph::run_passes(input);
   // Lowering and the runtime's own checks now, so an unsupported model fails here, not in the
   // user's program.
-  const Model probe(g);
+  ModelOptions lower_only;
+  lower_only.lower_only = true;
+  const Model probe(g, lower_only);
   report_kernels(input, probe, a);
 
   const fs::path outdir = fs::absolute(a.outdir);
@@ -292,7 +304,11 @@ int run_compile(const CompileArgs& a) {
   const fs::path& tmp = staging.dir();
   graph::write_graph_file(g, (tmp / (a.name + ".weights")).string());
   write_file(tmp / (a.name + ".h"), model_header(a.name, fs::path(a.model).filename().string(), g, a.threads));
-  write_file(tmp / (a.name + ".cpp"), model_source(a.name, a.targets));
+  std::vector<graph::KernelSpec> generated;
+  for (const graph::KernelSpec& k : probe.kernels())
+    if (graph::is_generated(k)) generated.push_back(k);
+  write_file(tmp / (a.name + ".cpp"),
+             model_source(a.name, a.targets) + "\n" + codegen::kernel_table_source(generated, a.name));
   std::vector<std::string> outputs = {a.name + ".weights", a.name + ".h"};
   if (a.emit.count("plan")) {
     write_file(tmp / (a.name + ".plan.txt"), graph::describe(graph::plan_arena(g), g));
@@ -313,16 +329,24 @@ int run_compile(const CompileArgs& a) {
     outputs.push_back(out);
   }
 
-  std::cout << "[2/3] compiling " << a.name << ".cpp\n";
+  std::vector<std::string> cpu_targets;
+  for (int t : a.targets.cpu) cpu_targets.push_back(runtime::cpu_targets()[t]);
+  if (cpu_targets.empty()) cpu_targets = runtime::cpu_targets();
+  std::cout << "[2/3] compiling " << a.name << ".cpp and " << generated.size()
+            << " kernels generated for its shapes (" << join(cpu_targets, ", ") << ")\n";
+  const std::vector<fs::path> kernel_archives = codegen::write_kernel_archives(
+      generated, cpu_targets, a.name, tmp, [](size_t i, size_t n, const std::string& kernel) {
+        std::cout << "      kernel " << i + 1 << "/" << n << ": " << kernel << std::endl;
+      });
   std::vector<std::string> cxx = {cfg::kCxxCompiler, "-O2", "-std=c++17", "-fPIC"};
   for (const char* dir : cfg::kIncludeDirs) cxx.push_back(std::string("-I") + dir);
   for (const char* arg : {"-MMD", "-MF"}) cxx.push_back(arg);
   cxx.insert(cxx.end(), {(tmp / "deps.d").string(), "-c", (tmp / (a.name + ".cpp")).string(), "-o",
                          (tmp / (a.name + ".o")).string()});
-  run_tool(cxx, "compiling " + a.name + ".cpp");
+  codegen::run_tool(cxx, "compiling " + a.name + ".cpp");
 
   std::cout << "[3/3] archiving " << a.name << ".a\n";
-  archive(tmp / (a.name + ".a"), tmp / (a.name + ".o"), tmp);
+  archive(tmp / (a.name + ".a"), tmp / (a.name + ".o"), kernel_archives, tmp);
   outputs.push_back(a.name + ".a");
   const std::string deps = depfile_for(tmp / "deps.d", tmp, outdir / (a.name + ".a"));
   commit(tmp, outdir, outputs);

@@ -100,6 +100,7 @@ int run_example(const ExampleArgs& a) {
 
   ModelOptions mopts = a.model;
   mopts.profile = true;
+  mopts.generate_kernels = kernel_generator();
   Model model(optimized, mopts);
   std::cout << "\n== kernels (" << model.kernels().size() << ") ==\n";
   for (const KernelSpec& k : model.kernels()) std::cout << describe(k) << "\n";

@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "kiln_compile_config.h"
-#include "process.h"
+#include "codegen/process.h"
 #include "runtime/kernels.h"
 
 namespace kiln::cli {
@@ -83,7 +83,7 @@ int emit_kernel_listings(const std::vector<graph::KernelSpec>& kernels, const Ta
                                          "-e", kind, "-o", scratch.string(),
                                          "target=" + j.target + "-no_runtime"};
         argv.insert(argv.end(), j.params.begin(), j.params.end());
-        run_tool(argv, "generating the " + kind + " of " + j.function + " for " + j.target);
+        codegen::run_tool(argv, "generating the " + kind + " of " + j.function + " for " + j.target);
         fs::rename(scratch / (j.function + ext), dir / (j.function + "-" + j.target + ext));
         fs::remove_all(scratch);
         std::lock_guard<std::mutex> lock(mutex);

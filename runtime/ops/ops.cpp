@@ -7,7 +7,7 @@
 namespace kiln::runtime::ops {
 
 bool supported(const graph::Op& op) {
-  return is_compute(op) || is_data(op) || std::holds_alternative<graph::ElementwiseChain>(op);
+  return is_compute(op) || is_data(op);
 }
 
 std::string run_op(const graph::Op& op, const std::vector<ConstTensorRef>& inputs,
@@ -17,7 +17,6 @@ std::string run_op(const graph::Op& op, const std::vector<ConstTensorRef>& input
     return "output has no elements";
   for (const ConstTensorRef& in : inputs)
     if (!in.data) return "an input buffer is null";
-  if (const auto* chain = std::get_if<graph::ElementwiseChain>(&op)) return run_chain(*chain, inputs, output);
   if (is_compute(op)) return run_compute(op, inputs, output);
   if (is_data(op)) return run_data(op, inputs, output);
   return std::string("no portable kernel for ") + graph::op_name(op);

@@ -23,8 +23,9 @@ struct TensorRef {
   graph::Layout layout = graph::Layout::any;
 };
 
-// Whether run_op implements this op (all ops but the NCHW -> NHWC LayoutTransform and a
-// Conv2d with groups == 1 and no residual, which run as Halide kernels, must return true).
+// Whether run_op implements this op. Ops that run as Halide kernels (dense and depthwise
+// convolution, the NCHW -> NHWC LayoutTransform, the generated ElementwiseChain kernels of
+// codegen/) need not.
 bool supported(const graph::Op& op);
 
 // Computes one node: `inputs` in the node's input order, `output` pre-allocated with the

@@ -30,8 +30,4 @@ bool is_data(const graph::Op& op);
 std::string run_data(const graph::Op& op, const std::vector<ConstTensorRef>& inputs,
                      const TensorRef& output);
 
-// chain_ops.cpp: ElementwiseChain.
-std::string run_chain(const graph::ElementwiseChain& chain, const std::vector<ConstTensorRef>& inputs,
-                      const TensorRef& output);
-
 }  // namespace kiln::runtime::ops

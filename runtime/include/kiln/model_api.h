@@ -3,6 +3,7 @@
 // Header-only: it is compiled into each generated model's archive, not into Kiln's libraries.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -21,6 +22,8 @@ struct CompiledModelOptions {
   std::vector<int> cpu_targets;
   bool cuda = false;  // run on CUDA, on the CPU when no GPU is usable or a node has no CUDA kernel
   int threads = 0;    // 0: one per core
+  // The model's generated kernels, linked into its archive (codegen::kernel_table_source).
+  const GeneratedKernel* (*kernel_table)(std::size_t* count) = nullptr;
 };
 
 class CompiledModel {
@@ -34,6 +37,16 @@ class CompiledModel {
     mo.fallback_to_cpu = true;
     mo.threads = o.threads;
     mo.cpu_target = pick_cpu_target(o.cpu_targets);
+    if (o.kernel_table) {
+      const auto table = o.kernel_table;
+      mo.generate_kernels = [table](const std::vector<graph::KernelSpec>&) {
+        std::size_t count = 0;
+        const GeneratedKernel* k = table(&count);
+        auto kernels = std::make_shared<GeneratedKernels>();
+        kernels->kernels.assign(k, k + count);
+        return std::shared_ptr<const GeneratedKernels>(std::move(kernels));
+      };
+    }
     model_ = std::make_unique<Model>(g, mo);
     logical_.resize(model_->num_outputs());
   }

@@ -10,6 +10,7 @@
 #include "graph/kernel_spec.h"
 #include "graph/memory_plan.h"
 #include "graph/reference.h"
+#include "kiln/generated_kernels.h"
 
 namespace kiln {
 
@@ -29,6 +30,12 @@ struct ModelOptions {
   int cpu_target = -1;
   int threads = 0;  // 0: one per core
   bool profile = false;  // time every kernel call (Model::kernel_times)
+  // Supplies the kernels generated for this model's shapes (graph::is_generated specs). Needed
+  // when the model has any: codegen::kernel_generator() compiles them (the `kiln` tool, tests),
+  // a compiled model's archive links them. Without it such a model is refused with an error.
+  KernelGenerator generate_kernels;
+  // Lower and plan only; bind and call nothing (reports such as `kiln compile`'s). run() fails.
+  bool lower_only = false;
 };
 
 // An error value: ok(), or a message naming what failed.
@@ -56,7 +63,8 @@ struct TensorView {
 class Model {
  public:
   // `optimized` is the result of graph::run_passes. Throws graph::Error when a node has no
-  // kernel, when a CPU target index is out of range or unsupported by this CPU, or when CUDA is
+  // kernel (or generated kernels are needed and options.generate_kernels is unset or fails),
+  // when a CPU target index is out of range or unsupported by this CPU, or when CUDA is
   // requested, unusable, and fallback_to_cpu is off.
   explicit Model(const graph::Graph& optimized, const ModelOptions& options = {});
   ~Model();

@@ -1,5 +1,5 @@
-// Running external tools for `kiln compile`.
-#include "process.h"
+// Running external tools: the C++ compiler, ar, the kernel generator.
+#include "codegen/process.h"
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -13,7 +13,7 @@
 
 extern char** environ;
 
-namespace kiln::cli {
+namespace kiln::codegen {
 
 void run_tool(const std::vector<std::string>& argv, const std::string& what,
               const std::string& stdin_path) {
@@ -38,4 +38,4 @@ void run_tool(const std::vector<std::string>& argv, const std::string& what,
 }
 
 
-}  // namespace kiln::cli
+}  // namespace kiln::codegen

@@ -1,0 +1,231 @@
+// Compiling generated kernels ahead of time, and the shared-object cache the `kiln` tool and
+// the tests load them from.
+#include "codegen/kernel_library.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "Halide.h"
+#include "codegen/kernel_pipeline.h"
+#include "codegen/process.h"
+#include "codegen_config.h"
+#include "runtime/kernels.h"
+
+namespace kiln::codegen {
+namespace {
+
+namespace fs = std::filesystem;
+
+Halide::Target parse_target(const std::string& name) {
+  if (!Halide::Target::validate_target_string(name))
+    throw graph::Error("'" + name + "' is not a Halide target");
+  // Every kernel shares the one Halide runtime the program links (runtime/, generators/).
+  return Halide::Target(name).with_feature(Halide::Target::NoRuntime);
+}
+
+void compile_kernel(const graph::KernelSpec& spec, const std::vector<Halide::Target>& targets,
+                    const std::string& fn_name, const fs::path& archive) {
+  std::vector<std::string> suffixes;
+  for (const Halide::Target& t : targets) suffixes.push_back(t.to_string());
+  const auto module_for = [&](const std::string& name, const Halide::Target& t) {
+    KernelPipeline k = build_kernel_pipeline(spec, t);
+    return k.pipeline.compile_to_module(k.arguments(), name, t);
+  };
+  try {
+    Halide::compile_multitarget(fn_name, {{Halide::OutputFileType::static_library, archive.string()}},
+                                targets, targets.size() > 1 ? suffixes : std::vector<std::string>{},
+                                module_for);
+  } catch (const Halide::CompileError& e) {
+    throw graph::Error("generating kernel '" + graph::kernel_name(spec) + "' failed: " + e.what());
+  } catch (const Halide::InternalError& e) {
+    throw std::logic_error("internal error generating kernel '" + graph::kernel_name(spec) +
+                           "': " + e.what());
+  }
+}
+
+std::string cpp_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+// FNV-1a names a cache entry; the full key stored inside it decides whether it is used.
+uint64_t fnv1a(const std::string& bytes) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return f ? s.str() : "";
+}
+
+// Identifies the code generator itself: a hash of the running program, which links it. A
+// rebuilt Kiln (a changed algorithm or schedule) never loads kernels an older one compiled.
+std::string generator_identity() {
+  static const std::string id = [] {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%016llx",
+                  static_cast<unsigned long long>(fnv1a(read_text("/proc/self/exe"))));
+    return std::string(buf);
+  }();
+  return id;
+}
+
+std::vector<std::string> default_targets() {
+  const int best = runtime::best_cpu_target();
+  if (best < 0) throw graph::Error("this CPU supports none of Kiln's CPU targets");
+  return {runtime::cpu_targets()[static_cast<size_t>(best)]};
+}
+
+fs::path unique_dir(const fs::path& parent, const std::string& stem) {
+  std::random_device rd;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    fs::path p = parent / (stem + "-" + std::to_string(getpid()) + "-" + std::to_string(rd()));
+    if (fs::create_directories(p)) return p;
+  }
+  throw graph::Error("cannot create a working directory in " + parent.string());
+}
+
+// Compiles the kernels into DIR/kernels.so.
+void build_shared_object(const std::vector<graph::KernelSpec>& specs, const CodegenOptions& o,
+                         const std::vector<std::string>& targets, const fs::path& dir) {
+  const std::vector<fs::path> archives = write_kernel_archives(specs, targets, "kiln", dir, o.progress);
+  std::vector<std::string> link = {config::kCxxCompiler, "-shared", "-o", (dir / "kernels.so").string(),
+                                   "-Wl,--whole-archive"};
+  for (const fs::path& a : archives) link.push_back(a.string());
+  link.push_back("-Wl,--no-whole-archive");
+  run_tool(link, "linking the generated kernels");
+  for (const fs::path& a : archives) fs::remove(a);
+}
+
+std::shared_ptr<const GeneratedKernels> load(const fs::path& so, const std::vector<graph::KernelSpec>& specs) {
+  void* handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) throw graph::Error("cannot load the generated kernels " + so.string() + ": " + dlerror());
+  // The signatures must live as long as the table; the specs they come from may not.
+  auto signatures = std::make_shared<std::vector<std::string>>();
+  for (const graph::KernelSpec& s : specs) signatures->push_back(graph::kernel_signature(s));
+  auto kernels = std::make_shared<GeneratedKernels>();
+  kernels->owner = std::shared_ptr<void>(handle, [signatures](void* h) { dlclose(h); });
+  for (size_t i = 0; i < specs.size(); ++i) {
+    void* fn = dlsym(handle, entry_point("kiln", i).c_str());
+    if (!fn) throw graph::Error("the generated kernels " + so.string() + " lack " + entry_point("kiln", i));
+    kernels->kernels.push_back({(*signatures)[i].c_str(), reinterpret_cast<GeneratedKernelFn>(fn)});
+  }
+  return kernels;
+}
+
+}  // namespace
+
+std::string entry_point(const std::string& prefix, size_t index) {
+  return prefix + "_k" + std::to_string(index) + "_argv";
+}
+
+std::vector<fs::path> write_kernel_archives(const std::vector<graph::KernelSpec>& specs,
+                                            const std::vector<std::string>& targets,
+                                            const std::string& prefix, const fs::path& dir,
+                                            const Progress& progress) {
+  if (targets.empty()) throw graph::Error("no target to generate kernels for");
+  std::vector<Halide::Target> parsed;
+  for (const std::string& t : targets) parsed.push_back(parse_target(t));
+  std::vector<fs::path> archives;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (progress) progress(i, specs.size(), graph::kernel_name(specs[i]));
+    const std::string fn = prefix + "_k" + std::to_string(i);
+    archives.push_back(dir / (fn + ".a"));
+    compile_kernel(specs[i], parsed, fn, archives.back());
+  }
+  return archives;
+}
+
+std::string kernel_table_source(const std::vector<graph::KernelSpec>& specs, const std::string& prefix) {
+  std::ostringstream s;
+  s << "// Generated by Kiln's codegen: the entry points of this model's generated kernels. Do not "
+       "edit.\n#include <cstddef>\n\n#include \"kiln/generated_kernels.h\"\n\nextern \"C\" {\n";
+  for (size_t i = 0; i < specs.size(); ++i) s << "int " << entry_point(prefix, i) << "(void**);\n";
+  s << "}\n\nnamespace {\n";
+  if (!specs.empty()) {
+    s << "const kiln::GeneratedKernel kTable[] = {\n";
+    for (size_t i = 0; i < specs.size(); ++i)
+      s << "    {" << cpp_string(graph::kernel_signature(specs[i])) << ", " << entry_point(prefix, i)
+        << "},  // " << graph::kernel_name(specs[i]).substr(0, 60) << "\n";
+    s << "};\n";
+  }
+  s << "}  // namespace\n\nextern \"C\" const kiln::GeneratedKernel* " << prefix
+    << "_kernel_table(std::size_t* count) {\n  *count = " << specs.size() << ";\n  return "
+    << (specs.empty() ? "nullptr" : "kTable") << ";\n}\n";
+  return s.str();
+}
+
+KernelGenerator kernel_generator(const CodegenOptions& options) {
+  return [options](const std::vector<graph::KernelSpec>& specs) -> std::shared_ptr<const GeneratedKernels> {
+    const std::vector<std::string> targets = options.targets.empty() ? default_targets() : options.targets;
+    std::string key = "kiln " KILN_VERSION " halide " + std::to_string(HALIDE_VERSION_MAJOR) + "." +
+                      std::to_string(HALIDE_VERSION_MINOR) + "." + std::to_string(HALIDE_VERSION_PATCH) +
+                      "\ngenerator " + generator_identity() + "\ncompiler " + config::kCxxCompiler +
+                      "\ntargets";
+    for (const std::string& t : targets) key += " " + t;
+    for (const graph::KernelSpec& s : specs) key += "\n" + graph::kernel_signature(s);
+    key += "\n";
+
+    std::error_code ec;
+    if (options.cache_dir.empty()) {
+      const fs::path tmp = unique_dir(fs::temp_directory_path(), "kiln-kernels");
+      try {
+        build_shared_object(specs, options, targets, tmp);
+        auto k = load(tmp / "kernels.so", specs);
+        fs::remove_all(tmp, ec);  // the loaded mapping outlives the file
+        return k;
+      } catch (...) {
+        fs::remove_all(tmp, ec);
+        throw;
+      }
+    }
+    char name[32];
+    std::snprintf(name, sizeof name, "%016llx", static_cast<unsigned long long>(fnv1a(key)));
+    const fs::path root = fs::path(options.cache_dir) / "kernels";
+    const fs::path entry = root / name;
+    if (read_text(entry / "key.txt") == key && fs::exists(entry / "kernels.so", ec)) {
+      try {
+        return load(entry / "kernels.so", specs);
+      } catch (const graph::Error&) {
+        // A damaged entry: compile again below and replace it.
+      }
+    }
+    fs::create_directories(root, ec);
+    if (ec) throw graph::Error("cannot create the kernel cache " + root.string() + ": " + ec.message());
+    const fs::path tmp = unique_dir(root, std::string(name) + ".tmp");
+    try {
+      build_shared_object(specs, options, targets, tmp);
+      std::ofstream(tmp / "key.txt", std::ios::binary) << key;
+      fs::remove_all(entry, ec);
+      fs::rename(tmp, entry, ec);  // fails if another process got there first: use theirs
+      if (ec) {
+        auto k = load(tmp / "kernels.so", specs);
+        fs::remove_all(tmp, ec);
+        return k;
+      }
+      return load(entry / "kernels.so", specs);
+    } catch (...) {
+      fs::remove_all(tmp, ec);
+      throw;
+    }
+  };
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,51 @@
+// Compiling a model's generated kernels: one static library per kernel (an object per target
+// plus a dispatch wrapper), the table that names their entry points, and, for the `kiln` tool
+// and the tests, the same kernels linked into a cached shared object and loaded.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "graph/kernel_spec.h"
+#include "kiln/generated_kernels.h"
+
+namespace kiln::codegen {
+
+// Called before kernel `index` of `count` is compiled.
+using Progress = std::function<void(size_t index, size_t count, const std::string& kernel)>;
+
+// The C symbol of generated kernel `index`'s argv entry point.
+std::string entry_point(const std::string& prefix, size_t index);
+
+// Compiles each spec (all graph::is_generated) for `targets` (Halide target strings, best first;
+// the first one the CPU supports runs) into DIR/<prefix>_k<i>.a, whose entry point is
+// entry_point(prefix, i). Returns the archives in spec order. Throws graph::Error.
+std::vector<std::filesystem::path> write_kernel_archives(const std::vector<graph::KernelSpec>& specs,
+                                                         const std::vector<std::string>& targets,
+                                                         const std::string& prefix,
+                                                         const std::filesystem::path& dir,
+                                                         const Progress& progress = nullptr);
+
+// C++ source of `extern "C" const kiln::GeneratedKernel* <prefix>_kernel_table(std::size_t*)`:
+// each kernel's entry point with the signature it was compiled for.
+std::string kernel_table_source(const std::vector<graph::KernelSpec>& specs, const std::string& prefix);
+
+struct CodegenOptions {
+  // Halide targets, best first. Empty: the best target of this build's CPU target list
+  // (runtime::cpu_targets()) that this CPU supports.
+  std::vector<std::string> targets;
+  // Where compiled kernel sets are kept, keyed by their signatures, the targets and Kiln's
+  // version; a later model with the same kernels loads them instead of compiling. Empty: no
+  // cache (compiled into a temporary directory, loaded, removed).
+  std::string cache_dir;
+  Progress progress;  // null: silent
+};
+
+// A KernelGenerator (for ModelOptions::generate_kernels) that compiles the specs as
+// write_kernel_archives does, links them into a shared object and loads it. The Halide runtime
+// is the one already linked into the program (whose symbols must be exported: ENABLE_EXPORTS).
+KernelGenerator kernel_generator(const CodegenOptions& options = {});
+
+}  // namespace kiln::codegen

@@ -1,0 +1,51 @@
+// Elementwise algorithm builders. Each step is the maths of the ONNX op it came from.
+#include "generators/ops/elementwise.h"
+
+namespace kiln::generators::ops {
+
+using Halide::Expr;
+
+Expr sigmoid(const Expr& v) {
+  // e^88 is within float's range and 1 / (1 + e^88) is below float's smallest normal.
+  return 1.0f / (1.0f + Halide::fast_exp(-Halide::clamp(v, -88.0f, 88.0f)));
+}
+
+Expr apply_chain_step(const graph::ChainStep& step, const Expr& v, const Expr& scale,
+                      const Expr& shift) {
+  using K = graph::ChainStepKind;
+  switch (step.kind) {
+    case K::clamp:  // ReLU, ReLU6, Clip; an infinite bound is no bound
+      return Halide::min(Halide::max(v, step.a), step.b);
+    case K::leaky_relu: return Halide::select(v >= 0.0f, v, step.a * v);
+    case K::sigmoid: return sigmoid(v);
+    case K::hard_sigmoid: return Halide::clamp(step.a * v + step.b, 0.0f, 1.0f);
+    case K::hard_swish: return v * Halide::clamp(v / 6.0f + 0.5f, 0.0f, 1.0f);
+    case K::affine: return v * scale + shift;  // a BatchNorm or a per-channel Mul/Add
+  }
+  return v;
+}
+
+Halide::Func elementwise_chain(const Halide::Func& x, int rank,
+                               const std::vector<graph::ChainStep>& steps,
+                               const std::vector<Halide::Func>& params, int channel_dim) {
+  std::vector<Halide::Var> dims;
+  for (int d = 0; d < rank; ++d) dims.emplace_back("d" + std::to_string(d));
+  const std::vector<Expr> at(dims.begin(), dims.end());
+  Expr v = x(at);
+  size_t affine = 0;
+  for (const graph::ChainStep& step : steps) {
+    Expr scale = 1.0f, shift = 0.0f;
+    if (step.kind == graph::ChainStepKind::affine) {
+      const Expr c = dims[static_cast<size_t>(channel_dim)];
+      scale = params[2 * affine](c);
+      shift = params[2 * affine + 1](c);
+      ++affine;
+    }
+    v = apply_chain_step(step, v, scale, shift);
+  }
+  Halide::Func out("chain");
+  out(dims) = v;
+  return out;
+}
+
+}  // namespace kiln::generators::ops

@@ -1,0 +1,30 @@
+// Elementwise algorithm builders: the maths of each elementwise step as Halide expressions, and
+// a chain of steps as one Func. Every kernel that applies such a chain builds it here.
+#pragma once
+
+#include <vector>
+
+#include "Halide.h"
+#include "graph/ir.h"
+
+namespace kiln::generators::ops {
+
+// 1 / (1 + e^-v) with a vectorizable exponential: Halide's exp() calls libm one lane at a time.
+// fast_exp is exact to about 2^-18 relative but returns nonsense past float's range, so the
+// argument is clamped to where e^-v is finite and 1 / (1 + e^-v) has already saturated.
+Halide::Expr sigmoid(const Halide::Expr& v);
+
+// One chain step applied to v. `scale` and `shift` are the step's per-channel values (affine
+// steps only; ignored otherwise).
+Halide::Expr apply_chain_step(const graph::ChainStep& step, const Halide::Expr& v,
+                              const Halide::Expr& scale, const Halide::Expr& shift);
+
+// out(dims) = the chain applied to x(dims), computed in float32. `params` holds the scale and
+// shift of each affine step, in step order, as 1-D Funcs over the channel; `channel_dim` is the
+// Halide dimension (innermost first) that indexes them: 0 for NHWC, rank - 2 for [N, C, ...].
+// `rank` is x's dimension count.
+Halide::Func elementwise_chain(const Halide::Func& x, int rank,
+                               const std::vector<graph::ChainStep>& steps,
+                               const std::vector<Halide::Func>& params, int channel_dim);
+
+}  // namespace kiln::generators::ops

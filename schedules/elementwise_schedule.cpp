@@ -1,0 +1,82 @@
+// Elementwise schedules (see elementwise_schedule.h).
+#include "schedules/elementwise_schedule.h"
+
+#include <algorithm>
+
+namespace kiln::schedules {
+namespace {
+
+using Halide::TailStrategy;
+using Halide::Var;
+
+// Below this many elements per task, waking a second thread costs more than it saves.
+constexpr int64_t kMinTaskElements = 16 * 1024;
+constexpr int64_t kMaxTasks = 64;
+
+// Fuses dims[from..] into one Var, outermost last; returns it (dims[from] when there is one).
+Var fuse_outer(Halide::Func out, const std::vector<Var>& dims, size_t from) {
+  Var fused = dims[from];
+  for (size_t d = from + 1; d < dims.size(); ++d) {
+    Var next(fused.name() + "_" + dims[d].name());
+    out.fuse(fused, dims[d], next);
+    fused = next;
+  }
+  return fused;
+}
+
+}  // namespace
+
+void schedule_elementwise_cpu(const ElementwiseFuncs& f, const Halide::Target& target) {
+  Halide::Func out = f.out;
+  const int64_t vw = target.natural_vector_size<float>();
+  int64_t total = 1;
+  for (int64_t e : f.extents) total *= e;
+  if (f.dims.empty()) return;  // a scalar
+
+  // The vector dimension: the innermost one when it is at least a vector wide or indexes the
+  // per-channel parameters (fusing it would turn their loads into gathers); otherwise the
+  // whole tensor fused, whose constant dense strides let Halide prove the loads contiguous.
+  const bool keep_inner = f.extents[0] >= vw || f.channel_dim == 0 || f.dims.size() == 1;
+  Var inner, rows;
+  int64_t inner_extent = 0, row_count = 0;
+  if (keep_inner) {
+    inner = f.dims[0];
+    inner_extent = f.extents[0];
+    row_count = total / std::max<int64_t>(inner_extent, 1);
+    if (f.dims.size() > 1) rows = fuse_outer(out, f.dims, 1);
+  } else {
+    inner = fuse_outer(out, f.dims, 0);
+    inner_extent = total;
+    row_count = 1;
+  }
+  // ShiftInwards recomputes a few points of the last vector instead of a scalar tail: harmless
+  // for a pure function, and the loop body stays one vector wide.
+  if (inner_extent >= vw) out.vectorize(inner, static_cast<int>(vw), TailStrategy::ShiftInwards);
+
+  const int64_t tasks = std::min(kMaxTasks, total / kMinTaskElements);
+  if (tasks < 2) return;
+  if (row_count >= tasks) {
+    const int64_t rows_per_task = (row_count + tasks - 1) / tasks;
+    out.parallel(rows, static_cast<int>(rows_per_task), TailStrategy::GuardWithIf);
+  } else if (!keep_inner || f.dims.size() == 1) {
+    // One long row: split it (in whole vectors) into tasks. `inner` is now the vector loop's
+    // outer variable.
+    const int64_t vectors = inner_extent / vw;
+    const int64_t per_task = std::max<int64_t>(1, (vectors + tasks - 1) / tasks);
+    out.parallel(inner, static_cast<int>(per_task), TailStrategy::GuardWithIf);
+  } else {
+    out.parallel(rows);  // fewer rows than tasks, each long: one task per row
+  }
+}
+
+void schedule_elementwise_gpu(const ElementwiseFuncs& f, const Halide::Target& /*target*/) {
+  Halide::Func out = f.out;
+  if (f.dims.empty()) return;
+  int64_t total = 1;
+  for (int64_t e : f.extents) total *= e;
+  Var all = fuse_outer(out, f.dims, 0), block("block"), thread("thread");
+  const int threads = static_cast<int>(std::min<int64_t>(256, total));
+  out.gpu_tile(all, block, thread, threads, TailStrategy::GuardWithIf);
+}
+
+}  // namespace kiln::schedules

@@ -1,0 +1,226 @@
+// Kernels generated per model by codegen/: each is compiled for its spec's shapes, loaded the way
+// `kiln run` loads them, run by kiln::Model and compared with the reference interpreter. The GPU
+// schedule runs through Halide's OpenCL backend (on the CPU, through pocl); the CUDA object's
+// PTX is assembled for sm_90.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "codegen/kernel_library.h"
+#include "codegen/kernel_pipeline.h"
+#include "graph/builder.h"
+#include "graph/reference.h"
+#include "kiln/runtime.h"
+#include "ptx_util.h"
+#include "runtime/kernels.h"
+
+namespace kiln {
+namespace {
+
+using graph::ChainStep;
+using graph::ChainStepKind;
+using graph::Layout;
+using graph::Shape;
+
+struct ChainCase {
+  std::string name;
+  Shape shape;
+  Layout layout;
+  std::vector<ChainStep> steps;
+};
+
+void PrintTo(const ChainCase& c, std::ostream* os) { *os << c.name; }
+
+// Every step kind, per-channel steps in both layouts, channel counts below, at and above a vector,
+// odd sizes, and tensors large enough to be split over threads.
+const std::vector<ChainStep> kEveryStep = {{ChainStepKind::affine, 0, 0},
+                                           {ChainStepKind::clamp, -1.0f, 2.0f},
+                                           {ChainStepKind::leaky_relu, 0.2f, 0},
+                                           {ChainStepKind::hard_sigmoid, 0.3f, 0.4f},
+                                           {ChainStepKind::affine, 0, 0},
+                                           {ChainStepKind::sigmoid, 0, 0},
+                                           {ChainStepKind::hard_swish, 0, 0}};
+const std::vector<ChainStep> kBnRelu = {{ChainStepKind::affine, 0, 0},
+                                        {ChainStepKind::clamp, 0.0f, INFINITY}};
+const std::vector<ChainStep> kSigmoidOnly = {{ChainStepKind::sigmoid, 0, 0}};
+
+std::vector<ChainCase> chain_cases() {
+  return {
+      {"every_step_nhwc_c5", {2, 3, 4, 5}, Layout::nhwc, kEveryStep},
+      {"every_step_nchw_c5", {2, 5, 3, 4}, Layout::nchw, kEveryStep},
+      {"every_step_nhwc_c37", {1, 7, 9, 37}, Layout::nhwc, kEveryStep},
+      {"bn_relu_nhwc_c3", {1, 11, 13, 3}, Layout::nhwc, kBnRelu},
+      {"bn_relu_nhwc_large", {2, 28, 28, 96}, Layout::nhwc, kBnRelu},
+      {"bn_relu_nchw_large", {1, 40, 30, 31}, Layout::nchw, kBnRelu},
+      {"sigmoid_rank2", {7, 3}, Layout::any, kSigmoidOnly},
+      {"sigmoid_wide", {1, 14, 14, 1152}, Layout::nhwc, kSigmoidOnly},
+      {"sigmoid_long_row", {1, 100003}, Layout::any, kSigmoidOnly},
+  };
+}
+
+// A graph with one ElementwiseChain node: input x, then a [C] scale and shift per affine step.
+graph::Graph chain_graph(const ChainCase& c, uint64_t seed) {
+  graph::GraphBuilder b;
+  const graph::ValueId x = b.input("x", c.shape, c.layout);
+  std::vector<graph::ValueId> ins = {x};
+  const int64_t channels = c.shape.size() >= 2 ? c.shape[c.layout == Layout::nhwc ? 3 : 1] : 1;
+  for (const ChainStep& s : c.steps) {
+    if (s.kind != ChainStepKind::affine) continue;
+    const size_t n = static_cast<size_t>(channels);
+    ins.push_back(b.constant("scale" + std::to_string(ins.size()), {channels},
+                             graph::random_uniform(n, -2.0f, 2.0f, seed + ins.size())));
+    ins.push_back(b.constant("shift" + std::to_string(ins.size()), {channels},
+                             graph::random_uniform(n, -1.0f, 1.0f, seed + 7 * ins.size())));
+  }
+  b.output(b.op("chain", graph::ElementwiseChain{c.steps}, ins));
+  return b.finish();
+}
+
+std::string test_cache_dir() { return KILN_TEST_CACHE_DIR; }
+
+class GeneratedChain : public testing::TestWithParam<ChainCase> {};
+
+// On every CPU target this machine runs: the kernel must write every element (the second run's
+// inputs differ from the first's, so stale values show) and match the reference.
+TEST_P(GeneratedChain, MatchesReferenceOnEveryCpuTarget) {
+  const ChainCase& c = GetParam();
+  const graph::Graph g = chain_graph(c, 11);
+  for (int t = 0; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
+    if (!runtime::cpu_target_supported(t)) continue;
+    SCOPED_TRACE(runtime::cpu_targets()[t]);
+    ModelOptions o;
+    o.cpu_target = t;
+    o.generate_kernels = codegen::kernel_generator({{runtime::cpu_targets()[t]}, test_cache_dir(), nullptr});
+    Model m(g, o);
+    ASSERT_EQ(m.kernels().size(), 1u);
+    ASSERT_TRUE(graph::is_generated(m.kernels()[0]));
+    for (uint64_t seed : {1u, 2u}) {
+      const graph::Tensor x{c.shape, c.layout,
+                            graph::random_uniform(graph::num_elements(c.shape), -6.0f, 6.0f, seed)};
+      ASSERT_TRUE(m.run({x})) << "seed " << seed;
+      const graph::Tensor want = graph::run_reference(g, {x})[0];
+      const TensorView out = m.output(0);
+      const std::vector<float> got(out.data, out.data + graph::num_elements(out.shape));
+      EXPECT_LE(graph::worst_error_ratio(got, want.data, 1e-5, 1e-6), 1.0) << "seed " << seed;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Chains, GeneratedChain, testing::ValuesIn(chain_cases()),
+                         [](const testing::TestParamInfo<ChainCase>& i) { return i.param.name; });
+
+// The sigmoid's vectorized exponential against the double-precision reference over the whole
+// float range where the result is not yet saturated, and past it.
+TEST(GeneratedKernels, SigmoidAccuracyAcrossItsRange) {
+  ChainCase c{"sigmoid", {1, 200001}, Layout::any, kSigmoidOnly};
+  const graph::Graph g = chain_graph(c, 3);
+  ModelOptions o;
+  o.generate_kernels = codegen::kernel_generator({{}, test_cache_dir(), nullptr});
+  Model m(g, o);
+  std::vector<float> x(200001);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = -100.0f + 200.0f * static_cast<float>(i) / 200000.0f;
+  ASSERT_TRUE(m.run({graph::Tensor{c.shape, c.layout, x}}));
+  const float* y = m.output(0).data;
+  double worst = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double want = 1.0 / (1.0 + std::exp(-static_cast<double>(x[i])));
+    worst = std::max(worst, std::abs(y[i] - want) / std::max(want, 1e-30));
+    ASSERT_TRUE(std::isfinite(y[i])) << "x = " << x[i];
+  }
+  EXPECT_LT(worst, 2e-5);  // relative; fast_exp keeps about 18 bits
+}
+
+// A table compiled for other shapes is refused, and so is a model with nothing to generate its
+// kernels.
+TEST(GeneratedKernels, MismatchedOrMissingKernelsAreErrors) {
+  const graph::Graph small = chain_graph({"a", {1, 2, 2, 8}, Layout::nhwc, kBnRelu}, 5);
+  const graph::Graph big = chain_graph({"b", {1, 4, 4, 8}, Layout::nhwc, kBnRelu}, 5);
+  EXPECT_THROW(Model{small}, graph::Error);
+  ModelOptions o;
+  const KernelGenerator real = codegen::kernel_generator({{}, test_cache_dir(), nullptr});
+  o.generate_kernels = [&](const std::vector<graph::KernelSpec>&) {
+    ModelOptions lower;
+    lower.lower_only = true;
+    return real(Model(big, lower).kernels());
+  };
+  try {
+    Model m(small, o);
+    FAIL() << "a kernel compiled for another shape was accepted";
+  } catch (const graph::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("compiled for another model or shape"), std::string::npos)
+        << e.what();
+  }
+}
+
+// The kernel table `kiln compile` links names every kernel's entry point and its signature.
+TEST(GeneratedKernels, TableSourceNamesEveryKernel) {
+  const graph::Graph g = chain_graph({"t", {1, 2, 2, 8}, Layout::nhwc, kBnRelu}, 5);
+  ModelOptions lower;
+  lower.lower_only = true;
+  const std::vector<graph::KernelSpec> specs = Model(g, lower).kernels();
+  const std::string src = codegen::kernel_table_source(specs, "net");
+  EXPECT_NE(src.find("int net_k0_argv(void**);"), std::string::npos) << src;
+  EXPECT_NE(src.find("net_kernel_table(std::size_t* count)"), std::string::npos) << src;
+  EXPECT_NE(src.find("*count = 1;"), std::string::npos) << src;
+}
+
+// The GPU schedule (gpu_blocks / gpu_threads) executed through Halide's OpenCL backend, which
+// pocl runs on the CPU: the same pipeline the CUDA objects are compiled from.
+TEST(GeneratedKernels, GpuScheduleRunsThroughOpenCl) {
+  for (const ChainCase& c : chain_cases()) {
+    SCOPED_TRACE(c.name);
+    const graph::Graph g = chain_graph(c, 21);
+    ModelOptions lower;
+    lower.lower_only = true;
+    const graph::KernelSpec spec = Model(g, lower).kernels().at(0);
+    const Halide::Target target = Halide::get_host_target().with_feature(Halide::Target::OpenCL);
+    codegen::KernelPipeline k = codegen::build_kernel_pipeline(spec, target);
+
+    const graph::Tensor x{c.shape, c.layout,
+                          graph::random_uniform(graph::num_elements(c.shape), -6.0f, 6.0f, 4)};
+    std::vector<graph::Tensor> ins = {x};
+    std::vector<Halide::Buffer<float>> bufs;
+    const std::vector<graph::TensorDesc> args = graph::generated_kernel_arguments(spec);
+    for (size_t i = 0; i < k.inputs.size(); ++i) {
+      const graph::TensorDesc& d = args[i];
+      const std::vector<float>& data =
+          i == 0 ? x.data : *g.value(g.node(graph::NodeId{0}).inputs[i]).data;
+      std::vector<int> sizes(d.shape.rbegin(), d.shape.rend());
+      bufs.emplace_back(Halide::Buffer<float>(sizes));
+      std::copy(data.begin(), data.end(), bufs.back().data());
+      bufs.back().set_host_dirty();  // written through a pointer: the device copy must be made
+      k.inputs[i].set(bufs.back());
+    }
+    std::vector<int> out_sizes(c.shape.rbegin(), c.shape.rend());
+    Halide::Buffer<float> out(out_sizes);
+    out.fill(NAN);  // poisoned: an element the kernel misses stays NaN
+    k.pipeline.realize(out, target);
+    out.copy_to_host();
+    const graph::Tensor want = graph::run_reference(g, ins)[0];
+    const std::vector<float> got(out.data(), out.data() + out.number_of_elements());
+    EXPECT_LE(graph::worst_error_ratio(got, want.data, 1e-5, 1e-6), 1.0);
+  }
+}
+
+// The CUDA object of a generated kernel: its PTX assembles for the H200 (sm_90).
+TEST(GeneratedKernels, CudaObjectPtxAssemblesForSm90) {
+  if (!ptx_util::have_ptxas()) GTEST_SKIP() << "ptxas not found (install the CUDA toolkit)";
+  const graph::Graph g = chain_graph({"cuda", {1, 14, 14, 96}, Layout::nhwc, kEveryStep}, 8);
+  ModelOptions lower;
+  lower.lower_only = true;
+  const std::vector<graph::KernelSpec> specs = Model(g, lower).kernels();
+  const std::filesystem::path dir = std::filesystem::path(KILN_TEST_CACHE_DIR) / "cuda_objects";
+  std::filesystem::create_directories(dir);
+  const auto archives = codegen::write_kernel_archives(specs, {KILN_CUDA_TARGET}, "cuda_chain", dir);
+  ASSERT_EQ(archives.size(), 1u);
+  const std::vector<std::string> modules = ptx_util::extract_ptx(archives[0].string());
+  ASSERT_FALSE(modules.empty()) << "no PTX in " << archives[0];
+  for (size_t i = 0; i < modules.size(); ++i)
+    EXPECT_EQ(ptx_util::assemble_sm90(modules[i], (dir / ("chain_" + std::to_string(i))).string()), "");
+}
+
+}  // namespace
+}  // namespace kiln
