@@ -26,6 +26,19 @@ const char* to_string(Layout l) {
   return "?";
 }
 
+const char* to_string(ChainStepKind k) {
+  switch (k) {
+    case ChainStepKind::clamp: return "clamp";
+    case ChainStepKind::leaky_relu: return "leaky_relu";
+    case ChainStepKind::sigmoid: return "sigmoid";
+    case ChainStepKind::hard_sigmoid: return "hard_sigmoid";
+    case ChainStepKind::hard_swish: return "hard_swish";
+    case ChainStepKind::affine: return "affine";
+    case ChainStepKind::silu: return "silu";
+  }
+  return "?";
+}
+
 std::string to_string(const Shape& s) {
   std::string out = "[";
   for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
@@ -247,9 +260,8 @@ std::string attrs(const Op& op) {
   } else if (const auto* rm = std::get_if<ReduceMean>(&op)) {
     s << "axes=" << list(rm->axes) << " keepdims=" << rm->keepdims;
   } else if (const auto* ch = std::get_if<ElementwiseChain>(&op)) {
-    static const char* names[] = {"clamp", "leaky_relu", "sigmoid", "hard_sigmoid", "hard_swish", "affine"};
     s << "steps=[";
-    for (size_t i = 0; i < ch->steps.size(); ++i) s << (i ? "," : "") << names[static_cast<int>(ch->steps[i].kind)];
+    for (size_t i = 0; i < ch->steps.size(); ++i) s << (i ? "," : "") << to_string(ch->steps[i].kind);
     s << "]";
   } else if (const auto* t = std::get_if<LayoutTransform>(&op)) {
     s << to_string(t->from) << "->" << to_string(t->to);

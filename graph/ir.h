@@ -167,10 +167,15 @@ struct ReduceMean {
 
 // A chain of elementwise steps applied to one tensor in one pass (made by
 // fuse_elementwise_chains from ReLU, Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish,
-// BatchNorm that could not fold, and per-channel or scalar Add/Sub/Mul/Div by constants).
+// BatchNorm that could not fold, per-channel or scalar Add/Sub/Mul/Div by constants, and the
+// self-gated x * Sigmoid(x) (SiLU) and x * HardSigmoid(x) (HardSwish) of exporters).
 // Inputs: x, then for each affine step its per-channel scale and shift ([C] constants), in
 // step order. The channel axis is 3 for NHWC, else 1.
-enum class ChainStepKind : uint8_t { clamp, leaky_relu, sigmoid, hard_sigmoid, hard_swish, affine };
+enum class ChainStepKind : uint8_t {
+  clamp, leaky_relu, sigmoid, hard_sigmoid, hard_swish, affine, silu  // append only: serialized
+};
+constexpr int kNumChainStepKinds = 7;
+const char* to_string(ChainStepKind k);  // "clamp", "leaky_relu", ..., "silu"
 struct ChainStep {
   ChainStepKind kind = ChainStepKind::clamp;
   float a = 0.0f, b = 0.0f;  // clamp: [a, b]; leaky_relu: alpha = a; hard_sigmoid: alpha, beta

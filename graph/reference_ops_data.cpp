@@ -199,6 +199,7 @@ Tensor chain(const ElementwiseChain& ch, const std::vector<const Tensor*>& in) {
         case ChainStepKind::sigmoid: v = 1.0 / (1.0 + std::exp(-v)); break;
         case ChainStepKind::hard_sigmoid: v = std::min(1.0, std::max(0.0, st.a * v + st.b)); break;
         case ChainStepKind::hard_swish: v = v * std::min(1.0, std::max(0.0, v / 6.0 + 0.5)); break;
+        case ChainStepKind::silu: v = v / (1.0 + std::exp(-v)); break;
         case ChainStepKind::affine: {
           const int64_t c = (static_cast<int64_t>(e) / inner) % s[axis];
           v = v * in[1 + 2 * k]->data[c] + in[2 + 2 * k]->data[c];

@@ -252,7 +252,7 @@ void attrs(IO& io, ElementwiseChain& c) {
     c.steps.resize(io.count(9, "chain steps"));
   }
   for (ChainStep& st : c.steps) {
-    io.enum8(st.kind, 6);
+    io.enum8(st.kind, kNumChainStepKinds);
     io.f32(st.a);
     io.f32(st.b);
   }

@@ -90,7 +90,53 @@ TEST(FuseElementwiseChains, StopsWhereFusionWouldBeWrong) {
   const Graph fused = fuse_elementwise_chains(g);
   verify(fused);
   EXPECT_EQ(fused.num_nodes(), g.num_nodes()) << dump(fused);
+  for (const Node& n : fused.nodes())  // lone elementwise nodes become chains of one step
+    if (const auto* c = std::get_if<ElementwiseChain>(&n.op)) EXPECT_EQ(c->steps.size(), 1u) << n.name;
+  EXPECT_EQ(count_ops<Relu>(fused) + count_ops<Sigmoid>(fused), 0) << dump(fused);
   expect_same_outputs(g, fused, random_inputs(g, 13, 0.5f, 2.0f), 1e-6, 1e-7);
+}
+
+// Exporters write SiLU as x * Sigmoid(x) and HardSwish (opset < 14) as x * HardSigmoid(x) with
+// alpha 1/6, beta 1/2: each pair is one step, and joins the chain of the BatchNorm before it.
+TEST(FuseElementwiseChains, SelfGatedActivationsBecomeOneStep) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {1, 6, 5, 7}, Layout::nhwc);
+  const ValueId bn = b.batch_norm("bn", x, vec(b, "g", 7, 0.5f, 1.5f, 1), vec(b, "b", 7, -0.2f, 0.2f, 2),
+                                  vec(b, "m", 7, -0.2f, 0.2f, 3), vec(b, "v", 7, 0.5f, 2.0f, 4));
+  const ValueId silu = b.op("silu", Binary{BinaryOp::mul}, {bn, b.op("sig", Sigmoid{}, {bn})});
+  const ValueId hs = b.op("hswish", Binary{BinaryOp::mul},
+                          {b.op("hsig", HardSigmoid{1.0f / 6.0f, 0.5f}, {silu}), silu});
+  b.output(hs);
+  const Graph g = b.finish();
+  const Graph fused = fuse_elementwise_chains(g);
+  verify(fused);
+  ASSERT_EQ(fused.num_nodes(), 1u) << dump(fused);
+  const auto& chain = std::get<ElementwiseChain>(fused.node(NodeId{0}).op);
+  ASSERT_EQ(chain.steps.size(), 3u);
+  EXPECT_EQ(chain.steps[0].kind, ChainStepKind::affine);
+  EXPECT_EQ(chain.steps[1].kind, ChainStepKind::silu);
+  EXPECT_EQ(chain.steps[2].kind, ChainStepKind::hard_swish);
+  expect_same_outputs(g, fused, random_inputs(g, 14, -4.0f, 4.0f), 1e-5, 1e-6);
+}
+
+// A gate with another reader, or a HardSigmoid with other parameters, is not a self-gated step.
+TEST(FuseElementwiseChains, GatesThatAreNotSelfGatedActivationsStay) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {1, 4, 3, 3});
+  const ValueId sig = b.op("sig", Sigmoid{}, {x});
+  b.output(b.op("mul", Binary{BinaryOp::mul}, {x, sig}));
+  b.output(sig);  // the gate is also an output: it must be computed on its own
+  const ValueId hsig = b.op("hsig", HardSigmoid{0.2f, 0.5f}, {x});
+  b.output(b.op("mul2", Binary{BinaryOp::mul}, {x, hsig}));
+  const Graph g = b.finish();
+  const Graph fused = fuse_elementwise_chains(g);
+  verify(fused);
+  EXPECT_EQ(count_ops<Binary>(fused), 2) << dump(fused);
+  for (const Node& n : fused.nodes())
+    if (const auto* c = std::get_if<ElementwiseChain>(&n.op))
+      for (const ChainStep& st : c->steps)
+        EXPECT_TRUE(st.kind != ChainStepKind::silu && st.kind != ChainStepKind::hard_swish) << n.name;
+  expect_same_outputs(g, fused, random_inputs(g, 15, -4.0f, 4.0f), 1e-6, 1e-7);
 }
 
 }  // namespace

@@ -42,7 +42,8 @@ const std::vector<ChainStep> kEveryStep = {{ChainStepKind::affine, 0, 0},
                                            {ChainStepKind::hard_sigmoid, 0.3f, 0.4f},
                                            {ChainStepKind::affine, 0, 0},
                                            {ChainStepKind::sigmoid, 0, 0},
-                                           {ChainStepKind::hard_swish, 0, 0}};
+                                           {ChainStepKind::hard_swish, 0, 0},
+                                           {ChainStepKind::silu, 0, 0}};
 const std::vector<ChainStep> kBnRelu = {{ChainStepKind::affine, 0, 0},
                                         {ChainStepKind::clamp, 0.0f, INFINITY}};
 const std::vector<ChainStep> kSigmoidOnly = {{ChainStepKind::sigmoid, 0, 0}};

@@ -21,6 +21,7 @@ Expr apply_chain_step(const graph::ChainStep& step, const Expr& v, const Expr& s
     case K::hard_sigmoid: return Halide::clamp(step.a * v + step.b, 0.0f, 1.0f);
     case K::hard_swish: return v * Halide::clamp(v / 6.0f + 0.5f, 0.0f, 1.0f);
     case K::affine: return v * scale + shift;  // a BatchNorm or a per-channel Mul/Add
+    case K::silu: return v * sigmoid(v);
   }
   return v;
 }

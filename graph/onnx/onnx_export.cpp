@@ -216,13 +216,11 @@ class NodeWriter {
     attr_int(p_, "keepdims", r.keepdims);
   }
   void operator()(const ElementwiseChain& c) {
-    static const char* kinds[] = {"clamp",        "leaky_relu", "sigmoid",
-                                  "hard_sigmoid", "hard_swish", "affine"};
     kiln("ElementwiseChain");
     std::vector<std::string> steps;
     std::vector<float> a, b;
     for (const ChainStep& st : c.steps) {
-      steps.push_back(kinds[static_cast<int>(st.kind)]);
+      steps.push_back(to_string(st.kind));
       a.push_back(st.a);
       b.push_back(st.b);
     }

@@ -1,8 +1,10 @@
 // fuse_elementwise_chains: a run of elementwise nodes, each the only reader of the one before,
-// becomes one ElementwiseChain node: one pass over memory instead of one per op. BatchNorm that
-// could not fold into a conv (e.g. BN -> ReLU -> Conv in pre-activation networks) becomes a
-// per-channel scale+shift step here, fused with its neighbours. Runs last (after the layout pass,
-// so constants are already in their final layout).
+// becomes one ElementwiseChain node: one pass over memory instead of one per op, in a kernel
+// generated for its shapes (a lone elementwise node becomes a chain of one step for the same
+// reason). BatchNorm that could not fold into a conv (e.g. BN -> ReLU -> Conv in pre-activation
+// networks) becomes a per-channel scale+shift step, and the self-gated activations exporters
+// write as two nodes, x * Sigmoid(x) (SiLU) and x * HardSigmoid(x) (HardSwish), one step each.
+// Runs last (after the layout pass, so constants are already in their final layout).
 #include <cmath>
 #include <optional>
 
@@ -88,6 +90,32 @@ std::optional<Step> as_step(const Graph& g, const Node& n, ValueId* x) {
   return s;
 }
 
+// Mul(x, gate(x)) where the gate is read by nothing else: the gate node, and the step the pair
+// computes on x (SiLU for a Sigmoid gate, HardSwish for HardSigmoid with alpha 1/6, beta 1/2, as
+// opset < 14 exporters write it).
+std::optional<std::pair<NodeId, Step>> as_gated(const Graph& g, const Node& n,
+                                               const std::vector<std::vector<NodeId>>& uses,
+                                               ValueId* x) {
+  const auto* b = std::get_if<Binary>(&n.op);
+  if (!b || b->op != BinaryOp::mul) return std::nullopt;
+  for (int side = 0; side < 2; ++side) {
+    const ValueId gate = n.inputs[static_cast<size_t>(side)];
+    const ValueId other = n.inputs[static_cast<size_t>(1 - side)];
+    const Value& gv = g.value(gate);
+    if (!gv.producer.valid() || g.is_graph_output(gate) || uses[gate.index].size() != 1) continue;
+    const Node& p = g.node(gv.producer);
+    if (p.inputs[0] != other || g.value(other).shape != gv.shape) continue;
+    std::optional<ChainStepKind> kind;
+    if (std::holds_alternative<Sigmoid>(p.op)) kind = ChainStepKind::silu;
+    if (const auto* h = std::get_if<HardSigmoid>(&p.op))
+      if (std::abs(h->alpha - 1.0f / 6.0f) < 1e-6f && h->beta == 0.5f) kind = ChainStepKind::hard_swish;
+    if (!kind) continue;
+    *x = other;
+    return std::make_pair(gv.producer, Step{{*kind, 0, 0}, {}, {}});
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Graph fuse_elementwise_chains(const Graph& input) {
@@ -95,29 +123,55 @@ Graph fuse_elementwise_chains(const Graph& input) {
   const auto uses = g.consumers();
   std::vector<Node> nodes = g.nodes();
   std::vector<bool> dead(nodes.size(), false);
+  // Gates absorbed into the Mul that applies them: not chain members of their own, and not
+  // readers that stop a chain from reaching the Mul.
+  std::vector<bool> absorbed(nodes.size(), false);
+  std::vector<std::optional<std::pair<NodeId, Step>>> gated(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
-    if (dead[i]) continue;
     ValueId x;
-    std::optional<Step> first = as_step(g, nodes[i], &x);
+    gated[i] = as_gated(g, nodes[i], uses, &x);
+    if (gated[i]) absorbed[gated[i]->first.index] = true;
+  }
+  auto step_of = [&](size_t i, ValueId* x) -> std::optional<Step> {
+    if (dead[i] || absorbed[i]) return std::nullopt;
+    if (gated[i]) {
+      as_gated(g, nodes[i], uses, x);
+      return gated[i]->second;
+    }
+    return as_step(g, nodes[i], x);
+  };
+  auto sole_reader = [&](ValueId v) -> std::optional<size_t> {
+    std::optional<size_t> reader;
+    for (NodeId n : uses[v.index]) {
+      if (absorbed[n.index]) continue;
+      if (reader && *reader != n.index) return std::nullopt;
+      reader = n.index;
+    }
+    return reader;
+  };
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    ValueId x;
+    std::optional<Step> first = step_of(i, &x);
     if (!first) continue;
     std::vector<Step> steps = {*first};
     std::vector<size_t> members = {i};
     for (;;) {
       const ValueId out = nodes[members.back()].outputs[0];
-      if (g.is_graph_output(out) || uses[out.index].size() != 1) break;
-      const size_t j = uses[out.index][0].index;
+      const std::optional<size_t> j = sole_reader(out);
+      if (g.is_graph_output(out) || !j) break;
       ValueId xj;
-      std::optional<Step> next = dead[j] ? std::nullopt : as_step(g, nodes[j], &xj);
+      std::optional<Step> next = step_of(*j, &xj);
       if (!next || xj != out) break;
       steps.push_back(*next);
-      members.push_back(j);
+      members.push_back(*j);
     }
-    if (members.size() < 2) continue;
 
     ElementwiseChain chain;
     Node fused{nodes[members.back()].name, ElementwiseChain{}, {x}, nodes[members.back()].outputs, {}};
     for (size_t k = 0; k < steps.size(); ++k) {
       chain.steps.push_back(steps[k].step);
+      if (const auto& gate = gated[members[k]])
+        for (const std::string& c : nodes[gate->first.index].computes) fused.computes.push_back(c);
       for (const std::string& c : nodes[members[k]].computes) fused.computes.push_back(c);
       if (steps[k].step.kind != ChainStepKind::affine) continue;
       const std::string base = nodes[members[k]].name;
@@ -133,7 +187,9 @@ Graph fuse_elementwise_chains(const Graph& input) {
     // The chain sits where its last member was: every member's inputs exist by then.
     for (size_t k = 0; k + 1 < members.size(); ++k) dead[members[k]] = true;
     nodes[members.back()] = std::move(fused);
+    gated[members.back()].reset();  // now the chain, not a Mul any more
   }
+  for (size_t i = 0; i < nodes.size(); ++i) dead[i] = dead[i] || absorbed[i];
   g.rebuild(std::move(nodes), dead);
   return g;
 }
