@@ -47,6 +47,35 @@ void check_sizes(const graph::TensorDesc& t, const std::string& kernel) {
                          " is outside what the generated kernels index (2^31 - 1 elements)");
 }
 
+// The algorithm of each generated op: its output Func, and whether fusing the output's
+// dimensions would turn an input's loads into gathers (schedules::ElementwiseFuncs).
+struct Algorithm {
+  Halide::Func out;
+  bool keep_innermost = false;
+};
+
+Algorithm chain_algorithm(const graph::ElementwiseChain& chain, const graph::TensorDesc& out,
+                          const std::vector<Halide::ImageParam>& inputs) {
+  const int rank = static_cast<int>(out.shape.size());
+  bool has_affine = false;
+  for (const graph::ChainStep& s : chain.steps) has_affine |= s.kind == graph::ChainStepKind::affine;
+  // The channel axis of the chain's per-channel steps (graph/shape_inference.cpp): 3 for NHWC,
+  // else 1; in Halide's innermost-first order that is rank - 1 - axis.
+  const int channel_dim = has_affine ? rank - 1 - (out.layout == graph::Layout::nhwc ? 3 : 1) : 0;
+  const std::vector<Halide::Func> params(inputs.begin() + 1, inputs.end());
+  return {generators::ops::elementwise_chain(inputs[0], rank, chain.steps, params, channel_dim),
+          has_affine && channel_dim == 0};
+}
+
+Algorithm binary_algorithm(const graph::Binary& b, const std::vector<graph::TensorDesc>& args,
+                           const std::vector<Halide::ImageParam>& inputs) {
+  const graph::TensorDesc& out = args[2];
+  const std::vector<int64_t> ea = dense_dims(args[0].shape).extents;
+  const std::vector<int64_t> eb = dense_dims(args[1].shape).extents;
+  return {generators::ops::binary(b.op, inputs[0], ea, inputs[1], eb, static_cast<int>(out.shape.size())),
+          args[0].shape != out.shape || args[1].shape != out.shape};
+}
+
 }  // namespace
 
 KernelPipeline build_kernel_pipeline(const graph::KernelSpec& spec, const Halide::Target& target) {
@@ -56,30 +85,24 @@ KernelPipeline build_kernel_pipeline(const graph::KernelSpec& spec, const Halide
   std::vector<Halide::ImageParam> inputs;
   for (size_t i = 0; i + 1 < args.size(); ++i) inputs.push_back(dense_input(args[i], static_cast<int>(i)));
   const graph::TensorDesc& out_desc = args.back();
-  const int rank = static_cast<int>(out_desc.shape.size());
 
-  const auto& op = std::get<graph::OpKernelSpec>(spec).op;
-  const auto& chain = std::get<graph::ElementwiseChain>(op);
-  bool has_affine = false;
-  for (const graph::ChainStep& s : chain.steps) has_affine |= s.kind == graph::ChainStepKind::affine;
-  // The channel axis of the chain's per-channel steps (graph/shape_inference.cpp): 3 for NHWC,
-  // else 1; in Halide's innermost-first order that is rank - 1 - axis.
-  const int channel_dim =
-      has_affine ? rank - 1 - (out_desc.layout == graph::Layout::nhwc ? 3 : 1) : -1;
-  std::vector<Halide::Func> params(inputs.begin() + 1, inputs.end());
-  Halide::Func out = generators::ops::elementwise_chain(inputs[0], rank, chain.steps, params,
-                                                        std::max(channel_dim, 0));
+  const graph::Op& op = std::get<graph::OpKernelSpec>(spec).op;
+  Algorithm a;
+  if (const auto* chain = std::get_if<graph::ElementwiseChain>(&op)) {
+    a = chain_algorithm(*chain, out_desc, inputs);
+  } else {
+    a = binary_algorithm(std::get<graph::Binary>(op), args, inputs);
+  }
 
-  schedules::ElementwiseFuncs f{out, {}, dense_dims(out_desc.shape).extents, channel_dim};
-  for (const Halide::Var& v : out.args()) f.dims.push_back(v);
+  schedules::ElementwiseFuncs f{a.out, {}, dense_dims(out_desc.shape).extents, a.keep_innermost};
+  for (const Halide::Var& v : a.out.args()) f.dims.push_back(v);
   if (target.has_gpu_feature()) {
     schedules::schedule_elementwise_gpu(f, target);
   } else {
     schedules::schedule_elementwise_cpu(f, target);
   }
-  constrain([&](int d) { return out.output_buffer().dim(d); }, out_desc.shape);
-
-  return KernelPipeline{Halide::Pipeline(out), inputs};
+  constrain([&](int d) { return a.out.output_buffer().dim(d); }, out_desc.shape);
+  return KernelPipeline{Halide::Pipeline(a.out), inputs};
 }
 
 }  // namespace kiln::codegen

@@ -128,7 +128,7 @@ bool lowers_to_halide_conv(const Graph& g, const Node& n) {
 
 bool is_generated(const KernelSpec& k) {
   const auto* o = std::get_if<OpKernelSpec>(&k);
-  return o && std::holds_alternative<ElementwiseChain>(o->op);
+  return o && (std::holds_alternative<ElementwiseChain>(o->op) || std::holds_alternative<Binary>(o->op));
 }
 
 std::vector<TensorDesc> generated_kernel_arguments(const KernelSpec& k) {
@@ -150,6 +150,8 @@ std::string kernel_signature(const KernelSpec& k) {
       s << static_cast<int>(st.kind) << ":" << std::hexfloat << st.a << ":" << st.b << std::defaultfloat
         << ";";
     s << "]";
+  } else if (const auto* b = std::get_if<Binary>(&o.op)) {
+    s << "[" << static_cast<int>(b->op) << "]";
   }
   for (const TensorDesc& t : generated_kernel_arguments(k))
     s << " " << to_string(t.shape) << to_string(t.layout) << to_string(t.dtype);

@@ -66,7 +66,7 @@ bool lowers_to_halide_conv(const Graph& g, const Node& n);
 
 // Kernels generated per model by codegen/: a Halide pipeline built for this spec's exact shapes,
 // compiled ahead of time (`kiln compile`) or into a cached shared object (`kiln run`, `bench`,
-// the tests). Today: elementwise chains. The other specs still run as prebuilt Halide kernels
+// the tests). Today: elementwise chains and binary elementwise ops. The other specs still run as prebuilt Halide kernels
 // or portable C++ kernels; each op moves here as its algorithm builder lands.
 bool is_generated(const KernelSpec& k);
 // The tensors a generated kernel takes, in its argument order: the spec's inputs in node order,

@@ -33,10 +33,10 @@ void schedule_elementwise_cpu(const ElementwiseFuncs& f, const Halide::Target& t
   for (int64_t e : f.extents) total *= e;
   if (f.dims.empty()) return;  // a scalar
 
-  // The vector dimension: the innermost one when it is at least a vector wide or indexes the
-  // per-channel parameters (fusing it would turn their loads into gathers); otherwise the
-  // whole tensor fused, whose constant dense strides let Halide prove the loads contiguous.
-  const bool keep_inner = f.extents[0] >= vw || f.channel_dim == 0 || f.dims.size() == 1;
+  // The vector dimension: the innermost one when it is at least a vector wide or when fusing it
+  // would turn some input's loads into gathers; otherwise the whole tensor fused, whose
+  // constant dense strides let Halide prove the loads contiguous.
+  const bool keep_inner = f.extents[0] >= vw || f.keep_innermost || f.dims.size() == 1;
   Var inner, rows;
   int64_t inner_extent = 0, row_count = 0;
   if (keep_inner) {

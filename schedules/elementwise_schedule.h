@@ -11,13 +11,14 @@
 namespace kiln::schedules {
 
 // What an elementwise schedule may touch: the output Func, its pure Vars (innermost first) and
-// their constant extents. `channel_dim` is the dimension per-channel parameters are indexed by,
-// or -1 when there are none.
+// their constant extents. `keep_innermost`: some input is indexed by the innermost dimension
+// differently from the others (per-channel parameters, a broadcast operand), so fusing the
+// dimensions would turn its loads into gathers.
 struct ElementwiseFuncs {
   Halide::Func out;
   std::vector<Halide::Var> dims;
   std::vector<int64_t> extents;
-  int channel_dim = -1;
+  bool keep_innermost = false;
 };
 
 // x86 CPU: vectors along the innermost dimension (or along the whole tensor, fused, when the

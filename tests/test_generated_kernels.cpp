@@ -1,4 +1,4 @@
-// Kernels generated per model by codegen/: each is compiled for its spec's shapes, loaded the way
+// Kernels generated per model by codegen/ (elementwise chains, binary ops): each is compiled for its spec's shapes, loaded the way
 // `kiln run` loads them, run by kiln::Model and compared with the reference interpreter. The GPU
 // schedule runs through Halide's OpenCL backend (on the CPU, through pocl); the CUDA object's
 // PTX is assembled for sm_90.
@@ -113,6 +113,75 @@ TEST_P(GeneratedChain, MatchesReferenceOnEveryCpuTarget) {
 INSTANTIATE_TEST_SUITE_P(Chains, GeneratedChain, testing::ValuesIn(chain_cases()),
                          [](const testing::TestParamInfo<ChainCase>& i) { return i.param.name; });
 
+struct BinaryCase {
+  std::string name;
+  graph::BinaryOp op;
+  Shape a, b;
+  Layout layout;
+  bool b_constant;
+};
+void PrintTo(const BinaryCase& c, std::ostream* os) { *os << c.name; }
+
+std::vector<BinaryCase> binary_cases() {
+  using graph::BinaryOp;
+  return {
+      {"mul_nhwc_same", BinaryOp::mul, {1, 9, 11, 40}, {1, 9, 11, 40}, Layout::nhwc, false},
+      {"mul_se_gate_nhwc", BinaryOp::mul, {2, 14, 14, 72}, {2, 1, 1, 72}, Layout::nhwc, false},
+      {"add_per_channel_nchw", BinaryOp::add, {1, 6, 7, 9}, {1, 6, 1, 1}, Layout::nchw, true},
+      {"sub_rank2_row", BinaryOp::sub, {7, 3}, {3}, Layout::any, false},
+      {"div_scalar", BinaryOp::div, {1, 5, 5, 33}, {1}, Layout::nhwc, true},
+      {"add_large_residual", BinaryOp::add, {1, 56, 56, 64}, {1, 56, 56, 64}, Layout::nhwc, false},
+      {"mul_both_broadcast", BinaryOp::mul, {4, 1, 6}, {1, 5, 1}, Layout::any, false},
+  };
+}
+
+// One Binary node; both operands are graph inputs unless b_constant.
+graph::Graph binary_graph(const BinaryCase& c) {
+  graph::GraphBuilder b;
+  const Layout lb = c.b.size() == 4 ? c.layout : Layout::any;
+  const graph::ValueId x = b.input("a", c.a, c.layout);
+  const graph::ValueId y =
+      c.b_constant ? b.constant("b", c.b, graph::random_uniform(graph::num_elements(c.b), 0.5f, 2.0f, 9), lb)
+                   : b.input("b", c.b, lb);
+  b.output(b.op("binary", graph::Binary{c.op}, {x, y}));
+  return b.finish();
+}
+
+class GeneratedBinary : public testing::TestWithParam<BinaryCase> {};
+
+TEST_P(GeneratedBinary, MatchesReferenceOnEveryCpuTarget) {
+  const BinaryCase& c = GetParam();
+  const graph::Graph g = binary_graph(c);
+  for (int t = 0; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
+    if (!runtime::cpu_target_supported(t)) continue;
+    SCOPED_TRACE(runtime::cpu_targets()[t]);
+    ModelOptions o;
+    o.cpu_target = t;
+    o.generate_kernels = codegen::kernel_generator({{runtime::cpu_targets()[t]}, test_cache_dir(), nullptr});
+    Model m(g, o);
+    ASSERT_EQ(m.kernels().size(), 1u);
+    ASSERT_TRUE(graph::is_generated(m.kernels()[0]));
+    for (uint64_t seed : {1u, 2u}) {
+      std::vector<graph::Tensor> ins;
+      for (graph::ValueId v : g.inputs) {
+        const graph::Value& val = g.value(v);
+        // Divisors away from zero; other operands of both signs.
+        ins.push_back({val.shape, val.layout,
+                       graph::random_uniform(graph::num_elements(val.shape), 0.5f, 3.0f, seed + v.index)});
+      }
+      ASSERT_TRUE(m.run(ins)) << "seed " << seed;
+      const graph::Tensor want = graph::run_reference(g, ins)[0];
+      const TensorView out = m.output(0);
+      ASSERT_EQ(out.shape, want.shape);
+      const std::vector<float> got(out.data, out.data + graph::num_elements(out.shape));
+      EXPECT_LE(graph::worst_error_ratio(got, want.data, 1e-6, 1e-7), 1.0) << "seed " << seed;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Binaries, GeneratedBinary, testing::ValuesIn(binary_cases()),
+                         [](const testing::TestParamInfo<BinaryCase>& i) { return i.param.name; });
+
 // The sigmoid's vectorized exponential against the double-precision reference over the whole
 // float range where the result is not yet saturated, and past it.
 TEST(GeneratedKernels, SigmoidAccuracyAcrossItsRange) {
@@ -168,41 +237,55 @@ TEST(GeneratedKernels, TableSourceNamesEveryKernel) {
   EXPECT_NE(src.find("*count = 1;"), std::string::npos) << src;
 }
 
-// The GPU schedule (gpu_blocks / gpu_threads) executed through Halide's OpenCL backend, which
-// pocl runs on the CPU: the same pipeline the CUDA objects are compiled from.
+// Runs the single generated kernel of `g` with its GPU schedule through Halide's OpenCL backend
+// (pocl runs it on the CPU) and compares with the reference. The output is poisoned first.
+void expect_opencl_matches_reference(const graph::Graph& g, float lo, float hi, double rtol,
+                                     double atol) {
+  ModelOptions lower;
+  lower.lower_only = true;
+  const graph::KernelSpec spec = Model(g, lower).kernels().at(0);
+  const Halide::Target target = Halide::get_host_target().with_feature(Halide::Target::OpenCL);
+  codegen::KernelPipeline k = codegen::build_kernel_pipeline(spec, target);
+
+  std::vector<graph::Tensor> ins;
+  for (graph::ValueId v : g.inputs) {
+    const graph::Value& val = g.value(v);
+    ins.push_back({val.shape, val.layout,
+                   graph::random_uniform(graph::num_elements(val.shape), lo, hi, 40 + v.index)});
+  }
+  const std::vector<graph::TensorDesc> args = graph::generated_kernel_arguments(spec);
+  std::vector<Halide::Buffer<float>> bufs;
+  for (size_t i = 0; i < k.inputs.size(); ++i) {
+    const graph::Value& val = g.value(args[i].value);
+    const std::vector<float>* data = val.data.get();
+    for (size_t j = 0; j < g.inputs.size(); ++j)
+      if (g.inputs[j] == args[i].value) data = &ins[j].data;
+    std::vector<int> sizes(args[i].shape.rbegin(), args[i].shape.rend());
+    bufs.emplace_back(Halide::Buffer<float>(sizes));
+    std::copy(data->begin(), data->end(), bufs.back().data());
+    bufs.back().set_host_dirty();  // written through a pointer: the device copy must be made
+    k.inputs[i].set(bufs.back());
+  }
+  const graph::Shape& out_shape = args.back().shape;
+  Halide::Buffer<float> out(std::vector<int>(out_shape.rbegin(), out_shape.rend()));
+  out.fill(NAN);  // poisoned: an element the kernel misses stays NaN
+  k.pipeline.realize(out, target);
+  out.copy_to_host();
+  const graph::Tensor want = graph::run_reference(g, ins)[0];
+  const std::vector<float> got(out.data(), out.data() + out.number_of_elements());
+  EXPECT_LE(graph::worst_error_ratio(got, want.data, rtol, atol), 1.0);
+}
+
+// The GPU schedules (gpu_blocks / gpu_threads) executed through Halide's OpenCL backend: the
+// same pipelines the CUDA objects are compiled from.
 TEST(GeneratedKernels, GpuScheduleRunsThroughOpenCl) {
   for (const ChainCase& c : chain_cases()) {
     SCOPED_TRACE(c.name);
-    const graph::Graph g = chain_graph(c, 21);
-    ModelOptions lower;
-    lower.lower_only = true;
-    const graph::KernelSpec spec = Model(g, lower).kernels().at(0);
-    const Halide::Target target = Halide::get_host_target().with_feature(Halide::Target::OpenCL);
-    codegen::KernelPipeline k = codegen::build_kernel_pipeline(spec, target);
-
-    const graph::Tensor x{c.shape, c.layout,
-                          graph::random_uniform(graph::num_elements(c.shape), -6.0f, 6.0f, 4)};
-    std::vector<graph::Tensor> ins = {x};
-    std::vector<Halide::Buffer<float>> bufs;
-    const std::vector<graph::TensorDesc> args = graph::generated_kernel_arguments(spec);
-    for (size_t i = 0; i < k.inputs.size(); ++i) {
-      const graph::TensorDesc& d = args[i];
-      const std::vector<float>& data =
-          i == 0 ? x.data : *g.value(g.node(graph::NodeId{0}).inputs[i]).data;
-      std::vector<int> sizes(d.shape.rbegin(), d.shape.rend());
-      bufs.emplace_back(Halide::Buffer<float>(sizes));
-      std::copy(data.begin(), data.end(), bufs.back().data());
-      bufs.back().set_host_dirty();  // written through a pointer: the device copy must be made
-      k.inputs[i].set(bufs.back());
-    }
-    std::vector<int> out_sizes(c.shape.rbegin(), c.shape.rend());
-    Halide::Buffer<float> out(out_sizes);
-    out.fill(NAN);  // poisoned: an element the kernel misses stays NaN
-    k.pipeline.realize(out, target);
-    out.copy_to_host();
-    const graph::Tensor want = graph::run_reference(g, ins)[0];
-    const std::vector<float> got(out.data(), out.data() + out.number_of_elements());
-    EXPECT_LE(graph::worst_error_ratio(got, want.data, 1e-5, 1e-6), 1.0);
+    expect_opencl_matches_reference(chain_graph(c, 21), -6.0f, 6.0f, 1e-5, 1e-6);
+  }
+  for (const BinaryCase& c : binary_cases()) {
+    SCOPED_TRACE(c.name);
+    expect_opencl_matches_reference(binary_graph(c), 0.5f, 3.0f, 1e-6, 1e-7);  // divisors > 0
   }
 }
 

@@ -161,51 +161,6 @@ TEST(DataOps, SmoothAndHardActivations) {
   check(graph::Relu{}, {edges}, kExact);
 }
 
-// A float +, -, * or / is correctly rounded, and so is the double reference's result rounded
-// to float (53 >= 2 * 24 + 2 bits), so the two agree exactly.
-TEST(DataOps, BinaryBroadcasting) {
-  const std::vector<std::pair<Shape, Shape>> cases = {{{2, 3, 4, 5}, {2, 3, 4, 5}},
-                                                      {{2, 3, 4, 5}, {5}},
-                                                      {{2, 3, 4, 5}, {3, 1, 1}},
-                                                      {{2, 3, 4, 5}, {1}},
-                                                      {{1}, {2, 3, 4, 5}},
-                                                      {{1, 3, 1, 5}, {2, 1, 4, 1}},
-                                                      {{5}, {2, 3, 4, 5}},
-                                                      {{2, 3, 4, 5}, {2, 3, 4, 1}},
-                                                      {{7, 1}, {1, 9}},
-                                                      {{3, 4}, {}},
-                                                      {{2, 1, 3, 1, 5}, {4, 3, 1, 5}},
-                                                      {{11}, {11}},
-                                                      {{1, 8, 1, 1}, {2, 8, 3, 3}},
-                                                      {{2, 8, 3, 3}, {1, 8, 1, 1}}};
-  for (const auto& [a, b] : cases) {
-    check(graph::Binary{graph::BinaryOp::add}, {{a}, {b}}, kExact);
-    check(graph::Binary{graph::BinaryOp::sub}, {{a}, {b}}, kExact);
-    check(graph::Binary{graph::BinaryOp::mul}, {{a}, {b}}, kExact);
-    // Divisors in [0.5, 2) and [-2, -0.5) keep the quotients finite and well scaled.
-    check(graph::Binary{graph::BinaryOp::div}, {{a}, {b, 0.5f, 2.0f}}, kExact);
-    check(graph::Binary{graph::BinaryOp::div}, {{a}, {b, -2.0f, -0.5f}}, kExact, 7);
-  }
-}
-
-// The graph lets a 4-D constant operand's layout tag differ from the activation's, and the
-// runtime does not know which operand is constant: kernels broadcast physical shapes.
-TEST(DataOps, BinaryIgnoresOperandLayoutTags) {
-  check(graph::Binary{graph::BinaryOp::mul},
-        {{{2, 4, 5, 3}, -1, 1, Layout::nhwc}, {{1, 1, 1, 3}, -1, 1, Layout::nhwc}}, kExact);
-  const std::vector<float> a(2 * 4 * 5 * 3, 2.0f), b = {1, 2, 3};
-  std::vector<float> out(a.size(), std::numeric_limits<float>::quiet_NaN());
-  EXPECT_EQ(runtime::ops::run_op(
-                graph::Binary{graph::BinaryOp::mul},
-                {{a.data(), {2, 4, 5, 3}, Layout::nhwc}, {b.data(), {1, 1, 1, 3}, Layout::nchw}},
-                {out.data(), {2, 4, 5, 3}, Layout::nhwc}),
-            "");
-  EXPECT_EQ(out[0], 2.0f);
-  EXPECT_EQ(out.back(), 6.0f);
-}
-
-// ---- data movement: every output element is a copy of an input element, exactly ----
-
 TEST(DataOps, Reshape) {
   check(graph::Reshape{{6, 20}}, {{{2, 3, 4, 5}}}, kExact);
   check(graph::Reshape{{120}}, {{{2, 3, 4, 5}}}, kExact);
@@ -338,8 +293,6 @@ std::string run_with(const Op& op, const std::vector<Shape>& ins, const Shape& o
 TEST(DataOps, RefusesInconsistentCalls) {
   EXPECT_NE(run_with(graph::Relu{}, {{3, 4}}, {3, 5}), "");
   EXPECT_NE(run_with(graph::Relu{}, {{3, 4}, {3, 4}}, {3, 4}), "");
-  EXPECT_NE(run_with(graph::Binary{}, {{3, 4}, {5}}, {3, 4}), "");
-  EXPECT_NE(run_with(graph::Binary{}, {{3, 4}}, {3, 4}), "");
   EXPECT_NE(run_with(graph::Reshape{{5}}, {{2, 3}}, {5}), "");
   EXPECT_NE(run_with(graph::Transpose{{0, 0}}, {{2, 3}}, {2, 2}), "");
   EXPECT_NE(run_with(graph::Concat{1}, {{2, 3}, {3, 3}}, {2, 6}), "");
@@ -354,11 +307,14 @@ TEST(DataOps, RefusesInconsistentCalls) {
 TEST(DataOps, SupportsEveryDataOp) {
   for (const Op& op : std::vector<Op>{
            graph::Relu{}, graph::Clip{}, graph::LeakyRelu{}, graph::Sigmoid{}, graph::HardSigmoid{},
-           graph::HardSwish{}, graph::Binary{}, graph::Reshape{}, graph::Transpose{},
+           graph::HardSwish{}, graph::Reshape{}, graph::Transpose{},
            graph::Concat{}, graph::Slice{}, graph::Pad{}, graph::Softmax{}, graph::ReduceMean{},
            graph::LayoutTransform{Layout::nchw, Layout::nhwc},
            graph::LayoutTransform{Layout::nhwc, Layout::nchw}})
     EXPECT_TRUE(runtime::ops::supported(op)) << graph::op_name(op);
+  // Generated for each model's shapes (codegen/), never a portable kernel.
+  EXPECT_FALSE(runtime::ops::supported(graph::Binary{}));
+  EXPECT_FALSE(runtime::ops::supported(graph::ElementwiseChain{}));
 }
 
 }  // namespace

@@ -27,4 +27,11 @@ Halide::Func elementwise_chain(const Halide::Func& x, int rank,
                                const std::vector<graph::ChainStep>& steps,
                                const std::vector<Halide::Func>& params, int channel_dim);
 
+// out(dims) = a(dims) op b(dims) with numpy broadcasting: `rank` is the output's dimension
+// count, and a_extents / b_extents give each operand's extents innermost first (shorter than
+// rank when the operand has fewer dimensions: it is right-aligned, as numpy aligns shapes). An
+// extent of 1 where the output's is larger is broadcast.
+Halide::Func binary(graph::BinaryOp op, const Halide::Func& a, const std::vector<int64_t>& a_extents,
+                    const Halide::Func& b, const std::vector<int64_t>& b_extents, int rank);
+
 }  // namespace kiln::generators::ops

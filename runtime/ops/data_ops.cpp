@@ -1,4 +1,4 @@
-// Portable data kernels (see ops_internal.h): elementwise, broadcasting, data movement, Softmax
+// Portable data kernels (see ops_internal.h): unary elementwise, data movement, Softmax
 // and ReduceMean on float tensors.
 //
 // Single-threaded on purpose: these ops are memory-bound and small next to the convolutions
@@ -115,54 +115,6 @@ void unary(const graph::Op& op, const float* x, float* y, int64_t n) {
     map(x, y, n, [=](float v) { return std::max(0.0f, std::min(1.0f, alpha * v + beta)); });
   } else {
     map(x, y, n, [](float v) { return v * std::max(0.0f, std::min(1.0f, v / 6.0f + 0.5f)); });
-  }
-}
-
-// Strides of an operand broadcast to `out`: 0 on the axes it repeats along.
-Dims broadcast_strides(const Shape& s, const Shape& out) {
-  const Dims own = strides_of(s);
-  Dims st(out.size(), 0);
-  const size_t lead = out.size() - s.size();
-  for (size_t a = 0; a < s.size(); ++a) st[lead + a] = s[a] == 1 ? 0 : own[a];
-  return st;
-}
-
-template <typename F>
-void binary_rows(const Walk<3>& w, const float* a, const float* b, float* out, F f) {
-  const int64_t n = w.dims.back(), sa = w.strides[0].back(), sb = w.strides[1].back();
-  for_each_row(w, [&](const std::array<int64_t, 3>& off) {
-    const float* x = a + off[0];
-    const float* y = b + off[1];
-    float* o = out + off[2];
-    if (sa == 1 && sb == 1) {
-      for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], y[i]);
-    } else if (sa == 1 && sb == 0) {
-      const float v = *y;
-      for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], v);
-    } else if (sa == 0 && sb == 1) {
-      const float u = *x;
-      for (int64_t i = 0; i < n; ++i) o[i] = f(u, y[i]);
-    } else {
-      for (int64_t i = 0; i < n; ++i) o[i] = f(x[i * sa], y[i * sb]);
-    }
-  });
-}
-
-void binary(graph::BinaryOp op, const ConstTensorRef& a, const ConstTensorRef& b,
-            const TensorRef& out) {
-  const Walk<3> w =
-      simplify(Walk<3>{out.shape,
-                       {broadcast_strides(a.shape, out.shape),
-                        broadcast_strides(b.shape, out.shape), strides_of(out.shape)}});
-  switch (op) {
-    case graph::BinaryOp::add:
-      return binary_rows(w, a.data, b.data, out.data, [](float x, float y) { return x + y; });
-    case graph::BinaryOp::sub:
-      return binary_rows(w, a.data, b.data, out.data, [](float x, float y) { return x - y; });
-    case graph::BinaryOp::mul:
-      return binary_rows(w, a.data, b.data, out.data, [](float x, float y) { return x * y; });
-    case graph::BinaryOp::div:
-      return binary_rows(w, a.data, b.data, out.data, [](float x, float y) { return x / y; });
   }
 }
 
@@ -364,15 +316,12 @@ std::string check_shapes(const graph::Op& op, const std::vector<ConstTensorRef>&
                          const TensorRef& out) {
   graph::Graph g;
   graph::Node n{"kernel", op, {}, {}, {}};
-  // Binary layout tags only decide the output's tag (and the graph lets a constant operand's
-  // tag differ); the kernel broadcasts physical shapes either way.
-  const bool untagged = std::holds_alternative<graph::Binary>(op);
   for (size_t i = 0; i < in.size(); ++i) {
     for (int64_t d : in[i].shape)
       if (d < 1) return "input " + std::to_string(i) + " has a non-positive dimension";
     n.inputs.push_back(
         g.add_value(graph::Value{"input " + std::to_string(i), in[i].shape, graph::DType::f32,
-                                 untagged ? graph::Layout::any : in[i].layout}));
+                                 in[i].layout}));
   }
   Shape want;
   try {
@@ -389,8 +338,7 @@ std::string check_shapes(const graph::Op& op, const std::vector<ConstTensorRef>&
 
 bool is_data(const graph::Op& op) {
   using namespace graph;
-  return op_is_unary(op) || std::holds_alternative<Binary>(op) ||
-         std::holds_alternative<Reshape>(op) || std::holds_alternative<Transpose>(op) ||
+  return op_is_unary(op) || std::holds_alternative<Reshape>(op) || std::holds_alternative<Transpose>(op) ||
          std::holds_alternative<Concat>(op) || std::holds_alternative<Slice>(op) ||
          std::holds_alternative<Pad>(op) || std::holds_alternative<Softmax>(op) ||
          std::holds_alternative<ReduceMean>(op) || std::holds_alternative<LayoutTransform>(op);
@@ -404,8 +352,6 @@ std::string run_data(const graph::Op& op, const std::vector<ConstTensorRef>& in,
   const int64_t count = num_elements(out.shape);
   if (op_is_unary(op))
     unary(op, in[0].data, out.data, count);
-  else if (const auto* b = std::get_if<Binary>(&op))
-    binary(b->op, in[0], in[1], out);
   else if (std::holds_alternative<Reshape>(op))
     std::memcpy(out.data, in[0].data, count * sizeof(float));
   else if (const auto* t = std::get_if<Transpose>(&op))

@@ -24,7 +24,7 @@ bool is_compute(const graph::Op& op);
 std::string run_compute(const graph::Op& op, const std::vector<ConstTensorRef>& inputs,
                         const TensorRef& output);
 
-// data_ops.cpp: unary and binary elementwise, Reshape, Transpose, Concat, Slice, Pad, Softmax,
+// data_ops.cpp: unary elementwise, Reshape, Transpose, Concat, Slice, Pad, Softmax,
 // ReduceMean, LayoutTransform (both directions).
 bool is_data(const graph::Op& op);
 std::string run_data(const graph::Op& op, const std::vector<ConstTensorRef>& inputs,
