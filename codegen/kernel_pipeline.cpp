@@ -1,7 +1,10 @@
 // Building a generated kernel's pipeline from its spec.
 #include "codegen/kernel_pipeline.h"
 
+#include "generators/ops/conv.h"
 #include "generators/ops/elementwise.h"
+#include "runtime/kernels.h"
+#include "schedules/conv_schedule.h"
 #include "schedules/elementwise_schedule.h"
 
 namespace kiln::codegen {
@@ -76,12 +79,68 @@ Algorithm binary_algorithm(const graph::Binary& b, const std::vector<graph::Tens
           args[0].shape != out.shape || args[1].shape != out.shape};
 }
 
+// A generated convolution: the algorithm from generators/ops/conv.h, the activation and post
+// steps applied to the accumulator in registers, and the schedule the AOT kernels use for this
+// layer's size (runtime::tuned_conv_schedule) or the CUDA one. Weights and output keep run-time
+// strides beyond the innermost dimension: the runtime may hand over weights at a padded row
+// stride (runtime/conv_weights.h) and an output that is a slice of a Concat's (memory_plan.h).
+KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Target& target) {
+  const graph::Shape& in = k.input.shape;     // NHWC
+  const graph::Shape& w = k.weights.shape;    // HWIO
+  const graph::Shape& out = k.output.shape;   // NHWC
+  std::vector<Halide::ImageParam> inputs;
+  const std::vector<graph::TensorDesc> args = graph::generated_kernel_arguments(k);
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    if (i == 1) {  // the weights
+      Halide::ImageParam p(Halide::Float(32), 4, "arg1");
+      const DenseDims dd = dense_dims(w);
+      for (int d = 0; d < 4; ++d) p.dim(d).set_bounds(0, static_cast<int>(dd.extents[static_cast<size_t>(d)]));
+      p.dim(0).set_stride(1);
+      inputs.push_back(p);
+    } else {
+      inputs.push_back(dense_input(args[i], static_cast<int>(i)));
+    }
+  }
+  const runtime::ConvSchedule choice = runtime::tuned_conv_schedule(
+      out[1], out[2], w[2], w[0], w[1], k.pad_top || k.pad_left || k.pad_bottom || k.pad_right);
+  const bool pointwise = choice == runtime::ConvSchedule::tuned_1x1 && !target.has_gpu_feature();
+  const generators::ops::ConvAlgorithm a = generators::ops::conv2d(
+      inputs[0], static_cast<int>(in[2]), static_cast<int>(in[1]), inputs[1], inputs[2],
+      static_cast<int>(in[3]), static_cast<int>(w[1]), static_cast<int>(w[0]),
+      {k.stride_w, k.stride_h, k.pad_left, k.pad_top, k.dilation_w, k.dilation_h}, !pointwise);
+
+  Halide::Expr v = a.acc(a.co, a.x, a.y, a.n);
+  size_t next = 3;
+  if (k.residual) v += inputs[next++](a.co, a.x, a.y, a.n);
+  v = generators::ops::apply_activation(k.activation, v);
+  const std::vector<Halide::Func> params(inputs.begin() + static_cast<std::ptrdiff_t>(next), inputs.end());
+  Halide::Func output("output");
+  output(a.co, a.x, a.y, a.n) = generators::ops::apply_chain(k.post, v, params, a.co);
+  const DenseDims od = dense_dims(out);
+  for (int d = 0; d < 4; ++d)
+    output.output_buffer().dim(d).set_bounds(0, static_cast<int>(od.extents[static_cast<size_t>(d)]));
+  output.output_buffer().dim(0).set_stride(1);
+
+  const schedules::ConvFuncs f{a.input_padded, a.acc, output, a.co, a.x, a.y, a.n, a.c, a.r,
+                               static_cast<int>(out[3]), static_cast<int>(out[2]), static_cast<int>(out[1]),
+                               static_cast<int>(in[3]), static_cast<int>(in[3]), !pointwise};
+  if (target.has_gpu_feature()) {
+    schedules::schedule_conv_cuda(f, target);
+  } else if (choice == runtime::ConvSchedule::tuned_deep) {
+    schedules::schedule_conv_cpu_deep(f, target);
+  } else {
+    schedules::schedule_conv_cpu(f, target);
+  }
+  return KernelPipeline{Halide::Pipeline(output), inputs};
+}
+
 }  // namespace
 
 KernelPipeline build_kernel_pipeline(const graph::KernelSpec& spec, const Halide::Target& target) {
   const std::vector<graph::TensorDesc> args = graph::generated_kernel_arguments(spec);
   const std::string& name = graph::kernel_name(spec);
   for (const graph::TensorDesc& t : args) check_sizes(t, name);
+  if (const auto* conv = std::get_if<graph::ConvKernelSpec>(&spec)) return conv_pipeline(*conv, target);
   std::vector<Halide::ImageParam> inputs;
   for (size_t i = 0; i + 1 < args.size(); ++i) inputs.push_back(dense_input(args[i], static_cast<int>(i)));
   const graph::TensorDesc& out_desc = args.back();

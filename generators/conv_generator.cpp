@@ -2,6 +2,7 @@
 // epilogue. generate() holds the algorithm only; the schedule lives in schedules/.
 #include "Halide.h"
 #include "generators/conv_common.h"
+#include "generators/ops/conv.h"
 #include "schedules/conv_schedule.h"
 
 namespace kiln::generators {
@@ -49,27 +50,16 @@ class FusedConv : public Generator<FusedConv> {
   }
 
   void generate() {
-    Var c("c"), co("co"), x("x"), y("y"), n("n");
     Expr in_c = input.dim(0).extent();
     Expr k_w = weights.dim(2).extent(), k_h = weights.dim(3).extent();
-
-    Func input_padded("input_padded");
-    if (pointwise()) {
-      input_padded(c, x, y, n) = input(c, x, y, n);  // never read outside the image
+    if (pointwise())
       add_requirement(k_w == 1 && k_h == 1 && pad_x == 0 && pad_y == 0,
                       "this kernel is for 1x1 windows without padding");
-    } else {
-      input_padded(c, x, y, n) = zero_padded_xy(input)(c, x, y, n);
-    }
-
-    // out[n, y, x, co] = b'[co] + sum_{ky, kx, ci} w'[ky, kx, ci, co] *
-    //                    in[n, y*sy + ky*dy - py, x*sx + kx*dx - px, ci]
-    RDom r(0, in_c, 0, k_w, 0, k_h, "r");
-    Func acc("acc");
-    acc(co, x, y, n) = bias(co);
-    acc(co, x, y, n) += weights(co, r.x, r.y, r.z) *
-                        input_padded(r.x, x * stride_x + r.y * dilation_x - pad_x,
-                                     y * stride_y + r.z * dilation_y - pad_y, n);
+    const ops::ConvAlgorithm a = ops::conv2d(
+        input, input.dim(1).extent(), input.dim(2).extent(), weights, bias, in_c, k_w, k_h,
+        {stride_x, stride_y, pad_x, pad_y, dilation_x, dilation_y}, !pointwise());
+    const Var co = a.co, x = a.x, y = a.y, n = a.n;
+    Func acc = a.acc;
 
     Expr result = acc(co, x, y, n);
     if (residual) result += (*residual_input_)(co, x, y, n);
@@ -92,7 +82,7 @@ class FusedConv : public Generator<FusedConv> {
                       "residual and output shapes differ");
     }
 
-    funcs_ = {input_padded, acc, output, co, x, y, n, c, r,
+    funcs_ = {a.input_padded, acc, output, co, x, y, n, a.c, a.r,
               output.dim(0).extent(), output.dim(1).extent(), output.dim(2).extent(), in_c,
               input.dim(1).stride(), !pointwise()};
   }

@@ -227,6 +227,11 @@ std::string attrs(const Op& op) {
     if (c->groups != 1) s << " groups=" << c->groups;
     if (c->residual) s << " +residual";
     if (!c->activation.is_identity()) s << " epilogue=" << to_string(c->activation);
+    if (!c->post.empty()) {
+      s << " post=[";
+      for (size_t i = 0; i < c->post.size(); ++i) s << (i ? "," : "") << to_string(c->post[i].kind);
+      s << "]";
+    }
   } else if (const auto* bn = std::get_if<BatchNorm>(&op)) {
     s << "epsilon=" << bn->epsilon;
   } else if (const auto* cl = std::get_if<Clip>(&op)) {

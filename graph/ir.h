@@ -74,9 +74,21 @@ struct Activation {
 };
 std::string to_string(const Activation& a);
 
-// Inputs: x, weights, bias[, residual]. Weights are OIHW for an NCHW input and HWIO for NHWC;
-// with groups > 1 the weights' input-channel dimension is Ci / groups. A residual input (same
-// shape as the output) is added before the activation: out = act(conv(x) + b + residual).
+// One elementwise step of an ElementwiseChain (below) or of a convolution's post steps. An
+// affine step is a per-channel scale and shift whose values are inputs of the node.
+enum class ChainStepKind : uint8_t {
+  clamp, leaky_relu, sigmoid, hard_sigmoid, hard_swish, affine, silu  // append only: serialized
+};
+constexpr int kNumChainStepKinds = 7;
+const char* to_string(ChainStepKind k);  // "clamp", "leaky_relu", ..., "silu"
+struct ChainStep {
+  ChainStepKind kind = ChainStepKind::clamp;
+  float a = 0.0f, b = 0.0f;  // clamp: [a, b]; leaky_relu: alpha = a; hard_sigmoid: alpha, beta
+};
+// Inputs: x, weights, bias[, residual][, post-step scales and shifts]. Weights are OIHW for an
+// NCHW input and HWIO for NHWC; with groups > 1 the weights' input-channel dimension is
+// Ci / groups. A residual input (same shape as the output) is added before the activation:
+// out = post(act(conv(x) + b + residual)).
 struct Conv2d {
   int stride_h = 1, stride_w = 1;
   int pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
@@ -84,6 +96,11 @@ struct Conv2d {
   Activation activation;  // fused epilogue; identity until fusion absorbs a consumer
   int groups = 1;
   bool residual = false;  // set by fusion when it absorbs an Add
+  // Elementwise steps applied after the activation, absorbed by fuse_elementwise_chains (SiLU,
+  // HardSwish, a BatchNorm after the activation, ...): computed in registers by the kernel
+  // generated for this conv. Each affine step's [Co] scale and shift are inputs after the
+  // residual, in step order.
+  std::vector<ChainStep> post;
 };
 
 // Inference BatchNormalization. Inputs: x, scale (gamma), bias (beta), mean, variance.
@@ -171,15 +188,6 @@ struct ReduceMean {
 // self-gated x * Sigmoid(x) (SiLU) and x * HardSigmoid(x) (HardSwish) of exporters).
 // Inputs: x, then for each affine step its per-channel scale and shift ([C] constants), in
 // step order. The channel axis is 3 for NHWC, else 1.
-enum class ChainStepKind : uint8_t {
-  clamp, leaky_relu, sigmoid, hard_sigmoid, hard_swish, affine, silu  // append only: serialized
-};
-constexpr int kNumChainStepKinds = 7;
-const char* to_string(ChainStepKind k);  // "clamp", "leaky_relu", ..., "silu"
-struct ChainStep {
-  ChainStepKind kind = ChainStepKind::clamp;
-  float a = 0.0f, b = 0.0f;  // clamp: [a, b]; leaky_relu: alpha = a; hard_sigmoid: alpha, beta
-};
 struct ElementwiseChain {
   std::vector<ChainStep> steps;
 };

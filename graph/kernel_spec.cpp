@@ -54,6 +54,11 @@ std::string describe_conv(const ConvKernelSpec& k) {
     s << "residual: " << k.residual->name << ", shape " << to_string(k.residual->shape)
       << " (NHWC), added before the epilogue\n";
   s << "epilogue: " << epilogue_line(k.activation, k.residual.has_value()) << "\n";
+  if (!k.post.empty()) {
+    s << "then:    ";
+    for (size_t i = 0; i < k.post.size(); ++i) s << (i ? ", " : " ") << to_string(k.post[i].kind);
+    s << " (in registers; this kernel is generated for these shapes)\n";
+  }
   return s.str();
 }
 
@@ -72,7 +77,13 @@ bool is_depthwise(const Graph& g, const Node& n, const Conv2d& c) {
          c.groups == g.value(n.outputs[0]).shape[3];
 }
 
+bool dense_nhwc_constant_conv(const Graph& g, const Node& n, const Conv2d& c) {
+  return c.groups == 1 && g.value(n.inputs[0]).layout == Layout::nhwc &&
+         g.value(n.inputs[1]).is_constant() && g.value(n.inputs[2]).is_constant();
+}
+
 bool halide_conv(const Graph& g, const Node& n, const Conv2d& c) {
+  if (!c.post.empty()) return dense_nhwc_constant_conv(g, n, c);
   const bool grouping_ok = c.groups == 1 || (is_depthwise(g, n, c) && !c.residual);
   return g.value(n.inputs[0]).layout == Layout::nhwc && grouping_ok &&
          g.value(n.inputs[1]).is_constant() && g.value(n.inputs[2]).is_constant() &&
@@ -98,6 +109,8 @@ ConvKernelSpec conv_spec(const Graph& g, const Node& n, const Conv2d& c) {
   k.dilation_h = c.dilation_h;
   k.dilation_w = c.dilation_w;
   k.activation = c.activation;
+  k.post = c.post;
+  for (size_t i = c.residual ? 4 : 3; i < n.inputs.size(); ++i) k.post_params.push_back(desc(g, n.inputs[i]));
   return k;
 }
 
@@ -126,31 +139,59 @@ bool lowers_to_halide_conv(const Graph& g, const Node& n) {
   return c && halide_conv(g, n, *c);
 }
 
+bool conv_accepts_post_steps(const Graph& g, const Node& n) {
+  const auto* c = std::get_if<Conv2d>(&n.op);
+  return c && dense_nhwc_constant_conv(g, n, *c) && conv_epilogue_supported(c->activation);
+}
+
 bool is_generated(const KernelSpec& k) {
+  if (const auto* c = std::get_if<ConvKernelSpec>(&k)) return !c->post.empty();
   const auto* o = std::get_if<OpKernelSpec>(&k);
   return o && (std::holds_alternative<ElementwiseChain>(o->op) || std::holds_alternative<Binary>(o->op));
 }
 
 std::vector<TensorDesc> generated_kernel_arguments(const KernelSpec& k) {
   KILN_CHECK(is_generated(k), "kernel '" + kernel_name(k) + "' is not a generated kernel");
+  if (const auto* c = std::get_if<ConvKernelSpec>(&k)) {
+    std::vector<TensorDesc> args = {c->input, c->weights, c->bias};
+    if (c->residual) args.push_back(*c->residual);
+    args.insert(args.end(), c->post_params.begin(), c->post_params.end());
+    args.push_back(c->output);
+    return args;
+  }
   const auto& o = std::get<OpKernelSpec>(k);
   std::vector<TensorDesc> args = o.inputs;
   args.push_back(o.output);
   return args;
 }
 
+namespace {
+
+// Hex floats: exact, so equal text is equal maths.
+void write_steps(std::ostream& s, const std::vector<ChainStep>& steps) {
+  s << "[";
+  for (const ChainStep& st : steps)
+    s << static_cast<int>(st.kind) << ":" << std::hexfloat << st.a << ":" << st.b << std::defaultfloat << ";";
+  s << "]";
+}
+
+}  // namespace
+
 std::string kernel_signature(const KernelSpec& k) {
   KILN_CHECK(is_generated(k), "kernel '" + kernel_name(k) + "' is not a generated kernel");
-  const auto& o = std::get<OpKernelSpec>(k);
   std::ostringstream s;
-  s << op_name(o.op);
-  if (const auto* ch = std::get_if<ElementwiseChain>(&o.op)) {
-    s << "[";
-    for (const ChainStep& st : ch->steps)  // hex floats: exact, so equal text is equal maths
-      s << static_cast<int>(st.kind) << ":" << std::hexfloat << st.a << ":" << st.b << std::defaultfloat
-        << ";";
-    s << "]";
-  } else if (const auto* b = std::get_if<Binary>(&o.op)) {
+  if (const auto* c = std::get_if<ConvKernelSpec>(&k)) {
+    s << "Conv2d[" << c->stride_h << "," << c->stride_w << "," << c->pad_top << "," << c->pad_left
+      << "," << c->pad_bottom << "," << c->pad_right << "," << c->dilation_h << "," << c->dilation_w
+      << "," << std::hexfloat << c->activation.lo << "," << c->activation.hi << std::defaultfloat
+      << (c->residual ? ",residual" : "") << "]";
+    write_steps(s, c->post);
+  }
+  const auto* op = std::get_if<OpKernelSpec>(&k);
+  if (op) s << op_name(op->op);
+  if (const auto* ch = op ? std::get_if<ElementwiseChain>(&op->op) : nullptr) {
+    write_steps(s, ch->steps);
+  } else if (const auto* b = op ? std::get_if<Binary>(&op->op) : nullptr) {
     s << "[" << static_cast<int>(b->op) << "]";
   }
   for (const TensorDesc& t : generated_kernel_arguments(k))

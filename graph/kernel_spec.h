@@ -31,6 +31,10 @@ struct ConvKernelSpec {
   int pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
   int dilation_h = 1, dilation_w = 1;
   Activation activation;
+  // Steps after the activation (Conv2d::post) and each affine step's scale and shift ([Co]).
+  // A conv with post steps is generated for its shapes (is_generated).
+  std::vector<ChainStep> post;
+  std::vector<TensorDesc> post_params;
 };
 
 struct LayoutKernelSpec {
@@ -54,6 +58,9 @@ const std::string& kernel_name(const KernelSpec& k);
 // Epilogues the fused convolution kernels implement: none, relu, relu6. Fusion asks this
 // before absorbing an op, so it never creates a kernel nobody can run.
 bool conv_epilogue_supported(const Activation& a);
+// Whether conv node n can take elementwise steps after its activation (Conv2d::post): a dense
+// NHWC convolution with constant weights and bias, which is then generated for its shapes.
+bool conv_accepts_post_steps(const Graph& g, const Node& n);
 
 // One spec per node: convolutions the Halide kernels implement (NHWC, groups == 1, constant
 // weights, a supported epilogue) become ConvKernelSpec, NCHW -> NHWC transforms
@@ -66,7 +73,8 @@ bool lowers_to_halide_conv(const Graph& g, const Node& n);
 
 // Kernels generated per model by codegen/: a Halide pipeline built for this spec's exact shapes,
 // compiled ahead of time (`kiln compile`) or into a cached shared object (`kiln run`, `bench`,
-// the tests). Today: elementwise chains and binary elementwise ops. The other specs still run as prebuilt Halide kernels
+// the tests). Today: elementwise chains, binary elementwise ops and convolutions with post
+// steps. The other specs still run as prebuilt Halide kernels
 // or portable C++ kernels; each op moves here as its algorithm builder lands.
 bool is_generated(const KernelSpec& k);
 // The tensors a generated kernel takes, in its argument order: the spec's inputs in node order,

@@ -21,7 +21,11 @@ struct ImageIndex {
   }
 };
 
-// Conv2d (any groups, residual, activation), BatchNorm, Pool2d, GlobalPool, Gemm, MatMul.
+// One chain step (ElementwiseChain, Conv2d::post) as the op it came from computes it, in double.
+// scale and shift: the step's per-channel values (affine steps only).
+double reference_chain_step(const ChainStep& step, double v, double scale, double shift);
+
+// Conv2d (any groups, residual, activation, post steps), BatchNorm, Pool2d, GlobalPool, Gemm, MatMul.
 bool is_compute_op(const Op& op);
 Tensor reference_compute_op(const Op& op, const std::vector<const Tensor*>& inputs,
                             const Shape& out_shape, Layout out_layout);

@@ -31,6 +31,7 @@ Tensor blank(const Shape& shape, Layout layout) {
 Tensor conv(const Conv2d& c, const std::vector<const Tensor*>& in, const Shape& out_shape) {
   const Tensor &x = *in[0], &w = *in[1], &b = *in[2];
   const Tensor* residual = c.residual ? in[3] : nullptr;
+  const size_t first_post = c.residual ? 4 : 3;  // post steps' scale and shift inputs
   const ImageIndex xi{image_dims(x.shape, x.layout), x.layout};
   const FilterIndex wi{filter_dims(w.shape, w.layout), w.layout};
   const ImageIndex oi{image_dims(out_shape, x.layout), x.layout};
@@ -55,7 +56,16 @@ Tensor conv(const Conv2d& c, const std::vector<const Tensor*>& in, const Shape& 
           }
           const int64_t k = oi(n, o, oy, ox);
           if (residual) acc += residual->data[k];
-          out.data[k] = clamp_to(c.activation, acc);
+          double v = static_cast<float>(clamp_to(c.activation, acc));  // the unfused op's output
+          size_t affine = 0;
+          for (const ChainStep& st : c.post) {
+            const bool aff = st.kind == ChainStepKind::affine;
+            const double scale = aff ? in[first_post + 2 * affine]->data[o] : 1.0;
+            const double shift = aff ? in[first_post + 2 * affine + 1]->data[o] : 0.0;
+            affine += aff;
+            v = static_cast<float>(reference_chain_step(st, v, scale, shift));
+          }
+          out.data[k] = static_cast<float>(v);
         }
   return out;
 }

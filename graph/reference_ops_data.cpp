@@ -182,6 +182,23 @@ Tensor reduce_mean(const ReduceMean& rm, const Tensor& x, const Shape& out_shape
   return out;
 }
 
+}  // namespace
+
+double reference_chain_step(const ChainStep& st, double v, double scale, double shift) {
+  switch (st.kind) {
+    case ChainStepKind::clamp: return std::min<double>(std::max<double>(v, st.a), st.b);
+    case ChainStepKind::leaky_relu: return v >= 0 ? v : st.a * v;
+    case ChainStepKind::sigmoid: return 1.0 / (1.0 + std::exp(-v));
+    case ChainStepKind::hard_sigmoid: return std::min(1.0, std::max(0.0, st.a * v + st.b));
+    case ChainStepKind::hard_swish: return v * std::min(1.0, std::max(0.0, v / 6.0 + 0.5));
+    case ChainStepKind::affine: return v * scale + shift;
+    case ChainStepKind::silu: return v / (1.0 + std::exp(-v));
+  }
+  return v;
+}
+
+namespace {
+
 // Each step as its own op would compute it, in double.
 Tensor chain(const ElementwiseChain& ch, const std::vector<const Tensor*>& in) {
   Tensor out = *in[0];
@@ -193,20 +210,14 @@ Tensor chain(const ElementwiseChain& ch, const std::vector<const Tensor*>& in) {
     double v = out.data[e];
     size_t k = 0;
     for (const ChainStep& st : ch.steps) {
-      switch (st.kind) {
-        case ChainStepKind::clamp: v = std::min<double>(std::max<double>(v, st.a), st.b); break;
-        case ChainStepKind::leaky_relu: v = v >= 0 ? v : st.a * v; break;
-        case ChainStepKind::sigmoid: v = 1.0 / (1.0 + std::exp(-v)); break;
-        case ChainStepKind::hard_sigmoid: v = std::min(1.0, std::max(0.0, st.a * v + st.b)); break;
-        case ChainStepKind::hard_swish: v = v * std::min(1.0, std::max(0.0, v / 6.0 + 0.5)); break;
-        case ChainStepKind::silu: v = v / (1.0 + std::exp(-v)); break;
-        case ChainStepKind::affine: {
-          const int64_t c = (static_cast<int64_t>(e) / inner) % s[axis];
-          v = v * in[1 + 2 * k]->data[c] + in[2 + 2 * k]->data[c];
-          ++k;
-          break;
-        }
+      double scale = 1.0, shift = 0.0;
+      if (st.kind == ChainStepKind::affine) {
+        const int64_t c = (static_cast<int64_t>(e) / inner) % s[axis];
+        scale = in[1 + 2 * k]->data[c];
+        shift = in[2 + 2 * k]->data[c];
+        ++k;
       }
+      v = reference_chain_step(st, v, scale, shift);
       v = static_cast<float>(v);  // each op of the unfused graph rounds to float
     }
     out.data[e] = static_cast<float>(v);

@@ -47,6 +47,7 @@ constexpr int64_t kMaxIndex = int64_t{1} << 40;  // Slice bounds, Pad amounts
 
 class Writer {
  public:
+  uint32_t version = kGraphFormatVersion;
   void u8(uint8_t v) { out_.push_back(static_cast<char>(v)); }
   void u32(uint32_t v) { le(v, 4); }
   void u64(uint64_t v) { le(v, 8); }
@@ -90,6 +91,7 @@ class Writer {
 
 class Reader {
  public:
+  uint32_t version = kGraphFormatVersion;  // of the file being read
   Reader(const std::string& b, size_t end) : p_(b.data()), end_(end) {}
 
   [[noreturn]] void fail(const std::string& what) const {
@@ -174,6 +176,19 @@ void attrs(IO&, T&) {
   static_assert(std::is_empty_v<T>, "serialize.cpp: this op has attributes; add its attrs()");
 }
 template <typename IO>
+void chain_steps(IO& io, std::vector<ChainStep>& steps) {
+  if constexpr (std::is_same_v<IO, Writer>) {
+    io.u32(static_cast<uint32_t>(steps.size()));
+  } else {
+    steps.resize(io.count(9, "chain steps"));
+  }
+  for (ChainStep& st : steps) {
+    io.enum8(st.kind, kNumChainStepKinds);
+    io.f32(st.a);
+    io.f32(st.b);
+  }
+}
+template <typename IO>
 void attrs(IO& io, Conv2d& c) {
   for (int* v : {&c.stride_h, &c.stride_w, &c.pad_top, &c.pad_left, &c.pad_bottom, &c.pad_right,
                  &c.dilation_h, &c.dilation_w})
@@ -182,6 +197,7 @@ void attrs(IO& io, Conv2d& c) {
   io.f32(c.activation.hi);
   io.i32(c.groups);
   io.flag(c.residual);
+  if (io.version >= 4) chain_steps(io, c.post);  // versions 1 and 3 have no post steps
 }
 template <typename IO>
 void attrs(IO& io, BatchNorm& b) { io.f32(b.epsilon); }
@@ -245,18 +261,7 @@ void attrs(IO& io, ReduceMean& r) {
   io.flag(r.keepdims);
 }
 template <typename IO>
-void attrs(IO& io, ElementwiseChain& c) {
-  if constexpr (std::is_same_v<IO, Writer>) {
-    io.u32(static_cast<uint32_t>(c.steps.size()));
-  } else {
-    c.steps.resize(io.count(9, "chain steps"));
-  }
-  for (ChainStep& st : c.steps) {
-    io.enum8(st.kind, kNumChainStepKinds);
-    io.f32(st.a);
-    io.f32(st.b);
-  }
-}
+void attrs(IO& io, ElementwiseChain& c) { chain_steps(io, c.steps); }
 template <typename IO>
 void attrs(IO& io, LayoutTransform& t) {
   io.enum8(t.from, 5);
@@ -365,10 +370,12 @@ Graph read_graph(const std::string& bytes) {
   Reader r(bytes, bytes.size() - 8);
   for (size_t i = 0; i < sizeof(kMagic); ++i) r.u8();
   const uint32_t version = r.u32();
-  // Version 1 is 3 without ElementwiseChain; version 2 numbered ops by their order in graph::Op.
-  if (version != 1 && version != kGraphFormatVersion)
-    throw Error("graph file format version " + std::to_string(version) + " is not supported (this Kiln reads versions 1 and " +
+  // Version 1 is 3 without ElementwiseChain, 3 is 4 without Conv2d's post steps; version 2
+  // numbered ops by their order in graph::Op.
+  if (version != 1 && version != 3 && version != kGraphFormatVersion)
+    throw Error("graph file format version " + std::to_string(version) + " is not supported (this Kiln reads versions 1, 3 and " +
                 std::to_string(kGraphFormatVersion) + "; recompile the model)");
+  r.version = version;
   uint64_t stored = 0;
   for (int i = 0; i < 8; ++i)
     stored |= uint64_t{static_cast<uint8_t>(bytes[bytes.size() - 8 + i])} << (8 * i);

@@ -19,9 +19,10 @@ namespace kiln::graph {
 //   u64 checksum of every byte before it
 // where str = u32 length + bytes, ids = u32 count + u32 value ids. Value::producer is not
 // stored: it follows from the nodes' outputs.
-// Version 3: op tags fixed per op, ElementwiseChain is 21. Version 1 files (no ElementwiseChain)
-// are read as well; version 2 (tags by position in graph::Op) is refused.
-constexpr uint32_t kGraphFormatVersion = 3;
+// Version 4: Conv2d's attributes end with its post steps (u32 count, each u8 kind, f32 a, f32 b).
+// Version 3 (op tags fixed per op, ElementwiseChain is 21; no post steps) and version 1 (no
+// ElementwiseChain) are read as well; version 2 (tags by position in graph::Op) is refused.
+constexpr uint32_t kGraphFormatVersion = 4;
 
 std::string serialize(const Graph& g);
 

@@ -34,7 +34,10 @@ void expect_vector(const Graph& g, const Node& n, size_t i, int64_t length, cons
 }
 
 TypedShape infer_conv(const Graph& g, const Node& n, const Conv2d& c) {
-  expect_inputs(n, c.residual ? 4 : 3);
+  size_t post_affine = 0;
+  for (const ChainStep& st : c.post) post_affine += st.kind == ChainStepKind::affine;
+  const size_t first_post = c.residual ? 4 : 3;
+  expect_inputs(n, first_post + 2 * post_affine);
   const Value& x = activation_input(g, n);
   const Value& w = g.value(n.inputs[1]);
   const Layout wl = filter_layout_for(x.layout);
@@ -63,6 +66,7 @@ TypedShape infer_conv(const Graph& g, const Node& n, const Conv2d& c) {
   if (h < 0 || wd < 0)
     fail(n, "the " + std::to_string(f.kh) + "x" + std::to_string(f.kw) +
                 " kernel (with dilation) is larger than the padded input " + to_string(x.shape));
+  for (size_t i = first_post; i < n.inputs.size(); ++i) expect_vector(g, n, i, f.co, "post-step scale/shift");
   ImageDims out{in.n, f.co, h / c.stride_h + 1, wd / c.stride_w + 1};
   const Shape out_shape = image_shape(out, x.layout);
   if (c.residual) {

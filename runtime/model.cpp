@@ -305,9 +305,11 @@ Model::Model(const graph::Graph& optimized, const ModelOptions& options)
   if (options.backend == Backend::cuda) {
     std::string why = cuda_unusable_reason();
     for (const graph::KernelSpec& k : m.kernels)
-      if (why.empty() && std::holds_alternative<graph::OpKernelSpec>(k))
+      if (why.empty() && (graph::is_generated(k) || std::holds_alternative<graph::OpKernelSpec>(k)))
         why = "node '" + graph::kernel_name(k) + "' (" +
-              graph::op_name(std::get<graph::OpKernelSpec>(k).op) + ") has no CUDA kernel yet";
+              (graph::is_generated(k) ? std::string("a kernel generated for its shapes")
+                                      : graph::op_name(std::get<graph::OpKernelSpec>(k).op)) +
+              ") has no CUDA kernel yet";
     if (!why.empty()) {
       if (!options.fallback_to_cpu)
         throw graph::Error(why + "; choose the cpu backend, or allow fallback to the CPU");

@@ -1,4 +1,5 @@
-// Kernels generated per model by codegen/ (elementwise chains, binary ops): each is compiled for its spec's shapes, loaded the way
+// Kernels generated per model by codegen/ (elementwise chains, binary ops, convolutions with
+// post steps): each is compiled for its spec's shapes, loaded the way
 // `kiln run` loads them, run by kiln::Model and compared with the reference interpreter. The GPU
 // schedule runs through Halide's OpenCL backend (on the CPU, through pocl); the CUDA object's
 // PTX is assembled for sm_90.
@@ -12,6 +13,7 @@
 #include "codegen/kernel_library.h"
 #include "codegen/kernel_pipeline.h"
 #include "graph/builder.h"
+#include "graph/passes/passes.h"
 #include "graph/reference.h"
 #include "kiln/runtime.h"
 #include "ptx_util.h"
@@ -182,6 +184,101 @@ TEST_P(GeneratedBinary, MatchesReferenceOnEveryCpuTarget) {
 INSTANTIATE_TEST_SUITE_P(Binaries, GeneratedBinary, testing::ValuesIn(binary_cases()),
                          [](const testing::TestParamInfo<BinaryCase>& i) { return i.param.name; });
 
+// Convolutions with post steps (Conv2d::post): dense NHWC convs followed by an elementwise chain
+// the prebuilt kernels lack. Each is fused by the passes and generated for its shapes, with the
+// schedule the AOT kernels use for its size (wide, deep, 1x1 in place).
+enum class Tail { silu, hard_swish, sigmoid, residual_relu_bn };
+struct ConvCase {
+  std::string name;
+  int64_t n, h, w, ci, co, k;
+  int stride, pad;
+  Tail tail;
+};
+void PrintTo(const ConvCase& c, std::ostream* os) { *os << c.name; }
+
+std::vector<ConvCase> conv_cases() {
+  return {
+      {"wide_3x3_silu", 1, 14, 14, 16, 32, 3, 1, 1, Tail::silu},
+      {"stride2_odd_channels_hard_swish", 1, 15, 15, 24, 40, 3, 2, 1, Tail::hard_swish},
+      {"pointwise_sigmoid", 1, 10, 10, 64, 48, 1, 1, 0, Tail::sigmoid},
+      {"deep_7x7_silu", 1, 7, 7, 512, 64, 1, 1, 0, Tail::silu},
+      {"deep_3x3_residual_relu_bn", 1, 7, 7, 128, 64, 3, 1, 1, Tail::residual_relu_bn},
+      {"batch2_odd_residual_relu_bn", 2, 9, 11, 8, 20, 3, 1, 1, Tail::residual_relu_bn},
+      {"narrow_output_silu", 1, 12, 12, 8, 6, 3, 1, 1, Tail::silu},
+  };
+}
+
+graph::Graph conv_graph(const ConvCase& c) {
+  graph::GraphBuilder b;
+  const graph::ValueId x = b.input("x", {c.n, c.h, c.w, c.ci}, Layout::nhwc);
+  const float bound = std::sqrt(3.0f / static_cast<float>(c.ci * c.k * c.k));
+  const graph::ValueId w = b.constant(
+      "w", {c.k, c.k, c.ci, c.co},
+      graph::random_uniform(static_cast<size_t>(c.k * c.k * c.ci * c.co), -bound, bound, 31), Layout::hwio);
+  const graph::ValueId bias = b.constant("bias", {c.co}, graph::random_uniform(static_cast<size_t>(c.co), -0.5f, 0.5f, 32));
+  graph::Conv2d attrs;
+  attrs.stride_h = attrs.stride_w = c.stride;
+  attrs.pad_top = attrs.pad_left = attrs.pad_bottom = attrs.pad_right = c.pad;
+  graph::ValueId y = b.conv2d("conv", x, w, bias, attrs);
+  auto vec = [&](const std::string& name, float lo, float hi, uint64_t seed) {
+    return b.constant(name, {c.co}, graph::random_uniform(static_cast<size_t>(c.co), lo, hi, seed));
+  };
+  switch (c.tail) {
+    case Tail::silu: y = b.op("silu", graph::Binary{graph::BinaryOp::mul}, {y, b.op("sig", graph::Sigmoid{}, {y})}); break;
+    case Tail::hard_swish:
+      y = b.op("hswish", graph::Binary{graph::BinaryOp::mul},
+               {b.op("hsig", graph::HardSigmoid{1.0f / 6.0f, 0.5f}, {y}), y});
+      break;
+    case Tail::sigmoid: y = b.op("sig", graph::Sigmoid{}, {y}); break;
+    case Tail::residual_relu_bn: {
+      const int64_t ho = (c.h + 2 * c.pad - c.k) / c.stride + 1, wo = (c.w + 2 * c.pad - c.k) / c.stride + 1;
+      const graph::ValueId r = b.input("r", {c.n, ho, wo, c.co}, Layout::nhwc);
+      y = b.relu("relu", b.op("add", graph::Binary{graph::BinaryOp::add}, {y, r}));
+      y = b.batch_norm("bn", y, vec("g", 0.5f, 1.5f, 33), vec("be", -0.2f, 0.2f, 34), vec("m", -0.2f, 0.2f, 35),
+                       vec("v", 0.5f, 2.0f, 36));
+      break;
+    }
+  }
+  b.output(y);
+  return b.finish();
+}
+
+class GeneratedConv : public testing::TestWithParam<ConvCase> {};
+
+TEST_P(GeneratedConv, FusedAndMatchesReferenceOnEveryCpuTarget) {
+  const ConvCase& c = GetParam();
+  const graph::Graph g = conv_graph(c);
+  const graph::Graph fused = graph::fuse_elementwise_chains(graph::fuse_epilogues(g));
+  ASSERT_EQ(fused.num_nodes(), 1u) << graph::dump(fused);
+  ASSERT_FALSE(std::get<graph::Conv2d>(fused.node(graph::NodeId{0}).op).post.empty()) << graph::dump(fused);
+  for (int t = 0; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
+    if (!runtime::cpu_target_supported(t)) continue;
+    SCOPED_TRACE(runtime::cpu_targets()[t]);
+    ModelOptions o;
+    o.cpu_target = t;
+    o.generate_kernels = codegen::kernel_generator({{runtime::cpu_targets()[t]}, test_cache_dir(), nullptr});
+    Model m(fused, o);
+    ASSERT_EQ(m.kernels().size(), 1u);
+    ASSERT_TRUE(graph::is_generated(m.kernels()[0]));
+    for (uint64_t seed : {1u, 2u}) {
+      std::vector<graph::Tensor> ins;
+      for (graph::ValueId v : g.inputs) {
+        const graph::Value& val = g.value(v);
+        ins.push_back({val.shape, val.layout,
+                       graph::random_uniform(graph::num_elements(val.shape), -2.0f, 2.0f, seed * 10 + v.index)});
+      }
+      ASSERT_TRUE(m.run(ins)) << "seed " << seed;
+      const graph::Tensor want = graph::run_reference(g, ins)[0];  // the unfused graph
+      const TensorView out = m.output(0);
+      const std::vector<float> got(out.data, out.data + graph::num_elements(out.shape));
+      EXPECT_LE(graph::worst_error_ratio(got, want.data, 1e-4, 1e-5), 1.0) << "seed " << seed;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Convs, GeneratedConv, testing::ValuesIn(conv_cases()),
+                         [](const testing::TestParamInfo<ConvCase>& i) { return i.param.name; });
+
 // The sigmoid's vectorized exponential against the double-precision reference over the whole
 // float range where the result is not yet saturated, and past it.
 TEST(GeneratedKernels, SigmoidAccuracyAcrossItsRange) {
@@ -287,23 +384,35 @@ TEST(GeneratedKernels, GpuScheduleRunsThroughOpenCl) {
     SCOPED_TRACE(c.name);
     expect_opencl_matches_reference(binary_graph(c), 0.5f, 3.0f, 1e-6, 1e-7);  // divisors > 0
   }
+  for (const ConvCase& c : conv_cases()) {
+    SCOPED_TRACE(c.name);
+    const graph::Graph g = conv_graph(c);
+    expect_opencl_matches_reference(graph::fuse_elementwise_chains(graph::fuse_epilogues(g)), -2.0f,
+                                    2.0f, 1e-4, 1e-5);
+  }
 }
 
-// The CUDA object of a generated kernel: its PTX assembles for the H200 (sm_90).
+// The CUDA objects of generated kernels (a chain, a conv with post steps): their PTX assembles
+// for the H200 (sm_90).
 TEST(GeneratedKernels, CudaObjectPtxAssemblesForSm90) {
   if (!ptx_util::have_ptxas()) GTEST_SKIP() << "ptxas not found (install the CUDA toolkit)";
-  const graph::Graph g = chain_graph({"cuda", {1, 14, 14, 96}, Layout::nhwc, kEveryStep}, 8);
   ModelOptions lower;
   lower.lower_only = true;
-  const std::vector<graph::KernelSpec> specs = Model(g, lower).kernels();
+  std::vector<graph::KernelSpec> specs =
+      Model(chain_graph({"cuda", {1, 14, 14, 96}, Layout::nhwc, kEveryStep}, 8), lower).kernels();
+  const graph::Graph conv = conv_graph(conv_cases()[4]);
+  specs.push_back(Model(graph::fuse_elementwise_chains(graph::fuse_epilogues(conv)), lower).kernels().at(0));
   const std::filesystem::path dir = std::filesystem::path(KILN_TEST_CACHE_DIR) / "cuda_objects";
   std::filesystem::create_directories(dir);
-  const auto archives = codegen::write_kernel_archives(specs, {KILN_CUDA_TARGET}, "cuda_chain", dir);
-  ASSERT_EQ(archives.size(), 1u);
-  const std::vector<std::string> modules = ptx_util::extract_ptx(archives[0].string());
-  ASSERT_FALSE(modules.empty()) << "no PTX in " << archives[0];
-  for (size_t i = 0; i < modules.size(); ++i)
-    EXPECT_EQ(ptx_util::assemble_sm90(modules[i], (dir / ("chain_" + std::to_string(i))).string()), "");
+  const auto archives = codegen::write_kernel_archives(specs, {KILN_CUDA_TARGET}, "cuda_test", dir);
+  ASSERT_EQ(archives.size(), specs.size());
+  for (size_t k = 0; k < archives.size(); ++k) {
+    SCOPED_TRACE(graph::kernel_name(specs[k]));
+    const std::vector<std::string> modules = ptx_util::extract_ptx(archives[k].string());
+    ASSERT_FALSE(modules.empty()) << "no PTX in " << archives[k];
+    for (size_t i = 0; i < modules.size(); ++i)
+      EXPECT_EQ(ptx_util::assemble_sm90(modules[i], (dir / ("k" + std::to_string(k) + "_" + std::to_string(i))).string()), "");
+  }
 }
 
 }  // namespace

@@ -56,8 +56,11 @@ Graph every_op_graph() {
   grouped.dilation_w = 2;
   const ValueId c2 = b.op("grouped", grouped,
                           {h, constant(b, "w2", {8, 4, 3, 3}, 7, Layout::oihw), constant(b, "b2", {8}, 8)});
-  const ValueId c3 = b.op("residual", conv_attrs(1, 0, 1, Activation{0.0f}, true),
-                          {h, constant(b, "w3", {8, 8, 1, 1}, 9, Layout::oihw), constant(b, "b3", {8}, 10), c1});
+  Conv2d with_post = conv_attrs(1, 0, 1, Activation{0.0f}, true);
+  with_post.post = {{ChainStepKind::silu}, {ChainStepKind::affine}, {ChainStepKind::clamp, -1.0f, 3.0f}};
+  const ValueId c3 = b.op("residual", with_post,
+                          {h, constant(b, "w3", {8, 8, 1, 1}, 9, Layout::oihw), constant(b, "b3", {8}, 10), c1,
+                           constant(b, "ps", {8}, 20), constant(b, "pt", {8}, 21)});
   ValueId e = b.op("add", Binary{BinaryOp::add}, {c3, h});
   e = b.op("sub", Binary{BinaryOp::sub}, {e, constant(b, "k1", {8, 1, 1}, 11)});
   e = b.op("mul", Binary{BinaryOp::mul}, {e, constant(b, "k2", {1}, 12)});

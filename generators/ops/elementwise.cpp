@@ -1,6 +1,8 @@
 // Elementwise algorithm builders. Each step is the maths of the ONNX op it came from.
 #include "generators/ops/elementwise.h"
 
+#include <cmath>
+
 namespace kiln::generators::ops {
 
 using Halide::Expr;
@@ -26,26 +28,36 @@ Expr apply_chain_step(const graph::ChainStep& step, const Expr& v, const Expr& s
   return v;
 }
 
+Expr apply_chain(const std::vector<graph::ChainStep>& steps, Expr v,
+                 const std::vector<Halide::Func>& params, const Expr& channel) {
+  size_t affine = 0;
+  for (const graph::ChainStep& step : steps) {
+    Expr scale = 1.0f, shift = 0.0f;
+    if (step.kind == graph::ChainStepKind::affine) {
+      scale = params[2 * affine](channel);
+      shift = params[2 * affine + 1](channel);
+      ++affine;
+    }
+    v = apply_chain_step(step, v, scale, shift);
+  }
+  return v;
+}
+
+Expr apply_activation(const graph::Activation& a, Expr v) {
+  if (std::isfinite(a.lo)) v = Halide::max(v, a.lo);
+  if (std::isfinite(a.hi)) v = Halide::min(v, a.hi);
+  return v;
+}
+
 Halide::Func elementwise_chain(const Halide::Func& x, int rank,
                                const std::vector<graph::ChainStep>& steps,
                                const std::vector<Halide::Func>& params, int channel_dim) {
   std::vector<Halide::Var> dims;
   for (int d = 0; d < rank; ++d) dims.emplace_back("d" + std::to_string(d));
   const std::vector<Expr> at(dims.begin(), dims.end());
-  Expr v = x(at);
-  size_t affine = 0;
-  for (const graph::ChainStep& step : steps) {
-    Expr scale = 1.0f, shift = 0.0f;
-    if (step.kind == graph::ChainStepKind::affine) {
-      const Expr c = dims[static_cast<size_t>(channel_dim)];
-      scale = params[2 * affine](c);
-      shift = params[2 * affine + 1](c);
-      ++affine;
-    }
-    v = apply_chain_step(step, v, scale, shift);
-  }
   Halide::Func out("chain");
-  out(dims) = v;
+  const Expr channel = rank > 0 ? Expr(dims[static_cast<size_t>(channel_dim)]) : Expr(0);
+  out(dims) = apply_chain(steps, x(at), params, channel);
   return out;
 }
 

@@ -19,6 +19,14 @@ Halide::Expr sigmoid(const Halide::Expr& v);
 Halide::Expr apply_chain_step(const graph::ChainStep& step, const Halide::Expr& v,
                               const Halide::Expr& scale, const Halide::Expr& shift);
 
+// The steps applied to v in order. `params` holds the scale and shift of each affine step, in
+// step order, as 1-D Funcs over the channel; `channel` indexes them.
+Halide::Expr apply_chain(const std::vector<graph::ChainStep>& steps, Halide::Expr v,
+                         const std::vector<Halide::Func>& params, const Halide::Expr& channel);
+
+// The activation clamp [a.lo, a.hi] applied to v (infinite bounds are left out).
+Halide::Expr apply_activation(const graph::Activation& a, Halide::Expr v);
+
 // out(dims) = the chain applied to x(dims), computed in float32. `params` holds the scale and
 // shift of each affine step, in step order, as 1-D Funcs over the channel; `channel_dim` is the
 // Halide dimension (innermost first) that indexes them: 0 for NHWC, rank - 2 for [N, C, ...].

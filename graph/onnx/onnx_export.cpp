@@ -100,6 +100,20 @@ class NodeWriter {
  public:
   NodeWriter(Exporter& ex, const Node& n, NP& p) : ex_(ex), n_(n), p_(p) {}
 
+  // Chain steps as three attributes: NAME (the kinds), step_a and step_b (their parameters).
+  void steps(const std::string& name, const std::vector<ChainStep>& chain) {
+    std::vector<std::string> kinds;
+    std::vector<float> a, b;
+    for (const ChainStep& st : chain) {
+      kinds.push_back(to_string(st.kind));
+      a.push_back(st.a);
+      b.push_back(st.b);
+    }
+    attr_strings(p_, name, kinds);
+    attr_floats(p_, name == "steps" ? "step_a" : name + "_a", a);
+    attr_floats(p_, name == "steps" ? "step_b" : name + "_b", b);
+  }
+
   void operator()(const Conv2d& c) {
     kiln("FusedConv");
     const Value& w = input(1);
@@ -112,6 +126,7 @@ class NodeWriter {
     attr_string(p_, "activation", to_string(c.activation));
     attr_float(p_, "activation_min", c.activation.lo);
     attr_float(p_, "activation_max", c.activation.hi);
+    if (!c.post.empty()) steps("post", c.post);
     attr_string(p_, "weight_layout", to_string(w.layout));
   }
   void operator()(const BatchNorm& b) {
@@ -217,16 +232,7 @@ class NodeWriter {
   }
   void operator()(const ElementwiseChain& c) {
     kiln("ElementwiseChain");
-    std::vector<std::string> steps;
-    std::vector<float> a, b;
-    for (const ChainStep& st : c.steps) {
-      steps.push_back(to_string(st.kind));
-      a.push_back(st.a);
-      b.push_back(st.b);
-    }
-    attr_strings(p_, "steps", steps);
-    attr_floats(p_, "step_a", a);
-    attr_floats(p_, "step_b", b);
+    steps("steps", c.steps);
   }
   void operator()(const LayoutTransform& t) {
     kiln("LayoutTransform", false);

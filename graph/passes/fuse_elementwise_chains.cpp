@@ -4,10 +4,12 @@
 // reason). BatchNorm that could not fold into a conv (e.g. BN -> ReLU -> Conv in pre-activation
 // networks) becomes a per-channel scale+shift step, and the self-gated activations exporters
 // write as two nodes, x * Sigmoid(x) (SiLU) and x * HardSigmoid(x) (HardSwish), one step each.
-// Runs last (after the layout pass, so constants are already in their final layout).
+// A chain whose input is a dense convolution's output, read by nothing else, goes into that
+// conv as its post steps (Conv2d::post), so it never reaches memory on its own. Runs last (after the layout pass, so constants are already in their final layout).
 #include <cmath>
 #include <optional>
 
+#include "graph/kernel_spec.h"
 #include "graph/passes/passes.h"
 #include "graph/shape_inference.h"
 
@@ -183,11 +185,24 @@ Graph fuse_elementwise_chains(const Graph& input) {
       fused.inputs.push_back(g.add_value(std::move(sc)));
       fused.inputs.push_back(g.add_value(std::move(sh)));
     }
+    for (size_t k = 0; k + 1 < members.size(); ++k) dead[members[k]] = true;
+    gated[members.back()].reset();  // the chain or the conv now, not a Mul any more
+    const NodeId producer = g.value(x).producer;
+    if (producer.valid() && !dead[producer.index] && !g.is_graph_output(x) &&
+        sole_reader(x) == members[0] && conv_accepts_post_steps(g, nodes[producer.index])) {
+      // The conv's kernel (generated for its shapes) applies the chain in registers.
+      Node& conv = nodes[producer.index];
+      auto& attrs = std::get<Conv2d>(conv.op);
+      attrs.post.insert(attrs.post.end(), chain.steps.begin(), chain.steps.end());
+      conv.inputs.insert(conv.inputs.end(), fused.inputs.begin() + 1, fused.inputs.end());
+      conv.outputs = fused.outputs;
+      conv.computes.insert(conv.computes.end(), fused.computes.begin(), fused.computes.end());
+      dead[members.back()] = true;
+      continue;
+    }
     fused.op = std::move(chain);
     // The chain sits where its last member was: every member's inputs exist by then.
-    for (size_t k = 0; k + 1 < members.size(); ++k) dead[members[k]] = true;
     nodes[members.back()] = std::move(fused);
-    gated[members.back()].reset();  // now the chain, not a Mul any more
   }
   for (size_t i = 0; i < nodes.size(); ++i) dead[i] = dead[i] || absorbed[i];
   g.rebuild(std::move(nodes), dead);

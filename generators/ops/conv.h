@@ -1,0 +1,34 @@
+// The convolution algorithm builder: dense convolution of an NHWC input with HWIO weights, as
+// Halide Funcs. The AOT generator (generators/conv_generator.cpp) and the kernels generated per
+// model (codegen/) both build their convolutions here; the epilogue is theirs to add.
+#pragma once
+
+#include "Halide.h"
+
+namespace kiln::generators::ops {
+
+// Stride, padding before the first pixel, and dilation, in x and y. Runtime values in the AOT
+// kernels, constants in the generated ones.
+struct ConvWindow {
+  Halide::Expr stride_x, stride_y, pad_x, pad_y, dilation_x, dilation_y;
+};
+
+struct ConvAlgorithm {
+  Halide::Func input_padded;  // (c, x, y, n): the input, zero outside the image
+  Halide::Func acc;           // (co, x, y, n): bias + sum over (ci, kx, ky); one update
+  Halide::Var co, x, y, n, c;
+  Halide::RDom r;  // r.x = ci, r.y = kx, r.z = ky
+};
+
+// acc(co, x, y, n) = bias(co) + sum_{ci, kx, ky} weights(co, ci, kx, ky) *
+//                    input(ci, x * sx + kx * dx - px, y * sy + ky * dy - py, n)
+// `input` is NHWC, (c, x, y, n), with an image of in_width x in_height pixels; weights are HWIO,
+// (co, ci, kx, ky). pad_input = false: the window never leaves the image (a 1x1 window without
+// padding), so input_padded is the input itself and needs no boundary condition.
+ConvAlgorithm conv2d(const Halide::Func& input, const Halide::Expr& in_width,
+                     const Halide::Expr& in_height, const Halide::Func& weights,
+                     const Halide::Func& bias, const Halide::Expr& in_channels,
+                     const Halide::Expr& kernel_w, const Halide::Expr& kernel_h,
+                     const ConvWindow& window, bool pad_input);
+
+}  // namespace kiln::generators::ops
