@@ -5,6 +5,7 @@
 #include "generators/ops/elementwise.h"
 #include "runtime/kernels.h"
 #include "schedules/conv_schedule.h"
+#include "schedules/depthwise_schedule.h"
 #include "schedules/elementwise_schedule.h"
 
 namespace kiln::codegen {
@@ -79,6 +80,48 @@ Algorithm binary_algorithm(const graph::Binary& b, const std::vector<graph::Tens
           args[0].shape != out.shape || args[1].shape != out.shape};
 }
 
+// The conv's epilogue on its accumulator value v at (co, x, y, n): the residual (inputs[3] when
+// present), the activation, then the post steps with their scale and shift inputs.
+Halide::Expr conv_epilogue(const graph::ConvKernelSpec& k, Halide::Expr v,
+                           const std::vector<Halide::ImageParam>& inputs,
+                           const std::vector<Halide::Expr>& at) {
+  size_t next = 3;
+  if (k.residual) v += inputs[next++](at);
+  v = generators::ops::apply_activation(k.activation, v);
+  const std::vector<Halide::Func> params(inputs.begin() + static_cast<std::ptrdiff_t>(next), inputs.end());
+  return generators::ops::apply_chain(k.post, v, params, at[0]);
+}
+
+void constrain_conv_output(Halide::Func output, const graph::Shape& out) {
+  const DenseDims od = dense_dims(out);
+  for (int d = 0; d < 4; ++d)
+    output.output_buffer().dim(d).set_bounds(0, static_cast<int>(od.extents[static_cast<size_t>(d)]));
+  output.output_buffer().dim(0).set_stride(1);
+}
+
+KernelPipeline depthwise_pipeline(const graph::ConvKernelSpec& k, const Halide::Target& target,
+                                  const std::vector<Halide::ImageParam>& inputs) {
+  const graph::Shape& in = k.input.shape;    // NHWC
+  const graph::Shape& w = k.weights.shape;   // [Kh, Kw, 1, C]
+  const graph::Shape& out = k.output.shape;  // NHWC
+  const generators::ops::DepthwiseAlgorithm a = generators::ops::depthwise_conv2d(
+      inputs[0], static_cast<int>(in[2]), static_cast<int>(in[1]), inputs[1], inputs[2],
+      static_cast<int>(w[1]), static_cast<int>(w[0]),
+      {k.stride_w, k.stride_h, k.pad_left, k.pad_top, k.dilation_w, k.dilation_h});
+  Halide::Func output("output");
+  output(a.c, a.x, a.y, a.n) = conv_epilogue(k, a.acc(a.c, a.x, a.y, a.n), inputs, {a.c, a.x, a.y, a.n});
+  constrain_conv_output(output, out);
+  const schedules::DepthwiseFuncs f{a.input_padded, a.acc, output, a.c, a.x, a.y, a.n, a.r,
+                                    static_cast<int>(out[3]), static_cast<int>(out[2]),
+                                    static_cast<int>(out[1]), k.stride_w, k.dilation_w};
+  if (target.has_gpu_feature()) {
+    schedules::schedule_depthwise_cuda(f, target);
+  } else {
+    schedules::schedule_depthwise_cpu(f, target);
+  }
+  return KernelPipeline{Halide::Pipeline(output), inputs};
+}
+
 // A generated convolution: the algorithm from generators/ops/conv.h, the activation and post
 // steps applied to the accumulator in registers, and the schedule the AOT kernels use for this
 // layer's size (runtime::tuned_conv_schedule) or the CUDA one. Weights and output keep run-time
@@ -101,6 +144,7 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
       inputs.push_back(dense_input(args[i], static_cast<int>(i)));
     }
   }
+  if (k.depthwise) return depthwise_pipeline(k, target, inputs);
   const runtime::ConvSchedule choice = runtime::tuned_conv_schedule(
       out[1], out[2], w[2], w[0], w[1], k.pad_top || k.pad_left || k.pad_bottom || k.pad_right);
   const bool pointwise = choice == runtime::ConvSchedule::tuned_1x1 && !target.has_gpu_feature();
@@ -109,17 +153,9 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
       static_cast<int>(in[3]), static_cast<int>(w[1]), static_cast<int>(w[0]),
       {k.stride_w, k.stride_h, k.pad_left, k.pad_top, k.dilation_w, k.dilation_h}, !pointwise);
 
-  Halide::Expr v = a.acc(a.co, a.x, a.y, a.n);
-  size_t next = 3;
-  if (k.residual) v += inputs[next++](a.co, a.x, a.y, a.n);
-  v = generators::ops::apply_activation(k.activation, v);
-  const std::vector<Halide::Func> params(inputs.begin() + static_cast<std::ptrdiff_t>(next), inputs.end());
   Halide::Func output("output");
-  output(a.co, a.x, a.y, a.n) = generators::ops::apply_chain(k.post, v, params, a.co);
-  const DenseDims od = dense_dims(out);
-  for (int d = 0; d < 4; ++d)
-    output.output_buffer().dim(d).set_bounds(0, static_cast<int>(od.extents[static_cast<size_t>(d)]));
-  output.output_buffer().dim(0).set_stride(1);
+  output(a.co, a.x, a.y, a.n) = conv_epilogue(k, a.acc(a.co, a.x, a.y, a.n), inputs, {a.co, a.x, a.y, a.n});
+  constrain_conv_output(output, out);
 
   const schedules::ConvFuncs f{a.input_padded, a.acc, output, a.co, a.x, a.y, a.n, a.c, a.r,
                                static_cast<int>(out[3]), static_cast<int>(out[2]), static_cast<int>(out[1]),

@@ -1,5 +1,5 @@
-// What the convolution generators share: the epilogue parameter and its maths, zero padding of
-// an NHWC input in x and y, and the estimates of the stride / pad / dilation inputs.
+// What the convolution generators share: the epilogue parameter and its maths, and the
+// estimates of the stride / pad / dilation inputs. The algorithms are in generators/ops/conv.h.
 #pragma once
 
 #include <map>
@@ -21,15 +21,6 @@ inline Halide::Expr apply_epilogue(Epilogue e, Halide::Expr v) {
     case Epilogue::none: break;
   }
   return v;
-}
-
-// Zero outside the image in x and y (dims 1 and 2 of an NHWC buffer); channels and batch are
-// never read out of range.
-template <typename InputBuffer>
-Halide::Func zero_padded_xy(const InputBuffer& in) {
-  using Halide::Expr;
-  return Halide::BoundaryConditions::constant_exterior(
-      in, 0.0f, {{Expr(), Expr()}, {0, in.dim(1).extent()}, {0, in.dim(2).extent()}, {Expr(), Expr()}});
 }
 
 // The scalar inputs both convolution generators declare, estimated for autoschedulers.

@@ -3,6 +3,7 @@
 // algorithm only; the schedule lives in schedules/.
 #include "Halide.h"
 #include "generators/conv_common.h"
+#include "generators/ops/conv.h"
 #include "schedules/depthwise_schedule.h"
 
 namespace kiln::generators {
@@ -26,17 +27,11 @@ class FusedDepthwise : public Generator<FusedDepthwise> {
   Output<Buffer<float, 4>> output{"output"};
 
   void generate() {
-    Var c("c"), x("x"), y("y"), n("n");
-    Func input_padded("input_padded");
-    input_padded(c, x, y, n) = zero_padded_xy(input)(c, x, y, n);
-
-    // out[n, y, x, c] = b[c] + sum_{ky, kx} w[ky, kx, 0, c] * in[n, y*sy + ky*dy - py, x*sx + kx*dx - px, c]
-    RDom r(0, weights.dim(2).extent(), 0, weights.dim(3).extent(), "r");
-    Func acc("acc");
-    acc(c, x, y, n) = bias(c);
-    acc(c, x, y, n) += weights(c, 0, r.x, r.y) *
-                       input_padded(c, x * stride_x + r.x * dilation_x - pad_x,
-                                    y * stride_y + r.y * dilation_y - pad_y, n);
+    const ops::DepthwiseAlgorithm a = ops::depthwise_conv2d(
+        input, input.dim(1).extent(), input.dim(2).extent(), weights, bias, weights.dim(2).extent(),
+        weights.dim(3).extent(), {stride_x, stride_y, pad_x, pad_y, dilation_x, dilation_y});
+    const Var c = a.c, x = a.x, y = a.y, n = a.n;
+    Func acc = a.acc;
     output(c, x, y, n) = apply_epilogue(epilogue, acc(c, x, y, n));
 
     add_requirement(weights.dim(1).extent() == 1, "depthwise weights have one input channel");
@@ -46,7 +41,7 @@ class FusedDepthwise : public Generator<FusedDepthwise> {
                     "depthwise input, weights, bias and output channel counts differ");
     add_requirement(input.dim(3).extent() == output.dim(3).extent(),
                     "input and output batch sizes differ");
-    funcs_ = {input_padded, acc, output, c, x, y, n, r, output.dim(0).extent(),
+    funcs_ = {a.input_padded, acc, output, c, x, y, n, a.r, output.dim(0).extent(),
               output.dim(1).extent(), output.dim(2).extent(), stride_x, dilation_x};
   }
 

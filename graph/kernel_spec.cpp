@@ -77,13 +77,16 @@ bool is_depthwise(const Graph& g, const Node& n, const Conv2d& c) {
          c.groups == g.value(n.outputs[0]).shape[3];
 }
 
-bool dense_nhwc_constant_conv(const Graph& g, const Node& n, const Conv2d& c) {
-  return c.groups == 1 && g.value(n.inputs[0]).layout == Layout::nhwc &&
-         g.value(n.inputs[1]).is_constant() && g.value(n.inputs[2]).is_constant();
+// The convolutions codegen generates when they have post steps: dense, or depthwise without a
+// residual, NHWC, with constant weights and bias.
+bool generatable_conv(const Graph& g, const Node& n, const Conv2d& c) {
+  return (c.groups == 1 || (is_depthwise(g, n, c) && !c.residual)) &&
+         g.value(n.inputs[0]).layout == Layout::nhwc && g.value(n.inputs[1]).is_constant() &&
+         g.value(n.inputs[2]).is_constant();
 }
 
 bool halide_conv(const Graph& g, const Node& n, const Conv2d& c) {
-  if (!c.post.empty()) return dense_nhwc_constant_conv(g, n, c);
+  if (!c.post.empty()) return generatable_conv(g, n, c);
   const bool grouping_ok = c.groups == 1 || (is_depthwise(g, n, c) && !c.residual);
   return g.value(n.inputs[0]).layout == Layout::nhwc && grouping_ok &&
          g.value(n.inputs[1]).is_constant() && g.value(n.inputs[2]).is_constant() &&
@@ -141,7 +144,7 @@ bool lowers_to_halide_conv(const Graph& g, const Node& n) {
 
 bool conv_accepts_post_steps(const Graph& g, const Node& n) {
   const auto* c = std::get_if<Conv2d>(&n.op);
-  return c && dense_nhwc_constant_conv(g, n, *c) && conv_epilogue_supported(c->activation);
+  return c && generatable_conv(g, n, *c) && conv_epilogue_supported(c->activation);
 }
 
 bool is_generated(const KernelSpec& k) {

@@ -58,8 +58,9 @@ const std::string& kernel_name(const KernelSpec& k);
 // Epilogues the fused convolution kernels implement: none, relu, relu6. Fusion asks this
 // before absorbing an op, so it never creates a kernel nobody can run.
 bool conv_epilogue_supported(const Activation& a);
-// Whether conv node n can take elementwise steps after its activation (Conv2d::post): a dense
-// NHWC convolution with constant weights and bias, which is then generated for its shapes.
+// Whether conv node n can take elementwise steps after its activation (Conv2d::post): an NHWC
+// convolution, dense or depthwise (without a residual), with constant weights and bias, which
+// is then generated for its shapes.
 bool conv_accepts_post_steps(const Graph& g, const Node& n);
 
 // One spec per node: convolutions the Halide kernels implement (NHWC, groups == 1, constant

@@ -193,6 +193,7 @@ struct ConvCase {
   int64_t n, h, w, ci, co, k;
   int stride, pad;
   Tail tail;
+  bool depthwise = false;  // groups == ci == co
 };
 void PrintTo(const ConvCase& c, std::ostream* os) { *os << c.name; }
 
@@ -205,20 +206,26 @@ std::vector<ConvCase> conv_cases() {
       {"deep_3x3_residual_relu_bn", 1, 7, 7, 128, 64, 3, 1, 1, Tail::residual_relu_bn},
       {"batch2_odd_residual_relu_bn", 2, 9, 11, 8, 20, 3, 1, 1, Tail::residual_relu_bn},
       {"narrow_output_silu", 1, 12, 12, 8, 6, 3, 1, 1, Tail::silu},
+      {"depthwise_3x3_hard_swish", 1, 14, 14, 32, 32, 3, 1, 1, Tail::hard_swish, true},
+      {"depthwise_5x5_stride2_silu", 2, 15, 15, 40, 40, 5, 2, 2, Tail::silu, true},
+      {"depthwise_3x3_odd_channels_sigmoid", 1, 9, 9, 19, 19, 3, 1, 1, Tail::sigmoid, true},
   };
 }
 
 graph::Graph conv_graph(const ConvCase& c) {
   graph::GraphBuilder b;
   const graph::ValueId x = b.input("x", {c.n, c.h, c.w, c.ci}, Layout::nhwc);
-  const float bound = std::sqrt(3.0f / static_cast<float>(c.ci * c.k * c.k));
+  const int64_t ci_per_group = c.depthwise ? 1 : c.ci;
+  const float bound = std::sqrt(3.0f / static_cast<float>(ci_per_group * c.k * c.k));
   const graph::ValueId w = b.constant(
-      "w", {c.k, c.k, c.ci, c.co},
-      graph::random_uniform(static_cast<size_t>(c.k * c.k * c.ci * c.co), -bound, bound, 31), Layout::hwio);
+      "w", {c.k, c.k, ci_per_group, c.co},
+      graph::random_uniform(static_cast<size_t>(c.k * c.k * ci_per_group * c.co), -bound, bound, 31),
+      Layout::hwio);
   const graph::ValueId bias = b.constant("bias", {c.co}, graph::random_uniform(static_cast<size_t>(c.co), -0.5f, 0.5f, 32));
   graph::Conv2d attrs;
   attrs.stride_h = attrs.stride_w = c.stride;
   attrs.pad_top = attrs.pad_left = attrs.pad_bottom = attrs.pad_right = c.pad;
+  attrs.groups = c.depthwise ? static_cast<int>(c.ci) : 1;
   graph::ValueId y = b.conv2d("conv", x, w, bias, attrs);
   auto vec = [&](const std::string& name, float lo, float hi, uint64_t seed) {
     return b.constant(name, {c.co}, graph::random_uniform(static_cast<size_t>(c.co), lo, hi, seed));

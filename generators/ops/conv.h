@@ -31,4 +31,20 @@ ConvAlgorithm conv2d(const Halide::Func& input, const Halide::Expr& in_width,
                      const Halide::Expr& kernel_w, const Halide::Expr& kernel_h,
                      const ConvWindow& window, bool pad_input);
 
+struct DepthwiseAlgorithm {
+  Halide::Func input_padded;  // (c, x, y, n): the input, zero outside the image
+  Halide::Func acc;           // (c, x, y, n): bias + sum over (kx, ky); one update
+  Halide::Var c, x, y, n;
+  Halide::RDom r;  // r.x = kx, r.y = ky
+};
+
+// Depthwise convolution, one filter per channel (groups == channels, no channel multiplier):
+// acc(c, x, y, n) = bias(c) + sum_{kx, ky} weights(c, 0, kx, ky) *
+//                   input(c, x * sx + kx * dx - px, y * sy + ky * dy - py, n)
+// weights are [Kh, Kw, 1, C]: (c, 0, kx, ky) innermost first.
+DepthwiseAlgorithm depthwise_conv2d(const Halide::Func& input, const Halide::Expr& in_width,
+                                    const Halide::Expr& in_height, const Halide::Func& weights,
+                                    const Halide::Func& bias, const Halide::Expr& kernel_w,
+                                    const Halide::Expr& kernel_h, const ConvWindow& window);
+
 }  // namespace kiln::generators::ops

@@ -4,8 +4,9 @@
 // reason). BatchNorm that could not fold into a conv (e.g. BN -> ReLU -> Conv in pre-activation
 // networks) becomes a per-channel scale+shift step, and the self-gated activations exporters
 // write as two nodes, x * Sigmoid(x) (SiLU) and x * HardSigmoid(x) (HardSwish), one step each.
-// A chain whose input is a dense convolution's output, read by nothing else, goes into that
-// conv as its post steps (Conv2d::post), so it never reaches memory on its own. Runs last (after the layout pass, so constants are already in their final layout).
+// A chain whose input is a dense or depthwise convolution's output, read by nothing else, goes
+// into that conv as its post steps (Conv2d::post), so it never reaches memory on its own. Runs
+// last (after the layout pass, so constants are already in their final layout).
 #include <cmath>
 #include <optional>
 
