@@ -28,6 +28,13 @@ std::vector<std::filesystem::path> write_kernel_archives(const std::vector<graph
                                                          const std::filesystem::path& dir,
                                                          const Progress& progress = nullptr);
 
+// Writes what Halide made of each spec for each target: DIR/<prefix>_k<i>-<target>.stmt (kind
+// "stmt", the lowered statement) or .s (kind "assembly"). Returns the number of files.
+int write_kernel_listings(const std::vector<graph::KernelSpec>& specs,
+                          const std::vector<std::string>& targets, const std::string& prefix,
+                          const std::string& kind, const std::filesystem::path& dir,
+                          const Progress& progress = nullptr);
+
 // C++ source of `extern "C" const kiln::GeneratedKernel* <prefix>_kernel_table(std::size_t*)`:
 // each kernel's entry point with the signature it was compiled for.
 std::string kernel_table_source(const std::vector<graph::KernelSpec>& specs, const std::string& prefix);

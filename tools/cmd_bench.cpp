@@ -101,6 +101,7 @@ void describe_work(const graph::KernelSpec& k, Row& r) {
     if (c->depthwise) r.op += " dw";
     if (c->residual) r.op += " +add";
     if (!c->activation.is_identity()) r.op += c->activation.is_relu6() ? " +relu6" : " +relu";
+    for (const graph::ChainStep& st : c->post) r.op += std::string(" +") + graph::to_string(st.kind);
     r.flops = 2.0 * graph::num_elements(c->output.shape) * conv_macs_per_output(c->weights);
     r.bytes = bytes_of(c->input) + bytes_of(c->weights) + bytes_of(c->bias) + bytes_of(c->output) +
               (c->residual ? bytes_of(*c->residual) : 0.0);

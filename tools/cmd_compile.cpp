@@ -325,7 +325,7 @@ int run_compile(const CompileArgs& a) {
   for (const char* kind : {"stmt", "assembly"}) {
     if (!a.emit.count(kind)) continue;
     const std::string out = a.name + (std::string(kind) == "stmt" ? ".stmt" : ".assembly");
-    emit_kernel_listings(probe.kernels(), a.targets, kind, tmp / out);
+    emit_kernel_listings(probe.kernels(), a.targets, a.name, kind, tmp / out);
     outputs.push_back(out);
   }
 

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "kiln_compile_config.h"
+#include "codegen/kernel_library.h"
 #include "codegen/process.h"
 #include "runtime/kernels.h"
 
@@ -18,6 +19,18 @@ namespace {
 
 namespace cfg = compile_config;
 namespace fs = std::filesystem;
+
+// The targets listings are written for: CUDA when requested, then the CPU targets.
+std::vector<std::string> listing_targets(const Targets& targets) {
+  std::vector<std::string> names;
+  if (targets.cuda && cfg::kHaveCuda) names.push_back(cfg::kCudaTarget);
+  if (targets.cpu.empty()) {
+    names.insert(names.end(), runtime::cpu_targets().begin(), runtime::cpu_targets().end());
+  } else {
+    for (int t : targets.cpu) names.push_back(runtime::cpu_targets()[t]);
+  }
+  return names;
+}
 
 struct Job {
   std::string generator, function, target;
@@ -28,6 +41,7 @@ struct Job {
 std::vector<Job> jobs_for(const std::vector<graph::KernelSpec>& kernels, const Targets& targets) {
   std::set<std::vector<std::string>> variants;  // {generator, function, params...}
   for (const graph::KernelSpec& k : kernels) {
+    if (graph::is_generated(k)) continue;  // listed by codegen
     if (const auto* c = std::get_if<graph::ConvKernelSpec>(&k)) {
       static const char* kEpilogue[] = {"none", "relu", "relu6"};
       const std::string e = kEpilogue[static_cast<int>(runtime::conv_epilogue(c->activation))];
@@ -48,13 +62,7 @@ std::vector<Job> jobs_for(const std::vector<graph::KernelSpec>& kernels, const T
       variants.insert({"kiln_nchw_to_nhwc", "kiln_nchw_to_nhwc"});
     }
   }
-  std::vector<std::string> target_names;
-  if (targets.cuda && cfg::kHaveCuda) target_names.push_back(cfg::kCudaTarget);
-  if (targets.cpu.empty()) {
-    target_names.insert(target_names.end(), runtime::cpu_targets().begin(), runtime::cpu_targets().end());
-  } else {
-    for (int t : targets.cpu) target_names.push_back(runtime::cpu_targets()[t]);
-  }
+  const std::vector<std::string> target_names = listing_targets(targets);
   std::vector<Job> jobs;
   for (const auto& v : variants)
     for (const std::string& t : target_names)
@@ -65,7 +73,7 @@ std::vector<Job> jobs_for(const std::vector<graph::KernelSpec>& kernels, const T
 }  // namespace
 
 int emit_kernel_listings(const std::vector<graph::KernelSpec>& kernels, const Targets& targets,
-                         const std::string& kind, const fs::path& dir) {
+                         const std::string& prefix, const std::string& kind, const fs::path& dir) {
   const std::vector<Job> jobs = jobs_for(kernels, targets);
   const std::string ext = kind == "assembly" ? ".s" : ".stmt";
   fs::create_directories(dir);
@@ -101,13 +109,22 @@ int emit_kernel_listings(const std::vector<graph::KernelSpec>& kernels, const Ta
   for (size_t i = 0; i < n; ++i) pool.emplace_back(worker);
   for (std::thread& t : pool) t.join();
   if (failure) std::rethrow_exception(failure);
+  std::vector<graph::KernelSpec> generated;
+  for (const graph::KernelSpec& k : kernels)
+    if (graph::is_generated(k)) generated.push_back(k);
+  const int generated_files = codegen::write_kernel_listings(
+      generated, listing_targets(targets), prefix, kind, dir,
+      [&](size_t i, size_t n, const std::string& name) {
+        std::cout << "      " << kind << ": generated kernel " << i + 1 << " of " << n << ", " << name
+                  << "\n";
+      });
   const size_t portable = std::count_if(kernels.begin(), kernels.end(), [](const graph::KernelSpec& k) {
-    return std::holds_alternative<graph::OpKernelSpec>(k);
+    return std::holds_alternative<graph::OpKernelSpec>(k) && !graph::is_generated(k);
   });
   if (portable > 0)
     std::cout << "      note: " << portable << " kernels are portable C++ (runtime/ops) and have no " << kind
               << " listing here\n";
-  return static_cast<int>(jobs.size());
+  return static_cast<int>(jobs.size()) + generated_files;
 }
 
 }  // namespace kiln::cli

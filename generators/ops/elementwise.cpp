@@ -16,8 +16,8 @@ Expr apply_chain_step(const graph::ChainStep& step, const Expr& v, const Expr& s
                       const Expr& shift) {
   using K = graph::ChainStepKind;
   switch (step.kind) {
-    case K::clamp:  // ReLU, ReLU6, Clip; an infinite bound is no bound
-      return Halide::min(Halide::max(v, step.a), step.b);
+    case K::clamp:  // ReLU, ReLU6, Clip
+      return apply_activation(graph::Activation{step.a, step.b}, v);
     case K::leaky_relu: return Halide::select(v >= 0.0f, v, step.a * v);
     case K::sigmoid: return sigmoid(v);
     case K::hard_sigmoid: return Halide::clamp(step.a * v + step.b, 0.0f, 1.0f);
