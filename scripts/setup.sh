@@ -10,6 +10,7 @@ APT_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libdnnl-dev
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
+  pocl-opencl-icd ocl-icd-libopencl1
 )
 
 missing=()
