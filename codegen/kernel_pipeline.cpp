@@ -3,6 +3,7 @@
 
 #include "generators/ops/conv.h"
 #include "generators/ops/elementwise.h"
+#include "runtime/conv_weights.h"
 #include "runtime/kernels.h"
 #include "schedules/conv_schedule.h"
 #include "schedules/depthwise_schedule.h"
@@ -131,13 +132,16 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
   const graph::Shape& in = k.input.shape;     // NHWC
   const graph::Shape& w = k.weights.shape;    // HWIO
   const graph::Shape& out = k.output.shape;   // NHWC
+  // Narrow groups run as blocks of `merge` groups (runtime/conv_weights.h).
+  const int merge = k.depthwise ? 1 : runtime::grouped_conv_merge(k.groups, out[3]);
   std::vector<Halide::ImageParam> inputs;
   const std::vector<graph::TensorDesc> args = graph::generated_kernel_arguments(k);
   for (size_t i = 0; i + 1 < args.size(); ++i) {
-    if (i == 1) {  // the weights
+    if (i == 1) {  // the weights; narrow groups' widened to blocks of groups by the runtime
       Halide::ImageParam p(Halide::Float(32), 4, "arg1");
       const DenseDims dd = dense_dims(w);
-      for (int d = 0; d < 4; ++d) p.dim(d).set_bounds(0, static_cast<int>(dd.extents[static_cast<size_t>(d)]));
+      for (int d = 0; d < 4; ++d)
+        p.dim(d).set_bounds(0, static_cast<int>(dd.extents[static_cast<size_t>(d)] * (d == 1 ? merge : 1)));
       p.dim(0).set_stride(1);
       inputs.push_back(p);
     } else {
@@ -146,12 +150,14 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
   }
   if (k.depthwise) return depthwise_pipeline(k, target, inputs);
   const runtime::ConvSchedule choice = runtime::tuned_conv_schedule(
-      out[1], out[2], w[2], w[0], w[1], k.pad_top || k.pad_left || k.pad_bottom || k.pad_right);
+      out[1], out[2], w[2] * merge, w[0], w[1], k.pad_top || k.pad_left || k.pad_bottom || k.pad_right);
   const bool pointwise = choice == runtime::ConvSchedule::tuned_1x1 && !target.has_gpu_feature();
+  const int out_per_group = static_cast<int>(out[3]) / k.groups * merge;
   const generators::ops::ConvAlgorithm a = generators::ops::conv2d(
       inputs[0], static_cast<int>(in[2]), static_cast<int>(in[1]), inputs[1], inputs[2],
-      static_cast<int>(in[3]), static_cast<int>(w[1]), static_cast<int>(w[0]),
-      {k.stride_w, k.stride_h, k.pad_left, k.pad_top, k.dilation_w, k.dilation_h}, !pointwise);
+      static_cast<int>(w[2]) * merge, static_cast<int>(w[1]), static_cast<int>(w[0]),
+      {k.stride_w, k.stride_h, k.pad_left, k.pad_top, k.dilation_w, k.dilation_h}, !pointwise,
+      k.groups > 1 ? Halide::Expr(out_per_group) : Halide::Expr());
 
   Halide::Func output("output");
   output(a.co, a.x, a.y, a.n) = conv_epilogue(k, a.acc(a.co, a.x, a.y, a.n), inputs, {a.co, a.x, a.y, a.n});
@@ -160,8 +166,13 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
   const schedules::ConvFuncs f{a.input_padded, a.acc, output, a.co, a.x, a.y, a.n, a.c, a.r,
                                static_cast<int>(out[3]), static_cast<int>(out[2]), static_cast<int>(out[1]),
                                static_cast<int>(in[3]), static_cast<int>(in[3]), !pointwise};
+  // Groups of whole vectors keep each vector of output channels in one group, so the dense
+  // schedules apply (their input loads are broadcasts); narrower groups vectorize pixels.
+  const bool narrow_groups = k.groups > 1 && out_per_group % target.natural_vector_size<float>() != 0;
   if (target.has_gpu_feature()) {
     schedules::schedule_conv_cuda(f, target);
+  } else if (narrow_groups) {
+    schedules::schedule_conv_cpu_grouped(f, target);
   } else if (choice == runtime::ConvSchedule::tuned_deep) {
     schedules::schedule_conv_cpu_deep(f, target);
   } else {

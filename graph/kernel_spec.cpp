@@ -33,7 +33,8 @@ std::string describe_conv(const ConvKernelSpec& k) {
   s << "input:  " << k.input.name << ", shape [N, H, W, C] = " << to_string(k.input.shape)
     << " (NHWC), " << to_string(k.input.dtype) << "\n";
   s << "weight: " << k.weights.name
-    << (k.depthwise ? ", shape [Kh, Kw, 1, C] = " : ", shape [Kh, Kw, Ci, Co] = ")
+    << (k.depthwise ? ", shape [Kh, Kw, 1, C] = "
+                    : k.groups > 1 ? ", shape [Kh, Kw, Ci / groups, Co] = " : ", shape [Kh, Kw, Ci, Co] = ")
     << to_string(k.weights.shape)
     << (k.depthwise ? " (depthwise: one filter per channel, C innermost)"
                     : " (HWIO: Co innermost, the vectorized dimension)")
@@ -42,7 +43,8 @@ std::string describe_conv(const ConvKernelSpec& k) {
     << " (NHWC), " << to_string(k.output.dtype) << "\n";
   const bool symmetric = k.pad_top == k.pad_left && k.pad_top == k.pad_bottom &&
                          k.pad_top == k.pad_right;
-  s << "conv:   stride " << pair_or_one(k.stride_h, k.stride_w) << ", padding ";
+  s << "conv:   " << (k.groups > 1 && !k.depthwise ? "groups " + std::to_string(k.groups) + ", " : "")
+    << "stride " << pair_or_one(k.stride_h, k.stride_w) << ", padding ";
   if (symmetric) {
     s << k.pad_top;
   } else {
@@ -54,6 +56,8 @@ std::string describe_conv(const ConvKernelSpec& k) {
     s << "residual: " << k.residual->name << ", shape " << to_string(k.residual->shape)
       << " (NHWC), added before the epilogue\n";
   s << "epilogue: " << epilogue_line(k.activation, k.residual.has_value()) << "\n";
+  if (k.groups > 1 && !k.depthwise)
+    s << "         (grouped: this kernel is generated for these shapes)\n";
   if (!k.post.empty()) {
     s << "then:    ";
     for (size_t i = 0; i < k.post.size(); ++i) s << (i ? ", " : " ") << to_string(k.post[i].kind);
@@ -77,25 +81,34 @@ bool is_depthwise(const Graph& g, const Node& n, const Conv2d& c) {
          c.groups == g.value(n.outputs[0]).shape[3];
 }
 
-// The convolutions codegen generates when they have post steps: dense, or depthwise without a
-// residual, NHWC, with constant weights and bias.
-bool generatable_conv(const Graph& g, const Node& n, const Conv2d& c) {
-  return (c.groups == 1 || (is_depthwise(g, n, c) && !c.residual)) &&
-         g.value(n.inputs[0]).layout == Layout::nhwc && g.value(n.inputs[1]).is_constant() &&
+// NHWC with constant weights and bias: what every Halide convolution kernel takes.
+bool nhwc_constant_conv(const Graph& g, const Node& n) {
+  return g.value(n.inputs[0]).layout == Layout::nhwc && g.value(n.inputs[1]).is_constant() &&
          g.value(n.inputs[2]).is_constant();
 }
 
+// Grouped but not depthwise (ResNeXt, RegNet; a depthwise conv with a channel multiplier): only
+// codegen implements it.
+bool grouped_conv(const Graph& g, const Node& n, const Conv2d& c) {
+  return c.groups > 1 && !is_depthwise(g, n, c);
+}
+
+// The convolutions codegen can take with post steps: dense, grouped, or depthwise without a
+// residual (the depthwise builder has none).
+bool generatable_conv(const Graph& g, const Node& n, const Conv2d& c) {
+  return (c.groups == 1 || grouped_conv(g, n, c) || !c.residual) && nhwc_constant_conv(g, n);
+}
+
 bool halide_conv(const Graph& g, const Node& n, const Conv2d& c) {
-  if (!c.post.empty()) return generatable_conv(g, n, c);
+  if (!c.post.empty() || grouped_conv(g, n, c)) return generatable_conv(g, n, c) && conv_epilogue_supported(c.activation);
   const bool grouping_ok = c.groups == 1 || (is_depthwise(g, n, c) && !c.residual);
-  return g.value(n.inputs[0]).layout == Layout::nhwc && grouping_ok &&
-         g.value(n.inputs[1]).is_constant() && g.value(n.inputs[2]).is_constant() &&
-         conv_epilogue_supported(c.activation);
+  return grouping_ok && nhwc_constant_conv(g, n) && conv_epilogue_supported(c.activation);
 }
 
 ConvKernelSpec conv_spec(const Graph& g, const Node& n, const Conv2d& c) {
   ConvKernelSpec k;
-  k.depthwise = c.groups > 1;
+  k.depthwise = is_depthwise(g, n, c);
+  k.groups = c.groups;
   k.name = n.name;
   k.computes = n.computes;
   k.input = desc(g, n.inputs[0]);
@@ -148,7 +161,7 @@ bool conv_accepts_post_steps(const Graph& g, const Node& n) {
 }
 
 bool is_generated(const KernelSpec& k) {
-  if (const auto* c = std::get_if<ConvKernelSpec>(&k)) return !c->post.empty();
+  if (const auto* c = std::get_if<ConvKernelSpec>(&k)) return !c->post.empty() || (c->groups > 1 && !c->depthwise);
   const auto* o = std::get_if<OpKernelSpec>(&k);
   return o && (std::holds_alternative<ElementwiseChain>(o->op) || std::holds_alternative<Binary>(o->op));
 }
@@ -184,7 +197,7 @@ std::string kernel_signature(const KernelSpec& k) {
   KILN_CHECK(is_generated(k), "kernel '" + kernel_name(k) + "' is not a generated kernel");
   std::ostringstream s;
   if (const auto* c = std::get_if<ConvKernelSpec>(&k)) {
-    s << "Conv2d[" << c->stride_h << "," << c->stride_w << "," << c->pad_top << "," << c->pad_left
+    s << "Conv2d[g" << c->groups << "," << c->stride_h << "," << c->stride_w << "," << c->pad_top << "," << c->pad_left
       << "," << c->pad_bottom << "," << c->pad_right << "," << c->dilation_h << "," << c->dilation_w
       << "," << std::hexfloat << c->activation.lo << "," << c->activation.hi << std::defaultfloat
       << (c->residual ? ",residual" : "") << "]";

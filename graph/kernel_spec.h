@@ -19,10 +19,12 @@ struct TensorDesc {
   DType dtype = DType::f32;
 };
 
-// A convolution for the Halide kernels: NHWC input, HWIO weights, groups == 1 or depthwise
-// (groups == channels, weights [Kh, Kw, 1, C]).
+// A convolution for the Halide kernels: NHWC input, HWIO weights, groups == 1, depthwise
+// (groups == channels, weights [Kh, Kw, 1, C]) or grouped (weights [Kh, Kw, Ci / groups, Co];
+// generated for its shapes).
 struct ConvKernelSpec {
   bool depthwise = false;
+  int groups = 1;
   std::string name;
   std::vector<std::string> computes;  // e.g. {"conv2d", "batchnorm (folded)", "relu"}
   TensorDesc input, weights, bias, output;
@@ -74,8 +76,8 @@ bool lowers_to_halide_conv(const Graph& g, const Node& n);
 
 // Kernels generated per model by codegen/: a Halide pipeline built for this spec's exact shapes,
 // compiled ahead of time (`kiln compile`) or into a cached shared object (`kiln run`, `bench`,
-// the tests). Today: elementwise chains, binary elementwise ops and convolutions with post
-// steps. The other specs still run as prebuilt Halide kernels
+// the tests). Today: elementwise chains, binary elementwise ops, grouped convolutions and
+// convolutions with post steps. The other specs still run as prebuilt Halide kernels
 // or portable C++ kernels; each op moves here as its algorithm builder lands.
 bool is_generated(const KernelSpec& k);
 // The tensors a generated kernel takes, in its argument order: the spec's inputs in node order,

@@ -19,4 +19,18 @@ struct StridedConvWeights {
 StridedConvWeights restride_conv_weights(const float* hwio, int64_t kh, int64_t kw, int64_t ci,
                                          int64_t co);
 
+// Grouped convolutions whose groups are not whole vectors of 16 output channels (ResNeXt's 4,
+// RegNet's 8, 24 or 56) run as convolutions of blocks of `merge` consecutive groups, the
+// smallest number (up to 8) whose output channels are whole vectors: weights widened to the
+// block's input channels, zero where an output channel's group does not read the input. Each
+// vector of output channels then reads one block's inputs as broadcasts instead of gathering
+// them, for merge x the multiply-adds. Returns merge; 1 when the groups are whole vectors
+// already or no such block exists. Codegen and the runtime both decide with this.
+int grouped_conv_merge(int groups, int64_t out_channels);
+
+// HWIO weights [Kh, Kw, Ci / groups, Co] -> [Kh, Kw, merge * Ci / groups, Co] (see above).
+std::vector<float> widen_grouped_conv_weights(const float* hwio, int64_t kh, int64_t kw,
+                                              int64_t ci_per_group, int64_t co, int groups,
+                                              int merge);
+
 }  // namespace kiln::runtime

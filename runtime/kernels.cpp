@@ -174,6 +174,31 @@ int64_t conv_weight_ci_stride(int64_t out_channels) {
   return out_channels % 128 == 0 ? out_channels + 16 : out_channels;
 }
 
+int grouped_conv_merge(int groups, int64_t out_channels) {
+  constexpr int64_t kVector = 16;  // output channels: one AVX-512 vector, two AVX2 ones
+  constexpr int kMaxMerge = 8;     // at most 8x the multiply-adds
+  if (groups <= 1 || out_channels % groups != 0) return 1;
+  const int64_t per_group = out_channels / groups;
+  for (int merge = 1; merge <= kMaxMerge; ++merge)
+    if (merge * per_group % kVector == 0 && groups % merge == 0) return merge;
+  return 1;
+}
+
+std::vector<float> widen_grouped_conv_weights(const float* hwio, int64_t kh, int64_t kw,
+                                              int64_t ci_per_group, int64_t co, int groups,
+                                              int merge) {
+  const int64_t co_per_group = co / groups, wide_ci = merge * ci_per_group;
+  std::vector<float> out(static_cast<size_t>(kh * kw * wide_ci * co), 0.0f);
+  for (int64_t tap = 0; tap < kh * kw; ++tap)
+    for (int64_t o = 0; o < co; ++o) {
+      const int64_t sub = (o / co_per_group) % merge;  // the group's place in its block
+      for (int64_t i = 0; i < ci_per_group; ++i)
+        out[static_cast<size_t>((tap * wide_ci + sub * ci_per_group + i) * co + o)] =
+            hwio[(tap * ci_per_group + i) * co + o];
+    }
+  return out;
+}
+
 StridedConvWeights restride_conv_weights(const float* hwio, int64_t kh, int64_t kw, int64_t ci,
                                          int64_t co) {
   StridedConvWeights w;

@@ -81,8 +81,9 @@ struct Model::Impl {
   graph::ArenaPlan plan;
   std::unique_ptr<void, FreeDeleter> arena;
   std::vector<HalideBuffer> buffers;  // by value id
-  // Copies of dense conv weights at the row stride the CPU kernels prefer (owned here; the
-  // graph's constants stay as they are).
+  // Copies of conv weights in the layouts the CPU kernels prefer: dense weights at a padded row
+  // stride, narrow groups' weights widened to blocks (owned here; the graph's constants stay
+  // as they are).
   std::vector<std::vector<float>> restrided_weights;
   std::vector<Call> calls;
   std::shared_ptr<const GeneratedKernels> generated;  // for the graph::is_generated specs
@@ -92,6 +93,7 @@ struct Model::Impl {
   void load_generated_kernels();
   void bind_buffers();
   void restride_conv_weights(graph::ValueId weights);
+  void widen_grouped_weights(const graph::ConvKernelSpec& conv);
   void make_calls();
   Status run_calls();
   std::string run_portable(const Call& c);
@@ -167,6 +169,21 @@ void Model::Impl::restride_conv_weights(graph::ValueId w) {
   restrided_weights.push_back(std::move(copy.data));  // the buffer keeps pointing at it
 }
 
+// Narrow groups run as blocks of groups (runtime::grouped_conv_merge): the generated kernel
+// reads the weights widened to the block's input channels.
+void Model::Impl::widen_grouped_weights(const graph::ConvKernelSpec& c) {
+  const int merge = runtime::grouped_conv_merge(c.groups, c.output.shape[3]);
+  if (c.depthwise || merge == 1) return;
+  HalideBuffer& b = buffers[c.weights.value.index];
+  const graph::Shape& s = g.value(c.weights.value).shape;  // [Kh, Kw, Ci / groups, Co]
+  if (b.dim(1).extent() != s[2]) return;  // widened already, for another conv
+  std::vector<float> wide =
+      runtime::widen_grouped_conv_weights(b.data(), s[0], s[1], s[2], s[3], c.groups, merge);
+  b = HalideBuffer(wide.data(), {static_cast<int>(s[3]), static_cast<int>(merge * s[2]),
+                                 static_cast<int>(s[1]), static_cast<int>(s[0])});
+  restrided_weights.push_back(std::move(wide));  // the buffer keeps pointing at it
+}
+
 void Model::Impl::make_calls() {
   const bool cuda = options.backend == Backend::cuda;
   const auto schedule = options.schedule == Schedule::tuned ? runtime::ConvSchedule::tuned
@@ -175,6 +192,7 @@ void Model::Impl::make_calls() {
   for (const graph::KernelSpec& k : kernels) {
     Call c;
     if (graph::is_generated(k)) {
+      if (const auto* conv = std::get_if<graph::ConvKernelSpec>(&k)) widen_grouped_weights(*conv);
       c.name = graph::kernel_name(k);
       c.fn = generated->kernels[next_generated++].fn;
       for (const graph::TensorDesc& t : graph::generated_kernel_arguments(k))

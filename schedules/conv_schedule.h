@@ -14,9 +14,9 @@ struct ConvFuncs {
   Halide::Func output;        // epilogue(acc), the pipeline output, (co, x, y, n)
   Halide::Var co, x, y, n;
   Halide::Var c;              // channel variable of input_padded
-  Halide::RDom r;             // r.x = ci, r.y = kx, r.z = ky
+  Halide::RDom r;             // r.x = ci (of the group), r.y = kx, r.z = ky
   Halide::Expr out_channels, out_width, out_height;
-  Halide::Expr in_channels;
+  Halide::Expr in_channels;   // all of the input's channels (more than r.x covers when grouped)
   Halide::Expr in_stride_x;  // elements between neighbouring input pixels (in_channels if dense)
   // false: input_padded is the input itself (1x1 windows, no padding) and stays inline; no
   // staged copy is needed.
@@ -47,6 +47,10 @@ void schedule_conv_cpu(const ConvFuncs& f, const Halide::Target& target);
 // x86 CPU, for small outputs with long reductions: parallel over output-channel blocks, the
 // reduction chunked so each chunk of weights is reused from L1 by the whole task.
 void schedule_conv_cpu_deep(const ConvFuncs& f, const Halide::Target& target);
+
+// x86 CPU, grouped convolutions with fewer output channels per group than a vector:
+// accumulators vectorized along output pixels, parallel over rows.
+void schedule_conv_cpu_grouped(const ConvFuncs& f, const Halide::Target& target);
 
 // CUDA: output tiles on GPU blocks, a small register tile per thread.
 void schedule_conv_cuda(const ConvFuncs& f, const Halide::Target& target);

@@ -17,6 +17,7 @@
 #include "graph/reference.h"
 #include "kiln/runtime.h"
 #include "ptx_util.h"
+#include "runtime/conv_weights.h"
 #include "runtime/kernels.h"
 
 namespace kiln {
@@ -86,11 +87,12 @@ std::string test_cache_dir() { return KILN_TEST_CACHE_DIR; }
 
 class GeneratedChain : public testing::TestWithParam<ChainCase> {};
 
-// On every CPU target this machine runs: the kernel must write every element (the second run's
-// inputs differ from the first's, so stale values show) and match the reference.
-TEST_P(GeneratedChain, MatchesReferenceOnEveryCpuTarget) {
-  const ChainCase& c = GetParam();
-  const graph::Graph g = chain_graph(c, 11);
+// Runs `g` (one kernel, generated) on every CPU target this machine runs, on two sets of random
+// inputs in [lo, hi): the kernel must write every element (the second run's inputs differ from
+// the first's, so stale values show) and match the reference run of `reference` (the unfused
+// graph; `g` itself by default).
+void expect_generated_matches_reference(const graph::Graph& g, float lo, float hi, double rtol,
+                                        double atol, const graph::Graph* reference = nullptr) {
   for (int t = 0; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
     if (!runtime::cpu_target_supported(t)) continue;
     SCOPED_TRACE(runtime::cpu_targets()[t]);
@@ -101,15 +103,24 @@ TEST_P(GeneratedChain, MatchesReferenceOnEveryCpuTarget) {
     ASSERT_EQ(m.kernels().size(), 1u);
     ASSERT_TRUE(graph::is_generated(m.kernels()[0]));
     for (uint64_t seed : {1u, 2u}) {
-      const graph::Tensor x{c.shape, c.layout,
-                            graph::random_uniform(graph::num_elements(c.shape), -6.0f, 6.0f, seed)};
-      ASSERT_TRUE(m.run({x})) << "seed " << seed;
-      const graph::Tensor want = graph::run_reference(g, {x})[0];
+      std::vector<graph::Tensor> ins;
+      for (graph::ValueId v : g.inputs) {
+        const graph::Value& val = g.value(v);
+        ins.push_back({val.shape, val.layout,
+                       graph::random_uniform(graph::num_elements(val.shape), lo, hi, seed * 10 + v.index)});
+      }
+      ASSERT_TRUE(m.run(ins)) << "seed " << seed;
+      const graph::Tensor want = graph::run_reference(reference ? *reference : g, ins)[0];
       const TensorView out = m.output(0);
+      ASSERT_EQ(out.shape, want.shape);
       const std::vector<float> got(out.data, out.data + graph::num_elements(out.shape));
-      EXPECT_LE(graph::worst_error_ratio(got, want.data, 1e-5, 1e-6), 1.0) << "seed " << seed;
+      EXPECT_LE(graph::worst_error_ratio(got, want.data, rtol, atol), 1.0) << "seed " << seed;
     }
   }
+}
+
+TEST_P(GeneratedChain, MatchesReferenceOnEveryCpuTarget) {
+  expect_generated_matches_reference(chain_graph(GetParam(), 11), -6.0f, 6.0f, 1e-5, 1e-6);
 }
 
 INSTANTIATE_TEST_SUITE_P(Chains, GeneratedChain, testing::ValuesIn(chain_cases()),
@@ -151,49 +162,25 @@ graph::Graph binary_graph(const BinaryCase& c) {
 
 class GeneratedBinary : public testing::TestWithParam<BinaryCase> {};
 
+// Divisors away from zero; the other operands of both signs through the constants.
 TEST_P(GeneratedBinary, MatchesReferenceOnEveryCpuTarget) {
-  const BinaryCase& c = GetParam();
-  const graph::Graph g = binary_graph(c);
-  for (int t = 0; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
-    if (!runtime::cpu_target_supported(t)) continue;
-    SCOPED_TRACE(runtime::cpu_targets()[t]);
-    ModelOptions o;
-    o.cpu_target = t;
-    o.generate_kernels = codegen::kernel_generator({{runtime::cpu_targets()[t]}, test_cache_dir(), nullptr});
-    Model m(g, o);
-    ASSERT_EQ(m.kernels().size(), 1u);
-    ASSERT_TRUE(graph::is_generated(m.kernels()[0]));
-    for (uint64_t seed : {1u, 2u}) {
-      std::vector<graph::Tensor> ins;
-      for (graph::ValueId v : g.inputs) {
-        const graph::Value& val = g.value(v);
-        // Divisors away from zero; other operands of both signs.
-        ins.push_back({val.shape, val.layout,
-                       graph::random_uniform(graph::num_elements(val.shape), 0.5f, 3.0f, seed + v.index)});
-      }
-      ASSERT_TRUE(m.run(ins)) << "seed " << seed;
-      const graph::Tensor want = graph::run_reference(g, ins)[0];
-      const TensorView out = m.output(0);
-      ASSERT_EQ(out.shape, want.shape);
-      const std::vector<float> got(out.data, out.data + graph::num_elements(out.shape));
-      EXPECT_LE(graph::worst_error_ratio(got, want.data, 1e-6, 1e-7), 1.0) << "seed " << seed;
-    }
-  }
+  expect_generated_matches_reference(binary_graph(GetParam()), 0.5f, 3.0f, 1e-6, 1e-7);
 }
 
 INSTANTIATE_TEST_SUITE_P(Binaries, GeneratedBinary, testing::ValuesIn(binary_cases()),
                          [](const testing::TestParamInfo<BinaryCase>& i) { return i.param.name; });
 
-// Convolutions with post steps (Conv2d::post): dense NHWC convs followed by an elementwise chain
-// the prebuilt kernels lack. Each is fused by the passes and generated for its shapes, with the
-// schedule the AOT kernels use for its size (wide, deep, 1x1 in place).
-enum class Tail { silu, hard_swish, sigmoid, residual_relu_bn };
+// Convolutions with post steps (Conv2d::post): dense and depthwise NHWC convs followed by an
+// elementwise chain the prebuilt kernels lack, and grouped convs whatever follows them. Each is
+// fused by the passes and generated for its shapes, with the schedule the AOT kernels use for
+// its size (wide, deep, 1x1 in place, depthwise), or the grouped one.
+enum class Tail { none, relu, silu, hard_swish, sigmoid, residual_relu_bn };
 struct ConvCase {
   std::string name;
   int64_t n, h, w, ci, co, k;
   int stride, pad;
   Tail tail;
-  bool depthwise = false;  // groups == ci == co
+  int groups = 1;  // == ci == co: depthwise
 };
 void PrintTo(const ConvCase& c, std::ostream* os) { *os << c.name; }
 
@@ -206,16 +193,23 @@ std::vector<ConvCase> conv_cases() {
       {"deep_3x3_residual_relu_bn", 1, 7, 7, 128, 64, 3, 1, 1, Tail::residual_relu_bn},
       {"batch2_odd_residual_relu_bn", 2, 9, 11, 8, 20, 3, 1, 1, Tail::residual_relu_bn},
       {"narrow_output_silu", 1, 12, 12, 8, 6, 3, 1, 1, Tail::silu},
-      {"depthwise_3x3_hard_swish", 1, 14, 14, 32, 32, 3, 1, 1, Tail::hard_swish, true},
-      {"depthwise_5x5_stride2_silu", 2, 15, 15, 40, 40, 5, 2, 2, Tail::silu, true},
-      {"depthwise_3x3_odd_channels_sigmoid", 1, 9, 9, 19, 19, 3, 1, 1, Tail::sigmoid, true},
+      {"depthwise_3x3_hard_swish", 1, 14, 14, 32, 32, 3, 1, 1, Tail::hard_swish, 32},
+      {"depthwise_5x5_stride2_silu", 2, 15, 15, 40, 40, 5, 2, 2, Tail::silu, 40},
+      {"depthwise_3x3_odd_channels_sigmoid", 1, 9, 9, 19, 19, 3, 1, 1, Tail::sigmoid, 19},
+      // Grouped: generated whatever follows them.
+      {"grouped_32x4_relu", 1, 14, 14, 128, 128, 3, 1, 1, Tail::relu, 32},
+      {"grouped_4x32_silu", 1, 10, 10, 64, 128, 3, 1, 1, Tail::silu, 4},
+      {"grouped_narrow_stride2_residual_relu_bn", 2, 9, 9, 48, 48, 3, 2, 1, Tail::residual_relu_bn, 8},
+      {"grouped_1x1_odd_width", 1, 7, 13, 24, 36, 1, 1, 0, Tail::none, 3},   // no block: own schedule
+      {"grouped_24_per_group_silu", 1, 14, 14, 48, 48, 3, 1, 1, Tail::silu, 2},  // blocks of 2
+      {"depthwise_multiplier_2", 1, 11, 11, 8, 16, 3, 1, 1, Tail::none, 8},
   };
 }
 
 graph::Graph conv_graph(const ConvCase& c) {
   graph::GraphBuilder b;
   const graph::ValueId x = b.input("x", {c.n, c.h, c.w, c.ci}, Layout::nhwc);
-  const int64_t ci_per_group = c.depthwise ? 1 : c.ci;
+  const int64_t ci_per_group = c.ci / c.groups;
   const float bound = std::sqrt(3.0f / static_cast<float>(ci_per_group * c.k * c.k));
   const graph::ValueId w = b.constant(
       "w", {c.k, c.k, ci_per_group, c.co},
@@ -225,12 +219,14 @@ graph::Graph conv_graph(const ConvCase& c) {
   graph::Conv2d attrs;
   attrs.stride_h = attrs.stride_w = c.stride;
   attrs.pad_top = attrs.pad_left = attrs.pad_bottom = attrs.pad_right = c.pad;
-  attrs.groups = c.depthwise ? static_cast<int>(c.ci) : 1;
+  attrs.groups = c.groups;
   graph::ValueId y = b.conv2d("conv", x, w, bias, attrs);
   auto vec = [&](const std::string& name, float lo, float hi, uint64_t seed) {
     return b.constant(name, {c.co}, graph::random_uniform(static_cast<size_t>(c.co), lo, hi, seed));
   };
   switch (c.tail) {
+    case Tail::none: break;
+    case Tail::relu: y = b.relu("relu", y); break;
     case Tail::silu: y = b.op("silu", graph::Binary{graph::BinaryOp::mul}, {y, b.op("sig", graph::Sigmoid{}, {y})}); break;
     case Tail::hard_swish:
       y = b.op("hswish", graph::Binary{graph::BinaryOp::mul},
@@ -257,30 +253,10 @@ TEST_P(GeneratedConv, FusedAndMatchesReferenceOnEveryCpuTarget) {
   const graph::Graph g = conv_graph(c);
   const graph::Graph fused = graph::fuse_elementwise_chains(graph::fuse_epilogues(g));
   ASSERT_EQ(fused.num_nodes(), 1u) << graph::dump(fused);
-  ASSERT_FALSE(std::get<graph::Conv2d>(fused.node(graph::NodeId{0}).op).post.empty()) << graph::dump(fused);
-  for (int t = 0; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
-    if (!runtime::cpu_target_supported(t)) continue;
-    SCOPED_TRACE(runtime::cpu_targets()[t]);
-    ModelOptions o;
-    o.cpu_target = t;
-    o.generate_kernels = codegen::kernel_generator({{runtime::cpu_targets()[t]}, test_cache_dir(), nullptr});
-    Model m(fused, o);
-    ASSERT_EQ(m.kernels().size(), 1u);
-    ASSERT_TRUE(graph::is_generated(m.kernels()[0]));
-    for (uint64_t seed : {1u, 2u}) {
-      std::vector<graph::Tensor> ins;
-      for (graph::ValueId v : g.inputs) {
-        const graph::Value& val = g.value(v);
-        ins.push_back({val.shape, val.layout,
-                       graph::random_uniform(graph::num_elements(val.shape), -2.0f, 2.0f, seed * 10 + v.index)});
-      }
-      ASSERT_TRUE(m.run(ins)) << "seed " << seed;
-      const graph::Tensor want = graph::run_reference(g, ins)[0];  // the unfused graph
-      const TensorView out = m.output(0);
-      const std::vector<float> got(out.data, out.data + graph::num_elements(out.shape));
-      EXPECT_LE(graph::worst_error_ratio(got, want.data, 1e-4, 1e-5), 1.0) << "seed " << seed;
-    }
-  }
+  const bool has_post = c.tail != Tail::none && c.tail != Tail::relu;
+  ASSERT_EQ(std::get<graph::Conv2d>(fused.node(graph::NodeId{0}).op).post.empty(), !has_post)
+      << graph::dump(fused);
+  expect_generated_matches_reference(fused, -2.0f, 2.0f, 1e-4, 1e-5, &g);
 }
 
 INSTANTIATE_TEST_SUITE_P(Convs, GeneratedConv, testing::ValuesIn(conv_cases()),
@@ -365,6 +341,15 @@ void expect_opencl_matches_reference(const graph::Graph& g, float lo, float hi, 
     for (size_t j = 0; j < g.inputs.size(); ++j)
       if (g.inputs[j] == args[i].value) data = &ins[j].data;
     std::vector<int> sizes(args[i].shape.rbegin(), args[i].shape.rend());
+    std::vector<float> widened;  // narrow groups' weights, as the runtime lays them out
+    const auto* conv = std::get_if<graph::ConvKernelSpec>(&spec);
+    const int merge = conv && i == 1 && !conv->depthwise ? runtime::grouped_conv_merge(conv->groups, conv->output.shape[3]) : 1;
+    if (merge > 1) {
+      const graph::Shape& w = args[i].shape;
+      widened = runtime::widen_grouped_conv_weights(data->data(), w[0], w[1], w[2], w[3], conv->groups, merge);
+      data = &widened;
+      sizes[1] *= merge;
+    }
     bufs.emplace_back(Halide::Buffer<float>(sizes));
     std::copy(data->begin(), data->end(), bufs.back().data());
     bufs.back().set_host_dirty();  // written through a pointer: the device copy must be made

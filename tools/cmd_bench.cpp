@@ -99,6 +99,7 @@ void describe_work(const graph::KernelSpec& k, Row& r) {
         "conv " + std::to_string(c->weights.shape[0]) + "x" + std::to_string(c->weights.shape[1]);
     if (c->stride_h > 1 || c->stride_w > 1) r.op += "/s" + std::to_string(c->stride_h);
     if (c->depthwise) r.op += " dw";
+    if (c->groups > 1 && !c->depthwise) r.op += " g" + std::to_string(c->groups);
     if (c->residual) r.op += " +add";
     if (!c->activation.is_identity()) r.op += c->activation.is_relu6() ? " +relu6" : " +relu";
     for (const graph::ChainStep& st : c->post) r.op += std::string(" +") + graph::to_string(st.kind);

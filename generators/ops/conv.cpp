@@ -18,7 +18,7 @@ Halide::Func zero_padded(const Halide::Func& input, const Expr& in_width, const 
 ConvAlgorithm conv2d(const Halide::Func& input, const Expr& in_width, const Expr& in_height,
                      const Halide::Func& weights, const Halide::Func& bias, const Expr& in_channels,
                      const Expr& kernel_w, const Expr& kernel_h, const ConvWindow& w,
-                     bool pad_input) {
+                     bool pad_input, const Expr& out_per_group) {
   ConvAlgorithm a{Halide::Func("input_padded"), Halide::Func("acc"), Halide::Var("co"),
                   Halide::Var("x"),             Halide::Var("y"),     Halide::Var("n"),
                   Halide::Var("c"),             Halide::RDom()};
@@ -29,9 +29,10 @@ ConvAlgorithm conv2d(const Halide::Func& input, const Expr& in_width, const Expr
   }
   a.r = Halide::RDom(0, in_channels, 0, kernel_w, 0, kernel_h, "r");
   a.acc(a.co, a.x, a.y, a.n) = bias(a.co);
+  const Expr ci = out_per_group.defined() ? a.co / out_per_group * in_channels + a.r.x : Expr(a.r.x);
   a.acc(a.co, a.x, a.y, a.n) +=
       weights(a.co, a.r.x, a.r.y, a.r.z) *
-      a.input_padded(a.r.x, a.x * w.stride_x + a.r.y * w.dilation_x - w.pad_x,
+      a.input_padded(ci, a.x * w.stride_x + a.r.y * w.dilation_x - w.pad_x,
                      a.y * w.stride_y + a.r.z * w.dilation_y - w.pad_y, a.n);
   return a;
 }

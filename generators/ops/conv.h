@@ -21,15 +21,18 @@ struct ConvAlgorithm {
 };
 
 // acc(co, x, y, n) = bias(co) + sum_{ci, kx, ky} weights(co, ci, kx, ky) *
-//                    input(ci, x * sx + kx * dx - px, y * sy + ky * dy - py, n)
+//                    input(g(co) * in_channels + ci, x * sx + kx * dx - px, y * sy + ky * dy - py, n)
 // `input` is NHWC, (c, x, y, n), with an image of in_width x in_height pixels; weights are HWIO,
-// (co, ci, kx, ky). pad_input = false: the window never leaves the image (a 1x1 window without
-// padding), so input_padded is the input itself and needs no boundary condition.
+// (co, ci, kx, ky), with `in_channels` input channels per group. Dense: g(co) = 0. Grouped
+// (out_per_group defined): output channel co belongs to group g(co) = co / out_per_group.
+// pad_input = false: the window never leaves the image (a 1x1 window without padding), so
+// input_padded is the input itself and needs no boundary condition.
 ConvAlgorithm conv2d(const Halide::Func& input, const Halide::Expr& in_width,
                      const Halide::Expr& in_height, const Halide::Func& weights,
                      const Halide::Func& bias, const Halide::Expr& in_channels,
                      const Halide::Expr& kernel_w, const Halide::Expr& kernel_h,
-                     const ConvWindow& window, bool pad_input);
+                     const ConvWindow& window, bool pad_input,
+                     const Halide::Expr& out_per_group = Halide::Expr());
 
 struct DepthwiseAlgorithm {
   Halide::Func input_padded;  // (c, x, y, n): the input, zero outside the image
