@@ -19,24 +19,34 @@ using Progress = std::function<void(size_t index, size_t count, const std::strin
 // The C symbol of generated kernel `index`'s argv entry point.
 std::string entry_point(const std::string& prefix, size_t index);
 
-// Compiles each spec (all graph::is_generated) for `targets` (Halide target strings, best first;
-// the first one the CPU supports runs) into DIR/<prefix>_k<i>.a, whose entry point is
-// entry_point(prefix, i). Returns the archives in spec order. Throws graph::Error.
+// The distinct kernels of `specs`: specs with equal signatures (the repeated blocks of a
+// network) share one compiled kernel. `kernels` in order of first use; kernel_of[i] is spec i's.
+struct DistinctKernels {
+  std::vector<graph::KernelSpec> kernels;
+  std::vector<size_t> kernel_of;
+};
+DistinctKernels distinct_kernels(const std::vector<graph::KernelSpec>& specs);
+
+// Compiles each distinct kernel of `specs` (all graph::is_generated) for `targets` (Halide
+// target strings, best first; the first one the CPU supports runs) into DIR/<prefix>_k<u>.a,
+// whose entry point is entry_point(prefix, u), u its index in distinct_kernels(specs).kernels.
+// Returns the archives in that order; `progress` counts distinct kernels. Throws graph::Error.
 std::vector<std::filesystem::path> write_kernel_archives(const std::vector<graph::KernelSpec>& specs,
                                                          const std::vector<std::string>& targets,
                                                          const std::string& prefix,
                                                          const std::filesystem::path& dir,
                                                          const Progress& progress = nullptr);
 
-// Writes what Halide made of each spec for each target: DIR/<prefix>_k<i>-<target>.stmt (kind
-// "stmt", the lowered statement) or .s (kind "assembly"). Returns the number of files.
+// Writes what Halide made of each distinct kernel for each target:
+// DIR/<prefix>_k<u>-<target>.stmt (kind "stmt", the lowered statement) or .s (kind "assembly").
+// Returns the number of files.
 int write_kernel_listings(const std::vector<graph::KernelSpec>& specs,
                           const std::vector<std::string>& targets, const std::string& prefix,
                           const std::string& kind, const std::filesystem::path& dir,
                           const Progress& progress = nullptr);
 
 // C++ source of `extern "C" const kiln::GeneratedKernel* <prefix>_kernel_table(std::size_t*)`:
-// each kernel's entry point with the signature it was compiled for.
+// for each spec, its distinct kernel's entry point with the signature it was compiled for.
 std::string kernel_table_source(const std::vector<graph::KernelSpec>& specs, const std::string& prefix);
 
 struct CodegenOptions {

@@ -305,16 +305,23 @@ TEST(GeneratedKernels, MismatchedOrMissingKernelsAreErrors) {
   }
 }
 
-// The kernel table `kiln compile` links names every kernel's entry point and its signature.
-TEST(GeneratedKernels, TableSourceNamesEveryKernel) {
-  const graph::Graph g = chain_graph({"t", {1, 2, 2, 8}, Layout::nhwc, kBnRelu}, 5);
+// The kernel table `kiln compile` links names every kernel's entry point and its signature;
+// specs with equal signatures share one compiled kernel.
+TEST(GeneratedKernels, TableSourceNamesEveryKernelOnce) {
   ModelOptions lower;
   lower.lower_only = true;
-  const std::vector<graph::KernelSpec> specs = Model(g, lower).kernels();
+  const graph::KernelSpec a = Model(chain_graph({"t", {1, 2, 2, 8}, Layout::nhwc, kBnRelu}, 5), lower).kernels()[0];
+  const graph::KernelSpec b = Model(chain_graph({"u", {1, 4, 4, 8}, Layout::nhwc, kBnRelu}, 5), lower).kernels()[0];
+  const std::vector<graph::KernelSpec> specs = {a, b, a};
+  const codegen::DistinctKernels d = codegen::distinct_kernels(specs);
+  ASSERT_EQ(d.kernels.size(), 2u);
+  EXPECT_EQ(d.kernel_of, (std::vector<size_t>{0, 1, 0}));
   const std::string src = codegen::kernel_table_source(specs, "net");
   EXPECT_NE(src.find("int net_k0_argv(void**);"), std::string::npos) << src;
+  EXPECT_NE(src.find("int net_k1_argv(void**);"), std::string::npos) << src;
+  EXPECT_EQ(src.find("net_k2_argv"), std::string::npos) << src;
   EXPECT_NE(src.find("net_kernel_table(std::size_t* count)"), std::string::npos) << src;
-  EXPECT_NE(src.find("*count = 1;"), std::string::npos) << src;
+  EXPECT_NE(src.find("*count = 3;"), std::string::npos) << src;
 }
 
 // Runs the single generated kernel of `g` with its GPU schedule through Halide's OpenCL backend

@@ -333,7 +333,8 @@ int run_compile(const CompileArgs& a) {
   for (int t : a.targets.cpu) cpu_targets.push_back(runtime::cpu_targets()[t]);
   if (cpu_targets.empty()) cpu_targets = runtime::cpu_targets();
   std::cout << "[2/3] compiling " << a.name << ".cpp and " << generated.size()
-            << " kernels generated for its shapes (" << join(cpu_targets, ", ") << ")\n";
+            << " kernels generated for its shapes (" << codegen::distinct_kernels(generated).kernels.size()
+            << " distinct; " << join(cpu_targets, ", ") << ")\n";
   const std::vector<fs::path> kernel_archives = codegen::write_kernel_archives(
       generated, cpu_targets, a.name, tmp, [](size_t i, size_t n, const std::string& kernel) {
         std::cout << "      kernel " << i + 1 << "/" << n << ": " << kernel << std::endl;
