@@ -3,11 +3,13 @@
 
 #include "generators/ops/conv.h"
 #include "generators/ops/elementwise.h"
+#include "generators/ops/pool.h"
 #include "runtime/conv_weights.h"
 #include "runtime/kernels.h"
 #include "schedules/conv_schedule.h"
 #include "schedules/depthwise_schedule.h"
 #include "schedules/elementwise_schedule.h"
+#include "schedules/pool_schedule.h"
 
 namespace kiln::codegen {
 namespace {
@@ -181,6 +183,26 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
   return KernelPipeline{Halide::Pipeline(output), inputs};
 }
 
+// Pooling of an NHWC tensor (graph::is_generated only takes those).
+KernelPipeline pool_pipeline(const graph::OpKernelSpec& k, const Halide::Target& target) {
+  const Halide::ImageParam input = dense_input(k.inputs[0], 0);
+  const graph::Shape& in = k.inputs[0].shape;   // NHWC
+  const graph::Shape& out = k.output.shape;     // NHWC
+  const int in_w = static_cast<int>(in[2]), in_h = static_cast<int>(in[1]);
+  const generators::ops::PoolAlgorithm a =
+      std::holds_alternative<graph::Pool2d>(k.op)
+          ? generators::ops::pool2d(input, in_w, in_h, std::get<graph::Pool2d>(k.op))
+          : generators::ops::global_pool(input, in_w, in_h, std::get<graph::GlobalPool>(k.op).kind);
+  constrain([&](int d) { return a.out.output_buffer().dim(d); }, out);
+  const schedules::PoolShape shape{out[3], out[2], out[1], out[0]};
+  if (target.has_gpu_feature()) {
+    schedules::schedule_pool_gpu(a, shape, target);
+  } else {
+    schedules::schedule_pool_cpu(a, shape, target);
+  }
+  return KernelPipeline{Halide::Pipeline(a.out), {input}};
+}
+
 }  // namespace
 
 KernelPipeline build_kernel_pipeline(const graph::KernelSpec& spec, const Halide::Target& target) {
@@ -188,6 +210,9 @@ KernelPipeline build_kernel_pipeline(const graph::KernelSpec& spec, const Halide
   const std::string& name = graph::kernel_name(spec);
   for (const graph::TensorDesc& t : args) check_sizes(t, name);
   if (const auto* conv = std::get_if<graph::ConvKernelSpec>(&spec)) return conv_pipeline(*conv, target);
+  const auto& op_spec = std::get<graph::OpKernelSpec>(spec);
+  if (std::holds_alternative<graph::Pool2d>(op_spec.op) || std::holds_alternative<graph::GlobalPool>(op_spec.op))
+    return pool_pipeline(op_spec, target);
   std::vector<Halide::ImageParam> inputs;
   for (size_t i = 0; i + 1 < args.size(); ++i) inputs.push_back(dense_input(args[i], static_cast<int>(i)));
   const graph::TensorDesc& out_desc = args.back();

@@ -163,7 +163,12 @@ bool conv_accepts_post_steps(const Graph& g, const Node& n) {
 bool is_generated(const KernelSpec& k) {
   if (const auto* c = std::get_if<ConvKernelSpec>(&k)) return !c->post.empty() || (c->groups > 1 && !c->depthwise);
   const auto* o = std::get_if<OpKernelSpec>(&k);
-  return o && (std::holds_alternative<ElementwiseChain>(o->op) || std::holds_alternative<Binary>(o->op));
+  if (!o) return false;
+  const bool nhwc_image = o->inputs.size() == 1 && o->inputs[0].layout == Layout::nhwc &&
+                          o->inputs[0].shape.size() == 4;
+  return std::holds_alternative<ElementwiseChain>(o->op) || std::holds_alternative<Binary>(o->op) ||
+         ((std::holds_alternative<Pool2d>(o->op) || std::holds_alternative<GlobalPool>(o->op)) &&
+          nhwc_image);
 }
 
 std::vector<TensorDesc> generated_kernel_arguments(const KernelSpec& k) {
@@ -209,6 +214,13 @@ std::string kernel_signature(const KernelSpec& k) {
     write_steps(s, ch->steps);
   } else if (const auto* b = op ? std::get_if<Binary>(&op->op) : nullptr) {
     s << "[" << static_cast<int>(b->op) << "]";
+  } else if (const auto* p = op ? std::get_if<Pool2d>(&op->op) : nullptr) {
+    s << "[" << static_cast<int>(p->kind) << "," << p->kernel_h << "," << p->kernel_w << ","
+      << p->stride_h << "," << p->stride_w << "," << p->pad_top << "," << p->pad_left << ","
+      << p->pad_bottom << "," << p->pad_right << "," << p->dilation_h << "," << p->dilation_w << ","
+      << p->ceil_mode << "," << p->count_include_pad << "]";
+  } else if (const auto* gp = op ? std::get_if<GlobalPool>(&op->op) : nullptr) {
+    s << "[" << static_cast<int>(gp->kind) << "]";
   }
   for (const TensorDesc& t : generated_kernel_arguments(k))
     s << " " << to_string(t.shape) << to_string(t.layout) << to_string(t.dtype);

@@ -1,5 +1,5 @@
-// Kernels generated per model by codegen/ (elementwise chains, binary ops, convolutions with
-// post steps): each is compiled for its spec's shapes, loaded the way
+// Kernels generated per model by codegen/ (elementwise chains, binary ops, pooling, grouped
+// convolutions and convolutions with post steps): each is compiled for its spec's shapes, loaded the way
 // `kiln run` loads them, run by kiln::Model and compared with the reference interpreter. The GPU
 // schedule runs through Halide's OpenCL backend (on the CPU, through pocl); the CUDA object's
 // PTX is assembled for sm_90.
@@ -262,6 +262,48 @@ TEST_P(GeneratedConv, FusedAndMatchesReferenceOnEveryCpuTarget) {
 INSTANTIATE_TEST_SUITE_P(Convs, GeneratedConv, testing::ValuesIn(conv_cases()),
                          [](const testing::TestParamInfo<ConvCase>& i) { return i.param.name; });
 
+// Pooling of NHWC tensors: ResNet's and SqueezeNet's max pools, DenseNet's average pool,
+// padding counted or not, dilation, ceil_mode windows that start in the padding, and global
+// pooling; channel counts below, at and above a vector.
+struct PoolCase {
+  std::string name;
+  Shape shape;  // NHWC input
+  graph::Op op;
+};
+void PrintTo(const PoolCase& c, std::ostream* os) { *os << c.name; }
+
+std::vector<PoolCase> pool_cases() {
+  using graph::GlobalPool;
+  using graph::Pool2d;
+  using graph::PoolKind;
+  return {
+      {"max_3x3_s2_p1_resnet", {1, 15, 15, 64}, Pool2d{PoolKind::max, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false, false}},
+      {"max_3x3_s2_ceil_squeezenet", {1, 13, 13, 20}, Pool2d{PoolKind::max, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, true, false}},
+      {"avg_2x2_s2_densenet", {2, 12, 10, 17}, Pool2d{PoolKind::avg, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, false, false}},
+      {"avg_3x3_p1_exclude_pad", {1, 9, 11, 3}, Pool2d{PoolKind::avg, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, false}},
+      {"avg_3x3_s2_p1_include_pad_ceil", {1, 10, 10, 33}, Pool2d{PoolKind::avg, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true, true}},
+      {"max_dilated_3x2", {1, 12, 14, 16}, Pool2d{PoolKind::max, 3, 2, 1, 2, 0, 1, 0, 1, 2, 2, false, false}},
+      {"global_avg", {1, 7, 7, 2048}, GlobalPool{PoolKind::avg}},
+      {"global_max_batch2", {2, 5, 9, 40}, GlobalPool{PoolKind::max}},
+      {"global_avg_large", {1, 56, 56, 24}, GlobalPool{PoolKind::avg}},
+  };
+}
+
+graph::Graph pool_graph(const PoolCase& c) {
+  graph::GraphBuilder b;
+  b.output(b.op("pool", c.op, {b.input("x", c.shape, Layout::nhwc)}));
+  return b.finish();
+}
+
+class GeneratedPool : public testing::TestWithParam<PoolCase> {};
+
+TEST_P(GeneratedPool, MatchesReferenceOnEveryCpuTarget) {
+  expect_generated_matches_reference(pool_graph(GetParam()), -3.0f, 3.0f, 1e-5, 1e-6);
+}
+
+INSTANTIATE_TEST_SUITE_P(Pools, GeneratedPool, testing::ValuesIn(pool_cases()),
+                         [](const testing::TestParamInfo<PoolCase>& i) { return i.param.name; });
+
 // The sigmoid's vectorized exponential against the double-precision reference over the whole
 // float range where the result is not yet saturated, and past it.
 TEST(GeneratedKernels, SigmoidAccuracyAcrossItsRange) {
@@ -382,6 +424,10 @@ TEST(GeneratedKernels, GpuScheduleRunsThroughOpenCl) {
   for (const BinaryCase& c : binary_cases()) {
     SCOPED_TRACE(c.name);
     expect_opencl_matches_reference(binary_graph(c), 0.5f, 3.0f, 1e-6, 1e-7);  // divisors > 0
+  }
+  for (const PoolCase& c : pool_cases()) {
+    SCOPED_TRACE(c.name);
+    expect_opencl_matches_reference(pool_graph(c), -3.0f, 3.0f, 1e-5, 1e-6);
   }
   for (const ConvCase& c : conv_cases()) {
     SCOPED_TRACE(c.name);

@@ -26,8 +26,10 @@ namespace {
 
 constexpr const char* kHelp = R"(usage: kiln bench MODEL [options]
 
-Imports and optimizes MODEL (an .onnx file, or "example" for the built-in model), runs it on
-seeded random inputs: warm-up runs, then timed runs, and prints the median, p90 and minimum
+Imports and optimizes MODEL (an .onnx file, or "example" for the built-in model), compiles
+the kernels generated for its shapes (or loads them from the kernel cache, $XDG_CACHE_HOME/kiln
+or ~/.cache/kiln; a [codegen] line on stderr per kernel compiled, outside the timing), runs it
+on seeded random inputs: warm-up runs, then timed runs, and prints the median, p90 and minimum
 latency.
 
 options:

@@ -21,7 +21,8 @@ constexpr const char* kHelp = R"(usage: kiln inspect MODEL [options]
 
 MODEL is an .onnx file, or `example` for the built-in reference model. Prints the graph after
 every pass (or only after --after PASS), the fusion groups (which original ops each kernel
-computes), each kernel's task description, and the arena plan.
+computes, and whether the kernel is generated for the model's shapes, a prebuilt Halide kernel
+or a portable C++ one), each kernel's task description, and the arena plan.
 
 options:
   --after PASS   print the graph only after PASS (input, or a pass name)
@@ -102,10 +103,16 @@ int cmd_inspect(int argc, char** argv) {
 
   std::cout << "== fusion groups (" << kernels.size() << " kernels from " << input.num_nodes()
             << " nodes) ==\n";
-  for (const graph::Node& n : optimized.nodes()) {
+  // One kernel per node, in node order (lower_to_kernels): how each one is implemented.
+  for (size_t i = 0; i < optimized.num_nodes(); ++i) {
+    const graph::Node& n = optimized.node(graph::NodeId{static_cast<uint32_t>(i)});
     std::string computes;
     for (size_t k = 0; k < n.computes.size(); ++k) computes += (k ? " + " : "") + n.computes[k];
-    std::cout << "  " << n.name << ": " << computes << "\n";
+    const graph::KernelSpec& k = kernels[i];
+    const char* how = graph::is_generated(k)                               ? "generated"
+                      : std::holds_alternative<graph::OpKernelSpec>(k) ? "portable"
+                                                                           : "prebuilt";
+    std::cout << "  " << n.name << ": " << computes << "  [" << how << "]\n";
   }
   std::cout << "\n== kernels ==\n";
   for (const graph::KernelSpec& k : kernels) std::cout << graph::describe(k) << "\n";

@@ -1,0 +1,66 @@
+// Pooling algorithm builders (see pool.h).
+#include "generators/ops/pool.h"
+
+#include <limits>
+
+namespace kiln::generators::ops {
+
+using Halide::Expr;
+
+namespace {
+
+// Window positions along one axis that count for output position o: inside [0, extent), or
+// with include_pad below extent + pad_after (a window never starts before -pad_before).
+Halide::Func window_count(const Halide::Var& o, int kernel, int stride, int dilation,
+                          int pad_before, int pad_after, int extent, bool include_pad,
+                          const std::string& name) {
+  Halide::RDom k(0, kernel, name + "_k");
+  const Expr i = o * stride + k * dilation - pad_before;
+  const Expr counts = include_pad ? i < extent + pad_after : i >= 0 && i < extent;
+  Halide::Func count(name);
+  count(o) = Halide::sum(Halide::select(counts, 1, 0));
+  return count;
+}
+
+}  // namespace
+
+PoolAlgorithm pool2d(const Halide::Func& input, int in_width, int in_height, const graph::Pool2d& p) {
+  PoolAlgorithm a{Halide::Func("pool"), Halide::Var("c"), Halide::Var("x"), Halide::Var("y"),
+                  Halide::Var("n"), Halide::Func(), Halide::Func()};
+  const bool is_max = p.kind == graph::PoolKind::max;
+  const Expr outside = is_max ? std::numeric_limits<float>::lowest() : 0.0f;
+  const Halide::Func padded = Halide::BoundaryConditions::constant_exterior(
+      input, outside, {{Expr(), Expr()}, {0, in_width}, {0, in_height}, {Expr(), Expr()}});
+  Halide::RDom r(0, p.kernel_w, 0, p.kernel_h, "r");
+  const Expr v = padded(a.c, a.x * p.stride_w + r.x * p.dilation_w - p.pad_left,
+                        a.y * p.stride_h + r.y * p.dilation_h - p.pad_top, a.n);
+  if (is_max) {
+    a.out(a.c, a.x, a.y, a.n) = Halide::maximum(v);
+    return a;
+  }
+  // The window is a product of its rows and columns, so is the count.
+  a.count_x = window_count(a.x, p.kernel_w, p.stride_w, p.dilation_w, p.pad_left, p.pad_right,
+                           in_width, p.count_include_pad, "count_x");
+  a.count_y = window_count(a.y, p.kernel_h, p.stride_h, p.dilation_h, p.pad_top, p.pad_bottom,
+                           in_height, p.count_include_pad, "count_y");
+  const Expr count = a.count_x(a.x) * a.count_y(a.y);
+  a.out(a.c, a.x, a.y, a.n) =
+      Halide::select(count > 0, Halide::sum(v) / Halide::cast<float>(count), 0.0f);
+  return a;
+}
+
+PoolAlgorithm global_pool(const Halide::Func& input, int in_width, int in_height,
+                          graph::PoolKind kind) {
+  PoolAlgorithm a{Halide::Func("global_pool"), Halide::Var("c"), Halide::Var("x"), Halide::Var("y"),
+                  Halide::Var("n"), Halide::Func(), Halide::Func()};
+  Halide::RDom r(0, in_width, 0, in_height, "r");
+  const Expr v = input(a.c, r.x, r.y, a.n);
+  if (kind == graph::PoolKind::max) {
+    a.out(a.c, a.x, a.y, a.n) = Halide::maximum(v);
+  } else {
+    a.out(a.c, a.x, a.y, a.n) = Halide::sum(v) / static_cast<float>(in_width * in_height);
+  }
+  return a;
+}
+
+}  // namespace kiln::generators::ops
