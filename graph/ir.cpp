@@ -35,6 +35,20 @@ const char* to_string(ChainStepKind k) {
     case ChainStepKind::hard_swish: return "hard_swish";
     case ChainStepKind::affine: return "affine";
     case ChainStepKind::silu: return "silu";
+    case ChainStepKind::tanh: return "tanh";
+    case ChainStepKind::erf: return "erf";
+    case ChainStepKind::exp: return "exp";
+    case ChainStepKind::log: return "log";
+    case ChainStepKind::sqrt: return "sqrt";
+    case ChainStepKind::abs: return "abs";
+    case ChainStepKind::neg: return "neg";
+    case ChainStepKind::reciprocal: return "reciprocal";
+    case ChainStepKind::softplus: return "softplus";
+    case ChainStepKind::softsign: return "softsign";
+    case ChainStepKind::elu: return "elu";
+    case ChainStepKind::selu: return "selu";
+    case ChainStepKind::celu: return "celu";
+    case ChainStepKind::thresholded_relu: return "thresholded_relu";
   }
   return "?";
 }

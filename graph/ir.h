@@ -76,14 +76,19 @@ std::string to_string(const Activation& a);
 
 // One elementwise step of an ElementwiseChain (below) or of a convolution's post steps. An
 // affine step is a per-channel scale and shift whose values are inputs of the node.
-enum class ChainStepKind : uint8_t {
-  clamp, leaky_relu, sigmoid, hard_sigmoid, hard_swish, affine, silu  // append only: serialized
+// The ONNX unary ops imported as one-step chains are here too (Tanh, Erf, Exp, ..., Celu).
+enum class ChainStepKind : uint8_t {  // append only: serialized
+  clamp, leaky_relu, sigmoid, hard_sigmoid, hard_swish, affine, silu,
+  tanh, erf, exp, log, sqrt, abs, neg, reciprocal, softplus, softsign, elu, selu, celu,
+  thresholded_relu
 };
-constexpr int kNumChainStepKinds = 7;
-const char* to_string(ChainStepKind k);  // "clamp", "leaky_relu", ..., "silu"
+constexpr int kNumChainStepKinds = 21;
+const char* to_string(ChainStepKind k);  // "clamp", "leaky_relu", ..., "thresholded_relu"
 struct ChainStep {
   ChainStepKind kind = ChainStepKind::clamp;
-  float a = 0.0f, b = 0.0f;  // clamp: [a, b]; leaky_relu: alpha = a; hard_sigmoid: alpha, beta
+  // clamp: [a, b]; leaky_relu, elu, celu, thresholded_relu: alpha = a; hard_sigmoid: alpha = a,
+  // beta = b; selu: alpha = a, gamma = b.
+  float a = 0.0f, b = 0.0f;
 };
 // Inputs: x, weights, bias[, residual][, post-step scales and shifts]. Weights are OIHW for an
 // NCHW input and HWIO for NHWC; with groups > 1 the weights' input-channel dimension is

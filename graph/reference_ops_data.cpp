@@ -193,6 +193,20 @@ double reference_chain_step(const ChainStep& st, double v, double scale, double 
     case ChainStepKind::hard_swish: return v * std::min(1.0, std::max(0.0, v / 6.0 + 0.5));
     case ChainStepKind::affine: return v * scale + shift;
     case ChainStepKind::silu: return v / (1.0 + std::exp(-v));
+    case ChainStepKind::tanh: return std::tanh(v);
+    case ChainStepKind::erf: return std::erf(v);
+    case ChainStepKind::exp: return std::exp(v);
+    case ChainStepKind::log: return std::log(v);
+    case ChainStepKind::sqrt: return std::sqrt(v);
+    case ChainStepKind::abs: return std::fabs(v);
+    case ChainStepKind::neg: return -v;
+    case ChainStepKind::reciprocal: return 1.0 / v;
+    case ChainStepKind::softplus: return std::log1p(std::exp(-std::fabs(v))) + std::max(v, 0.0);
+    case ChainStepKind::softsign: return v / (1.0 + std::fabs(v));
+    case ChainStepKind::elu: return v > 0 ? v : st.a * std::expm1(v);
+    case ChainStepKind::selu: return st.b * (v > 0 ? v : st.a * std::expm1(v));
+    case ChainStepKind::celu: return std::max(0.0, v) + std::min(0.0, st.a * std::expm1(v / st.a));
+    case ChainStepKind::thresholded_relu: return v > st.a ? v : 0.0;
   }
   return v;
 }

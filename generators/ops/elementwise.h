@@ -9,9 +9,7 @@
 
 namespace kiln::generators::ops {
 
-// 1 / (1 + e^-v) with a vectorizable exponential: Halide's exp() calls libm one lane at a time.
-// fast_exp is exact to about 2^-18 relative but returns nonsense past float's range, so the
-// argument is clamped to where e^-v is finite and 1 / (1 + e^-v) has already saturated.
+// 1 / (1 + e^-v), vectorized (Halide's float exp is).
 Halide::Expr sigmoid(const Halide::Expr& v);
 
 // One chain step applied to v. `scale` and `shift` are the step's per-channel values (affine

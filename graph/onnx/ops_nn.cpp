@@ -176,6 +176,32 @@ void convert_unary(Importer& im, const NodeCtx& c) {
   emit_single(im, c, op, {im.value_input(c, 0)});
 }
 
+// Unary math and activation ops without an op of their own in the IR: each is a chain of one
+// step, which fusion merges with its neighbours and codegen generates.
+void convert_chain_step(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 1, 1);
+  using K = ChainStepKind;
+  static const std::vector<std::pair<std::string, K>> kinds = {
+      {"Tanh", K::tanh},         {"Erf", K::erf},           {"Exp", K::exp},
+      {"Log", K::log},           {"Sqrt", K::sqrt},         {"Abs", K::abs},
+      {"Neg", K::neg},           {"Reciprocal", K::reciprocal}, {"Softplus", K::softplus},
+      {"Softsign", K::softsign}, {"Elu", K::elu},           {"Selu", K::selu},
+      {"Celu", K::celu},         {"ThresholdedRelu", K::thresholded_relu}};
+  ChainStep step;
+  bool found = false;
+  for (const auto& [name, kind] : kinds)
+    if (c.op() == name) step.kind = kind, found = true;
+  KILN_CHECK(found, "convert_chain_step has no step for " + c.op());
+  if (step.kind == K::elu || step.kind == K::celu || step.kind == K::thresholded_relu)
+    step.a = attr_float(c, "alpha", 1.0f);
+  if (step.kind == K::selu) {
+    step.a = attr_float(c, "alpha", 1.67326319217681884765625f);
+    step.b = attr_float(c, "gamma", 1.05070102214813232421875f);
+  }
+  if (step.kind == K::celu && step.a == 0.0f) node_error(c, "Celu's alpha must not be 0");
+  emit_single(im, c, ElementwiseChain{{step}}, {im.value_input(c, 0)});
+}
+
 void convert_clip(Importer& im, const NodeCtx& c) {
   const float inf = std::numeric_limits<float>::infinity();
   Clip clip{-inf, inf};

@@ -49,6 +49,10 @@ std::optional<Step> as_step(const Graph& g, const Node& n, ValueId* x) {
   if (const auto* h = std::get_if<HardSigmoid>(&n.op))
     return Step{{ChainStepKind::hard_sigmoid, h->alpha, h->beta}, {}, {}};
   if (std::holds_alternative<HardSwish>(n.op)) return Step{{ChainStepKind::hard_swish, 0, 0}, {}, {}};
+  // Unary ops imported as one-step chains (Tanh, Erf, Exp, ...).
+  if (const auto* ch = std::get_if<ElementwiseChain>(&n.op))
+    if (ch->steps.size() == 1 && ch->steps[0].kind != ChainStepKind::affine && n.inputs.size() == 1)
+      return Step{ch->steps[0], {}, {}};
   const Value& in = g.value(n.inputs[0]);
   if (const auto* bn = std::get_if<BatchNorm>(&n.op)) {
     for (size_t i = 1; i < 5; ++i)
