@@ -183,6 +183,37 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
   return KernelPipeline{Halide::Pipeline(output), inputs};
 }
 
+// [N, H, W, K] x [K, M] (a linear layer on the last axis, as ConvNeXt's MLP exports): the 1x1
+// convolution it is, through the convolution builder and schedules, with zero bias.
+KernelPipeline matmul_pipeline(const graph::OpKernelSpec& k, const Halide::Target& target) {
+  const Halide::ImageParam a = dense_input(k.inputs[0], 0), b = dense_input(k.inputs[1], 1);
+  const graph::Shape& in = k.inputs[0].shape;  // [N, H, W, K]: Halide (k, w, h, n)
+  const graph::Shape& out = k.output.shape;    // [N, H, W, M]
+  Halide::Var co("co"), ci("ci"), kx("kx"), ky("ky");
+  Halide::Func weights("weights"), bias("bias");
+  weights(co, ci, kx, ky) = b(co, ci);  // HWIO [1, 1, K, M]
+  bias(co) = 0.0f;
+  const runtime::ConvSchedule choice = runtime::tuned_conv_schedule(out[1], out[2], in[3], 1, 1, false);
+  const bool pointwise = choice == runtime::ConvSchedule::tuned_1x1 && !target.has_gpu_feature();
+  const generators::ops::ConvAlgorithm alg = generators::ops::conv2d(
+      a, static_cast<int>(in[2]), static_cast<int>(in[1]), weights, bias, static_cast<int>(in[3]),
+      1, 1, {1, 1, 0, 0, 1, 1}, !pointwise);
+  Halide::Func output("output");
+  output(alg.co, alg.x, alg.y, alg.n) = alg.acc(alg.co, alg.x, alg.y, alg.n);
+  constrain([&](int d) { return output.output_buffer().dim(d); }, out);
+  const schedules::ConvFuncs f{alg.input_padded, alg.acc, output, alg.co, alg.x, alg.y, alg.n, alg.c, alg.r,
+                               static_cast<int>(out[3]), static_cast<int>(out[2]), static_cast<int>(out[1]),
+                               static_cast<int>(in[3]), static_cast<int>(in[3]), !pointwise};
+  if (target.has_gpu_feature()) {
+    schedules::schedule_conv_cuda(f, target);
+  } else if (choice == runtime::ConvSchedule::tuned_deep) {
+    schedules::schedule_conv_cpu_deep(f, target);
+  } else {
+    schedules::schedule_conv_cpu(f, target);
+  }
+  return KernelPipeline{Halide::Pipeline(output), {a, b}};
+}
+
 // Pooling of an NHWC tensor (graph::is_generated only takes those).
 KernelPipeline pool_pipeline(const graph::OpKernelSpec& k, const Halide::Target& target) {
   const Halide::ImageParam input = dense_input(k.inputs[0], 0);
@@ -211,6 +242,7 @@ KernelPipeline build_kernel_pipeline(const graph::KernelSpec& spec, const Halide
   for (const graph::TensorDesc& t : args) check_sizes(t, name);
   if (const auto* conv = std::get_if<graph::ConvKernelSpec>(&spec)) return conv_pipeline(*conv, target);
   const auto& op_spec = std::get<graph::OpKernelSpec>(spec);
+  if (std::holds_alternative<graph::MatMul>(op_spec.op)) return matmul_pipeline(op_spec, target);
   if (std::holds_alternative<graph::Pool2d>(op_spec.op) || std::holds_alternative<graph::GlobalPool>(op_spec.op))
     return pool_pipeline(op_spec, target);
   std::vector<Halide::ImageParam> inputs;

@@ -49,6 +49,7 @@ const char* to_string(ChainStepKind k) {
     case ChainStepKind::selu: return "selu";
     case ChainStepKind::celu: return "celu";
     case ChainStepKind::thresholded_relu: return "thresholded_relu";
+    case ChainStepKind::pow: return "pow";
   }
   return "?";
 }
@@ -132,6 +133,11 @@ std::string op_label(const Op& op) {
   if (std::holds_alternative<BatchNorm>(op)) return "batchnorm";
   if (const auto* c = std::get_if<Clip>(&op)) return to_string(Activation{c->min, c->max});
   if (std::holds_alternative<LayoutTransform>(op)) return "layout_transform";
+  if (const auto* ch = std::get_if<ElementwiseChain>(&op)) {  // "erf", "pow", "tanh + sqrt"
+    std::string steps;
+    for (const ChainStep& st : ch->steps) steps += (steps.empty() ? "" : " + ") + std::string(to_string(st.kind));
+    if (!steps.empty()) return steps;
+  }
   std::string name = op_name(op);
   for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   return name;

@@ -76,18 +76,19 @@ std::string to_string(const Activation& a);
 
 // One elementwise step of an ElementwiseChain (below) or of a convolution's post steps. An
 // affine step is a per-channel scale and shift whose values are inputs of the node.
-// The ONNX unary ops imported as one-step chains are here too (Tanh, Erf, Exp, ..., Celu).
+// The ONNX unary ops imported as one-step chains are here too (Tanh, Erf, Exp, ..., Celu, and
+// Pow with a constant scalar exponent).
 enum class ChainStepKind : uint8_t {  // append only: serialized
   clamp, leaky_relu, sigmoid, hard_sigmoid, hard_swish, affine, silu,
   tanh, erf, exp, log, sqrt, abs, neg, reciprocal, softplus, softsign, elu, selu, celu,
-  thresholded_relu
+  thresholded_relu, pow
 };
-constexpr int kNumChainStepKinds = 21;
+constexpr int kNumChainStepKinds = 22;
 const char* to_string(ChainStepKind k);  // "clamp", "leaky_relu", ..., "thresholded_relu"
 struct ChainStep {
   ChainStepKind kind = ChainStepKind::clamp;
   // clamp: [a, b]; leaky_relu, elu, celu, thresholded_relu: alpha = a; hard_sigmoid: alpha = a,
-  // beta = b; selu: alpha = a, gamma = b.
+  // beta = b; selu: alpha = a, gamma = b; pow: the exponent = a.
   float a = 0.0f, b = 0.0f;
 };
 // Inputs: x, weights, bias[, residual][, post-step scales and shifts]. Weights are OIHW for an

@@ -166,7 +166,11 @@ bool is_generated(const KernelSpec& k) {
   if (!o) return false;
   const bool nhwc_image = o->inputs.size() == 1 && o->inputs[0].layout == Layout::nhwc &&
                           o->inputs[0].shape.size() == 4;
-  return std::holds_alternative<ElementwiseChain>(o->op) || std::holds_alternative<Binary>(o->op) ||
+  // A channels-last linear layer (ConvNeXt's MLP): [N, H, W, K] x [K, M], a 1x1 convolution.
+  const bool matmul_4d_by_2d = std::holds_alternative<MatMul>(o->op) && o->inputs.size() == 2 &&
+                               o->inputs[0].shape.size() == 4 && o->inputs[1].shape.size() == 2;
+  return matmul_4d_by_2d || std::holds_alternative<ElementwiseChain>(o->op) ||
+         std::holds_alternative<Binary>(o->op) ||
          ((std::holds_alternative<Pool2d>(o->op) || std::holds_alternative<GlobalPool>(o->op)) &&
           nhwc_image);
 }

@@ -77,7 +77,8 @@ bool lowers_to_halide_conv(const Graph& g, const Node& n);
 // Kernels generated per model by codegen/: a Halide pipeline built for this spec's exact shapes,
 // compiled ahead of time (`kiln compile`) or into a cached shared object (`kiln run`, `bench`,
 // the tests). Today: elementwise chains, binary elementwise ops, NHWC pooling (2-D and global),
-// grouped convolutions and convolutions with post steps. The other specs still run as prebuilt Halide kernels
+// MatMul of a 4-D tensor by a matrix, grouped convolutions and convolutions with post steps.
+// The other specs still run as prebuilt Halide kernels
 // or portable C++ kernels; each op moves here as its algorithm builder lands.
 bool is_generated(const KernelSpec& k);
 // The tensors a generated kernel takes, in its argument order: the spec's inputs in node order,

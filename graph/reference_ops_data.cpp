@@ -207,6 +207,7 @@ double reference_chain_step(const ChainStep& st, double v, double scale, double 
     case ChainStepKind::selu: return st.b * (v > 0 ? v : st.a * std::expm1(v));
     case ChainStepKind::celu: return std::max(0.0, v) + std::min(0.0, st.a * std::expm1(v / st.a));
     case ChainStepKind::thresholded_relu: return v > st.a ? v : 0.0;
+    case ChainStepKind::pow: return std::pow(v, static_cast<double>(st.a));
   }
   return v;
 }

@@ -25,7 +25,7 @@ import time
 import numpy as np
 import onnxruntime as ort
 
-MODELS = ["resnet18", "resnet50", "mobilenetv2", "squeezenet1_1", "preact_se"]
+MODELS = ["resnet18", "resnet50", "mobilenetv2", "squeezenet1_1", "preact_se", "convnext_tiny2"]
 
 
 def ort_median_ms(path, threads, warmup, iterations):

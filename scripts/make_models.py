@@ -2,7 +2,7 @@
 """Writes real CNN architectures as ONNX files with seeded random weights.
 
     python scripts/make_models.py OUTDIR [--models resnet18,resnet50,mobilenetv2,squeezenet1_1,
-                                                   preact_se]
+                                                   preact_se,convnext_tiny2]
                                          [--seed N] [--no-verify]
 
 Each model is written as OUTDIR/<model>.onnx, in the form the TorchScript-based torch.onnx
@@ -32,7 +32,7 @@ OPSET = 13
 IR_VERSION = 8
 BN_EPS = 1e-5
 BN_MOMENTUM = 0.9  # torch exports 1 - module.momentum (0.1)
-ALL_MODELS = ["resnet18", "resnet50", "mobilenetv2", "squeezenet1_1", "preact_se"]
+ALL_MODELS = ["resnet18", "resnet50", "mobilenetv2", "squeezenet1_1", "preact_se", "convnext_tiny2"]
 RELU_GAIN = math.sqrt(2.0)
 
 
@@ -360,12 +360,62 @@ def build_preact_se(name, rng):
     return g.finish(name, x)
 
 
+# ---- A two-block ConvNeXt-style network --------------------------------------------------
+def build_convnext_tiny2(name, rng, channels=48, blocks=2):
+    """Not a torchvision model: ConvNeXt's block as torch.onnx (opset 13) exports it, twice,
+    at 56x56 after a 4x4 patchify stem. Depthwise 7x7 conv; LayerNorm over channels after a
+    permute to NHWC, decomposed into ReduceMean, Sub, Pow(2), ReduceMean, Add(eps), Sqrt, Div,
+    Mul, Add; the MLP as MatMul + Add on the last axis with exact GELU written through Erf,
+    x * 0.5 * (1 + Erf(x / sqrt(2))); the permute back and the residual Add."""
+    g = GraphBuilder(rng)
+
+    def scalar(scope, value):
+        return g.constant(scope, np.array(value, dtype=np.float32))
+
+    def layer_norm(x, scope, param, c):
+        mean = g.node("ReduceMean", [x], scope, axes=[-1], keepdims=1)
+        d = g.node("Sub", [x, mean], scope)
+        var = g.node("ReduceMean", [g.node("Pow", [d, scalar(scope, 2.0)], scope)], scope,
+                     axes=[-1], keepdims=1)
+        std = g.node("Sqrt", [g.node("Add", [var, scalar(scope, 1e-6)], scope)], scope)
+        y = g.node("Div", [d, std], scope)
+        y = g.node("Mul", [y, g.init(f"{param}.weight", g.uniform((c,), 0.6, 1.2))], scope)
+        return g.node("Add", [y, g.init(f"{param}.bias", g.uniform((c,), -0.1, 0.1))], scope)
+
+    def linear_last_axis(x, scope, param, cin, cout, gain):
+        bound = gain * math.sqrt(3.0 / cin)
+        y = g.node("MatMul", [x, g.init(f"{param}.weight", g.uniform((cin, cout), -bound, bound))],
+                   scope)
+        return g.node("Add", [y, g.init(f"{param}.bias", g.uniform((cout,), -0.1, 0.1))], scope)
+
+    c = channels
+    x = g.conv("input", "/stem/stem.0", "stem.0", 3, c, 4, 4, 0, bias=True, gain=1.0)
+    for i in range(blocks):
+        s, p = f"/stages/block{i}", f"stages.block{i}"
+        h = g.conv(x, f"{s}/dwconv", f"{p}.dwconv", c, c, 7, 1, 3, groups=c, bias=True, gain=1.0)
+        h = g.node("Transpose", [h], s, perm=[0, 2, 3, 1])
+        h = layer_norm(h, f"{s}/norm", f"{p}.norm", c)
+        h = linear_last_axis(h, f"{s}/pwconv1", f"{p}.pwconv1", c, 4 * c, RELU_GAIN)
+        gate = g.node("Erf", [g.node("Div", [h, scalar(f"{s}/act", math.sqrt(2.0))], f"{s}/act")],
+                      f"{s}/act")
+        h = g.node("Mul", [h, g.node("Add", [gate, scalar(f"{s}/act", 1.0)], f"{s}/act")], f"{s}/act")
+        h = g.node("Mul", [h, scalar(f"{s}/act", 0.5)], f"{s}/act")
+        h = linear_last_axis(h, f"{s}/pwconv2", f"{p}.pwconv2", 4 * c, c, 0.5)
+        h = g.node("Transpose", [h], s, perm=[0, 3, 1, 2])
+        x = g.node("Add", [x, h], s)
+    x = g.node("GlobalAveragePool", [x], "/avgpool")
+    x = g.node("Flatten", [x], "", axis=1)
+    x = g.linear(x, "/head", "head", c, 1000)
+    return g.finish(name, x)
+
+
 BUILDERS = {
     "resnet18": lambda rng: build_resnet("resnet18", rng, _basic_block, [2, 2, 2, 2]),
     "resnet50": lambda rng: build_resnet("resnet50", rng, _bottleneck, [3, 4, 6, 3]),
     "mobilenetv2": lambda rng: build_mobilenetv2("mobilenetv2", rng),
     "squeezenet1_1": lambda rng: build_squeezenet1_1("squeezenet1_1", rng),
     "preact_se": lambda rng: build_preact_se("preact_se", rng),
+    "convnext_tiny2": lambda rng: build_convnext_tiny2("convnext_tiny2", rng),
 }
 
 # Initializers that are buffers, not trainable parameters, in PyTorch.

@@ -6,7 +6,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 dir="$1"
 py="${2:-$here/../.venv/bin/python}"
-models=(resnet18 resnet50 mobilenetv2 squeezenet1_1 preact_se)
+models=(resnet18 resnet50 mobilenetv2 squeezenet1_1 preact_se convnext_tiny2)
 mkdir -p "$dir"
 stamp="$dir/.complete"
 if [ -f "$stamp" ] && [ "$stamp" -nt "$here/make_models.py" ] && [ "$stamp" -nt "$here/ort_reference.py" ]; then

@@ -1,5 +1,5 @@
-// Kernels generated per model by codegen/ (elementwise chains, binary ops, pooling, grouped
-// convolutions and convolutions with post steps): each is compiled for its spec's shapes, loaded the way
+// Kernels generated per model by codegen/ (elementwise chains, binary ops, pooling, MatMul by a
+// matrix, grouped convolutions and convolutions with post steps): each is compiled for its spec's shapes, loaded the way
 // `kiln run` loads them, run by kiln::Model and compared with the reference interpreter. The GPU
 // schedule runs through Halide's OpenCL backend (on the CPU, through pocl); the CUDA object's
 // PTX is assembled for sm_90.
@@ -81,6 +81,9 @@ std::vector<ChainCase> chain_cases() {
       {"math_steps", {1, 9, 11, 40}, Layout::nhwc, kMathSteps},
       {"activation_steps", {2, 7, 5, 24}, Layout::nhwc, kActivationSteps},
       {"tanh_alone", {3, 1000}, Layout::any, {{ChainStepKind::tanh, 0, 0}}},
+      {"pow_steps", {1, 6, 6, 20}, Layout::nhwc,  // odd power of negatives, then positive bases
+       {{ChainStepKind::pow, 3.0f, 0}, {ChainStepKind::pow, 2.0f, 0}, {ChainStepKind::abs, 0, 0},
+        {ChainStepKind::pow, 1.5f, 0}, {ChainStepKind::pow, 0.5f, 0}, {ChainStepKind::pow, -3.0f, 0}}},
   };
 }
 
@@ -323,6 +326,41 @@ TEST_P(GeneratedPool, MatchesReferenceOnEveryCpuTarget) {
 INSTANTIATE_TEST_SUITE_P(Pools, GeneratedPool, testing::ValuesIn(pool_cases()),
                          [](const testing::TestParamInfo<PoolCase>& i) { return i.param.name; });
 
+// MatMul of a 4-D tensor by a matrix (a channels-last linear layer), generated as the 1x1
+// convolution it is: wide, small-and-deep, and fewer output columns than a vector; the matrix
+// a constant or a graph input.
+struct MatMulCase {
+  std::string name;
+  Shape a, b;
+  bool b_constant;
+};
+void PrintTo(const MatMulCase& c, std::ostream* os) { *os << c.name; }
+
+std::vector<MatMulCase> matmul_cases() {
+  return {{"convnext_mlp", {1, 14, 14, 48}, {48, 192}, true},
+          {"small_deep", {1, 4, 4, 256}, {256, 64}, true},
+          {"odd_narrow_runtime_matrix", {2, 5, 7, 13}, {13, 10}, false}};
+}
+
+graph::Graph matmul_graph(const MatMulCase& c) {
+  graph::GraphBuilder b;
+  const graph::ValueId x = b.input("a", c.a, Layout::any);
+  const graph::ValueId w =
+      c.b_constant ? b.constant("b", c.b, graph::random_uniform(graph::num_elements(c.b), -0.3f, 0.3f, 51))
+                   : b.input("b", c.b, Layout::any);
+  b.output(b.op("matmul", graph::MatMul{}, {x, w}));
+  return b.finish();
+}
+
+class GeneratedMatMul : public testing::TestWithParam<MatMulCase> {};
+
+TEST_P(GeneratedMatMul, MatchesReferenceOnEveryCpuTarget) {
+  expect_generated_matches_reference(matmul_graph(GetParam()), -1.0f, 1.0f, 1e-4, 1e-5);
+}
+
+INSTANTIATE_TEST_SUITE_P(MatMuls, GeneratedMatMul, testing::ValuesIn(matmul_cases()),
+                         [](const testing::TestParamInfo<MatMulCase>& i) { return i.param.name; });
+
 // The sigmoid's vectorized exponential against the double-precision reference over the whole
 // float range where the result is not yet saturated, and past it.
 TEST(GeneratedKernels, SigmoidAccuracyAcrossItsRange) {
@@ -443,6 +481,10 @@ TEST(GeneratedKernels, GpuScheduleRunsThroughOpenCl) {
   for (const BinaryCase& c : binary_cases()) {
     SCOPED_TRACE(c.name);
     expect_opencl_matches_reference(binary_graph(c), 0.5f, 3.0f, 1e-6, 1e-7);  // divisors > 0
+  }
+  for (const MatMulCase& c : matmul_cases()) {
+    SCOPED_TRACE(c.name);
+    expect_opencl_matches_reference(matmul_graph(c), -1.0f, 1.0f, 1e-4, 1e-5);
   }
   for (const PoolCase& c : pool_cases()) {
     SCOPED_TRACE(c.name);

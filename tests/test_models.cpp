@@ -68,6 +68,6 @@ TEST_P(ModelTest, MatchesOnnxRuntime) {
 
 INSTANTIATE_TEST_SUITE_P(Zoo, ModelTest,
                          testing::Values("resnet18", "resnet50", "mobilenetv2", "squeezenet1_1",
-                                         "preact_se"));
+                                         "preact_se", "convnext_tiny2"));
 
 }  // namespace

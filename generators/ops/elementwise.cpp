@@ -31,6 +31,24 @@ Expr tanh_vectorized(const Expr& v) {
   return Halide::select(v < 0.0f, -t, t);
 }
 
+// v^p for a constant exponent: the common ones as multiplications (LayerNorm's square, GELU's
+// cube), integers with the sign of an odd power of a negative base (as std::pow), the rest
+// through Halide's vectorized pow (NaN for a negative base, as ONNX and numpy give).
+Expr pow_constant(const Expr& v, float p) {
+  if (p == 0.0f) return Halide::Expr(1.0f) + 0.0f * v;  // 1, NaN for NaN
+  if (p == 1.0f) return v;
+  if (p == 2.0f) return v * v;
+  if (p == 3.0f) return v * v * v;
+  if (p == 0.5f) return Halide::sqrt(v);
+  if (p == -1.0f) return 1.0f / v;
+  if (p == std::floor(p) && std::abs(p) < (1 << 24)) {
+    const Expr magnitude = Halide::pow(Halide::abs(v), p);
+    const bool odd = std::fmod(std::abs(p), 2.0f) == 1.0f;
+    return odd ? Halide::select(v < 0.0f, -magnitude, magnitude) : magnitude;
+  }
+  return Halide::pow(v, p);
+}
+
 }  // namespace
 
 Expr apply_chain_step(const graph::ChainStep& step, const Expr& v, const Expr& scale,
@@ -60,6 +78,7 @@ Expr apply_chain_step(const graph::ChainStep& step, const Expr& v, const Expr& s
     case K::selu: return step.b * Halide::select(v > 0.0f, v, step.a * expm1_accurate(v));
     case K::celu: return Halide::max(v, 0.0f) + Halide::min(0.0f, step.a * expm1_accurate(v / step.a));
     case K::thresholded_relu: return Halide::select(v > step.a, v, 0.0f);
+    case K::pow: return pow_constant(v, step.a);
   }
   return v;
 }

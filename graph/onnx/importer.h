@@ -160,6 +160,7 @@ void convert_batch_norm(Importer& im, const NodeCtx& c);
 void convert_unary(Importer& im, const NodeCtx& c);
 void convert_clip(Importer& im, const NodeCtx& c);
 void convert_chain_step(Importer& im, const NodeCtx& c);
+void convert_pow(Importer& im, const NodeCtx& c);
 void convert_binary(Importer& im, const NodeCtx& c);
 void convert_pool(Importer& im, const NodeCtx& c);
 void convert_global_pool(Importer& im, const NodeCtx& c);

@@ -54,6 +54,7 @@ const std::vector<OpInfo>& op_table() {
       {"Mul", 1, convert_binary, {}},
       {"Neg", 6, convert_chain_step, {}},
       {"Pad", 2, convert_pad, {1, 2}},
+      {"Pow", 7, convert_pow, {1}},
       {"Range", 11, convert_range, {0, 1, 2}},
       {"Reciprocal", 6, convert_chain_step, {}},
       {"ReduceMean", 1, convert_reduce_mean, {}},

@@ -202,6 +202,17 @@ void convert_chain_step(Importer& im, const NodeCtx& c) {
   emit_single(im, c, ElementwiseChain{{step}}, {im.value_input(c, 0)});
 }
 
+// Pow with a constant scalar exponent (LayerNorm's square, GELU's cube): a chain step. A
+// tensor exponent is refused.
+void convert_pow(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 2, 2);
+  if (im.input_shape(c, 1).size() > im.input_shape(c, 0).size())
+    node_error(c, "an exponent of higher rank than the base is not supported");
+  const float p = scalar_input(im, c, 1, "exponent (Kiln supports a constant scalar exponent)");
+  emit_single(im, c, ElementwiseChain{{ChainStep{ChainStepKind::pow, p, 0.0f}}},
+              {im.value_input(c, 0)});
+}
+
 void convert_clip(Importer& im, const NodeCtx& c) {
   const float inf = std::numeric_limits<float>::infinity();
   Clip clip{-inf, inf};
