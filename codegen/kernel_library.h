@@ -31,11 +31,10 @@ DistinctKernels distinct_kernels(const std::vector<graph::KernelSpec>& specs);
 // target strings, best first; the first one the CPU supports runs) into DIR/<prefix>_k<u>.a,
 // whose entry point is entry_point(prefix, u), u its index in distinct_kernels(specs).kernels.
 // Returns the archives in that order; `progress` counts distinct kernels. Throws graph::Error.
-std::vector<std::filesystem::path> write_kernel_archives(const std::vector<graph::KernelSpec>& specs,
-                                                         const std::vector<std::string>& targets,
-                                                         const std::string& prefix,
-                                                         const std::filesystem::path& dir,
-                                                         const Progress& progress = nullptr);
+std::vector<std::filesystem::path> write_kernel_archives(
+    const std::vector<graph::KernelSpec>& specs, const std::vector<std::string>& targets,
+    const std::string& prefix, const std::filesystem::path& dir,
+    const Progress& progress = nullptr);
 
 // Writes what Halide made of each distinct kernel for each target:
 // DIR/<prefix>_k<u>-<target>.stmt (kind "stmt", the lowered statement) or .s (kind "assembly").
@@ -47,7 +46,8 @@ int write_kernel_listings(const std::vector<graph::KernelSpec>& specs,
 
 // C++ source of `extern "C" const kiln::GeneratedKernel* <prefix>_kernel_table(std::size_t*)`:
 // for each spec, its distinct kernel's entry point with the signature it was compiled for.
-std::string kernel_table_source(const std::vector<graph::KernelSpec>& specs, const std::string& prefix);
+std::string kernel_table_source(const std::vector<graph::KernelSpec>& specs,
+                                const std::string& prefix);
 
 struct CodegenOptions {
   // Halide targets, best first. Empty: the best target of this build's CPU target list

@@ -48,7 +48,8 @@ Halide::ImageParam dense_input(const graph::TensorDesc& t, int index) {
 
 void check_sizes(const graph::TensorDesc& t, const std::string& kernel) {
   for (int64_t e : t.shape)
-    if (e <= 0 || e > (int64_t{1} << 31) - 1 || graph::num_elements(t.shape) > (int64_t{1} << 31) - 1)
+    if (e <= 0 || e > (int64_t{1} << 31) - 1 ||
+        graph::num_elements(t.shape) > (int64_t{1} << 31) - 1)
       throw graph::Error("kernel '" + kernel + "': tensor '" + t.name + "' of shape " +
                          graph::to_string(t.shape) +
                          " is outside what the generated kernels index (2^31 - 1 elements)");
@@ -65,7 +66,8 @@ Algorithm chain_algorithm(const graph::ElementwiseChain& chain, const graph::Ten
                           const std::vector<Halide::ImageParam>& inputs) {
   const int rank = static_cast<int>(out.shape.size());
   bool has_affine = false;
-  for (const graph::ChainStep& s : chain.steps) has_affine |= s.kind == graph::ChainStepKind::affine;
+  for (const graph::ChainStep& s : chain.steps)
+    has_affine |= s.kind == graph::ChainStepKind::affine;
   // The channel axis of the chain's per-channel steps (graph/shape_inference.cpp): 3 for NHWC,
   // else 1; in Halide's innermost-first order that is rank - 1 - axis.
   const int channel_dim = has_affine ? rank - 1 - (out.layout == graph::Layout::nhwc ? 3 : 1) : 0;
@@ -79,8 +81,24 @@ Algorithm binary_algorithm(const graph::Binary& b, const std::vector<graph::Tens
   const graph::TensorDesc& out = args[2];
   const std::vector<int64_t> ea = dense_dims(args[0].shape).extents;
   const std::vector<int64_t> eb = dense_dims(args[1].shape).extents;
-  return {generators::ops::binary(b.op, inputs[0], ea, inputs[1], eb, static_cast<int>(out.shape.size())),
+  return {generators::ops::binary(b.op, inputs[0], ea, inputs[1], eb,
+                                  static_cast<int>(out.shape.size())),
           args[0].shape != out.shape || args[1].shape != out.shape};
+}
+
+// The schedule of a generated convolution: CUDA's on a GPU target; on the CPU the grouped one
+// for groups narrower than a vector, else the AOT kernels' choice for the layer's size.
+void schedule_conv(const schedules::ConvFuncs& f, const Halide::Target& target,
+                   runtime::ConvSchedule choice, bool narrow_groups) {
+  if (target.has_gpu_feature()) {
+    schedules::schedule_conv_cuda(f, target);
+  } else if (narrow_groups) {
+    schedules::schedule_conv_cpu_grouped(f, target);
+  } else if (choice == runtime::ConvSchedule::tuned_deep) {
+    schedules::schedule_conv_cpu_deep(f, target);
+  } else {
+    schedules::schedule_conv_cpu(f, target);
+  }
 }
 
 // The conv's epilogue on its accumulator value v at (co, x, y, n): the residual (inputs[3] when
@@ -91,14 +109,16 @@ Halide::Expr conv_epilogue(const graph::ConvKernelSpec& k, Halide::Expr v,
   size_t next = 3;
   if (k.residual) v += inputs[next++](at);
   v = generators::ops::apply_activation(k.activation, v);
-  const std::vector<Halide::Func> params(inputs.begin() + static_cast<std::ptrdiff_t>(next), inputs.end());
+  const std::vector<Halide::Func> params(inputs.begin() + static_cast<std::ptrdiff_t>(next),
+                                         inputs.end());
   return generators::ops::apply_chain(k.post, v, params, at[0]);
 }
 
 void constrain_conv_output(Halide::Func output, const graph::Shape& out) {
   const DenseDims od = dense_dims(out);
   for (int d = 0; d < 4; ++d)
-    output.output_buffer().dim(d).set_bounds(0, static_cast<int>(od.extents[static_cast<size_t>(d)]));
+    output.output_buffer().dim(d).set_bounds(0,
+                                             static_cast<int>(od.extents[static_cast<size_t>(d)]));
   output.output_buffer().dim(0).set_stride(1);
 }
 
@@ -112,11 +132,22 @@ KernelPipeline depthwise_pipeline(const graph::ConvKernelSpec& k, const Halide::
       static_cast<int>(w[1]), static_cast<int>(w[0]),
       {k.stride_w, k.stride_h, k.pad_left, k.pad_top, k.dilation_w, k.dilation_h});
   Halide::Func output("output");
-  output(a.c, a.x, a.y, a.n) = conv_epilogue(k, a.acc(a.c, a.x, a.y, a.n), inputs, {a.c, a.x, a.y, a.n});
+  output(a.c, a.x, a.y, a.n) =
+      conv_epilogue(k, a.acc(a.c, a.x, a.y, a.n), inputs, {a.c, a.x, a.y, a.n});
   constrain_conv_output(output, out);
-  const schedules::DepthwiseFuncs f{a.input_padded, a.acc, output, a.c, a.x, a.y, a.n, a.r,
-                                    static_cast<int>(out[3]), static_cast<int>(out[2]),
-                                    static_cast<int>(out[1]), k.stride_w, k.dilation_w};
+  const schedules::DepthwiseFuncs f{a.input_padded,
+                                    a.acc,
+                                    output,
+                                    a.c,
+                                    a.x,
+                                    a.y,
+                                    a.n,
+                                    a.r,
+                                    static_cast<int>(out[3]),
+                                    static_cast<int>(out[2]),
+                                    static_cast<int>(out[1]),
+                                    k.stride_w,
+                                    k.dilation_w};
   if (target.has_gpu_feature()) {
     schedules::schedule_depthwise_cuda(f, target);
   } else {
@@ -131,9 +162,9 @@ KernelPipeline depthwise_pipeline(const graph::ConvKernelSpec& k, const Halide::
 // strides beyond the innermost dimension: the runtime may hand over weights at a padded row
 // stride (runtime/conv_weights.h) and an output that is a slice of a Concat's (memory_plan.h).
 KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Target& target) {
-  const graph::Shape& in = k.input.shape;     // NHWC
-  const graph::Shape& w = k.weights.shape;    // HWIO
-  const graph::Shape& out = k.output.shape;   // NHWC
+  const graph::Shape& in = k.input.shape;    // NHWC
+  const graph::Shape& w = k.weights.shape;   // HWIO
+  const graph::Shape& out = k.output.shape;  // NHWC
   // Narrow groups run as blocks of `merge` groups (runtime/conv_weights.h).
   const int merge = k.depthwise ? 1 : runtime::grouped_conv_merge(k.groups, out[3]);
   std::vector<Halide::ImageParam> inputs;
@@ -143,7 +174,8 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
       Halide::ImageParam p(Halide::Float(32), 4, "arg1");
       const DenseDims dd = dense_dims(w);
       for (int d = 0; d < 4; ++d)
-        p.dim(d).set_bounds(0, static_cast<int>(dd.extents[static_cast<size_t>(d)] * (d == 1 ? merge : 1)));
+        p.dim(d).set_bounds(
+            0, static_cast<int>(dd.extents[static_cast<size_t>(d)] * (d == 1 ? merge : 1)));
       p.dim(0).set_stride(1);
       inputs.push_back(p);
     } else {
@@ -151,8 +183,9 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
     }
   }
   if (k.depthwise) return depthwise_pipeline(k, target, inputs);
-  const runtime::ConvSchedule choice = runtime::tuned_conv_schedule(
-      out[1], out[2], w[2] * merge, w[0], w[1], k.pad_top || k.pad_left || k.pad_bottom || k.pad_right);
+  const runtime::ConvSchedule choice =
+      runtime::tuned_conv_schedule(out[1], out[2], w[2] * merge, w[0], w[1],
+                                   k.pad_top || k.pad_left || k.pad_bottom || k.pad_right);
   const bool pointwise = choice == runtime::ConvSchedule::tuned_1x1 && !target.has_gpu_feature();
   const int out_per_group = static_cast<int>(out[3]) / k.groups * merge;
   const generators::ops::ConvAlgorithm a = generators::ops::conv2d(
@@ -162,24 +195,30 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
       k.groups > 1 ? Halide::Expr(out_per_group) : Halide::Expr());
 
   Halide::Func output("output");
-  output(a.co, a.x, a.y, a.n) = conv_epilogue(k, a.acc(a.co, a.x, a.y, a.n), inputs, {a.co, a.x, a.y, a.n});
+  output(a.co, a.x, a.y, a.n) =
+      conv_epilogue(k, a.acc(a.co, a.x, a.y, a.n), inputs, {a.co, a.x, a.y, a.n});
   constrain_conv_output(output, out);
 
-  const schedules::ConvFuncs f{a.input_padded, a.acc, output, a.co, a.x, a.y, a.n, a.c, a.r,
-                               static_cast<int>(out[3]), static_cast<int>(out[2]), static_cast<int>(out[1]),
-                               static_cast<int>(in[3]), static_cast<int>(in[3]), !pointwise};
+  const schedules::ConvFuncs f{a.input_padded,
+                               a.acc,
+                               output,
+                               a.co,
+                               a.x,
+                               a.y,
+                               a.n,
+                               a.c,
+                               a.r,
+                               static_cast<int>(out[3]),
+                               static_cast<int>(out[2]),
+                               static_cast<int>(out[1]),
+                               static_cast<int>(in[3]),
+                               static_cast<int>(in[3]),
+                               !pointwise};
   // Groups of whole vectors keep each vector of output channels in one group, so the dense
   // schedules apply (their input loads are broadcasts); narrower groups vectorize pixels.
-  const bool narrow_groups = k.groups > 1 && out_per_group % target.natural_vector_size<float>() != 0;
-  if (target.has_gpu_feature()) {
-    schedules::schedule_conv_cuda(f, target);
-  } else if (narrow_groups) {
-    schedules::schedule_conv_cpu_grouped(f, target);
-  } else if (choice == runtime::ConvSchedule::tuned_deep) {
-    schedules::schedule_conv_cpu_deep(f, target);
-  } else {
-    schedules::schedule_conv_cpu(f, target);
-  }
+  const bool narrow_groups =
+      k.groups > 1 && out_per_group % target.natural_vector_size<float>() != 0;
+  schedule_conv(f, target, choice, narrow_groups);
   return KernelPipeline{Halide::Pipeline(output), inputs};
 }
 
@@ -193,32 +232,39 @@ KernelPipeline matmul_pipeline(const graph::OpKernelSpec& k, const Halide::Targe
   Halide::Func weights("weights"), bias("bias");
   weights(co, ci, kx, ky) = b(co, ci);  // HWIO [1, 1, K, M]
   bias(co) = 0.0f;
-  const runtime::ConvSchedule choice = runtime::tuned_conv_schedule(out[1], out[2], in[3], 1, 1, false);
+  const runtime::ConvSchedule choice =
+      runtime::tuned_conv_schedule(out[1], out[2], in[3], 1, 1, false);
   const bool pointwise = choice == runtime::ConvSchedule::tuned_1x1 && !target.has_gpu_feature();
-  const generators::ops::ConvAlgorithm alg = generators::ops::conv2d(
-      a, static_cast<int>(in[2]), static_cast<int>(in[1]), weights, bias, static_cast<int>(in[3]),
-      1, 1, {1, 1, 0, 0, 1, 1}, !pointwise);
+  const generators::ops::ConvAlgorithm alg =
+      generators::ops::conv2d(a, static_cast<int>(in[2]), static_cast<int>(in[1]), weights, bias,
+                              static_cast<int>(in[3]), 1, 1, {1, 1, 0, 0, 1, 1}, !pointwise);
   Halide::Func output("output");
   output(alg.co, alg.x, alg.y, alg.n) = alg.acc(alg.co, alg.x, alg.y, alg.n);
   constrain([&](int d) { return output.output_buffer().dim(d); }, out);
-  const schedules::ConvFuncs f{alg.input_padded, alg.acc, output, alg.co, alg.x, alg.y, alg.n, alg.c, alg.r,
-                               static_cast<int>(out[3]), static_cast<int>(out[2]), static_cast<int>(out[1]),
-                               static_cast<int>(in[3]), static_cast<int>(in[3]), !pointwise};
-  if (target.has_gpu_feature()) {
-    schedules::schedule_conv_cuda(f, target);
-  } else if (choice == runtime::ConvSchedule::tuned_deep) {
-    schedules::schedule_conv_cpu_deep(f, target);
-  } else {
-    schedules::schedule_conv_cpu(f, target);
-  }
+  const schedules::ConvFuncs f{alg.input_padded,
+                               alg.acc,
+                               output,
+                               alg.co,
+                               alg.x,
+                               alg.y,
+                               alg.n,
+                               alg.c,
+                               alg.r,
+                               static_cast<int>(out[3]),
+                               static_cast<int>(out[2]),
+                               static_cast<int>(out[1]),
+                               static_cast<int>(in[3]),
+                               static_cast<int>(in[3]),
+                               !pointwise};
+  schedule_conv(f, target, choice, false);
   return KernelPipeline{Halide::Pipeline(output), {a, b}};
 }
 
 // Pooling of an NHWC tensor (graph::is_generated only takes those).
 KernelPipeline pool_pipeline(const graph::OpKernelSpec& k, const Halide::Target& target) {
   const Halide::ImageParam input = dense_input(k.inputs[0], 0);
-  const graph::Shape& in = k.inputs[0].shape;   // NHWC
-  const graph::Shape& out = k.output.shape;     // NHWC
+  const graph::Shape& in = k.inputs[0].shape;  // NHWC
+  const graph::Shape& out = k.output.shape;    // NHWC
   const int in_w = static_cast<int>(in[2]), in_h = static_cast<int>(in[1]);
   const generators::ops::PoolAlgorithm a =
       std::holds_alternative<graph::Pool2d>(k.op)
@@ -240,13 +286,16 @@ KernelPipeline build_kernel_pipeline(const graph::KernelSpec& spec, const Halide
   const std::vector<graph::TensorDesc> args = graph::generated_kernel_arguments(spec);
   const std::string& name = graph::kernel_name(spec);
   for (const graph::TensorDesc& t : args) check_sizes(t, name);
-  if (const auto* conv = std::get_if<graph::ConvKernelSpec>(&spec)) return conv_pipeline(*conv, target);
+  if (const auto* conv = std::get_if<graph::ConvKernelSpec>(&spec))
+    return conv_pipeline(*conv, target);
   const auto& op_spec = std::get<graph::OpKernelSpec>(spec);
   if (std::holds_alternative<graph::MatMul>(op_spec.op)) return matmul_pipeline(op_spec, target);
-  if (std::holds_alternative<graph::Pool2d>(op_spec.op) || std::holds_alternative<graph::GlobalPool>(op_spec.op))
+  if (std::holds_alternative<graph::Pool2d>(op_spec.op) ||
+      std::holds_alternative<graph::GlobalPool>(op_spec.op))
     return pool_pipeline(op_spec, target);
   std::vector<Halide::ImageParam> inputs;
-  for (size_t i = 0; i + 1 < args.size(); ++i) inputs.push_back(dense_input(args[i], static_cast<int>(i)));
+  for (size_t i = 0; i + 1 < args.size(); ++i)
+    inputs.push_back(dense_input(args[i], static_cast<int>(i)));
   const graph::TensorDesc& out_desc = args.back();
 
   const graph::Op& op = std::get<graph::OpKernelSpec>(spec).op;

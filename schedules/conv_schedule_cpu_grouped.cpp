@@ -19,14 +19,17 @@ void schedule_conv_cpu_grouped(const ConvFuncs& f, const Halide::Target& target)
   output.fuse(y, n, task).parallel(task);
   output.split(x, xo, xi, vec, TailStrategy::GuardWithIf).reorder(co, xi, xo, task);
   output.vectorize(co, vec, TailStrategy::GuardWithIf);
-  acc.compute_at(output, xo).reorder_storage(x, co, y, n).vectorize(x, vec, TailStrategy::GuardWithIf);
+  acc.compute_at(output, xo)
+      .reorder_storage(x, co, y, n)
+      .vectorize(x, vec, TailStrategy::GuardWithIf);
   // Taps outermost, then output channels, then the group's input channels: each weight is a
   // broadcast, each input load a gather of vec pixels at the same channel.
   acc.update().reorder(x, f.r.x, co, f.r.y, f.r.z).vectorize(x, vec, TailStrategy::GuardWithIf);
 
   // The zero-padded rows a task reads, staged once per task: no boundary test in the loop.
   if (!f.stage_input) return;
-  input_padded.compute_at(output, task).bound(f.c, 0, f.in_channels)
+  input_padded.compute_at(output, task)
+      .bound(f.c, 0, f.in_channels)
       .vectorize(f.c, vec, TailStrategy::GuardWithIf);
 }
 

@@ -1,8 +1,8 @@
 // Kernels generated per model by codegen/ (elementwise chains, binary ops, pooling, MatMul by a
-// matrix, grouped convolutions and convolutions with post steps): each is compiled for its spec's shapes, loaded the way
-// `kiln run` loads them, run by kiln::Model and compared with the reference interpreter. The GPU
-// schedule runs through Halide's OpenCL backend (on the CPU, through pocl); the CUDA object's
-// PTX is assembled for sm_90.
+// matrix, grouped convolutions and convolutions with post steps): each is compiled for its spec's
+// shapes, loaded the way `kiln run` loads them, run by kiln::Model and compared with the reference
+// interpreter. The GPU schedule runs through Halide's OpenCL backend (on the CPU, through pocl);
+// the CUDA object's PTX is assembled for sm_90.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -39,22 +39,16 @@ void PrintTo(const ChainCase& c, std::ostream* os) { *os << c.name; }
 
 // Every step kind, per-channel steps in both layouts, channel counts below, at and above a vector,
 // odd sizes, and tensors large enough to be split over threads.
-const std::vector<ChainStep> kEveryStep = {{ChainStepKind::affine, 0, 0},
-                                           {ChainStepKind::clamp, -1.0f, 2.0f},
-                                           {ChainStepKind::leaky_relu, 0.2f, 0},
-                                           {ChainStepKind::hard_sigmoid, 0.3f, 0.4f},
-                                           {ChainStepKind::affine, 0, 0},
-                                           {ChainStepKind::sigmoid, 0, 0},
-                                           {ChainStepKind::hard_swish, 0, 0},
-                                           {ChainStepKind::silu, 0, 0}};
+const std::vector<ChainStep> kEveryStep = {
+    {ChainStepKind::affine, 0, 0},        {ChainStepKind::clamp, -1.0f, 2.0f},
+    {ChainStepKind::leaky_relu, 0.2f, 0}, {ChainStepKind::hard_sigmoid, 0.3f, 0.4f},
+    {ChainStepKind::affine, 0, 0},        {ChainStepKind::sigmoid, 0, 0},
+    {ChainStepKind::hard_swish, 0, 0},    {ChainStepKind::silu, 0, 0}};
 // The unary math steps (imported ONNX ops). abs first, so sqrt and log see positive values,
 // some near 0; the activations end on positive values before the reciprocal.
-const std::vector<ChainStep> kMathSteps = {{ChainStepKind::abs, 0, 0},
-                                           {ChainStepKind::sqrt, 0, 0},
-                                           {ChainStepKind::log, 0, 0},
-                                           {ChainStepKind::neg, 0, 0},
-                                           {ChainStepKind::exp, 0, 0},
-                                           {ChainStepKind::tanh, 0, 0}};
+const std::vector<ChainStep> kMathSteps = {{ChainStepKind::abs, 0, 0}, {ChainStepKind::sqrt, 0, 0},
+                                           {ChainStepKind::log, 0, 0}, {ChainStepKind::neg, 0, 0},
+                                           {ChainStepKind::exp, 0, 0}, {ChainStepKind::tanh, 0, 0}};
 const std::vector<ChainStep> kActivationSteps = {{ChainStepKind::elu, 0.7f, 0},
                                                  {ChainStepKind::softsign, 0, 0},
                                                  {ChainStepKind::selu, 1.6732632f, 1.0507010f},
@@ -81,9 +75,15 @@ std::vector<ChainCase> chain_cases() {
       {"math_steps", {1, 9, 11, 40}, Layout::nhwc, kMathSteps},
       {"activation_steps", {2, 7, 5, 24}, Layout::nhwc, kActivationSteps},
       {"tanh_alone", {3, 1000}, Layout::any, {{ChainStepKind::tanh, 0, 0}}},
-      {"pow_steps", {1, 6, 6, 20}, Layout::nhwc,  // odd power of negatives, then positive bases
-       {{ChainStepKind::pow, 3.0f, 0}, {ChainStepKind::pow, 2.0f, 0}, {ChainStepKind::abs, 0, 0},
-        {ChainStepKind::pow, 1.5f, 0}, {ChainStepKind::pow, 0.5f, 0}, {ChainStepKind::pow, -3.0f, 0}}},
+      {"pow_steps",
+       {1, 6, 6, 20},
+       Layout::nhwc,  // odd power of negatives, then positive bases
+       {{ChainStepKind::pow, 3.0f, 0},
+        {ChainStepKind::pow, 2.0f, 0},
+        {ChainStepKind::abs, 0, 0},
+        {ChainStepKind::pow, 1.5f, 0},
+        {ChainStepKind::pow, 0.5f, 0},
+        {ChainStepKind::pow, -3.0f, 0}}},
   };
 }
 
@@ -120,7 +120,8 @@ void expect_generated_matches_reference(const graph::Graph& g, float lo, float h
     SCOPED_TRACE(runtime::cpu_targets()[t]);
     ModelOptions o;
     o.cpu_target = t;
-    o.generate_kernels = codegen::kernel_generator({{runtime::cpu_targets()[t]}, test_cache_dir(), nullptr});
+    o.generate_kernels =
+        codegen::kernel_generator({{runtime::cpu_targets()[t]}, test_cache_dir(), nullptr});
     Model m(g, o);
     ASSERT_EQ(m.kernels().size(), 1u);
     ASSERT_TRUE(graph::is_generated(m.kernels()[0]));
@@ -128,8 +129,9 @@ void expect_generated_matches_reference(const graph::Graph& g, float lo, float h
       std::vector<graph::Tensor> ins;
       for (graph::ValueId v : g.inputs) {
         const graph::Value& val = g.value(v);
-        ins.push_back({val.shape, val.layout,
-                       graph::random_uniform(graph::num_elements(val.shape), lo, hi, seed * 10 + v.index)});
+        ins.push_back(
+            {val.shape, val.layout,
+             graph::random_uniform(graph::num_elements(val.shape), lo, hi, seed * 10 + v.index)});
       }
       ASSERT_TRUE(m.run(ins)) << "seed " << seed;
       const graph::Tensor want = graph::run_reference(reference ? *reference : g, ins)[0];
@@ -176,8 +178,9 @@ graph::Graph binary_graph(const BinaryCase& c) {
   const Layout lb = c.b.size() == 4 ? c.layout : Layout::any;
   const graph::ValueId x = b.input("a", c.a, c.layout);
   const graph::ValueId y =
-      c.b_constant ? b.constant("b", c.b, graph::random_uniform(graph::num_elements(c.b), 0.5f, 2.0f, 9), lb)
-                   : b.input("b", c.b, lb);
+      c.b_constant
+          ? b.constant("b", c.b, graph::random_uniform(graph::num_elements(c.b), 0.5f, 2.0f, 9), lb)
+          : b.input("b", c.b, lb);
   b.output(b.op("binary", graph::Binary{c.op}, {x, y}));
   return b.finish();
 }
@@ -221,8 +224,10 @@ std::vector<ConvCase> conv_cases() {
       // Grouped: generated whatever follows them.
       {"grouped_32x4_relu", 1, 14, 14, 128, 128, 3, 1, 1, Tail::relu, 32},
       {"grouped_4x32_silu", 1, 10, 10, 64, 128, 3, 1, 1, Tail::silu, 4},
-      {"grouped_narrow_stride2_residual_relu_bn", 2, 9, 9, 48, 48, 3, 2, 1, Tail::residual_relu_bn, 8},
-      {"grouped_1x1_odd_width", 1, 7, 13, 24, 36, 1, 1, 0, Tail::none, 3},   // no block: own schedule
+      {"grouped_narrow_stride2_residual_relu_bn", 2, 9, 9, 48, 48, 3, 2, 1, Tail::residual_relu_bn,
+       8},
+      {"grouped_1x1_odd_width", 1, 7, 13, 24, 36, 1, 1, 0, Tail::none,
+       3},  // no block: own schedule
       {"grouped_24_per_group_silu", 1, 14, 14, 48, 48, 3, 1, 1, Tail::silu, 2},  // blocks of 2
       {"depthwise_multiplier_2", 1, 11, 11, 8, 16, 3, 1, 1, Tail::none, 8},
   };
@@ -233,11 +238,13 @@ graph::Graph conv_graph(const ConvCase& c) {
   const graph::ValueId x = b.input("x", {c.n, c.h, c.w, c.ci}, Layout::nhwc);
   const int64_t ci_per_group = c.ci / c.groups;
   const float bound = std::sqrt(3.0f / static_cast<float>(ci_per_group * c.k * c.k));
-  const graph::ValueId w = b.constant(
-      "w", {c.k, c.k, ci_per_group, c.co},
-      graph::random_uniform(static_cast<size_t>(c.k * c.k * ci_per_group * c.co), -bound, bound, 31),
-      Layout::hwio);
-  const graph::ValueId bias = b.constant("bias", {c.co}, graph::random_uniform(static_cast<size_t>(c.co), -0.5f, 0.5f, 32));
+  const graph::ValueId w =
+      b.constant("w", {c.k, c.k, ci_per_group, c.co},
+                 graph::random_uniform(static_cast<size_t>(c.k * c.k * ci_per_group * c.co), -bound,
+                                       bound, 31),
+                 Layout::hwio);
+  const graph::ValueId bias =
+      b.constant("bias", {c.co}, graph::random_uniform(static_cast<size_t>(c.co), -0.5f, 0.5f, 32));
   graph::Conv2d attrs;
   attrs.stride_h = attrs.stride_w = c.stride;
   attrs.pad_top = attrs.pad_left = attrs.pad_bottom = attrs.pad_right = c.pad;
@@ -247,20 +254,29 @@ graph::Graph conv_graph(const ConvCase& c) {
     return b.constant(name, {c.co}, graph::random_uniform(static_cast<size_t>(c.co), lo, hi, seed));
   };
   switch (c.tail) {
-    case Tail::none: break;
-    case Tail::relu: y = b.relu("relu", y); break;
-    case Tail::silu: y = b.op("silu", graph::Binary{graph::BinaryOp::mul}, {y, b.op("sig", graph::Sigmoid{}, {y})}); break;
+    case Tail::none:
+      break;
+    case Tail::relu:
+      y = b.relu("relu", y);
+      break;
+    case Tail::silu:
+      y = b.op("silu", graph::Binary{graph::BinaryOp::mul},
+               {y, b.op("sig", graph::Sigmoid{}, {y})});
+      break;
     case Tail::hard_swish:
       y = b.op("hswish", graph::Binary{graph::BinaryOp::mul},
                {b.op("hsig", graph::HardSigmoid{1.0f / 6.0f, 0.5f}, {y}), y});
       break;
-    case Tail::sigmoid: y = b.op("sig", graph::Sigmoid{}, {y}); break;
+    case Tail::sigmoid:
+      y = b.op("sig", graph::Sigmoid{}, {y});
+      break;
     case Tail::residual_relu_bn: {
-      const int64_t ho = (c.h + 2 * c.pad - c.k) / c.stride + 1, wo = (c.w + 2 * c.pad - c.k) / c.stride + 1;
+      const int64_t ho = (c.h + 2 * c.pad - c.k) / c.stride + 1,
+                    wo = (c.w + 2 * c.pad - c.k) / c.stride + 1;
       const graph::ValueId r = b.input("r", {c.n, ho, wo, c.co}, Layout::nhwc);
       y = b.relu("relu", b.op("add", graph::Binary{graph::BinaryOp::add}, {y, r}));
-      y = b.batch_norm("bn", y, vec("g", 0.5f, 1.5f, 33), vec("be", -0.2f, 0.2f, 34), vec("m", -0.2f, 0.2f, 35),
-                       vec("v", 0.5f, 2.0f, 36));
+      y = b.batch_norm("bn", y, vec("g", 0.5f, 1.5f, 33), vec("be", -0.2f, 0.2f, 34),
+                       vec("m", -0.2f, 0.2f, 35), vec("v", 0.5f, 2.0f, 36));
       break;
     }
   }
@@ -299,12 +315,24 @@ std::vector<PoolCase> pool_cases() {
   using graph::Pool2d;
   using graph::PoolKind;
   return {
-      {"max_3x3_s2_p1_resnet", {1, 15, 15, 64}, Pool2d{PoolKind::max, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false, false}},
-      {"max_3x3_s2_ceil_squeezenet", {1, 13, 13, 20}, Pool2d{PoolKind::max, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, true, false}},
-      {"avg_2x2_s2_densenet", {2, 12, 10, 17}, Pool2d{PoolKind::avg, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, false, false}},
-      {"avg_3x3_p1_exclude_pad", {1, 9, 11, 3}, Pool2d{PoolKind::avg, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, false}},
-      {"avg_3x3_s2_p1_include_pad_ceil", {1, 10, 10, 33}, Pool2d{PoolKind::avg, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true, true}},
-      {"max_dilated_3x2", {1, 12, 14, 16}, Pool2d{PoolKind::max, 3, 2, 1, 2, 0, 1, 0, 1, 2, 2, false, false}},
+      {"max_3x3_s2_p1_resnet",
+       {1, 15, 15, 64},
+       Pool2d{PoolKind::max, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false, false}},
+      {"max_3x3_s2_ceil_squeezenet",
+       {1, 13, 13, 20},
+       Pool2d{PoolKind::max, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, true, false}},
+      {"avg_2x2_s2_densenet",
+       {2, 12, 10, 17},
+       Pool2d{PoolKind::avg, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, false, false}},
+      {"avg_3x3_p1_exclude_pad",
+       {1, 9, 11, 3},
+       Pool2d{PoolKind::avg, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, false}},
+      {"avg_3x3_s2_p1_include_pad_ceil",
+       {1, 10, 10, 33},
+       Pool2d{PoolKind::avg, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true, true}},
+      {"max_dilated_3x2",
+       {1, 12, 14, 16},
+       Pool2d{PoolKind::max, 3, 2, 1, 2, 0, 1, 0, 1, 2, 2, false, false}},
       {"global_avg", {1, 7, 7, 2048}, GlobalPool{PoolKind::avg}},
       {"global_max_batch2", {2, 5, 9, 40}, GlobalPool{PoolKind::max}},
       {"global_avg_large", {1, 56, 56, 24}, GlobalPool{PoolKind::avg}},
@@ -346,8 +374,9 @@ graph::Graph matmul_graph(const MatMulCase& c) {
   graph::GraphBuilder b;
   const graph::ValueId x = b.input("a", c.a, Layout::any);
   const graph::ValueId w =
-      c.b_constant ? b.constant("b", c.b, graph::random_uniform(graph::num_elements(c.b), -0.3f, 0.3f, 51))
-                   : b.input("b", c.b, Layout::any);
+      c.b_constant
+          ? b.constant("b", c.b, graph::random_uniform(graph::num_elements(c.b), -0.3f, 0.3f, 51))
+          : b.input("b", c.b, Layout::any);
   b.output(b.op("matmul", graph::MatMul{}, {x, w}));
   return b.finish();
 }
@@ -409,8 +438,10 @@ TEST(GeneratedKernels, MismatchedOrMissingKernelsAreErrors) {
 TEST(GeneratedKernels, TableSourceNamesEveryKernelOnce) {
   ModelOptions lower;
   lower.lower_only = true;
-  const graph::KernelSpec a = Model(chain_graph({"t", {1, 2, 2, 8}, Layout::nhwc, kBnRelu}, 5), lower).kernels()[0];
-  const graph::KernelSpec b = Model(chain_graph({"u", {1, 4, 4, 8}, Layout::nhwc, kBnRelu}, 5), lower).kernels()[0];
+  const graph::KernelSpec a =
+      Model(chain_graph({"t", {1, 2, 2, 8}, Layout::nhwc, kBnRelu}, 5), lower).kernels()[0];
+  const graph::KernelSpec b =
+      Model(chain_graph({"u", {1, 4, 4, 8}, Layout::nhwc, kBnRelu}, 5), lower).kernels()[0];
   const std::vector<graph::KernelSpec> specs = {a, b, a};
   const codegen::DistinctKernels d = codegen::distinct_kernels(specs);
   ASSERT_EQ(d.kernels.size(), 2u);
@@ -449,10 +480,13 @@ void expect_opencl_matches_reference(const graph::Graph& g, float lo, float hi, 
     std::vector<int> sizes(args[i].shape.rbegin(), args[i].shape.rend());
     std::vector<float> widened;  // narrow groups' weights, as the runtime lays them out
     const auto* conv = std::get_if<graph::ConvKernelSpec>(&spec);
-    const int merge = conv && i == 1 && !conv->depthwise ? runtime::grouped_conv_merge(conv->groups, conv->output.shape[3]) : 1;
+    const int merge = conv && i == 1 && !conv->depthwise
+                          ? runtime::grouped_conv_merge(conv->groups, conv->output.shape[3])
+                          : 1;
     if (merge > 1) {
       const graph::Shape& w = args[i].shape;
-      widened = runtime::widen_grouped_conv_weights(data->data(), w[0], w[1], w[2], w[3], conv->groups, merge);
+      widened = runtime::widen_grouped_conv_weights(data->data(), w[0], w[1], w[2], w[3],
+                                                    conv->groups, merge);
       data = &widened;
       sizes[1] *= merge;
     }
@@ -507,7 +541,8 @@ TEST(GeneratedKernels, CudaObjectPtxAssemblesForSm90) {
   std::vector<graph::KernelSpec> specs =
       Model(chain_graph({"cuda", {1, 14, 14, 96}, Layout::nhwc, kEveryStep}, 8), lower).kernels();
   const graph::Graph conv = conv_graph(conv_cases()[4]);
-  specs.push_back(Model(graph::fuse_elementwise_chains(graph::fuse_epilogues(conv)), lower).kernels().at(0));
+  specs.push_back(
+      Model(graph::fuse_elementwise_chains(graph::fuse_epilogues(conv)), lower).kernels().at(0));
   const std::filesystem::path dir = std::filesystem::path(KILN_TEST_CACHE_DIR) / "cuda_objects";
   std::filesystem::create_directories(dir);
   const auto archives = codegen::write_kernel_archives(specs, {KILN_CUDA_TARGET}, "cuda_test", dir);
@@ -517,7 +552,10 @@ TEST(GeneratedKernels, CudaObjectPtxAssemblesForSm90) {
     const std::vector<std::string> modules = ptx_util::extract_ptx(archives[k].string());
     ASSERT_FALSE(modules.empty()) << "no PTX in " << archives[k];
     for (size_t i = 0; i < modules.size(); ++i)
-      EXPECT_EQ(ptx_util::assemble_sm90(modules[i], (dir / ("k" + std::to_string(k) + "_" + std::to_string(i))).string()), "");
+      EXPECT_EQ(
+          ptx_util::assemble_sm90(
+              modules[i], (dir / ("k" + std::to_string(k) + "_" + std::to_string(i))).string()),
+          "");
   }
 }
 

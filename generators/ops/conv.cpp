@@ -19,17 +19,24 @@ ConvAlgorithm conv2d(const Halide::Func& input, const Expr& in_width, const Expr
                      const Halide::Func& weights, const Halide::Func& bias, const Expr& in_channels,
                      const Expr& kernel_w, const Expr& kernel_h, const ConvWindow& w,
                      bool pad_input, const Expr& out_per_group) {
-  ConvAlgorithm a{Halide::Func("input_padded"), Halide::Func("acc"), Halide::Var("co"),
-                  Halide::Var("x"),             Halide::Var("y"),     Halide::Var("n"),
-                  Halide::Var("c"),             Halide::RDom()};
+  ConvAlgorithm a{Halide::Func("input_padded"),
+                  Halide::Func("acc"),
+                  Halide::Var("co"),
+                  Halide::Var("x"),
+                  Halide::Var("y"),
+                  Halide::Var("n"),
+                  Halide::Var("c"),
+                  Halide::RDom()};
   if (pad_input) {
-    a.input_padded(a.c, a.x, a.y, a.n) = zero_padded(input, in_width, in_height)(a.c, a.x, a.y, a.n);
+    a.input_padded(a.c, a.x, a.y, a.n) =
+        zero_padded(input, in_width, in_height)(a.c, a.x, a.y, a.n);
   } else {
     a.input_padded(a.c, a.x, a.y, a.n) = input(a.c, a.x, a.y, a.n);
   }
   a.r = Halide::RDom(0, in_channels, 0, kernel_w, 0, kernel_h, "r");
   a.acc(a.co, a.x, a.y, a.n) = bias(a.co);
-  const Expr ci = out_per_group.defined() ? a.co / out_per_group * in_channels + a.r.x : Expr(a.r.x);
+  const Expr ci =
+      out_per_group.defined() ? a.co / out_per_group * in_channels + a.r.x : Expr(a.r.x);
   a.acc(a.co, a.x, a.y, a.n) +=
       weights(a.co, a.r.x, a.r.y, a.r.z) *
       a.input_padded(ci, a.x * w.stride_x + a.r.y * w.dilation_x - w.pad_x,
@@ -41,8 +48,13 @@ DepthwiseAlgorithm depthwise_conv2d(const Halide::Func& input, const Expr& in_wi
                                     const Expr& in_height, const Halide::Func& weights,
                                     const Halide::Func& bias, const Expr& kernel_w,
                                     const Expr& kernel_h, const ConvWindow& w) {
-  DepthwiseAlgorithm a{Halide::Func("input_padded"), Halide::Func("acc"), Halide::Var("c"),
-                       Halide::Var("x"), Halide::Var("y"), Halide::Var("n"), Halide::RDom()};
+  DepthwiseAlgorithm a{Halide::Func("input_padded"),
+                       Halide::Func("acc"),
+                       Halide::Var("c"),
+                       Halide::Var("x"),
+                       Halide::Var("y"),
+                       Halide::Var("n"),
+                       Halide::RDom()};
   a.input_padded(a.c, a.x, a.y, a.n) = zero_padded(input, in_width, in_height)(a.c, a.x, a.y, a.n);
   a.r = Halide::RDom(0, kernel_w, 0, kernel_h, "r");
   a.acc(a.c, a.x, a.y, a.n) = bias(a.c);

@@ -21,7 +21,8 @@ struct ConvAlgorithm {
 };
 
 // acc(co, x, y, n) = bias(co) + sum_{ci, kx, ky} weights(co, ci, kx, ky) *
-//                    input(g(co) * in_channels + ci, x * sx + kx * dx - px, y * sy + ky * dy - py, n)
+//                    input(g(co) * in_channels + ci, x * sx + kx * dx - px, y * sy + ky * dy - py,
+//                    n)
 // `input` is NHWC, (c, x, y, n), with an image of in_width x in_height pixels; weights are HWIO,
 // (co, ci, kx, ky), with `in_channels` input channels per group. Dense: g(co) = 0. Grouped
 // (out_per_group defined): output channel co belongs to group g(co) = co / out_per_group.

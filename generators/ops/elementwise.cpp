@@ -18,7 +18,8 @@ namespace {
 // to v^6 (truncation error under 2e-8 relative).
 Expr expm1_accurate(const Expr& v) {
   const Expr series =
-      v * (1.0f + v * (1.0f / 2 + v * (1.0f / 6 + v * (1.0f / 24 + v * (1.0f / 120 + v * (1.0f / 720))))));
+      v * (1.0f +
+           v * (1.0f / 2 + v * (1.0f / 6 + v * (1.0f / 24 + v * (1.0f / 120 + v * (1.0f / 720))))));
   return Halide::select(Halide::abs(v) < 0.25f, series, Halide::exp(v) - 1.0f);
 }
 
@@ -57,28 +58,48 @@ Expr apply_chain_step(const graph::ChainStep& step, const Expr& v, const Expr& s
   switch (step.kind) {
     case K::clamp:  // ReLU, ReLU6, Clip
       return apply_activation(graph::Activation{step.a, step.b}, v);
-    case K::leaky_relu: return Halide::select(v >= 0.0f, v, step.a * v);
-    case K::sigmoid: return sigmoid(v);
-    case K::hard_sigmoid: return Halide::clamp(step.a * v + step.b, 0.0f, 1.0f);
-    case K::hard_swish: return v * Halide::clamp(v / 6.0f + 0.5f, 0.0f, 1.0f);
-    case K::affine: return v * scale + shift;  // a BatchNorm or a per-channel Mul/Add
-    case K::silu: return v * sigmoid(v);
-    case K::tanh: return tanh_vectorized(v);
-    case K::erf: return Halide::erf(v);
-    case K::exp: return Halide::exp(v);
-    case K::log: return Halide::log(v);
-    case K::sqrt: return Halide::sqrt(v);
-    case K::abs: return Halide::abs(v);
-    case K::neg: return -v;
-    case K::reciprocal: return 1.0f / v;
+    case K::leaky_relu:
+      return Halide::select(v >= 0.0f, v, step.a * v);
+    case K::sigmoid:
+      return sigmoid(v);
+    case K::hard_sigmoid:
+      return Halide::clamp(step.a * v + step.b, 0.0f, 1.0f);
+    case K::hard_swish:
+      return v * Halide::clamp(v / 6.0f + 0.5f, 0.0f, 1.0f);
+    case K::affine:
+      return v * scale + shift;  // a BatchNorm or a per-channel Mul/Add
+    case K::silu:
+      return v * sigmoid(v);
+    case K::tanh:
+      return tanh_vectorized(v);
+    case K::erf:
+      return Halide::erf(v);
+    case K::exp:
+      return Halide::exp(v);
+    case K::log:
+      return Halide::log(v);
+    case K::sqrt:
+      return Halide::sqrt(v);
+    case K::abs:
+      return Halide::abs(v);
+    case K::neg:
+      return -v;
+    case K::reciprocal:
+      return 1.0f / v;
     case K::softplus:  // log(1 + e^v), without overflow for large v
       return Halide::max(v, 0.0f) + Halide::log(1.0f + Halide::exp(-Halide::abs(v)));
-    case K::softsign: return v / (1.0f + Halide::abs(v));
-    case K::elu: return Halide::select(v > 0.0f, v, step.a * expm1_accurate(v));
-    case K::selu: return step.b * Halide::select(v > 0.0f, v, step.a * expm1_accurate(v));
-    case K::celu: return Halide::max(v, 0.0f) + Halide::min(0.0f, step.a * expm1_accurate(v / step.a));
-    case K::thresholded_relu: return Halide::select(v > step.a, v, 0.0f);
-    case K::pow: return pow_constant(v, step.a);
+    case K::softsign:
+      return v / (1.0f + Halide::abs(v));
+    case K::elu:
+      return Halide::select(v > 0.0f, v, step.a * expm1_accurate(v));
+    case K::selu:
+      return step.b * Halide::select(v > 0.0f, v, step.a * expm1_accurate(v));
+    case K::celu:
+      return Halide::max(v, 0.0f) + Halide::min(0.0f, step.a * expm1_accurate(v / step.a));
+    case K::thresholded_relu:
+      return Halide::select(v > step.a, v, 0.0f);
+    case K::pow:
+      return pow_constant(v, step.a);
   }
   return v;
 }
@@ -116,23 +137,33 @@ Halide::Func elementwise_chain(const Halide::Func& x, int rank,
   return out;
 }
 
-Halide::Func binary(graph::BinaryOp op, const Halide::Func& a, const std::vector<int64_t>& a_extents,
-                    const Halide::Func& b, const std::vector<int64_t>& b_extents, int rank) {
+Halide::Func binary(graph::BinaryOp op, const Halide::Func& a,
+                    const std::vector<int64_t>& a_extents, const Halide::Func& b,
+                    const std::vector<int64_t>& b_extents, int rank) {
   std::vector<Halide::Var> dims;
   for (int d = 0; d < rank; ++d) dims.emplace_back("d" + std::to_string(d));
   // Row-major shapes align on their last axis, which is Halide's dimension 0.
   auto at = [&](const std::vector<int64_t>& extents) {
     std::vector<Expr> idx;
-    for (size_t d = 0; d < extents.size(); ++d) idx.push_back(extents[d] == 1 ? Expr(0) : Expr(dims[d]));
+    for (size_t d = 0; d < extents.size(); ++d)
+      idx.push_back(extents[d] == 1 ? Expr(0) : Expr(dims[d]));
     return idx;
   };
   const Expr x = a(at(a_extents)), y = b(at(b_extents));
   Expr v;
   switch (op) {
-    case graph::BinaryOp::add: v = x + y; break;
-    case graph::BinaryOp::sub: v = x - y; break;
-    case graph::BinaryOp::mul: v = x * y; break;
-    case graph::BinaryOp::div: v = x / y; break;
+    case graph::BinaryOp::add:
+      v = x + y;
+      break;
+    case graph::BinaryOp::sub:
+      v = x - y;
+      break;
+    case graph::BinaryOp::mul:
+      v = x * y;
+      break;
+    case graph::BinaryOp::div:
+      v = x / y;
+      break;
   }
   Halide::Func out("binary");
   out(dims) = v;

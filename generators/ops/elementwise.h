@@ -37,7 +37,8 @@ Halide::Func elementwise_chain(const Halide::Func& x, int rank,
 // count, and a_extents / b_extents give each operand's extents innermost first (shorter than
 // rank when the operand has fewer dimensions: it is right-aligned, as numpy aligns shapes). An
 // extent of 1 where the output's is larger is broadcast.
-Halide::Func binary(graph::BinaryOp op, const Halide::Func& a, const std::vector<int64_t>& a_extents,
-                    const Halide::Func& b, const std::vector<int64_t>& b_extents, int rank);
+Halide::Func binary(graph::BinaryOp op, const Halide::Func& a,
+                    const std::vector<int64_t>& a_extents, const Halide::Func& b,
+                    const std::vector<int64_t>& b_extents, int rank);
 
 }  // namespace kiln::generators::ops

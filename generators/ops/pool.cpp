@@ -24,9 +24,10 @@ Halide::Func window_count(const Halide::Var& o, int kernel, int stride, int dila
 
 }  // namespace
 
-PoolAlgorithm pool2d(const Halide::Func& input, int in_width, int in_height, const graph::Pool2d& p) {
+PoolAlgorithm pool2d(const Halide::Func& input, int in_width, int in_height,
+                     const graph::Pool2d& p) {
   PoolAlgorithm a{Halide::Func("pool"), Halide::Var("c"), Halide::Var("x"), Halide::Var("y"),
-                  Halide::Var("n"), Halide::Func(), Halide::Func()};
+                  Halide::Var("n"),     Halide::Func(),   Halide::Func()};
   const bool is_max = p.kind == graph::PoolKind::max;
   const Expr outside = is_max ? std::numeric_limits<float>::lowest() : 0.0f;
   const Halide::Func padded = Halide::BoundaryConditions::constant_exterior(
@@ -51,8 +52,13 @@ PoolAlgorithm pool2d(const Halide::Func& input, int in_width, int in_height, con
 
 PoolAlgorithm global_pool(const Halide::Func& input, int in_width, int in_height,
                           graph::PoolKind kind) {
-  PoolAlgorithm a{Halide::Func("global_pool"), Halide::Var("c"), Halide::Var("x"), Halide::Var("y"),
-                  Halide::Var("n"), Halide::Func(), Halide::Func()};
+  PoolAlgorithm a{Halide::Func("global_pool"),
+                  Halide::Var("c"),
+                  Halide::Var("x"),
+                  Halide::Var("y"),
+                  Halide::Var("n"),
+                  Halide::Func(),
+                  Halide::Func()};
   Halide::RDom r(0, in_width, 0, in_height, "r");
   const Expr v = input(a.c, r.x, r.y, a.n);
   if (kind == graph::PoolKind::max) {

@@ -9,7 +9,7 @@
 namespace kiln::generators::ops {
 
 struct PoolAlgorithm {
-  Halide::Func out;     // (c, x, y, n)
+  Halide::Func out;  // (c, x, y, n)
   Halide::Var c, x, y, n;
   // Average pooling only: how many window positions count, per output column and row; tiny
   // Funcs a schedule computes once (at root).
@@ -21,7 +21,8 @@ struct PoolAlgorithm {
 // divides by the window positions inside the image, or with count_include_pad by those inside
 // the padded image (a window that starts in the padding may end past it with ceil_mode), and
 // gives 0 for a window with nothing inside.
-PoolAlgorithm pool2d(const Halide::Func& input, int in_width, int in_height, const graph::Pool2d& p);
+PoolAlgorithm pool2d(const Halide::Func& input, int in_width, int in_height,
+                     const graph::Pool2d& p);
 
 // Over all of H and W: out(c, 0, 0, n) = max or mean of input(c, :, :, n).
 PoolAlgorithm global_pool(const Halide::Func& input, int in_width, int in_height,
