@@ -1,4 +1,5 @@
 // Model: lowers an optimized graph to kernel calls, plans and owns the arena, and runs.
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <memory>
@@ -89,6 +90,9 @@ struct Model::Impl {
   std::shared_ptr<const GeneratedKernels> generated;  // for the graph::is_generated specs
   std::string fallback_reason;
   std::vector<double> kernel_seconds;
+  // Set while run() binds inputs and calls kernels: the arena, the bound inputs and the outputs
+  // belong to one call at a time, so a concurrent call fails instead of corrupting the results.
+  std::atomic<bool> running{false};
 
   void load_generated_kernels();
   void bind_buffers();
@@ -361,6 +365,13 @@ Model::~Model() {
 Status Model::run(const std::vector<const float*>& inputs) {
   Impl& m = *impl_;
   if (m.options.lower_only) return Status::error("this Model was made with lower_only; it cannot run");
+  if (m.running.exchange(true))
+    return Status::error("Model::run was called while another call on this Model is running; a "
+                         "Model runs one call at a time (use one Model per thread)");
+  struct Done {
+    std::atomic<bool>& flag;
+    ~Done() { flag = false; }
+  } done{m.running};
   if (inputs.size() != m.g.inputs.size())
     return Status::error("the model has " + std::to_string(m.g.inputs.size()) + " inputs, got " +
                          std::to_string(inputs.size()));

@@ -2,6 +2,10 @@
 // with messages, never as a crash or an abort().
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cstdio>
+#include <thread>
+
 #include "graph/builder.h"
 #include "graph/example.h"
 #include "graph/passes/pipeline.h"
@@ -33,6 +37,44 @@ TEST(RuntimeErrors, WrongInputCountAndNullInput) {
   Model m(small_example());
   EXPECT_TRUE(contains(m.run(std::vector<const float*>{}).message(), "has 1 inputs, got 0"));
   EXPECT_TRUE(contains(m.run(std::vector<const float*>{nullptr}).message(), "is null"));
+}
+
+// One Model shared by two threads: calls that overlap fail with the one-call-at-a-time error
+// and leave the Model usable; every call either succeeds or says so; a later call is exact.
+TEST(RuntimeErrors, ConcurrentRunsOnOneModelFailClearly) {
+  const graph::Graph g = small_example();
+  Model m(g);
+  const graph::Value& in = g.value(g.inputs[0]);
+  const std::vector<float> x = graph::random_uniform(graph::num_elements(in.shape), -1, 1, 5);
+  std::atomic<int> ok{0}, refused{0}, other{0}, ready{0};
+  auto hammer = [&] {
+    ++ready;
+    while (ready.load() < 2) {
+    }  // both threads start calling together
+    for (int i = 0; i < 300; ++i) {
+      const Status s = m.run({x.data()});
+      if (s.is_ok()) ++ok;
+      else if (contains(s.message(), "a Model runs one call at a time")) ++refused;
+      else ++other;
+    }
+  };
+  std::thread a(hammer), b(hammer);
+  a.join();
+  b.join();
+  EXPECT_EQ(other.load(), 0);
+  EXPECT_EQ(ok.load() + refused.load(), 600);
+  EXPECT_GT(ok.load(), 0);
+  // 600 calls of a few microseconds from two threads started together overlap; before the
+  // guard, such overlaps silently mixed the two calls' arenas.
+  EXPECT_GT(refused.load(), 0);
+  std::printf("concurrent runs: %d succeeded, %d refused\n", ok.load(), refused.load());
+  ASSERT_TRUE(m.run({x.data()}));
+  const graph::Tensor want = graph::run_reference(g, {graph::Tensor{in.shape, in.layout, x}})[0];
+  const TensorView out = m.output(0);
+  const graph::Tensor got = graph::to_layout(
+      graph::Tensor{out.shape, out.layout, std::vector<float>(out.data, out.data + graph::num_elements(out.shape))},
+      want.layout);
+  EXPECT_LE(graph::worst_error_ratio(got.data, want.data, 1e-4, 1e-5), 1.0);
 }
 
 // A node the Halide kernels do not cover (a standalone ReLU on an NHWC input) runs on the

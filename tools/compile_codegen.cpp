@@ -42,7 +42,8 @@ class Model {
   std::size_t output_size(std::size_t i = 0) const;  // elements
 
   // Runs the model. Each input is a buffer of its input_shape(). Throws std::runtime_error
-  // naming the problem (a wrong number of inputs, a null input, a failing kernel).
+  // naming the problem (a wrong number of inputs, a null input, a failing kernel, a call made
+  // while another thread's call on this Model runs: use one Model per thread).
   void run(const float* input);  // models with one input
   void run(const std::vector<const float*>& inputs);
   // Output i of the last run: output_size(i) floats in output_shape(i) order. Valid until the

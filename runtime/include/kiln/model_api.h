@@ -3,6 +3,7 @@
 // Header-only: it is compiled into each generated model's archive, not into Kiln's libraries.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -67,7 +68,15 @@ class CompiledModel {
     return static_cast<size_t>(graph::num_elements(model_->output(i).shape));
   }
 
+  // One call at a time (kiln::Model::run): a concurrent call throws and changes nothing.
   void run(const std::vector<const float*>& inputs) {
+    if (running_.exchange(true))
+      throw std::runtime_error("run() was called while another thread's call on this model is "
+                               "running; a model runs one call at a time (use one per thread)");
+    struct Done {
+      std::atomic<bool>& flag;
+      ~Done() { flag = false; }
+    } done{running_};
     const Status s = model_->run(inputs);
     if (!s) throw std::runtime_error(s.message());
     for (size_t i = 0; i < logical_.size(); ++i) to_logical(i);
@@ -109,6 +118,7 @@ class CompiledModel {
 
   std::unique_ptr<Model> model_;
   std::vector<std::vector<float>> logical_;
+  std::atomic<bool> running_{false};
 };
 
 }  // namespace kiln

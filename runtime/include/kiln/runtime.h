@@ -72,6 +72,9 @@ class Model {
   Model& operator=(const Model&) = delete;
 
   // Graph inputs in their declared shapes and layouts (e.g. NCHW), in graph input order.
+  // Thread safety: one call at a time per Model. A call made while another thread's call on the
+  // same Model is running fails with an error and touches nothing; outputs are the last
+  // finished call's. Separate Models in separate threads are independent.
   Status run(const std::vector<const float*>& inputs);
   // The same, checking each tensor's shape first.
   Status run(const std::vector<graph::Tensor>& inputs);
