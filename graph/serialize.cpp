@@ -437,11 +437,24 @@ Graph deserialize(const std::string& bytes) {
   return g;
 }
 
-void write_graph_file(const Graph& g, const std::string& path) {
-  write_file_atomically(path, serialize(g));
+namespace {
+
+uint64_t stored_checksum(const std::string& bytes) {
+  uint64_t h = 0;
+  for (int i = 0; i < 8 && bytes.size() >= 8; ++i)
+    h |= uint64_t{static_cast<uint8_t>(bytes[bytes.size() - 8 + i])} << (8 * i);
+  return h;
 }
 
-Graph read_graph_file(const std::string& path) {
+}  // namespace
+
+uint64_t write_graph_file(const Graph& g, const std::string& path) {
+  const std::string bytes = serialize(g);
+  write_file_atomically(path, bytes);
+  return stored_checksum(bytes);
+}
+
+Graph read_graph_file(const std::string& path, uint64_t* checksum) {
   std::ifstream f(path, std::ios::binary | std::ios::ate);
   if (!f) throw Error("cannot open graph file '" + path + "': " + std::strerror(errno));
   const std::streamoff size = f.tellg();
@@ -450,7 +463,9 @@ Graph read_graph_file(const std::string& path) {
   if (size < 0 || !f.read(bytes.data(), static_cast<std::streamsize>(bytes.size())))
     throw Error("cannot read graph file '" + path + "'");
   try {
-    return deserialize(bytes);
+    Graph g = deserialize(bytes);  // verifies the checksum
+    if (checksum) *checksum = stored_checksum(bytes);
+    return g;
   } catch (const Error& e) {
     throw Error(path + ": " + e.what());
   }

@@ -36,9 +36,11 @@ Graph deserialize(const std::string& bytes);
 uint64_t format_checksum(const char* data, size_t size);
 
 // serialize() to `path` through a temporary file renamed into place, so a failed write never
-// leaves a file that looks valid. Throws Error naming the path.
-void write_graph_file(const Graph& g, const std::string& path);
-// deserialize() the file at `path`; Error names the path.
-Graph read_graph_file(const std::string& path);
+// leaves a file that looks valid. Returns the checksum stored in it, which identifies the graph
+// and its weights (compiled models check it at load). Throws Error naming the path.
+uint64_t write_graph_file(const Graph& g, const std::string& path);
+// deserialize() the file at `path`; Error names the path. With `checksum`, also the checksum
+// the file stores.
+Graph read_graph_file(const std::string& path, uint64_t* checksum = nullptr);
 
 }  // namespace kiln::graph

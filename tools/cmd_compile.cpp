@@ -302,13 +302,14 @@ int run_compile(const CompileArgs& a) {
   fs::create_directories(outdir);
   Staging staging(outdir / ("." + a.name + ".kiln-tmp"));
   const fs::path& tmp = staging.dir();
-  graph::write_graph_file(g, (tmp / (a.name + ".weights")).string());
+  const uint64_t weights_checksum = graph::write_graph_file(g, (tmp / (a.name + ".weights")).string());
   write_file(tmp / (a.name + ".h"), model_header(a.name, fs::path(a.model).filename().string(), g, a.threads));
   std::vector<graph::KernelSpec> generated;
   for (const graph::KernelSpec& k : probe.kernels())
     if (graph::is_generated(k)) generated.push_back(k);
   write_file(tmp / (a.name + ".cpp"),
-             model_source(a.name, a.targets) + "\n" + codegen::kernel_table_source(generated, a.name));
+             model_source(a.name, a.targets, weights_checksum) + "\n" +
+                 codegen::kernel_table_source(generated, a.name));
   std::vector<std::string> outputs = {a.name + ".weights", a.name + ".h"};
   if (a.emit.count("plan")) {
     write_file(tmp / (a.name + ".plan.txt"), graph::describe(graph::plan_arena(g), g));

@@ -85,6 +85,7 @@ kiln::CompiledModelOptions options(int threads) {
   o.cuda = @CUDA@;
   o.threads = threads;
   o.kernel_table = @NAME@_kernel_table;
+  o.weights_checksum = @WEIGHTS_CHECKSUM@ull;  // of the @NAME@.weights written with this file
   return o;
 }
 
@@ -164,13 +165,14 @@ std::string model_header(const std::string& name, const std::string& source, con
   return replace_all(s, "@NAME@", name);
 }
 
-std::string model_source(const std::string& name, const Targets& targets) {
+std::string model_source(const std::string& name, const Targets& targets, uint64_t weights_checksum) {
   std::string indices;
   for (int t : targets.cpu) indices += (indices.empty() ? "" : ", ") + std::to_string(t);
   std::string s = replace_all(kSource, "@CPU_TARGETS@", indices);
   s = replace_all(s, "@CPU_TARGET_NAMES@",
                   targets.cpu.empty() ? "every CPU target, dispatched" : "runtime::cpu_targets() indices");
   s = replace_all(s, "@CUDA@", targets.cuda ? "true" : "false");
+  s = replace_all(s, "@WEIGHTS_CHECKSUM@", std::to_string(weights_checksum));
   return replace_all(s, "@NAME@", name);
 }
 

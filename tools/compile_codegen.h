@@ -2,6 +2,7 @@
 // graph as Graphviz DOT.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -19,8 +20,9 @@ struct Targets {
 // described in comments. `source` names the model file in the header comment.
 std::string model_header(const std::string& name, const std::string& source, const graph::Graph& g,
                          int default_threads);
-// NAME.cpp: NAME::Model on top of kiln::CompiledModel (kiln/model_api.h).
-std::string model_source(const std::string& name, const Targets& targets);
+// NAME.cpp: NAME::Model on top of kiln::CompiledModel (kiln/model_api.h), which loads only the
+// weights file whose checksum is `weights_checksum` (graph::write_graph_file's).
+std::string model_source(const std::string& name, const Targets& targets, uint64_t weights_checksum);
 
 // Nodes labelled with op, name and fused `computes`; edges with tensor shapes and layouts.
 // Constants are counted in their node's label rather than drawn.

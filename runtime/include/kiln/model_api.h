@@ -25,6 +25,9 @@ struct CompiledModelOptions {
   int threads = 0;    // 0: one per core
   // The model's generated kernels, linked into its archive (codegen::kernel_table_source).
   const GeneratedKernel* (*kernel_table)(std::size_t* count) = nullptr;
+  // The checksum of the .weights file `kiln compile` wrote with this model (0: not checked):
+  // another model's weights file, or the same model's with other weights, is refused.
+  std::uint64_t weights_checksum = 0;
 };
 
 class CompiledModel {
@@ -32,7 +35,12 @@ class CompiledModel {
   // Throws std::runtime_error (graph::Error) naming the problem: a missing or corrupt file, a
   // CPU without any of the compiled targets' features.
   CompiledModel(const std::string& weights_path, const CompiledModelOptions& o) {
-    const graph::Graph g = graph::read_graph_file(weights_path);
+    std::uint64_t checksum = 0;
+    const graph::Graph g = graph::read_graph_file(weights_path, &checksum);
+    if (o.weights_checksum != 0 && checksum != o.weights_checksum)
+      throw graph::Error("'" + weights_path + "' is not the weights file this model was compiled "
+                         "with (it holds another graph or other weights); use the .weights file "
+                         "kiln compile wrote next to this model's library");
     ModelOptions mo;
     mo.backend = o.cuda ? Backend::cuda : Backend::cpu;
     mo.fallback_to_cpu = true;
