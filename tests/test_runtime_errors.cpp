@@ -3,7 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <cstdio>
+#include <chrono>
+#include <future>
 #include <thread>
 
 #include "graph/builder.h"
@@ -12,6 +13,7 @@
 #include "graph/reference.h"
 #include "kernels.h"
 #include "kiln/runtime.h"
+#include "runtime/ops/parallel.h"
 
 namespace {
 
@@ -39,42 +41,46 @@ TEST(RuntimeErrors, WrongInputCountAndNullInput) {
   EXPECT_TRUE(contains(m.run(std::vector<const float*>{nullptr}).message(), "is null"));
 }
 
-// One Model shared by two threads: calls that overlap fail with the one-call-at-a-time error
-// and leave the Model usable; every call either succeeds or says so; a later call is exact.
-TEST(RuntimeErrors, ConcurrentRunsOnOneModelFailClearly) {
-  const graph::Graph g = small_example();
+// A second thread's run() while a call on the same Model is in progress is refused with a clear
+// error and changes nothing; the first call finishes with the right result. Deterministic: the
+// first call is held inside its (portable) Gemm kernel until the second has been refused.
+std::promise<void> g_entered, g_release;
+std::atomic<bool> g_held{false};
+void holding_runner(int64_t count, const runtime::ops::ParallelBody& body) {
+  if (!g_held.exchange(true)) {
+    g_entered.set_value();
+    g_release.get_future().wait();
+  }
+  for (int64_t i = 0; i < count; ++i) body(i);
+}
+
+TEST(RuntimeErrors, ConcurrentRunOnOneModelIsRefused) {
+  graph::GraphBuilder b;
+  // A fully connected layer (B transposed): its portable kernel splits columns over the runner.
+  const graph::ValueId x = b.input("x", {4, 512}, graph::Layout::any);
+  b.output(b.op("gemm", graph::Gemm{false, true, 1.0f, 1.0f},
+                {x, b.constant("w", {64, 512}, graph::random_uniform(64 * 512, -0.1f, 0.1f, 3))}));
+  const graph::Graph g = b.finish();
   Model m(g);
-  const graph::Value& in = g.value(g.inputs[0]);
-  const std::vector<float> x = graph::random_uniform(graph::num_elements(in.shape), -1, 1, 5);
-  std::atomic<int> ok{0}, refused{0}, other{0}, ready{0};
-  auto hammer = [&] {
-    ++ready;
-    while (ready.load() < 2) {
-    }  // both threads start calling together
-    for (int i = 0; i < 300; ++i) {
-      const Status s = m.run({x.data()});
-      if (s.is_ok()) ++ok;
-      else if (contains(s.message(), "a Model runs one call at a time")) ++refused;
-      else ++other;
-    }
-  };
-  std::thread a(hammer), b(hammer);
+  runtime::ops::set_parallel_runner(holding_runner);  // after the Model installed its own
+  const std::vector<float> x1 = graph::random_uniform(4 * 512, -1, 1, 5);
+  const std::vector<float> x2 = graph::random_uniform(4 * 512, -1, 1, 6);
+  Status first = Status::error("not run");
+  std::thread a([&] { first = m.run({x1.data()}); });
+  // The first call is inside its kernel (or, if the kernel never reached the runner, done).
+  const bool held = g_entered.get_future().wait_for(std::chrono::seconds(30)) == std::future_status::ready;
+  const Status second = m.run({x2.data()});
+  g_release.set_value();
   a.join();
-  b.join();
-  EXPECT_EQ(other.load(), 0);
-  EXPECT_EQ(ok.load() + refused.load(), 600);
-  EXPECT_GT(ok.load(), 0);
-  // 600 calls of a few microseconds from two threads started together overlap; before the
-  // guard, such overlaps silently mixed the two calls' arenas.
-  EXPECT_GT(refused.load(), 0);
-  std::printf("concurrent runs: %d succeeded, %d refused\n", ok.load(), refused.load());
-  ASSERT_TRUE(m.run({x.data()}));
-  const graph::Tensor want = graph::run_reference(g, {graph::Tensor{in.shape, in.layout, x}})[0];
+  ASSERT_TRUE(held) << "the Gemm kernel never called the parallel runner";
+  EXPECT_FALSE(second.is_ok());
+  EXPECT_TRUE(contains(second.message(), "a Model runs one call at a time")) << second.message();
+  ASSERT_TRUE(first.is_ok()) << first.message();
+  const graph::Tensor want = graph::run_reference(g, {graph::Tensor{{4, 512}, graph::Layout::any, x1}})[0];
   const TensorView out = m.output(0);
-  const graph::Tensor got = graph::to_layout(
-      graph::Tensor{out.shape, out.layout, std::vector<float>(out.data, out.data + graph::num_elements(out.shape))},
-      want.layout);
-  EXPECT_LE(graph::worst_error_ratio(got.data, want.data, 1e-4, 1e-5), 1.0);
+  const std::vector<float> got(out.data, out.data + graph::num_elements(out.shape));
+  EXPECT_LE(graph::worst_error_ratio(got, want.data, 1e-5, 1e-6), 1.0);  // x1's, not x2's
+  ASSERT_TRUE(m.run({x2.data()}));  // and the Model is usable afterwards
 }
 
 // A node the Halide kernels do not cover (a standalone ReLU on an NHWC input) runs on the
