@@ -1,6 +1,6 @@
 // One generated kernel as a Halide pipeline: the algorithm from the op builders in
-// generators/ops/, every argument's shape and strides fixed to the spec's, the schedule from
-// schedules/ for the target.
+// generators/ops/, every argument's shape (and most strides) fixed to the spec's, the schedule
+// from schedules/ for the target.
 #pragma once
 
 #include <vector>
@@ -19,8 +19,10 @@ struct KernelPipeline {
 };
 
 // The pipeline of a graph::is_generated spec for `target` (a GPU target gets the GPU schedule).
-// Every buffer's extents and strides are compile-time constants: dense row-major, as the
-// runtime's arena and constants lay them out.
+// Every buffer's extents are compile-time constants, and so are its strides (dense row-major,
+// as the runtime's arena and constants lay them out), except a convolution's weights and output
+// past their innermost dimension: the runtime may pad weight rows, and an output may be a slice
+// of a Concat's.
 KernelPipeline build_kernel_pipeline(const graph::KernelSpec& spec, const Halide::Target& target);
 
 }  // namespace kiln::codegen
