@@ -15,6 +15,7 @@
 #include "codegen/kernel_pipeline.h"
 #include "codegen/process.h"
 #include "codegen_config.h"
+#include "graph/file_io.h"
 #include "runtime/kernels.h"
 
 namespace kiln::codegen {
@@ -62,12 +63,6 @@ std::string cpp_string(const std::string& s) {
   return out + "\"";
 }
 
-// FNV-1a names a cache entry; the full key stored inside it decides whether it is used.
-uint64_t fnv1a(const std::string& bytes) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
 
 std::string read_text(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);
@@ -82,7 +77,7 @@ std::string generator_identity() {
   static const std::string id = [] {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%016llx",
-                  static_cast<unsigned long long>(fnv1a(read_text("/proc/self/exe"))));
+                  static_cast<unsigned long long>(graph::fnv1a(read_text("/proc/self/exe"))));
     return std::string(buf);
   }();
   return id;
@@ -237,20 +232,24 @@ KernelGenerator kernel_generator(const CodegenOptions& options) {
     key += "\n";
 
     std::error_code ec;
-    if (options.cache_dir.empty()) {
+    // Without a usable cache: compiled in a temporary directory, loaded, removed (the loaded
+    // mapping outlives the file).
+    auto uncached = [&]() -> std::shared_ptr<const GeneratedKernels> {
       const fs::path tmp = unique_dir(fs::temp_directory_path(), "kiln-kernels");
       try {
         build_shared_object(specs, options, targets, tmp);
         auto k = load(tmp / "kernels.so", specs);
-        fs::remove_all(tmp, ec);  // the loaded mapping outlives the file
+        fs::remove_all(tmp, ec);
         return k;
       } catch (...) {
         fs::remove_all(tmp, ec);
         throw;
       }
-    }
+    };
+    if (options.cache_dir.empty()) return uncached();
+    // The hash names the entry; the full key stored in it decides whether it is used.
     char name[32];
-    std::snprintf(name, sizeof name, "%016llx", static_cast<unsigned long long>(fnv1a(key)));
+    std::snprintf(name, sizeof name, "%016llx", static_cast<unsigned long long>(graph::fnv1a(key)));
     const fs::path root = fs::path(options.cache_dir) / "kernels";
     const fs::path entry = root / name;
     if (read_text(entry / "key.txt") == key && fs::exists(entry / "kernels.so", ec)) {
@@ -268,8 +267,8 @@ KernelGenerator kernel_generator(const CodegenOptions& options) {
       build_shared_object(specs, options, targets, tmp);
       std::ofstream(tmp / "key.txt", std::ios::binary) << key;
       fs::remove_all(entry, ec);
-      fs::rename(tmp, entry, ec);  // fails if another process got there first: use theirs
-      if (ec) {
+      fs::rename(tmp, entry, ec);  // fails if another process got there first: keep theirs,
+      if (ec) {                    // load this build from where it is
         auto k = load(tmp / "kernels.so", specs);
         fs::remove_all(tmp, ec);
         return k;

@@ -86,6 +86,27 @@ Algorithm binary_algorithm(const graph::Binary& b, const std::vector<graph::Tens
           args[0].shape != out.shape || args[1].shape != out.shape};
 }
 
+// What the convolution schedules touch (schedules/conv_schedule.h), for an NHWC output `out` of
+// a convolution of an input with `in_channels` dense channels.
+schedules::ConvFuncs conv_funcs(const generators::ops::ConvAlgorithm& a, const Halide::Func& output,
+                                const graph::Shape& out, int64_t in_channels, bool stage_input) {
+  return {a.input_padded,
+          a.acc,
+          output,
+          a.co,
+          a.x,
+          a.y,
+          a.n,
+          a.c,
+          a.r,
+          static_cast<int>(out[3]),
+          static_cast<int>(out[2]),
+          static_cast<int>(out[1]),
+          static_cast<int>(in_channels),
+          static_cast<int>(in_channels),
+          stage_input};
+}
+
 // The schedule of a generated convolution: CUDA's on a GPU target; on the CPU the grouped one
 // for groups narrower than a vector, else the AOT kernels' choice for the layer's size.
 void schedule_conv(const schedules::ConvFuncs& f, const Halide::Target& target,
@@ -199,21 +220,7 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
       conv_epilogue(k, a.acc(a.co, a.x, a.y, a.n), inputs, {a.co, a.x, a.y, a.n});
   constrain_conv_output(output, out);
 
-  const schedules::ConvFuncs f{a.input_padded,
-                               a.acc,
-                               output,
-                               a.co,
-                               a.x,
-                               a.y,
-                               a.n,
-                               a.c,
-                               a.r,
-                               static_cast<int>(out[3]),
-                               static_cast<int>(out[2]),
-                               static_cast<int>(out[1]),
-                               static_cast<int>(in[3]),
-                               static_cast<int>(in[3]),
-                               !pointwise};
+  const schedules::ConvFuncs f = conv_funcs(a, output, out, in[3], !pointwise);
   // Groups of whole vectors keep each vector of output channels in one group, so the dense
   // schedules apply (their input loads are broadcasts); narrower groups vectorize pixels.
   const bool narrow_groups =
@@ -241,21 +248,7 @@ KernelPipeline matmul_pipeline(const graph::OpKernelSpec& k, const Halide::Targe
   Halide::Func output("output");
   output(alg.co, alg.x, alg.y, alg.n) = alg.acc(alg.co, alg.x, alg.y, alg.n);
   constrain([&](int d) { return output.output_buffer().dim(d); }, out);
-  const schedules::ConvFuncs f{alg.input_padded,
-                               alg.acc,
-                               output,
-                               alg.co,
-                               alg.x,
-                               alg.y,
-                               alg.n,
-                               alg.c,
-                               alg.r,
-                               static_cast<int>(out[3]),
-                               static_cast<int>(out[2]),
-                               static_cast<int>(out[1]),
-                               static_cast<int>(in[3]),
-                               static_cast<int>(in[3]),
-                               !pointwise};
+  const schedules::ConvFuncs f = conv_funcs(alg, output, out, in[3], !pointwise);
   schedule_conv(f, target, choice, false);
   return KernelPipeline{Halide::Pipeline(output), {a, b}};
 }

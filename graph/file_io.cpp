@@ -12,6 +12,11 @@
 
 namespace kiln::graph {
 
+uint64_t fnv1a(const std::string& bytes, uint64_t h) {
+  for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
 void write_file_atomically(const std::string& path, const std::string& bytes) {
   // Per process, so two processes writing one path (e.g. a shared cache) never share a
   // temporary file.

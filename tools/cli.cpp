@@ -12,6 +12,7 @@
 
 #include "codegen/kernel_library.h"
 #include "graph/example.h"
+#include "graph/file_io.h"
 #include "graph/onnx/onnx_import.h"
 #include "graph/passes/pipeline.h"
 #include "graph/serialize.h"
@@ -124,15 +125,6 @@ KernelGenerator kernel_generator() {
   return codegen::kernel_generator(o);
 }
 
-namespace {
-
-// FNV-1a: a cache key, not a security boundary (a cached file is verified when it is read).
-uint64_t fnv1a(const std::string& bytes, uint64_t h = 1469598103934665603ull) {
-  for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-
-}  // namespace
 
 graph::Graph compile_cached(const std::string& model, const std::string& target, bool* from_cache) {
   *from_cache = false;
@@ -143,7 +135,7 @@ graph::Graph compile_cached(const std::string& model, const std::string& target,
     bytes.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
   }
   std::ostringstream key;
-  key << std::hex << fnv1a(bytes) << "-" << fnv1a(target + "|" KILN_VERSION "|" +
+  key << std::hex << graph::fnv1a(bytes) << "-" << graph::fnv1a(target + "|" KILN_VERSION "|" +
                                                    std::to_string(graph::kGraphFormatVersion));
   const std::string dir = cache_dir();
   const std::string path = dir.empty() ? "" : dir + "/compiled/" + key.str() + ".kiln";
