@@ -259,9 +259,10 @@ KernelGenerator kernel_generator(const CodegenOptions& options) {
         // A damaged entry: compile again below and replace it.
       }
     }
+    // A cache directory that cannot be written (read-only, full) costs a compile, not an error,
+    // as for the graph cache.
     fs::create_directories(root, ec);
-    if (ec)
-      throw graph::Error("cannot create the kernel cache " + root.string() + ": " + ec.message());
+    if (ec || access(root.c_str(), W_OK) != 0) return uncached();
     const fs::path tmp = unique_dir(root, std::string(name) + ".tmp");
     try {
       build_shared_object(specs, options, targets, tmp);
