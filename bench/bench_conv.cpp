@@ -115,7 +115,7 @@ Prepared& prepare(size_t index, int threads) {
   if (!p.error.empty()) return p;
   try {
     if (!p.kiln)
-      p.kiln = std::make_unique<bench::KilnConv>(l.shape(), runtime::ConvSchedule::tuned, -1,
+      p.kiln = std::make_unique<bench::KilnConv>(l.shape(), Schedule::tuned, -1,
                                                  l.epilogue_spec());
     auto& d = p.onednn[threads];
     if (!d) d = std::make_unique<bench::OneDnnConv>(l.shape(), g_onednn_nhwc, l.epilogue_spec());

@@ -31,7 +31,7 @@ void report(benchmark::State& state) {
       kLayer.flops() * 1e-9 / g_peak, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-void BM_kiln(benchmark::State& state, runtime::ConvSchedule schedule) {
+void BM_kiln(benchmark::State& state, Schedule schedule) {
   bench::KilnConv conv(kLayer, schedule);
   if (conv.run() != 0) {
     state.SkipWithError("Kiln kernel failed");
@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
 
   // Not a test, but a benchmark of wrong code is worthless: compare the outputs once.
   {
-    bench::KilnConv k(kLayer, runtime::ConvSchedule::tuned);
+    bench::KilnConv k(kLayer, Schedule::tuned);
     bench::OneDnnConv d(kLayer, true);
     k.run();
     d.run();
@@ -126,9 +126,9 @@ int main(int argc, char** argv) {
     }
   }
 
-  benchmark::RegisterBenchmark("BM_reference_layer/naive", BM_kiln, runtime::ConvSchedule::naive)
+  benchmark::RegisterBenchmark("BM_reference_layer/naive", BM_kiln, Schedule::naive)
       ->UseRealTime();
-  benchmark::RegisterBenchmark("BM_reference_layer/kiln", BM_kiln, runtime::ConvSchedule::tuned)
+  benchmark::RegisterBenchmark("BM_reference_layer/kiln", BM_kiln, Schedule::tuned)
       ->UseRealTime();
   benchmark::RegisterBenchmark("BM_reference_layer/onednn", BM_onednn, false)->UseRealTime();
   benchmark::RegisterBenchmark("BM_reference_layer/onednn_nhwc", BM_onednn, true)->UseRealTime();

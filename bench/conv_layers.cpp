@@ -15,7 +15,6 @@
 namespace kiln::bench {
 namespace {
 
-using runtime::ConvEpilogue;
 constexpr ConvEpilogue kNone = ConvEpilogue::none, kRelu = ConvEpilogue::relu,
                        kRelu6 = ConvEpilogue::relu6;
 
@@ -167,7 +166,7 @@ std::map<LayerKey, Found> model_convs(const std::string& path) {
                        w[0],
                        c->stride_h,
                        c->pad_top,
-                       runtime::conv_epilogue(c->activation),
+                       conv_epilogue(c->activation),
                        c->residual.has_value()};
     Found& f = found[key];
     if (f.count++ == 0) {

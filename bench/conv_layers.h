@@ -7,7 +7,6 @@
 #include <string>
 
 #include "conv_peers.h"
-#include "kernels.h"
 
 namespace kiln::bench {
 
@@ -21,7 +20,7 @@ struct ConvLayer {
   int64_t ci, h, w, co, k;
   int stride, pad;
   bool depthwise;
-  runtime::ConvEpilogue epilogue;
+  ConvEpilogue epilogue;
   bool residual;
   int count;
 
@@ -33,7 +32,7 @@ struct ConvLayer {
 extern const ConvLayer kConvLayers[];
 extern const size_t kNumConvLayers;
 
-const char* epilogue_name(runtime::ConvEpilogue e);
+const char* epilogue_name(ConvEpilogue e);
 
 // The table model a file is for: its name up to the first dot ("resnet50.onnx" -> "resnet50").
 std::string model_of_path(const std::string& path);

@@ -4,23 +4,19 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "HalideBuffer.h"
-#include "conv_weights.h"
+#include "cli.h"
 #include "dnnl.hpp"
 #include "graph/builder.h"
 #include "peaks.h"
 
 namespace kiln::bench {
-namespace {
 
-using HalideBuffer = Halide::Runtime::Buffer<float>;
-
-HalideBuffer wrap(float* data, const graph::Shape& shape) {
-  std::vector<int> sizes(shape.rbegin(), shape.rend());
-  return HalideBuffer(data, sizes);
+ConvEpilogue conv_epilogue(const graph::Activation& a) {
+  if (a.is_identity()) return ConvEpilogue::none;
+  if (a.is_relu()) return ConvEpilogue::relu;
+  if (a.is_relu6()) return ConvEpilogue::relu6;
+  throw std::invalid_argument("no benchmark epilogue for activation " + graph::to_string(a));
 }
-
-}  // namespace
 
 double measured_fma_peak_gflops(int threads) {
   std::string isa;
@@ -48,58 +44,51 @@ std::vector<float> conv_residual(const ConvShape& s) {
 }
 
 struct KilnConv::Impl {
-  std::vector<float> input, weights, bias, residual, out;
-  HalideBuffer in_b, w_b, b_b, res_b, out_b;
-  int scalars[6];
-  std::vector<void*> args;
-  runtime::KernelFn fn;
+  std::vector<float> input, out;
+  std::unique_ptr<Model> model;
 };
 
-KilnConv::KilnConv(const ConvShape& s, runtime::ConvSchedule schedule, int cpu_target,
+KilnConv::KilnConv(const ConvShape& s, Schedule schedule, int cpu_target,
                    ConvEpilogueSpec epilogue)
     : impl_(std::make_unique<Impl>()) {
   if (s.depthwise && (s.ci != s.co || epilogue.residual))
     throw std::invalid_argument("depthwise: ci must equal co, and there is no residual kernel");
   Impl& m = *impl_;
   m.input = conv_input(s);
-  m.weights = conv_weights(s);
-  m.bias = conv_bias(s);
-  m.out.assign(s.output_elements(), 0.0f);
-  m.in_b = wrap(m.input.data(), {s.n, s.h, s.w, s.ci});
-  m.w_b = wrap(m.weights.data(), {s.kh, s.kw, s.depthwise ? 1 : s.ci, s.co});
-  // Dense weights as the runtime lays them out (runtime::conv_weight_ci_stride).
-  if (!s.depthwise) {
-    runtime::StridedConvWeights w =
-        runtime::restride_conv_weights(m.weights.data(), s.kh, s.kw, s.ci, s.co);
-    if (!w.data.empty()) {
-      m.weights = std::move(w.data);
-      m.w_b = HalideBuffer(m.weights.data(), 4, w.dims);
-    }
-  }
-  // `tuned`: the tuned schedule the runtime picks for this shape.
-  if (schedule == runtime::ConvSchedule::tuned)
-    schedule = runtime::tuned_conv_schedule(s.out_h(), s.out_w(), s.ci, s.kh, s.kw, s.pad != 0);
-  m.b_b = wrap(m.bias.data(), {s.co});
-  m.out_b = wrap(m.out.data(), {s.n, s.out_h(), s.out_w(), s.co});
-  // stride x/y, pad x/y, dilation x/y (runtime/kernels.h).
-  const int sc[6] = {s.stride, s.stride, s.pad, s.pad, 1, 1};
-  std::copy(sc, sc + 6, m.scalars);
-  m.args = {m.in_b.raw_buffer(), m.w_b.raw_buffer(), m.b_b.raw_buffer()};
-  for (int& v : m.scalars) m.args.push_back(&v);
+  graph::GraphBuilder b;
+  const graph::ValueId x = b.input("x", {s.n, s.h, s.w, s.ci}, graph::Layout::nhwc);
+  const graph::ValueId w = b.constant("w", {s.kh, s.kw, s.depthwise ? 1 : s.ci, s.co},
+                                      conv_weights(s), graph::Layout::hwio);
+  const graph::ValueId bias = b.constant("b", {s.co}, conv_bias(s));
+  graph::Conv2d attrs{s.stride, s.stride, s.pad, s.pad, s.pad, s.pad, 1, 1};
+  if (epilogue.activation == ConvEpilogue::relu) attrs.activation = {0.0f, INFINITY};
+  if (epilogue.activation == ConvEpilogue::relu6) attrs.activation = {0.0f, 6.0f};
+  if (s.depthwise) attrs.groups = static_cast<int>(s.co);
+  std::vector<graph::ValueId> ins = {x, w, bias};
   if (epilogue.residual) {
-    m.residual = conv_residual(s);
-    m.res_b = wrap(m.residual.data(), {s.n, s.out_h(), s.out_w(), s.co});
-    m.args.push_back(m.res_b.raw_buffer());
+    attrs.residual = true;
+    ins.push_back(b.constant("residual", {s.n, s.out_h(), s.out_w(), s.co}, conv_residual(s),
+                             graph::Layout::nhwc));
   }
-  m.args.push_back(m.out_b.raw_buffer());
-  m.fn = s.depthwise ? runtime::cpu_depthwise_kernel(epilogue.activation, cpu_target)
-                     : runtime::cpu_conv_kernel(epilogue.activation, schedule, cpu_target,
-                                                epilogue.residual);
-  if (!m.fn) throw std::runtime_error("no Kiln kernel for this epilogue and target");
+  b.output(b.op("conv", attrs, ins));
+  ModelOptions o;
+  o.schedule = schedule;
+  o.cpu_target = cpu_target;
+  o.generate_kernels = cli::kernel_generator();
+  m.model = std::make_unique<Model>(b.finish(), o);
+  if (m.model->kernels().size() != 1 ||
+      !std::holds_alternative<graph::ConvKernelSpec>(m.model->kernels()[0]))
+    throw std::runtime_error("the convolution did not lower to one convolution kernel");
+  m.out.assign(s.output_elements(), 0.0f);
 }
 KilnConv::~KilnConv() = default;
-int KilnConv::run() { return impl_->fn(impl_->args.data()); }
-const std::vector<float>& KilnConv::output() const { return impl_->out; }
+int KilnConv::run() { return impl_->model->run({impl_->input.data()}) ? 0 : 1; }
+// Copied out of the arena only when asked, so run() is the kernel call alone.
+const std::vector<float>& KilnConv::output() const {
+  const TensorView v = impl_->model->output(0);
+  impl_->out.assign(v.data, v.data + impl_->out.size());
+  return impl_->out;
+}
 
 struct OneDnnConv::Impl {
   dnnl::engine eng{dnnl::engine::kind::cpu, 0};
@@ -128,9 +117,9 @@ OneDnnConv::OneDnnConv(const ConvShape& s, bool nhwc, ConvEpilogueSpec epilogue)
   auto dst_md = dnnl::memory::desc(dst_dims, dt::f32, act);
   dnnl::post_ops ops;
   if (epilogue.residual) ops.append_sum(1.0f);
-  if (epilogue.activation == runtime::ConvEpilogue::relu)
+  if (epilogue.activation == ConvEpilogue::relu)
     ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-  else if (epilogue.activation == runtime::ConvEpilogue::relu6)
+  else if (epilogue.activation == ConvEpilogue::relu6)
     ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, 0.0f, 6.0f);
   dnnl::primitive_attr attr;
   attr.set_post_ops(ops);

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "graph/kernel_spec.h"
-#include "kernels.h"
+#include "kiln/runtime.h"
 
 namespace kiln::bench {
 
@@ -30,9 +30,13 @@ struct ConvShape {
   double bytes() const { return 4.0 * (input_elements() + weight_elements() + output_elements()); }
 };
 
+enum class ConvEpilogue { none, relu, relu6 };
+// The activation Kiln fused into a convolution: none, relu or relu6 (anything else throws).
+ConvEpilogue conv_epilogue(const graph::Activation& a);
+
 // What follows the convolution + bias: out = act(conv(x) + b [+ residual]).
 struct ConvEpilogueSpec {
-  runtime::ConvEpilogue activation = runtime::ConvEpilogue::relu;
+  ConvEpilogue activation = ConvEpilogue::relu;
   bool residual = false;  // dense convolutions only (Kiln has no depthwise residual kernel)
 };
 
@@ -50,14 +54,14 @@ std::vector<float> conv_weights(const ConvShape& s);
 std::vector<float> conv_bias(const ConvShape& s);
 std::vector<float> conv_residual(const ConvShape& s);
 
-// A Kiln conv kernel with its buffers bound: run() is one launch. Dense shapes use
-// runtime::cpu_conv_kernel (with the residual variant when asked; `tuned` means the tuned
-// schedule the runtime picks for the shape, and the weights get the runtime's row stride),
-// depthwise shapes
-// runtime::cpu_depthwise_kernel (there is one schedule; `schedule` is ignored).
+// A Kiln conv kernel with its buffers bound: run() is one launch. The one-node graph of the
+// convolution runs in a kiln::Model, so the kernel is the one codegen generates for the shape
+// (`schedule`: tuned, the default choice for the shape, or naive; weights at the runtime's row
+// stride), compiled on construction or loaded from the kernel cache (`kiln run`'s). `cpu_target`:
+// an index into runtime::cpu_targets(), or -1 for the best this CPU supports.
 class KilnConv {
  public:
-  KilnConv(const ConvShape& s, runtime::ConvSchedule schedule, int cpu_target = -1,
+  KilnConv(const ConvShape& s, Schedule schedule, int cpu_target = -1,
            ConvEpilogueSpec epilogue = {});
   ~KilnConv();
   int run();

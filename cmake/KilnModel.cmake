@@ -10,26 +10,16 @@ set(KILN_EXECUTABLE "" CACHE FILEPATH "kiln executable for kiln_add_model outsid
 
 # Writes <binary dir>/kiln_compile_config.h for TARGET (the kiln executable): the C++ compiler
 # and ar, the include dirs generated code needs, every static library a compiled model merges
-# (as $<TARGET_FILE:...>, so no path is written by hand), and the kernel generator.
+# (as $<TARGET_FILE:...>, so no path is written by hand), and the CUDA target.
 function(kiln_configure_compile TARGET)
-  set(libs kiln_runtime kiln_ops kiln_graph)
-  get_target_property(kernel_libs kiln_kernels INTERFACE_LINK_LIBRARIES)
-  foreach (lib IN LISTS kernel_libs)
-    if (TARGET ${lib})  # skips Threads::Threads, -ldl and the like
-      get_target_property(type ${lib} TYPE)
-      if (type STREQUAL "STATIC_LIBRARY")
-        list(APPEND libs ${lib})
-      endif ()
-    endif ()
-  endforeach ()
+  set(libs kiln_runtime kiln_ops kiln_graph kiln_halide_runtime)
   set(lib_lines "")
   foreach (lib IN LISTS libs)
     string(APPEND lib_lines "    \"$<TARGET_FILE:${lib}>\",\n")
   endforeach ()
 
-  get_target_property(cuda_defs kiln_kernels INTERFACE_COMPILE_DEFINITIONS)
   set(have_cuda 0)
-  if ("KILN_HAVE_CUDA_KERNELS=1" IN_LIST cuda_defs)
+  if (KILN_BUILD_CUDA)
     set(have_cuda 1)
   endif ()
 
@@ -50,8 +40,6 @@ inline const char* const kIncludeDirs[] = {
 inline const char* const kLibraries[] = {
 ${lib_lines}};
 inline const char* const kCudaTarget = \"${KILN_CUDA_TARGET}\";
-// The kernel generator, re-run by --emit stmt,assembly.
-inline const char* const kGenerator = \"$<TARGET_FILE:kiln_generators>\";
 constexpr bool kHaveCuda = ${have_cuda};
 
 }  // namespace kiln::compile_config

@@ -89,6 +89,9 @@ std::vector<std::string> default_targets() {
   return {runtime::cpu_targets()[static_cast<size_t>(best)]};
 }
 
+// GPU kernels through OpenCL (Backend::opencl): baseline x86-64 host code.
+constexpr const char* kOpenClTarget = "x86-64-linux-opencl";
+
 fs::path unique_dir(const fs::path& parent, const std::string& stem) {
   std::random_device rd;
   for (int attempt = 0; attempt < 100; ++attempt) {
@@ -218,11 +221,21 @@ std::string kernel_table_source(const std::vector<graph::KernelSpec>& specs,
   return s.str();
 }
 
+std::vector<std::string> request_targets(const KernelRequest& request,
+                                         const CodegenOptions& options) {
+  switch (request.backend) {
+    case Backend::cuda: return {runtime::cuda_target()};
+    case Backend::opencl: return {kOpenClTarget};
+    case Backend::cpu: break;
+  }
+  if (!request.cpu_target.empty()) return {request.cpu_target};
+  return options.targets.empty() ? default_targets() : options.targets;
+}
+
 KernelGenerator kernel_generator(const CodegenOptions& options) {
-  return [options](const std::vector<graph::KernelSpec>& specs)
+  return [options](const std::vector<graph::KernelSpec>& specs, const KernelRequest& request)
              -> std::shared_ptr<const GeneratedKernels> {
-    const std::vector<std::string> targets =
-        options.targets.empty() ? default_targets() : options.targets;
+    const std::vector<std::string> targets = request_targets(request, options);
     std::string key = "kiln " KILN_VERSION " halide " + std::to_string(HALIDE_VERSION_MAJOR) + "." +
                       std::to_string(HALIDE_VERSION_MINOR) + "." +
                       std::to_string(HALIDE_VERSION_PATCH) + "\ngenerator " + generator_identity() +

@@ -50,8 +50,10 @@ std::string kernel_table_source(const std::vector<graph::KernelSpec>& specs,
                                 const std::string& prefix);
 
 struct CodegenOptions {
-  // Halide targets, best first. Empty: the best target of this build's CPU target list
-  // (runtime::cpu_targets()) that this CPU supports.
+  // Halide targets of CPU kernels, best first. Empty: the best target of this build's CPU
+  // target list (runtime::cpu_targets()) that this CPU supports. A request for one CPU target
+  // (KernelRequest::cpu_target) or for a GPU backend (KILN_CUDA_TARGET for CUDA, baseline
+  // x86-64 with OpenCL for OpenCL) overrides them.
   std::vector<std::string> targets;
   // Where compiled kernel sets are kept, keyed by their signatures, the targets and Kiln's
   // version; a later model with the same kernels loads them instead of compiling. Empty: no

@@ -3,12 +3,14 @@
 
 #include "generators/ops/conv.h"
 #include "generators/ops/elementwise.h"
+#include "generators/ops/layout.h"
 #include "generators/ops/pool.h"
 #include "runtime/conv_weights.h"
 #include "runtime/kernels.h"
 #include "schedules/conv_schedule.h"
 #include "schedules/depthwise_schedule.h"
 #include "schedules/elementwise_schedule.h"
+#include "schedules/layout_schedule.h"
 #include "schedules/pool_schedule.h"
 
 namespace kiln::codegen {
@@ -108,10 +110,12 @@ schedules::ConvFuncs conv_funcs(const generators::ops::ConvAlgorithm& a, const H
 }
 
 // The schedule of a generated convolution: CUDA's on a GPU target; on the CPU the grouped one
-// for groups narrower than a vector, else the AOT kernels' choice for the layer's size.
+// for groups narrower than a vector, else the chosen one (naive, deep or wide).
 void schedule_conv(const schedules::ConvFuncs& f, const Halide::Target& target,
                    runtime::ConvSchedule choice, bool narrow_groups) {
-  if (target.has_gpu_feature()) {
+  if (choice == runtime::ConvSchedule::naive) {
+    schedules::schedule_conv_naive(f, target);
+  } else if (target.has_gpu_feature()) {
     schedules::schedule_conv_cuda(f, target);
   } else if (narrow_groups) {
     schedules::schedule_conv_cpu_grouped(f, target);
@@ -120,6 +124,24 @@ void schedule_conv(const schedules::ConvFuncs& f, const Halide::Target& target,
   } else {
     schedules::schedule_conv_cpu(f, target);
   }
+}
+
+// The CPU schedule of a dense or grouped convolution: the spec's, or the default for the
+// layer's size.
+runtime::ConvSchedule conv_schedule_choice(const graph::ConvKernelSpec& k, int64_t in_channels) {
+  const graph::Shape& w = k.weights.shape;  // HWIO
+  const bool padded = k.pad_top || k.pad_left || k.pad_bottom || k.pad_right;
+  if (k.schedule.empty())
+    return runtime::tuned_conv_schedule(k.output.shape[1], k.output.shape[2], in_channels, w[0],
+                                        w[1], padded);
+  const std::optional<runtime::ConvSchedule> s = runtime::parse_conv_schedule(k.schedule);
+  if (!s)
+    throw graph::Error("kernel '" + k.name + "': no convolution schedule is called '" +
+                       k.schedule + "' (naive, tuned, tuned_deep, tuned_1x1)");
+  if (*s == runtime::ConvSchedule::tuned_1x1 && (w[0] != 1 || w[1] != 1 || padded))
+    throw graph::Error("kernel '" + k.name + "': schedule tuned_1x1 takes only 1x1 windows "
+                       "without padding");
+  return *s;
 }
 
 // The conv's epilogue on its accumulator value v at (co, x, y, n): the residual (inputs[3] when
@@ -148,6 +170,9 @@ KernelPipeline depthwise_pipeline(const graph::ConvKernelSpec& k, const Halide::
   const graph::Shape& in = k.input.shape;    // NHWC
   const graph::Shape& w = k.weights.shape;   // [Kh, Kw, 1, C]
   const graph::Shape& out = k.output.shape;  // NHWC
+  if (!k.schedule.empty())
+    throw graph::Error("kernel '" + k.name + "': a depthwise convolution has one schedule; '" +
+                       k.schedule + "' is for dense convolutions");
   const generators::ops::DepthwiseAlgorithm a = generators::ops::depthwise_conv2d(
       inputs[0], static_cast<int>(in[2]), static_cast<int>(in[1]), inputs[1], inputs[2],
       static_cast<int>(w[1]), static_cast<int>(w[0]),
@@ -177,9 +202,9 @@ KernelPipeline depthwise_pipeline(const graph::ConvKernelSpec& k, const Halide::
   return KernelPipeline{Halide::Pipeline(output), inputs};
 }
 
-// A generated convolution: the algorithm from generators/ops/conv.h, the activation and post
-// steps applied to the accumulator in registers, and the schedule the AOT kernels use for this
-// layer's size (runtime::tuned_conv_schedule) or the CUDA one. Weights and output keep run-time
+// A generated convolution: the algorithm from generators/ops/conv.h, the residual, activation
+// and post steps applied to the accumulator in registers, and the spec's schedule (by default
+// the one for the layer's size, runtime::tuned_conv_schedule) or the CUDA one. Weights and output keep run-time
 // strides beyond the innermost dimension: the runtime may hand over weights at a padded row
 // stride (runtime/conv_weights.h) and an output that is a slice of a Concat's (memory_plan.h).
 KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Target& target) {
@@ -204,9 +229,7 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
     }
   }
   if (k.depthwise) return depthwise_pipeline(k, target, inputs);
-  const runtime::ConvSchedule choice =
-      runtime::tuned_conv_schedule(out[1], out[2], w[2] * merge, w[0], w[1],
-                                   k.pad_top || k.pad_left || k.pad_bottom || k.pad_right);
+  const runtime::ConvSchedule choice = conv_schedule_choice(k, w[2] * merge);
   const bool pointwise = choice == runtime::ConvSchedule::tuned_1x1 && !target.has_gpu_feature();
   const int out_per_group = static_cast<int>(out[3]) / k.groups * merge;
   const generators::ops::ConvAlgorithm a = generators::ops::conv2d(
@@ -273,6 +296,19 @@ KernelPipeline pool_pipeline(const graph::OpKernelSpec& k, const Halide::Target&
   return KernelPipeline{Halide::Pipeline(a.out), {input}};
 }
 
+// NCHW -> NHWC.
+KernelPipeline layout_pipeline(const graph::LayoutKernelSpec& k, const Halide::Target& target) {
+  const Halide::ImageParam input = dense_input(k.input, 0);
+  const schedules::LayoutFuncs f = generators::ops::nchw_to_nhwc(input);
+  constrain([&](int d) { return f.output.output_buffer().dim(d); }, k.output.shape);
+  if (target.has_gpu_feature()) {
+    schedules::schedule_layout_cuda(f, target);
+  } else {
+    schedules::schedule_layout_cpu(f, target);
+  }
+  return KernelPipeline{Halide::Pipeline(f.output), {input}};
+}
+
 }  // namespace
 
 KernelPipeline build_kernel_pipeline(const graph::KernelSpec& spec, const Halide::Target& target) {
@@ -281,6 +317,8 @@ KernelPipeline build_kernel_pipeline(const graph::KernelSpec& spec, const Halide
   for (const graph::TensorDesc& t : args) check_sizes(t, name);
   if (const auto* conv = std::get_if<graph::ConvKernelSpec>(&spec))
     return conv_pipeline(*conv, target);
+  if (const auto* layout = std::get_if<graph::LayoutKernelSpec>(&spec))
+    return layout_pipeline(*layout, target);
   const auto& op_spec = std::get<graph::OpKernelSpec>(spec);
   if (std::holds_alternative<graph::MatMul>(op_spec.op)) return matmul_pipeline(op_spec, target);
   if (std::holds_alternative<graph::Pool2d>(op_spec.op) ||

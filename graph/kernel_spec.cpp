@@ -56,12 +56,10 @@ std::string describe_conv(const ConvKernelSpec& k) {
     s << "residual: " << k.residual->name << ", shape " << to_string(k.residual->shape)
       << " (NHWC), added before the epilogue\n";
   s << "epilogue: " << epilogue_line(k.activation, k.residual.has_value()) << "\n";
-  if (k.groups > 1 && !k.depthwise)
-    s << "         (grouped: this kernel is generated for these shapes)\n";
   if (!k.post.empty()) {
     s << "then:    ";
     for (size_t i = 0; i < k.post.size(); ++i) s << (i ? ", " : " ") << to_string(k.post[i].kind);
-    s << " (in registers; this kernel is generated for these shapes)\n";
+    s << " (in registers)\n";
   }
   return s.str();
 }
@@ -100,9 +98,7 @@ bool generatable_conv(const Graph& g, const Node& n, const Conv2d& c) {
 }
 
 bool halide_conv(const Graph& g, const Node& n, const Conv2d& c) {
-  if (!c.post.empty() || grouped_conv(g, n, c)) return generatable_conv(g, n, c) && conv_epilogue_supported(c.activation);
-  const bool grouping_ok = c.groups == 1 || (is_depthwise(g, n, c) && !c.residual);
-  return grouping_ok && nhwc_constant_conv(g, n) && conv_epilogue_supported(c.activation);
+  return generatable_conv(g, n, c) && conv_epilogue_supported(c.activation);
 }
 
 ConvKernelSpec conv_spec(const Graph& g, const Node& n, const Conv2d& c) {
@@ -161,7 +157,8 @@ bool conv_accepts_post_steps(const Graph& g, const Node& n) {
 }
 
 bool is_generated(const KernelSpec& k) {
-  if (const auto* c = std::get_if<ConvKernelSpec>(&k)) return !c->post.empty() || (c->groups > 1 && !c->depthwise);
+  if (std::holds_alternative<ConvKernelSpec>(k) || std::holds_alternative<LayoutKernelSpec>(k))
+    return true;
   const auto* o = std::get_if<OpKernelSpec>(&k);
   if (!o) return false;
   const bool nhwc_image = o->inputs.size() == 1 && o->inputs[0].layout == Layout::nhwc &&
@@ -184,6 +181,7 @@ std::vector<TensorDesc> generated_kernel_arguments(const KernelSpec& k) {
     args.push_back(c->output);
     return args;
   }
+  if (const auto* t = std::get_if<LayoutKernelSpec>(&k)) return {t->input, t->output};
   const auto& o = std::get<OpKernelSpec>(k);
   std::vector<TensorDesc> args = o.inputs;
   args.push_back(o.output);
@@ -206,12 +204,14 @@ std::string kernel_signature(const KernelSpec& k) {
   KILN_CHECK(is_generated(k), "kernel '" + kernel_name(k) + "' is not a generated kernel");
   std::ostringstream s;
   if (const auto* c = std::get_if<ConvKernelSpec>(&k)) {
-    s << "Conv2d[g" << c->groups << "," << c->stride_h << "," << c->stride_w << "," << c->pad_top << "," << c->pad_left
+    s << "Conv2d[" << (c->depthwise ? "dw" : "g") << c->groups << "," << c->stride_h << "," << c->stride_w << "," << c->pad_top << "," << c->pad_left
       << "," << c->pad_bottom << "," << c->pad_right << "," << c->dilation_h << "," << c->dilation_w
       << "," << std::hexfloat << c->activation.lo << "," << c->activation.hi << std::defaultfloat
-      << (c->residual ? ",residual" : "") << "]";
+      << (c->residual ? ",residual" : "") << (c->schedule.empty() ? "" : ",schedule=" + c->schedule)
+      << "]";
     write_steps(s, c->post);
   }
+  if (std::holds_alternative<LayoutKernelSpec>(k)) s << "LayoutTransform[nchw->nhwc]";
   const auto* op = std::get_if<OpKernelSpec>(&k);
   if (op) s << op_name(op->op);
   if (const auto* ch = op ? std::get_if<ElementwiseChain>(&op->op) : nullptr) {

@@ -19,9 +19,8 @@ struct TensorDesc {
   DType dtype = DType::f32;
 };
 
-// A convolution for the Halide kernels: NHWC input, HWIO weights, groups == 1, depthwise
-// (groups == channels, weights [Kh, Kw, 1, C]) or grouped (weights [Kh, Kw, Ci / groups, Co];
-// generated for its shapes).
+// A convolution, generated for its shapes: NHWC input, HWIO weights, groups == 1, depthwise
+// (groups == channels, weights [Kh, Kw, 1, C]) or grouped (weights [Kh, Kw, Ci / groups, Co]).
 struct ConvKernelSpec {
   bool depthwise = false;
   int groups = 1;
@@ -34,9 +33,13 @@ struct ConvKernelSpec {
   int dilation_h = 1, dilation_w = 1;
   Activation activation;
   // Steps after the activation (Conv2d::post) and each affine step's scale and shift ([Co]).
-  // A conv with post steps is generated for its shapes (is_generated).
   std::vector<ChainStep> post;
   std::vector<TensorDesc> post_params;
+  // The CPU schedule of a dense convolution: empty for the default choice by the layer's size
+  // (runtime::tuned_conv_schedule), or "naive", "tuned", "tuned_deep", "tuned_1x1" (see
+  // runtime::ConvSchedule). Part of the kernel's signature: a kernel compiled with one schedule
+  // is never bound to a spec asking for another.
+  std::string schedule;
 };
 
 struct LayoutKernelSpec {
@@ -44,8 +47,9 @@ struct LayoutKernelSpec {
   TensorDesc input, output;
 };
 
-// Any other node, run by the runtime's portable kernels: the op with its attributes and its
-// tensors in the node's input order.
+// Any other node: the op with its attributes and its tensors in the node's input order.
+// Generated for its shapes when is_generated says so, else run by the runtime's portable
+// kernels.
 struct OpKernelSpec {
   std::string name;
   std::vector<std::string> computes;
@@ -57,17 +61,17 @@ struct OpKernelSpec {
 using KernelSpec = std::variant<ConvKernelSpec, LayoutKernelSpec, OpKernelSpec>;
 const std::string& kernel_name(const KernelSpec& k);
 
-// Epilogues the fused convolution kernels implement: none, relu, relu6. Fusion asks this
-// before absorbing an op, so it never creates a kernel nobody can run.
+// Activations fused into a convolution's epilogue: none, relu, relu6 (other activations fuse as
+// post steps). Fusion asks this before absorbing an op, so it never creates a kernel nobody can
+// run.
 bool conv_epilogue_supported(const Activation& a);
 // Whether conv node n can take elementwise steps after its activation (Conv2d::post): an NHWC
-// convolution, dense or depthwise (without a residual), with constant weights and bias, which
-// is then generated for its shapes.
+// convolution, dense, grouped or depthwise (without a residual), with constant weights and bias.
 bool conv_accepts_post_steps(const Graph& g, const Node& n);
 
-// One spec per node: convolutions the Halide kernels implement (NHWC, groups == 1, constant
-// weights, a supported epilogue) become ConvKernelSpec, NCHW -> NHWC transforms
-// LayoutKernelSpec, everything else OpKernelSpec.
+// One spec per node: convolutions the generated kernels implement (NHWC, constant weights, a
+// supported epilogue) become ConvKernelSpec, NCHW -> NHWC transforms LayoutKernelSpec,
+// everything else OpKernelSpec.
 std::vector<KernelSpec> lower_to_kernels(const Graph& g);
 // Whether lower_to_kernels makes node n a Halide convolution kernel (ConvKernelSpec). Those
 // kernels take their output as a strided buffer, so they can write into a slice of a larger
@@ -76,10 +80,10 @@ bool lowers_to_halide_conv(const Graph& g, const Node& n);
 
 // Kernels generated per model by codegen/: a Halide pipeline built for this spec's exact shapes,
 // compiled ahead of time (`kiln compile`) or into a cached shared object (`kiln run`, `bench`,
-// the tests). Today: elementwise chains, binary elementwise ops, NHWC pooling (2-D and global),
-// MatMul of a 4-D tensor by a matrix, grouped convolutions and convolutions with post steps.
-// The other specs still run as prebuilt Halide kernels
-// or portable C++ kernels; each op moves here as its algorithm builder lands.
+// the tests). Today: every convolution, the layout transform, elementwise chains, binary
+// elementwise ops, NHWC pooling (2-D and global) and MatMul of a 4-D tensor by a matrix. The
+// other ops still run as portable C++ kernels (runtime/ops/); each moves here as its algorithm
+// builder lands.
 bool is_generated(const KernelSpec& k);
 // The tensors a generated kernel takes, in its argument order: the spec's inputs in node order,
 // then the output. Codegen declares the pipeline's arguments from this list and the runtime

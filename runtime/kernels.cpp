@@ -1,4 +1,5 @@
-// The kernel table, generated from the CMake target list into kiln/kernel_table.inc.
+// The build's CPU targets (generated from KILN_CPU_TARGETS into kiln/cpu_targets.inc), the
+// run-time feature check, and the convolution schedule and weight-layout choices.
 #include "kernels.h"
 
 #include <cpuid.h>
@@ -7,91 +8,16 @@
 #include <sstream>
 
 #include "conv_weights.h"
-#include "kiln_conv_none_naive.h"
-#include "kiln_conv_none_residual_naive.h"
-#include "kiln_conv_none_residual_tuned.h"
-#include "kiln_conv_none_residual_tuned_1x1.h"
-#include "kiln_conv_none_residual_tuned_deep.h"
-#include "kiln_conv_none_tuned.h"
-#include "kiln_conv_none_tuned_1x1.h"
-#include "kiln_conv_none_tuned_deep.h"
-#include "kiln_conv_relu6_naive.h"
-#include "kiln_conv_relu6_residual_naive.h"
-#include "kiln_conv_relu6_residual_tuned.h"
-#include "kiln_conv_relu6_residual_tuned_1x1.h"
-#include "kiln_conv_relu6_residual_tuned_deep.h"
-#include "kiln_conv_relu6_tuned.h"
-#include "kiln_conv_relu6_tuned_1x1.h"
-#include "kiln_conv_relu6_tuned_deep.h"
-#include "kiln_conv_relu_naive.h"
-#include "kiln_conv_relu_residual_naive.h"
-#include "kiln_conv_relu_residual_tuned.h"
-#include "kiln_conv_relu_residual_tuned_1x1.h"
-#include "kiln_conv_relu_residual_tuned_deep.h"
-#include "kiln_conv_relu_tuned.h"
-#include "kiln_conv_relu_tuned_1x1.h"
-#include "kiln_conv_relu_tuned_deep.h"
-#include "kiln_depthwise_none.h"
-#include "kiln_depthwise_relu.h"
-#include "kiln_depthwise_relu6.h"
-#include "kiln_nchw_to_nhwc.h"
-#ifdef KILN_HAVE_CUDA_KERNELS
-#include "kiln_depthwise_none_cuda.h"
-#include "kiln_depthwise_relu6_cuda.h"
-#include "kiln_depthwise_relu_cuda.h"
-#include "kiln_conv_none_cuda.h"
-#include "kiln_conv_none_residual_cuda.h"
-#include "kiln_conv_relu6_cuda.h"
-#include "kiln_conv_relu6_residual_cuda.h"
-#include "kiln_conv_relu_cuda.h"
-#include "kiln_conv_relu_residual_cuda.h"
-#include "kiln_nchw_to_nhwc_cuda.h"
-#endif
-
-// Per-target entry points carry '-' in their symbol names; bind them with asm labels.
-#define KILN_CPU_TARGET(index, name)
-#define KILN_CONV_KERNEL(e, r, s, t, sym) \
-  extern "C" int kiln_conv_##e##_##r##_##s##_t##t(void**) __asm__("\"" sym "\"");
-#define KILN_LAYOUT_KERNEL(t, sym) extern "C" int kiln_nchw_to_nhwc_t##t(void**) __asm__("\"" sym "\"");
-#define KILN_DEPTHWISE_KERNEL(e, t, sym) \
-  extern "C" int kiln_depthwise_##e##_t##t(void**) __asm__("\"" sym "\"");
-#include "kiln/kernel_table.inc"
-#undef KILN_CPU_TARGET
-#undef KILN_CONV_KERNEL
-#undef KILN_LAYOUT_KERNEL
-#undef KILN_DEPTHWISE_KERNEL
 
 namespace kiln::runtime {
 namespace {
 
-struct CpuEntry {
-  std::string target;
-  KernelFn conv[3][2][4] = {};  // [epilogue][residual][schedule]
-  KernelFn layout = nullptr;
-  KernelFn depthwise[3] = {};  // [epilogue]
-};
-
-std::vector<CpuEntry> make_table() {
-  std::vector<CpuEntry> table;
-#define KILN_CPU_TARGET(index, name) \
-  table.resize(index + 1);           \
-  table[index].target = name;
-#define KILN_CONV_KERNEL(e, r, s, t, sym)                                       \
-  table[t].conv[static_cast<int>(ConvEpilogue::e)][std::string(#r) == "residual"] \
-               [static_cast<int>(ConvSchedule::s)] = kiln_conv_##e##_##r##_##s##_t##t;
-#define KILN_LAYOUT_KERNEL(t, sym) table[t].layout = kiln_nchw_to_nhwc_t##t;
-#define KILN_DEPTHWISE_KERNEL(e, t, sym) \
-  table[t].depthwise[static_cast<int>(ConvEpilogue::e)] = kiln_depthwise_##e##_t##t;
-#include "kiln/kernel_table.inc"
+const std::vector<std::string>& target_table() {
+  static const std::vector<std::string> t = {
+#define KILN_CPU_TARGET(name) name,
+#include "kiln/cpu_targets.inc"
 #undef KILN_CPU_TARGET
-#undef KILN_CONV_KERNEL
-#undef KILN_LAYOUT_KERNEL
-#undef KILN_DEPTHWISE_KERNEL
-  return table;
-}
-
-const std::vector<CpuEntry>& table() {
-  static const std::vector<CpuEntry> t = make_table();
+  };
   return t;
 }
 
@@ -113,39 +39,35 @@ bool feature_supported(const std::string& f) {
   return false;  // a feature this table does not know: never claim support
 }
 
-KernelFn conv_wrapper(ConvEpilogue e, ConvSchedule s, bool residual) {
-#define KILN_CONV_WRAPPERS(prefix) \
-  { prefix##_naive_argv, prefix##_tuned_argv, prefix##_tuned_deep_argv, prefix##_tuned_1x1_argv }
-  static const KernelFn fns[3][2][4] = {
-      {KILN_CONV_WRAPPERS(kiln_conv_none), KILN_CONV_WRAPPERS(kiln_conv_none_residual)},
-      {KILN_CONV_WRAPPERS(kiln_conv_relu), KILN_CONV_WRAPPERS(kiln_conv_relu_residual)},
-      {KILN_CONV_WRAPPERS(kiln_conv_relu6), KILN_CONV_WRAPPERS(kiln_conv_relu6_residual)},
-  };
-#undef KILN_CONV_WRAPPERS
-  return fns[static_cast<int>(e)][residual][static_cast<int>(s)];
-}
-
 }  // namespace
 
-ConvEpilogue conv_epilogue(const graph::Activation& a) {
-  if (a.is_identity()) return ConvEpilogue::none;
-  if (a.is_relu()) return ConvEpilogue::relu;
-  KILN_CHECK(a.is_relu6(), "no conv kernel for epilogue " + graph::to_string(a));
-  return ConvEpilogue::relu6;
+const std::vector<std::string>& cpu_targets() { return target_table(); }
+
+const std::string& cuda_target() {
+  static const std::string t = KILN_CUDA_TARGET;
+  return t;
 }
 
-const std::vector<std::string>& cpu_targets() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> n;
-    for (const CpuEntry& e : table()) n.push_back(e.target);
-    return n;
-  }();
-  return names;
+const char* to_string(ConvSchedule s) {
+  switch (s) {
+    case ConvSchedule::naive: return "naive";
+    case ConvSchedule::tuned: return "tuned";
+    case ConvSchedule::tuned_deep: return "tuned_deep";
+    case ConvSchedule::tuned_1x1: return "tuned_1x1";
+  }
+  return "?";
+}
+
+std::optional<ConvSchedule> parse_conv_schedule(const std::string& name) {
+  for (ConvSchedule s : {ConvSchedule::naive, ConvSchedule::tuned, ConvSchedule::tuned_deep,
+                         ConvSchedule::tuned_1x1})
+    if (name == to_string(s)) return s;
+  return std::nullopt;
 }
 
 bool cpu_target_supported(int index) {
-  KILN_CHECK(index >= 0 && index < static_cast<int>(table().size()), "CPU target index");
-  std::istringstream parts(table()[index].target);
+  KILN_CHECK(index >= 0 && index < static_cast<int>(target_table().size()), "CPU target index");
+  std::istringstream parts(target_table()[static_cast<size_t>(index)]);
   std::string part;
   int field = 0;
   while (std::getline(parts, part, '-')) {
@@ -157,7 +79,7 @@ bool cpu_target_supported(int index) {
 }
 
 int best_cpu_target() {
-  for (int i = 0; i < static_cast<int>(table().size()); ++i)
+  for (int i = 0; i < static_cast<int>(target_table().size()); ++i)
     if (cpu_target_supported(i)) return i;
   return -1;
 }
@@ -214,60 +136,6 @@ StridedConvWeights restride_conv_weights(const float* hwio, int64_t kh, int64_t 
   w.dims[2] = {0, i32(kw), i32(ci * stride), 0};
   w.dims[3] = {0, i32(kh), i32(kw * ci * stride), 0};
   return w;
-}
-
-KernelFn cpu_conv_kernel(ConvEpilogue e, ConvSchedule s, int target, bool residual) {
-  if (target < 0) return conv_wrapper(e, s, residual);
-  KILN_CHECK(target < static_cast<int>(table().size()), "CPU target index");
-  return table()[target].conv[static_cast<int>(e)][residual][static_cast<int>(s)];
-}
-
-KernelFn cpu_depthwise_kernel(ConvEpilogue e, int target) {
-  static const KernelFn wrappers[3] = {kiln_depthwise_none_argv, kiln_depthwise_relu_argv,
-                                       kiln_depthwise_relu6_argv};
-  if (target < 0) return wrappers[static_cast<int>(e)];
-  KILN_CHECK(target < static_cast<int>(table().size()), "CPU target index");
-  return table()[target].depthwise[static_cast<int>(e)];
-}
-
-KernelFn cpu_layout_kernel(int target) {
-  if (target < 0) return kiln_nchw_to_nhwc_argv;
-  KILN_CHECK(target < static_cast<int>(table().size()), "CPU target index");
-  return table()[target].layout;
-}
-
-KernelFn cuda_conv_kernel(ConvEpilogue e, bool residual) {
-#ifdef KILN_HAVE_CUDA_KERNELS
-  static const KernelFn fns[3][2] = {
-      {kiln_conv_none_cuda_argv, kiln_conv_none_residual_cuda_argv},
-      {kiln_conv_relu_cuda_argv, kiln_conv_relu_residual_cuda_argv},
-      {kiln_conv_relu6_cuda_argv, kiln_conv_relu6_residual_cuda_argv},
-  };
-  return fns[static_cast<int>(e)][residual];
-#else
-  (void)e;
-  (void)residual;
-  return nullptr;
-#endif
-}
-
-KernelFn cuda_depthwise_kernel(ConvEpilogue e) {
-#ifdef KILN_HAVE_CUDA_KERNELS
-  static const KernelFn fns[3] = {kiln_depthwise_none_cuda_argv, kiln_depthwise_relu_cuda_argv,
-                                  kiln_depthwise_relu6_cuda_argv};
-  return fns[static_cast<int>(e)];
-#else
-  (void)e;
-  return nullptr;
-#endif
-}
-
-KernelFn cuda_layout_kernel() {
-#ifdef KILN_HAVE_CUDA_KERNELS
-  return kiln_nchw_to_nhwc_cuda_argv;
-#else
-  return nullptr;
-#endif
 }
 
 }  // namespace kiln::runtime

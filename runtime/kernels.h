@@ -1,7 +1,9 @@
-// The AOT kernel table: every compiled kernel, by epilogue, schedule and target, callable
-// through Halide's uniform argv entry point.
+// What the runtime and codegen share about the CPU kernels: the build's CPU targets and the
+// run-time check of which this CPU supports, the convolution schedules and the default choice
+// among them, and the weight layouts the convolution schedules read best.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -9,15 +11,15 @@
 
 namespace kiln::runtime {
 
-using KernelFn = int (*)(void** args);
-
-enum class ConvEpilogue { none, relu, relu6 };
 // naive: Halide's default schedule (a baseline). tuned: the CPU schedule for wide outputs
 // (schedules/conv_schedule_cpu.cpp). tuned_deep: the CPU schedule for small outputs with long
 // reductions (schedules/conv_schedule_cpu_deep.cpp). Both are correct for every shape.
 // tuned_1x1: the wide schedule reading the input in place instead of staging a zero-padded
-// copy; it takes only 1x1 windows without padding (any other window is an error).
+// copy; it takes only 1x1 windows without padding.
 enum class ConvSchedule { naive, tuned, tuned_deep, tuned_1x1 };
+const char* to_string(ConvSchedule s);
+// The schedule called `name` (to_string's spelling), or nothing.
+std::optional<ConvSchedule> parse_conv_schedule(const std::string& name);
 
 // The faster tuned CPU schedule for a dense conv of this shape: tuned_deep for outputs of at
 // most 64 pixels, or at most 196 pixels (14x14) from a spatial kernel with at least 1024
@@ -31,23 +33,14 @@ enum class ConvSchedule { naive, tuned, tuned_deep, tuned_1x1 };
 ConvSchedule tuned_conv_schedule(int64_t out_h, int64_t out_w, int64_t in_channels,
                                  int64_t kernel_h, int64_t kernel_w, bool padded);
 
-ConvEpilogue conv_epilogue(const graph::Activation& a);  // a must be supported
-
-// CPU targets the kernels were compiled for, best first (KILN_CPU_TARGETS).
+// CPU targets kernels are compiled for, best first (KILN_CPU_TARGETS).
 const std::vector<std::string>& cpu_targets();
 // Whether this CPU has every feature a target needs.
 bool cpu_target_supported(int index);
 // The best target this CPU supports: the one the multi-target wrappers pick.
 int best_cpu_target();
-
-// target < 0: the multi-target wrapper (runtime dispatch). Argument order for conv kernels:
-// input, weights, bias, stride_x, stride_y, pad_x, pad_y, dilation_x, dilation_y,
-// [residual,] output.
-KernelFn cpu_conv_kernel(ConvEpilogue e, ConvSchedule s, int target, bool residual = false);
-KernelFn cpu_layout_kernel(int target);  // input, output
-// Depthwise convolution (one filter per channel): same arguments as the conv kernels, without
-// a residual; one schedule.
-KernelFn cpu_depthwise_kernel(ConvEpilogue e, int target);
+// The Halide target of the CUDA kernels (KILN_CUDA_TARGET).
+const std::string& cuda_target();
 
 // Distance in floats between consecutive input channels of the HWIO weights a CPU dense conv
 // kernel reads best: the output-channel count, plus one 64-byte line when that count is a
@@ -56,10 +49,5 @@ KernelFn cpu_depthwise_kernel(ConvEpilogue e, int target);
 // lines evict each other (measured: 14x14, 256 -> 256 channels 3x3 on 1 thread, 219 -> 253
 // GFLOP/s). The kernels take any stride; this is only the layout they are fastest with.
 int64_t conv_weight_ci_stride(int64_t out_channels);
-
-// nullptr when the build has no CUDA kernels.
-KernelFn cuda_conv_kernel(ConvEpilogue e, bool residual = false);
-KernelFn cuda_layout_kernel();
-KernelFn cuda_depthwise_kernel(ConvEpilogue e);
 
 }  // namespace kiln::runtime

@@ -8,6 +8,7 @@
 #include "HalideBuffer.h"
 #include "HalideRuntime.h"
 #include "HalideRuntimeCuda.h"
+#include "HalideRuntimeOpenCL.h"
 #include "graph/verify.h"
 #include "halide_errors.h"
 #include "conv_weights.h"
@@ -19,7 +20,6 @@
 namespace kiln {
 namespace {
 
-using runtime::KernelFn;
 using HalideBuffer = Halide::Runtime::Buffer<float>;
 
 // Halide dimensions are innermost first: the reverse of the row-major shape.
@@ -30,11 +30,9 @@ HalideBuffer wrap(float* data, const graph::Shape& shape) {
 
 struct Call {
   std::string name;
-  KernelFn fn = nullptr;                // a Halide kernel, or null for a portable op
+  GeneratedKernelFn fn = nullptr;       // a generated kernel, or null for a portable op
   std::optional<graph::Op> portable;    // the op the portable kernels run
   std::vector<graph::ValueId> buffers;  // in argument order, output last
-  int scalars[6] = {};                  // conv: stride x/y, pad x/y, dilation x/y
-  bool is_conv = false;
   std::vector<void*> args;
 };
 
@@ -42,21 +40,31 @@ struct FreeDeleter {
   void operator()(void* p) const { std::free(p); }
 };
 
-// Empty when CUDA can allocate device memory; otherwise the reason it cannot.
-std::string cuda_unusable_reason() {
-  if (!runtime::cuda_conv_kernel(runtime::ConvEpilogue::none))
-    return "this build of Kiln has no CUDA kernels (KILN_BUILD_CUDA=OFF)";
+bool is_gpu(Backend b) { return b != Backend::cpu; }
+
+// Empty when the GPU backend can allocate device memory; otherwise the reason it cannot.
+std::string gpu_unusable_reason(Backend b) {
+  const halide_device_interface_t* device = nullptr;
+  if (b == Backend::cuda) {
+#ifdef KILN_HAVE_CUDA
+    device = halide_cuda_device_interface();
+#else
+    return "this build of Kiln has no CUDA support (KILN_BUILD_CUDA=OFF)";
+#endif
+  } else {
+    device = halide_opencl_device_interface();
+  }
   runtime::begin_halide_call();
   float probe_data[1] = {0.0f};
   HalideBuffer probe(probe_data, 1);
-  const int rc = halide_device_malloc(nullptr, probe.raw_buffer(), halide_cuda_device_interface());
+  const int rc = halide_device_malloc(nullptr, probe.raw_buffer(), device);
   if (rc == 0) {
     probe.device_free();
     return "";
   }
   std::string why = runtime::last_halide_error();
-  return "CUDA is not usable here (error " + std::to_string(rc) + (why.empty() ? "" : ": " + why) +
-         ")";
+  return std::string(b == Backend::cuda ? "CUDA" : "OpenCL") + " is not usable here (error " +
+         std::to_string(rc) + (why.empty() ? "" : ": " + why) + ")";
 }
 
 // Portable kernels run their parallel loops on the Halide thread pool (one pool for all).
@@ -72,7 +80,14 @@ void halide_parallel_runner(int64_t count, const runtime::ops::ParallelBody& bod
 
 }  // namespace
 
-const char* to_string(Backend b) { return b == Backend::cpu ? "cpu" : "cuda"; }
+const char* to_string(Backend b) {
+  switch (b) {
+    case Backend::cpu: return "cpu";
+    case Backend::cuda: return "cuda";
+    case Backend::opencl: return "opencl";
+  }
+  return "?";
+}
 const char* to_string(Schedule s) { return s == Schedule::tuned ? "tuned" : "naive"; }
 
 struct Model::Impl {
@@ -116,7 +131,11 @@ void Model::Impl::load_generated_kernels() {
                        " more) must be generated for this model's shapes; give the Model a "
                        "kernel generator (ModelOptions::generate_kernels, e.g. "
                        "codegen::kernel_generator())");
-  generated = options.generate_kernels(specs);
+  KernelRequest request;
+  request.backend = options.backend;
+  if (options.backend == Backend::cpu && options.cpu_target >= 0)
+    request.cpu_target = runtime::cpu_targets()[static_cast<size_t>(options.cpu_target)];
+  generated = options.generate_kernels(specs, request);
   if (!generated || generated->kernels.size() != specs.size())
     throw graph::Error("the generated kernel table has " +
                        std::to_string(generated ? generated->kernels.size() : 0) +
@@ -189,86 +208,55 @@ void Model::Impl::widen_grouped_weights(const graph::ConvKernelSpec& c) {
 }
 
 void Model::Impl::make_calls() {
-  const bool cuda = options.backend == Backend::cuda;
-  const auto schedule = options.schedule == Schedule::tuned ? runtime::ConvSchedule::tuned
-                                                            : runtime::ConvSchedule::naive;
   size_t next_generated = 0;
   for (const graph::KernelSpec& k : kernels) {
     Call c;
+    c.name = graph::kernel_name(k);
     if (graph::is_generated(k)) {
-      if (const auto* conv = std::get_if<graph::ConvKernelSpec>(&k)) widen_grouped_weights(*conv);
-      c.name = graph::kernel_name(k);
+      if (const auto* conv = std::get_if<graph::ConvKernelSpec>(&k)) {
+        widen_grouped_weights(*conv);
+        if (options.backend == Backend::cpu && conv->groups == 1 &&
+            g.value(conv->weights.value).is_constant())
+          restride_conv_weights(conv->weights.value);
+      }
       c.fn = generated->kernels[next_generated++].fn;
       for (const graph::TensorDesc& t : graph::generated_kernel_arguments(k))
         c.buffers.push_back(t.value);
-      calls.push_back(std::move(c));
-      continue;
-    }
-    if (const auto* op = std::get_if<graph::OpKernelSpec>(&k)) {
-      c.name = op->name;
-      c.portable = op->op;
-      for (const graph::TensorDesc& in : op->inputs) c.buffers.push_back(in.value);
-      c.buffers.push_back(op->output.value);
-      calls.push_back(std::move(c));
-      continue;
-    }
-    if (const auto* conv = std::get_if<graph::ConvKernelSpec>(&k)) {
-      const auto e = runtime::conv_epilogue(conv->activation);
-      const bool residual = conv->residual.has_value();
-      c.name = conv->name;
-      if (conv->depthwise) {  // one schedule: the naive/tuned choice applies to dense convs
-        c.fn = cuda ? runtime::cuda_depthwise_kernel(e) : runtime::cpu_depthwise_kernel(e, options.cpu_target);
-      } else {
-        const graph::Shape& out = g.value(conv->output.value).shape;  // NHWC
-        const graph::Shape& w = g.value(conv->weights.value).shape;   // HWIO
-        const auto sched =
-            schedule == runtime::ConvSchedule::naive
-                ? schedule
-                : runtime::tuned_conv_schedule(
-                      out[1], out[2], w[2], w[0], w[1],
-                      conv->pad_top || conv->pad_left || conv->pad_bottom || conv->pad_right);
-        c.fn = cuda ? runtime::cuda_conv_kernel(e, residual)
-                    : runtime::cpu_conv_kernel(e, sched, options.cpu_target, residual);
-        if (!cuda && g.value(conv->weights.value).is_constant())
-          restride_conv_weights(conv->weights.value);
-      }
-      c.buffers = {conv->input.value, conv->weights.value, conv->bias.value};
-      if (residual) c.buffers.push_back(conv->residual->value);
-      c.buffers.push_back(conv->output.value);
-      const int s[6] = {conv->stride_w, conv->stride_h, conv->pad_left,
-                        conv->pad_top,  conv->dilation_w, conv->dilation_h};
-      std::copy(s, s + 6, c.scalars);
-      c.is_conv = true;
     } else {
-      const auto& t = std::get<graph::LayoutKernelSpec>(k);
-      c.name = t.name;
-      c.fn = cuda ? runtime::cuda_layout_kernel() : runtime::cpu_layout_kernel(options.cpu_target);
-      c.buffers = {t.input.value, t.output.value};
+      const auto& op = std::get<graph::OpKernelSpec>(k);
+      c.portable = op.op;
+      for (const graph::TensorDesc& in : op.inputs) c.buffers.push_back(in.value);
+      c.buffers.push_back(op.output.value);
     }
-    KILN_CHECK(c.fn != nullptr, "no kernel entry point for " + c.name);
     calls.push_back(std::move(c));
   }
-  // Argument vectors point into `calls` and `buffers`; both stay put from here on. Conv
-  // kernels take their scalars after input, weights and bias (see runtime/kernels.h).
-  for (Call& c : calls) {
-    if (c.portable) continue;
-    for (size_t i = 0; i < c.buffers.size(); ++i) {
-      if (c.is_conv && i == 3)
-        for (int& s : c.scalars) c.args.push_back(&s);
-      c.args.push_back(buffers[c.buffers[i].index].raw_buffer());
-    }
-  }
+  // Argument vectors point into `buffers`, which stays put from here on.
+  for (Call& c : calls)
+    if (!c.portable)
+      for (graph::ValueId v : c.buffers) c.args.push_back(buffers[v.index].raw_buffer());
 }
 
 std::string Model::Impl::run_portable(const Call& c) {
+  // On a GPU backend the portable ops run on the host: their inputs come back from the device
+  // first (a no-op unless a kernel wrote them there), and their output is marked as newer on
+  // the host, so the next GPU kernel copies it up.
+  const bool gpu = is_gpu(options.backend);
   std::vector<runtime::ops::ConstTensorRef> ins;
   for (size_t i = 0; i + 1 < c.buffers.size(); ++i) {
+    HalideBuffer& b = buffers[c.buffers[i].index];
+    if (gpu) {
+      runtime::begin_halide_call();
+      if (b.copy_to_host() != 0)
+        return "copying an input from the GPU failed: " + runtime::last_halide_error();
+    }
     const graph::Value& v = g.value(c.buffers[i]);
-    ins.push_back({buffers[c.buffers[i].index].data(), v.shape, v.layout});
+    ins.push_back({b.data(), v.shape, v.layout});
   }
+  HalideBuffer& out_b = buffers[c.buffers.back().index];
   const graph::Value& out = g.value(c.buffers.back());
-  return runtime::ops::run_op(*c.portable, ins,
-                              {buffers[c.buffers.back().index].data(), out.shape, out.layout});
+  std::string err = runtime::ops::run_op(*c.portable, ins, {out_b.data(), out.shape, out.layout});
+  if (gpu) out_b.set_host_dirty(true);
+  return err;
 }
 
 Status Model::Impl::run_calls() {
@@ -292,7 +280,7 @@ Status Model::Impl::run_calls() {
                            " (error " + std::to_string(rc) + ")" + (why.empty() ? "" : ": " + why));
     }
   }
-  if (options.backend == Backend::cuda) {
+  if (is_gpu(options.backend)) {
     for (graph::ValueId v : g.outputs) {
       runtime::begin_halide_call();
       const int rc = buffers[v.index].copy_to_host();
@@ -319,19 +307,17 @@ Model::Model(const graph::Graph& optimized, const ModelOptions& options)
   if (options.cpu_target >= 0 && !runtime::cpu_target_supported(options.cpu_target))
     throw graph::Error("this CPU lacks features that target " +
                        runtime::cpu_targets()[options.cpu_target] + " needs");
-  for (const graph::KernelSpec& k : m.kernels)
+  for (graph::KernelSpec& k : m.kernels) {
     if (const auto* op = std::get_if<graph::OpKernelSpec>(&k))
       if (!graph::is_generated(k) && !runtime::ops::supported(op->op))
         throw graph::Error(std::string(graph::op_name(op->op)) + " node '" + op->name +
                            "': no kernel implements this op yet");
-  if (options.backend == Backend::cuda) {
-    std::string why = cuda_unusable_reason();
-    for (const graph::KernelSpec& k : m.kernels)
-      if (why.empty() && (graph::is_generated(k) || std::holds_alternative<graph::OpKernelSpec>(k)))
-        why = "node '" + graph::kernel_name(k) + "' (" +
-              (graph::is_generated(k) ? std::string("a kernel generated for its shapes")
-                                      : graph::op_name(std::get<graph::OpKernelSpec>(k).op)) +
-              ") has no CUDA kernel yet";
+    if (auto* conv = std::get_if<graph::ConvKernelSpec>(&k))
+      if (options.schedule == Schedule::naive && options.backend == Backend::cpu && !conv->depthwise)
+        conv->schedule = "naive";
+  }
+  if (is_gpu(options.backend)) {
+    const std::string why = gpu_unusable_reason(options.backend);
     if (!why.empty()) {
       if (!options.fallback_to_cpu)
         throw graph::Error(why + "; choose the cpu backend, or allow fallback to the CPU");
@@ -339,7 +325,7 @@ Model::Model(const graph::Graph& optimized, const ModelOptions& options)
       m.fallback_reason = why;
     }
   }
-  // Concats whose inputs the conv kernels write in place are not kernels any more. CUDA
+  // Concats whose inputs the conv kernels write in place are not kernels any more. GPU
   // buffers are device allocations of their own: no aliasing there.
   m.plan = graph::plan_arena(m.g, graph::PlanOptions{64, m.options.backend == Backend::cpu});
   std::vector<graph::KernelSpec> kept;
@@ -353,11 +339,16 @@ Model::Model(const graph::Graph& optimized, const ModelOptions& options)
   runtime::ops::set_parallel_runner(halide_parallel_runner);
   m.bind_buffers();
   m.make_calls();
+  // Constants (weights, and the runtime's re-laid-out copies) live on the host until a GPU
+  // kernel first reads them: marked as newer there, so that first call copies them up.
+  if (is_gpu(m.options.backend))
+    for (uint32_t i = 0; i < m.g.values().size(); ++i)
+      if (m.g.value(graph::ValueId{i}).is_constant()) m.buffers[i].set_host_dirty(true);
   m.kernel_seconds.assign(m.calls.size(), 0.0);
 }
 
 Model::~Model() {
-  if (impl_ && impl_->options.backend == Backend::cuda)
+  if (impl_ && is_gpu(impl_->options.backend))
     for (HalideBuffer& b : impl_->buffers)
       if (b.raw_buffer()->device) b.device_free();
 }
@@ -379,7 +370,7 @@ Status Model::run(const std::vector<const float*>& inputs) {
     if (!inputs[i]) return Status::error("input '" + m.g.value(m.g.inputs[i]).name + "' is null");
     HalideBuffer& b = m.buffers[m.g.inputs[i].index];
     b.raw_buffer()->host = reinterpret_cast<uint8_t*>(const_cast<float*>(inputs[i]));
-    if (m.options.backend == Backend::cuda) b.set_host_dirty(true);
+    if (is_gpu(m.options.backend)) b.set_host_dirty(true);
   }
   return m.run_calls();
 }

@@ -1,4 +1,4 @@
-// Schedules of the NCHW -> NHWC transform (generators/layout_generator.cpp).
+// Schedules of the NCHW -> NHWC transform (generators/ops/layout.h).
 #pragma once
 
 #include "Halide.h"

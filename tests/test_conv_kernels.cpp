@@ -1,5 +1,7 @@
-// The AOT convolution kernels against the reference interpreter: random inputs, a NaN-poisoned
-// output, every shape below x every schedule x every compiled CPU target this CPU can run.
+// The generated convolution kernels against the reference interpreter: random inputs, a
+// NaN-poisoned output, every shape below x every CPU schedule x every CPU target this CPU can
+// run. Each kernel is generated for its spec (codegen::kernel_generator) and called through its
+// entry point with buffers bound here, the way the runtime binds them.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -7,10 +9,12 @@
 #include <sstream>
 
 #include "HalideBuffer.h"
+#include "codegen/kernel_library.h"
 #include "graph/builder.h"
 #include "graph/reference.h"
 #include "halide_errors.h"
 #include "kernels.h"
+#include "kiln/runtime.h"
 
 namespace {
 
@@ -90,11 +94,36 @@ HalideBuffer wrap(const float* data, const graph::Shape& shape) {
   return HalideBuffer(const_cast<float*>(data), sizes);
 }
 
-// Runs one kernel on the problem and returns the output; the output starts as NaN everywhere.
-// `weight_ci_stride` > 0: the weights in a copy with that distance between input channels (the
-// runtime's layout, runtime::conv_weight_ci_stride), not packed.
-std::vector<float> run_kernel(runtime::KernelFn fn, const ConvCase& c, const Problem& p,
+// The problem's one convolution, lowered as the runtime lowers it, with `schedule` ("" for the
+// default choice).
+graph::KernelSpec conv_spec(const Problem& p, const std::string& schedule) {
+  ModelOptions lower;
+  lower.lower_only = true;
+  graph::KernelSpec spec = Model(p.g, lower).kernels().at(0);
+  std::get<graph::ConvKernelSpec>(spec).schedule = schedule;
+  return spec;
+}
+
+// The generated kernel of `spec` for CPU target `target` (an index into runtime::cpu_targets(),
+// or -1: every target behind a dispatch wrapper). `keep` holds the loaded code.
+GeneratedKernelFn generate(const graph::KernelSpec& spec, int target,
+                           std::shared_ptr<const GeneratedKernels>* keep) {
+  codegen::CodegenOptions o;
+  o.cache_dir = KILN_TEST_CACHE_DIR;
+  if (target < 0) o.targets = runtime::cpu_targets();
+  KernelRequest request;
+  if (target >= 0) request.cpu_target = runtime::cpu_targets()[static_cast<size_t>(target)];
+  *keep = codegen::kernel_generator(o)({spec}, request);
+  return (*keep)->kernels.at(0).fn;
+}
+
+// Runs the problem's kernel with `schedule` on `target` and returns the output; the output
+// starts as NaN everywhere. `weight_ci_stride` > 0: the weights in a copy with that distance
+// between input channels (the runtime's layout, runtime::conv_weight_ci_stride), not packed.
+std::vector<float> run_kernel(const Problem& p, const std::string& schedule, int target,
                               int weight_ci_stride = 0) {
+  std::shared_ptr<const GeneratedKernels> keep;
+  const GeneratedKernelFn fn = generate(conv_spec(p, schedule), target, &keep);
   const graph::Node& node = p.g.nodes()[0];
   const graph::Value& w = p.g.value(node.inputs[1]);
   const graph::Value& bias = p.g.value(node.inputs[2]);
@@ -103,23 +132,22 @@ std::vector<float> run_kernel(runtime::KernelFn fn, const ConvCase& c, const Pro
   HalideBuffer w_b = wrap(w.data->data(), w.shape);
   std::vector<float> strided;
   if (weight_ci_stride > 0) {
-    const int co = static_cast<int>(c.co), rows = static_cast<int>(c.kh * c.kw * c.ci);
+    const int kh = static_cast<int>(w.shape[0]), kw = static_cast<int>(w.shape[1]);
+    const int ci = static_cast<int>(w.shape[2]), co = static_cast<int>(w.shape[3]);
+    const int rows = kh * kw * ci;
     strided.assign(static_cast<size_t>(rows) * weight_ci_stride, NAN);  // gaps are never read
     for (int r = 0; r < rows; ++r)
       std::copy(w.data->begin() + r * co, w.data->begin() + (r + 1) * co,
                 strided.begin() + static_cast<size_t>(r) * weight_ci_stride);
-    halide_dimension_t dims[4] = {
-        {0, co, 1},
-        {0, static_cast<int>(c.ci), weight_ci_stride},
-        {0, static_cast<int>(c.kw), static_cast<int>(c.ci) * weight_ci_stride},
-        {0, static_cast<int>(c.kh), static_cast<int>(c.kw * c.ci) * weight_ci_stride}};
+    halide_dimension_t dims[4] = {{0, co, 1},
+                                  {0, ci, weight_ci_stride},
+                                  {0, kw, ci * weight_ci_stride},
+                                  {0, kh, kw * ci * weight_ci_stride}};
     w_b = HalideBuffer(strided.data(), 4, dims);
   }
   HalideBuffer b_b = wrap(bias.data->data(), bias.shape);
   HalideBuffer out_b = wrap(out.data(), p.expected.shape);
-  int scalars[6] = {c.stride_w, c.stride_h, c.pad_left, c.pad_top, c.dil_w, c.dil_h};
-  std::vector<void*> args = {in_b.raw_buffer(), w_b.raw_buffer(), b_b.raw_buffer(), &scalars[0],
-                             &scalars[1], &scalars[2], &scalars[3], &scalars[4], &scalars[5]};
+  std::vector<void*> args = {in_b.raw_buffer(), w_b.raw_buffer(), b_b.raw_buffer()};
   HalideBuffer res_b;
   if (node.inputs.size() == 4) {
     const graph::Value& r = p.g.value(node.inputs[3]);
@@ -152,6 +180,7 @@ void expect_close(const std::vector<float>& got, const graph::Tensor& want) {
 constexpr runtime::ConvSchedule kSchedules[] = {
     runtime::ConvSchedule::tuned, runtime::ConvSchedule::tuned_deep, runtime::ConvSchedule::naive,
     runtime::ConvSchedule::tuned_1x1};
+std::string name(runtime::ConvSchedule s) { return runtime::to_string(s); }
 
 bool pointwise_schedule(runtime::ConvSchedule s) { return s == runtime::ConvSchedule::tuned_1x1; }
 // The shapes a schedule takes: tuned_1x1 only unpadded 1x1 windows.
@@ -163,7 +192,7 @@ bool applies(runtime::ConvSchedule s, const ConvCase& c) {
 struct KernelParam {
   size_t case_index;
   runtime::ConvSchedule schedule;
-  int target;  // -1: the multi-target dispatch wrapper
+  int target;  // an index into runtime::cpu_targets()
 };
 
 std::string describe(const KernelParam& p);
@@ -174,17 +203,11 @@ std::string param_name(const testing::TestParamInfo<KernelParam>& info) { return
 std::string describe(const KernelParam& param) {
   const testing::TestParamInfo<KernelParam> info(param, 0);
   std::ostringstream s;
-  static const char* kNames[] = {"naive", "tuned", "tuned_deep", "tuned_1x1"};
-  s << kCases[info.param.case_index].name << "_" << kNames[static_cast<int>(info.param.schedule)]
-    << "_";
-  if (info.param.target < 0) {
-    s << "dispatch";
-  } else {
-    std::string t = runtime::cpu_targets()[info.param.target];
-    for (char& ch : t)
-      if (ch == '-') ch = '_';
-    s << t;
-  }
+  s << kCases[info.param.case_index].name << "_" << name(info.param.schedule) << "_";
+  std::string t = runtime::cpu_targets()[info.param.target];
+  for (char& ch : t)
+    if (ch == '-') ch = '_';
+  s << t;
   return s.str();
 }
 
@@ -193,7 +216,7 @@ std::vector<KernelParam> all_params() {
   for (size_t i = 0; i < std::size(kCases); ++i)
     for (auto s : kSchedules)
       if (applies(s, kCases[i]))
-        for (int t = -1; t < static_cast<int>(runtime::cpu_targets().size()); ++t)
+        for (int t = 0; t < static_cast<int>(runtime::cpu_targets().size()); ++t)
           out.push_back({i, s, t});
   return out;
 }
@@ -203,54 +226,44 @@ class ConvKernelTest : public testing::TestWithParam<KernelParam> {};
 // Each shape with one epilogue (rotating through none / relu / relu6).
 TEST_P(ConvKernelTest, MatchesReference) {
   const KernelParam& p = GetParam();
-  if (p.target >= 0 && !runtime::cpu_target_supported(p.target))
+  if (!runtime::cpu_target_supported(p.target))
     GTEST_SKIP() << "this CPU lacks features of " << runtime::cpu_targets()[p.target];
   const int epilogue = static_cast<int>(p.case_index % 3);
   const Problem& prob = problem_for(p.case_index, epilogue);
-  const auto fn = runtime::cpu_conv_kernel(static_cast<runtime::ConvEpilogue>(epilogue), p.schedule, p.target);
-  expect_close(run_kernel(fn, kCases[p.case_index], prob), prob.expected);
+  expect_close(run_kernel(prob, name(p.schedule), p.target), prob.expected);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllShapes, ConvKernelTest, testing::ValuesIn(all_params()), param_name);
 
-// Every epilogue on two shapes (one on the fast path, one on the scalar fallback), every target.
-TEST(ConvKernelEpilogues, AllEpiloguesAllTargets) {
+// Every epilogue on two shapes (one on the fast path, one on the scalar fallback), both tuned
+// schedules, behind the dispatch wrapper of every CPU target.
+TEST(ConvKernelEpilogues, AllEpilogues) {
   for (size_t case_index : {size_t{2}, size_t{9}}) {
     for (int e = 0; e < 3; ++e) {
       const Problem& prob = problem_for(case_index, e);
       size_t clipped = 0;
       for (float v : prob.expected.data) clipped += (v == 0.0f || v == 6.0f);
       if (e > 0) EXPECT_GT(clipped, 0u) << "the epilogue is not exercised";
-      for (int t = -1; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
-        if (t >= 0 && !runtime::cpu_target_supported(t)) continue;
-        for (auto s : {runtime::ConvSchedule::tuned, runtime::ConvSchedule::tuned_deep}) {
-          SCOPED_TRACE(std::string(kCases[case_index].name) + " epilogue " + std::to_string(e) +
-                       " target " + std::to_string(t) + " schedule " +
-                       std::to_string(static_cast<int>(s)));
-          const auto fn = runtime::cpu_conv_kernel(static_cast<runtime::ConvEpilogue>(e), s, t);
-          expect_close(run_kernel(fn, kCases[case_index], prob), prob.expected);
-        }
+      for (auto s : {runtime::ConvSchedule::tuned, runtime::ConvSchedule::tuned_deep}) {
+        SCOPED_TRACE(std::string(kCases[case_index].name) + " epilogue " + std::to_string(e) +
+                     " schedule " + name(s));
+        expect_close(run_kernel(prob, name(s), -1), prob.expected);
       }
     }
   }
 }
 
-// The residual variants (ResNet's fused Add): every epilogue, fast path and scalar fallback,
-// every target.
-TEST(ConvKernelResidual, AllEpiloguesAllTargets) {
+// The residual (ResNet's fused Add): every epilogue, fast path and scalar fallback, every
+// schedule, behind the dispatch wrapper.
+TEST(ConvKernelResidual, AllEpilogues) {
   for (size_t case_index : {size_t{0}, size_t{2}, size_t{3}, size_t{4}, size_t{9}}) {
     for (int e = 0; e < 3; ++e) {
       const Problem prob = make_problem(kCases[case_index], kEpilogues[e], 500 + case_index, true);
-      for (int t = -1; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
-        if (t >= 0 && !runtime::cpu_target_supported(t)) continue;
-        for (auto s : kSchedules) {
-          if (!applies(s, kCases[case_index])) continue;
-          SCOPED_TRACE(std::string(kCases[case_index].name) + " epilogue " + std::to_string(e) +
-                       " target " + std::to_string(t) + " schedule " +
-                       std::to_string(static_cast<int>(s)));
-          const auto fn = runtime::cpu_conv_kernel(static_cast<runtime::ConvEpilogue>(e), s, t, true);
-          expect_close(run_kernel(fn, kCases[case_index], prob), prob.expected);
-        }
+      for (auto s : kSchedules) {
+        if (!applies(s, kCases[case_index])) continue;
+        SCOPED_TRACE(std::string(kCases[case_index].name) + " epilogue " + std::to_string(e) +
+                     " schedule " + name(s));
+        expect_close(run_kernel(prob, name(s), -1), prob.expected);
       }
     }
   }
@@ -265,14 +278,12 @@ TEST(ConvKernelWeightStride, PaddedInputChannelStride) {
   const size_t wide_row = 11;  // Co = 128
   ASSERT_EQ(kCases[wide_row].co, 128);
   const Problem& prob = problem_for(wide_row, 1);
-  for (int t = -1; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
-    if (t >= 0 && !runtime::cpu_target_supported(t)) continue;
+  for (int t = 0; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
+    if (!runtime::cpu_target_supported(t)) continue;
     for (auto s : kSchedules) {
       if (!applies(s, kCases[wide_row])) continue;
-      SCOPED_TRACE("target " + std::to_string(t) + " schedule " +
-                   std::to_string(static_cast<int>(s)));
-      const auto fn = runtime::cpu_conv_kernel(runtime::ConvEpilogue::relu, s, t);
-      expect_close(run_kernel(fn, kCases[wide_row], prob, 144), prob.expected);
+      SCOPED_TRACE("target " + std::to_string(t) + " schedule " + name(s));
+      expect_close(run_kernel(prob, name(s), t, 144), prob.expected);
     }
   }
 }
@@ -287,32 +298,27 @@ TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
   EXPECT_EQ(runtime::tuned_conv_schedule(7, 7, 512, 1, 1, false), ConvSchedule::tuned_deep);
 }
 
-// A 1x1 kernel handed a 3x3 window, or padding, reports an error instead of reading outside
-// the input.
-TEST(ConvKernelSchedules, OneByOneKernelsRefuseOtherWindows) {
+// The 1x1 schedule asked for a 3x3 window, or an unknown schedule, is an error at generation,
+// never a kernel that reads outside the input.
+TEST(ConvKernelSchedules, ScheduleThatDoesNotApplyIsAnError) {
   const size_t three_by_three = 3;  // spatial_7x7: 3x3, padding 1
   ASSERT_EQ(kCases[three_by_three].kh, 3);
   const Problem& prob = problem_for(three_by_three, 0);
-  {
-    const auto s = runtime::ConvSchedule::tuned_1x1;
-    const ConvCase& c = kCases[three_by_three];
-    const graph::Node& node = prob.g.nodes()[0];
-    std::vector<float> out(prob.expected.data.size(), NAN);
-    HalideBuffer in_b = wrap(prob.input.data.data(), prob.input.shape);
-    HalideBuffer w_b =
-        wrap(prob.g.value(node.inputs[1]).data->data(), prob.g.value(node.inputs[1]).shape);
-    HalideBuffer b_b =
-        wrap(prob.g.value(node.inputs[2]).data->data(), prob.g.value(node.inputs[2]).shape);
-    HalideBuffer out_b = wrap(out.data(), prob.expected.shape);
-    int scalars[6] = {c.stride_w, c.stride_h, c.pad_left, c.pad_top, c.dil_w, c.dil_h};
-    void* args[] = {in_b.raw_buffer(), w_b.raw_buffer(),  b_b.raw_buffer(), &scalars[0],
-                    &scalars[1],       &scalars[2],       &scalars[3],      &scalars[4],
-                    &scalars[5],       out_b.raw_buffer()};
-    runtime::begin_halide_call();
-    EXPECT_NE(runtime::cpu_conv_kernel(runtime::ConvEpilogue::none, s, -1)(args), 0);
-    EXPECT_NE(runtime::last_halide_error().find("1x1"), std::string::npos)
-        << runtime::last_halide_error();
+  std::shared_ptr<const GeneratedKernels> keep;
+  try {
+    generate(conv_spec(prob, "tuned_1x1"), runtime::best_cpu_target(), &keep);
+    ADD_FAILURE() << "a 3x3 window was generated with the 1x1 schedule";
+  } catch (const graph::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("1x1 windows"), std::string::npos) << e.what();
   }
+  try {
+    generate(conv_spec(prob, "fastest"), runtime::best_cpu_target(), &keep);
+    ADD_FAILURE() << "an unknown schedule was accepted";
+  } catch (const graph::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'fastest'"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(runtime::parse_conv_schedule("tuned_deep"), runtime::ConvSchedule::tuned_deep);
+  EXPECT_FALSE(runtime::parse_conv_schedule("Tuned").has_value());
 }
 
 TEST(ConvKernelTargets, BaselineAlwaysRunsAndBestIsFirstSupported) {
@@ -324,9 +330,13 @@ TEST(ConvKernelTargets, BaselineAlwaysRunsAndBestIsFirstSupported) {
   for (int i = 0; i < best; ++i) EXPECT_FALSE(runtime::cpu_target_supported(i));
 }
 
+// A kernel is generated for its shapes: a buffer of another shape is refused by the kernel
+// with an error, never read out of bounds.
 TEST(ConvKernelErrors, MismatchedChannelsIsAnErrorNotACrash) {
   const ConvCase c = kCases[2];
   const Problem& prob = problem_for(2, 0);
+  std::shared_ptr<const GeneratedKernels> keep;
+  const GeneratedKernelFn fn = generate(conv_spec(prob, ""), runtime::best_cpu_target(), &keep);
   const graph::Value& w = prob.g.value(prob.g.nodes()[0].inputs[1]);
   const graph::Value& bias = prob.g.value(prob.g.nodes()[0].inputs[2]);
   // An input with one channel fewer than the weights expect.
@@ -336,13 +346,10 @@ TEST(ConvKernelErrors, MismatchedChannelsIsAnErrorNotACrash) {
   HalideBuffer w_b = wrap(w.data->data(), w.shape);
   HalideBuffer b_b = wrap(bias.data->data(), bias.shape);
   HalideBuffer out_b = wrap(out.data(), prob.expected.shape);
-  int s[6] = {1, 1, 1, 1, 1, 1};
-  void* args[] = {in_b.raw_buffer(), w_b.raw_buffer(), b_b.raw_buffer(), &s[0], &s[1], &s[2],
-                  &s[3], &s[4], &s[5], out_b.raw_buffer()};
+  void* args[] = {in_b.raw_buffer(), w_b.raw_buffer(), b_b.raw_buffer(), out_b.raw_buffer()};
   runtime::begin_halide_call();
-  const int rc = runtime::cpu_conv_kernel(runtime::ConvEpilogue::none, runtime::ConvSchedule::tuned, -1)(args);
-  EXPECT_NE(rc, 0);
-  EXPECT_NE(runtime::last_halide_error().find("input-channel"), std::string::npos)
+  EXPECT_NE(fn(args), 0);
+  EXPECT_NE(runtime::last_halide_error().find("arg0"), std::string::npos)
       << runtime::last_halide_error();
 }
 
@@ -368,38 +375,55 @@ const DwCase kDwCases[] = {
     {"k3_dilation_2_width_17", 1, 24, 13, 17, 3, 1, 2, 2, 2, 2, 2},
 };
 
+// The specs of one-node graphs, lowered as the runtime lowers them.
+std::vector<graph::KernelSpec> specs_of(const std::vector<graph::Graph>& graphs) {
+  ModelOptions lower;
+  lower.lower_only = true;
+  std::vector<graph::KernelSpec> specs;
+  for (const graph::Graph& g : graphs) specs.push_back(Model(g, lower).kernels().at(0));
+  return specs;
+}
+
+// Each case with one epilogue (rotating), generated together for each CPU target.
 TEST(DepthwiseKernels, MatchReferenceOnEveryTarget) {
-  for (const DwCase& d : kDwCases) {
-    for (int e = 0; e < 3; ++e) {
-      graph::GraphBuilder b;
-      const graph::ValueId x = b.input("x", {d.n, d.h, d.w, d.c}, Layout::nhwc);
-      const graph::ValueId w = b.constant("w", {d.k, d.k, 1, d.c},
-                                          graph::random_uniform(d.k * d.k * d.c, -0.5f, 0.5f, 61), Layout::hwio);
-      const graph::ValueId bias = b.constant("b", {d.c}, graph::random_uniform(d.c, -0.6f, 0.4f, 62));
-      graph::Conv2d attrs{d.stride, d.stride, d.pad_top, d.pad_left, d.pad_bottom, d.pad_right, d.dil, d.dil,
-                          kEpilogues[e]};
-      attrs.groups = static_cast<int>(d.c);
-      b.output(b.op("dw", attrs, {x, w, bias}));
-      const graph::Graph g = b.finish();
-      const graph::Tensor in{{d.n, d.h, d.w, d.c}, Layout::nhwc,
-                             graph::random_uniform(d.n * d.h * d.w * d.c, -8.0f, 8.0f, 63)};
-      const graph::Tensor want = graph::run_reference(g, {in})[0];
+  std::vector<graph::Graph> graphs;
+  std::vector<graph::Tensor> ins, wants;
+  for (size_t i = 0; i < std::size(kDwCases); ++i) {
+    const DwCase& d = kDwCases[i];
+    graph::GraphBuilder b;
+    const graph::ValueId x = b.input("x", {d.n, d.h, d.w, d.c}, Layout::nhwc);
+    const graph::ValueId w = b.constant("w", {d.k, d.k, 1, d.c},
+                                        graph::random_uniform(d.k * d.k * d.c, -0.5f, 0.5f, 61), Layout::hwio);
+    const graph::ValueId bias = b.constant("b", {d.c}, graph::random_uniform(d.c, -0.6f, 0.4f, 62));
+    graph::Conv2d attrs{d.stride, d.stride, d.pad_top, d.pad_left, d.pad_bottom, d.pad_right, d.dil, d.dil,
+                        kEpilogues[i % 3]};
+    attrs.groups = static_cast<int>(d.c);
+    b.output(b.op("dw", attrs, {x, w, bias}));
+    graphs.push_back(b.finish());
+    ins.push_back({{d.n, d.h, d.w, d.c}, Layout::nhwc,
+                   graph::random_uniform(d.n * d.h * d.w * d.c, -8.0f, 8.0f, 63 + i)});
+    wants.push_back(graph::run_reference(graphs.back(), {ins.back()})[0]);
+  }
+  const std::vector<graph::KernelSpec> specs = specs_of(graphs);
+  for (const graph::KernelSpec& k : specs) ASSERT_TRUE(std::get<graph::ConvKernelSpec>(k).depthwise);
+  for (int t = 0; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
+    if (!runtime::cpu_target_supported(t)) continue;
+    std::shared_ptr<const GeneratedKernels> keep;
+    codegen::CodegenOptions o;
+    o.cache_dir = KILN_TEST_CACHE_DIR;
+    keep = codegen::kernel_generator(o)(specs, {Backend::cpu, runtime::cpu_targets()[t]});
+    for (size_t i = 0; i < specs.size(); ++i) {
+      SCOPED_TRACE(std::string(kDwCases[i].name) + " target " + runtime::cpu_targets()[t]);
+      const graph::Graph& g = graphs[i];
       const graph::Value& wv = g.value(g.nodes()[0].inputs[1]);
       const graph::Value& bv = g.value(g.nodes()[0].inputs[2]);
-      for (int t = -1; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
-        if (t >= 0 && !runtime::cpu_target_supported(t)) continue;
-        SCOPED_TRACE(std::string(d.name) + " epilogue " + std::to_string(e) + " target " + std::to_string(t));
-        std::vector<float> out(want.data.size(), NAN);
-        HalideBuffer in_b = wrap(in.data.data(), in.shape), w_b = wrap(wv.data->data(), wv.shape),
-                     b_b = wrap(bv.data->data(), bv.shape), out_b = wrap(out.data(), want.shape);
-        int s[6] = {d.stride, d.stride, d.pad_left, d.pad_top, d.dil, d.dil};
-        void* args[] = {in_b.raw_buffer(), w_b.raw_buffer(), b_b.raw_buffer(), &s[0], &s[1], &s[2],
-                        &s[3], &s[4], &s[5], out_b.raw_buffer()};
-        runtime::begin_halide_call();
-        ASSERT_EQ(runtime::cpu_depthwise_kernel(static_cast<runtime::ConvEpilogue>(e), t)(args), 0)
-            << runtime::last_halide_error();
-        expect_close(out, want);
-      }
+      std::vector<float> out(wants[i].data.size(), NAN);
+      HalideBuffer in_b = wrap(ins[i].data.data(), ins[i].shape), w_b = wrap(wv.data->data(), wv.shape),
+                   b_b = wrap(bv.data->data(), bv.shape), out_b = wrap(out.data(), wants[i].shape);
+      void* args[] = {in_b.raw_buffer(), w_b.raw_buffer(), b_b.raw_buffer(), out_b.raw_buffer()};
+      runtime::begin_halide_call();
+      ASSERT_EQ(keep->kernels[i].fn(args), 0) << runtime::last_halide_error();
+      expect_close(out, wants[i]);
     }
   }
 }
@@ -412,20 +436,33 @@ TEST(LayoutKernel, NchwToNhwcOnEveryTarget) {
   struct Case {
     int n, c, h, w;
   };
-  for (const Case k : {Case{1, 3, 17, 37}, Case{2, 3, 9, 16}, Case{1, 3, 5, 7}, Case{1, 64, 9, 10},
-                       Case{1, 5, 3, 20}}) {
-    const std::vector<float> in =
-        graph::random_uniform(int64_t{k.n} * k.c * k.h * k.w, -1.0f, 1.0f, 77);
-    for (int t = -1; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
-      if (t >= 0 && !runtime::cpu_target_supported(t)) continue;
+  const Case cases[] = {Case{1, 3, 17, 37}, Case{2, 3, 9, 16}, Case{1, 3, 5, 7}, Case{1, 64, 9, 10},
+                        Case{1, 5, 3, 20}};
+  std::vector<graph::KernelSpec> specs;
+  for (const Case& k : cases) {
+    const graph::Shape nchw = {k.n, k.c, k.h, k.w}, nhwc = {k.n, k.h, k.w, k.c};
+    specs.push_back(graph::LayoutKernelSpec{"to_nhwc",
+                                            {graph::ValueId{0}, "x", nchw, Layout::nchw},
+                                            {graph::ValueId{1}, "y", nhwc, Layout::nhwc}});
+  }
+  for (int t = 0; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
+    if (!runtime::cpu_target_supported(t)) continue;
+    codegen::CodegenOptions o;
+    o.cache_dir = KILN_TEST_CACHE_DIR;
+    const auto kernels =
+        codegen::kernel_generator(o)(specs, {Backend::cpu, runtime::cpu_targets()[t]});
+    for (size_t i = 0; i < specs.size(); ++i) {
+      const Case k = cases[i];
       SCOPED_TRACE("c " + std::to_string(k.c) + " w " + std::to_string(k.w) + " target " +
-                   std::to_string(t));
+                   runtime::cpu_targets()[t]);
+      const std::vector<float> in =
+          graph::random_uniform(int64_t{k.n} * k.c * k.h * k.w, -1.0f, 1.0f, 77 + i);
       std::vector<float> out(in.size(), NAN);
       HalideBuffer in_b(const_cast<float*>(in.data()), {k.w, k.h, k.c, k.n});
       HalideBuffer out_b(out.data(), {k.c, k.w, k.h, k.n});
       void* args[] = {in_b.raw_buffer(), out_b.raw_buffer()};
       runtime::begin_halide_call();
-      ASSERT_EQ(runtime::cpu_layout_kernel(t)(args), 0) << runtime::last_halide_error();
+      ASSERT_EQ(kernels->kernels[i].fn(args), 0) << runtime::last_halide_error();
       for (int n = 0; n < k.n; ++n)
         for (int c = 0; c < k.c; ++c)
           for (int y = 0; y < k.h; ++y)

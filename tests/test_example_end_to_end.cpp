@@ -4,12 +4,17 @@
 
 #include <cmath>
 
+#include <filesystem>
+
 #include "graph/builder.h"
+#include "graph/serialize.h"
+#include "kiln/model_api.h"
 #include "graph/example.h"
 #include "graph/passes/pipeline.h"
 #include "graph/reference.h"
 #include "kernels.h"
 #include "kiln/runtime.h"
+#include "test_generator.h"
 
 namespace {
 
@@ -53,6 +58,7 @@ TEST_P(ExampleEndToEnd, MatchesUnfusedReference) {
   ModelOptions mo;
   mo.schedule = p.schedule;
   mo.cpu_target = p.target;
+  mo.generate_kernels = testing_util::test_generator(p.target < 0);
   Model model(optimized, mo);
   const graph::Tensor x = random_input(input, 99);
   const graph::Tensor want = graph::run_reference(input, {x})[0];
@@ -126,6 +132,7 @@ TEST(InPlaceConcat, FireModuleMatchesReference) {
     SCOPED_TRACE("cpu target " + std::to_string(t));
     ModelOptions mo;
     mo.cpu_target = t;
+    mo.generate_kernels = testing_util::test_generator(t < 0);
     Model model(optimized, mo);
     EXPECT_EQ(model.kernels().size(), optimized.num_nodes() - 1) << "the Concat should be elided";
     float* out = const_cast<float*>(model.output(0).data);
@@ -136,6 +143,67 @@ TEST(InPlaceConcat, FireModuleMatchesReference) {
     EXPECT_LE(graph::worst_error_ratio(got.data, want.data, 1e-4, 1e-5), 1.0)
         << "max abs error " << graph::max_abs_diff(got.data, want.data);
   }
+}
+
+// The kernels of the compiled-model test below, as a compiled model's archive would link them.
+std::shared_ptr<const GeneratedKernels> g_compiled_kernels;
+const GeneratedKernel* compiled_kernel_table(std::size_t* count) {
+  *count = g_compiled_kernels->kernels.size();
+  return g_compiled_kernels->kernels.data();
+}
+
+// The weights file of an optimized graph runs like the unoptimized graph in the reference
+// interpreter, with outputs converted back to NCHW (kiln::CompiledModel, the engine of the
+// classes `kiln compile` generates).
+TEST(CompiledModel, RunsAWeightsFileWithLogicalOutputs) {
+  const graph::Graph input = graph::reference_example({2, 8, 10, 10, 16});
+  const graph::Graph optimized = graph::run_passes(input);
+  const std::string path = ::testing::TempDir() + "/kiln_compiled_model.weights";
+  graph::write_graph_file(optimized, path);
+  ModelOptions lower;
+  lower.lower_only = true;
+  std::vector<graph::KernelSpec> specs = Model(optimized, lower).kernels();
+  g_compiled_kernels = testing_util::test_generator(true)(specs, {});
+  const graph::Value& in = input.value(input.inputs[0]);
+  const graph::Tensor x{in.shape, in.layout,
+                        graph::random_uniform(graph::num_elements(in.shape), -1.0f, 1.0f, 5)};
+  const graph::Tensor want = graph::run_reference(input, {x})[0];
+  for (const std::vector<int>& targets : {std::vector<int>{}, std::vector<int>{2, 1, 0}}) {
+    CompiledModelOptions o;
+    o.cpu_targets = targets;
+    o.threads = 1;
+    o.kernel_table = compiled_kernel_table;
+    CompiledModel m(path, o);
+    ASSERT_EQ(m.num_inputs(), 1u);
+    EXPECT_EQ(m.input_shape(0), in.shape);
+    EXPECT_EQ(m.output_shape(0), want.shape);  // NCHW, though the graph's output is NHWC
+    m.run({x.data.data()});
+    const std::vector<float> got(m.output(0), m.output(0) + m.output_size(0));
+    EXPECT_LE(graph::worst_error_ratio(got, want.data, 1e-4, 1e-5), 1.0);
+    EXPECT_EQ(m.backend(), "cpu");
+    EXPECT_THROW(m.run({}), std::runtime_error);
+  }
+  CompiledModelOptions bad_target;
+  bad_target.cpu_targets = {99};
+  bad_target.kernel_table = compiled_kernel_table;
+  EXPECT_THROW(CompiledModel(path, bad_target), graph::Error);
+  // Without its kernel table, a model is refused with a message, not run.
+  try {
+    CompiledModel(path, {});
+    ADD_FAILURE() << "a model without its kernels was accepted";
+  } catch (const graph::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("compiled without kernels"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove(path);
+  try {
+    CompiledModelOptions o;
+    o.kernel_table = compiled_kernel_table;
+    CompiledModel(path, o);
+    ADD_FAILURE() << "a missing weights file was accepted";
+  } catch (const graph::Error& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+  }
+  g_compiled_kernels.reset();
 }
 
 }  // namespace

@@ -13,7 +13,9 @@
 #include "codegen/kernel_library.h"
 #include "codegen/kernel_pipeline.h"
 #include "graph/builder.h"
+#include "graph/example.h"
 #include "graph/passes/passes.h"
+#include "graph/passes/pipeline.h"
 #include "graph/reference.h"
 #include "kiln/runtime.h"
 #include "ptx_util.h"
@@ -419,10 +421,10 @@ TEST(GeneratedKernels, MismatchedOrMissingKernelsAreErrors) {
   EXPECT_THROW(Model{small}, graph::Error);
   ModelOptions o;
   const KernelGenerator real = codegen::kernel_generator({{}, test_cache_dir(), nullptr});
-  o.generate_kernels = [&](const std::vector<graph::KernelSpec>&) {
+  o.generate_kernels = [&](const std::vector<graph::KernelSpec>&, const KernelRequest& r) {
     ModelOptions lower;
     lower.lower_only = true;
-    return real(Model(big, lower).kernels());
+    return real(Model(big, lower).kernels(), r);
   };
   try {
     Model m(small, o);
@@ -532,17 +534,27 @@ TEST(GeneratedKernels, GpuScheduleRunsThroughOpenCl) {
   }
 }
 
-// The CUDA objects of generated kernels (a chain, a conv with post steps): their PTX assembles
-// for the H200 (sm_90).
+// The CUDA objects of generated kernels, one of each kind (chain, binary, MatMul, pooling, the
+// layout transform, dense convolutions with and without post steps or a residual, depthwise
+// and grouped ones): their PTX assembles for the H200 (sm_90).
 TEST(GeneratedKernels, CudaObjectPtxAssemblesForSm90) {
   if (!ptx_util::have_ptxas()) GTEST_SKIP() << "ptxas not found (install the CUDA toolkit)";
   ModelOptions lower;
   lower.lower_only = true;
   std::vector<graph::KernelSpec> specs =
       Model(chain_graph({"cuda", {1, 14, 14, 96}, Layout::nhwc, kEveryStep}, 8), lower).kernels();
-  const graph::Graph conv = conv_graph(conv_cases()[4]);
-  specs.push_back(
-      Model(graph::fuse_elementwise_chains(graph::fuse_epilogues(conv)), lower).kernels().at(0));
+  for (const graph::Graph& g : {binary_graph(binary_cases()[1]), matmul_graph(matmul_cases()[0]),
+                                pool_graph(pool_cases()[0])})
+    specs.push_back(Model(g, lower).kernels().at(0));
+  for (size_t c : {0, 4, 7, 10}) {  // dense + SiLU, dense + residual, depthwise, grouped
+    const graph::Graph conv = conv_graph(conv_cases()[c]);
+    specs.push_back(
+        Model(graph::fuse_elementwise_chains(graph::fuse_epilogues(conv)), lower).kernels().at(0));
+  }
+  // The reference example: the layout transform and a conv with only an activation.
+  const std::vector<graph::KernelSpec> example =
+      Model(graph::run_passes(graph::reference_example()), lower).kernels();
+  specs.insert(specs.end(), example.begin(), example.end());
   const std::filesystem::path dir = std::filesystem::path(KILN_TEST_CACHE_DIR) / "cuda_objects";
   std::filesystem::create_directories(dir);
   const auto archives = codegen::write_kernel_archives(specs, {KILN_CUDA_TARGET}, "cuda_test", dir);
@@ -556,6 +568,71 @@ TEST(GeneratedKernels, CudaObjectPtxAssemblesForSm90) {
           ptx_util::assemble_sm90(
               modules[i], (dir / ("k" + std::to_string(k) + "_" + std::to_string(i))).string()),
           "");
+  }
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// A whole model on the OpenCL backend (the GPU schedules through pocl on the CPU): the layout
+// transform, a conv with BatchNorm and ReLU, a residual branch and global pooling run as GPU
+// kernels; Flatten and Gemm, which no kernel is generated for yet, run on the host between them
+// (their inputs copied back from the device, their outputs up again), and a Sigmoid after the
+// Gemm runs on the device again. Outputs poisoned; compared with the unfused reference.
+TEST(GeneratedKernels, WholeModelRunsOnTheOpenClBackend) {
+  graph::GraphBuilder b;
+  const graph::ValueId x = b.input("x", {2, 5, 9, 11});
+  auto conv = [&](const std::string& name, graph::ValueId in, int64_t ci, int64_t co, int k,
+                  uint64_t seed) {
+    graph::Conv2d attrs;
+    attrs.pad_top = attrs.pad_left = attrs.pad_bottom = attrs.pad_right = k / 2;
+    return b.conv2d(name, in,
+                    b.constant(name + "_w", {co, ci, k, k},
+                               graph::random_uniform(co * ci * k * k, -0.4f, 0.4f, seed),
+                               Layout::oihw),
+                    b.constant(name + "_b", {co}, graph::random_uniform(co, -0.2f, 0.2f, seed + 1)),
+                    attrs);
+  };
+  const graph::ValueId c1 = b.relu("relu1", conv("conv1", x, 5, 24, 3, 1));
+  const graph::ValueId c2 = conv("conv2", c1, 24, 24, 3, 3);
+  const graph::ValueId sum = b.relu("relu2", b.op("add", graph::Binary{graph::BinaryOp::add}, {c2, c1}));
+  const graph::ValueId pooled = b.op("gap", graph::GlobalPool{graph::PoolKind::avg}, {sum});
+  const graph::ValueId flat = b.op("flatten", graph::Reshape{{2, 24}}, {pooled});
+  const graph::ValueId fc = b.op("fc", graph::Gemm{false, true, 1.0f, 1.0f},
+                                 {flat, b.constant("fc_w", {10, 24}, graph::random_uniform(240, -0.3f, 0.3f, 5)),
+                                  b.constant("fc_b", {10}, graph::random_uniform(10, -0.1f, 0.1f, 6))});
+  b.output(b.op("sigmoid", graph::ElementwiseChain{{{ChainStepKind::sigmoid, 0, 0}}}, {fc}));
+  const graph::Graph input = b.finish();
+  const graph::Graph optimized = graph::run_passes(input);
+
+  ModelOptions o;
+  o.backend = Backend::opencl;
+  o.generate_kernels = codegen::kernel_generator({{}, test_cache_dir(), nullptr});
+  std::unique_ptr<Model> m;
+  try {
+    m = std::make_unique<Model>(optimized, o);
+  } catch (const graph::Error& e) {
+    GTEST_SKIP() << "no usable OpenCL device (install pocl-opencl-icd): " << e.what();
+  }
+  ASSERT_EQ(m->backend(), Backend::opencl);
+  size_t portable = 0, generated = 0;
+  for (const graph::KernelSpec& k : m->kernels()) (graph::is_generated(k) ? generated : portable)++;
+  EXPECT_GE(portable, 1u) << "the test needs a host op between device kernels";
+  EXPECT_GE(generated, 4u);
+  for (uint64_t seed : {1u, 2u}) {
+    const graph::Tensor in{{2, 5, 9, 11}, Layout::nchw, graph::random_uniform(990, -1.0f, 1.0f, seed)};
+    const size_t nout = graph::num_elements(m->output(0).shape);
+    float* out = const_cast<float*>(m->output(0).data);
+    std::fill(out, out + nout, NAN);
+    const Status s = m->run(std::vector<graph::Tensor>{in});
+    ASSERT_TRUE(s) << s.message();
+    const graph::Tensor want = graph::run_reference(input, {in})[0];
+    const std::vector<float> got(m->output(0).data, m->output(0).data + nout);
+    EXPECT_LE(graph::worst_error_ratio(got, want.data, 1e-4, 1e-5), 1.0)
+        << "seed " << seed << ", max abs error " << graph::max_abs_diff(got, want.data);
   }
 }
 

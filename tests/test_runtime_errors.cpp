@@ -14,6 +14,7 @@
 #include "kernels.h"
 #include "kiln/runtime.h"
 #include "runtime/ops/parallel.h"
+#include "test_generator.h"
 
 namespace {
 
@@ -25,10 +26,16 @@ graph::Graph small_example() {
   return graph::run_passes(graph::reference_example(s, 3));
 }
 
+// Options with the tests' kernel generator.
+ModelOptions generating(ModelOptions o = {}) {
+  o.generate_kernels = testing_util::test_generator();
+  return o;
+}
+
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 TEST(RuntimeErrors, WrongInputShapeIsAnError) {
-  Model m(small_example());
+  Model m(small_example(), generating());
   graph::Tensor bad{{1, 4, 9, 8}, graph::Layout::nchw, std::vector<float>(4 * 9 * 8, 1.0f)};
   const Status s = m.run(std::vector<graph::Tensor>{bad});
   ASSERT_FALSE(s.is_ok());
@@ -36,7 +43,7 @@ TEST(RuntimeErrors, WrongInputShapeIsAnError) {
 }
 
 TEST(RuntimeErrors, WrongInputCountAndNullInput) {
-  Model m(small_example());
+  Model m(small_example(), generating());
   EXPECT_TRUE(contains(m.run(std::vector<const float*>{}).message(), "has 1 inputs, got 0"));
   EXPECT_TRUE(contains(m.run(std::vector<const float*>{nullptr}).message(), "is null"));
 }
@@ -83,9 +90,9 @@ TEST(RuntimeErrors, ConcurrentRunOnOneModelIsRefused) {
   ASSERT_TRUE(m.run({x2.data()}));  // and the Model is usable afterwards
 }
 
-// A node the Halide kernels do not cover (a standalone ReLU on an NHWC input) runs on the
-// portable kernels on the CPU; on CUDA it has no kernel, which must be said, not crash.
-TEST(RuntimeErrors, PortableOpRunsOnCpuAndIsNamedOnCuda) {
+// A node no generated kernel covers (an unfused ReLU op: the passes would make it a chain) runs
+// on the portable kernels on the CPU; CUDA without a GPU must be said, not crash.
+TEST(RuntimeErrors, PortableOpRunsOnCpuAndCudaFailsClearly) {
   graph::GraphBuilder b;
   auto x = b.input("x", {1, 3, 4, 5}, graph::Layout::nhwc);
   b.output(b.relu("lonely_relu", x));
@@ -113,7 +120,7 @@ TEST(RuntimeErrors, PortableOpRunsOnCpuAndIsNamedOnCuda) {
 TEST(RuntimeErrors, UnsupportedCpuTargetIndexIsAnError) {
   ModelOptions o;
   o.cpu_target = 99;
-  EXPECT_THROW(Model(small_example(), o), graph::Error);
+  EXPECT_THROW(Model(small_example(), generating(o)), graph::Error);
 }
 
 // This machine has no GPU: CUDA must fail with a clear message, or fall back when asked.
@@ -121,7 +128,7 @@ TEST(RuntimeErrors, CudaWithoutGpuFailsClearlyOrFallsBack) {
   ModelOptions o;
   o.backend = Backend::cuda;
   try {
-    Model m(small_example(), o);
+    Model m(small_example(), generating(o));
     // A GPU is present: then the model must run.
     graph::Tensor x{{1, 4, 9, 9}, graph::Layout::nchw, graph::random_uniform(324, -1, 1, 5)};
     const Status s = m.run(std::vector<graph::Tensor>{x});
@@ -132,7 +139,7 @@ TEST(RuntimeErrors, CudaWithoutGpuFailsClearlyOrFallsBack) {
     EXPECT_TRUE(contains(e.what(), "fallback")) << e.what();
   }
   o.fallback_to_cpu = true;
-  Model m(small_example(), o);
+  Model m(small_example(), generating(o));
   if (m.backend() == Backend::cpu) EXPECT_FALSE(m.fallback_reason().empty());
   graph::Tensor x{{1, 4, 9, 9}, graph::Layout::nchw, graph::random_uniform(324, -1, 1, 5)};
   const Status s = m.run(std::vector<graph::Tensor>{x});

@@ -1,6 +1,6 @@
-// Graph serialization: round trips of every op type, corrupted or truncated files rejected with
-// graph::Error (never a crash, never another exception), and a weights file run through
-// kiln::CompiledModel, the engine of the classes `kiln compile` generates.
+// Graph serialization: round trips of every op type, and corrupted or truncated files rejected
+// with graph::Error (never a crash, never another exception). A weights file run through
+// kiln::CompiledModel is test_example_end_to_end.cpp's.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -14,7 +14,6 @@
 #include "graph/reference.h"
 #include "graph/serialize.h"
 #include "graph/shape_inference.h"
-#include "kiln/model_api.h"
 
 namespace kiln::graph {
 namespace {
@@ -227,36 +226,6 @@ TEST(Serialize, MessagesNameTheProblem) {
   counts[12] = counts[13] = counts[14] = counts[15] = static_cast<char>(0xff);
   EXPECT_NE(message(reseal(counts)).find("count of values exceeds the file"), std::string::npos)
       << message(reseal(counts));
-}
-
-// The weights file of an optimized graph runs like the unoptimized graph in the reference
-// interpreter, with outputs converted back to NCHW.
-TEST(CompiledModel, RunsAWeightsFileWithLogicalOutputs) {
-  const Graph input = reference_example({2, 8, 10, 10, 16});
-  const std::string path = ::testing::TempDir() + "/kiln_compiled_model.weights";
-  write_graph_file(run_passes(input), path);
-  const Value& in = input.value(input.inputs[0]);
-  const Tensor x{in.shape, in.layout, random_uniform(num_elements(in.shape), -1.0f, 1.0f, 5)};
-  const Tensor want = run_reference(input, {x})[0];
-  for (const std::vector<int>& targets : {std::vector<int>{}, std::vector<int>{2, 1, 0}}) {
-    CompiledModel m(path, {targets, false, 1});
-    ASSERT_EQ(m.num_inputs(), 1u);
-    EXPECT_EQ(m.input_shape(0), in.shape);
-    EXPECT_EQ(m.output_shape(0), want.shape);  // NCHW, though the graph's output is NHWC
-    m.run({x.data.data()});
-    const std::vector<float> got(m.output(0), m.output(0) + m.output_size(0));
-    EXPECT_LE(worst_error_ratio(got, want.data, 1e-4, 1e-5), 1.0);
-    EXPECT_EQ(m.backend(), "cpu");
-    EXPECT_THROW(m.run({}), std::runtime_error);
-  }
-  EXPECT_THROW(CompiledModel(path, {{99}, false, 0}), Error);
-  std::filesystem::remove(path);
-  try {
-    CompiledModel(path, {});
-    ADD_FAILURE() << "a missing weights file was accepted";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
-  }
 }
 
 }  // namespace

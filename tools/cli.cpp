@@ -91,11 +91,14 @@ std::string single_model(const Args& args) {
   return args.positionals()[0];
 }
 
+Backend parse_backend_name(const std::string& flag, const std::string& name) {
+  for (Backend b : {Backend::cpu, Backend::cuda, Backend::opencl})
+    if (name == to_string(b)) return b;
+  throw UsageError("unknown " + flag + " '" + name + "' (expected cpu, cuda or opencl)");
+}
+
 void parse_backend(const Args& args, ModelOptions* options) {
-  const std::string target = args.get("--target", "cpu");
-  if (target != "cpu" && target != "cuda")
-    throw UsageError("unknown --target '" + target + "' (expected cpu or cuda)");
-  options->backend = target == "cpu" ? Backend::cpu : Backend::cuda;
+  options->backend = parse_backend_name("--target", args.get("--target", "cpu"));
   options->fallback_to_cpu = args.has("--fallback");
   options->threads = args.get_int("--threads", 0, 1, 1024);
   options->generate_kernels = kernel_generator();

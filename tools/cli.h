@@ -42,7 +42,10 @@ int parse_int(const std::string& what, const std::string& s, int lo, int hi);
 
 // The one MODEL positional of run / bench / inspect / compile.
 std::string single_model(const Args& args);
-// --target cpu|cuda, --fallback and --threads into `options`, and the kernel generator below.
+// A backend's name (cpu, cuda, opencl) given to `flag`; a usage error for any other.
+Backend parse_backend_name(const std::string& flag, const std::string& name);
+// --target cpu|cuda|opencl, --fallback and --threads into `options`, and the kernel generator
+// below.
 void parse_backend(const Args& args, ModelOptions* options);
 
 // `example` builds the reference model; anything else is read as an ONNX file. Throws

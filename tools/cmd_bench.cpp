@@ -36,8 +36,10 @@ options:
   --threads N          worker threads (default: one per core)
   --iterations N       timed runs (default 50)
   --warmup N           untimed runs first (default 5)
-  --target cpu|cuda    where the kernels run (default cpu)
-  --fallback           with --target cuda: use the CPU if no GPU or driver is usable
+  --target cpu|cuda|opencl
+                       where the kernels run (default cpu); opencl runs the GPU schedules
+                       through OpenCL (e.g. pocl on the CPU): a check, not a speed target
+  --fallback           with a GPU target: use the CPU if no GPU or driver is usable
   --per-layer          time every kernel in the same runs and print a table: median time,
                        share of the summed kernel times, GFLOP/s (convolutions, Gemm, MatMul),
                        GB/s (bytes of every input, weights included, plus the output), and

@@ -1,5 +1,6 @@
 // `kiln compile`: turns a model into NAME.a + NAME.h + NAME.weights, which a program links
-// without Halide or LLVM: the prebuilt kernels and runtime, the optimized graph as data.
+// without Halide or LLVM: the kernels generated for the model, the runtime, and the optimized
+// graph as data.
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -40,8 +41,8 @@ constexpr const char* kHelp = R"(usage: kiln compile MODEL -o OUTDIR [options]
 
 MODEL is an .onnx file, or `example` for the built-in reference model. Optimizes it and writes
   OUTDIR/NAME.a        static library: the model's C++ API, the kernels generated for its
-                       shapes (for every requested CPU target, picked at run time), Kiln's
-                       runtime, every prebuilt kernel and the Halide runtime (link with
+                       shapes (for every requested CPU target, picked at run time, and for
+                       CUDA when asked), Kiln's runtime and the Halide runtime (link with
                        -lpthread -ldl)
   OUTDIR/NAME.h        the API: class NAME::Model (includes only the standard library)
   OUTDIR/NAME.weights  the optimized graph with its weights, loaded by NAME::Model at run time
@@ -50,9 +51,10 @@ Nothing in OUTDIR changes unless every step succeeds.
 options:
   -o, --output DIR    where to write (created if missing)
   --name NAME         C++ namespace and file names (default: the model file's name)
-  --targets LIST      comma-separated: cpu (default: every prebuilt CPU target, picked at run
-                      time), cuda (the CUDA kernels, with fallback to the CPU), or prebuilt
-                      Halide target strings (the first one the CPU supports runs)
+  --targets LIST      comma-separated: cpu (default: every CPU target of this Kiln build,
+                      picked at run time), cuda (CUDA kernels too, with fallback to the
+                      CPU), or some of the build's CPU Halide target strings (the first one
+                      the CPU supports runs)
   --threads N         the default thread count of NAME::Model (default 0: one per core)
   --emit LIST         also write: plan (NAME.plan.txt, the arena plan), dot (NAME.dot, the
                       optimized graph), stmt (NAME.stmt/, the Halide IR of the kernels used,
@@ -257,17 +259,17 @@ void report_kernels(const graph::Graph& input, const Model& probe, const Compile
     portable += std::holds_alternative<graph::OpKernelSpec>(k) && !graph::is_generated(k);
   }
   std::cout << "      " << input.num_nodes() << " nodes -> " << probe.kernels().size() << " kernels ("
-            << conv << " Halide convolutions, " << layout << " layout transforms, " << generated
-            << " generated Halide kernels, " << portable << " portable ops), arena " << mb(probe.arena_plan().arena_bytes) << "\n";
+            << generated << " generated Halide kernels (" << conv << " convolutions, " << layout
+            << " layout transforms), " << portable << " portable ops), arena " << mb(probe.arena_plan().arena_bytes) << "\n";
   std::vector<std::string> names;
   for (int t : a.targets.cpu) names.push_back(runtime::cpu_targets()[t]);
   std::cout << "      targets: " << (a.targets.cuda ? "cuda, falling back to " : "")
             << (names.empty() ? "cpu (" + join(runtime::cpu_targets(), ", ") + "; the best this CPU supports)"
                               : join(names, ", ") + " (the first this CPU supports)")
             << "\n";
-  if (a.targets.cuda && portable + generated > 0)
-    std::cout << "      note: " << portable + generated << " nodes have no CUDA kernel yet, so this model "
-              << "will run on the CPU even where a GPU is usable\n";
+  if (a.targets.cuda && portable > 0)
+    std::cout << "      note: " << portable << " nodes have no GPU kernel yet; with CUDA they run on "
+              << "the CPU between the GPU kernels\n";
 }
 
 bool same_file_content(const fs::path& a, const fs::path& b) {
@@ -309,7 +311,9 @@ int run_compile(const CompileArgs& a) {
     if (graph::is_generated(k)) generated.push_back(k);
   write_file(tmp / (a.name + ".cpp"),
              model_source(a.name, a.targets, weights_checksum) + "\n" +
-                 codegen::kernel_table_source(generated, a.name));
+                 codegen::kernel_table_source(generated, a.name) +
+                 (a.targets.cuda ? "\n" + codegen::kernel_table_source(generated, a.name + "_cuda")
+                                 : ""));
   std::vector<std::string> outputs = {a.name + ".weights", a.name + ".h"};
   if (a.emit.count("plan")) {
     write_file(tmp / (a.name + ".plan.txt"), graph::describe(graph::plan_arena(g), g));
@@ -336,10 +340,17 @@ int run_compile(const CompileArgs& a) {
   std::cout << "[2/3] compiling " << a.name << ".cpp and " << generated.size()
             << " kernels generated for its shapes (" << codegen::distinct_kernels(generated).kernels.size()
             << " distinct; " << join(cpu_targets, ", ") << ")\n";
-  const std::vector<fs::path> kernel_archives = codegen::write_kernel_archives(
-      generated, cpu_targets, a.name, tmp, [](size_t i, size_t n, const std::string& kernel) {
-        std::cout << "      kernel " << i + 1 << "/" << n << ": " << kernel << std::endl;
-      });
+  const codegen::Progress progress = [](size_t i, size_t n, const std::string& kernel) {
+    std::cout << "      kernel " << i + 1 << "/" << n << ": " << kernel << std::endl;
+  };
+  std::vector<fs::path> kernel_archives =
+      codegen::write_kernel_archives(generated, cpu_targets, a.name, tmp, progress);
+  if (a.targets.cuda) {
+    std::cout << "      and the same kernels for CUDA (" << cfg::kCudaTarget << ")\n";
+    for (fs::path& p : codegen::write_kernel_archives(generated, {cfg::kCudaTarget},
+                                                      a.name + "_cuda", tmp, progress))
+      kernel_archives.push_back(std::move(p));
+  }
   std::vector<std::string> cxx = {cfg::kCxxCompiler, "-O2", "-std=c++17", "-fPIC"};
   for (const char* dir : cfg::kIncludeDirs) cxx.push_back(std::string("-I") + dir);
   for (const char* arg : {"-MMD", "-MF"}) cxx.push_back(arg);

@@ -28,9 +28,11 @@ interpreter, and the time per run.
 
 options:
   --shape N,C,H,W,Co      input and output-channel sizes (default 1,64,56,56,64)
-  --backend cpu|cuda      where the kernels run (default cpu)
-  --fallback              with --backend cuda: use the CPU if no GPU or driver is usable
-  --schedule tuned|naive  CPU schedule (default tuned)
+  --backend cpu|cuda|opencl
+                          where the kernels run (default cpu); opencl runs the GPU schedules
+                          through OpenCL (e.g. pocl on the CPU), to check them without a GPU
+  --fallback              with a GPU backend: use the CPU if no GPU or driver is usable
+  --schedule tuned|naive  CPU schedule of the dense convolutions (default tuned)
   --threads N             worker threads (default: one per core)
   --iterations N          timed runs after one warm-up (default 50)
   --dump-after PASS       print the graph after PASS too (a pass name, or "all")
@@ -61,10 +63,7 @@ ExampleArgs parse(const Args& args) {
     if (d.size() != 5) throw UsageError("--shape expects N,C,H,W,Co, got '" + v + "'");
     a.shape.n = d[0], a.shape.c = d[1], a.shape.h = d[2], a.shape.w = d[3], a.shape.co = d[4];
   }
-  const std::string backend = args.get("--backend", "cpu");
-  if (backend != "cpu" && backend != "cuda")
-    throw UsageError("--backend expects cpu or cuda, got '" + backend + "'");
-  a.model.backend = backend == "cpu" ? Backend::cpu : Backend::cuda;
+  a.model.backend = parse_backend_name("--backend", args.get("--backend", "cpu"));
   a.model.fallback_to_cpu = args.has("--fallback");
   const std::string schedule = args.get("--schedule", "tuned");
   if (schedule != "tuned" && schedule != "naive")

@@ -21,8 +21,8 @@ constexpr const char* kHelp = R"(usage: kiln inspect MODEL [options]
 
 MODEL is an .onnx file, or `example` for the built-in reference model. Prints the graph after
 every pass (or only after --after PASS), the fusion groups (which original ops each kernel
-computes, and whether the kernel is generated for the model's shapes, a prebuilt Halide kernel
-or a portable C++ one), each kernel's task description, and the arena plan.
+computes, and whether the kernel is generated for the model's shapes with Halide or is a
+portable C++ one), each kernel's task description, and the arena plan.
 
 options:
   --after PASS   print the graph only after PASS (input, or a pass name)
@@ -109,9 +109,7 @@ int cmd_inspect(int argc, char** argv) {
     std::string computes;
     for (size_t k = 0; k < n.computes.size(); ++k) computes += (k ? " + " : "") + n.computes[k];
     const graph::KernelSpec& k = kernels[i];
-    const char* how = graph::is_generated(k)                               ? "generated"
-                      : std::holds_alternative<graph::OpKernelSpec>(k) ? "portable"
-                                                                           : "prebuilt";
+    const char* how = graph::is_generated(k) ? "generated" : "portable";
     std::cout << "  " << n.name << ": " << computes << "  [" << how << "]\n";
   }
   std::cout << "\n== kernels ==\n";

@@ -43,8 +43,10 @@ options:
   --input FILE.npy        the same, for a model with a single input
                           (inputs not given: seeded random values in [-1, 1))
   --output-dir DIR        where the outputs go (default: the current directory; created)
-  --target cpu|cuda       where the kernels run (default cpu)
-  --fallback              with --target cuda: use the CPU if no GPU or driver is usable
+  --target cpu|cuda|opencl
+                          where the kernels run (default cpu); opencl runs the GPU schedules
+                          through OpenCL (e.g. pocl on the CPU), to check them without a GPU
+  --fallback              with a GPU target: use the CPU if no GPU or driver is usable
   --threads N             worker threads (default: one per core)
   --seed N                seed of the random inputs (default 1)
   --check                 also run every kernel against the unfused reference interpreter and
@@ -295,6 +297,9 @@ int run(const RunArgs& a) {
   const graph::Graph optimized = compile_cached(a.model, to_string(a.options.backend), &cached);
   const double compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  // Graph inputs and output names survive the passes; outputs are written in logical order.
+  // The inputs are read and checked before the kernels are generated, which can take a while.
+  const std::vector<graph::Tensor> inputs = load_inputs(optimized, a);
   const auto t1 = std::chrono::steady_clock::now();
   Model model(optimized, a.options);  // generates the kernels the model needs, or loads them
   const double kernels_ms =
@@ -303,8 +308,6 @@ int run(const RunArgs& a) {
               a.model.c_str(), model.kernels().size(), to_string(model.backend()),
               model.fallback_reason().empty() ? "" : " (fell back to the CPU)",
               cached ? "compiled graph from the cache" : "compiled", compile_ms, kernels_ms);
-  // Graph inputs and output names survive the passes; outputs are written in logical order.
-  const std::vector<graph::Tensor> inputs = load_inputs(optimized, a);
 
   const double first = run_ms(model, inputs);
   std::vector<std::pair<std::string, graph::Tensor>> outs;

@@ -1,5 +1,5 @@
-// Kernel listings for `kiln compile --emit stmt,assembly`: the kernel generator run again for
-// the kernels a model uses, once per target, in parallel over the cores.
+// Kernel listings for `kiln compile --emit stmt,assembly`: what Halide made of each kernel
+// generated for the model, once per target.
 #pragma once
 
 #include <filesystem>
@@ -11,11 +11,10 @@
 
 namespace kiln::cli {
 
-// Writes DIR/<kernel>-<target>.stmt (kind "stmt") or .s (kind "assembly") for every Halide
-// kernel in `kernels` and every target in `targets`, printing "kernel i of n" as it goes: the
-// prebuilt kernels the model uses by re-running the kernel generator, the kernels generated
-// for its shapes as DIR/<prefix>_k<i>-<target>.* (the names of NAME.a's generated entry
-// points). Returns the number of files written. Portable C++ kernels have no listing.
+// Writes DIR/<prefix>_k<i>-<target>.stmt (kind "stmt") or .s (kind "assembly") for every
+// distinct generated kernel in `kernels` (named after NAME.a's entry points) and every target in
+// `targets`, printing "generated kernel i of n" as it goes. Returns the number of files
+// written. Portable C++ kernels have no listing.
 int emit_kernel_listings(const std::vector<graph::KernelSpec>& kernels, const Targets& targets,
                          const std::string& prefix, const std::string& kind,
                          const std::filesystem::path& dir);

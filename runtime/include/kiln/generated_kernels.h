@@ -25,9 +25,22 @@ struct GeneratedKernels {
   std::shared_ptr<void> owner;           // keeps the code loaded (a dlopen handle), or null
 };
 
-// Produces the kernels for a model's generated specs (graph::is_generated), in order, or throws
-// graph::Error naming what failed.
+// Where a model's kernels run. cuda: NVIDIA GPUs. opencl: the same GPU schedules through
+// OpenCL, for checking them where no NVIDIA GPU is (e.g. on the CPU through pocl); not a
+// performance target.
+enum class Backend { cpu, cuda, opencl };
+
+// What a Model asks its KernelGenerator for.
+struct KernelRequest {
+  Backend backend = Backend::cpu;
+  // Backend::cpu: the one Halide target to compile for (ModelOptions::cpu_target), or empty for
+  // the generator's own targets, picked at run time by the kernels' dispatch wrappers.
+  std::string cpu_target;
+};
+
+// Produces the kernels for a model's generated specs (graph::is_generated), in order, for the
+// request, or throws graph::Error naming what failed (e.g. no kernels for that backend).
 using KernelGenerator = std::function<std::shared_ptr<const GeneratedKernels>(
-    const std::vector<graph::KernelSpec>& specs)>;
+    const std::vector<graph::KernelSpec>& specs, const KernelRequest& request)>;
 
 }  // namespace kiln

@@ -21,10 +21,12 @@ struct CompiledModelOptions {
   // Indices into runtime::cpu_targets(), best first: the first one this CPU supports runs.
   // Empty: every compiled CPU target, picked by the kernels' dispatch wrappers.
   std::vector<int> cpu_targets;
-  bool cuda = false;  // run on CUDA, on the CPU when no GPU is usable or a node has no CUDA kernel
+  bool cuda = false;  // run on CUDA, on the CPU when no GPU is usable
   int threads = 0;    // 0: one per core
-  // The model's generated kernels, linked into its archive (codegen::kernel_table_source).
+  // The model's generated kernels, linked into its archive (codegen::kernel_table_source): for
+  // the CPU, and with `cuda` for CUDA.
   const GeneratedKernel* (*kernel_table)(std::size_t* count) = nullptr;
+  const GeneratedKernel* (*cuda_kernel_table)(std::size_t* count) = nullptr;
   // The checksum of the .weights file `kiln compile` wrote with this model (0: not checked):
   // another model's weights file, or the same model's with other weights, is refused.
   std::uint64_t weights_checksum = 0;
@@ -46,16 +48,19 @@ class CompiledModel {
     mo.fallback_to_cpu = true;
     mo.threads = o.threads;
     mo.cpu_target = pick_cpu_target(o.cpu_targets);
-    if (o.kernel_table) {
-      const auto table = o.kernel_table;
-      mo.generate_kernels = [table](const std::vector<graph::KernelSpec>&) {
-        std::size_t count = 0;
-        const GeneratedKernel* k = table(&count);
-        auto kernels = std::make_shared<GeneratedKernels>();
-        kernels->kernels.assign(k, k + count);
-        return std::shared_ptr<const GeneratedKernels>(std::move(kernels));
-      };
-    }
+    const auto cpu_table = o.kernel_table, cuda_table = o.cuda_kernel_table;
+    mo.generate_kernels = [cpu_table, cuda_table](const std::vector<graph::KernelSpec>&,
+                                                  const KernelRequest& request) {
+      const auto table = request.backend == Backend::cpu ? cpu_table : cuda_table;
+      if (!table || (request.backend != Backend::cpu && request.backend != Backend::cuda))
+        throw graph::Error(std::string("this model was compiled without kernels for ") +
+                           to_string(request.backend));
+      std::size_t count = 0;
+      const GeneratedKernel* k = table(&count);
+      auto kernels = std::make_shared<GeneratedKernels>();
+      kernels->kernels.assign(k, k + count);
+      return std::shared_ptr<const GeneratedKernels>(std::move(kernels));
+    };
     model_ = std::make_unique<Model>(g, mo);
     logical_.resize(model_->num_outputs());
   }

@@ -1,5 +1,6 @@
-// Kiln's runtime: runs an optimized graph with the AOT-compiled kernels out of one planned
-// arena. Thin by design: every computation is in a kernel; this only binds buffers and calls.
+// Kiln's runtime: runs an optimized graph with the kernels generated for it (and the portable
+// kernels of the ops codegen does not cover yet) out of one planned arena. Thin by design:
+// every computation is in a kernel; this only binds buffers and calls.
 #pragma once
 
 #include <memory>
@@ -14,19 +15,20 @@
 
 namespace kiln {
 
-enum class Backend { cpu, cuda };
 enum class Schedule { tuned, naive };
 const char* to_string(Backend b);
 const char* to_string(Schedule s);
 
 struct ModelOptions {
   Backend backend = Backend::cpu;
-  // With Backend::cuda: run on the CPU instead when no GPU or driver is usable, rather than
+  // With a GPU backend: run on the CPU instead when no GPU or driver is usable, rather than
   // failing. Model::fallback_reason() then says why.
   bool fallback_to_cpu = false;
-  Schedule schedule = Schedule::tuned;  // CPU only; CUDA kernels have one schedule
-  // Index into the compiled CPU targets (kiln::runtime::cpu_targets()); -1 lets each kernel's
-  // dispatch wrapper pick the best one this CPU supports.
+  // naive: every dense convolution with Halide's default schedule (a baseline). CPU only; the
+  // GPU kernels have one schedule.
+  Schedule schedule = Schedule::tuned;
+  // Index into the CPU targets (kiln::runtime::cpu_targets()) the kernels are generated for;
+  // -1 lets the generator choose (codegen::kernel_generator: the best this CPU supports).
   int cpu_target = -1;
   int threads = 0;  // 0: one per core
   bool profile = false;  // time every kernel call (Model::kernel_times)
