@@ -5,6 +5,7 @@
 #include "generators/ops/elementwise.h"
 #include "generators/ops/layout.h"
 #include "generators/ops/pool.h"
+#include "generators/ops/tensor.h"
 #include "runtime/conv_weights.h"
 #include "runtime/kernels.h"
 #include "schedules/conv_schedule.h"
@@ -12,6 +13,7 @@
 #include "schedules/elementwise_schedule.h"
 #include "schedules/layout_schedule.h"
 #include "schedules/pool_schedule.h"
+#include "schedules/tensor_schedule.h"
 
 namespace kiln::codegen {
 namespace {
@@ -309,6 +311,148 @@ KernelPipeline layout_pipeline(const graph::LayoutKernelSpec& k, const Halide::T
   return KernelPipeline{Halide::Pipeline(f.output), {input}};
 }
 
+// The elementwise schedule's view of an output Func over a dense tensor of `shape`.
+schedules::ElementwiseFuncs elementwise_funcs(const Halide::Func& out, const graph::Shape& shape,
+                                              bool keep_innermost) {
+  schedules::ElementwiseFuncs f{out, {}, dense_dims(shape).extents, keep_innermost};
+  for (const Halide::Var& v : out.args()) f.dims.push_back(v);
+  return f;
+}
+
+void schedule_elementwise(const schedules::ElementwiseFuncs& f, const Halide::Target& target) {
+  if (target.has_gpu_feature()) {
+    schedules::schedule_elementwise_gpu(f, target);
+  } else {
+    schedules::schedule_elementwise_cpu(f, target);
+  }
+}
+
+// Data movement: the output a pure function of its coordinates, read from other places of the
+// input (so the innermost dimension is kept: fusing it would not make the loads contiguous).
+KernelPipeline data_pipeline(const graph::OpKernelSpec& k, const Halide::Target& target,
+                             const std::vector<Halide::ImageParam>& inputs) {
+  const graph::Shape& in = k.inputs[0].shape;
+  Halide::Func out;
+  if (const auto* t = std::get_if<graph::Transpose>(&k.op)) {
+    out = generators::ops::transpose(inputs[0], in, t->perm);
+  } else if (const auto* lt = std::get_if<graph::LayoutTransform>(&k.op)) {
+    // NCHW <-> NHWC of a 4-D tensor (the NCHW -> NHWC one is a LayoutKernelSpec).
+    const std::vector<int> perm = lt->to == graph::Layout::nchw ? std::vector<int>{0, 3, 1, 2}
+                                                                : std::vector<int>{0, 2, 3, 1};
+    out = generators::ops::transpose(inputs[0], in, perm);
+  } else if (std::holds_alternative<graph::Reshape>(k.op)) {
+    out = generators::ops::reshape(inputs[0], in, k.output.shape);
+  } else if (const auto* c = std::get_if<graph::Concat>(&k.op)) {
+    std::vector<graph::Shape> shapes;
+    for (const graph::TensorDesc& t : k.inputs) shapes.push_back(t.shape);
+    out = generators::ops::concat({inputs.begin(), inputs.end()}, shapes, c->axis);
+  } else if (const auto* sl = std::get_if<graph::Slice>(&k.op)) {
+    out = generators::ops::slice(inputs[0], in, *sl);
+  } else {
+    out = generators::ops::pad(inputs[0], in, std::get<graph::Pad>(k.op));
+  }
+  schedule_elementwise(elementwise_funcs(out, k.output.shape, true), target);
+  constrain([&](int d) { return out.output_buffer().dim(d); }, k.output.shape);
+  return KernelPipeline{Halide::Pipeline(out), inputs};
+}
+
+// ReduceMean, Softmax, and global average pooling of an NCHW tensor (a mean over H and W).
+KernelPipeline reduction_pipeline(const graph::OpKernelSpec& k, const Halide::Target& target,
+                                  const std::vector<Halide::ImageParam>& inputs) {
+  const graph::Shape& in = k.inputs[0].shape;
+  Halide::Func out;
+  std::vector<Halide::Func> partials;
+  bool vectorize_inner = true;
+  if (const auto* sm = std::get_if<graph::Softmax>(&k.op)) {
+    const generators::ops::SoftmaxAlgorithm a = generators::ops::softmax(inputs[0], in, *sm);
+    out = a.out;
+    partials = {a.max, a.sum};
+    vectorize_inner = sm->axis != static_cast<int>(in.size()) - 1 && !sm->coerce_2d;
+  } else {
+    graph::ReduceMean r;
+    if (const auto* rm = std::get_if<graph::ReduceMean>(&k.op)) {
+      r = *rm;
+    } else {
+      r.axes = {2, 3};  // GlobalPool (avg) of NCHW
+    }
+    const generators::ops::ReduceAlgorithm a =
+        generators::ops::reduce_mean(inputs[0], in, r, k.output.shape);
+    out = a.out;
+    partials = {a.sum};
+    vectorize_inner = !r.axes.empty() && r.axes.back() != static_cast<int>(in.size()) - 1;
+  }
+  const schedules::ElementwiseFuncs f = elementwise_funcs(out, k.output.shape, false);
+  if (target.has_gpu_feature()) {
+    schedules::schedule_reduction_gpu(f, partials, target);
+  } else {
+    schedules::schedule_reduction_cpu(f, partials, vectorize_inner, target);
+  }
+  constrain([&](int d) { return out.output_buffer().dim(d); }, k.output.shape);
+  return KernelPipeline{Halide::Pipeline(out), inputs};
+}
+
+// The operand of a product broadcast to the output's batch dimensions: `at` holds its two
+// matrix coordinates, then its own batch dimensions (innermost first) take the output's batch
+// Var of the same place from the right, or 0 where the operand's extent is 1.
+Halide::Expr operand(const Halide::ImageParam& p, const graph::Shape& shape,
+                     std::vector<Halide::Expr> at, const std::vector<Halide::Var>& batch) {
+  const size_t rank = shape.size();
+  for (size_t i = 0; i + 2 < rank; ++i)  // Halide batch dim 2 + i: row-major axis rank - 3 - i
+    at.push_back(shape[rank - 3 - i] == 1 ? Halide::Expr(0) : Halide::Expr(batch[i]));
+  return p(at);
+}
+
+// Gemm (alpha * op(A) op(B) + beta * C) and MatMul of operands of rank 2 or more with
+// broadcast batch dimensions.
+KernelPipeline product_pipeline(const graph::OpKernelSpec& k, const Halide::Target& target,
+                                const std::vector<Halide::ImageParam>& inputs) {
+  const graph::Shape &sa = k.inputs[0].shape, &sb = k.inputs[1].shape, &so = k.output.shape;
+  const auto* gemm = std::get_if<graph::Gemm>(&k.op);
+  const int batch_dims = static_cast<int>(so.size()) - 2;
+  const int64_t kk = gemm && gemm->trans_a ? sa[0] : sa[sa.size() - 1];
+  Halide::Var kv("kv"), mv("mv"), nv("nv");
+  std::vector<Halide::Var> bv;
+  for (int i = 0; i < batch_dims; ++i) bv.emplace_back("bv" + std::to_string(i));
+  std::vector<Halide::Expr> a_args = {kv, mv}, b_args = {nv, kv};
+  a_args.insert(a_args.end(), bv.begin(), bv.end());
+  b_args.insert(b_args.end(), bv.begin(), bv.end());
+  Halide::Func a("a"), b("b");
+  const bool ta = gemm && gemm->trans_a, tb = gemm && gemm->trans_b;
+  // Halide order is (column, row): A [M, K] is A(k, m); transposed, [K, M] is A(m, k).
+  a(a_args) = operand(inputs[0], sa, ta ? std::vector<Halide::Expr>{mv, kv}
+                                         : std::vector<Halide::Expr>{kv, mv}, bv);
+  b(b_args) = operand(inputs[1], sb, tb ? std::vector<Halide::Expr>{kv, nv}
+                                         : std::vector<Halide::Expr>{nv, kv}, bv);
+  const generators::ops::MatMulAlgorithm alg =
+      generators::ops::matmul(a, b, static_cast<int>(kk), batch_dims);
+  Halide::Func out("output");
+  Halide::Expr value = alg.acc(alg.args());
+  if (gemm) {
+    value = gemm->alpha * value;
+    if (k.inputs.size() == 3) {  // C, broadcast to [M, N] (rank 0, 1 or 2)
+      const graph::Shape& sc = k.inputs[2].shape;
+      std::vector<Halide::Expr> c_at;
+      for (size_t d = 0; d < sc.size(); ++d) {  // Halide dim d: row-major axis size - 1 - d
+        const Halide::Expr v = d == 0 ? Halide::Expr(alg.n) : Halide::Expr(alg.m);
+        c_at.push_back(sc[sc.size() - 1 - d] == 1 ? Halide::Expr(0) : v);
+      }
+      value += gemm->beta * inputs[2](c_at);
+    }
+  }
+  out(alg.args()) = value;
+  int64_t batch_count = 1;
+  for (int i = 0; i < batch_dims; ++i) batch_count *= so[static_cast<size_t>(i)];
+  const schedules::MatMulFuncs f{out,   alg.acc,   alg.n,  alg.m, alg.batch,
+                                 alg.k, so.back(), so[so.size() - 2], batch_count};
+  if (target.has_gpu_feature()) {
+    schedules::schedule_matmul_gpu(f, target);
+  } else {
+    schedules::schedule_matmul_cpu(f, target);
+  }
+  constrain([&](int d) { return out.output_buffer().dim(d); }, so);
+  return KernelPipeline{Halide::Pipeline(out), inputs};
+}
+
 }  // namespace
 
 KernelPipeline build_kernel_pipeline(const graph::KernelSpec& spec, const Halide::Target& target) {
@@ -320,30 +464,35 @@ KernelPipeline build_kernel_pipeline(const graph::KernelSpec& spec, const Halide
   if (const auto* layout = std::get_if<graph::LayoutKernelSpec>(&spec))
     return layout_pipeline(*layout, target);
   const auto& op_spec = std::get<graph::OpKernelSpec>(spec);
-  if (std::holds_alternative<graph::MatMul>(op_spec.op)) return matmul_pipeline(op_spec, target);
-  if (std::holds_alternative<graph::Pool2d>(op_spec.op) ||
-      std::holds_alternative<graph::GlobalPool>(op_spec.op))
+  const graph::Op& kind = op_spec.op;
+  const bool nhwc_image = op_spec.inputs[0].layout == graph::Layout::nhwc;
+  if (std::holds_alternative<graph::MatMul>(kind) && op_spec.inputs[0].shape.size() == 4 &&
+      op_spec.inputs[1].shape.size() == 2)
+    return matmul_pipeline(op_spec, target);
+  if (std::holds_alternative<graph::Pool2d>(kind) ||
+      (std::holds_alternative<graph::GlobalPool>(kind) && nhwc_image))
     return pool_pipeline(op_spec, target);
   std::vector<Halide::ImageParam> inputs;
   for (size_t i = 0; i + 1 < args.size(); ++i)
     inputs.push_back(dense_input(args[i], static_cast<int>(i)));
+  if (std::holds_alternative<graph::MatMul>(kind) || std::holds_alternative<graph::Gemm>(kind))
+    return product_pipeline(op_spec, target, inputs);
+  if (std::holds_alternative<graph::Softmax>(kind) ||
+      std::holds_alternative<graph::ReduceMean>(kind) ||
+      std::holds_alternative<graph::GlobalPool>(kind))
+    return reduction_pipeline(op_spec, target, inputs);
+  if (!std::holds_alternative<graph::ElementwiseChain>(kind) &&
+      !std::holds_alternative<graph::Binary>(kind))
+    return data_pipeline(op_spec, target, inputs);
   const graph::TensorDesc& out_desc = args.back();
 
-  const graph::Op& op = std::get<graph::OpKernelSpec>(spec).op;
   Algorithm a;
-  if (const auto* chain = std::get_if<graph::ElementwiseChain>(&op)) {
+  if (const auto* chain = std::get_if<graph::ElementwiseChain>(&kind)) {
     a = chain_algorithm(*chain, out_desc, inputs);
   } else {
-    a = binary_algorithm(std::get<graph::Binary>(op), args, inputs);
+    a = binary_algorithm(std::get<graph::Binary>(kind), args, inputs);
   }
-
-  schedules::ElementwiseFuncs f{a.out, {}, dense_dims(out_desc.shape).extents, a.keep_innermost};
-  for (const Halide::Var& v : a.out.args()) f.dims.push_back(v);
-  if (target.has_gpu_feature()) {
-    schedules::schedule_elementwise_gpu(f, target);
-  } else {
-    schedules::schedule_elementwise_cpu(f, target);
-  }
+  schedule_elementwise(elementwise_funcs(a.out, out_desc.shape, a.keep_innermost), target);
   constrain([&](int d) { return a.out.output_buffer().dim(d); }, out_desc.shape);
   return KernelPipeline{Halide::Pipeline(a.out), inputs};
 }

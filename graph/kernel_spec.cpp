@@ -163,13 +163,25 @@ bool is_generated(const KernelSpec& k) {
   if (!o) return false;
   const bool nhwc_image = o->inputs.size() == 1 && o->inputs[0].layout == Layout::nhwc &&
                           o->inputs[0].shape.size() == 4;
-  // A channels-last linear layer (ConvNeXt's MLP): [N, H, W, K] x [K, M], a 1x1 convolution.
-  const bool matmul_4d_by_2d = std::holds_alternative<MatMul>(o->op) && o->inputs.size() == 2 &&
-                               o->inputs[0].shape.size() == 4 && o->inputs[1].shape.size() == 2;
-  return matmul_4d_by_2d || std::holds_alternative<ElementwiseChain>(o->op) ||
-         std::holds_alternative<Binary>(o->op) ||
-         ((std::holds_alternative<Pool2d>(o->op) || std::holds_alternative<GlobalPool>(o->op)) &&
-          nhwc_image);
+  bool has_scalar = o->output.shape.empty();
+  for (const TensorDesc& t : o->inputs) has_scalar |= t.shape.empty();
+  const Op& op = o->op;
+  // Products: a channels-last linear layer (ConvNeXt's MLP, [N, H, W, K] x [K, M], generated
+  // as the 1x1 convolution it is), Gemm, and MatMuls whose operands are matrices or batches of
+  // them (a 1-D operand still runs as a portable kernel).
+  if (std::holds_alternative<MatMul>(op))
+    return o->inputs[0].shape.size() >= 2 && o->inputs[1].shape.size() >= 2;
+  if (std::holds_alternative<Gemm>(op)) return true;  // A and B are matrices, C of rank <= 2
+  if (std::holds_alternative<Pool2d>(op)) return nhwc_image;
+  if (const auto* gp = std::get_if<GlobalPool>(&op))
+    return nhwc_image || (gp->kind == PoolKind::avg && o->inputs[0].shape.size() == 4);
+  if (std::holds_alternative<LayoutTransform>(op)) return o->inputs[0].shape.size() == 4;
+  if (has_scalar) return false;  // rank-0 tensors: the portable kernels
+  return std::holds_alternative<ElementwiseChain>(op) || std::holds_alternative<Binary>(op) ||
+         std::holds_alternative<Reshape>(op) || std::holds_alternative<Transpose>(op) ||
+         std::holds_alternative<Concat>(op) || std::holds_alternative<Slice>(op) ||
+         std::holds_alternative<Pad>(op) || std::holds_alternative<Softmax>(op) ||
+         std::holds_alternative<ReduceMean>(op);
 }
 
 std::vector<TensorDesc> generated_kernel_arguments(const KernelSpec& k) {
@@ -225,6 +237,32 @@ std::string kernel_signature(const KernelSpec& k) {
       << p->ceil_mode << "," << p->count_include_pad << "]";
   } else if (const auto* gp = op ? std::get_if<GlobalPool>(&op->op) : nullptr) {
     s << "[" << static_cast<int>(gp->kind) << "]";
+  } else if (const auto* gm = op ? std::get_if<Gemm>(&op->op) : nullptr) {
+    s << "[" << gm->trans_a << "," << gm->trans_b << "," << std::hexfloat << gm->alpha << ","
+      << gm->beta << std::defaultfloat << "]";
+  } else if (const auto* t = op ? std::get_if<Transpose>(&op->op) : nullptr) {
+    s << "[";
+    for (int p : t->perm) s << p << ",";
+    s << "]";
+  } else if (const auto* c = op ? std::get_if<Concat>(&op->op) : nullptr) {
+    s << "[" << c->axis << "]";
+  } else if (const auto* sl = op ? std::get_if<Slice>(&op->op) : nullptr) {
+    s << "[";
+    for (size_t a = 0; a < sl->starts.size(); ++a)
+      s << sl->starts[a] << ":" << sl->ends[a] << ":" << sl->steps[a] << ",";
+    s << "]";
+  } else if (const auto* p = op ? std::get_if<Pad>(&op->op) : nullptr) {
+    s << "[";
+    for (int64_t v : p->pads) s << v << ",";
+    s << std::hexfloat << p->value << std::defaultfloat << "]";
+  } else if (const auto* sm = op ? std::get_if<Softmax>(&op->op) : nullptr) {
+    s << "[" << sm->axis << "," << sm->coerce_2d << "]";
+  } else if (const auto* rm = op ? std::get_if<ReduceMean>(&op->op) : nullptr) {
+    s << "[";
+    for (int a : rm->axes) s << a << ",";
+    s << rm->keepdims << "]";
+  } else if (const auto* lt = op ? std::get_if<LayoutTransform>(&op->op) : nullptr) {
+    s << "[" << to_string(lt->from) << "->" << to_string(lt->to) << "]";
   }
   for (const TensorDesc& t : generated_kernel_arguments(k))
     s << " " << to_string(t.shape) << to_string(t.layout) << to_string(t.dtype);

@@ -392,6 +392,78 @@ TEST_P(GeneratedMatMul, MatchesReferenceOnEveryCpuTarget) {
 INSTANTIATE_TEST_SUITE_P(MatMuls, GeneratedMatMul, testing::ValuesIn(matmul_cases()),
                          [](const testing::TestParamInfo<MatMulCase>& i) { return i.param.name; });
 
+// Data movement, reductions and products: one node each, its inputs graph inputs (so the
+// kernel reads them at run time) or constants.
+struct OpCase {
+  std::string name;
+  graph::Op op;
+  std::vector<Shape> inputs;
+  Layout layout = Layout::any;  // of the first input
+  std::vector<bool> constant = {};  // per input; default: none
+  double rtol = 1e-5, atol = 1e-6;  // products: fp32 sums against the reference's doubles
+};
+void PrintTo(const OpCase& c, std::ostream* os) { *os << c.name; }
+
+std::vector<OpCase> op_cases() {
+  using graph::Gemm;
+  return {
+      {"gemm_fc_transposed_b_bias", Gemm{false, true, 1.0f, 1.0f}, {{1, 512}, {1000, 512}, {1000}},
+       Layout::any, {false, true, true}, 1e-4, 1e-4},
+      {"gemm_batch_3_odd", Gemm{false, false, 1.0f, 1.0f}, {{3, 37}, {37, 21}, {1, 21}}, Layout::any, {}, 1e-4, 1e-4},
+      {"gemm_transposed_a_row_bias_scaled", Gemm{true, false, 0.5f, 2.0f}, {{19, 6}, {19, 40}, {6, 1}}, Layout::any, {}, 1e-4, 1e-4},
+      {"gemm_both_transposed_full_bias", Gemm{true, true, 1.5f, -1.0f}, {{8, 9}, {33, 8}, {9, 33}}, Layout::any, {}, 1e-4, 1e-4},
+      {"gemm_scalar_bias_no_vector", Gemm{false, false, 1.0f, 1.0f}, {{5, 7}, {7, 3}, {1}}, Layout::any, {}, 1e-4, 1e-4},
+      {"gemm_without_bias", Gemm{false, true, 1.0f, 1.0f}, {{2, 64}, {70, 64}}, Layout::any, {}, 1e-4, 1e-4},
+      {"matmul_batched_broadcast", graph::MatMul{}, {{2, 1, 5, 12}, {3, 12, 17}}, Layout::any, {}, 1e-4, 1e-4},
+      {"matmul_2d", graph::MatMul{}, {{6, 40}, {40, 36}}, Layout::any, {}, 1e-4, 1e-4},
+      {"transpose_nhwc_to_nchw", graph::Transpose{{0, 3, 1, 2}}, {{2, 5, 6, 19}}},
+      {"transpose_rank3_reverse", graph::Transpose{{2, 1, 0}}, {{7, 3, 20}}},
+      {"layout_nhwc_to_nchw", graph::LayoutTransform{Layout::nhwc, Layout::nchw}, {{1, 7, 9, 24}},
+       Layout::nhwc},
+      {"reshape_flatten", graph::Reshape{{2, 60}}, {{2, 3, 4, 5}}},
+      {"reshape_split_inner", graph::Reshape{{4, 3, 10}}, {{12, 10}}},
+      {"concat_channels_3", graph::Concat{1}, {{1, 5, 4, 3}, {1, 2, 4, 3}, {1, 9, 4, 3}}},
+      {"concat_innermost", graph::Concat{2}, {{2, 3, 17}, {2, 3, 5}}},
+      {"slice_steps", graph::Slice{{1, 0, 9}, {5, 6, -1}, {2, 1, -3}}, {{6, 6, 10}}},
+      {"pad_and_crop", graph::Pad{{1, 0, -1, 2, 0, 3}, 0.5f}, {{3, 8, 4}}},
+      {"softmax_last_axis", graph::Softmax{1, false}, {{3, 1000}}},
+      {"softmax_middle_axis", graph::Softmax{1, false}, {{2, 7, 33}}},
+      {"softmax_coerce_2d", graph::Softmax{1, true}, {{2, 3, 4, 5}}},
+      {"reduce_mean_last_keepdims", graph::ReduceMean{{3}, true}, {{1, 9, 9, 48}}},
+      {"reduce_mean_spatial_dropped", graph::ReduceMean{{2, 3}, false}, {{2, 20, 6, 7}}},
+      {"reduce_mean_all", graph::ReduceMean{{}, true}, {{4, 33}}},
+      {"global_avg_pool_nchw", graph::GlobalPool{graph::PoolKind::avg}, {{2, 24, 7, 9}},
+       Layout::nchw},
+  };
+}
+
+graph::Graph op_graph(const OpCase& c) {
+  graph::GraphBuilder b;
+  std::vector<graph::ValueId> ins;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    const std::string name = "in" + std::to_string(i);
+    const Layout layout = i == 0 ? c.layout : Layout::any;
+    ins.push_back(i < c.constant.size() && c.constant[i]
+                      ? b.constant(name, c.inputs[i],
+                                   graph::random_uniform(graph::num_elements(c.inputs[i]), -0.5f,
+                                                         0.5f, 70 + i),
+                                   layout)
+                      : b.input(name, c.inputs[i], layout));
+  }
+  b.output(b.op(c.name, c.op, ins));
+  return b.finish();
+}
+
+class GeneratedOp : public testing::TestWithParam<OpCase> {};
+
+TEST_P(GeneratedOp, MatchesReferenceOnEveryCpuTarget) {
+  const OpCase& c = GetParam();
+  expect_generated_matches_reference(op_graph(c), -3.0f, 3.0f, c.rtol, c.atol);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, GeneratedOp, testing::ValuesIn(op_cases()),
+                         [](const testing::TestParamInfo<OpCase>& i) { return i.param.name; });
+
 // The sigmoid's vectorized exponential against the double-precision reference over the whole
 // float range where the result is not yet saturated, and past it.
 TEST(GeneratedKernels, SigmoidAccuracyAcrossItsRange) {
@@ -526,6 +598,10 @@ TEST(GeneratedKernels, GpuScheduleRunsThroughOpenCl) {
     SCOPED_TRACE(c.name);
     expect_opencl_matches_reference(pool_graph(c), -3.0f, 3.0f, 1e-5, 1e-6);
   }
+  for (const OpCase& c : op_cases()) {
+    SCOPED_TRACE(c.name);
+    expect_opencl_matches_reference(op_graph(c), -3.0f, 3.0f, c.rtol, c.atol);
+  }
   for (const ConvCase& c : conv_cases()) {
     SCOPED_TRACE(c.name);
     const graph::Graph g = conv_graph(c);
@@ -535,8 +611,9 @@ TEST(GeneratedKernels, GpuScheduleRunsThroughOpenCl) {
 }
 
 // The CUDA objects of generated kernels, one of each kind (chain, binary, MatMul, pooling, the
-// layout transform, dense convolutions with and without post steps or a residual, depthwise
-// and grouped ones): their PTX assembles for the H200 (sm_90).
+// layout transform, Gemm, a batched MatMul, Concat, Softmax, ReduceMean, dense convolutions
+// with and without post steps or a residual, depthwise and grouped ones): their PTX assembles
+// for the H200 (sm_90).
 TEST(GeneratedKernels, CudaObjectPtxAssemblesForSm90) {
   if (!ptx_util::have_ptxas()) GTEST_SKIP() << "ptxas not found (install the CUDA toolkit)";
   ModelOptions lower;
@@ -546,6 +623,11 @@ TEST(GeneratedKernels, CudaObjectPtxAssemblesForSm90) {
   for (const graph::Graph& g : {binary_graph(binary_cases()[1]), matmul_graph(matmul_cases()[0]),
                                 pool_graph(pool_cases()[0])})
     specs.push_back(Model(g, lower).kernels().at(0));
+  const std::vector<OpCase> ops = op_cases();
+  for (const char* name : {"gemm_fc_transposed_b_bias", "matmul_batched_broadcast",
+                           "concat_channels_3", "softmax_last_axis", "reduce_mean_last_keepdims"})
+    for (const OpCase& c : ops)
+      if (c.name == name) specs.push_back(Model(op_graph(c), lower).kernels().at(0));
   for (size_t c : {0, 4, 7, 10}) {  // dense + SiLU, dense + residual, depthwise, grouped
     const graph::Graph conv = conv_graph(conv_cases()[c]);
     specs.push_back(
@@ -578,10 +660,10 @@ namespace kiln {
 namespace {
 
 // A whole model on the OpenCL backend (the GPU schedules through pocl on the CPU): the layout
-// transform, a conv with BatchNorm and ReLU, a residual branch and global pooling run as GPU
-// kernels; Flatten and Gemm, which no kernel is generated for yet, run on the host between them
-// (their inputs copied back from the device, their outputs up again), and a Sigmoid after the
-// Gemm runs on the device again. Outputs poisoned; compared with the unfused reference.
+// transform, convs with ReLU, a residual branch, global pooling, Flatten and Gemm run as GPU
+// kernels; a MatMul by a vector, which no kernel is generated for yet, runs on the host between
+// them (its input copied back from the device, its output up again), and a Sigmoid after it
+// runs on the device again. Outputs poisoned; compared with the unfused reference.
 TEST(GeneratedKernels, WholeModelRunsOnTheOpenClBackend) {
   graph::GraphBuilder b;
   const graph::ValueId x = b.input("x", {2, 5, 9, 11});
@@ -604,7 +686,10 @@ TEST(GeneratedKernels, WholeModelRunsOnTheOpenClBackend) {
   const graph::ValueId fc = b.op("fc", graph::Gemm{false, true, 1.0f, 1.0f},
                                  {flat, b.constant("fc_w", {10, 24}, graph::random_uniform(240, -0.3f, 0.3f, 5)),
                                   b.constant("fc_b", {10}, graph::random_uniform(10, -0.1f, 0.1f, 6))});
-  b.output(b.op("sigmoid", graph::ElementwiseChain{{{ChainStepKind::sigmoid, 0, 0}}}, {fc}));
+  // A MatMul by a vector: no kernel is generated for it yet, so it runs on the host.
+  const graph::ValueId dot = b.op("dot", graph::MatMul{},
+                                  {fc, b.constant("v", {10}, graph::random_uniform(10, -1.0f, 1.0f, 7))});
+  b.output(b.op("sigmoid", graph::ElementwiseChain{{{ChainStepKind::sigmoid, 0, 0}}}, {dot}));
   const graph::Graph input = b.finish();
   const graph::Graph optimized = graph::run_passes(input);
 

@@ -50,7 +50,7 @@ TEST(RuntimeErrors, WrongInputCountAndNullInput) {
 
 // A second thread's run() while a call on the same Model is in progress is refused with a clear
 // error and changes nothing; the first call finishes with the right result. Deterministic: the
-// first call is held inside its (portable) Gemm kernel until the second has been refused.
+// first call is held inside its (portable) kernel until the second has been refused.
 std::promise<void> g_entered, g_release;
 std::atomic<bool> g_held{false};
 void holding_runner(int64_t count, const runtime::ops::ParallelBody& body) {
@@ -63,31 +63,39 @@ void holding_runner(int64_t count, const runtime::ops::ParallelBody& body) {
 
 TEST(RuntimeErrors, ConcurrentRunOnOneModelIsRefused) {
   graph::GraphBuilder b;
-  // A fully connected layer (B transposed): its portable kernel splits columns over the runner.
-  const graph::ValueId x = b.input("x", {4, 512}, graph::Layout::any);
-  b.output(b.op("gemm", graph::Gemm{false, true, 1.0f, 1.0f},
-                {x, b.constant("w", {64, 512}, graph::random_uniform(64 * 512, -0.1f, 0.1f, 3))}));
+  // A convolution whose weights are a graph input: no kernel is generated for it, and its
+  // portable kernel splits output rows over the runner.
+  const graph::ValueId x = b.input("x", {1, 16, 16, 8}, graph::Layout::nhwc);
+  const graph::ValueId w = b.input("w", {3, 3, 8, 8}, graph::Layout::hwio);
+  graph::Conv2d attrs;
+  attrs.pad_top = attrs.pad_left = attrs.pad_bottom = attrs.pad_right = 1;
+  b.output(b.conv2d("conv", x, w, b.constant("b", {8}, graph::random_uniform(8, -0.1f, 0.1f, 4)),
+                    attrs));
   const graph::Graph g = b.finish();
   Model m(g);
+  ASSERT_FALSE(graph::is_generated(m.kernels().at(0))) << "the test needs a portable kernel";
   runtime::ops::set_parallel_runner(holding_runner);  // after the Model installed its own
-  const std::vector<float> x1 = graph::random_uniform(4 * 512, -1, 1, 5);
-  const std::vector<float> x2 = graph::random_uniform(4 * 512, -1, 1, 6);
+  const std::vector<float> x1 = graph::random_uniform(16 * 16 * 8, -1, 1, 5);
+  const std::vector<float> x2 = graph::random_uniform(16 * 16 * 8, -1, 1, 6);
+  const std::vector<float> wv = graph::random_uniform(3 * 3 * 8 * 8, -0.2f, 0.2f, 3);
   Status first = Status::error("not run");
-  std::thread a([&] { first = m.run({x1.data()}); });
+  std::thread a([&] { first = m.run(std::vector<const float*>{x1.data(), wv.data()}); });
   // The first call is inside its kernel (or, if the kernel never reached the runner, done).
   const bool held = g_entered.get_future().wait_for(std::chrono::seconds(30)) == std::future_status::ready;
-  const Status second = m.run({x2.data()});
+  const Status second = m.run(std::vector<const float*>{x2.data(), wv.data()});
   g_release.set_value();
   a.join();
-  ASSERT_TRUE(held) << "the Gemm kernel never called the parallel runner";
+  ASSERT_TRUE(held) << "the conv kernel never called the parallel runner";
   EXPECT_FALSE(second.is_ok());
   EXPECT_TRUE(contains(second.message(), "a Model runs one call at a time")) << second.message();
   ASSERT_TRUE(first.is_ok()) << first.message();
-  const graph::Tensor want = graph::run_reference(g, {graph::Tensor{{4, 512}, graph::Layout::any, x1}})[0];
+  const graph::Tensor want =
+      graph::run_reference(g, {graph::Tensor{{1, 16, 16, 8}, graph::Layout::nhwc, x1},
+                               graph::Tensor{{3, 3, 8, 8}, graph::Layout::hwio, wv}})[0];
   const TensorView out = m.output(0);
   const std::vector<float> got(out.data, out.data + graph::num_elements(out.shape));
   EXPECT_LE(graph::worst_error_ratio(got, want.data, 1e-5, 1e-6), 1.0);  // x1's, not x2's
-  ASSERT_TRUE(m.run({x2.data()}));  // and the Model is usable afterwards
+  ASSERT_TRUE(m.run(std::vector<const float*>{x2.data(), wv.data()}));  // and the Model is usable afterwards
 }
 
 // A node no generated kernel covers (an unfused ReLU op: the passes would make it a chain) runs

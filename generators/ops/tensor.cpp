@@ -1,0 +1,190 @@
+#include "generators/ops/tensor.h"
+
+#include <string>
+
+namespace kiln::generators::ops {
+namespace {
+
+using Halide::Expr;
+using Halide::Func;
+using Halide::Var;
+
+// One Var per dimension, innermost first.
+std::vector<Var> vars(size_t rank, const std::string& prefix = "d") {
+  std::vector<Var> v;
+  for (size_t d = 0; d < rank; ++d) v.emplace_back(prefix + std::to_string(d));
+  return v;
+}
+
+std::vector<Expr> exprs(const std::vector<Var>& v) { return {v.begin(), v.end()}; }
+
+// Row-major axis a of a rank-r tensor is Halide dimension r - 1 - a.
+size_t dim_of(size_t rank, size_t axis) { return rank - 1 - axis; }
+
+int i32(int64_t v) { return static_cast<int>(v); }
+
+}  // namespace
+
+Func transpose(const Func& in, const graph::Shape& in_shape, const std::vector<int>& perm) {
+  const size_t rank = in_shape.size();
+  const std::vector<Var> o = vars(rank);
+  std::vector<Expr> at(rank);
+  for (size_t a = 0; a < rank; ++a)  // output axis a is input axis perm[a]
+    at[dim_of(rank, static_cast<size_t>(perm[a]))] = o[dim_of(rank, a)];
+  Func out("transpose");
+  out(o) = in(at);
+  return out;
+}
+
+Func reshape(const Func& in, const graph::Shape& in_shape, const graph::Shape& out_shape) {
+  const std::vector<Var> o = vars(out_shape.size());
+  if (in_shape == out_shape) {
+    Func out("reshape");
+    out(o) = in(o);
+    return out;
+  }
+  // The row-major element index, then the input coordinates it has. The extents are constants,
+  // so the divisions are by constants.
+  Expr linear = 0;
+  for (size_t a = 0; a < out_shape.size(); ++a)
+    linear = linear * i32(out_shape[a]) + o[dim_of(out_shape.size(), a)];
+  std::vector<Expr> at(in_shape.size());
+  for (size_t a = in_shape.size(); a-- > 0;) {
+    at[dim_of(in_shape.size(), a)] = linear % i32(in_shape[a]);
+    linear = linear / i32(in_shape[a]);
+  }
+  Func out("reshape");
+  out(o) = in(at);
+  return out;
+}
+
+Func concat(const std::vector<Func>& ins, const std::vector<graph::Shape>& shapes, int axis) {
+  const size_t rank = shapes[0].size();
+  const std::vector<Var> o = vars(rank);
+  const size_t d = dim_of(rank, static_cast<size_t>(axis));
+  // From the last input back: select(i < end of input k, input k, the later ones). Each input
+  // is read at a clamped index, so bounds inference asks for no element outside it.
+  Expr value;
+  int64_t end = 0;
+  std::vector<int64_t> begins;
+  for (const graph::Shape& s : shapes) {
+    begins.push_back(end);
+    end += s[static_cast<size_t>(axis)];
+  }
+  for (size_t k = ins.size(); k-- > 0;) {
+    std::vector<Expr> at = exprs(o);
+    at[d] = Halide::clamp(o[d] - i32(begins[k]), 0, i32(shapes[k][static_cast<size_t>(axis)]) - 1);
+    const Expr v = ins[k](at);
+    value = value.defined() ? Halide::select(o[d] < i32(begins[k] + shapes[k][static_cast<size_t>(axis)]), v, value)
+                            : v;
+  }
+  Func out("concat");
+  out(o) = value;
+  return out;
+}
+
+Func slice(const Func& in, const graph::Shape& in_shape, const graph::Slice& s) {
+  const size_t rank = in_shape.size();
+  const std::vector<Var> o = vars(rank);
+  std::vector<Expr> at(rank);
+  for (size_t a = 0; a < rank; ++a)
+    at[dim_of(rank, a)] = i32(s.starts[a]) + o[dim_of(rank, a)] * i32(s.steps[a]);
+  Func out("slice");
+  out(o) = in(at);
+  return out;
+}
+
+Func pad(const Func& in, const graph::Shape& in_shape, const graph::Pad& p) {
+  const size_t rank = in_shape.size();
+  const std::vector<Var> o = vars(rank);
+  std::vector<Expr> at(rank);
+  Expr inside = Halide::cast<bool>(true);
+  for (size_t a = 0; a < rank; ++a) {
+    const size_t d = dim_of(rank, a);
+    const Expr i = o[d] - i32(p.pads[a]);
+    inside = inside && i >= 0 && i < i32(in_shape[a]);
+    at[d] = Halide::clamp(i, 0, i32(in_shape[a]) - 1);
+  }
+  Func out("pad");
+  out(o) = Halide::select(inside, in(at), p.value);
+  return out;
+}
+
+ReduceAlgorithm reduce_mean(const Func& in, const graph::Shape& in_shape,
+                            const graph::ReduceMean& r, const graph::Shape& out_shape) {
+  const size_t rank = in_shape.size();
+  std::vector<bool> reduced(rank, r.axes.empty());
+  for (int a : r.axes) reduced[static_cast<size_t>(a)] = true;
+  std::vector<Halide::Range> ranges;  // the reduced axes, innermost first
+  int64_t count = 1;
+  for (size_t a = rank; a-- > 0;)
+    if (reduced[a]) {
+      ranges.emplace_back(0, i32(in_shape[a]));
+      count *= in_shape[a];
+    }
+  const Halide::RDom rd(ranges);
+  const std::vector<Var> o = vars(out_shape.size());
+  // Input coordinates from the output's: a kept axis takes its output coordinate, a reduced one
+  // the next RDom variable; output axes of reduced ones (keepdims) are 0 and unused.
+  std::vector<Expr> at(rank);
+  size_t next_out = 0, next_r = ranges.size();
+  for (size_t a = 0; a < rank; ++a) {
+    if (reduced[a]) {
+      at[dim_of(rank, a)] = rd[static_cast<int>(--next_r)];
+      if (r.keepdims) ++next_out;
+    } else {
+      at[dim_of(rank, a)] = o[dim_of(out_shape.size(), next_out++)];
+    }
+  }
+  ReduceAlgorithm alg{Func("reduce_mean"), Func("reduce_sum")};
+  alg.sum(o) = 0.0f;
+  alg.sum(o) += in(at);
+  alg.out(o) = alg.sum(o) * (1.0f / static_cast<float>(count));
+  return alg;
+}
+
+SoftmaxAlgorithm softmax(const Func& in, const graph::Shape& shape, const graph::Softmax& s) {
+  const size_t rank = shape.size();
+  const size_t first = static_cast<size_t>(s.axis), last = s.coerce_2d ? rank - 1 : first;
+  // The normalized axes [first, last] as one RDom (innermost first); a row is every other axis.
+  std::vector<Halide::Range> ranges;
+  for (size_t a = last + 1; a-- > first;) ranges.emplace_back(0, i32(shape[a]));
+  const Halide::RDom rd(ranges);
+  const std::vector<Var> o = vars(rank);
+  std::vector<Expr> row = exprs(o), at = exprs(o);
+  for (size_t a = first; a <= last; ++a) {
+    row[dim_of(rank, a)] = 0;
+    at[dim_of(rank, a)] = rd[static_cast<int>(last - a)];
+  }
+  SoftmaxAlgorithm alg{Func("softmax"), Func("softmax_max"), Func("softmax_sum")};
+  // Per row, so the row's coordinates on the normalized axes are 0.
+  alg.max(o) = Halide::Float(32).min();
+  alg.max(o) = Halide::max(alg.max(o), in(at));
+  alg.sum(o) = 0.0f;
+  alg.sum(o) += Halide::exp(in(at) - alg.max(row));
+  alg.out(o) = Halide::exp(in(o) - alg.max(row)) / alg.sum(row);
+  return alg;
+}
+
+std::vector<Expr> MatMulAlgorithm::args() const {
+  std::vector<Expr> a = {n, m};
+  a.insert(a.end(), batch.begin(), batch.end());
+  return a;
+}
+
+MatMulAlgorithm matmul(const Func& a, const Func& b, int k_extent, int batch_dims) {
+  MatMulAlgorithm alg;
+  alg.n = Var("n");
+  alg.m = Var("m");
+  alg.batch = vars(static_cast<size_t>(batch_dims), "b");
+  alg.k = Halide::RDom(0, k_extent, "k");
+  alg.acc = Func("matmul_acc");
+  std::vector<Expr> a_at = {alg.k.x, alg.m}, b_at = {alg.n, alg.k.x};
+  a_at.insert(a_at.end(), alg.batch.begin(), alg.batch.end());
+  b_at.insert(b_at.end(), alg.batch.begin(), alg.batch.end());
+  alg.acc(alg.args()) = 0.0f;
+  alg.acc(alg.args()) += a(a_at) * b(b_at);
+  return alg;
+}
+
+}  // namespace kiln::generators::ops

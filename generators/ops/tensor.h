@@ -1,0 +1,63 @@
+// Algorithm builders for data movement, reductions and matrix products of dense row-major
+// tensors, with the semantics the reference interpreter states (graph/reference_ops_*.cpp).
+// Every builder takes its inputs as Funcs indexed innermost first (Halide's order: dimension d
+// is row-major axis rank - 1 - d) and their row-major shapes, and returns the output Func over
+// the output's coordinates, innermost first.
+#pragma once
+
+#include <vector>
+
+#include "Halide.h"
+#include "graph/ir.h"
+
+namespace kiln::generators::ops {
+
+// out[i0, .., ir-1] = in[j] with j[perm[a]] = i[a] (ONNX Transpose).
+Halide::Func transpose(const Halide::Func& in, const graph::Shape& in_shape,
+                       const std::vector<int>& perm);
+
+// The same elements in row-major order, another shape.
+Halide::Func reshape(const Halide::Func& in, const graph::Shape& in_shape,
+                     const graph::Shape& out_shape);
+
+// The inputs one after another along `axis`.
+Halide::Func concat(const std::vector<Halide::Func>& ins, const std::vector<graph::Shape>& shapes,
+                    int axis);
+
+// out[i] = in[start + i * step] on every axis.
+Halide::Func slice(const Halide::Func& in, const graph::Shape& in_shape, const graph::Slice& s);
+
+// Constant padding (a negative pad crops).
+Halide::Func pad(const Halide::Func& in, const graph::Shape& in_shape, const graph::Pad& p);
+
+// The mean over the ReduceMean's axes; `sum` is the reduction a schedule places.
+struct ReduceAlgorithm {
+  Halide::Func out, sum;
+};
+ReduceAlgorithm reduce_mean(const Halide::Func& in, const graph::Shape& in_shape,
+                            const graph::ReduceMean& r, const graph::Shape& out_shape);
+
+// Softmax along an axis (or, with coerce_2d, along every axis from it on): the maximum and the
+// sum of exponentials per row, which a schedule computes once per row, and the output.
+struct SoftmaxAlgorithm {
+  Halide::Func out, max, sum;
+};
+SoftmaxAlgorithm softmax(const Halide::Func& in, const graph::Shape& shape,
+                         const graph::Softmax& s);
+
+// acc(n, m, batch...) = sum over k of a(k, m, batch...) * b(n, k, batch...): the product of
+// the last two axes, [M, K] x [K, N] -> [M, N], over `batch_dims` leading axes (both operands
+// already broadcast to them). The caller defines the output from acc (scaling, a bias); a
+// schedule places acc.
+struct MatMulAlgorithm {
+  Halide::Func acc;
+  Halide::Var n, m;
+  std::vector<Halide::Var> batch;  // innermost first
+  Halide::RDom k;
+  // acc's coordinates in order: n, m, batch...
+  std::vector<Halide::Expr> args() const;
+};
+MatMulAlgorithm matmul(const Halide::Func& a, const Halide::Func& b, int k_extent,
+                       int batch_dims);
+
+}  // namespace kiln::generators::ops

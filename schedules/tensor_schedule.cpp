@@ -1,0 +1,127 @@
+// Schedules of reductions and matrix products (see tensor_schedule.h).
+#include "schedules/tensor_schedule.h"
+
+#include <algorithm>
+
+namespace kiln::schedules {
+namespace {
+
+using Halide::TailStrategy;
+using Halide::Var;
+
+// Fuses every pure Var of `stage` but the innermost into one (the rows); returns it, or the
+// innermost Var when there is one Var.
+template <typename Stage>
+Var fuse_rows(Stage stage, const std::vector<Var>& dims) {
+  if (dims.size() == 1) return dims[0];
+  Var rows = dims[1];
+  for (size_t d = 2; d < dims.size(); ++d) {
+    Var next(rows.name() + "_" + dims[d].name());
+    stage.fuse(rows, dims[d], next);
+    rows = next;
+  }
+  return rows;
+}
+
+std::vector<Var> pure_vars(const Halide::Func& f) {
+  std::vector<Var> v;
+  for (const Var& a : f.args()) v.push_back(a);
+  return v;
+}
+
+}  // namespace
+
+void schedule_reduction_cpu(const ElementwiseFuncs& out, const std::vector<Halide::Func>& partials,
+                            bool vectorize_inner, const Halide::Target& target) {
+  schedule_elementwise_cpu(out, target);
+  const int vw = target.natural_vector_size<float>();
+  for (Halide::Func p : partials) {
+    p.compute_root();
+    const std::vector<Var> dims = pure_vars(p);
+    // Both stages the same way: rows in parallel, the innermost dimension in vectors when it
+    // is wide (a reduction over the innermost axis leaves it 1 wide).
+    const bool wide = vectorize_inner && out.extents[0] >= vw;
+    for (int stage = 0; stage < 2; ++stage) {
+      Halide::Stage s = stage == 0 ? Halide::Stage(p) : p.update();
+      if (wide) s.vectorize(dims[0], vw, TailStrategy::GuardWithIf);
+      if (dims.size() > 1) s.parallel(fuse_rows(s, dims));
+    }
+  }
+}
+
+void schedule_reduction_gpu(const ElementwiseFuncs& out, const std::vector<Halide::Func>& partials,
+                            const Halide::Target& target) {
+  schedule_elementwise_gpu(out, target);
+  for (Halide::Func p : partials) {
+    p.compute_root();
+    const std::vector<Var> dims = pure_vars(p);
+    for (int stage = 0; stage < 2; ++stage) {
+      Halide::Stage s = stage == 0 ? Halide::Stage(p) : p.update();
+      Var all = dims[0];
+      for (size_t d = 1; d < dims.size(); ++d) {
+        Var next(all.name() + "_" + dims[d].name());
+        s.fuse(all, dims[d], next);
+        all = next;
+      }
+      Var block("block"), thread("thread");
+      s.gpu_tile(all, block, thread, 64, TailStrategy::GuardWithIf);
+    }
+  }
+}
+
+void schedule_matmul_cpu(const MatMulFuncs& f, const Halide::Target& target) {
+  Halide::Func out = f.out, acc = f.acc;
+  const int vw = target.natural_vector_size<float>();
+  // Two vectors of columns when there are that many, one, or no vectorization at all.
+  const int tn = f.n_extent >= 2 * vw ? 2 * vw : f.n_extent >= vw ? vw : 0;
+  const int tm = static_cast<int>(std::min<int64_t>(f.m_extent, 4));
+  Var no("no"), ni("ni"), mo("mo"), mi("mi");
+  if (tn > 0) {
+    out.split(f.n, no, ni, tn, TailStrategy::ShiftInwards);
+  } else {
+    out.split(f.n, no, ni, 1);
+  }
+  out.split(f.m, mo, mi, tm, TailStrategy::ShiftInwards).reorder(ni, mi, no, mo);
+  if (tn > 0) out.vectorize(ni, vw).unroll(ni);
+  out.unroll(mi);
+  // Tasks: the tiles, over every batch.
+  std::vector<Var> outer = {no, mo};
+  outer.insert(outer.end(), f.batch.begin(), f.batch.end());
+  Var task = outer[0];
+  for (size_t d = 1; d < outer.size(); ++d) {
+    Var next(task.name() + "_" + outer[d].name());
+    out.fuse(task, outer[d], next);
+    task = next;
+  }
+  const int64_t tiles = (f.n_extent + std::max(tn, 1) - 1) / std::max(tn, 1) *
+                        ((f.m_extent + tm - 1) / tm) * f.batch_count;
+  if (tiles > 1) out.parallel(task);
+  // The tile's sums stay in registers through the whole reduction (k outermost).
+  acc.compute_at(out, task);
+  Halide::Stage update = acc.update();
+  update.reorder(f.n, f.m, f.k.x);
+  if (tn > 0) {
+    acc.vectorize(f.n, vw);
+    update.vectorize(f.n, vw).unroll(f.n);
+  }
+  update.unroll(f.m);
+}
+
+void schedule_matmul_gpu(const MatMulFuncs& f, const Halide::Target& /*target*/) {
+  Halide::Func out = f.out;
+  Var nb("nb"), mb("mb"), nt("nt"), mt("mt");
+  out.gpu_tile(f.n, f.m, nb, mb, nt, mt, 16, 16, TailStrategy::GuardWithIf);
+  if (!f.batch.empty()) {
+    Var b = f.batch[0];
+    for (size_t d = 1; d < f.batch.size(); ++d) {
+      Var next(b.name() + "_" + f.batch[d].name());
+      out.fuse(b, f.batch[d], next);
+      b = next;
+    }
+    out.gpu_blocks(b);
+  }
+  Halide::Func acc = f.acc;
+  acc.compute_at(out, nt);
+}
+
+}  // namespace kiln::schedules

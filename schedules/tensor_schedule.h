@@ -1,0 +1,39 @@
+// Schedules of the reductions and matrix products of generators/ops/tensor.h (data movement
+// uses the elementwise schedules: its output is a pure function of the output's coordinates).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "Halide.h"
+#include "schedules/elementwise_schedule.h"
+
+namespace kiln::schedules {
+
+// A reduction: `out` (an elementwise Func of the partial results) and the partial results
+// themselves (each a Func with one update over an RDom, e.g. a sum, or Softmax's maximum and
+// sum). CPU: each partial computed once, parallel over its outer rows and, with
+// `vectorize_inner` (the partials are as wide as `out` in its innermost dimension), vectorized
+// along it; `out` as an elementwise kernel.
+void schedule_reduction_cpu(const ElementwiseFuncs& out, const std::vector<Halide::Func>& partials,
+                            bool vectorize_inner, const Halide::Target& target);
+// GPU: each partial a kernel of one thread per result, `out` an elementwise one.
+void schedule_reduction_gpu(const ElementwiseFuncs& out, const std::vector<Halide::Func>& partials,
+                            const Halide::Target& target);
+
+// A matrix product: out(n, m, batch...) from acc(n, m, batch...) (generators/ops/tensor.h),
+// with N and M the extents of n and m.
+struct MatMulFuncs {
+  Halide::Func out, acc;
+  Halide::Var n, m;
+  std::vector<Halide::Var> batch;  // innermost first
+  Halide::RDom k;
+  int64_t n_extent, m_extent, batch_count;
+};
+// CPU: register tiles of two vectors of n by up to 4 rows of m, acc in registers through the
+// whole reduction, parallel over tiles.
+void schedule_matmul_cpu(const MatMulFuncs& f, const Halide::Target& target);
+// GPU: one thread per output element, 16 x 16 blocks.
+void schedule_matmul_gpu(const MatMulFuncs& f, const Halide::Target& target);
+
+}  // namespace kiln::schedules
