@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <memory>
 
 #include "graph/memory_plan.h"
 #include "codegen/kernel_library.h"
@@ -16,6 +17,7 @@
 #include "graph/passes/pipeline.h"
 #include "graph/reference.h"
 #include "kiln/runtime.h"
+#include "runtime/kernels.h"
 
 namespace {
 
@@ -30,11 +32,21 @@ std::vector<float> read_floats(const std::string& path) {
   return out;
 }
 
-class ModelTest : public testing::TestWithParam<std::string> {};
+// A zoo model on one CPU target (an index into runtime::cpu_targets()), or, with target -1, on
+// the OpenCL backend: the GPU schedules, run on the CPU by pocl.
+struct ModelParam {
+  std::string name;
+  int target;
+};
+
+class ModelTest : public testing::TestWithParam<ModelParam> {};
 
 TEST_P(ModelTest, MatchesOnnxRuntime) {
   const std::string dir = KILN_MODELS_DIR;
-  const std::string name = GetParam();
+  const std::string name = GetParam().name;
+  const int target = GetParam().target;
+  if (target >= 0 && !runtime::cpu_target_supported(target))
+    GTEST_SKIP() << "this CPU lacks features of " << runtime::cpu_targets()[target];
   const std::string model = dir + "/" + name + ".onnx";
   ASSERT_TRUE(std::filesystem::exists(model)) << model << " (run scripts/make_models.py)";
 
@@ -42,7 +54,16 @@ TEST_P(ModelTest, MatchesOnnxRuntime) {
   const graph::Graph optimized = graph::run_passes(imported);
   ModelOptions o;
   o.generate_kernels = codegen::kernel_generator({{}, KILN_TEST_CACHE_DIR, nullptr});
-  Model m(optimized, o);
+  o.cpu_target = target;
+  if (target < 0) o.backend = Backend::opencl;
+  std::unique_ptr<Model> engine;
+  try {
+    engine = std::make_unique<Model>(optimized, o);
+  } catch (const graph::Error& e) {
+    if (target >= 0) throw;
+    GTEST_SKIP() << "no usable OpenCL device (install pocl-opencl-icd): " << e.what();
+  }
+  Model& m = *engine;
 
   const graph::Value& in = imported.value(imported.inputs.at(0));
   const std::vector<float> x = read_floats(dir + "/" + name + ".input.bin");
@@ -58,16 +79,32 @@ TEST_P(ModelTest, MatchesOnnxRuntime) {
   const double ratio = graph::worst_error_ratio(got.data, want, 1e-3, 1e-4);
   EXPECT_LE(ratio, 1.0) << "max abs error " << graph::max_abs_diff(got.data, want);
 
-  std::printf("%s: %zu nodes imported, %zu after passes, %zu kernels; arena %lld bytes vs "
+  std::printf("%s on %s: %zu nodes imported, %zu after passes, %zu kernels; arena %lld bytes vs "
               "%lld bytes of intermediate tensors; max abs error vs onnxruntime %.3g\n",
-              name.c_str(), imported.num_nodes(), optimized.num_nodes(), m.kernels().size(),
+              name.c_str(), target < 0 ? "opencl" : runtime::cpu_targets()[target].c_str(),
+              imported.num_nodes(), optimized.num_nodes(), m.kernels().size(),
               static_cast<long long>(m.arena_plan().arena_bytes),
               static_cast<long long>(graph::naive_activation_bytes(imported)),
               graph::max_abs_diff(got.data, want));
 }
 
-INSTANTIATE_TEST_SUITE_P(Zoo, ModelTest,
-                         testing::Values("resnet18", "resnet50", "mobilenetv2", "squeezenet1_1",
-                                         "preact_se", "convnext_tiny2"));
+std::vector<ModelParam> model_params() {
+  std::vector<ModelParam> out;
+  for (const char* name : {"resnet18", "resnet50", "mobilenetv2", "squeezenet1_1", "preact_se",
+                           "convnext_tiny2"})
+    for (int t = -1; t < static_cast<int>(runtime::cpu_targets().size()); ++t)
+      out.push_back({name, t});
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, ModelTest, testing::ValuesIn(model_params()),
+                         [](const testing::TestParamInfo<ModelParam>& i) {
+                           std::string t = i.param.target < 0
+                                               ? "opencl"
+                                               : runtime::cpu_targets()[i.param.target];
+                           for (char& c : t)
+                             if (c == '-') c = '_';
+                           return i.param.name + "_" + t;
+                         });
 
 }  // namespace
