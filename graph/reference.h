@@ -22,7 +22,11 @@ std::vector<Tensor> run_reference(const Graph& g, const std::vector<Tensor>& inp
 // NCHW <-> NHWC (any other pair throws).
 Tensor to_layout(const Tensor& t, Layout to);
 
-// Largest |a - b| / (atol + rtol * |b|): <= 1 means every element is within tolerance.
+// |got - want|, with ONNX's view of special values: 0 when both are NaN or both the same
+// infinity, infinite when only one is NaN or an infinity.
+double element_error(float got, float want);
+// Largest element_error(a, b) / (atol + rtol * |b|): <= 1 means every element is within
+// tolerance (NaN where the reference has NaN included).
 double worst_error_ratio(const std::vector<float>& a, const std::vector<float>& b, double rtol,
                          double atol);
 double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b);

@@ -3,6 +3,7 @@
 // tensor's shape is [N, H, W, C] and its layout tag says so.
 #pragma once
 
+#include <cmath>
 #include <vector>
 
 #include "graph/ir.h"
@@ -20,6 +21,13 @@ struct ImageIndex {
                              : ((n * d.h + h) * d.w + w) * d.c + c;
   }
 };
+
+// ONNX's NaN semantics for clamps and maxima (numpy's): a NaN in gives NaN out. std::max and
+// std::min would return the other operand instead.
+inline double clamp_nan(double v, double lo, double hi) {
+  return std::isnan(v) ? v : std::min(std::max(v, lo), hi);
+}
+inline double max_nan(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); }
 
 // One chain step (ElementwiseChain, Conv2d::post) as the op it came from computes it, in double.
 // scale and shift: the step's per-channel values (affine steps only).

@@ -19,7 +19,7 @@ struct FilterIndex {
 };
 
 float clamp_to(const Activation& a, double v) {
-  return static_cast<float>(std::min<double>(std::max<double>(v, a.lo), a.hi));
+  return static_cast<float>(clamp_nan(v, a.lo, a.hi));
 }
 
 Tensor blank(const Shape& shape, Layout layout) {
@@ -114,7 +114,7 @@ Tensor pool(const Pool2d& p, const Tensor& x, const Shape& out_shape) {
               if (iy < 0 || iy >= xi.d.h || ix < 0 || ix >= xi.d.w) continue;
               ++inside;
               const double v = x.data[xi(n, c, iy, ix)];
-              acc = is_max ? std::max(acc, v) : acc + v;
+              acc = is_max ? max_nan(acc, v) : acc + v;
             }
           }
           if (!is_max) acc = inside == 0 ? 0.0 : acc / (p.count_include_pad ? padded : inside);
@@ -135,7 +135,7 @@ Tensor global_pool(const GlobalPool& p, const Tensor& x, const Shape& out_shape)
       for (int64_t h = 0; h < xi.d.h; ++h)
         for (int64_t w = 0; w < xi.d.w; ++w) {
           const double v = x.data[xi(n, c, h, w)];
-          acc = is_max ? std::max(acc, v) : acc + v;
+          acc = is_max ? max_nan(acc, v) : acc + v;
         }
       out.data[oi(n, c, 0, 0)] = static_cast<float>(is_max ? acc : acc / (xi.d.h * xi.d.w));
     }

@@ -36,9 +36,9 @@ double unary(const Op& op, double x) {
   if (const auto* l = std::get_if<LeakyRelu>(&op)) return x >= 0 ? x : l->alpha * x;
   if (std::holds_alternative<Sigmoid>(op)) return 1.0 / (1.0 + std::exp(-x));
   if (const auto* h = std::get_if<HardSigmoid>(&op))
-    return std::max(0.0, std::min(1.0, double{h->alpha} * x + h->beta));
+    return clamp_nan(double{h->alpha} * x + h->beta, 0.0, 1.0);
   KILN_CHECK(std::holds_alternative<HardSwish>(op), "unary op without a reference");
-  return x * std::max(0.0, std::min(1.0, x / 6.0 + 0.5));
+  return x * clamp_nan(x / 6.0 + 0.5, 0.0, 1.0);
 }
 
 double binary(BinaryOp op, double a, double b) {
@@ -186,11 +186,11 @@ Tensor reduce_mean(const ReduceMean& rm, const Tensor& x, const Shape& out_shape
 
 double reference_chain_step(const ChainStep& st, double v, double scale, double shift) {
   switch (st.kind) {
-    case ChainStepKind::clamp: return std::min<double>(std::max<double>(v, st.a), st.b);
+    case ChainStepKind::clamp: return clamp_nan(v, st.a, st.b);
     case ChainStepKind::leaky_relu: return v >= 0 ? v : st.a * v;
     case ChainStepKind::sigmoid: return 1.0 / (1.0 + std::exp(-v));
-    case ChainStepKind::hard_sigmoid: return std::min(1.0, std::max(0.0, st.a * v + st.b));
-    case ChainStepKind::hard_swish: return v * std::min(1.0, std::max(0.0, v / 6.0 + 0.5));
+    case ChainStepKind::hard_sigmoid: return clamp_nan(st.a * v + st.b, 0.0, 1.0);
+    case ChainStepKind::hard_swish: return v * clamp_nan(v / 6.0 + 0.5, 0.0, 1.0);
     case ChainStepKind::affine: return v * scale + shift;
     case ChainStepKind::silu: return v / (1.0 + std::exp(-v));
     case ChainStepKind::tanh: return std::tanh(v);
@@ -205,7 +205,8 @@ double reference_chain_step(const ChainStep& st, double v, double scale, double 
     case ChainStepKind::softsign: return v / (1.0 + std::fabs(v));
     case ChainStepKind::elu: return v > 0 ? v : st.a * std::expm1(v);
     case ChainStepKind::selu: return st.b * (v > 0 ? v : st.a * std::expm1(v));
-    case ChainStepKind::celu: return std::max(0.0, v) + std::min(0.0, st.a * std::expm1(v / st.a));
+    case ChainStepKind::celu:
+      return std::isnan(v) ? v : std::max(0.0, v) + std::min(0.0, st.a * std::expm1(v / st.a));
     case ChainStepKind::thresholded_relu: return v > st.a ? v : 0.0;
     case ChainStepKind::pow: return std::pow(v, static_cast<double>(st.a));
   }
@@ -246,7 +247,7 @@ Tensor reference_data_op(const Op& op, const std::vector<const Tensor*>& in, con
                          Layout out_layout) {
   if (const std::optional<Activation> act = as_activation(op)) {
     Tensor out = *in[0];
-    for (float& f : out.data) f = std::min(std::max(f, act->lo), act->hi);
+    for (float& f : out.data) f = static_cast<float>(clamp_nan(f, act->lo, act->hi));
     return out;
   }
   if (op_is_unary(op)) {

@@ -63,9 +63,9 @@ Expr apply_chain_step(const graph::ChainStep& step, const Expr& v, const Expr& s
     case K::sigmoid:
       return sigmoid(v);
     case K::hard_sigmoid:
-      return Halide::clamp(step.a * v + step.b, 0.0f, 1.0f);
+      return keep_nan(v, Halide::clamp(step.a * v + step.b, 0.0f, 1.0f));
     case K::hard_swish:
-      return v * Halide::clamp(v / 6.0f + 0.5f, 0.0f, 1.0f);
+      return keep_nan(v, v * Halide::clamp(v / 6.0f + 0.5f, 0.0f, 1.0f));
     case K::affine:
       return v * scale + shift;  // a BatchNorm or a per-channel Mul/Add
     case K::silu:
@@ -95,7 +95,8 @@ Expr apply_chain_step(const graph::ChainStep& step, const Expr& v, const Expr& s
     case K::selu:
       return step.b * Halide::select(v > 0.0f, v, step.a * expm1_accurate(v));
     case K::celu:
-      return Halide::max(v, 0.0f) + Halide::min(0.0f, step.a * expm1_accurate(v / step.a));
+      return keep_nan(v, Halide::max(v, 0.0f) +
+                             Halide::min(0.0f, step.a * expm1_accurate(v / step.a)));
     case K::thresholded_relu:
       return Halide::select(v > step.a, v, 0.0f);
     case K::pow:
@@ -120,9 +121,17 @@ Expr apply_chain(const std::vector<graph::ChainStep>& steps, Expr v,
 }
 
 Expr apply_activation(const graph::Activation& a, Expr v) {
-  if (std::isfinite(a.lo)) v = Halide::max(v, a.lo);
-  if (std::isfinite(a.hi)) v = Halide::min(v, a.hi);
-  return v;
+  Expr clamped = v;
+  if (std::isfinite(a.lo)) clamped = Halide::max(clamped, a.lo);
+  if (std::isfinite(a.hi)) clamped = Halide::min(clamped, a.hi);
+  return clamped.same_as(v) ? v : keep_nan(v, clamped);
+}
+
+Expr keep_nan(const Expr& v, const Expr& result) {
+  // Tested on the bits: the float ops that produce v carry LLVM's fast-math flags, which let it
+  // assume v is never NaN and fold a floating-point NaN test (is_nan) to false.
+  const Expr bits = Halide::reinterpret(Halide::UInt(32), v);
+  return Halide::select((bits & Halide::Expr(0x7fffffffu)) > Halide::Expr(0x7f800000u), v, result);
 }
 
 Halide::Func elementwise_chain(const Halide::Func& x, int rank,

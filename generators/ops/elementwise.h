@@ -22,8 +22,13 @@ Halide::Expr apply_chain_step(const graph::ChainStep& step, const Halide::Expr& 
 Halide::Expr apply_chain(const std::vector<graph::ChainStep>& steps, Halide::Expr v,
                          const std::vector<Halide::Func>& params, const Halide::Expr& channel);
 
-// The activation clamp [a.lo, a.hi] applied to v (infinite bounds are left out).
+// The activation clamp [a.lo, a.hi] applied to v (infinite bounds are left out); a NaN stays
+// NaN, as in ONNX (max(0, NaN) is NaN).
 Halide::Expr apply_activation(const graph::Activation& a, Halide::Expr v);
+
+// `result` where v is a number, v itself (NaN) where it is not: ONNX's NaN semantics for the
+// ops whose formula clamps (Halide's max and min would return the other operand).
+Halide::Expr keep_nan(const Halide::Expr& v, const Halide::Expr& result);
 
 // out(dims) = the chain applied to x(dims), computed in float32. `params` holds the scale and
 // shift of each affine step, in step order, as 1-D Funcs over the channel; `channel_dim` is the

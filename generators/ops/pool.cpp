@@ -22,6 +22,14 @@ Halide::Func window_count(const Halide::Var& o, int kernel, int stride, int dila
   return count;
 }
 
+// The maximum of v over its RDom, NaN if any v is NaN (ONNX; Halide's max drops a NaN operand).
+Expr nan_propagating_maximum(const Expr& v) {
+  // A NaN tested on the bits, as in generators/ops/elementwise.h's keep_nan.
+  const Expr bits = Halide::reinterpret(Halide::UInt(32), v) & Halide::Expr(0x7fffffffu);
+  const Expr any_nan = Halide::maximum(bits) > Halide::Expr(0x7f800000u);
+  return Halide::select(any_nan, Expr(std::numeric_limits<float>::quiet_NaN()), Halide::maximum(v));
+}
+
 }  // namespace
 
 PoolAlgorithm pool2d(const Halide::Func& input, int in_width, int in_height,
@@ -36,7 +44,7 @@ PoolAlgorithm pool2d(const Halide::Func& input, int in_width, int in_height,
   const Expr v = padded(a.c, a.x * p.stride_w + r.x * p.dilation_w - p.pad_left,
                         a.y * p.stride_h + r.y * p.dilation_h - p.pad_top, a.n);
   if (is_max) {
-    a.out(a.c, a.x, a.y, a.n) = Halide::maximum(v);
+    a.out(a.c, a.x, a.y, a.n) = nan_propagating_maximum(v);
     return a;
   }
   // The window is a product of its rows and columns, so is the count.
@@ -62,7 +70,7 @@ PoolAlgorithm global_pool(const Halide::Func& input, int in_width, int in_height
   Halide::RDom r(0, in_width, 0, in_height, "r");
   const Expr v = input(a.c, r.x, r.y, a.n);
   if (kind == graph::PoolKind::max) {
-    a.out(a.c, a.x, a.y, a.n) = Halide::maximum(v);
+    a.out(a.c, a.x, a.y, a.n) = nan_propagating_maximum(v);
   } else {
     a.out(a.c, a.x, a.y, a.n) = Halide::sum(v) / static_cast<float>(in_width * in_height);
   }

@@ -148,7 +148,7 @@ struct ConvArgs {
 void clamp_all(float* y, int64_t count, const graph::Activation& act) {
   if (act.is_identity()) return;
   const float lo = act.lo, hi = act.hi;
-  for (int64_t i = 0; i < count; ++i) y[i] = std::min(std::max(y[i], lo), hi);
+  for (int64_t i = 0; i < count; ++i) y[i] = clamp_keep_nan(y[i], lo, hi);
 }
 
 // NCHW / OIHW, one output plane at a time (it stays in cache): each weight tap adds a scaled,
@@ -343,7 +343,7 @@ void pool_nchw(const PoolArgs& a) {
           float* yv = yr + rx.lo;
           const int64_t len = rx.hi - rx.lo, s = p.stride_w;
           if (is_max)
-            for (int64_t q = 0; q < len; ++q) yv[q] = std::max(yv[q], xr[q * s]);
+            for (int64_t q = 0; q < len; ++q) yv[q] = max_keep_nan(yv[q], xr[q * s]);
           else
             for (int64_t q = 0; q < len; ++q) yv[q] += xr[q * s];
         }
@@ -376,7 +376,7 @@ KILN_VECTOR_CLONES void pool_nhwc_row(const PoolArgs& a, int64_t row) {
         if (ix < 0 || ix >= a.in.w) continue;
         const float* xp = a.x + ((n * a.in.h + iy) * a.in.w + ix) * c;
         if (is_max)
-          for (int64_t q = 0; q < c; ++q) yp[q] = std::max(yp[q], xp[q]);
+          for (int64_t q = 0; q < c; ++q) yp[q] = max_keep_nan(yp[q], xp[q]);
         else
           for (int64_t q = 0; q < c; ++q) yp[q] += xp[q];
       }
@@ -415,7 +415,7 @@ std::string run_pool(const graph::Pool2d& p, const ConstTensorRef& x, const Tens
 // Max or sum of a contiguous run, in eight lanes so GCC vectorizes it (see dot).
 template <bool kMax>
 float reduce(const float* x, int64_t n) {
-  auto step = [](float acc, float v) { return kMax ? std::max(acc, v) : acc + v; };
+  auto step = [](float acc, float v) { return kMax ? max_keep_nan(acc, v) : acc + v; };
   float acc[8];
   std::fill(acc, acc + 8, kMax ? -INFINITY : 0.0f);
   int64_t i = 0;
@@ -446,7 +446,7 @@ std::string run_global_pool(const graph::GlobalPool& p, const ConstTensorRef& x,
     for (int64_t pix = 0; pix < hw; ++pix) {
       const float* xp = xn + pix * d.c;
       if (is_max)
-        for (int64_t c = 0; c < d.c; ++c) y[c] = std::max(y[c], xp[c]);
+        for (int64_t c = 0; c < d.c; ++c) y[c] = max_keep_nan(y[c], xp[c]);
       else
         for (int64_t c = 0; c < d.c; ++c) y[c] += xp[c];
     }

@@ -104,7 +104,7 @@ void map(const float* x, float* y, int64_t n, F f) {
 void unary(const graph::Op& op, const float* x, float* y, int64_t n) {
   if (const std::optional<graph::Activation> act = graph::as_activation(op)) {
     const float lo = act->lo, hi = act->hi;
-    map(x, y, n, [=](float v) { return std::min(std::max(v, lo), hi); });
+    map(x, y, n, [=](float v) { return clamp_keep_nan(v, lo, hi); });
   } else if (const auto* l = std::get_if<graph::LeakyRelu>(&op)) {
     const float alpha = l->alpha;
     map(x, y, n, [=](float v) { return v >= 0.0f ? v : alpha * v; });
@@ -112,9 +112,9 @@ void unary(const graph::Op& op, const float* x, float* y, int64_t n) {
     map(x, y, n, [](float v) { return 1.0f / (1.0f + std::exp(-v)); });
   } else if (const auto* h = std::get_if<graph::HardSigmoid>(&op)) {
     const float alpha = h->alpha, beta = h->beta;
-    map(x, y, n, [=](float v) { return std::max(0.0f, std::min(1.0f, alpha * v + beta)); });
+    map(x, y, n, [=](float v) { return v != v ? v : clamp_keep_nan(alpha * v + beta, 0.0f, 1.0f); });
   } else {
-    map(x, y, n, [](float v) { return v * std::max(0.0f, std::min(1.0f, v / 6.0f + 0.5f)); });
+    map(x, y, n, [](float v) { return v * clamp_keep_nan(v / 6.0f + 0.5f, 0.0f, 1.0f); });
   }
 }
 

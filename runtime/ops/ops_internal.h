@@ -2,6 +2,8 @@
 // success or a message naming what is unsupported or inconsistent.
 #pragma once
 
+#include <algorithm>
+
 #include <string>
 #include <vector>
 
@@ -17,6 +19,12 @@
 #endif
 
 namespace kiln::runtime::ops {
+
+// ONNX's NaN semantics (numpy's): a NaN operand of a clamp or a maximum gives NaN.
+inline float clamp_keep_nan(float v, float lo, float hi) {
+  return v != v ? v : std::min(std::max(v, lo), hi);
+}
+inline float max_keep_nan(float a, float b) { return a != a || b != b ? a + b : std::max(a, b); }
 
 // compute_ops.cpp: Conv2d (any groups, residual, activation; NCHW/OIHW or NHWC/HWIO),
 // BatchNorm, Pool2d, GlobalPool, Gemm, MatMul.
