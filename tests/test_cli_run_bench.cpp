@@ -8,14 +8,17 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include "graph/builder.h"
 #include "graph/example.h"
 #include "graph/kernel_spec.h"
 #include "graph/passes/pipeline.h"
+#include "graph/printable.h"
 #include "graph/reference.h"
 #include "npy.h"
+#include "onnx_test_models.h"
 
 namespace {
 
@@ -213,6 +216,49 @@ TEST_F(CliRunBench, HelpListsEveryOption) {
   for (const char* o : {"--threads", "--iterations", "--warmup", "--target", "--per-layer",
                         "--json", "--remeasure-peaks"})
     EXPECT_TRUE(contains(bench.out, o)) << o;
+}
+
+// True when `s` holds no byte a terminal acts on (newlines end lines and are counted apart).
+bool terminal_safe(const std::string& s) {
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    const unsigned char b = static_cast<unsigned char>(c);
+    return b == '\n' || (b >= 0x20 && b != 0x7f);
+  });
+}
+
+// Names from the model reach stdout and stderr escaped: errors stay one line, progress lines
+// stay one line each, and no escape sequence reaches the terminal.
+TEST_F(CliRunBench, ModelControlledNamesAreEscaped) {
+  std::mt19937_64 rng(std::random_device{}());
+  std::string hostile = "\n\x1b[2J";
+  for (int k = 0; k < 3; ++k) hostile += static_cast<char>(1 + rng() % 0x1f);
+  const std::string in = "in" + hostile, out = "out" + hostile;
+  kiln::onnx_test::ModelBuilder m;
+  m.input(in, {2, 3});
+  kiln::onnx_test::attr_ints(m.node("Transpose", {in}, {out}, "t" + hostile), "perm", {1, 0});
+  m.output(out);
+  spit(path("m.onnx"), m.bytes());
+
+  const Result ok = kiln("run m.onnx --output-dir D");
+  ASSERT_EQ(ok.code, 0) << ok.err;
+  EXPECT_TRUE(terminal_safe(ok.out) && terminal_safe(ok.err)) << ok.out << ok.err;
+  EXPECT_TRUE(contains(ok.out, "output " + kiln::graph::printable(out) + " [3, 2] -> D/")) << ok.out;
+  EXPECT_EQ(lines(ok.out), 4) << ok.out;  // model, input, time, output
+  const Result inspect = kiln("inspect m.onnx");
+  EXPECT_EQ(inspect.code, 0) << inspect.err;
+  EXPECT_TRUE(terminal_safe(inspect.out) && terminal_safe(inspect.err)) << inspect.out;
+
+  const std::vector<float> wrong(4, 0.5f);
+  kiln::cli::write_npy(path("wrong.npy"), {2, 2}, wrong.data());
+  const Result bad = kiln("run m.onnx --input wrong.npy --output-dir D");
+  expect_error(bad, 1, "input '" + kiln::graph::printable(in) + "' must have shape [2, 3]");
+  EXPECT_TRUE(terminal_safe(bad.err)) << bad.err;
+
+  m.node("Frob" + hostile, {out}, {"z"}, "f" + hostile);
+  spit(path("unknown_op.onnx"), m.bytes());
+  const Result unknown = kiln("run unknown_op.onnx");
+  expect_error(unknown, 1, "node 'f" + kiln::graph::printable(hostile) + "' (Frob");
+  EXPECT_TRUE(terminal_safe(unknown.err)) << unknown.err;
 }
 
 // The reader, in process: each malformed file is one error naming the file and the problem.

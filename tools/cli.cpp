@@ -120,7 +120,8 @@ KernelGenerator kernel_generator() {
   codegen::CodegenOptions o;
   o.cache_dir = cache_dir();
   o.progress = [](size_t i, size_t n, const std::string& kernel) {
-    std::fprintf(stderr, "[codegen] kernel %zu/%zu: %s\n", i + 1, n, kernel.c_str());
+    std::fprintf(stderr, "[codegen] kernel %zu/%zu: %s\n", i + 1, n,
+                 graph::printable(kernel).c_str());
   };
   return codegen::kernel_generator(o);
 }

@@ -288,7 +288,7 @@ void commit(const fs::path& staging, const fs::path& outdir, const std::vector<s
 }
 
 int run_compile(const CompileArgs& a) {
-  std::cout << "[1/3] optimizing " << a.model << "\n";
+  std::cout << "[1/3] optimizing " << graph::printable(a.model) << "\n";
   const graph::Graph input = load_model(a.model);
   const graph::Graph g = graph::run_passes(input);
   // Lowering and the runtime's own checks now, so an unsupported model fails here, not in the
@@ -338,7 +338,8 @@ int run_compile(const CompileArgs& a) {
             << " distinct; " << join(cpu_targets, ", ") << ")\n";
   const std::vector<fs::path> kernel_archives = codegen::write_kernel_archives(
       generated, cpu_targets, a.name, tmp, [](size_t i, size_t n, const std::string& kernel) {
-        std::cout << "      kernel " << i + 1 << "/" << n << ": " << kernel << std::endl;
+        std::cout << "      kernel " << i + 1 << "/" << n << ": " << graph::printable(kernel)
+                  << std::endl;
       });
   std::vector<std::string> cxx = {cfg::kCxxCompiler, "-O2", "-std=c++17", "-fPIC"};
   for (const char* dir : cfg::kIncludeDirs) cxx.push_back(std::string("-I") + dir);

@@ -121,7 +121,7 @@ std::vector<graph::Tensor> load_inputs(const graph::Graph& g, const RunArgs& a) 
       inputs.push_back(
           {v.shape, v.layout,
            graph::random_uniform(graph::num_elements(v.shape), -1.0f, 1.0f, a.seed + i)});
-      std::printf("input  %s %s: random in [-1, 1), seed %llu\n", v.name.c_str(),
+      std::printf("input  %s %s: random in [-1, 1), seed %llu\n", graph::printable(v.name).c_str(),
                   graph::to_string(v.shape).c_str(), static_cast<unsigned long long>(a.seed + i));
       continue;
     }
@@ -130,8 +130,8 @@ std::vector<graph::Tensor> load_inputs(const graph::Graph& g, const RunArgs& a) 
       throw graph::Error("input '" + v.name + "' must have shape " + graph::to_string(v.shape) +
                          ", got " + graph::to_string(arr.shape) + " from " + it->second);
     inputs.push_back({v.shape, v.layout, std::move(arr.data)});
-    std::printf("input  %s %s: %s\n", v.name.c_str(), graph::to_string(v.shape).c_str(),
-                it->second.c_str());
+    std::printf("input  %s %s: %s\n", graph::printable(v.name).c_str(),
+                graph::to_string(v.shape).c_str(), graph::printable(it->second).c_str());
   }
   return inputs;
 }
@@ -178,7 +178,7 @@ std::string reference_name(const graph::KernelSpec& k) {
 }
 
 CheckRow compare(const std::string& kernel, const graph::Tensor& ref, const TensorView& view) {
-  CheckRow r{kernel};
+  CheckRow r{graph::printable(kernel)};
   const graph::Tensor got = fetch(view, ref.layout);
   r.compared = true;
   if (got.shape != ref.shape) {
@@ -220,7 +220,7 @@ std::vector<CheckRow> check_kernels(const graph::Graph& original, const graph::G
     if (want.empty()) want = out.name;
     auto it = ref.find(want);
     rows.push_back(it == ref.end()
-                       ? CheckRow{name}
+                       ? CheckRow{graph::printable(name)}
                        : compare(name, *it->second, probe.output(out_index.at(out.value.index))));
   }
   return rows;
@@ -273,8 +273,9 @@ void write_outputs(const std::vector<std::pair<std::string, graph::Tensor>>& out
   for (size_t i = 0; i < done.size(); ++i) {
     std::filesystem::rename(done[i].first, done[i].second, ec);
     if (ec) throw graph::Error("cannot write '" + done[i].second + "': " + ec.message());
-    std::printf("output %s %s -> %s\n", outs[i].first.c_str(),
-                graph::to_string(outs[i].second.shape).c_str(), done[i].second.c_str());
+    std::printf("output %s %s -> %s\n", graph::printable(outs[i].first).c_str(),
+                graph::to_string(outs[i].second.shape).c_str(),
+                graph::printable(done[i].second).c_str());
   }
 }
 
@@ -300,7 +301,7 @@ int run(const RunArgs& a) {
   const double kernels_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
   std::printf("model  %s: %zu kernels on %s%s (%s in %.0f ms, kernels ready in %.0f ms)\n",
-              a.model.c_str(), model.kernels().size(), to_string(model.backend()),
+              graph::printable(a.model).c_str(), model.kernels().size(), to_string(model.backend()),
               model.fallback_reason().empty() ? "" : " (fell back to the CPU)",
               cached ? "compiled graph from the cache" : "compiled", compile_ms, kernels_ms);
   // Graph inputs and output names survive the passes; outputs are written in logical order.

@@ -49,7 +49,8 @@ class Status {
 
  private:
   Status() = default;
-  explicit Status(std::string m) : message_(m.empty() ? "unknown error" : std::move(m)) {}
+  // Kept printable() like graph::Error's: messages name nodes and tensors of the model.
+  explicit Status(std::string m) : message_(m.empty() ? "unknown error" : graph::printable(m)) {}
   std::string message_;
 };
 
