@@ -19,8 +19,10 @@ struct Tensor {
 // outputs in their graph layout.
 std::vector<Tensor> run_reference(const Graph& g, const std::vector<Tensor>& inputs);
 
-// NCHW <-> NHWC (any other pair throws).
+// NCHW <-> NHWC (any other pair throws); a copy when the layouts are equal.
 Tensor to_layout(const Tensor& t, Layout to);
+// The same from data the caller keeps (a runtime output): one copy, the converted one.
+Tensor to_layout(const float* data, const Shape& shape, Layout from, Layout to);
 
 // Largest |a - b| / (atol + rtol * |b|): <= 1 means every element is within tolerance.
 double worst_error_ratio(const std::vector<float>& a, const std::vector<float>& b, double rtol,

@@ -36,6 +36,8 @@ options:
   --threads N          worker threads (default: one per core)
   --iterations N       timed runs (default 50)
   --warmup N           untimed runs first (default 5)
+  --max-memory SIZE    refuse a model whose arena or inputs need more than SIZE bytes (e.g.
+                       512M, 4G; default: this machine's physical memory)
   --target cpu|cuda    where the kernels run (default cpu)
   --fallback           with --target cuda: use the CPU if no GPU or driver is usable
   --per-layer          time every kernel in the same runs and print a table: median time,
@@ -300,6 +302,7 @@ void write_file(const std::string& path, const std::string& text) {
 int run(const BenchArgs& a) {
   const graph::Graph optimized = graph::run_passes(load_model(a.model));
   Model model(optimized, a.options);
+  check_inputs_fit(optimized, a.options);
   std::vector<graph::Tensor> inputs;
   for (size_t i = 0; i < model.num_inputs(); ++i) {
     const TensorView v = model.input_info(i);
@@ -334,7 +337,8 @@ int run(const BenchArgs& a) {
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
-  const Args args(argc, argv, 2, {"--threads", "--iterations", "--warmup", "--target", "--json"},
+  const Args args(argc, argv, 2,
+                  {"--threads", "--iterations", "--warmup", "--target", "--json", "--max-memory"},
                   {"--fallback", "--per-layer", "--remeasure-peaks"});
   if (args.help()) {
     std::fputs(kHelp, stdout);

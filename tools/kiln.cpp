@@ -2,6 +2,7 @@
 // options and prints its own --help.
 #include <cstdio>
 #include <cstring>
+#include <new>
 #include <string>
 
 #include "cli.h"
@@ -62,6 +63,13 @@ int main(int argc, char** argv) {
       return 2;
     } catch (const kiln::graph::Error& e) {
       std::fprintf(stderr, "kiln %s: %s\n", c.name, e.what());  // printable already
+      return 1;
+    } catch (const std::bad_alloc&) {
+      // An allocation no limit caught ahead (the limits see the arena, inputs and files).
+      std::fprintf(stderr,
+                   "kiln %s: out of memory (an allocation failed; the model needs more memory "
+                   "than this process can get)\n",
+                   c.name);
       return 1;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "kiln %s: internal error: %s\n", c.name, printable(e.what()).c_str());

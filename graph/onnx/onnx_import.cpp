@@ -467,8 +467,10 @@ Graph import_model_from_bytes(const std::string& bytes, const ImportOptions& opt
   return Importer(model, options).run();
 }
 
+std::string read_model_file(const std::string& path) { return read_file(path, "ONNX model"); }
+
 Graph import_model(const std::string& path, const ImportOptions& options) {
-  const std::string bytes = read_file(path, "ONNX model");
+  const std::string bytes = read_model_file(path);
   try {
     return import_model_from_bytes(bytes, options);
   } catch (const Error& e) {
