@@ -395,6 +395,32 @@ TEST_F(CliRunBench, OutputsAreWrittenWithoutCopies) {
       << "output " << output_kib << " KiB";
 }
 
+// A Conv whose data input is an initializer (valid ONNX; onnxruntime runs it) runs and matches
+// the reference interpreter on the imported graph.
+TEST_F(CliRunBench, ConvOfAConstantRuns) {
+  std::mt19937_64 rng(std::random_device{}());
+  const int64_t c = 1 + rng() % 4, h = 4 + rng() % 6, co = 1 + rng() % 6;
+  kiln::onnx_test::ModelBuilder m;
+  m.input("s", {1, co, h - 2, h - 2});
+  m.init("x", {1, c, h, h}, kiln::onnx_test::rnd(c * h * h, rng()));
+  m.init("w", {co, c, 3, 3}, kiln::onnx_test::rnd(co * c * 9, rng()));
+  m.node("Conv", {"x", "w"}, {"y"}, "conv");
+  m.node("Add", {"y", "s"}, {"z"}, "add");
+  m.output("z");
+  spit(path("cconv.onnx"), m.bytes());
+  const kiln::graph::Shape s_shape = {1, co, h - 2, h - 2};
+  const kiln::graph::Tensor s{s_shape, kiln::graph::Layout::nchw,
+                              kiln::onnx_test::rnd(co * (h - 2) * (h - 2), rng())};
+  kiln::cli::write_npy(path("s.npy"), s.shape, s.data.data());
+  const Result r = kiln("run cconv.onnx --input s.npy --check --output-dir D");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const kiln::graph::Tensor want =
+      kiln::graph::run_reference(kiln::onnx_test::import(m), {s})[0];
+  const NpyArray got = kiln::cli::read_npy(path("D/z.npy"));
+  ASSERT_EQ(got.shape, want.shape);
+  EXPECT_LE(kiln::graph::worst_error_ratio(got.data, want.data, 1e-4, 1e-5), 1.0);
+}
+
 // The reader, in process: each malformed file is one error naming the file and the problem.
 std::string npy_with_header(const std::string& dict, int major, const std::string& data) {
   std::string h = dict + "\n";
