@@ -309,6 +309,9 @@ int run(const RunArgs& a) {
   const graph::Graph optimized = compile_cached(a.model, to_string(a.options.backend), &cached);
   const double compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  // Graph inputs and output names survive the passes; outputs are written in logical order.
+  // Inputs come first: a bad input file fails before any kernel is compiled.
+  const std::vector<graph::Tensor> inputs = load_inputs(optimized, a);
   const auto t1 = std::chrono::steady_clock::now();
   Model model(optimized, a.options);  // generates the kernels the model needs, or loads them
   const double kernels_ms =
@@ -317,8 +320,6 @@ int run(const RunArgs& a) {
               graph::printable(a.model).c_str(), model.kernels().size(), to_string(model.backend()),
               model.fallback_reason().empty() ? "" : " (fell back to the CPU)",
               cached ? "compiled graph from the cache" : "compiled", compile_ms, kernels_ms);
-  // Graph inputs and output names survive the passes; outputs are written in logical order.
-  const std::vector<graph::Tensor> inputs = load_inputs(optimized, a);
 
   const double first = run_ms(model, inputs);
   std::vector<double> ms;
