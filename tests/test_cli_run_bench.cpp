@@ -421,6 +421,30 @@ TEST_F(CliRunBench, ConvOfAConstantRuns) {
   EXPECT_LE(kiln::graph::worst_error_ratio(got.data, want.data, 1e-4, 1e-5), 1.0);
 }
 
+// kiln compile writes the model's input and output names into comments of NAME.h: a name with
+// a newline must not end the comment and put its own code into the user's program.
+TEST_F(CliRunBench, CompiledHeaderKeepsNamesInComments) {
+  std::mt19937_64 rng(std::random_device{}());
+  const std::string marker = "injected" + std::to_string(rng() % 100000);
+  const std::string hostile = "x\nint " + marker + "() { return 1; }\n//";
+  kiln::onnx_test::ModelBuilder m;
+  m.input(hostile, {2, 3});
+  kiln::onnx_test::attr_ints(m.node("Transpose", {hostile}, {"y"}, "t"), "perm", {1, 0});
+  m.output("y");
+  spit(path("m.onnx"), m.bytes());
+  const Result r = kiln("compile m.onnx -o out --name m");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(terminal_safe(r.out) && terminal_safe(r.err)) << r.out << r.err;
+  std::istringstream header(slurp(path("out/m.h")));
+  int mentions = 0;
+  for (std::string line; std::getline(header, line);) {
+    if (!contains(line, marker)) continue;
+    ++mentions;
+    EXPECT_EQ(line.rfind("//", 0), 0u) << line;
+  }
+  EXPECT_EQ(mentions, 1);
+}
+
 // The reader, in process: each malformed file is one error naming the file and the problem.
 std::string npy_with_header(const std::string& dict, int major, const std::string& data) {
   std::string h = dict + "\n";

@@ -303,7 +303,10 @@ int run_compile(const CompileArgs& a) {
   Staging staging(outdir / ("." + a.name + ".kiln-tmp"));
   const fs::path& tmp = staging.dir();
   const uint64_t weights_checksum = graph::write_graph_file(g, (tmp / (a.name + ".weights")).string());
-  write_file(tmp / (a.name + ".h"), model_header(a.name, fs::path(a.model).filename().string(), g, a.threads));
+  // The header describes inputs and outputs in comments: names escaped, so none ends a comment.
+  write_file(tmp / (a.name + ".h"),
+             model_header(a.name, graph::printable(fs::path(a.model).filename().string()),
+                          graph::with_printable_names(g), a.threads));
   std::vector<graph::KernelSpec> generated;
   for (const graph::KernelSpec& k : probe.kernels())
     if (graph::is_generated(k)) generated.push_back(k);
