@@ -9,12 +9,43 @@
 #include <fstream>
 
 #include "graph/ir.h"
+#include "graph/memory_limit.h"
 
 namespace kiln::graph {
 
 uint64_t fnv1a(const std::string& bytes, uint64_t h) {
   for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
   return h;
+}
+
+int64_t regular_file_size(const std::string& path, const std::string& what) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(status))
+    throw Error(what + " '" + path + "' does not exist");
+  if (!std::filesystem::is_regular_file(status))
+    throw Error(what + " '" + path + "' is not a regular file");
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec) throw Error("cannot read the size of " + what + " '" + path + "': " + ec.message());
+  return static_cast<int64_t>(size);
+}
+
+std::string read_whole_file(const std::string& path, const std::string& what, int64_t max_bytes,
+                            const std::string& magic) {
+  const int64_t size = regular_file_size(path, what);
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes(magic.size(), '\0');
+  if (!magic.empty() &&
+      (!in.read(bytes.data(), static_cast<std::streamsize>(magic.size())) || bytes != magic))
+    throw Error("'" + path + "' is not a " + what + " (no " + magic + " magic)");
+  check_memory_limit(size, max_bytes, what + " '" + path + "'");
+  bytes.resize(static_cast<size_t>(size));
+  const std::streamsize rest = static_cast<std::streamsize>(size - magic.size());
+  if (!in || !in.read(bytes.data() + magic.size(), rest))
+    throw Error("cannot read " + what + " '" + path + "' (it is shorter than its size said)");
+  if (in.peek() != std::char_traits<char>::eof())
+    throw Error("cannot read " + what + " '" + path + "': it grew while being read");
+  return bytes;
 }
 
 void write_file_atomically(const std::string& path, const std::string& bytes) {

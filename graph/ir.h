@@ -10,13 +10,16 @@
 #include <variant>
 #include <vector>
 
+#include "graph/printable.h"
+
 namespace kiln::graph {
 
 // Bad user input (a malformed graph, an unsupported op, a wrong shape): the message names the
-// node or tensor and what was expected.
+// node or tensor and what was expected. The message is kept printable() (names in it come from
+// the model), so it is always one line with nothing a terminal acts on.
 class Error : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit Error(const std::string& message) : std::runtime_error(printable(message)) {}
 };
 
 // A broken internal invariant: a bug in Kiln, not in the user's model.
@@ -256,5 +259,9 @@ class Graph {
 
 // Human-readable dump: one line per value and per node, in order.
 std::string dump(const Graph& g);
+
+// `g` with every node and value name made printable(): what reports that print many names
+// (dumps, kernel descriptions, arena plans) are made from, so none can rewrite the terminal.
+Graph with_printable_names(Graph g);
 
 }  // namespace kiln::graph

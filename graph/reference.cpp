@@ -10,17 +10,23 @@
 namespace kiln::graph {
 Tensor to_layout(const Tensor& t, Layout to) {
   if (t.layout == to) return t;
-  if ((t.layout != Layout::nchw && t.layout != Layout::nhwc) ||
+  return to_layout(t.data.data(), t.shape, t.layout, to);
+}
+
+Tensor to_layout(const float* data, const Shape& shape, Layout from_layout, Layout to) {
+  const size_t size = static_cast<size_t>(num_elements(shape));
+  if (from_layout == to) return Tensor{shape, to, std::vector<float>(data, data + size)};
+  if ((from_layout != Layout::nchw && from_layout != Layout::nhwc) ||
       (to != Layout::nchw && to != Layout::nhwc))
-    throw Error(std::string("cannot convert a tensor from ") + to_string(t.layout) + " to " +
+    throw Error(std::string("cannot convert a tensor from ") + to_string(from_layout) + " to " +
                 to_string(to));
-  const ImageDims d = image_dims(t.shape, t.layout);
-  const ImageIndex from{d, t.layout}, into{d, to};
-  Tensor out{image_shape(d, to), to, std::vector<float>(t.data.size())};
+  const ImageDims d = image_dims(shape, from_layout);
+  const ImageIndex from{d, from_layout}, into{d, to};
+  Tensor out{image_shape(d, to), to, std::vector<float>(size)};
   for (int64_t n = 0; n < d.n; ++n)
     for (int64_t c = 0; c < d.c; ++c)
       for (int64_t h = 0; h < d.h; ++h)
-        for (int64_t w = 0; w < d.w; ++w) out.data[into(n, c, h, w)] = t.data[from(n, c, h, w)];
+        for (int64_t w = 0; w < d.w; ++w) out.data[into(n, c, h, w)] = data[from(n, c, h, w)];
   return out;
 }
 

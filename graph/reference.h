@@ -19,8 +19,10 @@ struct Tensor {
 // outputs in their graph layout.
 std::vector<Tensor> run_reference(const Graph& g, const std::vector<Tensor>& inputs);
 
-// NCHW <-> NHWC (any other pair throws).
+// NCHW <-> NHWC (any other pair throws); a copy when the layouts are equal.
 Tensor to_layout(const Tensor& t, Layout to);
+// The same from data the caller keeps (a runtime output): one copy, the converted one.
+Tensor to_layout(const float* data, const Shape& shape, Layout from, Layout to);
 
 // |got - want|, with ONNX's view of special values: 0 when both are NaN or both the same
 // infinity, infinite when only one is NaN or an infinity.

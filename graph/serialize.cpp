@@ -455,13 +455,8 @@ uint64_t write_graph_file(const Graph& g, const std::string& path) {
 }
 
 Graph read_graph_file(const std::string& path, uint64_t* checksum) {
-  std::ifstream f(path, std::ios::binary | std::ios::ate);
-  if (!f) throw Error("cannot open graph file '" + path + "': " + std::strerror(errno));
-  const std::streamoff size = f.tellg();
-  std::string bytes(size > 0 ? static_cast<size_t>(size) : 0, '\0');
-  f.seekg(0);
-  if (size < 0 || !f.read(bytes.data(), static_cast<std::streamsize>(bytes.size())))
-    throw Error("cannot read graph file '" + path + "'");
+  const std::string bytes = read_whole_file(path, "Kiln graph file", 0,
+                                            std::string(kMagic, sizeof(kMagic)));
   try {
     Graph g = deserialize(bytes);  // verifies the checksum
     if (checksum) *checksum = stored_checksum(bytes);

@@ -95,9 +95,9 @@ std::vector<std::string> verify_problems(const Graph& g) {
 void verify(const Graph& g, const std::string& context) {
   const std::vector<std::string> problems = verify_problems(g);
   if (problems.empty()) return;
-  std::string msg = "invalid graph" + (context.empty() ? "" : " " + context) + ":";
-  for (const std::string& p : problems) msg += "\n  - " + p;
-  throw Error(msg);
+  std::string msg = "invalid graph" + (context.empty() ? "" : " " + context) + ": ";
+  for (size_t i = 0; i < problems.size(); ++i) msg += (i ? "; " : "") + problems[i];
+  throw Error(msg);  // one line, as every Error
 }
 
 }  // namespace kiln::graph

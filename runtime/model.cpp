@@ -328,6 +328,9 @@ Model::Model(const graph::Graph& optimized, const ModelOptions& options)
   // Concats whose inputs the conv kernels write in place are not kernels any more. GPU
   // buffers are device allocations of their own: no aliasing there.
   m.plan = graph::plan_arena(m.g, graph::PlanOptions{64, m.options.backend == Backend::cpu});
+  if (!options.lower_only)  // nothing is allocated then; kiln compile may target a larger machine
+    graph::check_memory_limit(m.plan.arena_bytes, options.max_memory_bytes,
+                              "the model's arena (its intermediate tensors and outputs)");
   std::vector<graph::KernelSpec> kept;
   for (size_t i = 0; i < m.kernels.size(); ++i)  // one kernel per node, in node order
     if (!m.plan.elides(graph::NodeId{static_cast<uint32_t>(i)}))

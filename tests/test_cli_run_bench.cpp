@@ -1,21 +1,29 @@
 // `kiln run` and `kiln bench` end to end: the real binary's exit codes, messages and files,
 // plus the strict .npy reader in process.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include "graph/builder.h"
 #include "graph/example.h"
 #include "graph/kernel_spec.h"
+#include "graph/memory_limit.h"
 #include "graph/passes/pipeline.h"
+#include "graph/printable.h"
 #include "graph/reference.h"
+#include "cli.h"
 #include "npy.h"
+#include "onnx_test_models.h"
 
 namespace {
 
@@ -25,6 +33,7 @@ using kiln::cli::NpyArray;
 struct Result {
   int code = -1;
   std::string out, err;
+  long max_rss_kib = 0;  // the command's peak resident memory
 };
 
 std::string slurp(const std::string& path) {
@@ -57,12 +66,23 @@ class CliRunBench : public testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
   std::string path(const std::string& name) const { return dir_ + "/" + name; }
 
-  Result kiln(const std::string& args) const {
-    const std::string cmd = "cd '" + dir_ + "' && XDG_CACHE_HOME='" + dir_ +
-                            "/cache' '" KILN_BINARY "' " + args + " >stdout.txt 2>stderr.txt";
-    const int status = std::system(cmd.c_str());
+  // With max_virtual_kib: under that address-space limit (ulimit -v) and a 60 s timeout, so a
+  // command that reads unbounded input fails in the test, not on the machine.
+  Result kiln(const std::string& args, long max_virtual_kib = 0) const {
+    std::string cmd = "cd '" + dir_ + "' && ";
+    if (max_virtual_kib) cmd += "ulimit -v " + std::to_string(max_virtual_kib) + " && ";
+    cmd += "XDG_CACHE_HOME='" + dir_ + "/cache' exec " + (max_virtual_kib ? "timeout 60 " : "") +
+           "'" KILN_BINARY "' " + args + " >stdout.txt 2>stderr.txt";
+    const pid_t pid = fork();
+    if (pid == 0) {
+      execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    int status = 0;
+    rusage usage{};
+    if (pid < 0 || wait4(pid, &status, 0, &usage) != pid) return {};
     return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(path("stdout.txt")),
-            slurp(path("stderr.txt"))};
+            slurp(path("stderr.txt")), usage.ru_maxrss};
   }
 
   std::string dir_;
@@ -213,6 +233,216 @@ TEST_F(CliRunBench, HelpListsEveryOption) {
   for (const char* o : {"--threads", "--iterations", "--warmup", "--target", "--per-layer",
                         "--json", "--remeasure-peaks"})
     EXPECT_TRUE(contains(bench.out, o)) << o;
+}
+
+// True when `s` holds no byte a terminal acts on (newlines end lines and are counted apart).
+bool terminal_safe(const std::string& s) {
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    const unsigned char b = static_cast<unsigned char>(c);
+    return b == '\n' || (b >= 0x20 && b != 0x7f);
+  });
+}
+
+// Names from the model reach stdout and stderr escaped: errors stay one line, progress lines
+// stay one line each, and no escape sequence reaches the terminal.
+TEST_F(CliRunBench, ModelControlledNamesAreEscaped) {
+  std::mt19937_64 rng(std::random_device{}());
+  std::string hostile = "\n\x1b[2J";
+  for (int k = 0; k < 3; ++k) hostile += static_cast<char>(1 + rng() % 0x1f);
+  const std::string in = "in" + hostile, out = "out" + hostile;
+  kiln::onnx_test::ModelBuilder m;
+  m.input(in, {2, 3});
+  kiln::onnx_test::attr_ints(m.node("Transpose", {in}, {out}, "t" + hostile), "perm", {1, 0});
+  m.output(out);
+  spit(path("m.onnx"), m.bytes());
+
+  const Result ok = kiln("run m.onnx --output-dir D");
+  ASSERT_EQ(ok.code, 0) << ok.err;
+  EXPECT_TRUE(terminal_safe(ok.out) && terminal_safe(ok.err)) << ok.out << ok.err;
+  EXPECT_TRUE(contains(ok.out, "output " + kiln::graph::printable(out) + " [3, 2] -> D/")) << ok.out;
+  EXPECT_EQ(lines(ok.out), 4) << ok.out;  // model, input, time, output
+  const Result inspect = kiln("inspect m.onnx");
+  EXPECT_EQ(inspect.code, 0) << inspect.err;
+  EXPECT_TRUE(terminal_safe(inspect.out) && terminal_safe(inspect.err)) << inspect.out;
+
+  const std::vector<float> wrong(4, 0.5f);
+  kiln::cli::write_npy(path("wrong.npy"), {2, 2}, wrong.data());
+  const Result bad = kiln("run m.onnx --input wrong.npy --output-dir D");
+  expect_error(bad, 1, "input '" + kiln::graph::printable(in) + "' must have shape [2, 3]");
+  EXPECT_TRUE(terminal_safe(bad.err)) << bad.err;
+
+  m.node("Frob" + hostile, {out}, {"z"}, "f" + hostile);
+  spit(path("unknown_op.onnx"), m.bytes());
+  const Result unknown = kiln("run unknown_op.onnx");
+  expect_error(unknown, 1, "node 'f" + kiln::graph::printable(hostile) + "' (Frob");
+  EXPECT_TRUE(terminal_safe(unknown.err)) << unknown.err;
+}
+
+// Address space for commands that must fail before they allocate: far below what the inputs
+// below would take, far above what kiln needs to start.
+constexpr long kVirtualKib = 3 << 20;
+
+// Files that never end (/dev/zero) or that are far larger than they should be (5 GiB sparse
+// files) are refused before they are read: fast, one line, exit 1.
+TEST_F(CliRunBench, UnboundedInputFilesFailFast) {
+  std::mt19937_64 rng(std::random_device{}());
+  const auto huge = [&] { return (int64_t{5} << 30) + static_cast<int64_t>(rng() % 4096); };
+  for (const char* name : {"big.onnx", "big.npy"}) {
+    spit(path(name), "");
+    fs::resize_file(path(name), huge());
+  }
+  // A valid header for the example's input, then gigabytes more than that shape holds.
+  const std::vector<float> x = kiln::graph::random_uniform(64 * 56 * 56, -1, 1, rng());
+  spit(path("long.npy"), kiln::cli::encode_npy(kExampleIn, x.data()));
+  fs::resize_file(path("long.npy"), huge());
+  const std::pair<std::string, std::string> cases[] = {
+      {"run /dev/zero", "not a regular file"},
+      {"bench /dev/zero", "not a regular file"},
+      {"run big.onnx", "over 2 GiB"},
+      {"run example --input /dev/zero", "not a regular file"},
+      {"run example --input big.npy", "not an .npy file"},
+      {"run example --input long.npy", "bytes after the data"},
+  };
+  for (const auto& [args, what] : cases) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const Result r = kiln(args, kVirtualKib);
+    expect_error(r, 1, what);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20)) << args;
+  }
+}
+
+// A model whose arena is over the limit is refused before anything is allocated: by default
+// the machine's physical memory, or --max-memory SIZE on run and bench.
+TEST_F(CliRunBench, MemoryLimitRefusesModelsBeforeAllocating) {
+  std::mt19937_64 rng(std::random_device{}());
+  const int64_t side = (int64_t{1} << 18) + static_cast<int64_t>(rng() % 1000);
+  kiln::onnx_test::ModelBuilder m;
+  m.input("x", {1, 1});
+  m.init_i64("pads", {4}, {0, 0, side, side});  // 256 GiB of output
+  m.node("Pad", {"x", "pads"}, {"y"}, "pad");
+  m.output("y");
+  spit(path("pad.onnx"), m.bytes());
+  const std::string physical = kiln::graph::byte_size_text(kiln::graph::physical_memory_bytes());
+  expect_error(kiln("run pad.onnx", kVirtualKib), 1, "memory limit of " + physical);
+  expect_error(kiln("bench pad.onnx", kVirtualKib), 1, "memory limit of " + physical);
+
+  const int kib = 1 + static_cast<int>(rng() % 100);  // the example's arena is megabytes
+  for (const char* cmd : {"run", "bench"}) {
+    const std::string args = std::string(cmd) + " example --max-memory ";
+    expect_error(kiln(args + std::to_string(kib) + "K"), 1,
+                 "memory limit of " + kiln::graph::byte_size_text(kib * 1024));
+    expect_error(kiln(args + std::to_string(kib * 1024)), 1,
+                 "memory limit of " + kiln::graph::byte_size_text(kib * 1024));
+    expect_error(kiln(args + "lots"), 2, "--max-memory");
+  }
+  EXPECT_EQ(kiln("run example --max-memory 1G --output-dir D").code, 0);
+  EXPECT_EQ(kiln("bench example --max-memory 1G --iterations 1 --warmup 0").code, 0);
+}
+
+TEST(ParseByteSize, SuffixesAreBinaryMultiples) {
+  std::mt19937_64 rng(std::random_device{}());
+  const std::pair<const char*, int64_t> units[] = {
+      {"", 1}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", int64_t{1} << 30}, {"T", int64_t{1} << 40}};
+  for (int i = 0; i < 200; ++i) {
+    const auto& [suffix, mult] = units[rng() % 5];
+    const int64_t n = 1 + static_cast<int64_t>(rng() % 100000);
+    EXPECT_EQ(kiln::cli::parse_byte_size("--max-memory", std::to_string(n) + suffix), n * mult);
+  }
+  for (const char* bad : {"", "G", "-1", "0", "1.5G", "12Q", "99999999999T", "1 G", "1GG"})
+    EXPECT_THROW(kiln::cli::parse_byte_size("--max-memory", bad), kiln::cli::UsageError) << bad;
+}
+
+// An allocation that fails anyway (here a 3.5 GiB random input under a 3 GiB address space)
+// is exit 1 with one line, not an internal error.
+TEST_F(CliRunBench, OutOfMemoryIsOneLineAndExitOne) {
+  std::mt19937_64 rng(std::random_device{}());
+  const int64_t n = (int64_t{7} << 27) + static_cast<int64_t>(rng() % 1000);
+  kiln::onnx_test::ModelBuilder m;
+  m.input("x", {1, n});
+  m.init_i64("starts", {1}, {0});
+  m.init_i64("ends", {1}, {8});
+  m.init_i64("axes", {1}, {1});
+  m.node("Slice", {"x", "starts", "ends", "axes"}, {"y"}, "head");
+  m.output("y");
+  spit(path("wide.onnx"), m.bytes());
+  expect_error(kiln("run wide.onnx", kVirtualKib), 1, "out of memory");
+}
+
+// Writing the outputs costs no full copy of them: a run whose output is a few hundred MB
+// peaks at about the arena (which holds the output) above a run of the same model made tiny.
+TEST_F(CliRunBench, OutputsAreWrittenWithoutCopies) {
+  std::mt19937_64 rng(std::random_device{}());
+  auto pad_model = [&](int64_t rows, int64_t cols) {
+    kiln::onnx_test::ModelBuilder m;
+    m.input("x", {1, 1});
+    m.init_i64("pads", {4}, {0, 0, rows - 1, cols - 1});
+    m.node("Pad", {"x", "pads"}, {"y"}, "pad");
+    m.output("y");
+    return m.bytes();
+  };
+  const int64_t rows = 6000 + static_cast<int64_t>(rng() % 1000), cols = 10000;
+  const long output_kib = static_cast<long>(rows * cols * 4 / 1024);
+  spit(path("small.onnx"), pad_model(2, 3));
+  spit(path("large.onnx"), pad_model(rows, cols));
+  const Result small = kiln("run small.onnx --output-dir S");
+  const Result large = kiln("run large.onnx --output-dir L");
+  ASSERT_EQ(small.code, 0) << small.err;
+  ASSERT_EQ(large.code, 0) << large.err;
+  const NpyArray y = kiln::cli::read_npy(path("L/y.npy"));
+  EXPECT_EQ(y.shape, (kiln::graph::Shape{rows, cols}));
+  EXPECT_EQ(std::count(y.data.begin(), y.data.end(), 0.0f), rows * cols - 1);  // all but x
+  EXPECT_LT(large.max_rss_kib - small.max_rss_kib, output_kib * 3 / 2)
+      << "output " << output_kib << " KiB";
+}
+
+// A Conv whose data input is an initializer (valid ONNX; onnxruntime runs it) runs and matches
+// the reference interpreter on the imported graph.
+TEST_F(CliRunBench, ConvOfAConstantRuns) {
+  std::mt19937_64 rng(std::random_device{}());
+  const int64_t c = 1 + rng() % 4, h = 4 + rng() % 6, co = 1 + rng() % 6;
+  kiln::onnx_test::ModelBuilder m;
+  m.input("s", {1, co, h - 2, h - 2});
+  m.init("x", {1, c, h, h}, kiln::onnx_test::rnd(c * h * h, rng()));
+  m.init("w", {co, c, 3, 3}, kiln::onnx_test::rnd(co * c * 9, rng()));
+  m.node("Conv", {"x", "w"}, {"y"}, "conv");
+  m.node("Add", {"y", "s"}, {"z"}, "add");
+  m.output("z");
+  spit(path("cconv.onnx"), m.bytes());
+  const kiln::graph::Shape s_shape = {1, co, h - 2, h - 2};
+  const kiln::graph::Tensor s{s_shape, kiln::graph::Layout::nchw,
+                              kiln::onnx_test::rnd(co * (h - 2) * (h - 2), rng())};
+  kiln::cli::write_npy(path("s.npy"), s.shape, s.data.data());
+  const Result r = kiln("run cconv.onnx --input s.npy --check --output-dir D");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const kiln::graph::Tensor want =
+      kiln::graph::run_reference(kiln::onnx_test::import(m), {s})[0];
+  const NpyArray got = kiln::cli::read_npy(path("D/z.npy"));
+  ASSERT_EQ(got.shape, want.shape);
+  EXPECT_LE(kiln::graph::worst_error_ratio(got.data, want.data, 1e-4, 1e-5), 1.0);
+}
+
+// kiln compile writes the model's input and output names into comments of NAME.h: a name with
+// a newline must not end the comment and put its own code into the user's program.
+TEST_F(CliRunBench, CompiledHeaderKeepsNamesInComments) {
+  std::mt19937_64 rng(std::random_device{}());
+  const std::string marker = "injected" + std::to_string(rng() % 100000);
+  const std::string hostile = "x\nint " + marker + "() { return 1; }\n//";
+  kiln::onnx_test::ModelBuilder m;
+  m.input(hostile, {2, 3});
+  kiln::onnx_test::attr_ints(m.node("Transpose", {hostile}, {"y"}, "t"), "perm", {1, 0});
+  m.output("y");
+  spit(path("m.onnx"), m.bytes());
+  const Result r = kiln("compile m.onnx -o out --name m");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(terminal_safe(r.out) && terminal_safe(r.err)) << r.out << r.err;
+  std::istringstream header(slurp(path("out/m.h")));
+  int mentions = 0;
+  for (std::string line; std::getline(header, line);) {
+    if (!contains(line, marker)) continue;
+    ++mentions;
+    EXPECT_EQ(line.rfind("//", 0), 0u) << line;
+  }
+  EXPECT_EQ(mentions, 1);
 }
 
 // The reader, in process: each malformed file is one error naming the file and the problem.

@@ -174,6 +174,52 @@ TEST(ConvertToNhwc, SharedWeightsAreRelaidOutOnce) {
   expect_same_outputs(before, after, random_inputs(before, 4), 1e-6, 1e-6, Layout::nhwc);
 }
 
+// A convolution whose data input is a constant (ONNX allows an initializer there, and
+// onnxruntime runs it): the constant is re-laid-out to NHWC like the weights.
+TEST(ConvertToNhwc, ConstantDataInputIsRelaidOut) {
+  const uint64_t seed = testing::UnitTest::GetInstance()->random_seed();
+  const int64_t c = 2 + seed % 5, h = 5 + seed % 7, co = 3 + seed % 4;
+  GraphBuilder b;
+  const ValueId s = b.input("s", {1, co, h - 2, h - 2});
+  const ValueId x = b.constant("x", {1, c, h, h},
+                               random_uniform(c * h * h, -1.0f, 1.0f, seed + 1), Layout::nchw);
+  const ValueId y = b.conv2d("conv", x, add_weights(b, "w", co, c, 3, 3, seed + 2),
+                             add_bias(b, "b", co, seed + 3), conv_attrs(1, 1, 0, 0, 0, 0));
+  b.output(b.op("add", Binary{BinaryOp::add}, {y, s}));
+  const Graph before = b.finish();
+  const Graph after = convert_to_nhwc(before);
+  verify(after, "after convert_to_nhwc");
+  ASSERT_EQ(count_ops<Conv2d>(after), 1);
+  for (const Node& n : after.nodes()) {
+    if (!std::holds_alternative<Conv2d>(n.op)) continue;
+    const Value& data = after.value(n.inputs[0]);
+    EXPECT_TRUE(data.is_constant());
+    EXPECT_EQ(data.layout, Layout::nhwc);
+    EXPECT_EQ(data.shape, (Shape{1, h, h, c}));
+    EXPECT_EQ(after.value(n.inputs[1]).layout, Layout::hwio);
+  }
+  expect_same_outputs(before, after, random_inputs(before, seed + 4), 1e-6, 1e-6);
+}
+
+// The same for a constant residual (a conv followed by Add of a constant, fused).
+TEST(ConvertToNhwc, ConstantResidualIsRelaidOut) {
+  const uint64_t seed = testing::UnitTest::GetInstance()->random_seed();
+  const int64_t c = 2 + seed % 5, h = 5 + seed % 7, co = 3 + seed % 4;
+  GraphBuilder b;
+  const ValueId x = b.input("x", {1, c, h, h});
+  const ValueId r = b.constant("r", {1, co, h, h},
+                               random_uniform(co * h * h, -1.0f, 1.0f, seed + 1), Layout::nchw);
+  Conv2d attrs = conv_attrs(1, 1, 1, 1, 1, 1);
+  attrs.residual = true;
+  const ValueId w = add_weights(b, "w", co, c, 3, 3, seed + 2);
+  b.output(b.op("conv", attrs, {x, w, add_bias(b, "b", co, seed + 3), r}));
+  const Graph before = b.finish();
+  const Graph after = convert_to_nhwc(before);
+  verify(after, "after convert_to_nhwc");
+  expect_all_nhwc(after);
+  expect_same_outputs(before, after, random_inputs(before, seed + 4), 1e-6, 1e-6, Layout::nhwc);
+}
+
 TEST(ConvertToNhwc, NonConstantOihwWeightsAreAnError) {
   GraphBuilder b;
   const ValueId x = b.input("x", {1, 3, 5, 5});

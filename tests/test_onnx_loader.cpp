@@ -7,8 +7,10 @@
 #include <cstdio>
 #include <fstream>
 #include <limits>
+#include <random>
 
 #include "graph/builder.h"
+#include "graph/printable.h"
 #include "graph_test_util.h"
 #include "onnx_test_models.h"
 
@@ -163,6 +165,41 @@ TEST(OnnxLoader, OpsetsShapesAndDtypes) {
   huge.init_i64("shape", {3}, {int64_t{1} << 20, int64_t{1} << 20, 1 << 10});
   huge.node("ConstantOfShape", {"shape"}, {"z"}, "fill");
   EXPECT_THAT(import_error(huge.bytes()), HasSubstr("node 'fill' (ConstantOfShape): shape"));
+}
+
+// Names, op types and domains come from the file: in an error they are escaped, so the
+// message stays one line and sends nothing to the terminal.
+TEST(OnnxLoader, ModelControlledTextInErrorsIsEscaped) {
+  std::mt19937_64 rng(std::random_device{}());
+  auto hostile = [&] {
+    std::string s = rng() % 2 ? "\n" : "\x1b[2J";
+    for (int k = 0; k < 4; ++k) s += static_cast<char>(rng() % 0x20);
+    return s + (rng() % 2 ? "\r" : "\x1b]0;title\x07");
+  };
+  auto expect_safe = [](const std::string& msg, const std::string& name) {
+    EXPECT_THAT(msg, HasSubstr(printable(name)));
+    for (unsigned char c : msg) EXPECT_TRUE(c >= 0x20 && c != 0x7f) << testing::PrintToString(msg);
+  };
+  for (int round = 0; round < 8; ++round) {
+    const std::string node = "n" + hostile(), value = "v" + hostile(), op = "Op" + hostile();
+    ModelBuilder unknown_op = relu_model();
+    unknown_op.node(op, {"y"}, {"z"}, node);
+    expect_safe(import_error(unknown_op.bytes()), node);
+    expect_safe(import_error(unknown_op.bytes()), op);
+    ModelBuilder missing_input = relu_model();
+    missing_input.node("Relu", {value}, {"z"}, node);
+    expect_safe(import_error(missing_input.bytes()), value);
+    ModelBuilder domain = relu_model();
+    domain.node("Relu", {"y"}, {"z"}, node).set_domain(value);
+    expect_safe(import_error(domain.bytes()), value);
+    ModelBuilder duplicate = relu_model();
+    duplicate.input(value, {2, 2});
+    duplicate.input(value, {2, 2});
+    expect_safe(import_error(duplicate.bytes()), value);
+    ModelBuilder no_output = relu_model();
+    no_output.graph().mutable_output(0)->set_name(value);
+    expect_safe(import_error(no_output.bytes()), value);
+  }
 }
 
 TEST(OnnxLoader, TensorFiles) {

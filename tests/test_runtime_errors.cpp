@@ -5,10 +5,12 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <random>
 #include <thread>
 
 #include "graph/builder.h"
 #include "graph/example.h"
+#include "graph/memory_limit.h"
 #include "graph/passes/pipeline.h"
 #include "graph/reference.h"
 #include "kernels.h"
@@ -129,6 +131,62 @@ TEST(RuntimeErrors, UnsupportedCpuTargetIndexIsAnError) {
   ModelOptions o;
   o.cpu_target = 99;
   EXPECT_THROW(Model(small_example(), generating(o)), graph::Error);
+}
+
+// A Pad of a tiny input to `rows` x `cols`: an arena of about rows * cols * 4 bytes that no
+// kernel has to be generated for (Pad runs as a portable kernel).
+graph::Graph padded(int64_t rows, int64_t cols) {
+  graph::GraphBuilder b;
+  const graph::ValueId x = b.input("x", {1, 1}, graph::Layout::any);
+  b.output(b.op("pad", graph::Pad{{0, 0, rows - 1, cols - 1}, 0.5f}, {x}));
+  return graph::run_passes(b.finish());
+}
+
+// The arena is checked against ModelOptions::max_memory_bytes right after it is planned, before
+// anything is allocated for it; at the limit the model runs.
+TEST(RuntimeErrors, ArenaOverTheMemoryLimitIsRefused) {
+  std::mt19937_64 rng(std::random_device{}());
+  const int64_t rows = 2 + rng() % 300, cols = 2 + rng() % 300;
+  const graph::Graph g = padded(rows, cols);
+  ModelOptions o;
+  o.lower_only = true;
+  const int64_t arena = Model(g, o).arena_plan().arena_bytes;
+  ASSERT_GE(arena, rows * cols * 4);
+  o.lower_only = false;
+  o.max_memory_bytes = arena - 1 - static_cast<int64_t>(rng() % (rows * cols));
+  try {
+    Model m(g, o);
+    ADD_FAILURE() << "an arena of " << arena << " bytes was accepted under a limit of "
+                  << o.max_memory_bytes;
+  } catch (const graph::Error& e) {
+    EXPECT_TRUE(contains(e.what(), "needs " + std::to_string(arena) + " bytes")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "memory limit")) << e.what();
+  }
+  o.max_memory_bytes = arena;
+  o.generate_kernels = testing_util::test_generator();
+  Model m(g, o);
+  const float x = 1.0f + static_cast<float>(rng() % 100);
+  ASSERT_TRUE(m.run(std::vector<const float*>{&x}).is_ok());
+  EXPECT_EQ(m.output(0).data[0], x);
+  EXPECT_EQ(m.output(0).data[rows * cols - 1], 0.5f);
+}
+
+// Without a limit, the machine's physical memory is one: a model that could never fit fails
+// at once with one line instead of dying in the allocator.
+TEST(RuntimeErrors, ArenaOverPhysicalMemoryIsRefusedAtOnce) {
+  std::mt19937_64 rng(std::random_device{}());
+  const int64_t side = int64_t{1} << 20;  // 4 TiB of floats, over any machine's memory here
+  const graph::Graph g = padded(side + static_cast<int64_t>(rng() % 1000), side);
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    Model m(g);
+    ADD_FAILURE() << "a model with a 4 TiB arena was accepted";
+  } catch (const graph::Error& e) {
+    EXPECT_TRUE(contains(e.what(), "physical memory")) << e.what();
+    EXPECT_TRUE(contains(e.what(), graph::byte_size_text(graph::physical_memory_bytes())))
+        << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
 }
 
 // This machine has no GPU: CUDA must fail with a clear message, or fall back when asked.

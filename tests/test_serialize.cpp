@@ -2,9 +2,14 @@
 // with graph::Error (never a crash, never another exception). A weights file run through
 // kiln::CompiledModel is test_example_end_to_end.cpp's.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -141,6 +146,39 @@ TEST(Serialize, FileRoundTripLeavesNoTemporary) {
   std::filesystem::remove(path);
   EXPECT_THROW(read_graph_file(path), Error);
   EXPECT_THROW(write_graph_file(g, ::testing::TempDir() + "/no/such/dir/x.weights"), Error);
+}
+
+// read_graph_file in a child process with a 1 GiB address space: 0 when it refuses `path`
+// with an Error whose message holds `what`, else a code saying what happened instead.
+int refused_within_1gib(const std::string& path, const std::string& what) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const rlimit limit{rlim_t{1} << 30, rlim_t{1} << 30};
+    setrlimit(RLIMIT_AS, &limit);
+    try {
+      read_graph_file(path);
+      _exit(1);
+    } catch (const Error& e) {
+      _exit(std::string(e.what()).find(what) == std::string::npos ? 2 : 0);
+    } catch (...) {
+      _exit(3);  // bad_alloc: the reader allocated for the whole file first
+    }
+  }
+  int status = 0;
+  if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
+
+// A .weights path that never ends or that is gigabytes of something else fails before the
+// reader allocates for it.
+TEST(Serialize, UnboundedFilesAreRefusedBeforeReading) {
+  std::mt19937_64 rng(std::random_device{}());
+  const std::string sparse = ::testing::TempDir() + "/kiln_sparse.weights";
+  std::ofstream(sparse, std::ios::trunc) << "";
+  std::filesystem::resize_file(sparse, (uint64_t{5} << 30) + rng() % 4096);
+  EXPECT_EQ(refused_within_1gib(sparse, "KILNGRF1"), 0);
+  EXPECT_EQ(refused_within_1gib("/dev/zero", "not a regular file"), 0);
+  std::filesystem::remove(sparse);
 }
 
 TEST(Serialize, EveryTruncationIsAnError) {

@@ -154,6 +154,20 @@ TEST(Verify, ContextPrefixesTheMessage) {
   EXPECT_NE(msg.find("'second'"), std::string::npos) << msg;
 }
 
+// Several problems make one line (every Error is one): each problem, separated by "; ".
+TEST(Verify, SeveralProblemsAreOneLine) {
+  Graph g = small_graph();
+  g.value(find_value(g, "second")).shape = {1, 3, 6, 7};
+  std::vector<Node> nodes = g.nodes();
+  nodes[node_index(g, "first")].outputs = g.inputs;
+  g.rebuild(nodes);
+  const std::vector<std::string> problems = verify_problems(g);
+  ASSERT_GE(problems.size(), 2u);
+  const std::string msg = error_message([&] { verify(g); });
+  for (const std::string& p : problems) EXPECT_NE(msg.find(p), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("\\n"), std::string::npos) << msg;
+}
+
 TEST(Verify, BuilderRejectsConvWeightsWithWrongChannelCount) {
   GraphBuilder b;
   const ValueId x = b.input("image", {1, 3, 6, 6});

@@ -6,8 +6,6 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include <fstream>
-#include <iterator>
 #include <sstream>
 
 #include "codegen/kernel_library.h"
@@ -84,6 +82,24 @@ int parse_int(const std::string& what, const std::string& s, int lo, int hi) {
   return static_cast<int>(v);
 }
 
+int64_t parse_byte_size(const std::string& what, const std::string& s) {
+  static const std::string kSuffixes = "KMGT";
+  size_t digits = 0;
+  while (digits < s.size() && s[digits] >= '0' && s[digits] <= '9') ++digits;
+  const std::string suffix = s.substr(digits);
+  const size_t unit = suffix.empty() ? 0 : kSuffixes.find(suffix) + 1;
+  int64_t bytes = 0;
+  bool ok = digits > 0 && digits <= 18 && (suffix.empty() || (suffix.size() == 1 && unit > 0));
+  if (ok)
+    ok = !__builtin_mul_overflow(std::stoll(s.substr(0, digits)), int64_t{1} << (10 * unit),
+                                 &bytes) &&
+         bytes > 0;
+  if (!ok)
+    throw UsageError(what + " expects a size in bytes, optionally with K, M, G or T (e.g. 512M, "
+                     "4G), got '" + s + "'");
+  return bytes;
+}
+
 std::string single_model(const Args& args) {
   if (args.positionals().empty()) throw UsageError("missing MODEL (an .onnx file or 'example')");
   if (args.positionals().size() > 1)
@@ -102,6 +118,14 @@ void parse_backend(const Args& args, ModelOptions* options) {
   options->fallback_to_cpu = args.has("--fallback");
   options->threads = args.get_int("--threads", 0, 1, 1024);
   options->generate_kernels = kernel_generator();
+  if (args.has("--max-memory"))
+    options->max_memory_bytes = parse_byte_size("--max-memory", args.get("--max-memory"));
+}
+
+void check_inputs_fit(const graph::Graph& g, const ModelOptions& options) {
+  int64_t bytes = 0;
+  for (graph::ValueId v : g.inputs) bytes += g.value(v).size_bytes();
+  graph::check_memory_limit(bytes, options.max_memory_bytes, "the model's inputs");
 }
 
 graph::Graph load_model(const std::string& model) {
@@ -123,7 +147,8 @@ KernelGenerator kernel_generator() {
   codegen::CodegenOptions o;
   o.cache_dir = cache_dir();
   o.progress = [](size_t i, size_t n, const std::string& kernel) {
-    std::fprintf(stderr, "[codegen] kernel %zu/%zu: %s\n", i + 1, n, kernel.c_str());
+    std::fprintf(stderr, "[codegen] kernel %zu/%zu: %s\n", i + 1, n,
+                 graph::printable(kernel).c_str());
   };
   return codegen::kernel_generator(o);
 }
@@ -133,9 +158,8 @@ graph::Graph compile_cached(const std::string& model, const std::string& target,
   *from_cache = false;
   std::string bytes = "builtin:" + model;
   if (model != "example") {
-    std::ifstream f(model, std::ios::binary);
-    if (!f) throw graph::Error("no such file: " + model);
-    bytes.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    if (!std::filesystem::exists(model)) throw graph::Error("no such file: " + model);
+    bytes = graph::onnx::read_model_file(model);
   }
   std::ostringstream key;
   key << std::hex << graph::fnv1a(bytes) << "-" << graph::fnv1a(target + "|" KILN_VERSION "|" +

@@ -39,14 +39,21 @@ class Args {
 };
 
 int parse_int(const std::string& what, const std::string& s, int lo, int hi);
+// A positive byte count: plain bytes, or with a binary suffix K, M, G or T ("512M", "4G").
+// UsageError naming `what` for anything else, including 0 and sizes over int64.
+int64_t parse_byte_size(const std::string& what, const std::string& s);
 
 // The one MODEL positional of run / bench / inspect / compile.
 std::string single_model(const Args& args);
 // A backend's name (cpu, cuda, opencl) given to `flag`; a usage error for any other.
 Backend parse_backend_name(const std::string& flag, const std::string& name);
-// --target cpu|cuda|opencl, --fallback and --threads into `options`, and the kernel generator
-// below.
+// --target cpu|cuda|opencl, --fallback, --threads and --max-memory into `options`, and the
+// kernel generator below.
 void parse_backend(const Args& args, ModelOptions* options);
+
+// Error unless the graph's inputs fit in options.max_memory_bytes (0: physical memory): run
+// and bench check before they read or generate them (the Model checks its arena).
+void check_inputs_fit(const graph::Graph& g, const ModelOptions& options);
 
 // `example` builds the reference model; anything else is read as an ONNX file. Throws
 // graph::Error with a clear message for a missing or malformed file.

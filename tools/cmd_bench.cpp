@@ -36,6 +36,8 @@ options:
   --threads N          worker threads (default: one per core)
   --iterations N       timed runs (default 50)
   --warmup N           untimed runs first (default 5)
+  --max-memory SIZE    refuse a model whose arena or inputs need more than SIZE bytes (e.g.
+                       512M, 4G; default: this machine's physical memory)
   --target cpu|cuda|opencl
                        where the kernels run (default cpu); opencl runs the GPU schedules
                        through OpenCL (e.g. pocl on the CPU): a check, not a speed target
@@ -185,7 +187,7 @@ Results measure(const BenchArgs& a, Model& model, const std::vector<graph::Tenso
   double total = 0;
   for (size_t k = 0; k < kernel_ms.size(); ++k) {
     Row row;
-    row.kernel = graph::kernel_name(model.kernels()[k]);
+    row.kernel = graph::kernel_name(model.kernels()[k]);  // JSON escapes it, the table below
     describe_work(model.kernels()[k], row);
     row.ms = median_of(kernel_ms[k]);
     total += row.ms;
@@ -205,7 +207,7 @@ std::string fixed(double v, int digits) {
 void print_table(const Results& r) {
   int w = 6, wo = 2;
   for (const Row& row : r.rows)
-    w = std::max(w, int(row.kernel.size())), wo = std::max(wo, int(row.op.size()));
+    w = std::max(w, int(graph::printable(row.kernel).size())), wo = std::max(wo, int(row.op.size()));
   std::printf("\n  %-*s  %-*s  %9s  %6s  %9s  %8s  %9s\n", w, "kernel", wo, "op", "ms", "share",
               "GFLOP/s", "GB/s", "% peak");
   double ms = 0, flops = 0;
@@ -216,7 +218,8 @@ void print_table(const Results& r) {
         std::isfinite(row.peak_fraction)
             ? fixed(100 * row.peak_fraction, 1) + (row.compute_bound ? " FMA" : " BW")
             : "-";
-    std::printf("  %-*s  %-*s  %9.4f  %5.1f%%  %9s  %8s  %9s\n", w, row.kernel.c_str(), wo,
+    std::printf("  %-*s  %-*s  %9.4f  %5.1f%%  %9s  %8s  %9s\n", w,
+                graph::printable(row.kernel).c_str(), wo,
                 row.op.c_str(), row.ms, 100 * row.share,
                 row.flops > 0 ? fixed(row.flops / s / 1e9, 1).c_str() : "-",
                 fixed(row.bytes / s / 1e9, 1).c_str(), peak.c_str());
@@ -301,6 +304,7 @@ void write_file(const std::string& path, const std::string& text) {
 int run(const BenchArgs& a) {
   const graph::Graph optimized = graph::run_passes(load_model(a.model));
   Model model(optimized, a.options);
+  check_inputs_fit(optimized, a.options);
   std::vector<graph::Tensor> inputs;
   for (size_t i = 0; i < model.num_inputs(); ++i) {
     const TensorView v = model.input_info(i);
@@ -312,11 +316,11 @@ int run(const BenchArgs& a) {
                                     : static_cast<int>(std::thread::hardware_concurrency());
   r.backend = to_string(model.backend());
   r.cpu_target = model.backend() == Backend::cpu ? model.cpu_target() : "";
-  std::printf("model    %s: %zu kernels on %s%s, %d threads\n", a.model.c_str(),
+  std::printf("model    %s: %zu kernels on %s%s, %d threads\n", graph::printable(a.model).c_str(),
               model.kernels().size(), r.backend.c_str(),
               r.cpu_target.empty() ? "" : (" (" + r.cpu_target + ")").c_str(), r.threads);
   if (!model.fallback_reason().empty())
-    std::printf("fallback %s\n", model.fallback_reason().c_str());
+    std::printf("fallback %s\n", graph::printable(model.fallback_reason()).c_str());
   std::printf("latency  median %.3f ms, p90 %.3f ms, min %.3f ms over %d runs after %d warm-up\n",
               r.ms[r.ms.size() / 2], percentile(r.ms, 90), r.ms.front(), a.iterations, a.warmup);
   if (a.per_layer && model.backend() == Backend::cpu) {
@@ -335,7 +339,8 @@ int run(const BenchArgs& a) {
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
-  const Args args(argc, argv, 2, {"--threads", "--iterations", "--warmup", "--target", "--json"},
+  const Args args(argc, argv, 2,
+                  {"--threads", "--iterations", "--warmup", "--target", "--json", "--max-memory"},
                   {"--fallback", "--per-layer", "--remeasure-peaks"});
   if (args.help()) {
     std::fputs(kHelp, stdout);

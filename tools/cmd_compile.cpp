@@ -290,7 +290,7 @@ void commit(const fs::path& staging, const fs::path& outdir, const std::vector<s
 }
 
 int run_compile(const CompileArgs& a) {
-  std::cout << "[1/3] optimizing " << a.model << "\n";
+  std::cout << "[1/3] optimizing " << graph::printable(a.model) << "\n";
   const graph::Graph input = load_model(a.model);
   const graph::Graph g = graph::run_passes(input);
   // Lowering and the runtime's own checks now, so an unsupported model fails here, not in the
@@ -305,7 +305,10 @@ int run_compile(const CompileArgs& a) {
   Staging staging(outdir / ("." + a.name + ".kiln-tmp"));
   const fs::path& tmp = staging.dir();
   const uint64_t weights_checksum = graph::write_graph_file(g, (tmp / (a.name + ".weights")).string());
-  write_file(tmp / (a.name + ".h"), model_header(a.name, fs::path(a.model).filename().string(), g, a.threads));
+  // The header describes inputs and outputs in comments: names escaped, so none ends a comment.
+  write_file(tmp / (a.name + ".h"),
+             model_header(a.name, graph::printable(fs::path(a.model).filename().string()),
+                          graph::with_printable_names(g), a.threads));
   std::vector<graph::KernelSpec> generated;
   for (const graph::KernelSpec& k : probe.kernels())
     if (graph::is_generated(k)) generated.push_back(k);
@@ -341,7 +344,7 @@ int run_compile(const CompileArgs& a) {
             << " kernels generated for its shapes (" << codegen::distinct_kernels(generated).kernels.size()
             << " distinct; " << join(cpu_targets, ", ") << ")\n";
   const codegen::Progress progress = [](size_t i, size_t n, const std::string& kernel) {
-    std::cout << "      kernel " << i + 1 << "/" << n << ": " << kernel << std::endl;
+    std::cout << "      kernel " << i + 1 << "/" << n << ": " << graph::printable(kernel) << std::endl;
   };
   std::vector<fs::path> kernel_archives =
       codegen::write_kernel_archives(generated, cpu_targets, a.name, tmp, progress);

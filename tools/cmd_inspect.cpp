@@ -91,7 +91,8 @@ int cmd_inspect(int argc, char** argv) {
     for (const graph::Pass& p : graph::default_passes()) known |= after == p.name;
     if (!known) throw UsageError("--after: unknown pass '" + after + "'");
   }
-  const graph::Graph input = load_model(args.positionals()[0]);
+  // Everything below prints names from the model: escaped once here.
+  const graph::Graph input = graph::with_printable_names(load_model(args.positionals()[0]));
   graph::PipelineOptions popts;
   popts.verify_each = true;
   popts.on_stage = [&](const std::string& stage, const graph::Graph& g) {

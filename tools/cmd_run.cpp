@@ -48,6 +48,9 @@ options:
                           through OpenCL (e.g. pocl on the CPU), to check them without a GPU
   --fallback              with a GPU target: use the CPU if no GPU or driver is usable
   --threads N             worker threads (default: one per core)
+  --max-memory SIZE       refuse a model whose arena (intermediate tensors and outputs) or
+                          inputs need more than SIZE bytes (e.g. 512M, 4G; default: this
+                          machine's physical memory), before allocating them
   --seed N                seed of the random inputs (default 1)
   --check                 also run every kernel against the unfused reference interpreter and
                           print, per kernel, the max abs error and max rel error
@@ -115,6 +118,7 @@ std::map<size_t, std::string> bind_input_files(const graph::Graph& g,
 
 std::vector<graph::Tensor> load_inputs(const graph::Graph& g, const RunArgs& a) {
   const std::map<size_t, std::string> files = bind_input_files(g, a.inputs);
+  check_inputs_fit(g, a.options);
   std::vector<graph::Tensor> inputs;
   for (size_t i = 0; i < g.inputs.size(); ++i) {
     const graph::Value& v = g.value(g.inputs[i]);
@@ -123,17 +127,17 @@ std::vector<graph::Tensor> load_inputs(const graph::Graph& g, const RunArgs& a) 
       inputs.push_back(
           {v.shape, v.layout,
            graph::random_uniform(graph::num_elements(v.shape), -1.0f, 1.0f, a.seed + i)});
-      std::printf("input  %s %s: random in [-1, 1), seed %llu\n", v.name.c_str(),
+      std::printf("input  %s %s: random in [-1, 1), seed %llu\n", graph::printable(v.name).c_str(),
                   graph::to_string(v.shape).c_str(), static_cast<unsigned long long>(a.seed + i));
       continue;
     }
-    NpyArray arr = read_npy(it->second);
-    if (arr.shape != v.shape)
+    const NpyFile file = open_npy(it->second);
+    if (file.shape != v.shape)
       throw graph::Error("input '" + v.name + "' must have shape " + graph::to_string(v.shape) +
-                         ", got " + graph::to_string(arr.shape) + " from " + it->second);
-    inputs.push_back({v.shape, v.layout, std::move(arr.data)});
-    std::printf("input  %s %s: %s\n", v.name.c_str(), graph::to_string(v.shape).c_str(),
-                it->second.c_str());
+                         ", got " + graph::to_string(file.shape) + " from " + it->second);
+    inputs.push_back({v.shape, v.layout, read_npy_data(file)});
+    std::printf("input  %s %s: %s\n", graph::printable(v.name).c_str(),
+                graph::to_string(v.shape).c_str(), graph::printable(it->second).c_str());
   }
   return inputs;
 }
@@ -146,13 +150,12 @@ std::string sanitize(const std::string& name) {
   return s;
 }
 
+bool is_image(graph::Layout l) { return l == graph::Layout::nchw || l == graph::Layout::nhwc; }
+
+// An output re-laid-out to `want` where both are image layouts, else as it is: one copy.
 graph::Tensor fetch(const TensorView& v, graph::Layout want) {
-  graph::Tensor t{v.shape, v.layout,
-                  std::vector<float>(v.data, v.data + graph::num_elements(v.shape))};
-  const auto image = [](graph::Layout l) {
-    return l == graph::Layout::nchw || l == graph::Layout::nhwc;
-  };
-  return t.layout != want && image(t.layout) && image(want) ? graph::to_layout(t, want) : t;
+  return graph::to_layout(v.data, v.shape, v.layout,
+                          is_image(v.layout) && is_image(want) ? want : v.layout);
 }
 
 // Every node output also a graph output: each survives the run (the arena plan keeps graph
@@ -180,7 +183,7 @@ std::string reference_name(const graph::KernelSpec& k) {
 }
 
 CheckRow compare(const std::string& kernel, const graph::Tensor& ref, const TensorView& view) {
-  CheckRow r{kernel};
+  CheckRow r{graph::printable(kernel)};
   const graph::Tensor got = fetch(view, ref.layout);
   r.compared = true;
   if (got.shape != ref.shape) {
@@ -222,7 +225,7 @@ std::vector<CheckRow> check_kernels(const graph::Graph& original, const graph::G
     if (want.empty()) want = out.name;
     auto it = ref.find(want);
     rows.push_back(it == ref.end()
-                       ? CheckRow{name}
+                       ? CheckRow{graph::printable(name)}
                        : compare(name, *it->second, probe.output(out_index.at(out.value.index))));
   }
   return rows;
@@ -249,24 +252,35 @@ int print_check(const std::vector<CheckRow>& rows) {
 }
 
 // Writes every output to a temp name first and renames only when all are written, so a
-// failure leaves no file that looks like a result.
-void write_outputs(const std::vector<std::pair<std::string, graph::Tensor>>& outs,
-                   const std::string& dir) {
+// failure leaves no file that looks like a result. Outputs are written from the model's arena
+// in their declared layout: no copy of an output unless it has to be re-laid-out, and then
+// one at a time.
+void write_outputs(const Model& model, const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec || !std::filesystem::is_directory(dir))
     throw graph::Error("cannot create the output directory '" + dir + "'" +
                        (ec ? ": " + ec.message() : ""));
   std::vector<std::pair<std::string, std::string>> done;  // temp, final
+  std::vector<graph::Shape> shapes;                        // as written
   std::set<std::string> used;
   try {
-    for (const auto& [name, t] : outs) {
-      std::string base = sanitize(name);
+    for (size_t i = 0; i < model.num_outputs(); ++i) {
+      const TensorView v = model.output(i);
+      std::string base = sanitize(v.name);
       for (int n = 2; !used.insert(base).second; ++n)
-        base = sanitize(name) + "_" + std::to_string(n);
+        base = sanitize(v.name) + "_" + std::to_string(n);
       const std::string final_path = (std::filesystem::path(dir) / (base + ".npy")).string();
       done.emplace_back(final_path + ".tmp" + std::to_string(::getpid()), final_path);
-      write_npy(done.back().first, t.shape, t.data.data());
+      const graph::Layout want = graph::logical_layout(v.shape.size());
+      if (v.layout == want || !is_image(v.layout) || !is_image(want)) {
+        write_npy(done.back().first, v.shape, v.data);
+        shapes.push_back(v.shape);
+      } else {
+        const graph::Tensor t = graph::to_layout(v.data, v.shape, v.layout, want);
+        write_npy(done.back().first, t.shape, t.data.data());
+        shapes.push_back(t.shape);
+      }
     }
   } catch (...) {
     for (const auto& p : done) std::filesystem::remove(p.first, ec);
@@ -275,8 +289,8 @@ void write_outputs(const std::vector<std::pair<std::string, graph::Tensor>>& out
   for (size_t i = 0; i < done.size(); ++i) {
     std::filesystem::rename(done[i].first, done[i].second, ec);
     if (ec) throw graph::Error("cannot write '" + done[i].second + "': " + ec.message());
-    std::printf("output %s %s -> %s\n", outs[i].first.c_str(),
-                graph::to_string(outs[i].second.shape).c_str(), done[i].second.c_str());
+    std::printf("output %s %s -> %s\n", graph::printable(model.output(i).name).c_str(),
+                graph::to_string(shapes[i]).c_str(), graph::printable(done[i].second).c_str());
   }
 }
 
@@ -298,23 +312,18 @@ int run(const RunArgs& a) {
   const double compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   // Graph inputs and output names survive the passes; outputs are written in logical order.
-  // The inputs are read and checked before the kernels are generated, which can take a while.
+  // Inputs come first: a bad input file fails before any kernel is compiled.
   const std::vector<graph::Tensor> inputs = load_inputs(optimized, a);
   const auto t1 = std::chrono::steady_clock::now();
   Model model(optimized, a.options);  // generates the kernels the model needs, or loads them
   const double kernels_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
   std::printf("model  %s: %zu kernels on %s%s (%s in %.0f ms, kernels ready in %.0f ms)\n",
-              a.model.c_str(), model.kernels().size(), to_string(model.backend()),
+              graph::printable(a.model).c_str(), model.kernels().size(), to_string(model.backend()),
               model.fallback_reason().empty() ? "" : " (fell back to the CPU)",
               cached ? "compiled graph from the cache" : "compiled", compile_ms, kernels_ms);
 
   const double first = run_ms(model, inputs);
-  std::vector<std::pair<std::string, graph::Tensor>> outs;
-  for (size_t i = 0; i < model.num_outputs(); ++i) {
-    const TensorView view = model.output(i);
-    outs.emplace_back(view.name, fetch(view, graph::logical_layout(view.shape.size())));
-  }
   std::vector<double> ms;
   for (int i = 0; i < kTimedRuns; ++i) ms.push_back(run_ms(model, inputs));
   std::sort(ms.begin(), ms.end());
@@ -329,14 +338,15 @@ int run(const RunArgs& a) {
       return 1;
     }
   }
-  write_outputs(outs, a.output_dir);
+  write_outputs(model, a.output_dir);  // the last run's outputs: every run computes the same
   return 0;
 }
 
 }  // namespace
 
 int cmd_run(int argc, char** argv) {
-  const Args args(argc, argv, 2, {"--input", "--output-dir", "--target", "--threads", "--seed"},
+  const Args args(argc, argv, 2,
+                  {"--input", "--output-dir", "--target", "--threads", "--seed", "--max-memory"},
                   {"--fallback", "--check"});
   if (args.help()) {
     std::fputs(kHelp, stdout);

@@ -2,6 +2,7 @@
 // options and prints its own --help.
 #include <cstdio>
 #include <cstring>
+#include <new>
 #include <string>
 
 #include "cli.h"
@@ -9,6 +10,8 @@
 #include "graph/ir.h"
 
 namespace {
+
+using kiln::graph::printable;
 
 struct Command {
   const char* name;
@@ -55,17 +58,25 @@ int main(int argc, char** argv) {
     try {
       return c.run(argc, argv);
     } catch (const kiln::cli::UsageError& e) {
-      std::fprintf(stderr, "kiln %s: %s\n(run 'kiln %s --help' for usage)\n", c.name, e.what(), c.name);
+      std::fprintf(stderr, "kiln %s: %s\n(run 'kiln %s --help' for usage)\n", c.name,
+                   printable(e.what()).c_str(), c.name);
       return 2;
     } catch (const kiln::graph::Error& e) {
-      std::fprintf(stderr, "kiln %s: %s\n", c.name, e.what());
+      std::fprintf(stderr, "kiln %s: %s\n", c.name, e.what());  // printable already
+      return 1;
+    } catch (const std::bad_alloc&) {
+      // An allocation no limit caught ahead (the limits see the arena, inputs and files).
+      std::fprintf(stderr,
+                   "kiln %s: out of memory (an allocation failed; the model needs more memory "
+                   "than this process can get)\n",
+                   c.name);
       return 1;
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "kiln %s: internal error: %s\n", c.name, e.what());
+      std::fprintf(stderr, "kiln %s: internal error: %s\n", c.name, printable(e.what()).c_str());
       return 3;
     }
   }
-  std::fprintf(stderr, "kiln: unknown command '%s'\n", cmd.c_str());
+  std::fprintf(stderr, "kiln: unknown command '%s'\n", printable(cmd).c_str());
   print_usage(stderr);
   return 2;
 }

@@ -3,13 +3,15 @@
 // accept for the three keys), so a hand-edited or foreign header fails loudly, not silently.
 #include "npy.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <sstream>
+
+#include "graph/file_io.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "the .npy code copies '<f4' bytes as host floats");
@@ -153,9 +155,16 @@ graph::Shape check_header(const std::map<std::string, HeaderValue>& h, const std
   return get("shape", HeaderValue::tuple).dims;
 }
 
-}  // namespace
+// numpy itself reads headers up to 10,000 bytes by default; no real header comes near this.
+constexpr size_t kMaxHeaderBytes = 64 << 10;
 
-NpyArray parse_npy(const std::string& bytes, const std::string& what) {
+struct Header {
+  graph::Shape shape;
+  size_t data_offset = 0;
+};
+
+// The header at the start of `bytes`, which must hold all of it.
+Header parse_header(const std::string& bytes, const std::string& what) {
   if (bytes.size() < kMagicLen + 2 || bytes.compare(0, kMagicLen, kMagic, kMagicLen) != 0)
     throw graph::Error(what + ": not an .npy file (no \\x93NUMPY magic)");
   const int major = static_cast<unsigned char>(bytes[6]),
@@ -167,44 +176,78 @@ NpyArray parse_npy(const std::string& bytes, const std::string& what) {
   const size_t header_at = 8 + len_bytes;
   if (bytes.size() < header_at) throw graph::Error(what + ": truncated .npy header");
   const size_t header_len = read_le(bytes, 8, static_cast<int>(len_bytes));
+  if (header_len > kMaxHeaderBytes)
+    throw graph::Error(what + ": the .npy header is " + std::to_string(header_len) +
+                       " bytes; Kiln reads headers up to " + std::to_string(kMaxHeaderBytes));
   if (bytes.size() < header_at + header_len) throw graph::Error(what + ": truncated .npy header");
   const std::string header = bytes.substr(header_at, header_len);
+  return {check_header(HeaderParser(header, what).dict(), what), header_at + header_len};
+}
 
-  NpyArray a;
-  a.shape = check_header(HeaderParser(header, what).dict(), what);
-  const size_t have = bytes.size() - header_at - header_len;
+// The element count of `shape`, after checking that the `have` bytes after the header hold
+// exactly its data.
+uint64_t check_data_size(const graph::Shape& shape, uint64_t have, const std::string& what) {
   uint64_t count = 1;
   bool too_big = false;  // more elements than 64 bits count: surely more than the file holds
-  for (int64_t d : a.shape)
+  for (int64_t d : shape)
     too_big |= __builtin_mul_overflow(count, static_cast<uint64_t>(d), &count);
-  for (int64_t d : a.shape) too_big &= d != 0;
+  for (int64_t d : shape) too_big &= d != 0;
   if (too_big || count > have / 4)
-    throw graph::Error(what + ": truncated: shape " + shape_text(a.shape) +
+    throw graph::Error(what + ": truncated: shape " + shape_text(shape) +
                        " needs more data than the " + std::to_string(have) +
                        " bytes after the header");
   if (count * 4 != have)
     throw graph::Error(what + ": " + std::to_string(have - count * 4) +
-                       " bytes after the data of shape " + shape_text(a.shape) +
+                       " bytes after the data of shape " + shape_text(shape) +
                        "; the header does not describe the file");
-  a.data.resize(count);
-  if (count) std::memcpy(a.data.data(), bytes.data() + header_at + header_len, count * 4);
+  return count;
+}
+
+}  // namespace
+
+NpyArray parse_npy(const std::string& bytes, const std::string& what) {
+  const Header h = parse_header(bytes, what);
+  const uint64_t count = check_data_size(h.shape, bytes.size() - h.data_offset, what);
+  NpyArray a{h.shape, std::vector<float>(count)};
+  if (count) std::memcpy(a.data.data(), bytes.data() + h.data_offset, count * 4);
   return a;
 }
 
-NpyArray read_npy(const std::string& path) {
+NpyFile open_npy(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) throw graph::Error("no such file: " + path);
   if (std::filesystem::is_directory(path, ec))
     throw graph::Error(path + " is a directory, not an .npy file");
+  const int64_t size = graph::regular_file_size(path, ".npy file");
   std::ifstream f(path, std::ios::binary);
-  if (!f) throw graph::Error("cannot open '" + path + "'");
-  std::ostringstream s;
-  s << f.rdbuf();
-  if (f.bad()) throw graph::Error("cannot read '" + path + "'");
-  return parse_npy(s.str(), path);
+  std::string prefix(std::min<uint64_t>(size, kMagicLen + 6 + kMaxHeaderBytes), '\0');
+  if (!f || !f.read(prefix.data(), static_cast<std::streamsize>(prefix.size())))
+    throw graph::Error("cannot read '" + path + "'");
+  const Header h = parse_header(prefix, path);
+  check_data_size(h.shape, static_cast<uint64_t>(size) - h.data_offset, path);
+  return {path, h.shape, static_cast<int64_t>(h.data_offset)};
 }
 
-std::string encode_npy(const graph::Shape& shape, const float* data) {
+std::vector<float> read_npy_data(const NpyFile& file) {
+  std::vector<float> data(static_cast<size_t>(graph::num_elements(file.shape)));
+  std::ifstream f(file.path, std::ios::binary);
+  const std::streamsize bytes = static_cast<std::streamsize>(data.size() * 4);
+  if (!f || !f.seekg(file.data_offset) || !f.read(reinterpret_cast<char*>(data.data()), bytes) ||
+      f.peek() != std::char_traits<char>::eof())
+    throw graph::Error("cannot read '" + file.path + "': it changed since its header was read");
+  return data;
+}
+
+NpyArray read_npy(const std::string& path) {
+  NpyFile file = open_npy(path);
+  std::vector<float> data = read_npy_data(file);
+  return {std::move(file.shape), std::move(data)};
+}
+
+namespace {
+
+// Magic, version 1.0, header length and the header dict, padded as numpy pads it.
+std::string npy_header(const graph::Shape& shape) {
   std::string header =
       "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape_text(shape) + ", }";
   // numpy pads the header with spaces to a multiple of 64 bytes, then a newline.
@@ -216,17 +259,23 @@ std::string encode_npy(const graph::Shape& shape, const float* data) {
   out += '\x00';
   out += static_cast<char>(header.size() & 0xff);
   out += static_cast<char>(header.size() >> 8);
-  out += header;
+  return out + header;
+}
+
+}  // namespace
+
+std::string encode_npy(const graph::Shape& shape, const float* data) {
   const size_t n = static_cast<size_t>(graph::num_elements(shape));
-  out.append(reinterpret_cast<const char*>(data), n * 4);
-  return out;
+  return npy_header(shape).append(reinterpret_cast<const char*>(data), n * 4);
 }
 
 void write_npy(const std::string& path, const graph::Shape& shape, const float* data) {
-  const std::string bytes = encode_npy(shape, data);
+  const std::string header = npy_header(shape);
+  const size_t n = static_cast<size_t>(graph::num_elements(shape));
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   if (!f) throw graph::Error("cannot create '" + path + "'");
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  f.write(header.data(), static_cast<std::streamsize>(header.size()));
+  f.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(n * 4));
   f.close();
   if (!f) throw graph::Error("cannot write '" + path + "' (disk full?)");
 }

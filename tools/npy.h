@@ -13,15 +13,29 @@ struct NpyArray {
   std::vector<float> data;
 };
 
-// Reads format version 1.0 or 2.0, little-endian float32 ('<f4'), C order. Anything else (other
-// dtypes, big-endian, Fortran order, a malformed header, truncated or trailing data) throws
-// graph::Error with one line that names the file and the problem.
+// An .npy file whose header has been read and checked against the file's size, its data not
+// yet read: callers check the shape before they allocate for the data.
+struct NpyFile {
+  std::string path;
+  graph::Shape shape;
+  int64_t data_offset = 0;  // the data runs from here to the end of the file
+};
+
+// Reads format version 1.0 or 2.0, little-endian float32 ('<f4'), C order. Anything else (a
+// path that is not a regular file, other dtypes, big-endian, Fortran order, a malformed or
+// oversized header, a file shorter or longer than the header says) throws graph::Error with
+// one line that names the file and the problem. Nothing but the header is read.
+NpyFile open_npy(const std::string& path);
+// The data of a checked file, read straight into the result.
+std::vector<float> read_npy_data(const NpyFile& file);
+// Both.
 NpyArray read_npy(const std::string& path);
 
 // Parses the bytes of an .npy file; `what` names it in error messages.
 NpyArray parse_npy(const std::string& bytes, const std::string& what);
 
-// Version 1.0, '<f4', C order. Throws graph::Error if the file cannot be written.
+// Version 1.0, '<f4', C order, written from `data` as it is (no copy). Throws graph::Error if
+// the file cannot be written.
 void write_npy(const std::string& path, const graph::Shape& shape, const float* data);
 
 // The file contents write_npy would produce.

@@ -31,7 +31,8 @@ struct ExportOptions {
 //   computes joined with " + " ("conv2d + batchnorm (folded) + relu").
 // A file made only of plain ONNX ops imports back (import_model) to the same graph semantics.
 // kiln_computes is in no ONNX op's schema, so onnx.checker and onnxruntime refuse the file
-// (Netron and Kiln's importer ignore unknown attributes): the export is for looking, not running.
+// (Netron ignores unknown attributes, and Kiln's importer accepts this one, refusing any other
+// unknown attribute): the export is for looking, not running.
 // Throws Error when the model would exceed protobuf's 2 GiB limit (export without weights).
 std::string export_model_bytes(const Graph& g, const ExportOptions& options = {});
 

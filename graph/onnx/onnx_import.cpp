@@ -19,62 +19,79 @@ struct OpInfo {
   int min_opset;  // the oldest opset whose semantics the converter implements
   Converter fn;
   std::vector<int> constant_slots;
+  // The op's attributes in opsets 1-17, space-separated. The converter reads each one or it
+  // does not change inference (momentum, seed, consumed_inputs); any other is an error.
+  const char* attributes;
 };
+
+// Kiln's own annotation on the nodes it exports (onnx_export.h); it changes nothing.
+constexpr const char* kExportAnnotation = "kiln_computes";
+
+bool has_attribute(const OpInfo& op, const std::string& name) {
+  const std::string list = std::string(" ") + op.attributes + " ";
+  return name == kExportAnnotation ||
+         (!name.empty() && list.find(" " + name + " ") != std::string::npos);
+}
 
 const std::vector<OpInfo>& op_table() {
   static const std::vector<OpInfo> table = {
-      {"Abs", 6, convert_chain_step, {}},
-      {"Add", 1, convert_binary, {}},
-      {"AveragePool", 1, convert_pool, {}},
-      {"BatchNormalization", 6, convert_batch_norm, {1, 2, 3, 4}},
-      {"Cast", 6, convert_cast, {}},
-      {"Celu", 12, convert_chain_step, {}},
-      {"Clip", 1, convert_clip, {1, 2}},
-      {"Concat", 1, convert_concat, {}},
-      {"Constant", 1, convert_constant, {}},
-      {"ConstantOfShape", 9, convert_constant_of_shape, {0}},
-      {"Conv", 1, convert_conv, {1, 2}},
-      {"Div", 1, convert_binary, {}},
-      {"Dropout", 1, convert_dropout, {1, 2}},
-      {"Elu", 6, convert_chain_step, {}},
-      {"Erf", 9, convert_chain_step, {}},
-      {"Exp", 6, convert_chain_step, {}},
-      {"Flatten", 1, convert_flatten, {}},
-      {"Gather", 1, convert_gather, {1}},
-      {"Gemm", 1, convert_gemm, {}},
-      {"GlobalAveragePool", 1, convert_global_pool, {}},
-      {"GlobalMaxPool", 1, convert_global_pool, {}},
-      {"HardSigmoid", 1, convert_unary, {}},
-      {"HardSwish", 14, convert_unary, {}},
-      {"Identity", 1, convert_identity, {}},
-      {"LeakyRelu", 1, convert_unary, {}},
-      {"Log", 6, convert_chain_step, {}},
-      {"MatMul", 1, convert_matmul, {}},
-      {"MaxPool", 1, convert_pool, {}},
-      {"Mul", 1, convert_binary, {}},
-      {"Neg", 6, convert_chain_step, {}},
-      {"Pad", 2, convert_pad, {1, 2}},
-      {"Pow", 7, convert_pow, {1}},
-      {"Range", 11, convert_range, {0, 1, 2}},
-      {"Reciprocal", 6, convert_chain_step, {}},
-      {"ReduceMean", 1, convert_reduce_mean, {}},
-      {"Relu", 1, convert_unary, {}},
-      {"Reshape", 1, convert_reshape, {1}},
-      {"Selu", 6, convert_chain_step, {}},
-      {"Shape", 1, convert_shape, {}},
-      {"Sigmoid", 1, convert_unary, {}},
-      {"Slice", 1, convert_slice, {1, 2, 3, 4}},
-      {"Softmax", 1, convert_softmax, {}},
-      {"Softplus", 1, convert_chain_step, {}},
-      {"Softsign", 1, convert_chain_step, {}},
-      {"Split", 1, convert_split, {1}},
-      {"Sqrt", 6, convert_chain_step, {}},
-      {"Squeeze", 1, convert_squeeze, {1}},
-      {"Sub", 1, convert_binary, {}},
-      {"Tanh", 6, convert_chain_step, {}},
-      {"ThresholdedRelu", 10, convert_chain_step, {}},
-      {"Transpose", 1, convert_transpose, {}},
-      {"Unsqueeze", 1, convert_unsqueeze, {1}},
+      {"Abs", 6, convert_chain_step, {}, "consumed_inputs"},
+      {"Add", 1, convert_binary, {}, "axis broadcast consumed_inputs"},
+      {"AveragePool", 1, convert_pool, {},
+       "auto_pad ceil_mode count_include_pad dilations kernel_shape pads strides"},
+      {"BatchNormalization", 6, convert_batch_norm, {1, 2, 3, 4},
+       "consumed_inputs epsilon is_test momentum spatial training_mode"},
+      {"Cast", 6, convert_cast, {}, "to"},
+      {"Celu", 12, convert_chain_step, {}, "alpha"},
+      {"Clip", 1, convert_clip, {1, 2}, "consumed_inputs max min"},
+      {"Concat", 1, convert_concat, {}, "axis"},
+      {"Constant", 1, convert_constant, {},
+       "sparse_value value value_float value_floats value_int value_ints value_string "
+       "value_strings"},
+      {"ConstantOfShape", 9, convert_constant_of_shape, {0}, "value"},
+      {"Conv", 1, convert_conv, {1, 2}, "auto_pad dilations group kernel_shape pads strides"},
+      {"Div", 1, convert_binary, {}, "axis broadcast consumed_inputs"},
+      {"Dropout", 1, convert_dropout, {1, 2}, "consumed_inputs is_test ratio seed"},
+      {"Elu", 6, convert_chain_step, {}, "alpha consumed_inputs"},
+      {"Erf", 9, convert_chain_step, {}, ""},
+      {"Exp", 6, convert_chain_step, {}, "consumed_inputs"},
+      {"Flatten", 1, convert_flatten, {}, "axis"},
+      {"Gather", 1, convert_gather, {1}, "axis"},
+      {"Gemm", 1, convert_gemm, {}, "alpha beta broadcast transA transB"},
+      {"GlobalAveragePool", 1, convert_global_pool, {}, ""},
+      {"GlobalMaxPool", 1, convert_global_pool, {}, ""},
+      {"HardSigmoid", 1, convert_unary, {}, "alpha beta consumed_inputs"},
+      {"HardSwish", 14, convert_unary, {}, ""},
+      {"Identity", 1, convert_identity, {}, ""},
+      {"LeakyRelu", 1, convert_unary, {}, "alpha consumed_inputs"},
+      {"Log", 6, convert_chain_step, {}, "consumed_inputs"},
+      {"MatMul", 1, convert_matmul, {}, ""},
+      {"MaxPool", 1, convert_pool, {},
+       "auto_pad ceil_mode dilations kernel_shape pads storage_order strides"},
+      {"Mul", 1, convert_binary, {}, "axis broadcast consumed_inputs"},
+      {"Neg", 6, convert_chain_step, {}, "consumed_inputs"},
+      {"Pad", 2, convert_pad, {1, 2}, "mode pads value"},
+      {"Pow", 7, convert_pow, {1}, ""},
+      {"Range", 11, convert_range, {0, 1, 2}, ""},
+      {"Reciprocal", 6, convert_chain_step, {}, "consumed_inputs"},
+      {"ReduceMean", 1, convert_reduce_mean, {}, "axes keepdims"},
+      {"Relu", 1, convert_unary, {}, "consumed_inputs"},
+      {"Reshape", 1, convert_reshape, {1}, "allowzero consumed_inputs shape"},
+      {"Selu", 6, convert_chain_step, {}, "alpha consumed_inputs gamma"},
+      {"Shape", 1, convert_shape, {}, "end start"},
+      {"Sigmoid", 1, convert_unary, {}, "consumed_inputs"},
+      {"Slice", 1, convert_slice, {1, 2, 3, 4}, "axes ends starts"},
+      {"Softmax", 1, convert_softmax, {}, "axis"},
+      {"Softplus", 1, convert_chain_step, {}, ""},
+      {"Softsign", 1, convert_chain_step, {}, ""},
+      {"Split", 1, convert_split, {1}, "axis split"},
+      {"Sqrt", 6, convert_chain_step, {}, "consumed_inputs"},
+      {"Squeeze", 1, convert_squeeze, {1}, "axes"},
+      {"Sub", 1, convert_binary, {}, "axis broadcast consumed_inputs"},
+      {"Tanh", 6, convert_chain_step, {}, "consumed_inputs"},
+      {"ThresholdedRelu", 10, convert_chain_step, {}, "alpha"},
+      {"Transpose", 1, convert_transpose, {}, "perm"},
+      {"Unsqueeze", 1, convert_unsqueeze, {1}, "axes"},
   };
   return table;
 }
@@ -109,6 +126,31 @@ Shape static_shape(const ::onnx::ValueInfoProto& v) {
   if (checked_elements(s, what) > kMaxGraphElements)
     throw Error(what + " is " + to_string(s) + ", too large for any real network");
   return s;
+}
+
+// A graph output's declared type, where the model gives one, must be what Kiln computes: FLOAT
+// and the inferred shape (symbolic and missing dimensions match anything).
+void check_declared_output(const ::onnx::ValueInfoProto& v, const Shape& computed) {
+  const std::string what = "graph output '" + v.name() + "' is declared ";
+  if (!v.has_type()) return;
+  if (!v.type().has_tensor_type())
+    throw Error(what + "as something other than a tensor (a sequence, map or optional)");
+  const auto& t = v.type().tensor_type();
+  const int32_t dtype = t.elem_type();
+  if (dtype != ::onnx::TensorProto::UNDEFINED && dtype != ::onnx::TensorProto::FLOAT)
+    throw Error(what + dtype_name(dtype) + ", but Kiln computes it as FLOAT");
+  if (!t.has_shape()) return;
+  bool agree = t.shape().dim_size() == static_cast<int>(computed.size());
+  std::string dims;
+  for (int k = 0; k < t.shape().dim_size(); ++k) {
+    const auto& d = t.shape().dim(k);
+    dims += (k ? ", " : "") + (d.has_dim_value() ? std::to_string(d.dim_value())
+                                                 : d.has_dim_param() ? d.dim_param() : "?");
+    if (d.has_dim_value() && agree) agree = d.dim_value() == computed[k];
+  }
+  if (!agree)
+    throw Error(what + "[" + dims + "], but Kiln computes " + to_string(computed) +
+                " (a dimension that differs, or a different rank)");
 }
 
 int64_t saturating_round(float v, const std::string& what) {
@@ -258,6 +300,10 @@ void Importer::convert_nodes() {
       node_error(c, "domain '" + p.domain() + "' is not supported (only the default ONNX domain)");
     const OpInfo* info = find_op(p.op_type());
     if (!info) node_error(c, "op not supported");
+    for (const auto& a : p.attribute())
+      if (!has_attribute(*info, a.name()))
+        node_error(c, "unknown attribute '" + a.name() + "' (" + p.op_type() + " has " +
+                          (*info->attributes ? info->attributes : "none") + ")");
     if (opset_ < info->min_opset)
       node_error(c, "opset " + std::to_string(opset_) + " is not supported for " + p.op_type() +
                         " (Kiln implements it from opset " + std::to_string(info->min_opset) + ")");
@@ -293,6 +339,7 @@ void Importer::add_graph_outputs() {
     Slot& s = *it->second.slot;
     const Layout l = logical_layout(s.host && !s.value.valid() ? s.host->dims.size() : 0);
     g_.outputs.push_back(slot_value(out.name(), s, l, nullptr));
+    check_declared_output(out, g_.value(g_.outputs.back()).shape);
   }
 }
 
@@ -467,8 +514,10 @@ Graph import_model_from_bytes(const std::string& bytes, const ImportOptions& opt
   return Importer(model, options).run();
 }
 
+std::string read_model_file(const std::string& path) { return read_file(path, "ONNX model"); }
+
 Graph import_model(const std::string& path, const ImportOptions& options) {
-  const std::string bytes = read_file(path, "ONNX model");
+  const std::string bytes = read_model_file(path);
   try {
     return import_model_from_bytes(bytes, options);
   } catch (const Error& e) {

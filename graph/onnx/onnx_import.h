@@ -28,6 +28,9 @@ struct ImportOptions {
 // inferred. 4-D activations are NCHW. The graph is verified before it is returned.
 Graph import_model(const std::string& path, const ImportOptions& options = {});
 Graph import_model_from_bytes(const std::string& bytes, const ImportOptions& options = {});
+// The bytes of a model file, with import_model's checks: a regular file of at most 2 GiB
+// (protobuf's limit), refused before it is read otherwise.
+std::string read_model_file(const std::string& path);
 
 // The ONNX op types (default domain) the importer maps to Kiln, sorted.
 const std::vector<std::string>& supported_op_types();

@@ -148,11 +148,13 @@ void convert_batch_norm(Importer& im, const NodeCtx& c) {
     node_error(c, "attribute 'spatial'=0 (per-activation statistics) is not supported");
   if (attr_int(c, "training_mode", 0) != 0)
     node_error(c, "attribute 'training_mode'=1 is not supported; Kiln runs inference only");
-  for (int k = 1; k < im.num_outputs(c); ++k)
-    if (im.output_used(c, k))
-      node_error(c, "output '" + im.output_name(c, k) +
-                        "' (training statistics) is used; only "
-                        "inference BatchNormalization (one output) is supported");
+  // Running mean and variance (and saved statistics before opset 14) exist only in training.
+  int outputs = 0;
+  for (int k = 0; k < im.num_outputs(c); ++k) outputs += !im.output_name(c, k).empty();
+  if (outputs > 1)
+    node_error(c, "declares " + std::to_string(outputs) +
+                      " outputs (training statistics); only inference BatchNormalization (one "
+                      "output) is supported");
   std::vector<ValueId> in{im.value_input(c, 0)};
   const char* roles[] = {"scale", "bias", "mean", "variance"};
   for (int i = 1; i < 5; ++i) {

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "graph/file_io.h"
 #include "graph/onnx/importer.h"
 
 namespace kiln::graph::onnx {
@@ -128,22 +129,11 @@ bool is_float_dtype(int32_t onnx_dtype) {
 }
 
 std::string read_file(const std::string& path, const char* what) {
-  std::error_code ec;
-  const auto status = std::filesystem::status(path, ec);
-  if (ec || !std::filesystem::exists(status))
-    throw Error(std::string(what) + " '" + path + "' does not exist");
-  if (!std::filesystem::is_regular_file(status))
-    throw Error(std::string(what) + " '" + path + "' is not a regular file");
-  const auto size = std::filesystem::file_size(path, ec);
-  if (ec) throw Error("cannot read the size of " + std::string(what) + " '" + path + "'");
-  if (size > static_cast<uintmax_t>(kMaxFileBytes))
+  const int64_t size = regular_file_size(path, what);
+  if (size > kMaxFileBytes)
     throw Error(std::string(what) + " '" + path + "' is " + std::to_string(size) +
                 " bytes; Kiln refuses files over 2 GiB (protobuf's own limit)");
-  std::ifstream in(path, std::ios::binary);
-  std::string bytes(static_cast<size_t>(size), '\0');
-  if (!in || !in.read(bytes.data(), static_cast<std::streamsize>(size)))
-    throw Error("cannot read " + std::string(what) + " '" + path + "'");
-  return bytes;
+  return read_whole_file(path, what);
 }
 
 int64_t checked_elements(const Shape& dims, const std::string& what) {

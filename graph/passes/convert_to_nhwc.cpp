@@ -105,7 +105,8 @@ class LayoutRewriter {
     return to_nchw_.emplace(v.index, t).first->second;
   }
 
-  // A broadcast constant of a Binary op, re-laid-out to broadcast against NHWC.
+  // A broadcast constant of a Binary op, re-laid-out to broadcast against NHWC, or a constant
+  // a conv reads as its data.
   ValueId nhwc_constant(ValueId v) {
     auto it = const_nhwc_.find(v.index);
     if (it != const_nhwc_.end()) return it->second;
@@ -137,8 +138,12 @@ class LayoutRewriter {
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       if (conv && (i == 1 || i == 2)) continue;  // weights and bias, handled below
       const Value& v = g_.value(n.inputs[i]);
+      // A conv's data input or residual may be a constant too (an initializer): re-laid-out
+      // ahead of time.
+      const bool image_operand = conv && (i == 0 || (i == 3 && std::get<Conv2d>(n.op).residual));
+      const bool relayout_constant = std::holds_alternative<Binary>(n.op) || image_operand;
       if (is_activation_4d(v)) n.inputs[i] = nhwc_version(n.inputs[i]);
-      else if (v.is_constant() && std::holds_alternative<Binary>(n.op)) n.inputs[i] = nhwc_constant(n.inputs[i]);
+      else if (v.is_constant() && relayout_constant) n.inputs[i] = nhwc_constant(n.inputs[i]);
     }
     if (conv) {
       if (g_.value(n.inputs[1]).layout != Layout::hwio) n.inputs[1] = hwio_weights(n);

@@ -9,6 +9,7 @@
 
 #include "graph/ir.h"
 #include "graph/kernel_spec.h"
+#include "graph/memory_limit.h"
 #include "graph/memory_plan.h"
 #include "graph/reference.h"
 #include "kiln/generated_kernels.h"
@@ -38,6 +39,10 @@ struct ModelOptions {
   KernelGenerator generate_kernels;
   // Lower and plan only; bind and call nothing (reports such as `kiln compile`'s). run() fails.
   bool lower_only = false;
+  // A model whose planned arena (every intermediate tensor and the outputs) needs more bytes
+  // is refused with a graph::Error before anything is allocated (not checked with lower_only).
+  // 0: this machine's physical memory (graph::physical_memory_bytes).
+  int64_t max_memory_bytes = 0;
 };
 
 // An error value: ok(), or a message naming what failed.
@@ -51,7 +56,8 @@ class Status {
 
  private:
   Status() = default;
-  explicit Status(std::string m) : message_(m.empty() ? "unknown error" : std::move(m)) {}
+  // Kept printable() like graph::Error's: messages name nodes and tensors of the model.
+  explicit Status(std::string m) : message_(m.empty() ? "unknown error" : graph::printable(m)) {}
   std::string message_;
 };
 
