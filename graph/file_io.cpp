@@ -1,8 +1,11 @@
 // Atomic file writes (see file_io.h).
 #include "graph/file_io.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -46,6 +49,44 @@ std::string read_whole_file(const std::string& path, const std::string& what, in
   if (in.peek() != std::char_traits<char>::eof())
     throw Error("cannot read " + what + " '" + path + "': it grew while being read");
   return bytes;
+}
+
+MappedFile::MappedFile(const std::string& path, const std::string& what, int64_t max_bytes,
+                       const std::string& magic) {
+  const int64_t size = regular_file_size(path, what);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error("cannot open " + what + " '" + path + "': " + std::strerror(errno));
+  // The magic first, read on its own: a file of something else fails here whatever its size.
+  std::string head(magic.size(), '\0');
+  if (!magic.empty() &&
+      (::pread(fd, head.data(), head.size(), 0) != static_cast<ssize_t>(head.size()) || head != magic)) {
+    ::close(fd);
+    throw Error("'" + path + "' is not a " + what + " (no " + magic + " magic)");
+  }
+  try {
+    check_memory_limit(size, max_bytes, what + " '" + path + "'");
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  void* p = size > 0 ? ::mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_PRIVATE, fd, 0)
+                     : nullptr;
+  const int err = errno;
+  ::close(fd);
+  if (p == MAP_FAILED) throw Error("cannot read " + what + " '" + path + "': " + std::strerror(err));
+  data_ = static_cast<char*>(p);
+  size_ = static_cast<size_t>(size);
+}
+
+MappedFile::~MappedFile() {
+  if (data_) ::munmap(data_, size_);
+  data_ = nullptr;
+}
+
+void MappedFile::release(size_t from, size_t to) const {
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const size_t first = (from + page - 1) / page * page, last = std::min(to, size_) / page * page;
+  if (data_ && first < last) ::madvise(data_ + first, last - first, MADV_DONTNEED);
 }
 
 void write_file_atomically(const std::string& path, const std::string& bytes) {

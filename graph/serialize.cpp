@@ -7,6 +7,7 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -92,7 +93,9 @@ class Writer {
 class Reader {
  public:
   uint32_t version = kGraphFormatVersion;  // of the file being read
-  Reader(const std::string& b, size_t end) : p_(b.data()), end_(end) {}
+  // `consumed`, when set, is told each large byte range the reader is done with (constant data).
+  Reader(const char* p, size_t end, const std::function<void(size_t, size_t)>& consumed)
+      : p_(p), end_(end), consumed_(consumed) {}
 
   [[noreturn]] void fail(const std::string& what) const {
     throw Error("corrupt graph file: " + what + " (at byte " + std::to_string(pos_) + ")");
@@ -153,6 +156,7 @@ class Reader {
     need(n * 4, "constant data");  // n <= kMaxElements, so no overflow
     v.resize(n);
     if (n) std::memcpy(v.data(), p_ + pos_, n * 4);  // little-endian host
+    if (consumed_) consumed_(pos_, pos_ + n * 4);
     pos_ += n * 4;
   }
 
@@ -167,6 +171,7 @@ class Reader {
   const char* p_;
   size_t end_;
   size_t pos_ = 0;
+  std::function<void(size_t, size_t)> consumed_;
 };
 
 // ---- Attributes: one function per op, read and written through the same calls. ----
@@ -362,12 +367,20 @@ Node read_node(Reader& r, size_t num_values) {
   return n;
 }
 
-Graph read_graph(const std::string& bytes) {
+// The checksum in a file's last 8 bytes (size >= 8).
+uint64_t stored_checksum(const char* bytes, size_t size) {
+  uint64_t h = 0;
+  for (int i = 0; i < 8; ++i) h |= uint64_t{static_cast<uint8_t>(bytes[size - 8 + i])} << (8 * i);
+  return h;
+}
+
+Graph read_graph(const char* bytes, size_t size,
+                 const std::function<void(size_t, size_t)>& consumed = nullptr) {
   const size_t header = sizeof(kMagic) + 4;
-  if (bytes.size() < sizeof(kMagic) || std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0)
+  if (size < sizeof(kMagic) || std::memcmp(bytes, kMagic, sizeof(kMagic)) != 0)
     throw Error("not a Kiln graph file (no KILNGRF1 magic)");
-  if (bytes.size() < header + 8) throw Error("corrupt graph file: truncated header");
-  Reader r(bytes, bytes.size() - 8);
+  if (size < header + 8) throw Error("corrupt graph file: truncated header");
+  Reader r(bytes, size - 8, consumed);
   for (size_t i = 0; i < sizeof(kMagic); ++i) r.u8();
   const uint32_t version = r.u32();
   // Version 1 is 3 without ElementwiseChain, 3 is 4 without Conv2d's post steps; version 2
@@ -376,11 +389,9 @@ Graph read_graph(const std::string& bytes) {
     throw Error("graph file format version " + std::to_string(version) + " is not supported (this Kiln reads versions 1, 3 and " +
                 std::to_string(kGraphFormatVersion) + "; recompile the model)");
   r.version = version;
-  uint64_t stored = 0;
-  for (int i = 0; i < 8; ++i)
-    stored |= uint64_t{static_cast<uint8_t>(bytes[bytes.size() - 8 + i])} << (8 * i);
-  if (stored != format_checksum(bytes.data(), bytes.size() - 8))
+  if (stored_checksum(bytes, size) != format_checksum(bytes, size - 8))
     throw Error("corrupt graph file: checksum mismatch (the file is damaged or truncated)");
+  if (consumed) consumed(0, size);  // read again from here on, a piece at a time
 
   Graph g;
   const uint32_t num_values = r.count(11, "values");  // the smallest value takes 11 bytes
@@ -426,8 +437,9 @@ std::string serialize(const Graph& g) {
   return std::move(w.bytes());
 }
 
-Graph deserialize(const std::string& bytes) {
-  Graph g = read_graph(bytes);
+namespace {
+
+Graph verified(Graph g) {
   try {
     verify(g, "in the graph file");
   } catch (const std::logic_error& e) {
@@ -437,29 +449,27 @@ Graph deserialize(const std::string& bytes) {
   return g;
 }
 
-namespace {
-
-uint64_t stored_checksum(const std::string& bytes) {
-  uint64_t h = 0;
-  for (int i = 0; i < 8 && bytes.size() >= 8; ++i)
-    h |= uint64_t{static_cast<uint8_t>(bytes[bytes.size() - 8 + i])} << (8 * i);
-  return h;
-}
-
 }  // namespace
+
+Graph deserialize(const std::string& bytes) {
+  return verified(read_graph(bytes.data(), bytes.size()));
+}
 
 uint64_t write_graph_file(const Graph& g, const std::string& path) {
   const std::string bytes = serialize(g);
   write_file_atomically(path, bytes);
-  return stored_checksum(bytes);
+  return stored_checksum(bytes.data(), bytes.size());
 }
 
 Graph read_graph_file(const std::string& path, uint64_t* checksum) {
-  const std::string bytes = read_whole_file(path, "Kiln graph file", 0,
-                                            std::string(kMagic, sizeof(kMagic)));
+  // Mapped, and each constant's pages given back once it is copied out: the weights are
+  // resident once, not twice (the file and the graph), while a model loads.
+  const MappedFile file(path, "Kiln graph file", 0, std::string(kMagic, sizeof(kMagic)));
   try {
-    Graph g = deserialize(bytes);  // verifies the checksum
-    if (checksum) *checksum = stored_checksum(bytes);
+    Graph g = verified(read_graph(file.data(), file.size(), [&](size_t from, size_t to) {
+      file.release(from, to);
+    }));
+    if (checksum) *checksum = stored_checksum(file.data(), file.size());
     return g;
   } catch (const Error& e) {
     throw Error(path + ": " + e.what());

@@ -113,6 +113,7 @@ struct Model::Impl {
   void bind_buffers();
   void restride_conv_weights(graph::ValueId weights);
   void widen_grouped_weights(const graph::ConvKernelSpec& conv);
+  void release_constant(graph::ValueId v);
   void make_calls();
   Status run_calls();
   std::string run_portable(const Call& c);
@@ -190,6 +191,7 @@ void Model::Impl::restride_conv_weights(graph::ValueId w) {
   if (copy.data.empty()) return;  // already the layout the kernels prefer
   b = HalideBuffer(copy.data.data(), 4, copy.dims);
   restrided_weights.push_back(std::move(copy.data));  // the buffer keeps pointing at it
+  release_constant(w);
 }
 
 // Narrow groups run as blocks of groups (runtime::grouped_conv_merge): the generated kernel
@@ -205,7 +207,14 @@ void Model::Impl::widen_grouped_weights(const graph::ConvKernelSpec& c) {
   b = HalideBuffer(wide.data(), {static_cast<int>(s[3]), static_cast<int>(merge * s[2]),
                                  static_cast<int>(s[1]), static_cast<int>(s[0])});
   restrided_weights.push_back(std::move(wide));  // the buffer keeps pointing at it
+  release_constant(c.weights.value);
 }
+
+// The kernels read constant v from a re-laid-out copy now: the graph's own data is not read
+// again (only run() and the accessors use the graph from here on, never constants' data), so
+// it goes, and its memory with it unless the caller still shares it (a Model made from a
+// moved graph holds the only reference). The weights are then resident once, not twice.
+void Model::Impl::release_constant(graph::ValueId v) { g.value(v).data.reset(); }
 
 void Model::Impl::make_calls() {
   size_t next_generated = 0;
@@ -292,11 +301,11 @@ Status Model::Impl::run_calls() {
   return Status::ok();
 }
 
-Model::Model(const graph::Graph& optimized, const ModelOptions& options)
+Model::Model(graph::Graph optimized, const ModelOptions& options)
     : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   graph::verify(optimized, "given to the runtime");
-  m.g = optimized;
+  m.g = std::move(optimized);
   m.options = options;
   m.kernels = graph::lower_to_kernels(m.g);
 
@@ -341,12 +350,14 @@ Model::Model(const graph::Graph& optimized, const ModelOptions& options)
   if (options.threads > 0) halide_set_num_threads(options.threads);
   runtime::ops::set_parallel_runner(halide_parallel_runner);
   m.bind_buffers();
+  std::vector<graph::ValueId> constants;
+  for (uint32_t i = 0; i < m.g.values().size(); ++i)
+    if (m.g.value(graph::ValueId{i}).is_constant()) constants.push_back(graph::ValueId{i});
   m.make_calls();
   // Constants (weights, and the runtime's re-laid-out copies) live on the host until a GPU
   // kernel first reads them: marked as newer there, so that first call copies them up.
   if (is_gpu(m.options.backend))
-    for (uint32_t i = 0; i < m.g.values().size(); ++i)
-      if (m.g.value(graph::ValueId{i}).is_constant()) m.buffers[i].set_host_dirty(true);
+    for (graph::ValueId v : constants) m.buffers[v.index].set_host_dirty(true);
   m.kernel_seconds.assign(m.calls.size(), 0.0);
 }
 

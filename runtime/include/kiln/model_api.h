@@ -9,6 +9,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graph/serialize.h"
@@ -38,7 +39,7 @@ class CompiledModel {
   // CPU without any of the compiled targets' features.
   CompiledModel(const std::string& weights_path, const CompiledModelOptions& o) {
     std::uint64_t checksum = 0;
-    const graph::Graph g = graph::read_graph_file(weights_path, &checksum);
+    graph::Graph g = graph::read_graph_file(weights_path, &checksum);
     if (o.weights_checksum != 0 && checksum != o.weights_checksum)
       throw graph::Error("'" + weights_path + "' is not the weights file this model was compiled "
                          "with (it holds another graph or other weights); use the .weights file "
@@ -61,7 +62,7 @@ class CompiledModel {
       kernels->kernels.assign(k, k + count);
       return std::shared_ptr<const GeneratedKernels>(std::move(kernels));
     };
-    model_ = std::make_unique<Model>(g, mo);
+    model_ = std::make_unique<Model>(std::move(g), mo);  // the Model's alone: see runtime.h
     logical_.resize(model_->num_outputs());
   }
 

@@ -74,7 +74,10 @@ class Model {
   // kernel (or generated kernels are needed and options.generate_kernels is unset or fails),
   // when a CPU target index is out of range or unsupported by this CPU, or when CUDA is
   // requested, unusable, and fallback_to_cpu is off.
-  explicit Model(const graph::Graph& optimized, const ModelOptions& options = {});
+  // A graph moved in is the Model's alone: constants the kernels read re-laid-out (conv
+  // weights at a padded row stride, grouped weights widened) are then freed once copied, so
+  // the weights are resident once.
+  explicit Model(graph::Graph optimized, const ModelOptions& options = {});
   ~Model();
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
