@@ -345,7 +345,15 @@ KernelPipeline data_pipeline(const graph::OpKernelSpec& k, const Halide::Target&
   } else if (const auto* c = std::get_if<graph::Concat>(&k.op)) {
     std::vector<graph::Shape> shapes;
     for (const graph::TensorDesc& t : k.inputs) shapes.push_back(t.shape);
-    out = generators::ops::concat({inputs.begin(), inputs.end()}, shapes, c->axis);
+    const std::vector<Halide::Func> ins(inputs.begin(), inputs.end());
+    if (c->axis == static_cast<int>(in.size()) - 1 && !target.has_gpu_feature()) {
+      // Along the innermost axis: one vectorized copy per input (selects would gather).
+      const generators::ops::PiecewiseConcat pc = generators::ops::concat_piecewise(ins, shapes, c->axis);
+      schedules::schedule_concat_cpu(pc.out, pc.pieces, dense_dims(k.output.shape).extents, target);
+      constrain([&](int d) { return pc.out.output_buffer().dim(d); }, k.output.shape);
+      return KernelPipeline{Halide::Pipeline(pc.out), inputs};
+    }
+    out = generators::ops::concat(ins, shapes, c->axis);
   } else if (const auto* sl = std::get_if<graph::Slice>(&k.op)) {
     out = generators::ops::slice(inputs[0], in, *sl);
   } else {

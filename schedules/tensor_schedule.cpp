@@ -23,6 +23,18 @@ Var fuse_rows(Stage stage, const std::vector<Var>& dims) {
   return rows;
 }
 
+// Parallel over `rows` (`row_count` of them, `row_elements` elements each) in tasks of at
+// least 16K elements, at most 64 tasks: one task per row would cost a thread-pool dispatch per
+// few vectors of work.
+template <typename Stage>
+void parallel_rows(Stage stage, const Var& rows, int64_t row_count, int64_t row_elements) {
+  constexpr int64_t kMinTaskElements = 16 * 1024, kMaxTasks = 64;
+  const int64_t tasks =
+      std::min({kMaxTasks, row_count, row_count * row_elements / kMinTaskElements});
+  if (tasks < 2) return;
+  stage.parallel(rows, static_cast<int>((row_count + tasks - 1) / tasks), TailStrategy::GuardWithIf);
+}
+
 std::vector<Var> pure_vars(const Halide::Func& f) {
   std::vector<Var> v;
   for (const Var& a : f.args()) v.push_back(a);
@@ -35,16 +47,20 @@ void schedule_reduction_cpu(const ElementwiseFuncs& out, const std::vector<Halid
                             bool vectorize_inner, const Halide::Target& target) {
   schedule_elementwise_cpu(out, target);
   const int vw = target.natural_vector_size<float>();
+  int64_t total = 1;
+  for (int64_t e : out.extents) total *= e;
   for (Halide::Func p : partials) {
     p.compute_root();
     const std::vector<Var> dims = pure_vars(p);
     // Both stages the same way: rows in parallel, the innermost dimension in vectors when it
-    // is wide (a reduction over the innermost axis leaves it 1 wide).
+    // is wide (a reduction over the innermost axis leaves it 1 wide). A partial is at most as
+    // large as the output; its rows are counted as the output's, an upper bound.
     const bool wide = vectorize_inner && out.extents[0] >= vw;
+    const int64_t inner = wide ? out.extents[0] : 1;
     for (int stage = 0; stage < 2; ++stage) {
       Halide::Stage s = stage == 0 ? Halide::Stage(p) : p.update();
       if (wide) s.vectorize(dims[0], vw, TailStrategy::GuardWithIf);
-      if (dims.size() > 1) s.parallel(fuse_rows(s, dims));
+      if (dims.size() > 1) parallel_rows(s, fuse_rows(s, dims), total / out.extents[0], inner);
     }
   }
 }
@@ -66,6 +82,20 @@ void schedule_reduction_gpu(const ElementwiseFuncs& out, const std::vector<Halid
       Var block("block"), thread("thread");
       s.gpu_tile(all, block, thread, 64, TailStrategy::GuardWithIf);
     }
+  }
+}
+
+void schedule_concat_cpu(const Halide::Func& out, const std::vector<Halide::RDom>& pieces,
+                         const std::vector<int64_t>& extents, const Halide::Target& target) {
+  Halide::Func f = out;
+  const int vw = target.natural_vector_size<float>();
+  const std::vector<Var> dims = pure_vars(f);
+  int64_t rows = 1;
+  for (size_t d = 1; d < extents.size(); ++d) rows *= extents[d];
+  for (size_t u = 0; u < pieces.size(); ++u) {
+    Halide::Stage s = f.update(static_cast<int>(u));
+    s.vectorize(pieces[u].x, vw, TailStrategy::GuardWithIf);
+    if (dims.size() > 1) parallel_rows(s, fuse_rows(s, dims), rows, extents[0]);
   }
 }
 

@@ -21,6 +21,13 @@ void schedule_reduction_cpu(const ElementwiseFuncs& out, const std::vector<Halid
 void schedule_reduction_gpu(const ElementwiseFuncs& out, const std::vector<Halide::Func>& partials,
                             const Halide::Target& target);
 
+// A Concat built from one update per input (generators/ops/tensor.h's concat_piecewise, along
+// the innermost dimension) with output `extents` (innermost first): update u's RVar
+// `pieces[u].x` in vectors, the other dimensions fused into rows, in parallel tasks of at least
+// 16K elements.
+void schedule_concat_cpu(const Halide::Func& out, const std::vector<Halide::RDom>& pieces,
+                         const std::vector<int64_t>& extents, const Halide::Target& target);
+
 // A matrix product: out(n, m, batch...) from acc(n, m, batch...) (generators/ops/tensor.h),
 // with N and M the extents of n and m.
 struct MatMulFuncs {

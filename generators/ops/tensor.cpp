@@ -58,29 +58,56 @@ Func reshape(const Func& in, const graph::Shape& in_shape, const graph::Shape& o
   return out;
 }
 
-Func concat(const std::vector<Func>& ins, const std::vector<graph::Shape>& shapes, int axis) {
-  const size_t rank = shapes[0].size();
-  const std::vector<Var> o = vars(rank);
-  const size_t d = dim_of(rank, static_cast<size_t>(axis));
-  // From the last input back: select(i < end of input k, input k, the later ones). Each input
-  // is read at a clamped index, so bounds inference asks for no element outside it.
-  Expr value;
-  int64_t end = 0;
+namespace {
+
+// Where each input starts along `axis`.
+std::vector<int64_t> concat_begins(const std::vector<graph::Shape>& shapes, int axis) {
   std::vector<int64_t> begins;
+  int64_t end = 0;
   for (const graph::Shape& s : shapes) {
     begins.push_back(end);
     end += s[static_cast<size_t>(axis)];
   }
+  return begins;
+}
+
+}  // namespace
+
+Func concat(const std::vector<Func>& ins, const std::vector<graph::Shape>& shapes, int axis) {
+  const size_t rank = shapes[0].size();
+  const std::vector<Var> o = vars(rank);
+  const size_t d = dim_of(rank, static_cast<size_t>(axis));
+  const std::vector<int64_t> begins = concat_begins(shapes, axis);
+  // From the last input back: select(i < end of input k, input k, the later ones).
+  Expr value;
   for (size_t k = ins.size(); k-- > 0;) {
+    const int extent = i32(shapes[k][static_cast<size_t>(axis)]);
     std::vector<Expr> at = exprs(o);
-    at[d] = Halide::clamp(o[d] - i32(begins[k]), 0, i32(shapes[k][static_cast<size_t>(axis)]) - 1);
+    at[d] = Halide::clamp(o[d] - i32(begins[k]), 0, extent - 1);
     const Expr v = ins[k](at);
-    value = value.defined() ? Halide::select(o[d] < i32(begins[k] + shapes[k][static_cast<size_t>(axis)]), v, value)
-                            : v;
+    value = value.defined() ? Halide::select(o[d] < i32(begins[k]) + extent, v, value) : v;
   }
   Func out("concat");
   out(o) = value;
   return out;
+}
+
+PiecewiseConcat concat_piecewise(const std::vector<Func>& ins,
+                                 const std::vector<graph::Shape>& shapes, int axis) {
+  const size_t rank = shapes[0].size();
+  const std::vector<Var> o = vars(rank);
+  const size_t d = dim_of(rank, static_cast<size_t>(axis));
+  const std::vector<int64_t> begins = concat_begins(shapes, axis);
+  PiecewiseConcat c{Func("concat"), {}};
+  c.out(o) = Halide::undef(Halide::Float(32));
+  for (size_t k = 0; k < ins.size(); ++k) {
+    c.pieces.emplace_back(0, i32(shapes[k][static_cast<size_t>(axis)]), "piece" + std::to_string(k));
+    std::vector<Expr> from = exprs(o), to = exprs(o);
+    from[d] = c.pieces.back().x;
+    to[d] = c.pieces.back().x + i32(begins[k]);
+    c.out(to) = ins[k](from);
+  }
+  return c;
 }
 
 Func slice(const Func& in, const graph::Shape& in_shape, const graph::Slice& s) {

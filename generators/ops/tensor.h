@@ -20,9 +20,20 @@ Halide::Func transpose(const Halide::Func& in, const graph::Shape& in_shape,
 Halide::Func reshape(const Halide::Func& in, const graph::Shape& in_shape,
                      const graph::Shape& out_shape);
 
-// The inputs one after another along `axis`.
+// The inputs one after another along `axis`: one select per element, each input read at a
+// clamped index, so bounds inference asks for nothing outside it.
 Halide::Func concat(const std::vector<Halide::Func>& ins, const std::vector<graph::Shape>& shapes,
                     int axis);
+
+// The same as one update per input copying its slab: an undefined pure definition, every
+// element written by exactly one update, each update's RDom (`pieces`) along `axis`. Suits an
+// axis that is innermost, where the selects would make every vector load a gather.
+struct PiecewiseConcat {
+  Halide::Func out;
+  std::vector<Halide::RDom> pieces;
+};
+PiecewiseConcat concat_piecewise(const std::vector<Halide::Func>& ins,
+                                 const std::vector<graph::Shape>& shapes, int axis);
 
 // out[i] = in[start + i * step] on every axis.
 Halide::Func slice(const Halide::Func& in, const graph::Shape& in_shape, const graph::Slice& s);
