@@ -102,9 +102,12 @@ void schedule_concat_cpu(const Halide::Func& out, const std::vector<Halide::RDom
 void schedule_matmul_cpu(const MatMulFuncs& f, const Halide::Target& target) {
   Halide::Func out = f.out, acc = f.acc;
   const int vw = target.natural_vector_size<float>();
-  // Two vectors of columns when there are that many, one, or no vectorization at all.
-  const int tn = f.n_extent >= 2 * vw ? 2 * vw : f.n_extent >= vw ? vw : 0;
+  // Up to 8 vector accumulators: 2 vectors of columns by 4 rows, or for a matrix-vector
+  // product (1 or 2 rows, memory-bound on B) 4 vectors, so each row of B is read in longer
+  // contiguous runs; one vector, or no vectorization, for narrow outputs.
   const int tm = static_cast<int>(std::min<int64_t>(f.m_extent, 4));
+  const int wide = tm <= 2 ? 4 : 2;
+  const int tn = f.n_extent >= wide * vw ? wide * vw : f.n_extent >= vw ? vw : 0;
   Var no("no"), ni("ni"), mo("mo"), mi("mi");
   if (tn > 0) {
     out.split(f.n, no, ni, tn, TailStrategy::ShiftInwards);

@@ -37,8 +37,9 @@ struct MatMulFuncs {
   Halide::RDom k;
   int64_t n_extent, m_extent, batch_count;
 };
-// CPU: register tiles of two vectors of n by up to 4 rows of m, acc in registers through the
-// whole reduction, parallel over tiles.
+// CPU: register tiles of two vectors of n by up to 4 rows of m (four vectors by one or two rows
+// for a matrix-vector product), acc in registers through the whole reduction, parallel over
+// tiles.
 void schedule_matmul_cpu(const MatMulFuncs& f, const Halide::Target& target);
 // GPU: one thread per output element, 16 x 16 blocks.
 void schedule_matmul_gpu(const MatMulFuncs& f, const Halide::Target& target);

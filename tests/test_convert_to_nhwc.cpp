@@ -246,5 +246,35 @@ TEST(ConvertToNhwc, AlreadyConvertedGraphStaysValid) {
   EXPECT_EQ(count_ops<LayoutTransform>(twice), 1);
 }
 
+// A Gemm reading a constant B transposed (a Linear layer) gets B stored untransposed, once for
+// two Gemms sharing it; a runtime B stays as it is. The outputs do not change.
+TEST(ConvertToNhwc, GemmConstantWeightsStoredUntransposed) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {3, 8}, Layout::any);
+  const ValueId w = b.constant("w", {5, 8}, random_uniform(40, -1.0f, 1.0f, 4));
+  const ValueId y1 = b.op("fc1", Gemm{false, true, 1.0f, 1.0f}, {x, w});
+  const ValueId y2 = b.op("fc2", Gemm{false, true, 0.5f, 1.0f}, {x, w});
+  const ValueId r = b.input("r", {6, 8}, Layout::any);
+  b.output(b.op("sum", Binary{BinaryOp::add}, {y1, y2}));
+  b.output(b.op("fc3", Gemm{false, true, 1.0f, 1.0f}, {x, r}));
+  const Graph before = b.finish();
+  const Graph after = convert_to_nhwc(before);
+  int transposed_reads = 0, constants = 0;
+  for (const Node& n : after.nodes()) {
+    const auto* gm = std::get_if<Gemm>(&n.op);
+    if (!gm) continue;
+    const Value& bv = after.value(n.inputs[1]);
+    if (bv.is_constant()) {
+      EXPECT_FALSE(gm->trans_b) << n.name;
+      EXPECT_EQ(bv.shape, (Shape{8, 5})) << n.name;
+    }
+    transposed_reads += gm->trans_b;
+  }
+  for (const Value& v : after.values()) constants += v.is_constant();
+  EXPECT_EQ(transposed_reads, 1) << "the runtime B must stay transposed";
+  EXPECT_EQ(constants, 1) << "one copy of the shared weights, the original dropped";
+  expect_same_outputs(before, after, random_inputs(before, 5), 1e-6, 1e-6);
+}
+
 }  // namespace
 }  // namespace kiln::graph

@@ -1,5 +1,6 @@
 // convert_to_nhwc: the layout decision. Convolution slides over space with channels innermost,
-// so the convolution kernels take NHWC, with weights re-laid-out ahead of time to HWIO. NHWC
+// so the convolution kernels take NHWC, with weights re-laid-out ahead of time to HWIO (and a
+// Gemm's transposed constant B stored untransposed, see pretranspose_gemm_weights). NHWC
 // then spreads from the convolutions through every op that works in either layout (pooling,
 // BatchNorm, elementwise, Concat and Pad with their axes remapped); an op that indexes its
 // input in logical (ONNX, row-major) order gets a transform back to NCHW in front of it.
@@ -174,11 +175,38 @@ class LayoutRewriter {
   std::map<uint32_t, ValueId> to_nhwc_, to_nchw_, const_nhwc_, weights_;
 };
 
+// A Gemm that reads a constant B transposed (a Linear layer's [N, K] weights) gets B stored as
+// [K, N] instead: the kernel then reads B's rows along N in vectors, contiguous, where the
+// transposed read would gather. One copy per distinct B; the original goes if nothing else
+// reads it (rebuild drops unused values).
+void pretranspose_gemm_weights(Graph& g, std::vector<Node>& nodes) {
+  std::map<uint32_t, ValueId> transposed;
+  for (Node& n : nodes) {
+    auto* gm = std::get_if<Gemm>(&n.op);
+    if (!gm || !gm->trans_b || !g.value(n.inputs[1]).is_constant()) continue;
+    const ValueId b = n.inputs[1];
+    auto it = transposed.find(b.index);
+    if (it == transposed.end()) {
+      const Value& src = g.value(b);
+      const int64_t rows = src.shape[0], cols = src.shape[1];  // [N, K]
+      std::vector<float> t(src.data->size());
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c) t[c * rows + r] = (*src.data)[r * cols + c];
+      Value v{src.name + "_t", {cols, rows}, src.dtype, src.layout};
+      v.data = std::make_shared<const std::vector<float>>(std::move(t));
+      it = transposed.emplace(b.index, g.add_value(std::move(v))).first;
+    }
+    n.inputs[1] = it->second;
+    gm->trans_b = false;
+  }
+}
+
 }  // namespace
 
 Graph convert_to_nhwc(const Graph& input) {
   Graph g = input;
   std::vector<Node> nodes = LayoutRewriter(g).run();
+  pretranspose_gemm_weights(g, nodes);
   g.rebuild(std::move(nodes));
   return g;
 }
