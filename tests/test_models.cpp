@@ -39,6 +39,10 @@ struct ModelParam {
   int target;
 };
 
+void PrintTo(const ModelParam& p, std::ostream* os) {
+  *os << p.name << " on " << (p.target < 0 ? "opencl" : runtime::cpu_targets()[p.target]);
+}
+
 class ModelTest : public testing::TestWithParam<ModelParam> {};
 
 TEST_P(ModelTest, MatchesOnnxRuntime) {
