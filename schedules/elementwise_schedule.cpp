@@ -1,6 +1,8 @@
 // Elementwise schedules (see elementwise_schedule.h).
 #include "schedules/elementwise_schedule.h"
 
+#include "schedules/loop_util.h"
+
 #include <algorithm>
 
 namespace kiln::schedules {
@@ -9,19 +11,9 @@ namespace {
 using Halide::TailStrategy;
 using Halide::Var;
 
-// Below this many elements per task, waking a second thread costs more than it saves.
-constexpr int64_t kMinTaskElements = 16 * 1024;
-constexpr int64_t kMaxTasks = 64;
-
 // Fuses dims[from..] into one Var, outermost last; returns it (dims[from] when there is one).
 Var fuse_outer(Halide::Func out, const std::vector<Var>& dims, size_t from) {
-  Var fused = dims[from];
-  for (size_t d = from + 1; d < dims.size(); ++d) {
-    Var next(fused.name() + "_" + dims[d].name());
-    out.fuse(fused, dims[d], next);
-    fused = next;
-  }
-  return fused;
+  return fuse_vars(out, {dims.begin() + static_cast<std::ptrdiff_t>(from), dims.end()});
 }
 
 }  // namespace

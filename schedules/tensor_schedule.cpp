@@ -1,6 +1,8 @@
 // Schedules of reductions and matrix products (see tensor_schedule.h).
 #include "schedules/tensor_schedule.h"
 
+#include "schedules/loop_util.h"
+
 #include <algorithm>
 
 namespace kiln::schedules {
@@ -14,13 +16,7 @@ using Halide::Var;
 template <typename Stage>
 Var fuse_rows(Stage stage, const std::vector<Var>& dims) {
   if (dims.size() == 1) return dims[0];
-  Var rows = dims[1];
-  for (size_t d = 2; d < dims.size(); ++d) {
-    Var next(rows.name() + "_" + dims[d].name());
-    stage.fuse(rows, dims[d], next);
-    rows = next;
-  }
-  return rows;
+  return fuse_vars(stage, {dims.begin() + 1, dims.end()});
 }
 
 // Parallel over `rows` (`row_count` of them, `row_elements` elements each) in tasks of at
@@ -28,7 +24,6 @@ Var fuse_rows(Stage stage, const std::vector<Var>& dims) {
 // few vectors of work.
 template <typename Stage>
 void parallel_rows(Stage stage, const Var& rows, int64_t row_count, int64_t row_elements) {
-  constexpr int64_t kMinTaskElements = 16 * 1024, kMaxTasks = 64;
   const int64_t tasks =
       std::min({kMaxTasks, row_count, row_count * row_elements / kMinTaskElements});
   if (tasks < 2) return;
@@ -73,12 +68,7 @@ void schedule_reduction_gpu(const ElementwiseFuncs& out, const std::vector<Halid
     const std::vector<Var> dims = pure_vars(p);
     for (int stage = 0; stage < 2; ++stage) {
       Halide::Stage s = stage == 0 ? Halide::Stage(p) : p.update();
-      Var all = dims[0];
-      for (size_t d = 1; d < dims.size(); ++d) {
-        Var next(all.name() + "_" + dims[d].name());
-        s.fuse(all, dims[d], next);
-        all = next;
-      }
+      const Var all = fuse_vars(s, dims);
       Var block("block"), thread("thread");
       s.gpu_tile(all, block, thread, 64, TailStrategy::GuardWithIf);
     }
@@ -120,12 +110,7 @@ void schedule_matmul_cpu(const MatMulFuncs& f, const Halide::Target& target) {
   // Tasks: the tiles, over every batch.
   std::vector<Var> outer = {no, mo};
   outer.insert(outer.end(), f.batch.begin(), f.batch.end());
-  Var task = outer[0];
-  for (size_t d = 1; d < outer.size(); ++d) {
-    Var next(task.name() + "_" + outer[d].name());
-    out.fuse(task, outer[d], next);
-    task = next;
-  }
+  const Var task = fuse_vars(out, outer);
   const int64_t tiles = (f.n_extent + std::max(tn, 1) - 1) / std::max(tn, 1) *
                         ((f.m_extent + tm - 1) / tm) * f.batch_count;
   if (tiles > 1) out.parallel(task);
@@ -144,15 +129,7 @@ void schedule_matmul_gpu(const MatMulFuncs& f, const Halide::Target& /*target*/)
   Halide::Func out = f.out;
   Var nb("nb"), mb("mb"), nt("nt"), mt("mt");
   out.gpu_tile(f.n, f.m, nb, mb, nt, mt, 16, 16, TailStrategy::GuardWithIf);
-  if (!f.batch.empty()) {
-    Var b = f.batch[0];
-    for (size_t d = 1; d < f.batch.size(); ++d) {
-      Var next(b.name() + "_" + f.batch[d].name());
-      out.fuse(b, f.batch[d], next);
-      b = next;
-    }
-    out.gpu_blocks(b);
-  }
+  if (!f.batch.empty()) out.gpu_blocks(fuse_vars(out, f.batch));
   Halide::Func acc = f.acc;
   acc.compute_at(out, nt);
 }

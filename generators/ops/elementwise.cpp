@@ -127,12 +127,12 @@ Expr apply_activation(const graph::Activation& a, Expr v) {
   return clamped.same_as(v) ? v : keep_nan(v, clamped);
 }
 
-Expr keep_nan(const Expr& v, const Expr& result) {
-  // Tested on the bits: the float ops that produce v carry LLVM's fast-math flags, which let it
-  // assume v is never NaN and fold a floating-point NaN test (is_nan) to false.
+Expr is_nan_bits(const Expr& v) {
   const Expr bits = Halide::reinterpret(Halide::UInt(32), v);
-  return Halide::select((bits & Halide::Expr(0x7fffffffu)) > Halide::Expr(0x7f800000u), v, result);
+  return (bits & Halide::Expr(0x7fffffffu)) > Halide::Expr(0x7f800000u);
 }
+
+Expr keep_nan(const Expr& v, const Expr& result) { return Halide::select(is_nan_bits(v), v, result); }
 
 Halide::Func elementwise_chain(const Halide::Func& x, int rank,
                                const std::vector<graph::ChainStep>& steps,

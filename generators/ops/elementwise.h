@@ -26,6 +26,11 @@ Halide::Expr apply_chain(const std::vector<graph::ChainStep>& steps, Halide::Exp
 // NaN, as in ONNX (max(0, NaN) is NaN).
 Halide::Expr apply_activation(const graph::Activation& a, Halide::Expr v);
 
+// Whether float v is NaN, tested on its bits: the float ops that produce v carry LLVM's
+// fast-math flags, which let it assume v is never NaN and fold a floating-point test (is_nan)
+// to false.
+Halide::Expr is_nan_bits(const Halide::Expr& v);
+
 // `result` where v is a number, v itself (NaN) where it is not: ONNX's NaN semantics for the
 // ops whose formula clamps (Halide's max and min would return the other operand).
 Halide::Expr keep_nan(const Halide::Expr& v, const Halide::Expr& result);

@@ -3,6 +3,8 @@
 
 #include <limits>
 
+#include "generators/ops/elementwise.h"
+
 namespace kiln::generators::ops {
 
 using Halide::Expr;
@@ -24,9 +26,7 @@ Halide::Func window_count(const Halide::Var& o, int kernel, int stride, int dila
 
 // The maximum of v over its RDom, NaN if any v is NaN (ONNX; Halide's max drops a NaN operand).
 Expr nan_propagating_maximum(const Expr& v) {
-  // A NaN tested on the bits, as in generators/ops/elementwise.h's keep_nan.
-  const Expr bits = Halide::reinterpret(Halide::UInt(32), v) & Halide::Expr(0x7fffffffu);
-  const Expr any_nan = Halide::maximum(bits) > Halide::Expr(0x7f800000u);
+  const Expr any_nan = Halide::maximum(Halide::select(is_nan_bits(v), 1, 0)) > 0;
   return Halide::select(any_nan, Expr(std::numeric_limits<float>::quiet_NaN()), Halide::maximum(v));
 }
 
