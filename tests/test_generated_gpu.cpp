@@ -1,0 +1,220 @@
+// The GPU schedules of the generated kernels (the cases are in generated_cases.h): each run
+// through Halide's OpenCL backend (on the CPU, through pocl) against the reference, a whole model
+// on the OpenCL backend, and every kind of kernel's CUDA object, whose PTX is assembled for sm_90.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <memory>
+
+#include "codegen/kernel_library.h"
+#include "codegen/kernel_pipeline.h"
+#include "generated_cases.h"
+#include "graph/builder.h"
+#include "graph/example.h"
+#include "graph/passes/passes.h"
+#include "graph/passes/pipeline.h"
+#include "graph/reference.h"
+#include "kiln/runtime.h"
+#include "ptx_util.h"
+#include "runtime/conv_weights.h"
+#include "runtime/kernels.h"
+
+namespace kiln {
+namespace {
+
+using namespace testing_util;
+
+std::string test_cache_dir() { return KILN_TEST_CACHE_DIR; }
+
+// Runs the single generated kernel of `g` with its GPU schedule through Halide's OpenCL backend
+// (pocl runs it on the CPU) and compares with the reference. The output is poisoned first.
+void expect_opencl_matches_reference(const graph::Graph& g, float lo, float hi, double rtol,
+                                     double atol) {
+  ModelOptions lower;
+  lower.lower_only = true;
+  const graph::KernelSpec spec = Model(g, lower).kernels().at(0);
+  const Halide::Target target = Halide::get_host_target().with_feature(Halide::Target::OpenCL);
+  codegen::KernelPipeline k = codegen::build_kernel_pipeline(spec, target);
+
+  std::vector<graph::Tensor> ins;
+  for (graph::ValueId v : g.inputs) {
+    const graph::Value& val = g.value(v);
+    ins.push_back({val.shape, val.layout,
+                   graph::random_uniform(graph::num_elements(val.shape), lo, hi, 40 + v.index)});
+  }
+  const std::vector<graph::TensorDesc> args = graph::generated_kernel_arguments(spec);
+  std::vector<Halide::Buffer<float>> bufs;
+  for (size_t i = 0; i < k.inputs.size(); ++i) {
+    const graph::Value& val = g.value(args[i].value);
+    const std::vector<float>* data = val.data.get();
+    for (size_t j = 0; j < g.inputs.size(); ++j)
+      if (g.inputs[j] == args[i].value) data = &ins[j].data;
+    std::vector<int> sizes(args[i].shape.rbegin(), args[i].shape.rend());
+    std::vector<float> widened;  // narrow groups' weights, as the runtime lays them out
+    const auto* conv = std::get_if<graph::ConvKernelSpec>(&spec);
+    const int merge = conv && i == 1 && !conv->depthwise
+                          ? runtime::grouped_conv_merge(conv->groups, conv->output.shape[3])
+                          : 1;
+    if (merge > 1) {
+      const graph::Shape& w = args[i].shape;
+      widened = runtime::widen_grouped_conv_weights(data->data(), w[0], w[1], w[2], w[3],
+                                                    conv->groups, merge);
+      data = &widened;
+      sizes[1] *= merge;
+    }
+    bufs.emplace_back(Halide::Buffer<float>(sizes));
+    std::copy(data->begin(), data->end(), bufs.back().data());
+    bufs.back().set_host_dirty();  // written through a pointer: the device copy must be made
+    k.inputs[i].set(bufs.back());
+  }
+  const graph::Shape& out_shape = args.back().shape;
+  Halide::Buffer<float> out(std::vector<int>(out_shape.rbegin(), out_shape.rend()));
+  out.fill(NAN);  // poisoned: an element the kernel misses stays NaN
+  k.pipeline.realize(out, target);
+  out.copy_to_host();
+  const graph::Tensor want = graph::run_reference(g, ins)[0];
+  const std::vector<float> got(out.data(), out.data() + out.number_of_elements());
+  EXPECT_LE(graph::worst_error_ratio(got, want.data, rtol, atol), 1.0);
+}
+
+// The GPU schedules (gpu_blocks / gpu_threads) executed through Halide's OpenCL backend: the
+// same pipelines the CUDA objects are compiled from.
+TEST(GeneratedKernels, GpuScheduleRunsThroughOpenCl) {
+  for (const ChainCase& c : chain_cases()) {
+    SCOPED_TRACE(c.name);
+    expect_opencl_matches_reference(chain_graph(c, 21), -6.0f, 6.0f, 1e-5, 1e-6);
+  }
+  for (const BinaryCase& c : binary_cases()) {
+    SCOPED_TRACE(c.name);
+    expect_opencl_matches_reference(binary_graph(c), 0.5f, 3.0f, 1e-6, 1e-7);  // divisors > 0
+  }
+  for (const MatMulCase& c : matmul_cases()) {
+    SCOPED_TRACE(c.name);
+    expect_opencl_matches_reference(matmul_graph(c), -1.0f, 1.0f, 1e-4, 1e-5);
+  }
+  for (const PoolCase& c : pool_cases()) {
+    SCOPED_TRACE(c.name);
+    expect_opencl_matches_reference(pool_graph(c), -3.0f, 3.0f, 1e-5, 1e-6);
+  }
+  for (const OpCase& c : op_cases()) {
+    SCOPED_TRACE(c.name);
+    expect_opencl_matches_reference(op_graph(c), -3.0f, 3.0f, c.rtol, c.atol);
+  }
+  for (const ConvCase& c : conv_cases()) {
+    SCOPED_TRACE(c.name);
+    const graph::Graph g = conv_graph(c);
+    expect_opencl_matches_reference(graph::fuse_elementwise_chains(graph::fuse_epilogues(g)), -2.0f,
+                                    2.0f, 1e-4, 1e-5);
+  }
+}
+
+// The CUDA objects of generated kernels, one of each kind (chain, binary, MatMul, pooling, the
+// layout transform, Gemm, a batched MatMul, Concat, Softmax, ReduceMean, dense convolutions
+// with and without post steps or a residual, depthwise and grouped ones): their PTX assembles
+// for the H200 (sm_90).
+TEST(GeneratedKernels, CudaObjectPtxAssemblesForSm90) {
+  if (!ptx_util::have_ptxas()) GTEST_SKIP() << "ptxas not found (install the CUDA toolkit)";
+  ModelOptions lower;
+  lower.lower_only = true;
+  std::vector<graph::KernelSpec> specs =
+      Model(chain_graph({"cuda", {1, 14, 14, 96}, Layout::nhwc, kEveryStep}, 8), lower).kernels();
+  for (const graph::Graph& g : {binary_graph(binary_cases()[1]), matmul_graph(matmul_cases()[0]),
+                                pool_graph(pool_cases()[0])})
+    specs.push_back(Model(g, lower).kernels().at(0));
+  const std::vector<OpCase> ops = op_cases();
+  for (const char* name : {"gemm_fc_transposed_b_bias", "matmul_batched_broadcast",
+                           "concat_channels_3", "softmax_last_axis", "reduce_mean_last_keepdims"})
+    for (const OpCase& c : ops)
+      if (c.name == name) specs.push_back(Model(op_graph(c), lower).kernels().at(0));
+  for (size_t c : {0, 4, 7, 10}) {  // dense + SiLU, dense + residual, depthwise, grouped
+    const graph::Graph conv = conv_graph(conv_cases()[c]);
+    specs.push_back(
+        Model(graph::fuse_elementwise_chains(graph::fuse_epilogues(conv)), lower).kernels().at(0));
+  }
+  // The reference example: the layout transform and a conv with only an activation.
+  const std::vector<graph::KernelSpec> example =
+      Model(graph::run_passes(graph::reference_example()), lower).kernels();
+  specs.insert(specs.end(), example.begin(), example.end());
+  const std::filesystem::path dir = std::filesystem::path(KILN_TEST_CACHE_DIR) / "cuda_objects";
+  std::filesystem::create_directories(dir);
+  const auto archives = codegen::write_kernel_archives(specs, {KILN_CUDA_TARGET}, "cuda_test", dir);
+  ASSERT_EQ(archives.size(), specs.size());
+  for (size_t k = 0; k < archives.size(); ++k) {
+    SCOPED_TRACE(graph::kernel_name(specs[k]));
+    const std::vector<std::string> modules = ptx_util::extract_ptx(archives[k].string());
+    ASSERT_FALSE(modules.empty()) << "no PTX in " << archives[k];
+    for (size_t i = 0; i < modules.size(); ++i)
+      EXPECT_EQ(
+          ptx_util::assemble_sm90(
+              modules[i], (dir / ("k" + std::to_string(k) + "_" + std::to_string(i))).string()),
+          "");
+  }
+}
+
+
+// A whole model on the OpenCL backend (the GPU schedules through pocl on the CPU): the layout
+// transform, convs with ReLU, a residual branch, global pooling, Flatten and Gemm run as GPU
+// kernels; a MatMul by a vector, which no kernel is generated for yet, runs on the host between
+// them (its input copied back from the device, its output up again), and a Sigmoid after it
+// runs on the device again. Outputs poisoned; compared with the unfused reference.
+TEST(GeneratedKernels, WholeModelRunsOnTheOpenClBackend) {
+  graph::GraphBuilder b;
+  const graph::ValueId x = b.input("x", {2, 5, 9, 11});
+  auto conv = [&](const std::string& name, graph::ValueId in, int64_t ci, int64_t co, int k,
+                  uint64_t seed) {
+    graph::Conv2d attrs;
+    attrs.pad_top = attrs.pad_left = attrs.pad_bottom = attrs.pad_right = k / 2;
+    return b.conv2d(name, in,
+                    b.constant(name + "_w", {co, ci, k, k},
+                               graph::random_uniform(co * ci * k * k, -0.4f, 0.4f, seed),
+                               Layout::oihw),
+                    b.constant(name + "_b", {co}, graph::random_uniform(co, -0.2f, 0.2f, seed + 1)),
+                    attrs);
+  };
+  const graph::ValueId c1 = b.relu("relu1", conv("conv1", x, 5, 24, 3, 1));
+  const graph::ValueId c2 = conv("conv2", c1, 24, 24, 3, 3);
+  const graph::ValueId sum = b.relu("relu2", b.op("add", graph::Binary{graph::BinaryOp::add}, {c2, c1}));
+  const graph::ValueId pooled = b.op("gap", graph::GlobalPool{graph::PoolKind::avg}, {sum});
+  const graph::ValueId flat = b.op("flatten", graph::Reshape{{2, 24}}, {pooled});
+  const graph::ValueId fc = b.op("fc", graph::Gemm{false, true, 1.0f, 1.0f},
+                                 {flat, b.constant("fc_w", {10, 24}, graph::random_uniform(240, -0.3f, 0.3f, 5)),
+                                  b.constant("fc_b", {10}, graph::random_uniform(10, -0.1f, 0.1f, 6))});
+  // A MatMul by a vector: no kernel is generated for it yet, so it runs on the host.
+  const graph::ValueId dot = b.op("dot", graph::MatMul{},
+                                  {fc, b.constant("v", {10}, graph::random_uniform(10, -1.0f, 1.0f, 7))});
+  b.output(b.op("sigmoid", graph::ElementwiseChain{{{ChainStepKind::sigmoid, 0, 0}}}, {dot}));
+  const graph::Graph input = b.finish();
+  const graph::Graph optimized = graph::run_passes(input);
+
+  ModelOptions o;
+  o.backend = Backend::opencl;
+  o.generate_kernels = codegen::kernel_generator({{}, test_cache_dir(), nullptr});
+  std::unique_ptr<Model> m;
+  try {
+    m = std::make_unique<Model>(optimized, o);
+  } catch (const graph::Error& e) {
+    GTEST_SKIP() << "no usable OpenCL device (install pocl-opencl-icd): " << e.what();
+  }
+  ASSERT_EQ(m->backend(), Backend::opencl);
+  size_t portable = 0, generated = 0;
+  for (const graph::KernelSpec& k : m->kernels()) (graph::is_generated(k) ? generated : portable)++;
+  EXPECT_GE(portable, 1u) << "the test needs a host op between device kernels";
+  EXPECT_GE(generated, 4u);
+  for (uint64_t seed : {1u, 2u}) {
+    const graph::Tensor in{{2, 5, 9, 11}, Layout::nchw, graph::random_uniform(990, -1.0f, 1.0f, seed)};
+    const size_t nout = graph::num_elements(m->output(0).shape);
+    float* out = const_cast<float*>(m->output(0).data);
+    std::fill(out, out + nout, NAN);
+    const Status s = m->run(std::vector<graph::Tensor>{in});
+    ASSERT_TRUE(s) << s.message();
+    const graph::Tensor want = graph::run_reference(input, {in})[0];
+    const std::vector<float> got(m->output(0).data, m->output(0).data + nout);
+    EXPECT_LE(graph::worst_error_ratio(got, want.data, 1e-4, 1e-5), 1.0)
+        << "seed " << seed << ", max abs error " << graph::max_abs_diff(got, want.data);
+  }
+}
+
+
+}  // namespace
+}  // namespace kiln
