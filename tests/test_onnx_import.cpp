@@ -1,14 +1,11 @@
-// ONNX frontend: op mapping (structure and numerics against the reference interpreter),
-// import-time folding, and clear errors for unsupported ops and attributes. Loader safety is in
+// ONNX frontend: op mapping (structure and numerics against the reference interpreter) and
+// import-time folding. What the importer refuses is in test_onnx_refusals.cpp, loader safety in
 // test_onnx_loader.cpp.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdio>
-#include <fstream>
 #include <limits>
-#include <random>
 
 #include "graph/builder.h"
 #include "graph_test_util.h"
@@ -478,132 +475,6 @@ TEST(OnnxImport, ConstantInputsBindWeightsAndShapes) {
   EXPECT_THAT(import_error(m.bytes(), o),
               HasSubstr("constant input 'nope' does not name a graph input"));
 }
-
-TEST(OnnxImport, UnsupportedOpsAttributesAndTrainingModeAreErrors) {
-  auto one_node = [](const std::string& op, int opset) {
-    ModelBuilder m(opset);
-    m.input("x", {1, 2, 3, 3});
-    m.init("s", {2}, {1, 1}), m.init("b", {2}, {0, 0}), m.init("mu", {2}, {0, 0}),
-        m.init("v", {2}, {1, 1});
-    m.node(op,
-           op == "BatchNormalization" ? std::vector<std::string>{"x", "s", "b", "mu", "v"}
-                                      : std::vector<std::string>{"x"},
-           {"y"}, "n1");
-    m.output("y");
-    return m;
-  };
-  EXPECT_EQ(import_error(one_node("Cos", 13).bytes()), "node 'n1' (Cos): op not supported");
-  ModelBuilder bn6 = one_node("BatchNormalization", 5);
-  EXPECT_THAT(import_error(bn6.bytes()),
-              HasSubstr("opset 5 is not supported for BatchNormalization"));
-  ModelBuilder dom = one_node("Relu", 13);
-  dom.graph().mutable_node(0)->set_domain("com.microsoft");
-  EXPECT_THAT(import_error(dom.bytes()), HasSubstr("domain 'com.microsoft' is not supported"));
-  ModelBuilder bn = one_node("BatchNormalization", 15);
-  attr_i(*bn.graph().mutable_node(0), "training_mode", 1);
-  EXPECT_THAT(import_error(bn.bytes()),
-              HasSubstr("node 'n1' (BatchNormalization): attribute 'training_mode'=1"));
-  ModelBuilder pad = one_node("AveragePool", 13);
-  attr_ints(*pad.graph().mutable_node(0), "kernel_shape", {2, 2});
-  attr_s(*pad.graph().mutable_node(0), "auto_pad", "SAME_MIDDLE");
-  EXPECT_THAT(import_error(pad.bytes()), HasSubstr("attribute 'auto_pad' is 'SAME_MIDDLE'"));
-  ModelBuilder typed = one_node("LeakyRelu", 13);
-  attr_i(*typed.graph().mutable_node(0), "alpha", 1);
-  EXPECT_THAT(import_error(typed.bytes()), HasSubstr("attribute 'alpha' must be FLOAT, got INT"));
-  ModelBuilder weights = one_node("Conv", 13);
-  weights.input("w", {2, 2, 1, 1});
-  weights.graph().mutable_node(0)->add_input("w");
-  EXPECT_THAT(import_error(weights.bytes()), HasSubstr("weights 'w' must be a constant"));
-}
-
-// An attribute no ONNX version of the op has (or one Kiln would silently ignore) is an error
-// naming the node, the op and the attribute; attributes the op has are accepted, and so is
-// Kiln's own export annotation.
-TEST(OnnxImport, UnknownAttributesAreErrors) {
-  std::mt19937_64 rng(std::random_device{}());
-  auto with_attr = [](const std::string& op, const std::string& attr) {
-    ModelBuilder m(13);
-    m.input("x", {1, 2, 3, 3});
-    m.init("w", {2, 2, 1, 1}, rnd(4, 7));
-    m.init("s", {2}, {1, 1}), m.init("b", {2}, {0, 0}), m.init("mu", {2}, {0, 0}),
-        m.init("v", {2}, {1, 1});
-    std::vector<std::string> in = {"x"};
-    if (op == "Conv") in = {"x", "w"};
-    if (op == "BatchNormalization") in = {"x", "s", "b", "mu", "v"};
-    auto& n = m.node(op, in, {"y"}, "n1");
-    if (op == "MaxPool") attr_ints(n, "kernel_shape", {2, 2});
-    if (!attr.empty()) attr_i(n, attr, 1);
-    m.output("y");
-    return import_error(m.bytes());
-  };
-  const char* ops[] = {"Relu", "Conv", "BatchNormalization", "MaxPool", "Sigmoid", "Softmax"};
-  for (int round = 0; round < 12; ++round) {
-    const std::string op = ops[rng() % 6];
-    std::string attr = "x";
-    for (int k = 0; k < 6; ++k) attr += static_cast<char>('a' + rng() % 26);
-    EXPECT_THAT(with_attr(op, attr),
-                HasSubstr("node 'n1' (" + op + "): unknown attribute '" + attr + "'"));
-  }
-  EXPECT_THAT(with_attr("Relu", "alpha"), HasSubstr("unknown attribute 'alpha'"));
-  EXPECT_EQ(with_attr("Conv", "group"), "");
-  EXPECT_EQ(with_attr("BatchNormalization", "momentum"), "");
-  EXPECT_EQ(with_attr("Relu", "kiln_computes"), "");
-}
-
-// BatchNormalization's training outputs (running mean and variance, saved statistics) are
-// refused even when nothing reads them: a model that declares them was exported for training.
-TEST(OnnxImport, BatchNormTrainingOutputsAreErrors) {
-  std::mt19937_64 rng(std::random_device{}());
-  const int extra = 1 + static_cast<int>(rng() % 4);
-  ModelBuilder m(13);
-  m.input("x", {1, 2, 3, 3});
-  m.init("s", {2}, {1, 1}), m.init("b", {2}, {0, 0}), m.init("mu", {2}, {0, 0}),
-      m.init("v", {2}, {1, 1});
-  std::vector<std::string> outs = {"y"};
-  for (int k = 0; k < extra; ++k) outs.push_back("stat" + std::to_string(k));
-  m.node("BatchNormalization", {"x", "s", "b", "mu", "v"}, outs, "bn");
-  m.output("y");
-  EXPECT_THAT(import_error(m.bytes()),
-              HasSubstr("node 'bn' (BatchNormalization): declares " + std::to_string(1 + extra) +
-                        " outputs"));
-}
-
-// A graph output's declared type must agree with what Kiln computes: FLOAT, the inferred rank
-// and every fixed dimension (symbolic or missing dimensions are fine).
-TEST(OnnxImport, DeclaredOutputTypesAreChecked) {
-  std::mt19937_64 rng(std::random_device{}());
-  const int64_t a = 1 + rng() % 7, b = 1 + rng() % 7;
-  auto declared = [&](int dtype, const Dims& dims, bool symbolic_first = false) {
-    ModelBuilder m(13);
-    m.input("x", {a, b});
-    m.node("Relu", {"x"}, {"y"}, "r");
-    auto* t = m.graph().add_output();
-    t->set_name("y");
-    auto* tt = t->mutable_type()->mutable_tensor_type();
-    tt->set_elem_type(dtype);
-    for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
-    if (symbolic_first) tt->mutable_shape()->mutable_dim(0)->set_dim_param("N");
-    return import_error(m.bytes());
-  };
-  EXPECT_EQ(declared(TP::FLOAT, {a, b}), "");
-  EXPECT_EQ(declared(TP::FLOAT, {a, b}, true), "");
-  EXPECT_EQ(declared(TP::UNDEFINED, {}), "");
-  for (int dtype : {TP::DOUBLE, TP::STRING, TP::INT64, TP::FLOAT16})
-    EXPECT_THAT(declared(dtype, {a, b}),
-                HasSubstr("graph output 'y' is declared " + TP::DataType_Name(dtype)));
-  const std::string computed =
-      "Kiln computes [" + std::to_string(a) + ", " + std::to_string(b) + "]";
-  for (const Dims& dims : {Dims{a, 0}, Dims{-1, b}, Dims{a, int64_t{1} << 40}, Dims{a, b + 1},
-                           Dims{a, b, 1}, Dims{a * b}}) {
-    std::string text;
-    for (int64_t d : dims) text += (text.empty() ? "" : ", ") + std::to_string(d);
-    const std::string err = declared(TP::FLOAT, dims);
-    EXPECT_THAT(err, HasSubstr("graph output 'y' is declared [" + text + "]")) << text;
-    EXPECT_THAT(err, HasSubstr(computed)) << text;
-  }
-}
-
-// --- loader safety ---
 
 }  // namespace
 }  // namespace kiln::graph
