@@ -52,7 +52,8 @@ endfunction()
 # Runs `kiln compile` at build time into the current binary directory (NAME.a, NAME.h,
 # NAME.weights) and defines the library target NAME: link it and #include "NAME.h". It re-runs
 # only when the model, the kiln executable (hence any Kiln library), a header the generated
-# code includes, or the SCHEDULES file changes. SCHEDULES is tracked but not consumed yet.
+# code includes, or the SCHEDULES file changes. SCHEDULES is a schedule database written by
+# `kiln tune`; its records for the model's kernels and targets apply (kiln compile --schedules).
 function(kiln_add_model NAME)
   cmake_parse_arguments(PARSE_ARGV 1 ARG "" "MODEL;SCHEDULES" "TARGETS")
   if (ARG_UNPARSED_ARGUMENTS)
@@ -81,9 +82,12 @@ function(kiln_add_model NAME)
     list(APPEND depends "${schedules}")
   endif ()
   set(options "")
+  if (ARG_SCHEDULES)
+    list(APPEND options --schedules "${schedules}")
+  endif ()
   if (ARG_TARGETS)
     list(JOIN ARG_TARGETS "," targets)
-    set(options --targets "${targets}")
+    list(APPEND options --targets "${targets}")
   endif ()
 
   set(dir "${CMAKE_CURRENT_BINARY_DIR}")

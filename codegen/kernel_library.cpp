@@ -30,12 +30,19 @@ Halide::Target parse_target(const std::string& name) {
   return Halide::Target(name).with_feature(Halide::Target::NoRuntime);
 }
 
-void compile_kernel(const graph::KernelSpec& spec, const std::vector<Halide::Target>& targets,
-                    const std::string& fn_name, const fs::path& archive) {
+void compile_kernel(const graph::KernelSpec& spec, const std::vector<std::string>& target_names,
+                    const std::string& fn_name, const fs::path& archive,
+                    const ScheduleLookup& schedules) {
+  std::vector<Halide::Target> targets;
   std::vector<std::string> suffixes;
-  for (const Halide::Target& t : targets) suffixes.push_back(t.to_string());
+  std::map<std::string, std::string> schedule_of;  // by the parsed target's string
+  for (const std::string& name : target_names) {
+    targets.push_back(parse_target(name));
+    suffixes.push_back(targets.back().to_string());
+    schedule_of[suffixes.back()] = requested_schedule(spec, name, schedules);
+  }
   const auto module_for = [&](const std::string& name, const Halide::Target& t) {
-    KernelPipeline k = build_kernel_pipeline(spec, t);
+    KernelPipeline k = build_kernel_pipeline(spec, t, schedule_of.at(t.to_string()));
     return k.pipeline.compile_to_module(k.arguments(), name, t);
   };
   try {
@@ -105,7 +112,7 @@ fs::path unique_dir(const fs::path& parent, const std::string& stem) {
 void build_shared_object(const std::vector<graph::KernelSpec>& specs, const CodegenOptions& o,
                          const std::vector<std::string>& targets, const fs::path& dir) {
   const std::vector<fs::path> archives =
-      write_kernel_archives(specs, targets, "kiln", dir, o.progress);
+      write_kernel_archives(specs, targets, "kiln", dir, o.progress, o.schedules);
   std::vector<std::string> link = {config::kCxxCompiler, "-shared", "-o",
                                    (dir / "kernels.so").string(), "-Wl,--whole-archive"};
   for (const fs::path& a : archives) link.push_back(a.string());
@@ -151,27 +158,35 @@ DistinctKernels distinct_kernels(const std::vector<graph::KernelSpec>& specs) {
   return d;
 }
 
+std::string requested_schedule(const graph::KernelSpec& spec, const std::string& target,
+                               const ScheduleLookup& schedules) {
+  if (const auto* c = std::get_if<graph::ConvKernelSpec>(&spec))
+    if (!c->schedule.empty()) return c->schedule;
+  return schedules ? schedules(spec, target) : "";
+}
+
 std::vector<fs::path> write_kernel_archives(const std::vector<graph::KernelSpec>& specs,
                                             const std::vector<std::string>& targets,
                                             const std::string& prefix, const fs::path& dir,
-                                            const Progress& progress) {
+                                            const Progress& progress,
+                                            const ScheduleLookup& schedules) {
   if (targets.empty()) throw graph::Error("no target to generate kernels for");
-  std::vector<Halide::Target> parsed;
-  for (const std::string& t : targets) parsed.push_back(parse_target(t));
+  for (const std::string& t : targets) parse_target(t);  // every name checked before compiling
   const std::vector<graph::KernelSpec> kernels = distinct_kernels(specs).kernels;
   std::vector<fs::path> archives;
   for (size_t u = 0; u < kernels.size(); ++u) {
     if (progress) progress(u, kernels.size(), graph::kernel_name(kernels[u]));
     const std::string fn = prefix + "_k" + std::to_string(u);
     archives.push_back(dir / (fn + ".a"));
-    compile_kernel(kernels[u], parsed, fn, archives.back());
+    compile_kernel(kernels[u], targets, fn, archives.back(), schedules);
   }
   return archives;
 }
 
 int write_kernel_listings(const std::vector<graph::KernelSpec>& all_specs,
                           const std::vector<std::string>& targets, const std::string& prefix,
-                          const std::string& kind, const fs::path& dir, const Progress& progress) {
+                          const std::string& kind, const fs::path& dir, const Progress& progress,
+                          const ScheduleLookup& schedules) {
   const std::vector<graph::KernelSpec> specs = distinct_kernels(all_specs).kernels;
   const bool assembly = kind == "assembly";
   KILN_CHECK(assembly || kind == "stmt", "unknown listing kind " + kind);
@@ -184,7 +199,8 @@ int write_kernel_listings(const std::vector<graph::KernelSpec>& all_specs,
       const std::string fn = prefix + "_k" + std::to_string(i);
       const fs::path file = dir / (fn + "-" + name + (assembly ? ".s" : ".stmt"));
       try {
-        KernelPipeline k = build_kernel_pipeline(specs[i], t);
+        KernelPipeline k =
+            build_kernel_pipeline(specs[i], t, requested_schedule(specs[i], name, schedules));
         k.pipeline.compile_to_module(k.arguments(), fn, t)
             .compile({{assembly ? Halide::OutputFileType::assembly : Halide::OutputFileType::stmt,
                        file.string()}});
@@ -241,7 +257,14 @@ KernelGenerator kernel_generator(const CodegenOptions& options) {
                       std::to_string(HALIDE_VERSION_PATCH) + "\ngenerator " + generator_identity() +
                       "\ncompiler " + config::kCxxCompiler + "\ntargets";
     for (const std::string& t : targets) key += " " + t;
-    for (const graph::KernelSpec& s : specs) key += "\n" + graph::kernel_signature(s);
+    for (const graph::KernelSpec& s : distinct_kernels(specs).kernels) {
+      key += "\n" + graph::kernel_signature(s);
+      for (const std::string& t : targets) {
+        const std::string schedule =
+            resolve_schedule(s, parse_target(t), requested_schedule(s, t, options.schedules));
+        if (!schedule.empty()) key += "\n  schedule " + t + ": " + schedule;
+      }
+    }
     key += "\n";
 
     std::error_code ec;

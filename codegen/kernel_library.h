@@ -16,6 +16,17 @@ namespace kiln::codegen {
 // Called before kernel `index` of `count` is compiled.
 using Progress = std::function<void(size_t index, size_t count, const std::string& kernel)>;
 
+// A tuned schedule for a kernel on a Halide target (as in the target lists: without
+// no_runtime), in the text form of schedules/conv_params.h, or "" for the default. A lookup
+// checks what it returns (schedule_db.h's does) so the compile does not fail on it.
+using ScheduleLookup =
+    std::function<std::string(const graph::KernelSpec& spec, const std::string& target)>;
+
+// The schedule text a kernel is compiled with on `target`: its own (ConvKernelSpec::schedule),
+// else the lookup's, else "" (the default).
+std::string requested_schedule(const graph::KernelSpec& spec, const std::string& target,
+                               const ScheduleLookup& schedules);
+
 // The C symbol of generated kernel `index`'s argv entry point.
 std::string entry_point(const std::string& prefix, size_t index);
 
@@ -31,10 +42,11 @@ DistinctKernels distinct_kernels(const std::vector<graph::KernelSpec>& specs);
 // target strings, best first; the first one the CPU supports runs) into DIR/<prefix>_k<u>.a,
 // whose entry point is entry_point(prefix, u), u its index in distinct_kernels(specs).kernels.
 // Returns the archives in that order; `progress` counts distinct kernels. Throws graph::Error.
+// `schedules` chooses each kernel's schedule per target (requested_schedule).
 std::vector<std::filesystem::path> write_kernel_archives(
     const std::vector<graph::KernelSpec>& specs, const std::vector<std::string>& targets,
     const std::string& prefix, const std::filesystem::path& dir,
-    const Progress& progress = nullptr);
+    const Progress& progress = nullptr, const ScheduleLookup& schedules = nullptr);
 
 // Writes what Halide made of each distinct kernel for each target:
 // DIR/<prefix>_k<u>-<target>.stmt (kind "stmt", the lowered statement) or .s (kind "assembly").
@@ -42,7 +54,8 @@ std::vector<std::filesystem::path> write_kernel_archives(
 int write_kernel_listings(const std::vector<graph::KernelSpec>& specs,
                           const std::vector<std::string>& targets, const std::string& prefix,
                           const std::string& kind, const std::filesystem::path& dir,
-                          const Progress& progress = nullptr);
+                          const Progress& progress = nullptr,
+                          const ScheduleLookup& schedules = nullptr);
 
 // C++ source of `extern "C" const kiln::GeneratedKernel* <prefix>_kernel_table(std::size_t*)`:
 // for each spec, its distinct kernel's entry point with the signature it was compiled for.
@@ -60,6 +73,9 @@ struct CodegenOptions {
   // cache (compiled into a temporary directory, loaded, removed).
   std::string cache_dir;
   Progress progress;  // null: silent
+  // Tuned schedules (e.g. a schedule database's lookup); null: every kernel's default. The
+  // cache key holds each kernel's resolved schedule, so a changed record recompiles.
+  ScheduleLookup schedules;
 };
 
 // A KernelGenerator (for ModelOptions::generate_kernels) that compiles the specs as

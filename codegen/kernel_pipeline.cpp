@@ -8,6 +8,7 @@
 #include "generators/ops/tensor.h"
 #include "runtime/conv_weights.h"
 #include "runtime/kernels.h"
+#include "schedules/conv_params.h"
 #include "schedules/conv_schedule.h"
 #include "schedules/depthwise_schedule.h"
 #include "schedules/elementwise_schedule.h"
@@ -111,39 +112,83 @@ schedules::ConvFuncs conv_funcs(const generators::ops::ConvAlgorithm& a, const H
           stage_input};
 }
 
-// The schedule of a generated convolution: CUDA's on a GPU target; on the CPU the grouped one
-// for groups narrower than a vector, else the chosen one (naive, deep or wide).
+// The schedule of a generated convolution: the naive one when asked for; else CUDA's on a GPU
+// target; on the CPU the family's schedule with its knobs.
 void schedule_conv(const schedules::ConvFuncs& f, const Halide::Target& target,
-                   runtime::ConvSchedule choice, bool narrow_groups) {
-  if (choice == runtime::ConvSchedule::naive) {
+                   const schedules::ConvParams& p) {
+  if (p.family == schedules::ConvFamily::naive) {
     schedules::schedule_conv_naive(f, target);
   } else if (target.has_gpu_feature()) {
     schedules::schedule_conv_cuda(f, target);
-  } else if (narrow_groups) {
+  } else if (p.family == schedules::ConvFamily::grouped) {
     schedules::schedule_conv_cpu_grouped(f, target);
-  } else if (choice == runtime::ConvSchedule::tuned_deep) {
-    schedules::schedule_conv_cpu_deep(f, target);
+  } else if (p.family == schedules::ConvFamily::deep) {
+    schedules::schedule_conv_cpu_deep(f, p, target);
   } else {
-    schedules::schedule_conv_cpu(f, target);
+    schedules::schedule_conv_cpu(f, p, target);
   }
 }
 
-// The CPU schedule of a dense or grouped convolution: the spec's, or the default for the
-// layer's size.
-runtime::ConvSchedule conv_schedule_choice(const graph::ConvKernelSpec& k, int64_t in_channels) {
+// What the convolution schedules are chosen for, of a dense or grouped ConvKernelSpec
+// (`merge` groups per block, runtime/conv_weights.h) or of a MatMul run as a 1x1 convolution.
+schedules::ConvShape conv_shape(const graph::ConvKernelSpec& k, const Halide::Target& target) {
   const graph::Shape& w = k.weights.shape;  // HWIO
-  const bool padded = k.pad_top || k.pad_left || k.pad_bottom || k.pad_right;
-  if (k.schedule.empty())
-    return runtime::tuned_conv_schedule(k.output.shape[1], k.output.shape[2], in_channels, w[0],
-                                        w[1], padded);
-  const std::optional<runtime::ConvSchedule> s = runtime::parse_conv_schedule(k.schedule);
-  if (!s)
-    throw graph::Error("kernel '" + k.name + "': no convolution schedule is called '" +
-                       k.schedule + "' (naive, tuned, tuned_deep, tuned_1x1)");
-  if (*s == runtime::ConvSchedule::tuned_1x1 && (w[0] != 1 || w[1] != 1 || padded))
-    throw graph::Error("kernel '" + k.name + "': schedule tuned_1x1 takes only 1x1 windows "
-                       "without padding");
-  return *s;
+  const graph::Shape& out = k.output.shape;  // NHWC
+  const int merge = runtime::grouped_conv_merge(k.groups, out[3]);
+  const int out_per_group = static_cast<int>(out[3]) / k.groups * merge;
+  schedules::ConvShape s;
+  s.out_channels = static_cast<int>(out[3]);
+  s.out_width = static_cast<int>(out[2]);
+  s.out_height = static_cast<int>(out[1]);
+  s.batch = static_cast<int>(out[0]);
+  s.reduction_channels = static_cast<int>(w[2]) * merge;
+  s.kernel_w = static_cast<int>(w[1]);
+  s.kernel_h = static_cast<int>(w[0]);
+  s.padded = k.pad_top || k.pad_left || k.pad_bottom || k.pad_right;
+  // Groups of whole vectors keep each vector of output channels in one group, so the dense
+  // schedules apply (their input loads are broadcasts); narrower groups vectorize pixels.
+  s.narrow_groups = k.groups > 1 && out_per_group % target.natural_vector_size<float>() != 0;
+  return s;
+}
+
+schedules::ConvShape matmul_shape(const graph::OpKernelSpec& k) {
+  const graph::Shape& out = k.output.shape;  // [N, H, W, M]
+  schedules::ConvShape s;
+  s.out_channels = static_cast<int>(out[3]);
+  s.out_width = static_cast<int>(out[2]);
+  s.out_height = static_cast<int>(out[1]);
+  s.batch = static_cast<int>(out[0]);
+  s.reduction_channels = static_cast<int>(k.inputs[0].shape[3]);
+  return s;
+}
+
+// A MatMul of a 4-D tensor by a matrix: run as a 1x1 convolution (matmul_pipeline).
+bool is_conv_matmul(const graph::OpKernelSpec& k) {
+  return std::holds_alternative<graph::MatMul>(k.op) && k.inputs[0].shape.size() == 4 &&
+         k.inputs[1].shape.size() == 2;
+}
+
+// The knob-bearing shape of a kernel, if it has one.
+std::optional<schedules::ConvShape> tunable_shape(const graph::KernelSpec& spec,
+                                                  const Halide::Target& target) {
+  if (const auto* c = std::get_if<graph::ConvKernelSpec>(&spec))
+    return c->depthwise ? std::nullopt : std::optional(conv_shape(*c, target));
+  if (const auto* o = std::get_if<graph::OpKernelSpec>(&spec))
+    if (is_conv_matmul(*o)) return matmul_shape(*o);
+  return std::nullopt;
+}
+
+// The parameters a convolution is generated with: `text` (resolved by codegen: a tuned
+// record, or the spec's own ConvKernelSpec::schedule) read over the default, or the default.
+schedules::ConvParams conv_params(const std::string& kernel, const schedules::ConvShape& shape,
+                                  const std::string& text, const Halide::Target& target) {
+  schedules::ConvParams p = schedules::default_conv_params(shape, target);
+  if (text.empty()) return p;
+  std::string error = schedules::parse_conv_params(text, &p);
+  if (error.empty()) error = schedules::conv_params_error(p, shape, target);
+  if (!error.empty())
+    throw graph::Error("kernel '" + kernel + "': schedule '" + text + "': " + error);
+  return p;
 }
 
 // The conv's epilogue on its accumulator value v at (co, x, y, n): the residual (inputs[3] when
@@ -168,13 +213,14 @@ void constrain_conv_output(Halide::Func output, const graph::Shape& out) {
 }
 
 KernelPipeline depthwise_pipeline(const graph::ConvKernelSpec& k, const Halide::Target& target,
-                                  const std::vector<Halide::ImageParam>& inputs) {
+                                  const std::vector<Halide::ImageParam>& inputs,
+                                  const std::string& schedule) {
   const graph::Shape& in = k.input.shape;    // NHWC
   const graph::Shape& w = k.weights.shape;   // [Kh, Kw, 1, C]
   const graph::Shape& out = k.output.shape;  // NHWC
-  if (!k.schedule.empty())
+  if (!schedule.empty())
     throw graph::Error("kernel '" + k.name + "': a depthwise convolution has one schedule; '" +
-                       k.schedule + "' is for dense convolutions");
+                       schedule + "' is for dense convolutions");
   const generators::ops::DepthwiseAlgorithm a = generators::ops::depthwise_conv2d(
       inputs[0], static_cast<int>(in[2]), static_cast<int>(in[1]), inputs[1], inputs[2],
       static_cast<int>(w[1]), static_cast<int>(w[0]),
@@ -209,7 +255,8 @@ KernelPipeline depthwise_pipeline(const graph::ConvKernelSpec& k, const Halide::
 // the one for the layer's size, runtime::tuned_conv_schedule) or the CUDA one. Weights and output keep run-time
 // strides beyond the innermost dimension: the runtime may hand over weights at a padded row
 // stride (runtime/conv_weights.h) and an output that is a slice of a Concat's (memory_plan.h).
-KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Target& target) {
+KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Target& target,
+                             const std::string& schedule) {
   const graph::Shape& in = k.input.shape;    // NHWC
   const graph::Shape& w = k.weights.shape;   // HWIO
   const graph::Shape& out = k.output.shape;  // NHWC
@@ -230,9 +277,10 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
       inputs.push_back(dense_input(args[i], static_cast<int>(i)));
     }
   }
-  if (k.depthwise) return depthwise_pipeline(k, target, inputs);
-  const runtime::ConvSchedule choice = conv_schedule_choice(k, w[2] * merge);
-  const bool pointwise = choice == runtime::ConvSchedule::tuned_1x1 && !target.has_gpu_feature();
+  if (k.depthwise) return depthwise_pipeline(k, target, inputs, schedule);
+  const schedules::ConvParams params = conv_params(k.name, conv_shape(k, target), schedule, target);
+  const bool pointwise = !params.stage_input && params.family == schedules::ConvFamily::wide &&
+                         !target.has_gpu_feature();
   const int out_per_group = static_cast<int>(out[3]) / k.groups * merge;
   const generators::ops::ConvAlgorithm a = generators::ops::conv2d(
       inputs[0], static_cast<int>(in[2]), static_cast<int>(in[1]), inputs[1], inputs[2],
@@ -245,18 +293,14 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
       conv_epilogue(k, a.acc(a.co, a.x, a.y, a.n), inputs, {a.co, a.x, a.y, a.n});
   constrain_conv_output(output, out);
 
-  const schedules::ConvFuncs f = conv_funcs(a, output, out, in[3], !pointwise);
-  // Groups of whole vectors keep each vector of output channels in one group, so the dense
-  // schedules apply (their input loads are broadcasts); narrower groups vectorize pixels.
-  const bool narrow_groups =
-      k.groups > 1 && out_per_group % target.natural_vector_size<float>() != 0;
-  schedule_conv(f, target, choice, narrow_groups);
+  schedule_conv(conv_funcs(a, output, out, in[3], !pointwise), target, params);
   return KernelPipeline{Halide::Pipeline(output), inputs};
 }
 
 // [N, H, W, K] x [K, M] (a linear layer on the last axis, as ConvNeXt's MLP exports): the 1x1
 // convolution it is, through the convolution builder and schedules, with zero bias.
-KernelPipeline matmul_pipeline(const graph::OpKernelSpec& k, const Halide::Target& target) {
+KernelPipeline matmul_pipeline(const graph::OpKernelSpec& k, const Halide::Target& target,
+                               const std::string& schedule) {
   const Halide::ImageParam a = dense_input(k.inputs[0], 0), b = dense_input(k.inputs[1], 1);
   const graph::Shape& in = k.inputs[0].shape;  // [N, H, W, K]: Halide (k, w, h, n)
   const graph::Shape& out = k.output.shape;    // [N, H, W, M]
@@ -264,17 +308,16 @@ KernelPipeline matmul_pipeline(const graph::OpKernelSpec& k, const Halide::Targe
   Halide::Func weights("weights"), bias("bias");
   weights(co, ci, kx, ky) = b(co, ci);  // HWIO [1, 1, K, M]
   bias(co) = 0.0f;
-  const runtime::ConvSchedule choice =
-      runtime::tuned_conv_schedule(out[1], out[2], in[3], 1, 1, false);
-  const bool pointwise = choice == runtime::ConvSchedule::tuned_1x1 && !target.has_gpu_feature();
+  const schedules::ConvParams params = conv_params(k.name, matmul_shape(k), schedule, target);
+  const bool pointwise = !params.stage_input && params.family == schedules::ConvFamily::wide &&
+                         !target.has_gpu_feature();
   const generators::ops::ConvAlgorithm alg =
       generators::ops::conv2d(a, static_cast<int>(in[2]), static_cast<int>(in[1]), weights, bias,
                               static_cast<int>(in[3]), 1, 1, {1, 1, 0, 0, 1, 1}, !pointwise);
   Halide::Func output("output");
   output(alg.co, alg.x, alg.y, alg.n) = alg.acc(alg.co, alg.x, alg.y, alg.n);
   constrain([&](int d) { return output.output_buffer().dim(d); }, out);
-  const schedules::ConvFuncs f = conv_funcs(alg, output, out, in[3], !pointwise);
-  schedule_conv(f, target, choice, false);
+  schedule_conv(conv_funcs(alg, output, out, in[3], !pointwise), target, params);
   return KernelPipeline{Halide::Pipeline(output), {a, b}};
 }
 
@@ -463,20 +506,54 @@ KernelPipeline product_pipeline(const graph::OpKernelSpec& k, const Halide::Targ
 
 }  // namespace
 
-KernelPipeline build_kernel_pipeline(const graph::KernelSpec& spec, const Halide::Target& target) {
+std::string default_schedule(const graph::KernelSpec& spec, const Halide::Target& target) {
+  const std::optional<schedules::ConvShape> s = tunable_shape(spec, target);
+  if (!s || target.has_gpu_feature()) return "";
+  return schedules::to_string(schedules::default_conv_params(*s, target));
+}
+
+std::vector<std::string> schedule_candidates(const graph::KernelSpec& spec,
+                                             const Halide::Target& target, int threads,
+                                             size_t limit) {
+  const std::optional<schedules::ConvShape> s = tunable_shape(spec, target);
+  if (!s || target.has_gpu_feature()) return {};
+  std::vector<std::string> out;
+  for (const schedules::ConvParams& p : schedules::conv_candidates(*s, target, threads, limit))
+    out.push_back(schedules::to_string(p));
+  return out;
+}
+
+std::string resolve_schedule(const graph::KernelSpec& spec, const Halide::Target& target,
+                             const std::string& schedule) {
+  const std::optional<schedules::ConvShape> s = tunable_shape(spec, target);
+  if (!s) {
+    if (!schedule.empty())
+      throw graph::Error("kernel '" + graph::kernel_name(spec) + "' has no schedule knobs; '" +
+                         schedule + "' does not apply");
+    return "";
+  }
+  const schedules::ConvParams p = conv_params(graph::kernel_name(spec), *s, schedule, target);
+  // A GPU target has one schedule besides naive; the CPU knobs mean nothing there.
+  if (target.has_gpu_feature() && p.family != schedules::ConvFamily::naive) return "";
+  return schedules::to_string(p);
+}
+
+KernelPipeline build_kernel_pipeline(const graph::KernelSpec& spec, const Halide::Target& target,
+                                     const std::string& schedule) {
   const std::vector<graph::TensorDesc> args = graph::generated_kernel_arguments(spec);
   const std::string& name = graph::kernel_name(spec);
   for (const graph::TensorDesc& t : args) check_sizes(t, name);
   if (const auto* conv = std::get_if<graph::ConvKernelSpec>(&spec))
-    return conv_pipeline(*conv, target);
+    return conv_pipeline(*conv, target, schedule.empty() ? conv->schedule : schedule);
   if (const auto* layout = std::get_if<graph::LayoutKernelSpec>(&spec))
     return layout_pipeline(*layout, target);
   const auto& op_spec = std::get<graph::OpKernelSpec>(spec);
   const graph::Op& kind = op_spec.op;
   const bool nhwc_image = op_spec.inputs[0].layout == graph::Layout::nhwc;
-  if (std::holds_alternative<graph::MatMul>(kind) && op_spec.inputs[0].shape.size() == 4 &&
-      op_spec.inputs[1].shape.size() == 2)
-    return matmul_pipeline(op_spec, target);
+  if (is_conv_matmul(op_spec)) return matmul_pipeline(op_spec, target, schedule);
+  if (!schedule.empty())
+    throw graph::Error("kernel '" + name + "' has no schedule knobs; '" + schedule +
+                       "' does not apply");
   if (std::holds_alternative<graph::Pool2d>(kind) ||
       (std::holds_alternative<graph::GlobalPool>(kind) && nhwc_image))
     return pool_pipeline(op_spec, target);

@@ -3,6 +3,7 @@
 // from schedules/ for the target.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "Halide.h"
@@ -23,6 +24,24 @@ struct KernelPipeline {
 // as the runtime's arena and constants lay them out), except a convolution's weights and output
 // past their innermost dimension: the runtime may pad weight rows, and an output may be a slice
 // of a Concat's.
-KernelPipeline build_kernel_pipeline(const graph::KernelSpec& spec, const Halide::Target& target);
+// `schedule`: the text form of a schedule (schedules/conv_params.h) read over the default for
+// the kernel's shapes; empty: the spec's own (ConvKernelSpec::schedule), else the default.
+// Throws graph::Error when it does not apply (a kernel without knobs, a tile too large, ...).
+KernelPipeline build_kernel_pipeline(const graph::KernelSpec& spec, const Halide::Target& target,
+                                     const std::string& schedule = "");
+
+// Schedules as data. Today the kernels with knobs are the dense and grouped convolutions and
+// the MatMuls run as 1x1 convolutions, on CPU targets; every other kernel has one schedule
+// (these return "" or nothing for it).
+// The default schedule of `spec` on `target`, in canonical text form.
+std::string default_schedule(const graph::KernelSpec& spec, const Halide::Target& target);
+// The canonical text of the schedule `schedule` means for `spec` on `target` (as
+// build_kernel_pipeline reads it; "" gives the default). Throws graph::Error as it does.
+std::string resolve_schedule(const graph::KernelSpec& spec, const Halide::Target& target,
+                             const std::string& schedule);
+// The tuner's candidates for `spec` on `target` (the default first), at most `limit`.
+std::vector<std::string> schedule_candidates(const graph::KernelSpec& spec,
+                                             const Halide::Target& target, int threads,
+                                             size_t limit);
 
 }  // namespace kiln::codegen

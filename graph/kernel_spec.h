@@ -35,10 +35,11 @@ struct ConvKernelSpec {
   // Steps after the activation (Conv2d::post) and each affine step's scale and shift ([Co]).
   std::vector<ChainStep> post;
   std::vector<TensorDesc> post_params;
-  // The CPU schedule of a dense convolution: empty for the default choice by the layer's size
-  // (runtime::tuned_conv_schedule), or "naive", "tuned", "tuned_deep", "tuned_1x1" (see
-  // runtime::ConvSchedule). Part of the kernel's signature: a kernel compiled with one schedule
-  // is never bound to a spec asking for another.
+  // The schedule of a dense or grouped convolution, in the text form of
+  // schedules/conv_params.h ("naive", "deep chunk=144", ...), read over the default for the
+  // layer; empty: the default, or a tuned record (codegen::ScheduleLookup). Part of the
+  // kernel's signature: a kernel compiled with one schedule is never bound to a spec asking
+  // for another.
   std::string schedule;
 };
 

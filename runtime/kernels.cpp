@@ -1,5 +1,5 @@
 // The build's CPU targets (generated from KILN_CPU_TARGETS into kiln/cpu_targets.inc), the
-// run-time feature check, and the convolution schedule and weight-layout choices.
+// run-time feature check, and the weight-layout choices.
 #include "kernels.h"
 
 #include <cpuid.h>
@@ -48,23 +48,6 @@ const std::string& cuda_target() {
   return t;
 }
 
-const char* to_string(ConvSchedule s) {
-  switch (s) {
-    case ConvSchedule::naive: return "naive";
-    case ConvSchedule::tuned: return "tuned";
-    case ConvSchedule::tuned_deep: return "tuned_deep";
-    case ConvSchedule::tuned_1x1: return "tuned_1x1";
-  }
-  return "?";
-}
-
-std::optional<ConvSchedule> parse_conv_schedule(const std::string& name) {
-  for (ConvSchedule s : {ConvSchedule::naive, ConvSchedule::tuned, ConvSchedule::tuned_deep,
-                         ConvSchedule::tuned_1x1})
-    if (name == to_string(s)) return s;
-  return std::nullopt;
-}
-
 bool cpu_target_supported(int index) {
   KILN_CHECK(index >= 0 && index < static_cast<int>(target_table().size()), "CPU target index");
   std::istringstream parts(target_table()[static_cast<size_t>(index)]);
@@ -82,14 +65,6 @@ int best_cpu_target() {
   for (int i = 0; i < static_cast<int>(target_table().size()); ++i)
     if (cpu_target_supported(i)) return i;
   return -1;
-}
-
-ConvSchedule tuned_conv_schedule(int64_t out_h, int64_t out_w, int64_t in_channels,
-                                 int64_t kernel_h, int64_t kernel_w, bool padded) {
-  const int64_t pixels = out_h * out_w, taps = kernel_h * kernel_w;
-  const bool deep = pixels <= 64 || (pixels <= 196 && taps > 1 && in_channels * taps >= 1024);
-  if (deep) return ConvSchedule::tuned_deep;
-  return taps == 1 && !padded ? ConvSchedule::tuned_1x1 : ConvSchedule::tuned;
 }
 
 int64_t conv_weight_ci_stride(int64_t out_channels) {

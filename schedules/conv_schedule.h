@@ -8,6 +8,8 @@
 
 namespace kiln::schedules {
 
+struct ConvParams;  // schedules/conv_params.h: a schedule's family and knobs
+
 struct ConvFuncs {
   Halide::Func input_padded;  // zero-padded NHWC input, (c, x, y, n)
   Halide::Func acc;           // bias + sum over (ci, kx, ky), (co, x, y, n); has one update
@@ -40,13 +42,13 @@ struct RegisterBlock {
 std::vector<RegisterBlock> cpu_register_blocks(const Halide::Target& target,
                                                int seven_wide_vectors);
 
-// x86 CPU, for wide outputs: output tiles held in vector registers through the whole
-// reduction, parallel over row strips.
-void schedule_conv_cpu(const ConvFuncs& f, const Halide::Target& target);
+// x86 CPU, for wide outputs (family wide): output tiles held in vector registers through the
+// whole reduction, parallel over row strips. `p` must pass conv_params_error.
+void schedule_conv_cpu(const ConvFuncs& f, const ConvParams& p, const Halide::Target& target);
 
-// x86 CPU, for small outputs with long reductions: parallel over output-channel blocks, the
-// reduction chunked so each chunk of weights is reused from L1 by the whole task.
-void schedule_conv_cpu_deep(const ConvFuncs& f, const Halide::Target& target);
+// x86 CPU, for small outputs with long reductions (family deep): parallel over output-channel
+// blocks, the reduction chunked so each chunk of weights is reused from L1 by the whole task.
+void schedule_conv_cpu_deep(const ConvFuncs& f, const ConvParams& p, const Halide::Target& target);
 
 // x86 CPU, grouped convolutions with fewer output channels per group than a vector:
 // accumulators vectorized along output pixels, parallel over rows.

@@ -11,38 +11,26 @@
 // while it sits in L1, and the partial sums wait in a per-task accumulator (L1-sized) between
 // chunks. Each weight then leaves DRAM once per call. The zero-padded input is staged once for
 // the whole layer (it is small here), not once per task as in the wide schedule.
-#include <vector>
-
+#include "conv_params.h"
 #include "conv_schedule.h"
 
 namespace kiln::schedules {
-namespace {
 
 using Halide::Expr;
 using Halide::Func;
 using Halide::RVar;
-using Halide::Stage;
 using Halide::TailStrategy;
 using Halide::Target;
 using Halide::Var;
 
-// 7-wide outputs take 3x7 tiles (21 accumulators) on AVX-512: 4x7 needs 33 registers and
-// LLVM spills in the inner loop; on the 7x7, 512 -> 512 layer 3x7 measured 226 GFLOP/s
-// against 217 for 4x7 (1 thread).
-constexpr int kSevenWideVectors = 3;
-
-// Tasks per layer to aim for: a layer with fewer channel blocks than this splits its rows into
-// bands. 16 rather than 8: 512 channels in 48-channel blocks are 11 tasks, which 2 threads
-// share 6:5; as 22 tasks they split evenly (same run, 2 threads: 7x7 512 -> 512 3x3 1.06x,
-// 2048 -> 512 1x1 1.12x, other deep layers 0.99-1.00x).
-constexpr int kMinTasks = 16;
-// Reduction chunk, in (input channel x kernel tap) steps: 32 input channels of a 3x3 kernel,
-// 288 of a 1x1. A 2x14 block's chunk of weights is then 36 KB, inside Zen 5's 48 KB L1.
-constexpr int kChunkSteps = 288;
-
-}  // namespace
-
-void schedule_conv_cpu_deep(const ConvFuncs& f, const Target& target) {
+// Knobs (conv_params.h): the register block; p.tasks, the tasks per layer to aim for: a layer
+// with fewer channel blocks than this splits its rows into bands (16 rather than 8: 512
+// channels in 48-channel blocks are 11 tasks, which 2 threads share 6:5; as 22 tasks they split
+// evenly; same run, 2 threads: 7x7 512 -> 512 3x3 1.06x, 2048 -> 512 1x1 1.12x, other deep
+// layers 0.99-1.00x); p.chunk, the reduction chunk in (input channel x kernel tap) steps: 288
+// is 32 input channels of a 3x3 kernel, 288 of a 1x1, and a 2x14 block's chunk of weights is
+// then 36 KB, inside Zen 5's 48 KB L1.
+void schedule_conv_cpu_deep(const ConvFuncs& f, const ConvParams& p, const Target& target) {
   const int vec = target.natural_vector_size<float>();
   Func output = f.output;
   Func acc = f.acc;
@@ -50,54 +38,34 @@ void schedule_conv_cpu_deep(const ConvFuncs& f, const Target& target) {
   Var coo("coo"), coi("coi"), xo("xo"), xi("xi"), yo("yo"), yi("yi"), task("task");
   RVar rco("rco"), rci("rci");
   const Expr taps = f.r.y.extent() * f.r.z.extent();
-  const Expr chunk = Halide::max(8, kChunkSteps / taps);
+  const Expr chunk = Halide::max(8, p.chunk / taps);
 
-  // The register block in use, as one integer: output and acc specialize on the same
-  // `block == i` tests, so Halide can prove the mismatched pairs dead and drop them.
-  const std::vector<RegisterBlock> blocks = cpu_register_blocks(target, kSevenWideVectors);
-  Expr block = static_cast<int>(blocks.size());
-  for (int i = static_cast<int>(blocks.size()) - 1; i >= 0; --i) {
-    const int channels = blocks[i].vectors * vec;
-    block = Halide::select(f.out_channels >= channels && f.out_width >= blocks[i].pixels, i, block);
-  }
+  // 0 vectors: one output channel per tile (fewer output channels than one vector).
+  const int channels = p.block.vectors > 0 ? p.block.vectors * vec : 1;
+  const Expr channel_blocks = (f.out_channels + channels - 1) / channels;
+  const Expr bands = Halide::clamp((p.tasks + channel_blocks - 1) / channel_blocks, 1, f.out_height);
+  const Expr rows = (f.out_height + bands - 1) / bands;
+  output.split(co, coo, coi, channels, TailStrategy::ShiftInwards)
+      .split(x, xo, xi, p.block.pixels, TailStrategy::ShiftInwards)
+      .split(y, yo, yi, rows, TailStrategy::GuardWithIf)
+      .reorder(coi, xi, xo, yi, coo, yo, n)
+      .fuse(coo, yo, task)
+      .fuse(task, n, task)
+      .parallel(task);
+  if (p.block.vectors > 0) output.vectorize(coi, vec).unroll(coi);
+  output.unroll(xi);
 
-  auto tile = [&](Stage s, int channels, int pixels) {
-    const Expr channel_blocks = (f.out_channels + channels - 1) / channels;
-    const Expr bands =
-        Halide::clamp((kMinTasks + channel_blocks - 1) / channel_blocks, 1, f.out_height);
-    const Expr rows = (f.out_height + bands - 1) / bands;
-    s.split(co, coo, coi, channels, TailStrategy::ShiftInwards)
-        .split(x, xo, xi, pixels, TailStrategy::ShiftInwards)
-        .split(y, yo, yi, rows, TailStrategy::GuardWithIf)
-        .reorder(coi, xi, xo, yi, coo, yo, n)
-        .fuse(coo, yo, task)
-        .fuse(task, n, task)
-        .parallel(task);
-  };
-  for (size_t i = 0; i < blocks.size(); ++i) {
-    const RegisterBlock& b = blocks[i];
-    Stage s = output.specialize(block == static_cast<int>(i));
-    tile(s, b.vectors * vec, b.pixels);
-    s.vectorize(coi, vec).unroll(coi).unroll(xi);
-
-    // The accumulator covers the task's channel block, rows and full width; per chunk, every
-    // register tile of it runs the chunk's reduction with its sums in registers.
-    acc.update()
-        .specialize(block == static_cast<int>(i))
-        .split(x, xo, xi, b.pixels, TailStrategy::RoundUp)
-        .split(f.r.x, rco, rci, chunk, TailStrategy::GuardWithIf)
-        .reorder(co, xi, rci, f.r.y, f.r.z, xo, y, rco)
-        .vectorize(co, vec, TailStrategy::GuardWithIf)
-        .unroll(co)
-        .unroll(xi);
-  }
-  // Fewer output channels than one vector: one channel per tile.
-  tile(output, 1, 1);
-  acc.update()
-      .split(f.r.x, rco, rci, chunk, TailStrategy::GuardWithIf)
-      .reorder(co, x, rci, f.r.y, f.r.z, y, rco);
-
+  // The accumulator covers the task's channel block, rows and full width; per chunk, every
+  // register tile of it runs the chunk's reduction with its sums in registers.
   acc.compute_at(output, task).vectorize(co, vec, TailStrategy::GuardWithIf).unroll(co);
+  acc.update()
+      .split(x, xo, xi, p.block.pixels, TailStrategy::RoundUp)
+      .split(f.r.x, rco, rci, chunk, TailStrategy::GuardWithIf)
+      .reorder(co, xi, rci, f.r.y, f.r.z, xo, y, rco)
+      .vectorize(co, vec, TailStrategy::GuardWithIf)
+      .unroll(co)
+      .unroll(xi);
+
   Func input_padded = f.input_padded;
   input_padded.compute_root().parallel(f.y).vectorize(f.c, vec, TailStrategy::GuardWithIf);
 }

@@ -11,6 +11,7 @@ APT_PACKAGES=(
   libdnnl-dev
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
   pocl-opencl-icd ocl-icd-libopencl1
+  nlohmann-json3-dev
 )
 
 missing=()

@@ -15,6 +15,7 @@
 #include "halide_errors.h"
 #include "kernels.h"
 #include "kiln/runtime.h"
+#include "schedules/conv_params.h"
 
 namespace {
 
@@ -177,21 +178,32 @@ void expect_close(const std::vector<float>& got, const graph::Tensor& want) {
                         << " (a NaN means an output element was never written)";
 }
 
-constexpr runtime::ConvSchedule kSchedules[] = {
-    runtime::ConvSchedule::tuned, runtime::ConvSchedule::tuned_deep, runtime::ConvSchedule::naive,
-    runtime::ConvSchedule::tuned_1x1};
-std::string name(runtime::ConvSchedule s) { return runtime::to_string(s); }
+// Each schedule family (schedules/conv_params.h) over the layer's default knobs; the wide one
+// also reading its input in place.
+enum class Sched { wide, deep, naive, wide_in_place };
+constexpr Sched kSchedules[] = {Sched::wide, Sched::deep, Sched::naive, Sched::wide_in_place};
+std::string name(Sched s) {
+  switch (s) {
+    case Sched::wide: return "wide";
+    case Sched::deep: return "deep";
+    case Sched::naive: return "naive";
+    case Sched::wide_in_place: return "wide_in_place";
+  }
+  return "?";
+}
+std::string schedule_text(Sched s) {
+  return s == Sched::wide_in_place ? "wide stage=in_place" : name(s);
+}
 
-bool pointwise_schedule(runtime::ConvSchedule s) { return s == runtime::ConvSchedule::tuned_1x1; }
-// The shapes a schedule takes: tuned_1x1 only unpadded 1x1 windows.
-bool applies(runtime::ConvSchedule s, const ConvCase& c) {
-  return !pointwise_schedule(s) || (c.kh == 1 && c.kw == 1 && c.pad_top == 0 && c.pad_left == 0 &&
-                                    c.pad_bottom == 0 && c.pad_right == 0);
+// The shapes a schedule takes: stage=in_place only unpadded 1x1 windows.
+bool applies(Sched s, const ConvCase& c) {
+  return s != Sched::wide_in_place || (c.kh == 1 && c.kw == 1 && c.pad_top == 0 &&
+                                       c.pad_left == 0 && c.pad_bottom == 0 && c.pad_right == 0);
 }
 
 struct KernelParam {
   size_t case_index;
-  runtime::ConvSchedule schedule;
+  Sched schedule;
   int target;  // an index into runtime::cpu_targets()
 };
 
@@ -230,7 +242,7 @@ TEST_P(ConvKernelTest, MatchesReference) {
     GTEST_SKIP() << "this CPU lacks features of " << runtime::cpu_targets()[p.target];
   const int epilogue = static_cast<int>(p.case_index % 3);
   const Problem& prob = problem_for(p.case_index, epilogue);
-  expect_close(run_kernel(prob, name(p.schedule), p.target), prob.expected);
+  expect_close(run_kernel(prob, schedule_text(p.schedule), p.target), prob.expected);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllShapes, ConvKernelTest, testing::ValuesIn(all_params()), param_name);
@@ -244,10 +256,10 @@ TEST(ConvKernelEpilogues, AllEpilogues) {
       size_t clipped = 0;
       for (float v : prob.expected.data) clipped += (v == 0.0f || v == 6.0f);
       if (e > 0) EXPECT_GT(clipped, 0u) << "the epilogue is not exercised";
-      for (auto s : {runtime::ConvSchedule::tuned, runtime::ConvSchedule::tuned_deep}) {
+      for (auto s : {Sched::wide, Sched::deep}) {
         SCOPED_TRACE(std::string(kCases[case_index].name) + " epilogue " + std::to_string(e) +
                      " schedule " + name(s));
-        expect_close(run_kernel(prob, name(s), -1), prob.expected);
+        expect_close(run_kernel(prob, schedule_text(s), -1), prob.expected);
       }
     }
   }
@@ -263,7 +275,7 @@ TEST(ConvKernelResidual, AllEpilogues) {
         if (!applies(s, kCases[case_index])) continue;
         SCOPED_TRACE(std::string(kCases[case_index].name) + " epilogue " + std::to_string(e) +
                      " schedule " + name(s));
-        expect_close(run_kernel(prob, name(s), -1), prob.expected);
+        expect_close(run_kernel(prob, schedule_text(s), -1), prob.expected);
       }
     }
   }
@@ -283,31 +295,100 @@ TEST(ConvKernelWeightStride, PaddedInputChannelStride) {
     for (auto s : kSchedules) {
       if (!applies(s, kCases[wide_row])) continue;
       SCOPED_TRACE("target " + std::to_string(t) + " schedule " + name(s));
-      expect_close(run_kernel(prob, name(s), t, 144), prob.expected);
+      expect_close(run_kernel(prob, schedule_text(s), t, 144), prob.expected);
     }
   }
 }
 
+// The default choice among the families (schedules/conv_params.h), on an AVX-512 target.
 TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
-  using runtime::ConvSchedule;
-  EXPECT_EQ(runtime::tuned_conv_schedule(56, 56, 64, 3, 3, true), ConvSchedule::tuned);
-  EXPECT_EQ(runtime::tuned_conv_schedule(28, 28, 128, 3, 3, true), ConvSchedule::tuned);
-  EXPECT_EQ(runtime::tuned_conv_schedule(14, 14, 256, 3, 3, true), ConvSchedule::tuned_deep);
-  EXPECT_EQ(runtime::tuned_conv_schedule(14, 14, 1024, 1, 1, false), ConvSchedule::tuned_1x1);
-  EXPECT_EQ(runtime::tuned_conv_schedule(14, 14, 1024, 1, 1, true), ConvSchedule::tuned);
-  EXPECT_EQ(runtime::tuned_conv_schedule(7, 7, 512, 1, 1, false), ConvSchedule::tuned_deep);
+  const Halide::Target avx512("x86-64-linux-avx-avx2-avx512-f16c-fma-sse41");
+  const auto choice = [&](int h, int w, int ci, int k, bool padded) {
+    schedules::ConvShape s;
+    s.out_height = h, s.out_width = w, s.out_channels = 64, s.reduction_channels = ci;
+    s.kernel_h = s.kernel_w = k, s.padded = padded;
+    return schedules::to_string(schedules::default_conv_params(s, avx512));
+  };
+  EXPECT_EQ(choice(56, 56, 64, 3, true), "wide block=2x14 rows=2 split=0 stage=copy");
+  EXPECT_EQ(choice(28, 28, 128, 3, true), "wide block=2x14 rows=2 split=0 stage=copy");
+  EXPECT_EQ(choice(14, 14, 256, 3, true), "deep block=2x14 chunk=288 tasks=16");
+  EXPECT_EQ(choice(14, 14, 1024, 1, false), "wide block=2x14 rows=1 split=0 stage=in_place");
+  EXPECT_EQ(choice(14, 14, 1024, 1, true), "wide block=2x14 rows=1 split=0 stage=copy");
+  EXPECT_EQ(choice(7, 7, 512, 1, false), "deep block=3x7 chunk=288 tasks=16");
+  EXPECT_EQ(choice(9, 9, 32, 3, true), "wide block=4x7 rows=2 split=1 stage=copy");
 }
 
-// The 1x1 schedule asked for a 3x3 window, or an unknown schedule, is an error at generation,
-// never a kernel that reads outside the input.
+// Text form: canonical order, partial overrides over a base, and clear refusals.
+TEST(ConvKernelSchedules, ParamsTextRoundTripsAndRefusesNonsense) {
+  schedules::ConvParams p;
+  ASSERT_EQ(schedules::parse_conv_params("deep chunk=144 block=1x7 tasks=32", &p), "");
+  EXPECT_EQ(schedules::to_string(p), "deep block=1x7 chunk=144 tasks=32");
+  schedules::ConvParams q;
+  ASSERT_EQ(schedules::parse_conv_params(schedules::to_string(p), &q), "");
+  EXPECT_EQ(q, p);
+  ASSERT_EQ(schedules::parse_conv_params("tasks=8", &q), "");  // the other knobs stay
+  EXPECT_EQ(schedules::to_string(q), "deep block=1x7 chunk=144 tasks=8");
+  const schedules::ConvParams before = q;
+  for (const char* bad : {"fastest", "deep rows=2", "deep block=2", "deep block=2x0",
+                          "wide split=2", "deep chunk=-1", "wide stage=maybe", "", "deep wide chunk=8"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_NE(schedules::parse_conv_params(bad, &q), "");
+    EXPECT_EQ(q, before) << "a refused text changed the parameters";
+  }
+}
+
+// Validation against the layer and the target: tiles that do not fit the output or the
+// register file, and in-place inputs of spatial windows.
+TEST(ConvKernelSchedules, ParamsThatDoNotFitAreRefused) {
+  const Halide::Target avx512("x86-64-linux-avx-avx2-avx512-f16c-fma-sse41");
+  const Halide::Target avx2("x86-64-linux-avx-avx2-f16c-fma-sse41");
+  schedules::ConvShape s;
+  s.out_height = s.out_width = 7, s.out_channels = 64, s.reduction_channels = 64;
+  s.kernel_h = s.kernel_w = 3, s.padded = true;
+  const auto error = [&](const std::string& text, const Halide::Target& t) {
+    schedules::ConvParams p = schedules::default_conv_params(s, t);
+    const std::string e = schedules::parse_conv_params(text, &p);
+    return e.empty() ? schedules::conv_params_error(p, s, t) : e;
+  };
+  EXPECT_EQ(error("wide block=2x7", avx512), "");
+  EXPECT_NE(error("wide block=2x14", avx512), "");   // wider than the output
+  EXPECT_NE(error("wide block=5x7", avx512), "");    // 80 channels of 64
+  EXPECT_NE(error("wide block=3x7", avx2), "");      // 21 accumulators of 14
+  EXPECT_NE(error("wide stage=in_place", avx512), "");
+  EXPECT_NE(error("grouped", avx512), "");
+  EXPECT_EQ(error("deep block=2x7", avx2), "");
+}
+
+// Every candidate the tuner would try is valid for the layer, the default comes first, and
+// both tunable families are represented.
+TEST(ConvKernelSchedules, CandidatesAreValidAndIncludeTheDefault) {
+  const Halide::Target avx512("x86-64-linux-avx-avx2-avx512-f16c-fma-sse41");
+  schedules::ConvShape s;
+  s.out_height = s.out_width = 14, s.out_channels = 256, s.reduction_channels = 256;
+  s.kernel_h = s.kernel_w = 3, s.padded = true;
+  const std::vector<schedules::ConvParams> c = schedules::conv_candidates(s, avx512, 2, 24);
+  ASSERT_EQ(c.size(), 24u);
+  EXPECT_EQ(c.front(), schedules::default_conv_params(s, avx512));
+  int wide = 0, deep = 0;
+  for (const schedules::ConvParams& p : c) {
+    EXPECT_EQ(schedules::conv_params_error(p, s, avx512), "") << schedules::to_string(p);
+    wide += p.family == schedules::ConvFamily::wide;
+    deep += p.family == schedules::ConvFamily::deep;
+  }
+  EXPECT_GT(wide, 4);
+  EXPECT_GT(deep, 4);
+}
+
+// A schedule that does not apply, or an unknown one, is an error at generation, never a kernel
+// that reads outside the input.
 TEST(ConvKernelSchedules, ScheduleThatDoesNotApplyIsAnError) {
   const size_t three_by_three = 3;  // spatial_7x7: 3x3, padding 1
   ASSERT_EQ(kCases[three_by_three].kh, 3);
   const Problem& prob = problem_for(three_by_three, 0);
   std::shared_ptr<const GeneratedKernels> keep;
   try {
-    generate(conv_spec(prob, "tuned_1x1"), runtime::best_cpu_target(), &keep);
-    ADD_FAILURE() << "a 3x3 window was generated with the 1x1 schedule";
+    generate(conv_spec(prob, "wide stage=in_place"), runtime::best_cpu_target(), &keep);
+    ADD_FAILURE() << "a 3x3 window was generated reading its input in place";
   } catch (const graph::Error& e) {
     EXPECT_NE(std::string(e.what()).find("1x1 windows"), std::string::npos) << e.what();
   }
@@ -317,8 +398,6 @@ TEST(ConvKernelSchedules, ScheduleThatDoesNotApplyIsAnError) {
   } catch (const graph::Error& e) {
     EXPECT_NE(std::string(e.what()).find("'fastest'"), std::string::npos) << e.what();
   }
-  EXPECT_EQ(runtime::parse_conv_schedule("tuned_deep"), runtime::ConvSchedule::tuned_deep);
-  EXPECT_FALSE(runtime::parse_conv_schedule("Tuned").has_value());
 }
 
 TEST(ConvKernelTargets, BaselineAlwaysRunsAndBestIsFirstSupported) {

@@ -14,6 +14,7 @@
 #include "graph/onnx/onnx_import.h"
 #include "graph/passes/pipeline.h"
 #include "graph/serialize.h"
+#include "runtime/kernels.h"
 
 namespace kiln::cli {
 
@@ -117,7 +118,7 @@ void parse_backend(const Args& args, ModelOptions* options) {
   options->backend = parse_backend_name("--target", args.get("--target", "cpu"));
   options->fallback_to_cpu = args.has("--fallback");
   options->threads = args.get_int("--threads", 0, 1, 1024);
-  options->generate_kernels = kernel_generator();
+  options->generate_kernels = kernel_generator(schedule_db(args));
   if (args.has("--max-memory"))
     options->max_memory_bytes = parse_byte_size("--max-memory", args.get("--max-memory"));
 }
@@ -143,14 +144,59 @@ std::string cache_dir() {
   return "";
 }
 
-KernelGenerator kernel_generator() {
+std::shared_ptr<const codegen::ScheduleDb> schedule_db(const Args& args) {
+  if (!args.has("--schedules")) return nullptr;
+  const std::string path = args.get("--schedules");
+  if (path.empty()) throw UsageError("--schedules needs a file name");
+  if (!std::filesystem::is_regular_file(path))
+    throw graph::Error("--schedules " + path + ": no such file (kiln tune writes one)");
+  return std::make_shared<const codegen::ScheduleDb>(codegen::ScheduleDb::load(path));
+}
+
+int parse_cpu_target(const std::string& flag, const std::string& name) {
+  const std::vector<std::string>& targets = runtime::cpu_targets();
+  int index = -1;
+  for (size_t i = 0; i < targets.size() && index < 0; ++i) {
+    const std::string& t = targets[i];
+    const bool has512 = t.find("avx512") != std::string::npos;
+    const bool has2 = t.find("avx2") != std::string::npos;
+    if (name == t || (name == "avx512" && has512) || (name == "avx2" && has2 && !has512) ||
+        (name == "sse41" && i + 1 == targets.size()))
+      index = static_cast<int>(i);
+  }
+  if (index < 0) {
+    std::string list;
+    for (const std::string& t : targets) list += "\n  " + t;
+    throw UsageError("unknown " + flag + " '" + name +
+                     "' (expected avx512, avx2, sse41 or one of this build's targets:" + list + ")");
+  }
+  if (!runtime::cpu_target_supported(index))
+    throw graph::Error(flag + " " + name + ": this CPU lacks features of " +
+                       targets[static_cast<size_t>(index)]);
+  return index;
+}
+
+KernelGenerator kernel_generator(std::shared_ptr<const codegen::ScheduleDb> db) {
   codegen::CodegenOptions o;
   o.cache_dir = cache_dir();
   o.progress = [](size_t i, size_t n, const std::string& kernel) {
     std::fprintf(stderr, "[codegen] kernel %zu/%zu: %s\n", i + 1, n,
                  graph::printable(kernel).c_str());
   };
-  return codegen::kernel_generator(o);
+  if (!db) return codegen::kernel_generator(o);
+  o.schedules = db->lookup();
+  const KernelGenerator generate = codegen::kernel_generator(o);
+  return [generate, db](const std::vector<graph::KernelSpec>& specs, const KernelRequest& request) {
+    if (request.backend == Backend::cpu) {
+      const int best = runtime::best_cpu_target();
+      const std::string target = !request.cpu_target.empty() ? request.cpu_target
+                                 : best >= 0 ? runtime::cpu_targets()[static_cast<size_t>(best)]
+                                             : "";
+      for (const std::string& line : codegen::stale_records(*db, specs, {target}))
+        std::fprintf(stderr, "[schedules] stale: %s\n", graph::printable(line).c_str());
+    }
+    return generate(specs, request);
+  };
 }
 
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/schedule_db.h"
 #include "graph/ir.h"
 #include "kiln/runtime.h"
 
@@ -47,9 +48,18 @@ int64_t parse_byte_size(const std::string& what, const std::string& s);
 std::string single_model(const Args& args);
 // A backend's name (cpu, cuda, opencl) given to `flag`; a usage error for any other.
 Backend parse_backend_name(const std::string& flag, const std::string& name);
-// --target cpu|cuda|opencl, --fallback, --threads and --max-memory into `options`, and the
-// kernel generator below.
+// --target cpu|cuda|opencl, --fallback, --threads, --max-memory and --schedules into
+// `options`, and the kernel generator below (with the database's schedules).
 void parse_backend(const Args& args, ModelOptions* options);
+
+// The database --schedules names (a missing file is an error here: a typo must not silently
+// leave every kernel at its default), or none.
+std::shared_ptr<const codegen::ScheduleDb> schedule_db(const Args& args);
+
+// The CPU target a name means: a full Halide target string of the build's list, or a short
+// name (avx512, avx2, sse41) for the first target of the list with that feature and none
+// better. UsageError for anything else; graph::Error when this CPU cannot run it.
+int parse_cpu_target(const std::string& flag, const std::string& name);
 
 // Error unless the graph's inputs fit in options.max_memory_bytes (0: physical memory): run
 // and bench check before they read or generate them (the Model checks its arena).
@@ -65,8 +75,9 @@ std::string cache_dir();
 
 // The generator of the kernels a model needs for its shapes (codegen::kernel_generator), for
 // run / bench / example: compiled sets are kept in cache_dir()/kernels, and each kernel
-// compiled prints a progress line on stderr.
-KernelGenerator kernel_generator();
+// compiled prints a progress line on stderr. With a schedule database, its records apply, and
+// the records that name a kernel of the model but do not apply are listed on stderr first.
+KernelGenerator kernel_generator(std::shared_ptr<const codegen::ScheduleDb> db = nullptr);
 
 // The optimized graph of `model` (import + run_passes), from the compile cache when this model
 // (its bytes), this target and this Kiln version were compiled before; stored there otherwise.

@@ -36,6 +36,8 @@ options:
   --threads N          worker threads (default: one per core)
   --iterations N       timed runs (default 50)
   --warmup N           untimed runs first (default 5)
+  --schedules FILE     a schedule database from `kiln tune`: kernels with a record for
+                       their signature and this CPU's target get the tuned schedule
   --max-memory SIZE    refuse a model whose arena or inputs need more than SIZE bytes (e.g.
                        512M, 4G; default: this machine's physical memory)
   --target cpu|cuda|opencl
@@ -82,8 +84,6 @@ BenchArgs parse(const Args& args) {
   return a;
 }
 
-double bytes_of(const graph::TensorDesc& t) { return 4.0 * graph::num_elements(t.shape); }
-
 struct Row {
   std::string kernel, op;
   double ms = 0, share = 0, flops = 0, bytes = 0;
@@ -91,59 +91,14 @@ struct Row {
   bool compute_bound = false;
 };
 
-// Multiply-adds per output element of a convolution: Kh * Kw * Ci / groups, i.e. the weights
-// divided by the output channels (HWIO: Co last; OIHW: Co first).
-double conv_macs_per_output(const graph::TensorDesc& w) {
-  const double co = static_cast<double>(w.layout == graph::Layout::hwio ? w.shape[3] : w.shape[0]);
-  return graph::num_elements(w.shape) / co;
-}
-
-// Fills op, flops and bytes from the spec; flops stay 0 for kernels without multiply-adds.
 void describe_work(const graph::KernelSpec& k, Row& r) {
-  if (const auto* c = std::get_if<graph::ConvKernelSpec>(&k)) {
-    r.op =
-        "conv " + std::to_string(c->weights.shape[0]) + "x" + std::to_string(c->weights.shape[1]);
-    if (c->stride_h > 1 || c->stride_w > 1) r.op += "/s" + std::to_string(c->stride_h);
-    if (c->depthwise) r.op += " dw";
-    if (c->groups > 1 && !c->depthwise) r.op += " g" + std::to_string(c->groups);
-    if (c->residual) r.op += " +add";
-    if (!c->activation.is_identity()) r.op += c->activation.is_relu6() ? " +relu6" : " +relu";
-    for (const graph::ChainStep& st : c->post) r.op += std::string(" +") + graph::to_string(st.kind);
-    r.flops = 2.0 * graph::num_elements(c->output.shape) * conv_macs_per_output(c->weights);
-    r.bytes = bytes_of(c->input) + bytes_of(c->weights) + bytes_of(c->bias) + bytes_of(c->output) +
-              (c->residual ? bytes_of(*c->residual) : 0.0);
-    return;
-  }
-  if (const auto* t = std::get_if<graph::LayoutKernelSpec>(&k)) {
-    r.op = "NCHW->NHWC";
-    r.bytes = bytes_of(t->input) + bytes_of(t->output);
-    return;
-  }
-  const auto& o = std::get<graph::OpKernelSpec>(k);
-  const auto* t = std::get_if<graph::LayoutTransform>(&o.op);
-  r.op = t ? std::string(graph::to_string(t->from)) + "->" + graph::to_string(t->to)
-           : graph::op_label(o.op);
-  r.bytes = bytes_of(o.output);
-  for (const graph::TensorDesc& in : o.inputs) r.bytes += bytes_of(in);
-  const double outputs = static_cast<double>(graph::num_elements(o.output.shape));
-  if (std::holds_alternative<graph::Conv2d>(o.op)) {
-    r.flops = 2.0 * outputs * conv_macs_per_output(o.inputs[1]);
-  } else if (const auto* g = std::get_if<graph::Gemm>(&o.op)) {
-    const graph::Shape& a = o.inputs[0].shape;
-    r.flops = 2.0 * outputs * static_cast<double>(g->trans_a ? a[0] : a[1]);
-  } else if (std::holds_alternative<graph::MatMul>(o.op)) {
-    r.flops = 2.0 * outputs * static_cast<double>(o.inputs[0].shape.back());
-  }
+  const KernelWork w = kernel_work(k);
+  r.op = w.op, r.flops = w.flops, r.bytes = w.bytes;
 }
 
-// Roofline: a kernel whose flops per byte exceed the machine's is bound by the FMA peak,
-// any other by bandwidth; its fraction is taken of the bound that applies.
 void rate_against(const Peaks& p, Row& r) {
-  const double seconds = r.ms / 1e3;
-  if (seconds <= 0) return;
-  r.compute_bound = r.flops > 0 && r.flops / r.bytes >= p.fma_gflops / p.bandwidth_gbs;
-  r.peak_fraction = r.compute_bound ? r.flops / seconds / 1e9 / p.fma_gflops
-                                    : r.bytes / seconds / 1e9 / p.bandwidth_gbs;
+  const Roofline f = roofline(p, {r.op, r.flops, r.bytes}, r.ms / 1e3);
+  r.peak_fraction = f.fraction, r.compute_bound = f.compute_bound;
 }
 
 double median_of(std::vector<double> v) {
@@ -340,7 +295,8 @@ int run(const BenchArgs& a) {
 
 int cmd_bench(int argc, char** argv) {
   const Args args(argc, argv, 2,
-                  {"--threads", "--iterations", "--warmup", "--target", "--json", "--max-memory"},
+                  {"--threads", "--iterations", "--warmup", "--target", "--json", "--max-memory",
+                   "--schedules"},
                   {"--fallback", "--per-layer", "--remeasure-peaks"});
   if (args.help()) {
     std::fputs(kHelp, stdout);

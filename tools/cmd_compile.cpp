@@ -61,12 +61,17 @@ options:
                       per target), assembly (NAME.assembly/, their x86 or PTX assembly),
                       onnx (NAME.onnx, the optimized graph for Netron; weights left out,
                       they are in NAME.weights)
+  --schedules FILE    a schedule database (`kiln tune` writes one): each kernel whose
+                      signature and CPU target have a record gets its tuned schedule; records
+                      that name a kernel of the model but were tuned for another target or a
+                      changed kernel are listed as stale, and that kernel gets the default
   --depfile FILE      write a Makefile-style depfile of NAME.a (for build systems)
   -h, --help          this text
 )";
 
 struct CompileArgs {
   std::string model, outdir, name, depfile;
+  std::shared_ptr<const codegen::ScheduleDb> schedules;  // null: every kernel's default
   Targets targets;
   int threads = 0;
   std::set<std::string> emit;
@@ -148,6 +153,7 @@ CompileArgs parse(const Args& args) {
   a.targets = parse_targets(args.get("--targets", "cpu"));
   a.threads = args.get_int("--threads", 0, 0, 1024);
   a.depfile = args.get("--depfile");
+  a.schedules = schedule_db(args);
   for (const std::string& e : split(args.get("--emit"), ',')) {
     if (e != "plan" && e != "dot" && e != "stmt" && e != "assembly" && e != "onnx")
       throw UsageError("--emit: unknown output '" + e + "' (supported: plan, dot, stmt, assembly, onnx)");
@@ -333,7 +339,8 @@ int run_compile(const CompileArgs& a) {
   for (const char* kind : {"stmt", "assembly"}) {
     if (!a.emit.count(kind)) continue;
     const std::string out = a.name + (std::string(kind) == "stmt" ? ".stmt" : ".assembly");
-    emit_kernel_listings(probe.kernels(), a.targets, a.name, kind, tmp / out);
+    emit_kernel_listings(probe.kernels(), a.targets, a.name, kind, tmp / out,
+                         a.schedules ? a.schedules->lookup() : nullptr);
     outputs.push_back(out);
   }
 
@@ -346,8 +353,19 @@ int run_compile(const CompileArgs& a) {
   const codegen::Progress progress = [](size_t i, size_t n, const std::string& kernel) {
     std::cout << "      kernel " << i + 1 << "/" << n << ": " << graph::printable(kernel) << std::endl;
   };
+  codegen::ScheduleLookup schedules;
+  if (a.schedules) {
+    schedules = a.schedules->lookup();
+    size_t applied = 0;
+    for (const std::string& t : cpu_targets)
+      for (const codegen::ScheduleUse& u : codegen::schedule_uses(generated, t, a.schedules.get()))
+        applied += u.origin == "tuned (DB)";
+    std::cout << "      schedules: " << applied << " (kernel, target) pairs tuned from the database\n";
+    for (const std::string& line : codegen::stale_records(*a.schedules, generated, cpu_targets))
+      std::cout << "      stale schedule record: " << graph::printable(line) << "\n";
+  }
   std::vector<fs::path> kernel_archives =
-      codegen::write_kernel_archives(generated, cpu_targets, a.name, tmp, progress);
+      codegen::write_kernel_archives(generated, cpu_targets, a.name, tmp, progress, schedules);
   if (a.targets.cuda) {
     std::cout << "      and the same kernels for CUDA (" << cfg::kCudaTarget << ")\n";
     for (fs::path& p : codegen::write_kernel_archives(generated, {cfg::kCudaTarget},
@@ -389,7 +407,8 @@ int cmd_compile(int argc, char** argv) {
     if (s == "-o") s = "--output";
     args.push_back(s.data());
   }
-  const Args parsed(argc, args.data(), 2, {"--output", "--name", "--targets", "--threads", "--emit", "--depfile"}, {});
+  const Args parsed(argc, args.data(), 2, {"--output", "--name", "--targets", "--threads", "--emit", "--depfile",
+                       "--schedules"}, {});
   if (parsed.help()) {
     std::fputs(kHelp, stdout);
     return 0;

@@ -13,6 +13,7 @@
 #include "graph/kernel_spec.h"
 #include "graph/memory_plan.h"
 #include "graph/passes/pipeline.h"
+#include "runtime/kernels.h"
 
 namespace kiln::cli {
 namespace {
@@ -28,6 +29,13 @@ options:
   --after PASS   print the graph only after PASS (input, or a pass name)
   --dot FILE     write the optimized graph as Graphviz DOT
   --svg FILE     write the arena plan as an SVG timeline (x: node, y: arena offset)
+  --schedule     also print the schedule each kernel gets on the CPU target: its parameters
+                 and where they come from (default, tuned record of --schedules, or the
+                 spec's own), then Halide's loop nest of it (kernels without knobs too)
+  --schedules FILE
+                 the schedule database to take tuned records from (kiln tune writes one)
+  --target T     the CPU target of --schedule: avx512, avx2, sse41 or one of the build's
+                 Halide target strings (default: the best this CPU runs)
   -h, --help     this text
 )";
 
@@ -79,7 +87,8 @@ std::string to_svg(const graph::ArenaPlan& plan, const graph::Graph& g) {
 }  // namespace
 
 int cmd_inspect(int argc, char** argv) {
-  const Args args(argc, argv, 2, {"--after", "--dot", "--svg"}, {});
+  const Args args(argc, argv, 2, {"--after", "--dot", "--svg", "--schedules", "--target"},
+                  {"--schedule"});
   if (args.help()) {
     std::fputs(kHelp, stdout);
     return 0;
@@ -120,6 +129,32 @@ int cmd_inspect(int argc, char** argv) {
   std::cout << "== arena plan ==\n" << graph::describe(plan, optimized);
   std::cout << "  sum of the input graph's intermediate and output tensors: "
             << graph::naive_activation_bytes(input) << " bytes\n";
+  if (args.has("--schedule")) {
+    const int best = runtime::best_cpu_target();
+    const int index = args.has("--target") ? parse_cpu_target("--target", args.get("--target")) : best;
+    if (index < 0) throw graph::Error("this CPU supports none of Kiln's CPU targets");
+    const std::string target = runtime::cpu_targets()[static_cast<size_t>(index)];
+    const std::shared_ptr<const codegen::ScheduleDb> db = schedule_db(args);
+    std::vector<graph::KernelSpec> generated;
+    for (const graph::KernelSpec& k : kernels)
+      if (graph::is_generated(k)) generated.push_back(k);
+    std::cout << "\n== schedules (" << target << ") ==\n";
+    if (db)
+      for (const std::string& line : codegen::stale_records(*db, generated, {target}))
+        std::cout << "stale record: " << line << "\n";
+    const codegen::ScheduleLookup lookup = db ? db->lookup() : nullptr;
+    for (const codegen::ScheduleUse& u : codegen::schedule_uses(generated, target, db.get())) {
+      std::cout << u.kernel << ": " << (u.schedule.empty() ? "(one schedule, no knobs)" : u.schedule)
+                << "  [" << u.origin << "]\n";
+      for (const graph::KernelSpec& k : generated)
+        if (graph::kernel_name(k) == u.kernel) {
+          std::istringstream nest(codegen::schedule_loop_nest(
+              k, target, codegen::requested_schedule(k, target, lookup)));
+          for (std::string line; std::getline(nest, line);) std::cout << "    " << line << "\n";
+          break;
+        }
+    }
+  }
   if (args.has("--dot")) {
     graph::write_file_atomically(args.get("--dot"), graph_to_dot(optimized, "kiln"));
     std::cout << "wrote " << args.get("--dot") << "\n";

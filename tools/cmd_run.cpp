@@ -48,6 +48,8 @@ options:
                           through OpenCL (e.g. pocl on the CPU), to check them without a GPU
   --fallback              with a GPU target: use the CPU if no GPU or driver is usable
   --threads N             worker threads (default: one per core)
+  --schedules FILE        a schedule database from `kiln tune`: kernels with a record for
+                          their signature and this CPU's target get the tuned schedule
   --max-memory SIZE       refuse a model whose arena (intermediate tensors and outputs) or
                           inputs need more than SIZE bytes (e.g. 512M, 4G; default: this
                           machine's physical memory), before allocating them
@@ -346,7 +348,8 @@ int run(const RunArgs& a) {
 
 int cmd_run(int argc, char** argv) {
   const Args args(argc, argv, 2,
-                  {"--input", "--output-dir", "--target", "--threads", "--seed", "--max-memory"},
+                  {"--input", "--output-dir", "--target", "--threads", "--seed", "--max-memory",
+                   "--schedules"},
                   {"--fallback", "--check"});
   if (args.help()) {
     std::fputs(kHelp, stdout);

@@ -8,5 +8,6 @@ int cmd_inspect(int argc, char** argv);
 int cmd_run(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_compile(int argc, char** argv);
+int cmd_tune(int argc, char** argv);
 
 }  // namespace kiln::cli

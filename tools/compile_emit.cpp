@@ -29,7 +29,8 @@ std::vector<std::string> listing_targets(const Targets& targets) {
 }  // namespace
 
 int emit_kernel_listings(const std::vector<graph::KernelSpec>& kernels, const Targets& targets,
-                         const std::string& prefix, const std::string& kind, const fs::path& dir) {
+                         const std::string& prefix, const std::string& kind, const fs::path& dir,
+                         const codegen::ScheduleLookup& schedules) {
   fs::create_directories(dir);
   std::vector<graph::KernelSpec> generated;
   for (const graph::KernelSpec& k : kernels)
@@ -39,7 +40,8 @@ int emit_kernel_listings(const std::vector<graph::KernelSpec>& kernels, const Ta
       [&](size_t i, size_t n, const std::string& name) {
         std::cout << "      " << kind << ": generated kernel " << i + 1 << " of " << n << ", " << name
                   << "\n";
-      });
+      },
+      schedules);
   const size_t portable = kernels.size() - generated.size();
   if (portable > 0)
     std::cout << "      note: " << portable << " kernels are portable C++ (runtime/ops) and have no " << kind

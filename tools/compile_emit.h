@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/kernel_library.h"
 #include "compile_codegen.h"
 #include "graph/kernel_spec.h"
 
@@ -17,6 +18,7 @@ namespace kiln::cli {
 // written. Portable C++ kernels have no listing.
 int emit_kernel_listings(const std::vector<graph::KernelSpec>& kernels, const Targets& targets,
                          const std::string& prefix, const std::string& kind,
-                         const std::filesystem::path& dir);
+                         const std::filesystem::path& dir,
+                         const codegen::ScheduleLookup& schedules = nullptr);
 
 }  // namespace kiln::cli

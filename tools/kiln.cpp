@@ -31,6 +31,9 @@ const Command kCommands[] = {
     {"bench", kiln::cli::cmd_bench,
      "measure a model's latency (median, p90, min); --per-layer: each kernel's time and share "
      "of peak"},
+    {"tune", kiln::cli::cmd_tune,
+     "search each convolution's schedule by measurement and record the winners in a schedule "
+     "database (--schedules FILE applies it)"},
     {"compile", kiln::cli::cmd_compile,
      "compile a model into NAME.a + NAME.h + NAME.weights for a program to link (no Halide at "
      "run time)"},

@@ -210,4 +210,65 @@ Peaks machine_peaks(int threads, bool remeasure) {
   return p;
 }
 
+namespace {
+
+double bytes_of(const graph::TensorDesc& t) { return 4.0 * graph::num_elements(t.shape); }
+
+// Multiply-adds per output element of a convolution: Kh * Kw * Ci / groups, i.e. the weights
+// divided by the output channels (HWIO: Co last; OIHW: Co first).
+double conv_macs_per_output(const graph::TensorDesc& w) {
+  const double co = static_cast<double>(w.layout == graph::Layout::hwio ? w.shape[3] : w.shape[0]);
+  return graph::num_elements(w.shape) / co;
+}
+
+}  // namespace
+
+KernelWork kernel_work(const graph::KernelSpec& k) {
+  KernelWork r;
+  if (const auto* c = std::get_if<graph::ConvKernelSpec>(&k)) {
+    r.op =
+        "conv " + std::to_string(c->weights.shape[0]) + "x" + std::to_string(c->weights.shape[1]);
+    if (c->stride_h > 1 || c->stride_w > 1) r.op += "/s" + std::to_string(c->stride_h);
+    if (c->depthwise) r.op += " dw";
+    if (c->groups > 1 && !c->depthwise) r.op += " g" + std::to_string(c->groups);
+    if (c->residual) r.op += " +add";
+    if (!c->activation.is_identity()) r.op += c->activation.is_relu6() ? " +relu6" : " +relu";
+    for (const graph::ChainStep& st : c->post) r.op += std::string(" +") + graph::to_string(st.kind);
+    r.flops = 2.0 * graph::num_elements(c->output.shape) * conv_macs_per_output(c->weights);
+    r.bytes = bytes_of(c->input) + bytes_of(c->weights) + bytes_of(c->bias) + bytes_of(c->output) +
+              (c->residual ? bytes_of(*c->residual) : 0.0);
+    return r;
+  }
+  if (const auto* t = std::get_if<graph::LayoutKernelSpec>(&k)) {
+    r.op = "NCHW->NHWC";
+    r.bytes = bytes_of(t->input) + bytes_of(t->output);
+    return r;
+  }
+  const auto& o = std::get<graph::OpKernelSpec>(k);
+  const auto* t = std::get_if<graph::LayoutTransform>(&o.op);
+  r.op = t ? std::string(graph::to_string(t->from)) + "->" + graph::to_string(t->to)
+           : graph::op_label(o.op);
+  r.bytes = bytes_of(o.output);
+  for (const graph::TensorDesc& in : o.inputs) r.bytes += bytes_of(in);
+  const double outputs = static_cast<double>(graph::num_elements(o.output.shape));
+  if (std::holds_alternative<graph::Conv2d>(o.op)) {
+    r.flops = 2.0 * outputs * conv_macs_per_output(o.inputs[1]);
+  } else if (const auto* g = std::get_if<graph::Gemm>(&o.op)) {
+    const graph::Shape& a = o.inputs[0].shape;
+    r.flops = 2.0 * outputs * static_cast<double>(g->trans_a ? a[0] : a[1]);
+  } else if (std::holds_alternative<graph::MatMul>(o.op)) {
+    r.flops = 2.0 * outputs * static_cast<double>(o.inputs[0].shape.back());
+  }
+  return r;
+}
+
+Roofline roofline(const Peaks& p, const KernelWork& w, double seconds) {
+  Roofline r;
+  if (seconds <= 0 || p.fma_gflops <= 0 || p.bandwidth_gbs <= 0) return r;
+  r.compute_bound = w.flops > 0 && w.flops / w.bytes >= p.fma_gflops / p.bandwidth_gbs;
+  r.fraction = r.compute_bound ? w.flops / seconds / 1e9 / p.fma_gflops
+                               : w.bytes / seconds / 1e9 / p.bandwidth_gbs;
+  return r;
+}
+
 }  // namespace kiln::cli

@@ -2,7 +2,10 @@
 // --per-layer` divides each kernel's rate by; cached on disk per CPU model and thread count.
 #pragma once
 
+#include <cmath>
 #include <string>
+
+#include "graph/kernel_spec.h"
 
 namespace kiln::cli {
 
@@ -26,5 +29,22 @@ std::string cpu_model_name();
 
 // $XDG_CACHE_HOME/kiln/peaks.txt, else ~/.cache/kiln/peaks.txt; empty if neither is set.
 std::string peaks_cache_file();
+
+// What one call of a kernel does: a short label of its op and fusions ("conv 3x3/s2 +relu"),
+// its flops (0 for kernels without multiply-adds) and the bytes it must move (every input,
+// weights included, and the output).
+struct KernelWork {
+  std::string op;
+  double flops = 0, bytes = 0;
+};
+KernelWork kernel_work(const graph::KernelSpec& k);
+
+// Roofline: a kernel whose flops per byte exceed the machine's is bound by the FMA peak, any
+// other by bandwidth; `fraction` is taken of the bound that applies (NAN without a time).
+struct Roofline {
+  double fraction = NAN;
+  bool compute_bound = false;
+};
+Roofline roofline(const Peaks& p, const KernelWork& w, double seconds);
 
 }  // namespace kiln::cli

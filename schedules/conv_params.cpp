@@ -1,0 +1,278 @@
+// Convolution schedule parameters: text form, validation, the default choice and the tuner's
+// candidates.
+#include "schedules/conv_params.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+namespace kiln::schedules {
+namespace {
+
+struct FamilyInfo {
+  ConvFamily family;
+  const char* name;
+  std::vector<std::string> knobs;
+};
+
+const std::vector<FamilyInfo>& families() {
+  static const std::vector<FamilyInfo> f = {
+      {ConvFamily::naive, "naive", {}},
+      {ConvFamily::wide, "wide", {"block", "rows", "split", "stage"}},
+      {ConvFamily::deep, "deep", {"block", "chunk", "tasks"}},
+      {ConvFamily::grouped, "grouped", {}},
+  };
+  return f;
+}
+
+const FamilyInfo& info(ConvFamily family) {
+  for (const FamilyInfo& f : families())
+    if (f.family == family) return f;
+  return families().front();
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const std::string& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s.empty() ? "none" : s;
+}
+
+bool parse_int(const std::string& s, int lo, int hi, int* out) {
+  if (s.empty() || s.size() > 6 || !std::all_of(s.begin(), s.end(), ::isdigit)) return false;
+  const int v = std::stoi(s);
+  if (v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+int vector_lanes(const Halide::Target& t) { return t.natural_vector_size<float>(); }
+
+// Vector registers the accumulators of a register tile may take: the file less one weight
+// vector and one broadcast (more than that and LLVM spills accumulators in the inner loop).
+int accumulator_registers(const Halide::Target& t) {
+  return (t.has_feature(Halide::Target::AVX512) ? 32 : 16) - 2;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The first of the target's preferred tiles that fits the output (the lists end with 1x1).
+RegisterBlock preferred_block(const ConvShape& s, const Halide::Target& t, int seven_wide) {
+  const int vec = vector_lanes(t);
+  if (s.out_channels < vec) return {0, 1};
+  for (const RegisterBlock& b : cpu_register_blocks(t, seven_wide))
+    if (b.vectors * vec <= s.out_channels && b.pixels <= s.out_width) return b;
+  return {1, 1};
+}
+
+// Parallel tasks of a schedule (as the schedule files split the loops).
+int64_t task_count(const ConvParams& p, const ConvShape& s, const Halide::Target& t) {
+  const int64_t channels = p.block.vectors ? int64_t{p.block.vectors} * vector_lanes(t) : 1;
+  const int64_t channel_blocks = ceil_div(s.out_channels, channels);
+  if (p.family == ConvFamily::deep) {
+    const int64_t bands = std::clamp<int64_t>(ceil_div(p.tasks, channel_blocks), 1, s.out_height);
+    return channel_blocks * ceil_div(s.out_height, ceil_div(s.out_height, bands)) * s.batch;
+  }
+  const int64_t strips = ceil_div(s.out_height, p.rows) * s.batch;
+  return p.split_channels ? strips * channel_blocks : strips;
+}
+
+}  // namespace
+
+bool operator==(const ConvParams& a, const ConvParams& b) { return to_string(a) == to_string(b); }
+
+std::string to_string(const ConvParams& p) {
+  std::ostringstream s;
+  s << info(p.family).name;
+  const std::string block =
+      std::to_string(p.block.vectors) + "x" + std::to_string(p.block.pixels);
+  if (p.family == ConvFamily::wide)
+    s << " block=" << block << " rows=" << p.rows << " split=" << (p.split_channels ? 1 : 0)
+      << " stage=" << (p.stage_input ? "copy" : "in_place");
+  if (p.family == ConvFamily::deep)
+    s << " block=" << block << " chunk=" << p.chunk << " tasks=" << p.tasks;
+  return s.str();
+}
+
+std::string parse_conv_params(const std::string& text, ConvParams* out) {
+  ConvParams p = *out;
+  std::istringstream words(text);
+  std::string word;
+  bool any = false;
+  while (words >> word) {
+    any = true;
+    const size_t eq = word.find('=');
+    if (eq == std::string::npos) {  // a family: the knobs after it are its own
+      bool known = false;
+      for (const FamilyInfo& f : families())
+        if (word == f.name) p.family = f.family, known = true;
+      if (!known) {
+        std::vector<std::string> names;
+        for (const FamilyInfo& f : families()) names.push_back(f.name);
+        return "no convolution schedule family is called '" + word + "' (" + join(names) + ")";
+      }
+      continue;
+    }
+    const std::string key = word.substr(0, eq), value = word.substr(eq + 1);
+    const FamilyInfo& fam = info(p.family);
+    if (std::find(fam.knobs.begin(), fam.knobs.end(), key) == fam.knobs.end())
+      return "'" + key + "' is not a knob of schedule family " + fam.name + " (knobs: " +
+             join(fam.knobs) + ")";
+    const std::string bad = "bad value '" + value + "' for knob " + key;
+    if (key == "block") {
+      const size_t x = value.find('x');
+      RegisterBlock b{};
+      if (x == std::string::npos || !parse_int(value.substr(0, x), 0, 16, &b.vectors) ||
+          !parse_int(value.substr(x + 1), 1, 64, &b.pixels))
+        return bad + " (VECTORSxPIXELS, e.g. 2x14)";
+      p.block = b;
+    } else if (key == "rows") {
+      if (!parse_int(value, 1, 4096, &p.rows)) return bad + " (1..4096)";
+    } else if (key == "split") {
+      if (value != "0" && value != "1") return bad + " (0 or 1)";
+      p.split_channels = value == "1";
+    } else if (key == "stage") {
+      if (value != "copy" && value != "in_place") return bad + " (copy or in_place)";
+      p.stage_input = value == "copy";
+    } else if (key == "chunk") {
+      if (!parse_int(value, 8, 65536, &p.chunk)) return bad + " (8..65536)";
+    } else if (key == "tasks") {
+      if (!parse_int(value, 1, 4096, &p.tasks)) return bad + " (1..4096)";
+    }
+  }
+  if (!any) return "an empty schedule";
+  *out = p;
+  return "";
+}
+
+std::string conv_params_error(const ConvParams& p, const ConvShape& s, const Halide::Target& t) {
+  if (p.family == ConvFamily::naive) return "";
+  if (t.has_gpu_feature()) return "";  // the GPU schedule has no knobs
+  if (s.narrow_groups != (p.family == ConvFamily::grouped))
+    return s.narrow_groups ? "groups narrower than a vector take the grouped (or naive) schedule"
+                           : "the grouped schedule is for groups narrower than a vector";
+  if (p.family == ConvFamily::grouped) return "";
+  const int vec = vector_lanes(t);
+  const RegisterBlock& b = p.block;
+  const std::string tile = std::to_string(b.vectors) + "x" + std::to_string(b.pixels);
+  if (b.vectors == 0 && s.out_channels >= vec)
+    return "block " + tile + " leaves the output channels unvectorized";
+  if (b.vectors * vec > s.out_channels || b.pixels > s.out_width)
+    return "block " + tile + " (" + std::to_string(b.vectors * vec) + " channels x " +
+           std::to_string(b.pixels) + " pixels) is larger than the output (" +
+           std::to_string(s.out_channels) + " x " + std::to_string(s.out_width) + ")";
+  if (b.vectors * b.pixels > accumulator_registers(t))
+    return "block " + tile + " needs " + std::to_string(b.vectors * b.pixels) +
+           " accumulator registers; the target has " + std::to_string(accumulator_registers(t));
+  if (p.family == ConvFamily::wide) {
+    if (!p.stage_input && (s.kernel_w != 1 || s.kernel_h != 1 || s.padded))
+      return "stage=in_place takes only 1x1 windows without padding";
+  }
+  return "";
+}
+
+ConvParams default_conv_params(const ConvShape& s, const Halide::Target& t) {
+  ConvParams p;
+  if (s.narrow_groups) {
+    p.family = ConvFamily::grouped;
+    return p;
+  }
+  const int64_t pixels = int64_t{s.out_height} * s.out_width;
+  const int64_t taps = int64_t{s.kernel_h} * s.kernel_w;
+  const bool deep =
+      pixels <= 64 || (pixels <= 196 && taps > 1 && s.reduction_channels * taps >= 1024);
+  if (deep) {
+    p.family = ConvFamily::deep;
+    // 7-wide outputs take 3x7 tiles (21 accumulators) on AVX-512: 4x7 needs 33 registers and
+    // LLVM spills in the inner loop; on the 7x7, 512 -> 512 layer 3x7 measured 226 GFLOP/s
+    // against 217 for 4x7 (1 thread).
+    p.block = preferred_block(s, t, 3);
+    return p;
+  }
+  p.family = ConvFamily::wide;
+  // Measured on the reference layer (1 thread): 2x14 and 4x7 are equal there, but 4x7 needs 33
+  // registers (LLVM spills one accumulator) and streams twice the weight bytes per FMA: 64% vs
+  // 78% of peak on a 256->256 channel 3x3 layer. 4x7 stays for 7..13 pixel wide outputs.
+  p.block = preferred_block(s, t, 4);
+  p.rows = taps == 1 ? 1 : 2;  // 1x1 kernels have no halo rows to amortize
+  p.rows = std::min(p.rows, s.out_height);
+  // Short outputs have too few row strips to keep 2 threads busy: split channel blocks too.
+  p.split_channels = p.block.vectors > 0 && s.out_height < 10;
+  p.stage_input = !(taps == 1 && !s.padded);
+  return p;
+}
+
+double conv_cost_estimate(const ConvParams& p, const ConvShape& s, const Halide::Target& t,
+                          int threads) {
+  const int vec = vector_lanes(t);
+  const int64_t channels = p.block.vectors ? int64_t{p.block.vectors} * vec : 1;
+  const double steps = double(s.reduction_channels) * s.kernel_w * s.kernel_h;
+  // Vector multiply-adds, with the edge tiles' overlap (ShiftInwards recomputes it).
+  const double tiles = double(ceil_div(s.out_channels, channels)) *
+                       double(ceil_div(s.out_width, p.block.pixels)) * s.out_height * s.batch;
+  const double fmas = tiles * std::max(1, p.block.vectors) * p.block.pixels * steps;
+  // Two multiply-adds and three loads per cycle; each step loads the tile's weight vectors and
+  // broadcasts one input per pixel.
+  const double loads = tiles * (std::max(1, p.block.vectors) + p.block.pixels) * steps;
+  double cycles = std::max(fmas / 2, loads / 3);
+  if (p.family == ConvFamily::wide && p.stage_input) {
+    // Each task stages its input rows (and the halo) once per channel block it covers.
+    const double copies = p.split_channels ? double(ceil_div(s.out_channels, channels)) : 1;
+    const double halo = double(p.rows + s.kernel_h - 1) / p.rows;
+    cycles += copies * halo * s.out_height * s.out_width * s.batch * s.reduction_channels / vec;
+  }
+  const int64_t tasks = task_count(p, s, t);
+  const double rounds = double(ceil_div(tasks, threads));
+  const double balance = double(tasks) / (rounds * threads);
+  return cycles / balance + 2000.0 * rounds;  // and a fixed cost per task
+}
+
+std::vector<ConvParams> conv_candidates(const ConvShape& s, const Halide::Target& t, int threads,
+                                        size_t limit) {
+  const ConvParams base = default_conv_params(s, t);
+  std::vector<ConvParams> out = {base};
+  if (base.family == ConvFamily::grouped || t.has_gpu_feature()) return out;
+  const int vec = vector_lanes(t);
+  std::vector<RegisterBlock> blocks;
+  if (s.out_channels < vec) {
+    blocks.push_back({0, 1});
+  } else {
+    for (int v = 1; v <= 4 && v * vec <= s.out_channels; ++v)
+      for (int px : {1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 28})
+        if (px <= s.out_width && v * px <= accumulator_registers(t)) blocks.push_back({v, px});
+  }
+  std::vector<ConvParams> wide, deep;
+  for (const RegisterBlock& b : blocks) {
+    ConvParams p = base;
+    p.block = b;
+    p.family = ConvFamily::wide;
+    for (int rows : {1, 2, 4})
+      for (bool split : {false, true})
+        for (bool stage : {true, false}) {
+          p.rows = rows, p.split_channels = split, p.stage_input = stage;
+          if (conv_params_error(p, s, t).empty()) wide.push_back(p);
+        }
+    p = base;
+    p.block = b;
+    p.family = ConvFamily::deep;
+    for (int chunk : {144, 288, 576})
+      for (int tasks : {8, 16, 32}) {
+        p.chunk = chunk, p.tasks = tasks;
+        if (conv_params_error(p, s, t).empty()) deep.push_back(p);
+      }
+  }
+  // Each family ranked on its own: the model sees neither cache misses nor the reduction
+  // chunk, which is what separates the families, so the measurement chooses between them.
+  for (std::vector<ConvParams>* family : {&wide, &deep}) {
+    std::stable_sort(family->begin(), family->end(), [&](const ConvParams& a, const ConvParams& b) {
+      return conv_cost_estimate(a, s, t, threads) < conv_cost_estimate(b, s, t, threads);
+    });
+  }
+  for (size_t i = 0; out.size() < limit && (i < wide.size() || i < deep.size()); ++i)
+    for (const std::vector<ConvParams>* family : {&wide, &deep})
+      if (i < family->size() && out.size() < limit &&
+          std::find(out.begin(), out.end(), (*family)[i]) == out.end())
+        out.push_back((*family)[i]);
+  return out;
+}
+
+}  // namespace kiln::schedules

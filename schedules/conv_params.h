@@ -1,0 +1,80 @@
+// Convolution schedules as data. A schedule is a family and the values of its knobs, with a
+// one-line text form ("wide block=2x14 rows=2 split=0 stage=copy") that `kiln tune` searches,
+// the schedule database stores and ConvKernelSpec::schedule and `--set` take. The default
+// choice for a layer is the heuristic the families' comments measured; the tuner starts there.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "Halide.h"
+#include "schedules/conv_schedule.h"
+
+namespace kiln::schedules {
+
+// What a convolution schedule is chosen for: the generated kernel's constant shapes.
+struct ConvShape {
+  int out_channels = 1, out_width = 1, out_height = 1, batch = 1;
+  int reduction_channels = 1;  // input channels one output reads (its group block's, if grouped)
+  int kernel_w = 1, kernel_h = 1;
+  bool padded = false;
+  // Groups with fewer output channels than a vector: only `grouped` (and `naive`) apply.
+  bool narrow_groups = false;
+};
+
+// naive: Halide's default (a baseline). wide: register tiles, parallel over row strips
+// (conv_schedule_cpu.cpp). deep: register tiles over a chunked reduction, parallel over channel
+// blocks (conv_schedule_cpu_deep.cpp). grouped: pixels in vectors, for narrow groups
+// (conv_schedule_cpu_grouped.cpp). GPU targets have one schedule: only `naive` changes them.
+enum class ConvFamily { naive, wide, deep, grouped };
+
+struct ConvParams {
+  ConvFamily family = ConvFamily::wide;
+  // wide, deep: the register tile, output-channel vectors x output pixels along x. 0 vectors:
+  // one output channel per tile, not vectorized (layers with fewer channels than a vector).
+  RegisterBlock block{1, 1};
+  int rows = 2;                 // wide: output rows per parallel task
+  bool split_channels = false;  // wide: one task per (channel block, row strip), not per strip
+  // wide: each task stages a zero-padded copy of its input rows; false reads the input in
+  // place, which only unpadded 1x1 windows allow.
+  bool stage_input = true;
+  int chunk = 288;  // deep: reduction steps (input channel x tap) per chunk of weights
+  int tasks = 16;   // deep: parallel tasks to aim for (row bands split channel blocks)
+
+  friend bool operator==(const ConvParams& a, const ConvParams& b);
+};
+
+// The canonical text: the family, then its own knobs in a fixed order.
+std::string to_string(const ConvParams& p);
+// Reads "family key=value ..." or "key=value ..." into *p: knobs not named keep *p's values,
+// and a family named anywhere switches to it, keeping the values of the knobs it shares (the
+// knobs after it are the new family's). Returns why the text is
+// not a schedule, or "" (and *p is then changed).
+std::string parse_conv_params(const std::string& text, ConvParams* p);
+// Why `p` cannot schedule a layer of shape `s` on `target`, or "". Register tiles must fit the
+// output (a tile is never clipped) and the register file.
+std::string conv_params_error(const ConvParams& p, const ConvShape& s, const Halide::Target& target);
+
+// The default choice: deep for outputs of at most 64 pixels, or at most 196 pixels (14x14) from
+// a spatial kernel with at least 1024 (input channel x tap) steps; grouped for narrow groups;
+// wide otherwise, reading unpadded 1x1 inputs in place. The register tile is the target's
+// preferred one that fits. Measured, deep against wide (1 thread, weights evicted between
+// calls): 7x7 outputs of 512..2048 channels 1.25-1.30x, the stride-2 1x1 14x14 -> 7x7
+// 1024 -> 2048 1.77x, 3x3 14x14 256 -> 256 1.12x, but 1x1 14x14 0.90-0.97x and 28x28 layers
+// equal. In place against staged 1x1 inputs (same run, 2 threads): 1.01-1.28x, most on thin
+// layers where the staged copy was a large share; in place inside deep measured 0.44-1.01x, so
+// deep 1x1 layers keep their copy.
+ConvParams default_conv_params(const ConvShape& s, const Halide::Target& target);
+
+// The tuner's search space for `s`: every valid schedule of the families that apply, ranked by
+// estimated cost (conv_cost_estimate, best first) and cut to `limit`. The default is always
+// among them.
+std::vector<ConvParams> conv_candidates(const ConvShape& s, const Halide::Target& target,
+                                        int threads, size_t limit);
+// A relative cost (lower is better) from a simple model: multiply-adds including those the
+// overlapping edge tiles repeat, loads per multiply-add of the register tile, and idle
+// threads on the last round of tasks. For pruning, not for choosing: candidates are measured.
+double conv_cost_estimate(const ConvParams& p, const ConvShape& s, const Halide::Target& target,
+                          int threads);
+
+}  // namespace kiln::schedules

@@ -1,0 +1,223 @@
+// Schedule tuning: the schedule database (round trip, malformed files, stale records that must
+// never apply), schedules from it reaching the generated kernels, and `kiln tune` end to end on
+// the reference model with a budget of seconds (records written, a rerun resumes, a schedule
+// tried by hand, nonsense refused).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "codegen/kernel_library.h"
+#include "codegen/schedule_db.h"
+#include "graph/builder.h"
+#include "graph/example.h"
+#include "graph/passes/pipeline.h"
+#include "graph/reference.h"
+#include "kiln/runtime.h"
+#include "runtime/kernels.h"
+
+namespace kiln {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+class TuneTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/kiln_tune_test_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  // The kiln binary with its caches in the test's directory; exit code, stdout + stderr.
+  int kiln(const std::string& args, std::string* output) const {
+    const std::string cmd = "cd '" + dir_.string() + "' && XDG_CACHE_HOME='" + dir_.string() +
+                            "/cache' '" KILN_BINARY "' " + args + " >out.txt 2>&1";
+    const int status = std::system(cmd.c_str());
+    *output = slurp(dir_ / "out.txt");
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+  fs::path dir_;
+};
+
+// The reference model's convolution, lowered: the kernel the records below are about.
+graph::KernelSpec example_conv() {
+  ModelOptions o;
+  o.lower_only = true;
+  const Model m(graph::run_passes(graph::reference_example()), o);
+  for (const graph::KernelSpec& k : m.kernels())
+    if (std::holds_alternative<graph::ConvKernelSpec>(k)) return k;
+  throw std::logic_error("the example has no convolution");
+}
+
+std::string best_target() {
+  return runtime::cpu_targets()[static_cast<size_t>(runtime::best_cpu_target())];
+}
+
+codegen::ScheduleRecord record_for(const graph::KernelSpec& k, const std::string& target,
+                                   const std::string& schedule) {
+  codegen::ScheduleRecord r;
+  r.kernel = graph::kernel_name(k);
+  r.signature = graph::kernel_signature(k);
+  r.target = target;
+  r.schedule = schedule;
+  r.median_us = 12.5;
+  r.default_us = 20.25;
+  r.spread = 0.03;
+  r.threads = 2;
+  r.cpu = "a \"quoted\"\nname";  // escaping is the JSON library's job
+  return r;
+}
+
+TEST_F(TuneTest, DatabaseRoundTripsSortedAndReplacesByKey) {
+  const graph::KernelSpec k = example_conv();
+  codegen::ScheduleDb db;
+  db.put(record_for(k, "x86-64-linux", "deep chunk=144"));
+  db.put(record_for(k, "x86-64-linux-sse41-avx-f16c-fma-avx2", "wide rows=1"));
+  db.put(record_for(k, "x86-64-linux", "deep chunk=576"));  // same key: replaces
+  ASSERT_EQ(db.records().size(), 2u);
+  db.save(path("db.jsonl"));
+  const std::string text = slurp(path("db.jsonl"));
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 2) << "one record per line:\n" << text;
+  EXPECT_LT(text.find("\"target\":\"x86-64-linux\""), text.find("avx2")) << "sorted by target";
+
+  const codegen::ScheduleDb back = codegen::ScheduleDb::load(path("db.jsonl"));
+  ASSERT_EQ(back.records().size(), 2u);
+  const codegen::ScheduleRecord* r = back.find(graph::kernel_signature(k), "x86-64-linux");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->schedule, "deep chunk=576");
+  EXPECT_EQ(r->cpu, "a \"quoted\"\nname");
+  EXPECT_DOUBLE_EQ(r->default_us, 20.25);
+  EXPECT_EQ(back.find(graph::kernel_signature(k) + " ", "x86-64-linux"), nullptr);
+  EXPECT_TRUE(codegen::ScheduleDb::load(path("missing.jsonl")).records().empty());
+}
+
+TEST_F(TuneTest, MalformedDatabaseNamesTheLine) {
+  std::ofstream(path("bad.jsonl")) << "\n{\"signature\":\"s\",\"target\":\"t\",\"schedule\":\"naive\"}\n"
+                                   << "{\"signature\": 3}\n";
+  try {
+    codegen::ScheduleDb::load(path("bad.jsonl"));
+    ADD_FAILURE() << "a malformed record was accepted";
+  } catch (const graph::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("line 3"), std::string::npos) << e.what();
+  }
+}
+
+// Records for another target, a changed kernel or a schedule that no longer fits are reported
+// and never applied; the exact record applies.
+TEST_F(TuneTest, StaleRecordsAreReportedAndNeverApplied) {
+  const graph::KernelSpec k = example_conv();
+  const std::string target = best_target();
+  const std::string other = target == "x86-64-linux" ? "x86-64-linux-sse41-avx-f16c-fma-avx2"
+                                                     : "x86-64-linux";
+  codegen::ScheduleDb db;
+  db.put(record_for(k, other, "deep chunk=144"));
+  codegen::ScheduleRecord changed = record_for(k, target, "deep chunk=144");
+  changed.signature += "[changed]";
+  db.put(changed);
+  const codegen::ScheduleLookup lookup = db.lookup();
+  EXPECT_EQ(lookup(k, target), "");
+  std::vector<std::string> stale = codegen::stale_records(db, {k}, {target});
+  ASSERT_EQ(stale.size(), 2u);
+  EXPECT_NE(stale[0].find("different kernel signature"), std::string::npos) << stale[0];
+  EXPECT_NE(stale[1].find("tuned for target " + other), std::string::npos) << stale[1];
+
+  db.put(record_for(k, target, "wide block=9x28"));  // too large a tile for any target here
+  EXPECT_EQ(db.lookup()(k, target), "");
+  stale = codegen::stale_records(db, {k}, {target});
+  ASSERT_EQ(stale.size(), 1u);
+  EXPECT_NE(stale[0].find("no longer applies"), std::string::npos) << stale[0];
+
+  db.put(record_for(k, target, "deep chunk=144"));
+  EXPECT_EQ(db.lookup()(k, target).rfind("deep ", 0), 0u);
+  EXPECT_NE(db.lookup()(k, target).find("chunk=144"), std::string::npos);
+  EXPECT_TRUE(codegen::stale_records(db, {k}, {target}).empty());
+  const std::vector<codegen::ScheduleUse> uses = codegen::schedule_uses({k}, target, &db);
+  ASSERT_EQ(uses.size(), 1u);
+  EXPECT_EQ(uses[0].origin, "tuned (DB)");
+  EXPECT_EQ(uses[0].schedule.rfind("deep ", 0), 0u) << uses[0].schedule;
+  EXPECT_NE(uses[0].schedule.find("chunk=144"), std::string::npos) << uses[0].schedule;
+}
+
+// A record reaches the compiled kernel: the model runs with the tuned schedule and matches the
+// reference; the kernel cache tells the tuned kernels from the default ones.
+TEST_F(TuneTest, TunedRecordCompilesAndMatchesTheReference) {
+  const graph::Graph g = graph::reference_example();
+  const graph::Tensor x{{1, 64, 56, 56}, graph::Layout::nchw,
+                        graph::random_uniform(64 * 56 * 56, -1.0f, 1.0f, 11)};
+  const graph::Tensor want = graph::run_reference(g, {x})[0];
+  codegen::ScheduleDb db;
+  const std::string target = best_target();
+  db.put(record_for(example_conv(), target, "deep block=1x4 chunk=144 tasks=8"));
+  for (const bool tuned : {false, true}) {
+    codegen::CodegenOptions c;
+    c.cache_dir = path("cache");
+    if (tuned) c.schedules = db.lookup();
+    ModelOptions o;
+    o.generate_kernels = codegen::kernel_generator(c);
+    Model m(graph::run_passes(g), o);
+    ASSERT_TRUE(m.run({x}));
+    const TensorView out = m.output(0);
+    const graph::Tensor got = graph::to_layout(out.data, out.shape, out.layout, graph::Layout::nchw);
+    EXPECT_LE(graph::worst_error_ratio(got.data, want.data, 1e-4, 1e-5), 1.0) << "tuned " << tuned;
+  }
+  int entries = 0;
+  for (const auto& e : fs::directory_iterator(path("cache") + "/kernels")) entries += e.is_directory();
+  EXPECT_EQ(entries, 2) << "the tuned kernels must not share the default's cache entry";
+}
+
+// `kiln tune` on the reference model with a budget of seconds: a record per tunable kernel,
+// then a rerun that measures nothing, a schedule tried by hand, and refusals.
+TEST_F(TuneTest, TuneWritesResumesAndTriesByHand) {
+  std::string out;
+  ASSERT_EQ(kiln("tune example --db db.jsonl --budget 1 --candidates 3 --rounds 3", &out), 0) << out;
+  EXPECT_NE(out.find("[1/1] conv_out"), std::string::npos) << out;
+  EXPECT_NE(out.find("geometric-mean speedup"), std::string::npos) << out;
+  const codegen::ScheduleDb db = codegen::ScheduleDb::load(path("db.jsonl"));
+  ASSERT_EQ(db.records().size(), 1u);
+  const codegen::ScheduleRecord& r = db.records()[0];
+  EXPECT_EQ(r.signature, graph::kernel_signature(example_conv()));
+  EXPECT_EQ(r.target, best_target());
+  EXPECT_GT(r.median_us, 0);
+  EXPECT_GT(r.default_us, 0);
+  EXPECT_LE(r.median_us, r.default_us) << "a record never holds a schedule slower than the default";
+  EXPECT_EQ(r.candidates, 3);
+
+  const std::string before = slurp(path("db.jsonl"));
+  ASSERT_EQ(kiln("tune example --db db.jsonl --budget 1", &out), 0) << out;
+  EXPECT_NE(out.find("1 kernels kept from the database"), std::string::npos) << out;
+  EXPECT_EQ(out.find("compiling"), std::string::npos) << "a rerun compiled candidates:\n" << out;
+  EXPECT_EQ(slurp(path("db.jsonl")), before);
+
+  ASSERT_EQ(kiln("tune example --db db.jsonl --kernel conv_out --set deep --set chunk=144 --rounds 3",
+                 &out), 0) << out;
+  EXPECT_NE(out.find("trial:"), std::string::npos) << out;
+  EXPECT_NE(out.find("chunk=144"), std::string::npos) << out;
+  EXPECT_EQ(slurp(path("db.jsonl")), before) << "--set must not change the database";
+
+  EXPECT_EQ(kiln("tune example --db db.jsonl --kernel conv_out --set deep --set split=1", &out), 1)
+      << out;
+  EXPECT_NE(out.find("'split' is not a knob of schedule family deep"), std::string::npos) << out;
+  EXPECT_EQ(kiln("tune example --db db.jsonl --kernel A_to_nhwc --set rows=1", &out), 1) << out;
+  EXPECT_NE(out.find("no schedule knobs"), std::string::npos) << out;
+  EXPECT_EQ(kiln("tune example --db db.jsonl --kernel nope", &out), 2) << out;
+  EXPECT_EQ(kiln("tune example --set rows=1 --db db.jsonl", &out), 2) << out;
+  EXPECT_EQ(kiln("tune example", &out), 2) << out;
+  EXPECT_EQ(kiln("run example --schedules missing.jsonl", &out), 1) << out;
+  EXPECT_NE(out.find("no such file"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,363 @@
+// kiln tune: searches each tunable kernel's schedule parameters by measurement and keeps the
+// winners in a schedule database that compile / run / bench apply with --schedules.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+#include <thread>
+
+#include "cli.h"
+#include "codegen/kernel_pipeline.h"
+#include "codegen/schedule_db.h"
+#include "commands.h"
+#include "graph/kernel_spec.h"
+#include "peaks.h"
+#include "runtime/kernels.h"
+#include "tuner.h"
+
+namespace kiln::cli {
+namespace {
+
+constexpr const char* kHelp = R"(usage: kiln tune MODEL --db FILE [options]
+
+Searches the schedule of each kernel of MODEL (an .onnx file, or "example") that has schedule
+knobs (today: dense and grouped convolutions, and MatMuls run as 1x1 convolutions; see
+docs/tuning.md) for one CPU target, and records the fastest in FILE, a schedule database of one
+JSON record per line keyed by the kernel's signature and the target. `kiln compile`, `run` and
+`bench` apply it with --schedules FILE.
+
+For each kernel: candidates from the schedule families' parameter space, ranked by a simple
+cost model and cut to --candidates; compiled in parallel (separate processes); each checked
+against the reference interpreter (rtol 1e-3, atol 1e-4) before it may win; then timed one at
+a time, interleaved with the best so far (the kernel alone on seeded random inputs, a 64 MiB
+buffer written before each call so the weights come from memory as they do in a network).
+A candidate replaces the best only when its median is at least 2% lower. Finally the winner
+and the default are timed again side by side; the default is kept unless the winner is faster
+there too. Kernels the database already holds for this target are kept (a rerun resumes), and
+the database is rewritten after each kernel, so an interrupted run loses only the kernel in
+progress. Ends with a table: the default and tuned schedule of each kernel, their times from
+the same run and the tuned one's share of the FMA peak.
+
+options:
+  --db FILE            the schedule database to extend (created if missing)
+  --target T           the CPU target to tune for: avx512, avx2, sse41 or one of the build's
+                       Halide target strings (default: the best this CPU runs)
+  --budget MINUTES     time for the whole run (default 30); each kernel gets an equal share of
+                       what is left, and stops trying candidates when it is spent
+  --threads N          threads the kernels run with (default: one per core)
+  --jobs N             candidates compiled at once (default: one per core)
+  --candidates N       schedules tried per kernel, the default included (default 16)
+  --rounds N           timed calls of each schedule per comparison (default 15)
+  --kernel NAME        tune only this kernel (a name from `kiln inspect`)
+  --set KNOB=VALUE     with --kernel: compile the kernel's current schedule (its record, else
+                       the default) with this knob changed, check it, time it against the
+                       current one and print both; the database is not changed. Repeatable;
+                       a family name switches family: --set deep --set chunk=144
+  --retune             measure kernels the database already holds again
+  -h, --help           this text
+)";
+
+struct TuneArgs {
+  std::string model, db;
+  int target = -1, threads = 0, jobs = 0, candidates = 16, rounds = 15;
+  double budget_s = 30 * 60;
+  std::string kernel;
+  std::vector<std::string> sets;
+  bool retune = false;
+};
+
+TuneArgs parse(const Args& args) {
+  TuneArgs a;
+  a.model = single_model(args);
+  a.db = args.get("--db");
+  if (a.db.empty()) throw UsageError("--db FILE is required (the schedule database to write)");
+  const int best = runtime::best_cpu_target();
+  if (best < 0) throw graph::Error("this CPU supports none of Kiln's CPU targets");
+  a.target = args.has("--target") ? parse_cpu_target("--target", args.get("--target")) : best;
+  a.budget_s = 60.0 * args.get_int("--budget", 30, 1, 100000);
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  a.threads = args.get_int("--threads", 0, 1, 1024);
+  a.jobs = args.get_int("--jobs", cores, 1, 256);
+  a.candidates = args.get_int("--candidates", 16, 1, 1000);
+  a.rounds = args.get_int("--rounds", 15, 3, 10000);
+  a.kernel = args.get("--kernel");
+  a.sets = args.get_all("--set");
+  a.retune = args.has("--retune");
+  if (!a.sets.empty() && a.kernel.empty())
+    throw UsageError("--set needs --kernel NAME (the kernel whose schedule it changes)");
+  for (const std::string& s : a.sets)
+    if (s.empty()) throw UsageError("--set needs KNOB=VALUE or a family name");
+  return a;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+std::string minutes(double s) {
+  char buf[32];
+  const int total = static_cast<int>(std::max(0.0, s));
+  std::snprintf(buf, sizeof buf, "%d:%02d", total / 60, total % 60);
+  return buf;
+}
+
+// One line of progress per step on a terminal (rewritten in place), one per kernel otherwise.
+class Progress {
+ public:
+  Progress() : tty_(isatty(STDERR_FILENO)) {}
+  void update(const std::string& line) {
+    if (tty_) std::fprintf(stderr, "\r\033[K%s", line.c_str());
+    last_ = line;
+  }
+  void done() {
+    if (tty_)
+      std::fprintf(stderr, "\n");
+    else if (!last_.empty())
+      std::fprintf(stderr, "%s\n", last_.c_str());
+    last_.clear();
+  }
+
+ private:
+  bool tty_;
+  std::string last_;
+};
+
+std::string bar(size_t done, size_t total) {
+  const size_t width = 16, filled = total ? done * width / total : width;
+  return "[" + std::string(filled, '#') + std::string(width - filled, '-') + "]";
+}
+
+struct Outcome {
+  std::string kernel, op, default_schedule, schedule, note;
+  double default_us = 0, tuned_us = 0, flops = 0;
+  bool measured = false;
+};
+
+// Tunes one kernel; returns its record (schedule = the default when nothing beat it).
+Outcome tune_kernel(const graph::Graph& optimized, const graph::KernelSpec& spec,
+                    const std::string& target, const TuneArgs& a, double budget_s,
+                    const std::string& label, codegen::ScheduleRecord* record) {
+  const auto start = std::chrono::steady_clock::now();
+  const Halide::Target t(target);
+  const int threads = a.threads > 0 ? a.threads
+                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const std::vector<std::string> candidates =
+      codegen::schedule_candidates(spec, t, threads, static_cast<size_t>(a.candidates));
+  Outcome o;
+  o.kernel = graph::kernel_name(spec);
+  o.op = kernel_work(spec).op;
+  o.default_schedule = o.schedule = candidates.front();
+  o.flops = kernel_work(spec).flops;
+  LocalMeasurerOptions mo;
+  mo.cpu_target = a.target;
+  mo.threads = a.threads;
+  mo.compile_jobs = a.jobs;
+  mo.cache_dir = cache_dir();
+  std::unique_ptr<Measurer> m = local_measurer(kernel_graph(optimized, o.kernel), mo);
+
+  Progress progress;
+  progress.update(label + " compiling " + std::to_string(candidates.size()) + " candidates");
+  const std::vector<std::string> errors = m->prepare(candidates);
+  if (!errors.front().empty())
+    throw graph::Error("kernel '" + o.kernel + "': its default schedule failed: " + errors.front());
+  std::string best = candidates.front();
+  double best_us = 0;
+  size_t tried = 1, refused = 0;
+  for (size_t i = 1; i < candidates.size(); ++i) {
+    if (seconds_since(start) > budget_s) {
+      o.note = "budget spent after " + std::to_string(tried) + " of " +
+               std::to_string(candidates.size());
+      break;
+    }
+    ++tried;
+    if (!errors[i].empty()) {
+      ++refused;
+      continue;
+    }
+    const auto [inc, cand] = m->compare(best, candidates[i], a.rounds);
+    best_us = inc.median_us;
+    if (cand.median_us < 0.98 * inc.median_us) best = candidates[i], best_us = cand.median_us;
+    char line[256];
+    std::snprintf(line, sizeof line, " %s %zu/%zu  best %.1f us%s", bar(tried, candidates.size()).c_str(),
+                  tried, candidates.size(), best_us, best == candidates.front() ? " (default)" : "");
+    progress.update(label + line);
+  }
+  // The winner against the default, side by side, once more: the record states both.
+  const auto [def, win] = m->compare(candidates.front(), best, a.rounds);
+  o.default_us = def.median_us;
+  o.tuned_us = win.median_us;
+  Timing kept = win;
+  if (!(win.median_us < def.median_us)) {
+    best = candidates.front(), o.tuned_us = def.median_us, kept = def;
+  }
+  o.schedule = best;
+  o.measured = true;
+  if (refused) o.note += (o.note.empty() ? "" : "; ") + std::to_string(refused) + " refused";
+  char line[256];
+  std::snprintf(line, sizeof line, " done: %.1f us -> %.1f us (%.2fx)%s%s", o.default_us, o.tuned_us,
+                o.default_us / o.tuned_us, o.note.empty() ? "" : ", ", o.note.c_str());
+  progress.update(label + line);
+  progress.done();
+  if (!errors.empty())
+    for (size_t i = 1; i < candidates.size(); ++i)
+      if (!errors[i].empty() && errors[i].find("wrong results") != std::string::npos)
+        std::fprintf(stderr, "  refused '%s': %s\n", candidates[i].c_str(),
+                     graph::printable(errors[i]).c_str());
+
+  record->kernel = o.kernel;
+  record->signature = graph::kernel_signature(spec);
+  record->target = target;
+  record->schedule = best;
+  record->default_schedule = candidates.front();
+  record->median_us = kept.median_us;
+  record->spread = kept.spread;
+  record->default_us = def.median_us;
+  record->threads = threads;
+  record->candidates = static_cast<int>(tried);
+  record->kiln_version = KILN_VERSION;
+  record->cpu = cpu_model_name();
+  return o;
+}
+
+// --kernel NAME --set ...: one schedule against the current one.
+int try_schedule(const graph::Graph& optimized, const graph::KernelSpec& spec,
+                 const std::string& target, const TuneArgs& a, const codegen::ScheduleDb& db) {
+  const Halide::Target t(target);
+  const codegen::ScheduleRecord* r = db.find(graph::kernel_signature(spec), target);
+  const std::string current = codegen::resolve_schedule(spec, t, r ? r->schedule : "");
+  std::string text = current;
+  for (const std::string& s : a.sets) text += " " + s;
+  const std::string trial = codegen::resolve_schedule(spec, t, text);  // refuses nonsense
+  LocalMeasurerOptions mo;
+  mo.cpu_target = a.target;
+  mo.threads = a.threads;
+  mo.compile_jobs = a.jobs;
+  mo.cache_dir = cache_dir();
+  std::unique_ptr<Measurer> m = local_measurer(kernel_graph(optimized, graph::kernel_name(spec)), mo);
+  const std::vector<std::string> errors = m->prepare({current, trial});
+  if (!errors[0].empty()) throw graph::Error("the current schedule failed: " + errors[0]);
+  if (!errors[1].empty()) throw graph::Error("schedule '" + trial + "': " + errors[1]);
+  const auto [cur, tri] = m->compare(current, trial, a.rounds);
+  std::printf("kernel %s (%s)\n", graph::printable(graph::kernel_name(spec)).c_str(),
+              kernel_work(spec).op.c_str());
+  std::printf("  current (%s): %-48s %9.1f us  spread %.0f%%\n", r ? "tuned record" : "default",
+              current.c_str(), cur.median_us, 100 * cur.spread);
+  std::printf("  trial:                %-48s %9.1f us  spread %.0f%%  (%.2fx, matches the reference)\n",
+              trial.c_str(), tri.median_us, 100 * tri.spread, cur.median_us / tri.median_us);
+  return 0;
+}
+
+void print_table(const std::vector<Outcome>& rows, int threads) {
+  const Peaks peaks = machine_peaks(threads, false);
+  size_t w = 6;
+  for (const Outcome& o : rows) w = std::max(w, graph::printable(o.kernel).size());
+  std::printf("\n%-*s  %-22s  %10s  %10s  %7s  %7s  %s\n", static_cast<int>(w), "kernel", "op",
+              "default us", "tuned us", "speedup", "% FMA", "tuned schedule (default if '=')");
+  double log_sum = 0;
+  int n = 0;
+  for (const Outcome& o : rows) {
+    if (!o.measured) continue;
+    const double fraction = o.flops / (o.tuned_us * 1e-6) / 1e9 / peaks.fma_gflops;
+    std::printf("%-*s  %-22s  %10.1f  %10.1f  %6.2fx  %6.1f%%  %s\n", static_cast<int>(w),
+                graph::printable(o.kernel).c_str(), o.op.substr(0, 22).c_str(), o.default_us,
+                o.tuned_us, o.default_us / o.tuned_us, 100 * fraction,
+                o.schedule == o.default_schedule ? "=" : o.schedule.c_str());
+    log_sum += std::log(o.default_us / o.tuned_us);
+    ++n;
+  }
+  if (n)
+    std::printf("geometric-mean speedup over the defaults: %.3fx (%d kernels; FMA peak %.0f GFLOP/s, "
+                "%d threads)\n",
+                std::exp(log_sum / n), n, peaks.fma_gflops, threads);
+}
+
+}  // namespace
+
+int cmd_tune(int argc, char** argv) {
+  const Args args(argc, argv, 2,
+                  {"--db", "--target", "--budget", "--threads", "--jobs", "--candidates", "--rounds",
+                   "--kernel", "--set"},
+                  {"--retune"});
+  if (args.help()) {
+    std::fputs(kHelp, stdout);
+    return 0;
+  }
+  const TuneArgs a = parse(args);
+  const std::string target = runtime::cpu_targets()[static_cast<size_t>(a.target)];
+  codegen::ScheduleDb db = codegen::ScheduleDb::load(a.db);
+
+  bool from_cache = false;
+  const graph::Graph optimized = compile_cached(a.model, "cpu", &from_cache);
+  ModelOptions lower;
+  lower.lower_only = true;
+  const Model lowered(optimized, lower);
+  const Halide::Target t(target);
+  std::vector<graph::KernelSpec> todo;
+  bool found = a.kernel.empty();
+  for (const graph::KernelSpec& k : codegen::distinct_kernels(lowered.kernels()).kernels) {
+    const std::string& name = graph::kernel_name(k);
+    if (!a.kernel.empty() && name != a.kernel) continue;
+    found = true;
+    if (codegen::default_schedule(k, t).empty()) {
+      if (!a.kernel.empty())
+        throw graph::Error("kernel '" + name + "' has no schedule knobs (only dense and grouped "
+                           "convolutions and MatMuls run as 1x1 convolutions have)");
+      continue;
+    }
+    todo.push_back(k);
+  }
+  if (!found)
+    throw UsageError("--kernel " + a.kernel + ": the model has no such kernel (see kiln inspect)");
+  if (!a.sets.empty()) return try_schedule(optimized, todo.front(), target, a, db);
+
+  const int threads = a.threads > 0 ? a.threads
+                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::printf("tuning %zu kernels of %s for %s, %d threads, budget %s, database %s\n", todo.size(),
+              graph::printable(a.model).c_str(), target.c_str(), threads,
+              minutes(a.budget_s).c_str(), graph::printable(a.db).c_str());
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<Outcome> rows;
+  size_t kept = 0;
+  for (size_t i = 0; i < todo.size(); ++i) {
+    const graph::KernelSpec& k = todo[i];
+    const std::string name = graph::printable(graph::kernel_name(k));
+    char label[160];
+    std::snprintf(label, sizeof label, "[%zu/%zu] %s (%s), %s left:", i + 1, todo.size(),
+                  name.c_str(), kernel_work(k).op.c_str(),
+                  minutes(a.budget_s - seconds_since(start)).c_str());
+    const codegen::ScheduleRecord* r = db.find(graph::kernel_signature(k), target);
+    if (r && !a.retune) {
+      ++kept;
+      Outcome o;
+      o.kernel = graph::kernel_name(k);
+      o.op = kernel_work(k).op;
+      o.default_schedule = r->default_schedule;
+      o.schedule = r->schedule;
+      o.default_us = r->default_us, o.tuned_us = r->median_us, o.flops = kernel_work(k).flops;
+      o.measured = o.tuned_us > 0 && o.default_us > 0;
+      o.note = "from the database";
+      rows.push_back(o);
+      continue;
+    }
+    const double left = a.budget_s - seconds_since(start);
+    if (left <= 0) {
+      std::fprintf(stderr, "%s skipped: the budget is spent (a rerun resumes here)\n", label);
+      continue;
+    }
+    codegen::ScheduleRecord record;
+    rows.push_back(tune_kernel(optimized, k, target, a, left / double(todo.size() - i), label, &record));
+    db.put(record);
+    db.save(a.db);
+  }
+  if (kept)
+    std::printf("%zu kernels kept from the database (--retune measures them again)\n", kept);
+  print_table(rows, threads);
+  std::printf("database: %s (%zu records); total %s\n", graph::printable(a.db).c_str(),
+              db.records().size(), minutes(seconds_since(start)).c_str());
+  return 0;
+}
+
+}  // namespace kiln::cli

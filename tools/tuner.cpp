@@ -1,0 +1,221 @@
+// The local Measurer: candidates compiled in child processes into the kernel cache, then loaded,
+// checked and timed in this one.
+#include "tuner.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "codegen/kernel_library.h"
+#include "graph/builder.h"
+#include "runtime/kernels.h"
+
+namespace kiln::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr double kRtol = 1e-3, kAtol = 1e-4;  // as `kiln run --check`
+constexpr size_t kEvictBytes = size_t{64} << 20;
+
+double percentile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
+}
+
+Timing timing_of(std::vector<double> samples) {
+  Timing t;
+  t.median_us = percentile(samples, 0.5);
+  t.spread = t.median_us > 0 ? (percentile(samples, 0.9) - percentile(samples, 0.1)) / t.median_us : 0;
+  t.samples_us = std::move(samples);
+  return t;
+}
+
+class LocalMeasurer : public Measurer {
+ public:
+  LocalMeasurer(graph::Graph kernel, const LocalMeasurerOptions& o) : graph_(std::move(kernel)), o_(o) {
+    if (o_.cache_dir.empty()) {
+      std::random_device rd;
+      temp_dir_ = fs::temp_directory_path() /
+                  ("kiln-tune-" + std::to_string(getpid()) + "-" + std::to_string(rd()));
+      fs::create_directories(temp_dir_);
+      o_.cache_dir = temp_dir_.string();
+    }
+    for (size_t i = 0; i < graph_.inputs.size(); ++i) {
+      const graph::Value& v = graph_.value(graph_.inputs[i]);
+      inputs_.push_back({v.shape, v.layout,
+                         graph::random_uniform(graph::num_elements(v.shape), -1.0f, 1.0f, 7 + i)});
+    }
+    expected_ = graph::run_reference(graph_, inputs_).at(0);
+    if (o_.evict) evict_.assign(kEvictBytes / sizeof(float), 1.0f);
+  }
+  ~LocalMeasurer() override {
+    models_.clear();
+    std::error_code ec;
+    if (!temp_dir_.empty()) fs::remove_all(temp_dir_, ec);
+  }
+
+  std::vector<std::string> prepare(const std::vector<std::string>& schedules) override {
+    std::vector<std::string> todo;
+    for (const std::string& s : schedules)
+      if (!models_.count(s) && !errors_.count(s)) todo.push_back(s);
+    compile_in_children(todo);
+    for (const std::string& s : todo) load(s);
+    std::vector<std::string> out;
+    for (const std::string& s : schedules) out.push_back(errors_.count(s) ? errors_[s] : "");
+    return out;
+  }
+
+  std::pair<Timing, Timing> compare(const std::string& a, const std::string& b,
+                                    int rounds) override {
+    Model& ma = *models_.at(a);
+    Model& mb = *models_.at(b);
+    for (int i = 0; i < 2; ++i) call(ma), call(mb);  // warm-up: code, pages, thread pool
+    std::vector<double> ta, tb;
+    for (int i = 0; i < rounds; ++i) {
+      // Alternate which goes first, so neither always follows the other's cache footprint.
+      if (i % 2 == 0) {
+        ta.push_back(call(ma));
+        tb.push_back(call(mb));
+      } else {
+        tb.push_back(call(mb));
+        ta.push_back(call(ma));
+      }
+    }
+    return {timing_of(ta), timing_of(tb)};
+  }
+
+ private:
+  ModelOptions model_options(const std::string& schedule) const {
+    ModelOptions m;
+    m.cpu_target = o_.cpu_target;
+    m.threads = o_.threads;
+    m.profile = true;
+    codegen::CodegenOptions c;
+    c.cache_dir = o_.cache_dir;
+    c.schedules = [schedule](const graph::KernelSpec&, const std::string&) { return schedule; };
+    m.generate_kernels = codegen::kernel_generator(c);
+    return m;
+  }
+
+  // Each child compiles a share of the schedules into the kernel cache and writes why one
+  // failed next to it; the parent then loads them from the cache. Processes, not threads: one
+  // Halide compile at a time per process is what Halide promises.
+  void compile_in_children(const std::vector<std::string>& todo) {
+    if (todo.size() < 2 || o_.compile_jobs < 2) return;  // load() compiles in this process
+    const int jobs = std::min<int>(o_.compile_jobs, static_cast<int>(todo.size()));
+    std::vector<pid_t> children;
+    std::fflush(nullptr);
+    for (int j = 0; j < jobs; ++j) {
+      const pid_t pid = fork();
+      if (pid < 0) break;  // compile the rest here
+      if (pid == 0) {
+        for (size_t i = static_cast<size_t>(j); i < todo.size(); i += static_cast<size_t>(jobs)) {
+          try {
+            ModelOptions m = model_options(todo[i]);
+            m.lower_only = true;
+            const Model lowered(graph_, m);
+            m.generate_kernels(lowered.kernels(),
+                               {Backend::cpu, runtime::cpu_targets()[static_cast<size_t>(o_.cpu_target)]});
+          } catch (const std::exception&) {
+            // The parent compiles it again and reports the error.
+          }
+        }
+        _exit(0);
+      }
+      children.push_back(pid);
+    }
+    for (pid_t pid : children) {
+      int status = 0;
+      waitpid(pid, &status, 0);
+    }
+  }
+
+  void load(const std::string& schedule) {
+    try {
+      auto model = std::make_unique<Model>(graph_, model_options(schedule));
+      const Status s = model->run(inputs_);
+      if (!s) throw graph::Error(s.message());
+      const TensorView out = model->output(0);
+      std::vector<float> got(out.data, out.data + graph::num_elements(out.shape));
+      const double ratio = graph::worst_error_ratio(got, expected_.data, kRtol, kAtol);
+      if (!(ratio <= 1.0)) {
+        std::ostringstream why;
+        why << "wrong results: max abs error " << graph::max_abs_diff(got, expected_.data)
+            << " against the reference (rtol 1e-3, atol 1e-4)";
+        errors_[schedule] = why.str();
+        return;
+      }
+      models_[schedule] = std::move(model);
+    } catch (const graph::Error& e) {
+      errors_[schedule] = e.what();
+    }
+  }
+
+  // One call's kernel time in microseconds.
+  double call(Model& m) {
+    if (!evict_.empty()) {
+      for (size_t i = 0; i < evict_.size(); i += 16) evict_[i] += 1.0f;
+    }
+    const Status s = m.run(inputs_);
+    if (!s) throw graph::Error(s.message());
+    double total = 0;
+    for (double t : m.kernel_seconds()) total += t;
+    return total * 1e6;
+  }
+
+  graph::Graph graph_;
+  LocalMeasurerOptions o_;
+  fs::path temp_dir_;
+  std::vector<graph::Tensor> inputs_;
+  graph::Tensor expected_;
+  std::vector<float> evict_;
+  std::map<std::string, std::unique_ptr<Model>> models_;
+  std::map<std::string, std::string> errors_;
+};
+
+}  // namespace
+
+graph::Graph kernel_graph(const graph::Graph& optimized, const std::string& node_name) {
+  const graph::Node* node = nullptr;
+  for (const graph::Node& n : optimized.nodes())
+    if (n.name == node_name) node = &n;
+  if (!node) throw graph::Error("the optimized graph has no node '" + node_name + "'");
+  graph::Graph g;
+  graph::Node copy = *node;
+  std::map<uint32_t, graph::ValueId> mapped;
+  for (graph::ValueId& in : copy.inputs) {
+    auto it = mapped.find(in.index);
+    if (it != mapped.end()) {
+      in = it->second;
+      continue;
+    }
+    graph::Value v = optimized.value(in);
+    v.producer = {};
+    const bool constant = v.is_constant();
+    const graph::ValueId id = g.add_value(std::move(v));
+    if (!constant) g.inputs.push_back(id);
+    mapped[in.index] = id;
+    in = id;
+  }
+  for (graph::ValueId& out : copy.outputs) {
+    graph::Value v = optimized.value(out);
+    v.producer = {};
+    out = g.add_value(std::move(v));
+    g.outputs.push_back(out);
+  }
+  g.add_node(std::move(copy));
+  return g;
+}
+
+std::unique_ptr<Measurer> local_measurer(graph::Graph kernel, const LocalMeasurerOptions& options) {
+  return std::make_unique<LocalMeasurer>(std::move(kernel), options);
+}
+
+}  // namespace kiln::cli
