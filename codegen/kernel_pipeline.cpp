@@ -251,8 +251,9 @@ KernelPipeline depthwise_pipeline(const graph::ConvKernelSpec& k, const Halide::
 }
 
 // A generated convolution: the algorithm from generators/ops/conv.h, the residual, activation
-// and post steps applied to the accumulator in registers, and the spec's schedule (by default
-// the one for the layer's size, runtime::tuned_conv_schedule) or the CUDA one. Weights and output keep run-time
+// and post steps applied to the accumulator in registers, and the schedule `schedule` names
+// (read over the default for the layer, schedules::default_conv_params) or the CUDA one.
+// Weights and output keep run-time
 // strides beyond the innermost dimension: the runtime may hand over weights at a padded row
 // stride (runtime/conv_weights.h) and an output that is a slice of a Concat's (memory_plan.h).
 KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Target& target,

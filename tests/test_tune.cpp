@@ -1,7 +1,7 @@
 // Schedule tuning: the schedule database (round trip, malformed files, stale records that must
-// never apply), schedules from it reaching the generated kernels, and `kiln tune` end to end on
+// never apply), schedules from it reaching the generated kernels, `kiln tune` end to end on
 // the reference model with a budget of seconds (records written, a rerun resumes, a schedule
-// tried by hand, nonsense refused).
+// tried by hand, nonsense refused), and `kiln bench --targets`.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -217,6 +217,22 @@ TEST_F(TuneTest, TuneWritesResumesAndTriesByHand) {
   EXPECT_EQ(kiln("tune example", &out), 2) << out;
   EXPECT_EQ(kiln("run example --schedules missing.jsonl", &out), 1) << out;
   EXPECT_NE(out.find("no such file"), std::string::npos) << out;
+}
+
+// `kiln bench --targets`: each target's kernels in one interleaved run, one JSON entry each.
+TEST_F(TuneTest, BenchComparesTargetsInOneRun) {
+  std::string out;
+  const std::string best = best_target(), base = runtime::cpu_targets().back();
+  if (best == base) GTEST_SKIP() << "this CPU runs only the baseline target: nothing to compare";
+  ASSERT_EQ(kiln("bench example --targets " + best + ",baseline --iterations 3 --warmup 1 --json b.json",
+                 &out), 0) << out;
+  EXPECT_NE(out.find("speedup of each over the baseline"), std::string::npos) << out;
+  EXPECT_NE(out.find("conv_out"), std::string::npos) << out;
+  const std::string json = slurp(path("b.json"));
+  EXPECT_NE(json.find("\"baseline\": \"" + base + "\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"cpu_target\": \"" + best + "\""), std::string::npos) << json;
+  EXPECT_EQ(kiln("bench example --targets avx2", &out), 2) << out;
+  EXPECT_EQ(kiln("bench example --targets avx9,baseline", &out), 2) << out;
 }
 
 }  // namespace

@@ -161,14 +161,14 @@ int parse_cpu_target(const std::string& flag, const std::string& name) {
     const bool has512 = t.find("avx512") != std::string::npos;
     const bool has2 = t.find("avx2") != std::string::npos;
     if (name == t || (name == "avx512" && has512) || (name == "avx2" && has2 && !has512) ||
-        (name == "sse41" && i + 1 == targets.size()))
+        ((name == "baseline" || name == "sse41") && i + 1 == targets.size()))
       index = static_cast<int>(i);
   }
   if (index < 0) {
     std::string list;
     for (const std::string& t : targets) list += "\n  " + t;
     throw UsageError("unknown " + flag + " '" + name +
-                     "' (expected avx512, avx2, sse41 or one of this build's targets:" + list + ")");
+                     "' (expected avx512, avx2, baseline or one of this build's targets:" + list + ")");
   }
   if (!runtime::cpu_target_supported(index))
     throw graph::Error(flag + " " + name + ": this CPU lacks features of " +

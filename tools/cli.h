@@ -57,8 +57,8 @@ void parse_backend(const Args& args, ModelOptions* options);
 std::shared_ptr<const codegen::ScheduleDb> schedule_db(const Args& args);
 
 // The CPU target a name means: a full Halide target string of the build's list, or a short
-// name (avx512, avx2, sse41) for the first target of the list with that feature and none
-// better. UsageError for anything else; graph::Error when this CPU cannot run it.
+// name: avx512 or avx2 for the first target of the list with that feature and none better,
+// baseline (also accepted as sse41) for the last one. UsageError for anything else; graph::Error when this CPU cannot run it.
 int parse_cpu_target(const std::string& flag, const std::string& name);
 
 // Error unless the graph's inputs fit in options.max_memory_bytes (0: physical memory): run

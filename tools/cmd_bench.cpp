@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -56,14 +58,23 @@ options:
                        a kernel's time is what its call took on the host: GPU launches may be
                        asynchronous, so the time can land on a later kernel.
   --remeasure-peaks    with --per-layer: measure the peaks again and update the cache
+  --targets LIST       compare targets in one run: a comma-separated list of avx512, avx2,
+                       baseline (or the build's Halide CPU target strings) and cuda. Each gets
+                       the model's kernels compiled for it alone (dispatch forced), and the
+                       rounds interleave the targets, so machine noise hits them alike.
+                       Prints the latency of each, a table per kernel with each target's
+                       median, and the speedup over the last target in the list (the
+                       baseline). Implies --per-layer. A target this CPU cannot run is an
+                       error.
   --json FILE          also write the results as JSON: model, target, threads, latencies,
-                       per-layer rows and peaks
+                       per-layer rows and peaks (with --targets: one entry per target)
   -h, --help           this text
 )";
 
 struct BenchArgs {
   std::string model, json;
   ModelOptions options;
+  std::vector<std::string> targets;  // --targets: CPU target names, or "cuda"
   int iterations = 50, warmup = 5;
   bool per_layer = false, remeasure = false;
 };
@@ -80,6 +91,16 @@ BenchArgs parse(const Args& args) {
   if (args.has("--json") && a.json.empty()) throw UsageError("--json needs a file name");
   if (a.remeasure && !a.per_layer)
     throw UsageError("--remeasure-peaks only applies with --per-layer");
+  if (args.has("--targets")) {
+    std::stringstream list(args.get("--targets"));
+    for (std::string t; std::getline(list, t, ',');)
+      if (!t.empty()) a.targets.push_back(t);
+    if (a.targets.size() < 2) throw UsageError("--targets needs at least two targets, e.g. avx2,sse41");
+    if (args.has("--target")) throw UsageError("--targets and --target exclude each other");
+    for (const std::string& t : a.targets)
+      if (t != "cuda") parse_cpu_target("--targets", t);  // unknown or unrunnable: refused here
+    a.per_layer = true;  // the per-kernel table is the point of the comparison
+  }
   a.options.profile = a.per_layer;
   return a;
 }
@@ -120,36 +141,47 @@ double percentile(const std::vector<double>& sorted, double p) {
   return sorted[std::max<size_t>(rank, 1) - 1];
 }
 
-Results measure(const BenchArgs& a, Model& model, const std::vector<graph::Tensor>& inputs) {
-  auto run_once = [&] {
-    const Status s = model.run(inputs);
+// Warm-up, then timed rounds in which every model runs once, the first one rotating, so that
+// drift and noise hit all models alike (one model: plain repeated runs).
+std::vector<Results> measure(const BenchArgs& a, const std::vector<Model*>& models,
+                             const std::vector<graph::Tensor>& inputs) {
+  auto run_once = [&](Model& m) {
+    const Status s = m.run(inputs);
     if (!s) throw graph::Error(s.message());
   };
-  for (int i = 0; i < a.warmup; ++i) run_once();
-  Results r;
-  std::vector<std::vector<double>> kernel_ms(model.kernels().size());
+  for (int i = 0; i < a.warmup; ++i)
+    for (Model* m : models) run_once(*m);
+  std::vector<Results> results(models.size());
+  std::vector<std::vector<std::vector<double>>> kernel_ms(models.size());
+  for (size_t m = 0; m < models.size(); ++m) kernel_ms[m].resize(models[m]->kernels().size());
   for (int i = 0; i < a.iterations; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    run_once();
-    r.ms.push_back(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    if (a.per_layer)
-      for (size_t k = 0; k < kernel_ms.size(); ++k)
-        kernel_ms[k].push_back(model.kernel_seconds()[k] * 1e3);
+    for (size_t step = 0; step < models.size(); ++step) {
+      const size_t m = (step + static_cast<size_t>(i)) % models.size();
+      const auto t0 = std::chrono::steady_clock::now();
+      run_once(*models[m]);
+      results[m].ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      if (a.per_layer)
+        for (size_t k = 0; k < kernel_ms[m].size(); ++k)
+          kernel_ms[m][k].push_back(models[m]->kernel_seconds()[k] * 1e3);
+    }
   }
-  std::sort(r.ms.begin(), r.ms.end());
-  if (!a.per_layer) return r;
-  double total = 0;
-  for (size_t k = 0; k < kernel_ms.size(); ++k) {
-    Row row;
-    row.kernel = graph::kernel_name(model.kernels()[k]);  // JSON escapes it, the table below
-    describe_work(model.kernels()[k], row);
-    row.ms = median_of(kernel_ms[k]);
-    total += row.ms;
-    r.rows.push_back(row);
+  for (size_t m = 0; m < models.size(); ++m) {
+    Results& r = results[m];
+    std::sort(r.ms.begin(), r.ms.end());
+    if (!a.per_layer) continue;
+    double total = 0;
+    for (size_t k = 0; k < kernel_ms[m].size(); ++k) {
+      Row row;
+      row.kernel = graph::kernel_name(models[m]->kernels()[k]);  // escaped where printed
+      describe_work(models[m]->kernels()[k], row);
+      row.ms = median_of(kernel_ms[m][k]);
+      total += row.ms;
+      r.rows.push_back(row);
+    }
+    for (Row& row : r.rows) row.share = total > 0 ? row.ms / total : 0;
   }
-  for (Row& row : r.rows) row.share = total > 0 ? row.ms / total : 0;
-  return r;
+  return results;
 }
 
 std::string fixed(double v, int digits) {
@@ -186,60 +218,52 @@ void print_table(const Results& r) {
       "bandwidth (BW), whichever bounds the kernel)\n");
 }
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\')
-      out += '\\', out += static_cast<char>(c);
-    else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else
-      out += static_cast<char>(c);
-  }
-  return out + "\"";
-}
-
-std::string json_number(double v) {
-  if (!std::isfinite(v)) return "null";  // JSON has no inf or nan
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
-
-std::string to_json(const BenchArgs& a, const Results& r) {
-  std::ostringstream j;
-  j << "{\n  \"model\": " << json_string(a.model) << ",\n  \"target\": " << json_string(r.backend)
-    << ",\n  \"cpu_target\": " << json_string(r.cpu_target) << ",\n  \"threads\": " << r.threads
-    << ",\n  \"warmup\": " << a.warmup << ",\n  \"iterations\": " << a.iterations
-    << ",\n  \"latency_ms\": {\"median\": " << json_number(r.ms[r.ms.size() / 2])
-    << ", \"p90\": " << json_number(percentile(r.ms, 90))
-    << ", \"min\": " << json_number(r.ms.front()) << "},\n  \"peaks\": ";
+nlohmann::json results_json(const Results& r) {
+  nlohmann::json j = {{"target", r.backend},
+                      {"cpu_target", r.cpu_target},
+                      {"threads", r.threads},
+                      {"latency_ms",
+                       {{"median", r.ms[r.ms.size() / 2]},
+                        {"p90", percentile(r.ms, 90)},
+                        {"min", r.ms.front()}}}};
+  j["peaks"] = nullptr;
   if (r.peaks)
-    j << "{\"cpu\": " << json_string(cpu_model_name())
-      << ", \"fma_gflops\": " << json_number(r.peaks->fma_gflops)
-      << ", \"fma_isa\": " << json_string(r.peaks->fma_isa)
-      << ", \"bandwidth_gbs\": " << json_number(r.peaks->bandwidth_gbs)
-      << ", \"from_cache\": " << (r.peaks->from_cache ? "true" : "false") << "}";
-  else
-    j << "null";
-  j << ",\n  \"layers\": [";
-  for (size_t i = 0; i < r.rows.size(); ++i) {
-    const Row& row = r.rows[i];
+    j["peaks"] = {{"cpu", cpu_model_name()},
+                  {"fma_gflops", r.peaks->fma_gflops},
+                  {"fma_isa", r.peaks->fma_isa},
+                  {"bandwidth_gbs", r.peaks->bandwidth_gbs},
+                  {"from_cache", r.peaks->from_cache}};
+  j["layers"] = nlohmann::json::array();
+  for (const Row& row : r.rows) {
     const double s = row.ms / 1e3;
-    j << (i ? "," : "") << "\n    {\"kernel\": " << json_string(row.kernel)
-      << ", \"op\": " << json_string(row.op) << ", \"median_ms\": " << json_number(row.ms)
-      << ", \"share\": " << json_number(row.share) << ", \"flops\": " << json_number(row.flops)
-      << ", \"bytes\": " << json_number(row.bytes)
-      << ", \"gflops\": " << (row.flops > 0 ? json_number(row.flops / s / 1e9) : "null")
-      << ", \"gbs\": " << json_number(row.bytes / s / 1e9) << ", \"bound\": "
-      << (std::isfinite(row.peak_fraction) ? (row.compute_bound ? "\"fma\"" : "\"bandwidth\"")
-                                           : "null")
-      << ", \"peak_fraction\": " << json_number(row.peak_fraction) << "}";
+    const bool rated = std::isfinite(row.peak_fraction);
+    // NaN and infinities are written as null (JSON has neither).
+    j["layers"].push_back({{"kernel", row.kernel},
+                           {"op", row.op},
+                           {"median_ms", row.ms},
+                           {"share", row.share},
+                           {"flops", row.flops},
+                           {"bytes", row.bytes},
+                           {"gflops", row.flops > 0 ? nlohmann::json(row.flops / s / 1e9) : nullptr},
+                           {"gbs", row.bytes / s / 1e9},
+                           {"bound", rated ? nlohmann::json(row.compute_bound ? "fma" : "bandwidth")
+                                           : nullptr},
+                           {"peak_fraction", row.peak_fraction}});
   }
-  j << (r.rows.empty() ? "]\n}\n" : "\n  ]\n}\n");
-  return j.str();
+  return j;
+}
+
+std::string to_json(const BenchArgs& a, const std::vector<Results>& all) {
+  nlohmann::json j = {{"model", a.model}, {"warmup", a.warmup}, {"iterations", a.iterations}};
+  if (all.size() == 1) {
+    j.update(results_json(all[0]));
+  } else {
+    j["baseline"] = all.back().cpu_target.empty() ? all.back().backend : all.back().cpu_target;
+    j["targets"] = nlohmann::json::array();
+    for (const Results& r : all) j["targets"].push_back(results_json(r));
+  }
+  // Model names come from the command line: invalid UTF-8 is replaced, not an exception.
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 // Via a temp file and rename: a failed run never leaves a JSON file that looks complete.
@@ -256,38 +280,91 @@ void write_file(const std::string& path, const std::string& text) {
   }
 }
 
+std::string target_label(const Results& r) { return r.cpu_target.empty() ? r.backend : r.cpu_target; }
+
+// --targets: each target's latency and every kernel's time side by side, with the speedup over
+// the last target.
+void print_comparison(const std::vector<Results>& all, const std::vector<std::string>& names) {
+  const Results& base = all.back();
+  std::printf("\n  %-10s  %10s  %10s  %8s   %s\n", "target", "median ms", "p90 ms",
+              "speedup", "Halide target");
+  for (size_t t = 0; t < all.size(); ++t)
+    std::printf("  %-10s  %10.3f  %10.3f  %7.2fx   %s\n", names[t].c_str(),
+                all[t].ms[all[t].ms.size() / 2], percentile(all[t].ms, 90),
+                base.ms[base.ms.size() / 2] / all[t].ms[all[t].ms.size() / 2],
+                target_label(all[t]).c_str());
+  int w = 6;
+  for (const Row& row : base.rows) w = std::max(w, int(graph::printable(row.kernel).size()));
+  std::printf("\n  %-*s", w, "kernel");
+  for (const std::string& n : names) std::printf("  %10s", (n + " ms").c_str());
+  std::printf("  %s\n", "speedup of each over the baseline");
+  for (size_t k = 0; k < base.rows.size(); ++k) {
+    std::printf("  %-*s", w, graph::printable(base.rows[k].kernel).c_str());
+    for (const Results& r : all) std::printf("  %10.4f", r.rows[k].ms);
+    std::string ratios;
+    for (size_t t = 0; t + 1 < all.size(); ++t)
+      ratios += (t ? " " : "") + fixed(base.rows[k].ms / all[t].rows[k].ms, 2) + "x";
+    std::printf("  %s\n", ratios.c_str());
+  }
+}
+
 int run(const BenchArgs& a) {
   const graph::Graph optimized = graph::run_passes(load_model(a.model));
-  Model model(optimized, a.options);
+  std::vector<std::unique_ptr<Model>> models;
+  std::vector<std::string> names = a.targets;
+  if (a.targets.empty()) {
+    models.push_back(std::make_unique<Model>(optimized, a.options));
+  } else {
+    for (const std::string& t : a.targets) {
+      ModelOptions o = a.options;
+      if (t == "cuda") {
+        o.backend = Backend::cuda;
+      } else {
+        o.cpu_target = parse_cpu_target("--targets", t);
+      }
+      std::fprintf(stderr, "[bench] kernels for %s\n", t.c_str());
+      models.push_back(std::make_unique<Model>(optimized, o));
+    }
+  }
   check_inputs_fit(optimized, a.options);
   std::vector<graph::Tensor> inputs;
-  for (size_t i = 0; i < model.num_inputs(); ++i) {
-    const TensorView v = model.input_info(i);
+  for (size_t i = 0; i < models[0]->num_inputs(); ++i) {
+    const TensorView v = models[0]->input_info(i);
     inputs.push_back({v.shape, v.layout,
                       graph::random_uniform(graph::num_elements(v.shape), -1.0f, 1.0f, 1 + i)});
   }
-  Results r = measure(a, model, inputs);
-  r.threads = a.options.threads > 0 ? a.options.threads
-                                    : static_cast<int>(std::thread::hardware_concurrency());
-  r.backend = to_string(model.backend());
-  r.cpu_target = model.backend() == Backend::cpu ? model.cpu_target() : "";
-  std::printf("model    %s: %zu kernels on %s%s, %d threads\n", graph::printable(a.model).c_str(),
-              model.kernels().size(), r.backend.c_str(),
-              r.cpu_target.empty() ? "" : (" (" + r.cpu_target + ")").c_str(), r.threads);
-  if (!model.fallback_reason().empty())
-    std::printf("fallback %s\n", graph::printable(model.fallback_reason()).c_str());
-  std::printf("latency  median %.3f ms, p90 %.3f ms, min %.3f ms over %d runs after %d warm-up\n",
-              r.ms[r.ms.size() / 2], percentile(r.ms, 90), r.ms.front(), a.iterations, a.warmup);
-  if (a.per_layer && model.backend() == Backend::cpu) {
-    r.peaks = machine_peaks(r.threads, a.remeasure);
-    for (Row& row : r.rows) rate_against(*r.peaks, row);
-    std::printf("peaks    FMA %.1f GFLOP/s (%s), bandwidth %.1f GB/s on %d threads (%s%s)\n",
-                r.peaks->fma_gflops, r.peaks->fma_isa.c_str(), r.peaks->bandwidth_gbs, r.threads,
-                r.peaks->from_cache ? "cached in " : "measured",
-                r.peaks->from_cache ? r.peaks->cache_file.c_str() : "");
+  std::vector<Model*> raw;
+  for (auto& m : models) raw.push_back(m.get());
+  std::vector<Results> all = measure(a, raw, inputs);
+  const int threads = a.options.threads > 0 ? a.options.threads
+                                            : static_cast<int>(std::thread::hardware_concurrency());
+  for (size_t m = 0; m < models.size(); ++m) {
+    Results& r = all[m];
+    const Model& model = *models[m];
+    r.threads = threads;
+    r.backend = to_string(model.backend());
+    r.cpu_target = model.backend() == Backend::cpu ? model.cpu_target() : "";
+    std::printf("model    %s: %zu kernels on %s%s, %d threads\n", graph::printable(a.model).c_str(),
+                model.kernels().size(), r.backend.c_str(),
+                r.cpu_target.empty() ? "" : (" (" + r.cpu_target + ")").c_str(), r.threads);
+    if (!model.fallback_reason().empty())
+      std::printf("fallback %s\n", graph::printable(model.fallback_reason()).c_str());
+    std::printf("latency  median %.3f ms, p90 %.3f ms, min %.3f ms over %d runs after %d warm-up%s\n",
+                r.ms[r.ms.size() / 2], percentile(r.ms, 90), r.ms.front(), a.iterations, a.warmup,
+                models.size() > 1 ? " (rounds interleaved with the other targets)" : "");
+    if (a.per_layer && model.backend() == Backend::cpu) {
+      r.peaks = machine_peaks(r.threads, a.remeasure);
+      for (Row& row : r.rows) rate_against(*r.peaks, row);
+      if (m == 0)
+        std::printf("peaks    FMA %.1f GFLOP/s (%s), bandwidth %.1f GB/s on %d threads (%s%s)\n",
+                    r.peaks->fma_gflops, r.peaks->fma_isa.c_str(), r.peaks->bandwidth_gbs, r.threads,
+                    r.peaks->from_cache ? "cached in " : "measured",
+                    r.peaks->from_cache ? r.peaks->cache_file.c_str() : "");
+    }
+    if (a.per_layer && models.size() == 1) print_table(r);
   }
-  if (a.per_layer) print_table(r);
-  if (!a.json.empty()) write_file(a.json, to_json(a, r));
+  if (models.size() > 1) print_comparison(all, names);
+  if (!a.json.empty()) write_file(a.json, to_json(a, all));
   return 0;
 }
 
@@ -296,7 +373,7 @@ int run(const BenchArgs& a) {
 int cmd_bench(int argc, char** argv) {
   const Args args(argc, argv, 2,
                   {"--threads", "--iterations", "--warmup", "--target", "--json", "--max-memory",
-                   "--schedules"},
+                   "--schedules", "--targets"},
                   {"--fallback", "--per-layer", "--remeasure-peaks"});
   if (args.help()) {
     std::fputs(kHelp, stdout);

@@ -34,7 +34,7 @@ options:
                  spec's own), then Halide's loop nest of it (kernels without knobs too)
   --schedules FILE
                  the schedule database to take tuned records from (kiln tune writes one)
-  --target T     the CPU target of --schedule: avx512, avx2, sse41 or one of the build's
+  --target T     the CPU target of --schedule: avx512, avx2, baseline or one of the build's
                  Halide target strings (default: the best this CPU runs)
   -h, --help     this text
 )";

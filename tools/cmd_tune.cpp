@@ -43,8 +43,8 @@ the same run and the tuned one's share of the FMA peak.
 
 options:
   --db FILE            the schedule database to extend (created if missing)
-  --target T           the CPU target to tune for: avx512, avx2, sse41 or one of the build's
-                       Halide target strings (default: the best this CPU runs)
+  --target T           the CPU target to tune for: avx512, avx2, baseline or one of the
+                       build's Halide target strings (default: the best this CPU runs)
   --budget MINUTES     time for the whole run (default 30); each kernel gets an equal share of
                        what is left, and stops trying candidates when it is spent
   --threads N          threads the kernels run with (default: one per core)
