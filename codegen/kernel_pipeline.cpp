@@ -1,6 +1,13 @@
 // Building a generated kernel's pipeline from its spec.
 #include "codegen/kernel_pipeline.h"
 
+#include <algorithm>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "codegen_config.h"
+
 #include "generators/ops/conv.h"
 #include "generators/ops/elementwise.h"
 #include "generators/ops/layout.h"
@@ -127,6 +134,50 @@ void schedule_conv(const schedules::ConvFuncs& f, const Halide::Target& target,
   } else {
     schedules::schedule_conv_cpu(f, p, target);
   }
+}
+
+constexpr const char* kAutoPrefix = "auto:";
+
+// "auto:NAME": leave the pipeline unscheduled for Halide's autoscheduler NAME.
+bool is_autoscheduler(const std::string& schedule) { return schedule.rfind(kAutoPrefix, 0) == 0; }
+
+// Gives every input and the output its extents as estimates and lets the autoscheduler
+// schedule the pipeline for `threads` cores (its plugin is loaded on first use).
+void autoschedule(KernelPipeline& kp, const graph::KernelSpec& spec, const Halide::Target& target,
+                  const std::string& name) {
+  static const std::vector<std::string> known = {"Mullapudi2016", "Adams2019", "Li2018"};
+  if (std::find(known.begin(), known.end(), name) == known.end())
+    throw graph::Error("kernel '" + graph::kernel_name(spec) + "': no CPU autoscheduler is called '" +
+                       name + "' (Mullapudi2016, Adams2019, Li2018)");
+  static std::mutex plugins_mutex;
+  static std::set<std::string> loaded;
+  {
+    const std::lock_guard<std::mutex> lock(plugins_mutex);
+    if (!loaded.count(name)) {
+      std::string lib = name;
+      std::transform(lib.begin(), lib.end(), lib.begin(), ::tolower);
+      Halide::load_plugin(std::string(config::kHalidePluginDir) + "/libautoschedule_" + lib + ".so");
+      loaded.insert(name);
+    }
+  }
+  const std::vector<graph::TensorDesc> args = graph::generated_kernel_arguments(spec);
+  const auto* conv = std::get_if<graph::ConvKernelSpec>(&spec);
+  const int merge = conv && !conv->depthwise
+                        ? runtime::grouped_conv_merge(conv->groups, conv->output.shape[3])
+                        : 1;
+  for (size_t i = 0; i < kp.inputs.size(); ++i) {
+    const DenseDims dd = dense_dims(args[i].shape);
+    for (size_t d = 0; d < dd.extents.size(); ++d)
+      kp.inputs[i].dim(static_cast<int>(d)).set_estimate(
+          0, static_cast<int>(dd.extents[d] * (conv && i == 1 && d == 1 ? merge : 1)));
+  }
+  const DenseDims od = dense_dims(args.back().shape);
+  Halide::Region region;
+  for (int64_t e : od.extents) region.push_back({0, static_cast<int>(e)});
+  Halide::Func out = kp.pipeline.outputs()[0];
+  out.set_estimates(region);
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  kp.pipeline.apply_autoscheduler(target, {name, {{"parallelism", std::to_string(cores)}}});
 }
 
 // What the convolution schedules are chosen for, of a dense or grouped ConvKernelSpec
@@ -279,7 +330,9 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
     }
   }
   if (k.depthwise) return depthwise_pipeline(k, target, inputs, schedule);
-  const schedules::ConvParams params = conv_params(k.name, conv_shape(k, target), schedule, target);
+  const bool automatic = is_autoscheduler(schedule);
+  const schedules::ConvParams params =
+      conv_params(k.name, conv_shape(k, target), automatic ? "" : schedule, target);
   const bool pointwise = !params.stage_input && params.family == schedules::ConvFamily::wide &&
                          !target.has_gpu_feature();
   const int out_per_group = static_cast<int>(out[3]) / k.groups * merge;
@@ -294,7 +347,7 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
       conv_epilogue(k, a.acc(a.co, a.x, a.y, a.n), inputs, {a.co, a.x, a.y, a.n});
   constrain_conv_output(output, out);
 
-  schedule_conv(conv_funcs(a, output, out, in[3], !pointwise), target, params);
+  if (!automatic) schedule_conv(conv_funcs(a, output, out, in[3], !pointwise), target, params);
   return KernelPipeline{Halide::Pipeline(output), inputs};
 }
 
@@ -309,7 +362,9 @@ KernelPipeline matmul_pipeline(const graph::OpKernelSpec& k, const Halide::Targe
   Halide::Func weights("weights"), bias("bias");
   weights(co, ci, kx, ky) = b(co, ci);  // HWIO [1, 1, K, M]
   bias(co) = 0.0f;
-  const schedules::ConvParams params = conv_params(k.name, matmul_shape(k), schedule, target);
+  const bool automatic = is_autoscheduler(schedule);
+  const schedules::ConvParams params =
+      conv_params(k.name, matmul_shape(k), automatic ? "" : schedule, target);
   const bool pointwise = !params.stage_input && params.family == schedules::ConvFamily::wide &&
                          !target.has_gpu_feature();
   const generators::ops::ConvAlgorithm alg =
@@ -318,7 +373,7 @@ KernelPipeline matmul_pipeline(const graph::OpKernelSpec& k, const Halide::Targe
   Halide::Func output("output");
   output(alg.co, alg.x, alg.y, alg.n) = alg.acc(alg.co, alg.x, alg.y, alg.n);
   constrain([&](int d) { return output.output_buffer().dim(d); }, out);
-  schedule_conv(conv_funcs(alg, output, out, in[3], !pointwise), target, params);
+  if (!automatic) schedule_conv(conv_funcs(alg, output, out, in[3], !pointwise), target, params);
   return KernelPipeline{Halide::Pipeline(output), {a, b}};
 }
 
@@ -533,14 +588,34 @@ std::string resolve_schedule(const graph::KernelSpec& spec, const Halide::Target
                          schedule + "' does not apply");
     return "";
   }
+  if (is_autoscheduler(schedule)) return schedule;
   const schedules::ConvParams p = conv_params(graph::kernel_name(spec), *s, schedule, target);
   // A GPU target has one schedule besides naive; the CPU knobs mean nothing there.
   if (target.has_gpu_feature() && p.family != schedules::ConvFamily::naive) return "";
   return schedules::to_string(p);
 }
 
+// build_kernel_pipeline without autoschedulers: the schedules of schedules/.
+static KernelPipeline build_scheduled(const graph::KernelSpec& spec, const Halide::Target& target,
+                                      const std::string& schedule);
+
 KernelPipeline build_kernel_pipeline(const graph::KernelSpec& spec, const Halide::Target& target,
                                      const std::string& schedule) {
+  const auto* conv = std::get_if<graph::ConvKernelSpec>(&spec);
+  const std::string& chosen = schedule.empty() && conv ? conv->schedule : schedule;
+  if (is_autoscheduler(chosen)) {
+    if (!tunable_shape(spec, target) || target.has_gpu_feature())
+      throw graph::Error("kernel '" + graph::kernel_name(spec) + "': '" + chosen +
+                         "' applies only to CPU convolutions (and MatMuls run as them)");
+    KernelPipeline kp = build_scheduled(spec, target, chosen);
+    autoschedule(kp, spec, target, chosen.substr(std::string(kAutoPrefix).size()));
+    return kp;
+  }
+  return build_scheduled(spec, target, schedule);
+}
+
+static KernelPipeline build_scheduled(const graph::KernelSpec& spec, const Halide::Target& target,
+                                      const std::string& schedule) {
   const std::vector<graph::TensorDesc> args = graph::generated_kernel_arguments(spec);
   const std::string& name = graph::kernel_name(spec);
   for (const graph::TensorDesc& t : args) check_sizes(t, name);

@@ -25,7 +25,9 @@ struct KernelPipeline {
 // past their innermost dimension: the runtime may pad weight rows, and an output may be a slice
 // of a Concat's.
 // `schedule`: the text form of a schedule (schedules/conv_params.h) read over the default for
-// the kernel's shapes; empty: the spec's own (ConvKernelSpec::schedule), else the default.
+// the kernel's shapes, or "auto:NAME" for Halide's autoscheduler NAME (Mullapudi2016,
+// Adams2019, Li2018; CPU convolutions only) given the kernel's shapes as estimates; empty: the
+// spec's own (ConvKernelSpec::schedule), else the default.
 // Throws graph::Error when it does not apply (a kernel without knobs, a tile too large, ...).
 KernelPipeline build_kernel_pipeline(const graph::KernelSpec& spec, const Halide::Target& target,
                                      const std::string& schedule = "");

@@ -207,6 +207,14 @@ TEST_F(TuneTest, TuneWritesResumesAndTriesByHand) {
   EXPECT_NE(out.find("chunk=144"), std::string::npos) << out;
   EXPECT_EQ(slurp(path("db.jsonl")), before) << "--set must not change the database";
 
+  // Halide's autoscheduler on the same kernel: checked against the reference, timed.
+  ASSERT_EQ(kiln("tune example --db db.jsonl --kernel conv_out --set auto:Mullapudi2016 --rounds 3",
+                 &out), 0) << out;
+  EXPECT_NE(out.find("trial:                auto:Mullapudi2016"), std::string::npos) << out;
+  EXPECT_EQ(kiln("tune example --db db.jsonl --kernel conv_out --set auto:Nobody", &out), 1) << out;
+  EXPECT_NE(out.find("no CPU autoscheduler is called 'Nobody'"), std::string::npos) << out;
+  EXPECT_EQ(kiln("tune example --db db.jsonl --autoschedulers Nobody", &out), 2) << out;
+
   EXPECT_EQ(kiln("tune example --db db.jsonl --kernel conv_out --set deep --set split=1", &out), 1)
       << out;
   EXPECT_NE(out.find("'split' is not a knob of schedule family deep"), std::string::npos) << out;

@@ -55,7 +55,16 @@ options:
   --set KNOB=VALUE     with --kernel: compile the kernel's current schedule (its record, else
                        the default) with this knob changed, check it, time it against the
                        current one and print both; the database is not changed. Repeatable;
-                       a family name switches family: --set deep --set chunk=144
+                       a family name switches family: --set deep --set chunk=144;
+                       --set auto:NAME tries Halide's autoscheduler NAME instead
+  --autoschedulers LIST
+                       also schedule each kernel with these of Halide's autoschedulers
+                       (comma-separated: Mullapudi2016, Adams2019, Li2018; or all), given the
+                       kernel's shapes as estimates, check each against the reference and
+                       time it against the winner, and add a column each to the table (the
+                       time relative to the winner's, from the same interleaved run). They are
+                       a comparison: a record always holds one of Kiln's schedule families.
+                       Adams2019's search can take minutes per kernel.
   --retune             measure kernels the database already holds again
   -h, --help           this text
 )";
@@ -66,6 +75,7 @@ struct TuneArgs {
   double budget_s = 30 * 60;
   std::string kernel;
   std::vector<std::string> sets;
+  std::vector<std::string> autoschedulers;
   bool retune = false;
 };
 
@@ -86,6 +96,19 @@ TuneArgs parse(const Args& args) {
   a.kernel = args.get("--kernel");
   a.sets = args.get_all("--set");
   a.retune = args.has("--retune");
+  if (args.has("--autoschedulers")) {
+    std::stringstream list(args.get("--autoschedulers"));
+    for (std::string name; std::getline(list, name, ',');) {
+      if (name == "all") {
+        a.autoschedulers = {"Mullapudi2016", "Adams2019", "Li2018"};
+        break;
+      }
+      if (name != "Mullapudi2016" && name != "Adams2019" && name != "Li2018")
+        throw UsageError("--autoschedulers: unknown '" + name +
+                         "' (Mullapudi2016, Adams2019, Li2018 or all)");
+      a.autoschedulers.push_back(name);
+    }
+  }
   if (!a.sets.empty() && a.kernel.empty())
     throw UsageError("--set needs --kernel NAME (the kernel whose schedule it changes)");
   for (const std::string& s : a.sets)
@@ -133,6 +156,9 @@ std::string bar(size_t done, size_t total) {
 struct Outcome {
   std::string kernel, op, default_schedule, schedule, note;
   double default_us = 0, tuned_us = 0, flops = 0;
+  // Each requested autoscheduler's median over the winner's, from one interleaved run (NAN:
+  // refused or failed; the note says why).
+  std::vector<double> auto_ratio;
   bool measured = false;
 };
 
@@ -185,6 +211,23 @@ Outcome tune_kernel(const graph::Graph& optimized, const graph::KernelSpec& spec
                   tried, candidates.size(), best_us, best == candidates.front() ? " (default)" : "");
     progress.update(label + line);
   }
+  // Halide's autoschedulers, each against the winner.
+  if (!a.autoschedulers.empty()) {
+    std::vector<std::string> autos;
+    for (const std::string& name : a.autoschedulers) autos.push_back("auto:" + name);
+    progress.update(label + " autoscheduling with " + std::to_string(autos.size()) +
+                    " autoschedulers");
+    const std::vector<std::string> auto_errors = m->prepare(autos);
+    for (size_t i = 0; i < autos.size(); ++i) {
+      if (!auto_errors[i].empty()) {
+        o.auto_ratio.push_back(NAN);
+        o.note += (o.note.empty() ? "" : "; ") + a.autoschedulers[i] + ": " + auto_errors[i];
+        continue;
+      }
+      const auto [win, cand] = m->compare(best, autos[i], a.rounds);
+      o.auto_ratio.push_back(cand.median_us / win.median_us);
+    }
+  }
   // The winner against the default, side by side, once more: the record states both.
   const auto [def, win] = m->compare(candidates.front(), best, a.rounds);
   o.default_us = def.median_us;
@@ -229,7 +272,7 @@ int try_schedule(const graph::Graph& optimized, const graph::KernelSpec& spec,
   const codegen::ScheduleRecord* r = db.find(graph::kernel_signature(spec), target);
   const std::string current = codegen::resolve_schedule(spec, t, r ? r->schedule : "");
   std::string text = current;
-  for (const std::string& s : a.sets) text += " " + s;
+  for (const std::string& s : a.sets) text = s.rfind("auto:", 0) == 0 ? s : text + " " + s;
   const std::string trial = codegen::resolve_schedule(spec, t, text);  // refuses nonsense
   LocalMeasurerOptions mo;
   mo.cpu_target = a.target;
@@ -250,20 +293,38 @@ int try_schedule(const graph::Graph& optimized, const graph::KernelSpec& spec,
   return 0;
 }
 
-void print_table(const std::vector<Outcome>& rows, int threads) {
+void print_table(const std::vector<Outcome>& rows, int threads,
+                 const std::vector<std::string>& autoschedulers) {
   const Peaks peaks = machine_peaks(threads, false);
   size_t w = 6;
   for (const Outcome& o : rows) w = std::max(w, graph::printable(o.kernel).size());
-  std::printf("\n%-*s  %-22s  %10s  %10s  %7s  %7s  %s\n", static_cast<int>(w), "kernel", "op",
-              "default us", "tuned us", "speedup", "% FMA", "tuned schedule (default if '=')");
+  std::string auto_heads;
+  for (const std::string& name : autoschedulers) {
+    char head[48];
+    std::snprintf(head, sizeof head, "  %19s", (name + "/tuned").c_str());
+    auto_heads += head;
+  }
+  std::printf("\n%-*s  %-22s  %10s  %10s  %7s  %7s%s  %s\n", static_cast<int>(w), "kernel", "op",
+              "default us", "tuned us", "speedup", "% FMA", auto_heads.c_str(),
+              "tuned schedule (default if '=')");
   double log_sum = 0;
   int n = 0;
   for (const Outcome& o : rows) {
     if (!o.measured) continue;
     const double fraction = o.flops / (o.tuned_us * 1e-6) / 1e9 / peaks.fma_gflops;
-    std::printf("%-*s  %-22s  %10.1f  %10.1f  %6.2fx  %6.1f%%  %s\n", static_cast<int>(w),
+    std::string autos;
+    for (size_t i = 0; i < autoschedulers.size(); ++i) {
+      const double r = i < o.auto_ratio.size() ? o.auto_ratio[i] : NAN;
+      char cell[48];
+      if (std::isfinite(r))
+        std::snprintf(cell, sizeof cell, "  %18.2fx", r);
+      else
+        std::snprintf(cell, sizeof cell, "  %19s", "-");
+      autos += cell;
+    }
+    std::printf("%-*s  %-22s  %10.1f  %10.1f  %6.2fx  %6.1f%%%s  %s\n", static_cast<int>(w),
                 graph::printable(o.kernel).c_str(), o.op.substr(0, 22).c_str(), o.default_us,
-                o.tuned_us, o.default_us / o.tuned_us, 100 * fraction,
+                o.tuned_us, o.default_us / o.tuned_us, 100 * fraction, autos.c_str(),
                 o.schedule == o.default_schedule ? "=" : o.schedule.c_str());
     log_sum += std::log(o.default_us / o.tuned_us);
     ++n;
@@ -279,7 +340,7 @@ void print_table(const std::vector<Outcome>& rows, int threads) {
 int cmd_tune(int argc, char** argv) {
   const Args args(argc, argv, 2,
                   {"--db", "--target", "--budget", "--threads", "--jobs", "--candidates", "--rounds",
-                   "--kernel", "--set"},
+                   "--kernel", "--set", "--autoschedulers"},
                   {"--retune"});
   if (args.help()) {
     std::fputs(kHelp, stdout);
@@ -354,7 +415,7 @@ int cmd_tune(int argc, char** argv) {
   }
   if (kept)
     std::printf("%zu kernels kept from the database (--retune measures them again)\n", kept);
-  print_table(rows, threads);
+  print_table(rows, threads, a.autoschedulers);
   std::printf("database: %s (%zu records); total %s\n", graph::printable(a.db).c_str(),
               db.records().size(), minutes(seconds_since(start)).c_str());
   return 0;
