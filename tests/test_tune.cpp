@@ -182,7 +182,13 @@ TEST_F(TuneTest, TunedRecordCompilesAndMatchesTheReference) {
 // then a rerun that measures nothing, a schedule tried by hand, and refusals.
 TEST_F(TuneTest, TuneWritesResumesAndTriesByHand) {
   std::string out;
-  ASSERT_EQ(kiln("tune example --db db.jsonl --budget 1 --candidates 3 --rounds 3", &out), 0) << out;
+  ASSERT_EQ(kiln("tune example --db db.jsonl --budget 1 --candidates 3 --rounds 3 --json t.json", &out),
+            0) << out;
+  // The table as JSON, drawn by the plot script.
+  const std::string plot = "'" KILN_PYTHON "' '" KILN_SOURCE_DIR "/scripts/plot_results.py' '" +
+                           path("t.json") + "' '" + path("t.png") + "' >/dev/null";
+  ASSERT_EQ(std::system(plot.c_str()), 0) << slurp(path("t.json"));
+  EXPECT_EQ(slurp(path("t.png")).substr(1, 3), "PNG");
   EXPECT_NE(out.find("[1/1] conv_out"), std::string::npos) << out;
   EXPECT_NE(out.find("geometric-mean speedup"), std::string::npos) << out;
   const codegen::ScheduleDb db = codegen::ScheduleDb::load(path("db.jsonl"));

@@ -6,6 +6,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
 
@@ -65,12 +68,13 @@ options:
                        time relative to the winner's, from the same interleaved run). They are
                        a comparison: a record always holds one of Kiln's schedule families.
                        Adams2019's search can take minutes per kernel.
+  --json FILE          also write the final table as JSON (scripts/plot_results.py draws it)
   --retune             measure kernels the database already holds again
   -h, --help           this text
 )";
 
 struct TuneArgs {
-  std::string model, db;
+  std::string model, db, json;
   int target = -1, threads = 0, jobs = 0, candidates = 16, rounds = 15;
   double budget_s = 30 * 60;
   std::string kernel;
@@ -96,6 +100,8 @@ TuneArgs parse(const Args& args) {
   a.kernel = args.get("--kernel");
   a.sets = args.get_all("--set");
   a.retune = args.has("--retune");
+  a.json = args.get("--json");
+  if (args.has("--json") && a.json.empty()) throw UsageError("--json needs a file name");
   if (args.has("--autoschedulers")) {
     std::stringstream list(args.get("--autoschedulers"));
     for (std::string name; std::getline(list, name, ',');) {
@@ -335,12 +341,40 @@ void print_table(const std::vector<Outcome>& rows, int threads,
                 std::exp(log_sum / n), n, peaks.fma_gflops, threads);
 }
 
+void write_json(const std::string& path, const TuneArgs& a, const std::string& target, int threads,
+                const std::vector<Outcome>& rows) {
+  const Peaks peaks = machine_peaks(threads, false);
+  nlohmann::json j = {{"model", a.model}, {"target", target}, {"threads", threads},
+                      {"fma_peak_gflops", peaks.fma_gflops}};
+  j["kernels"] = nlohmann::json::array();
+  for (const Outcome& o : rows) {
+    if (!o.measured) continue;
+    nlohmann::json autos = nlohmann::json::object();
+    for (size_t i = 0; i < a.autoschedulers.size() && i < o.auto_ratio.size(); ++i)
+      autos[a.autoschedulers[i]] = o.auto_ratio[i];  // NaN (failed) is written as null
+    j["kernels"].push_back({{"kernel", o.kernel},
+                            {"op", o.op},
+                            {"default_schedule", o.default_schedule},
+                            {"schedule", o.schedule},
+                            {"default_us", o.default_us},
+                            {"tuned_us", o.tuned_us},
+                            {"fma_fraction", o.flops / (o.tuned_us * 1e-6) / 1e9 / peaks.fma_gflops},
+                            {"autoschedulers_over_tuned", autos},
+                            {"note", o.note}});
+  }
+  const std::string tmp = path + ".tmp";
+  std::ofstream(tmp) << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw graph::Error("cannot write " + path + ": " + ec.message());
+}
+
 }  // namespace
 
 int cmd_tune(int argc, char** argv) {
   const Args args(argc, argv, 2,
                   {"--db", "--target", "--budget", "--threads", "--jobs", "--candidates", "--rounds",
-                   "--kernel", "--set", "--autoschedulers"},
+                   "--kernel", "--set", "--autoschedulers", "--json"},
                   {"--retune"});
   if (args.help()) {
     std::fputs(kHelp, stdout);
@@ -416,6 +450,7 @@ int cmd_tune(int argc, char** argv) {
   if (kept)
     std::printf("%zu kernels kept from the database (--retune measures them again)\n", kept);
   print_table(rows, threads, a.autoschedulers);
+  if (!a.json.empty()) write_json(a.json, a, target, threads, rows);
   std::printf("database: %s (%zu records); total %s\n", graph::printable(a.db).c_str(),
               db.records().size(), minutes(seconds_since(start)).c_str());
   return 0;
