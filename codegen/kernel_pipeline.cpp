@@ -4,6 +4,7 @@
 #include "generators/ops/conv.h"
 #include "generators/ops/elementwise.h"
 #include "generators/ops/layout.h"
+#include "generators/ops/norm.h"
 #include "generators/ops/pool.h"
 #include "generators/ops/tensor.h"
 #include "runtime/conv_weights.h"
@@ -12,6 +13,7 @@
 #include "schedules/depthwise_schedule.h"
 #include "schedules/elementwise_schedule.h"
 #include "schedules/layout_schedule.h"
+#include "schedules/norm_schedule.h"
 #include "schedules/pool_schedule.h"
 #include "schedules/tensor_schedule.h"
 
@@ -399,6 +401,28 @@ KernelPipeline reduction_pipeline(const graph::OpKernelSpec& k, const Halide::Ta
   return KernelPipeline{Halide::Pipeline(out), inputs};
 }
 
+// LayerNorm: the row statistics once per row, then the normalized row.
+KernelPipeline layer_norm_pipeline(const graph::OpKernelSpec& k, const Halide::Target& target,
+                                   const std::vector<Halide::ImageParam>& inputs) {
+  std::vector<Halide::Func> params;
+  std::vector<graph::Shape> param_shapes;
+  for (size_t i = 1; i < inputs.size(); ++i) {
+    params.emplace_back(inputs[i]);
+    param_shapes.push_back(k.inputs[i].shape);
+  }
+  const generators::ops::LayerNormAlgorithm a = generators::ops::layer_norm(
+      inputs[0], k.inputs[0].shape, std::get<graph::LayerNorm>(k.op), params, param_shapes);
+  const schedules::LayerNormFuncs f{a.out,     a.sum, a.mean, a.square_sum, a.inv_std,
+                                    a.r, a.normalized_dims, dense_dims(k.output.shape).extents};
+  if (target.has_gpu_feature()) {
+    schedules::schedule_layer_norm_gpu(f, target);
+  } else {
+    schedules::schedule_layer_norm_cpu(f, target);
+  }
+  constrain([&](int d) { return a.out.output_buffer().dim(d); }, k.output.shape);
+  return KernelPipeline{Halide::Pipeline(a.out), inputs};
+}
+
 // The operand of a product broadcast to the output's batch dimensions: `at` holds its two
 // matrix coordinates, then its own batch dimensions (innermost first) take the output's batch
 // Var of the same place from the right, or 0 where the operand's extent is 1.
@@ -489,6 +513,8 @@ KernelPipeline build_kernel_pipeline(const graph::KernelSpec& spec, const Halide
       std::holds_alternative<graph::ReduceMean>(kind) ||
       std::holds_alternative<graph::GlobalPool>(kind))
     return reduction_pipeline(op_spec, target, inputs);
+  if (std::holds_alternative<graph::LayerNorm>(kind))
+    return layer_norm_pipeline(op_spec, target, inputs);
   if (!std::holds_alternative<graph::ElementwiseChain>(kind) &&
       !std::holds_alternative<graph::Binary>(kind))
     return data_pipeline(op_spec, target, inputs);

@@ -50,6 +50,8 @@ const char* to_string(ChainStepKind k) {
     case ChainStepKind::celu: return "celu";
     case ChainStepKind::thresholded_relu: return "thresholded_relu";
     case ChainStepKind::pow: return "pow";
+    case ChainStepKind::gelu: return "gelu";
+    case ChainStepKind::gelu_tanh: return "gelu_tanh";
   }
   return "?";
 }
@@ -122,6 +124,7 @@ const char* op_name(const Op& op) {
     const char* operator()(const Pad&) { return "Pad"; }
     const char* operator()(const Softmax&) { return "Softmax"; }
     const char* operator()(const ReduceMean&) { return "ReduceMean"; }
+    const char* operator()(const LayerNorm&) { return "LayerNorm"; }
     const char* operator()(const ElementwiseChain&) { return "ElementwiseChain"; }
     const char* operator()(const LayoutTransform&) { return "LayoutTransform"; }
   };
@@ -284,6 +287,8 @@ std::string attrs(const Op& op) {
     s << "axis=" << sm->axis << (sm->coerce_2d ? " coerce_2d" : "");
   } else if (const auto* rm = std::get_if<ReduceMean>(&op)) {
     s << "axes=" << list(rm->axes) << " keepdims=" << rm->keepdims;
+  } else if (const auto* ln = std::get_if<LayerNorm>(&op)) {
+    s << "axis=" << ln->axis << " epsilon=" << ln->epsilon;
   } else if (const auto* ch = std::get_if<ElementwiseChain>(&op)) {
     s << "steps=[";
     for (size_t i = 0; i < ch->steps.size(); ++i) s << (i ? "," : "") << to_string(ch->steps[i].kind);

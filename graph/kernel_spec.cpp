@@ -181,7 +181,7 @@ bool is_generated(const KernelSpec& k) {
          std::holds_alternative<Reshape>(op) || std::holds_alternative<Transpose>(op) ||
          std::holds_alternative<Concat>(op) || std::holds_alternative<Slice>(op) ||
          std::holds_alternative<Pad>(op) || std::holds_alternative<Softmax>(op) ||
-         std::holds_alternative<ReduceMean>(op);
+         std::holds_alternative<ReduceMean>(op) || std::holds_alternative<LayerNorm>(op);
 }
 
 std::vector<TensorDesc> generated_kernel_arguments(const KernelSpec& k) {
@@ -261,6 +261,8 @@ std::string kernel_signature(const KernelSpec& k) {
     s << "[";
     for (int a : rm->axes) s << a << ",";
     s << rm->keepdims << "]";
+  } else if (const auto* ln = op ? std::get_if<LayerNorm>(&op->op) : nullptr) {
+    s << "[" << ln->axis << "," << std::hexfloat << ln->epsilon << std::defaultfloat << "]";
   } else if (const auto* lt = op ? std::get_if<LayoutTransform>(&op->op) : nullptr) {
     s << "[" << to_string(lt->from) << "->" << to_string(lt->to) << "]";
   }

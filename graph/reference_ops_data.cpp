@@ -182,6 +182,30 @@ Tensor reduce_mean(const ReduceMean& rm, const Tensor& x, const Shape& out_shape
   return out;
 }
 
+// Per row of the leading axes, in double: the mean, then the biased variance about it (two
+// passes, as numpy computes it), then (x - mean) / sqrt(var + epsilon) * scale + bias.
+Tensor layer_norm(const LayerNorm& ln, const std::vector<const Tensor*>& in) {
+  const Tensor& x = *in[0];
+  int64_t cols = 1;
+  for (size_t a = static_cast<size_t>(ln.axis); a < x.shape.size(); ++a) cols *= x.shape[a];
+  Tensor out = x;
+  for (int64_t r = 0; r < num_elements(x.shape) / cols; ++r) {
+    const float* row = x.data.data() + r * cols;
+    double mean = 0.0, var = 0.0;
+    for (int64_t k = 0; k < cols; ++k) mean += row[k];
+    mean /= static_cast<double>(cols);
+    for (int64_t k = 0; k < cols; ++k) var += (row[k] - mean) * (row[k] - mean);
+    var /= static_cast<double>(cols);
+    const double inv_std = 1.0 / std::sqrt(var + static_cast<double>(ln.epsilon));
+    for (int64_t k = 0; k < cols; ++k) {
+      const double bias = in.size() > 2 ? in[2]->data[static_cast<size_t>(k)] : 0.0;
+      out.data[static_cast<size_t>(r * cols + k)] =
+          static_cast<float>((row[k] - mean) * inv_std * in[1]->data[static_cast<size_t>(k)] + bias);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 double reference_chain_step(const ChainStep& st, double v, double scale, double shift) {
@@ -209,6 +233,9 @@ double reference_chain_step(const ChainStep& st, double v, double scale, double 
       return std::isnan(v) ? v : std::max(0.0, v) + std::min(0.0, st.a * std::expm1(v / st.a));
     case ChainStepKind::thresholded_relu: return v > st.a ? v : 0.0;
     case ChainStepKind::pow: return std::pow(v, static_cast<double>(st.a));
+    case ChainStepKind::gelu: return 0.5 * v * std::erfc(-v / std::sqrt(2.0));
+    case ChainStepKind::gelu_tanh:
+      return 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
   }
   return v;
 }
@@ -266,6 +293,7 @@ Tensor reference_data_op(const Op& op, const std::vector<const Tensor*>& in, con
   if (const auto* sm = std::get_if<Softmax>(&op)) return softmax(*sm, *in[0]);
   if (const auto* rm = std::get_if<ReduceMean>(&op))
     return reduce_mean(*rm, *in[0], out_shape, out_layout);
+  if (const auto* ln = std::get_if<LayerNorm>(&op)) return layer_norm(*ln, in);
   if (const auto* ch = std::get_if<ElementwiseChain>(&op)) return chain(*ch, in);
   if (const auto* t = std::get_if<LayoutTransform>(&op)) return to_layout(*in[0], t->to);
   throw Error(std::string("reference: no implementation of ") + op_name(op) + " yet");

@@ -358,6 +358,22 @@ TypedShape infer_output(const Graph& g, const Node& n) {
     }
     return {out, logical_layout(out.size())};
   }
+  if (const auto* ln = std::get_if<LayerNorm>(&n.op)) {
+    if (n.inputs.size() != 2 && n.inputs.size() != 3)
+      fail(n, "expected 2 or 3 inputs (x, scale[, bias]), got " + std::to_string(n.inputs.size()));
+    const Value& x = logical_input(g, n, 0);
+    if (ln->axis < 0 || ln->axis >= static_cast<int>(x.shape.size()))
+      fail(n, "axis " + std::to_string(ln->axis) + " out of range for a rank-" +
+                  std::to_string(x.shape.size()) + " input");
+    const Shape normalized(x.shape.begin() + ln->axis, x.shape.end());
+    for (size_t i = 1; i < n.inputs.size(); ++i) {
+      const Value& p = g.value(n.inputs[i]);
+      if (!holds_normalized_shape(p.shape, x.shape, ln->axis))
+        fail(n, std::string(i == 1 ? "scale" : "bias") + " '" + p.name + "' is " +
+                    to_string(p.shape) + ", expected the normalized shape " + to_string(normalized));
+    }
+    return {x.shape, x.layout};
+  }
   const auto& t = std::get<LayoutTransform>(n.op);
   expect_inputs(n, 1);
   auto is_image = [](Layout l) { return l == Layout::nchw || l == Layout::nhwc; };
@@ -369,6 +385,15 @@ TypedShape infer_output(const Graph& g, const Node& n) {
     fail(n, "input '" + x.name + "' is " + to_string(x.layout) + ", expected " +
                 to_string(t.from));
   return {image_shape(image_dims(x.shape, t.from), t.to), t.to};
+}
+
+bool holds_normalized_shape(const Shape& param, const Shape& x, int axis) {
+  auto without_leading_ones = [](Shape::const_iterator b, Shape::const_iterator e) {
+    while (b != e && *b == 1) ++b;
+    return Shape(b, e);
+  };
+  return without_leading_ones(param.begin(), param.end()) ==
+         without_leading_ones(x.begin() + axis, x.end());
 }
 
 Layout logical_layout(size_t rank) { return rank == 4 ? Layout::nchw : Layout::any; }

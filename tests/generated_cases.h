@@ -66,6 +66,9 @@ inline std::vector<ChainCase> chain_cases() {
       {"math_steps", {1, 9, 11, 40}, Layout::nhwc, kMathSteps},
       {"activation_steps", {2, 7, 5, 24}, Layout::nhwc, kActivationSteps},
       {"tanh_alone", {3, 1000}, Layout::any, {{ChainStepKind::tanh, 0, 0}}},
+      {"gelu", {1, 9, 11, 40}, Layout::nhwc, {{ChainStepKind::gelu, 0, 0}}},
+      {"gelu_tanh_after_affine", {2, 5, 7, 19}, Layout::nchw,
+       {{ChainStepKind::affine, 0, 0}, {ChainStepKind::gelu_tanh, 0, 0}}},
       {"pow_steps",
        {1, 6, 6, 20},
        Layout::nhwc,  // odd power of negatives, then positive bases
@@ -332,6 +335,16 @@ inline std::vector<OpCase> op_cases() {
       {"reduce_mean_last_keepdims", graph::ReduceMean{{3}, true}, {{1, 9, 9, 48}}},
       {"reduce_mean_spatial_dropped", graph::ReduceMean{{2, 3}, false}, {{2, 20, 6, 7}}},
       {"reduce_mean_all", graph::ReduceMean{{}, true}, {{4, 33}}},
+      // LayerNorm: rows of a vector multiple (ConvNeXt's 48 channels, many rows in parallel),
+      // an odd row over two axes without bias, parameters with leading 1s, a single row.
+      {"layer_norm_last_axis_c48", graph::LayerNorm{1, 1e-6f}, {{3136, 48}, {48}, {48}},
+       Layout::any, {false, true, true}, 1e-4, 1e-5},
+      {"layer_norm_two_axes_odd_no_bias", graph::LayerNorm{1, 1e-5f}, {{2, 7, 37}, {7, 37}},
+       Layout::any, {}, 1e-4, 1e-5},
+      {"layer_norm_rank4_param_leading_ones", graph::LayerNorm{2, 1e-3f},
+       {{2, 3, 5, 20}, {1, 5, 20}, {1, 1, 5, 20}}, Layout::any, {}, 1e-4, 1e-5},
+      {"layer_norm_one_row", graph::LayerNorm{0, 1e-5f}, {{3, 33}, {3, 33}, {3, 33}},
+       Layout::any, {}, 1e-4, 1e-5},
       {"global_avg_pool_nchw", graph::GlobalPool{graph::PoolKind::avg}, {{2, 24, 7, 9}},
        Layout::nchw},
   };

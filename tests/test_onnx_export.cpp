@@ -154,6 +154,7 @@ std::vector<Case> every_op() {
   add("softmax", Softmax{1, false}, {{{2, 5}, Layout::any}}, "Softmax");
   add("softmax coerce_2d", Softmax{1, true}, {{{2, 3, 4}, Layout::any}}, "Softmax", k);
   add("reduce_mean", ReduceMean{{2, 3}, true}, {x}, "ReduceMean");
+  add("layer_norm", LayerNorm{3, 1e-6f}, {x, {{6}, Layout::any, true}}, "LayerNorm", k);
   const ElementwiseChain chain{{{ChainStepKind::clamp, 0.0f, 6.0f}, {ChainStepKind::affine}}};
   add("chain", chain, {xh, c4, c4}, "ElementwiseChain", k);
   add("layout_transform", LayoutTransform{Layout::nchw, Layout::nhwc}, {x}, "LayoutTransform", k);

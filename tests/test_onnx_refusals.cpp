@@ -147,5 +147,22 @@ TEST(OnnxImport, DeclaredOutputTypesAreChecked) {
   }
 }
 
+// LayerNormalization: statistics in float32 only, and scale / bias of the normalized shape.
+TEST(OnnxImport, LayerNormalizationRefusals) {
+  auto layer_norm = [](int64_t stash, Dims scale) {
+    ModelBuilder m(17);
+    m.input("x", {2, 3, 8});
+    m.init("s", scale, std::vector<float>(static_cast<size_t>(scale[0] * (scale.size() > 1 ? scale[1] : 1)), 1.0f));
+    attr_i(m.node("LayerNormalization", {"x", "s"}, {"y"}, "ln"), "stash_type", stash);
+    m.output("y");
+    return m;
+  };
+  EXPECT_THAT(import_error(layer_norm(11, {8}).bytes()),
+              HasSubstr("node 'ln' (LayerNormalization): attribute 'stash_type' is 11"));
+  EXPECT_THAT(import_error(layer_norm(1, {3, 8}).bytes()),
+              HasSubstr("scale 's' is [3, 8], expected the normalized shape [8]"));
+  EXPECT_THAT(import_error(layer_norm(1, {16}).bytes()), HasSubstr("expected the normalized shape"));
+}
+
 }  // namespace
 }  // namespace kiln::graph

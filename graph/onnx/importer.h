@@ -168,6 +168,7 @@ void convert_gemm(Importer& im, const NodeCtx& c);
 void convert_matmul(Importer& im, const NodeCtx& c);
 void convert_softmax(Importer& im, const NodeCtx& c);
 void convert_reduce_mean(Importer& im, const NodeCtx& c);
+void convert_layer_norm(Importer& im, const NodeCtx& c);
 // ops_shape.cpp
 void convert_reshape(Importer& im, const NodeCtx& c);
 void convert_flatten(Importer& im, const NodeCtx& c);
@@ -185,6 +186,7 @@ void convert_dropout(Importer& im, const NodeCtx& c);
 void convert_cast(Importer& im, const NodeCtx& c);
 void convert_constant(Importer& im, const NodeCtx& c);
 void convert_shape(Importer& im, const NodeCtx& c);
+void convert_size(Importer& im, const NodeCtx& c);
 void convert_constant_of_shape(Importer& im, const NodeCtx& c);
 void convert_range(Importer& im, const NodeCtx& c);
 

@@ -230,6 +230,12 @@ class NodeWriter {
     if (!r.axes.empty()) attr_ints(p_, "axes", r.axes);  // none: every axis, as in Kiln
     attr_int(p_, "keepdims", r.keepdims);
   }
+  // ONNX has LayerNormalization only from opset 17; under the exported opset 13 it is Kiln's op.
+  void operator()(const LayerNorm& l) {
+    kiln("LayerNorm", false);
+    attr_int(p_, "axis", l.axis);
+    attr_float(p_, "epsilon", l.epsilon);
+  }
   void operator()(const ElementwiseChain& c) {
     kiln("ElementwiseChain");
     steps("steps", c.steps);

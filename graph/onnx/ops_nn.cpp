@@ -1,5 +1,5 @@
 // ONNX -> IR for the network's compute ops: convolution, normalization, activations,
-// elementwise arithmetic, pooling, Gemm/MatMul, Softmax and ReduceMean.
+// elementwise arithmetic, pooling, Gemm/MatMul, Softmax, ReduceMean and LayerNormalization.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -193,6 +193,17 @@ void convert_chain_step(Importer& im, const NodeCtx& c) {
   bool found = false;
   for (const auto& [name, kind] : kinds)
     if (c.op() == name) step.kind = kind, found = true;
+  // Neg and Abs of an integer tensor known at import (shape arithmetic, e.g. LayerNormalization's
+  // function body negating an axis): folded exactly.
+  const HostTensor* h = im.host_input(c, 0);
+  if (h && !h->is_float() && (step.kind == K::neg || step.kind == K::abs)) {
+    HostTensor r = *h;
+    for (int64_t& v : r.i) {
+      if (v == std::numeric_limits<int64_t>::min()) node_error(c, "integer overflow");
+      v = step.kind == K::neg ? -v : std::abs(v);
+    }
+    return im.define_host(c, 0, std::move(r));
+  }
   KILN_CHECK(found, "convert_chain_step has no step for " + c.op());
   if (step.kind == K::elu || step.kind == K::celu || step.kind == K::thresholded_relu)
     step.a = attr_float(c, "alpha", 1.0f);
@@ -329,6 +340,39 @@ void convert_reduce_mean(Importer& im, const NodeCtx& c) {
   }
   std::sort(r.axes.begin(), r.axes.end());
   emit_single(im, c, r, {im.value_input(c, 0)});
+}
+
+// LayerNormalization (opset 17): one LayerNorm node. Its optional Mean and InvStdDev outputs,
+// when read, are computed by nodes of their own from the same definitions (ReduceMean over the
+// normalized axes, the mean of the squared deviation, 1 / sqrt(var + epsilon)).
+void convert_layer_norm(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 2, 3);
+  const Shape xs = im.input_shape(c, 0);
+  LayerNorm ln;
+  ln.axis = normalize_axis(c, attr_int(c, "axis", -1), xs.size(), "attribute 'axis'");
+  ln.epsilon = attr_float(c, "epsilon", 1e-5f);
+  if (attr_int(c, "stash_type", 1) != 1)
+    node_error(c, "attribute 'stash_type' is " + std::to_string(attr_int(c, "stash_type", 1)) +
+                      "; Kiln computes the statistics in float32 (stash_type 1)");
+  const ValueId x = im.value_input(c, 0);
+  std::vector<ValueId> in = {x, im.value_input(c, 1)};
+  if (im.has_input(c, 2)) in.push_back(im.value_input(c, 2));
+  emit_single(im, c, ln, std::move(in));
+  if (!im.output_used(c, 1) && !im.output_used(c, 2)) return;
+  ReduceMean over_row{{}, true};
+  for (int a = ln.axis; a < static_cast<int>(xs.size()); ++a) over_row.axes.push_back(a);
+  const std::string base = im.output_name(c, 0);
+  const ValueId mean = im.emit(c, over_row, {x}, im.output_used(c, 1) ? im.output_name(c, 1) : base + "/mean");
+  im.define_value(c, 1, mean);
+  if (!im.output_used(c, 2)) return;
+  const ValueId dev = im.emit(c, Binary{BinaryOp::sub}, {x, mean}, base + "/deviation");
+  const ValueId sq = im.emit(c, Binary{BinaryOp::mul}, {dev, dev}, base + "/square");
+  const ValueId var = im.emit(c, over_row, {sq}, base + "/variance");
+  const ValueId eps = im.add_constant(base + "/epsilon", {}, {ln.epsilon}, Layout::any);
+  const ValueId shifted = im.emit(c, Binary{BinaryOp::add}, {var, eps}, base + "/variance+epsilon");
+  const ValueId inv = im.emit(c, ElementwiseChain{{{ChainStepKind::sqrt, 0, 0}, {ChainStepKind::reciprocal, 0, 0}}},
+                              {shifted}, im.output_name(c, 2));
+  im.define_value(c, 2, inv);
 }
 
 }  // namespace kiln::graph::onnx
