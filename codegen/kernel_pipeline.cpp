@@ -6,6 +6,7 @@
 #include "generators/ops/layout.h"
 #include "generators/ops/norm.h"
 #include "generators/ops/pool.h"
+#include "generators/ops/resize.h"
 #include "generators/ops/tensor.h"
 #include "runtime/conv_weights.h"
 #include "runtime/kernels.h"
@@ -329,8 +330,9 @@ void schedule_elementwise(const schedules::ElementwiseFuncs& f, const Halide::Ta
   }
 }
 
-// Data movement: the output a pure function of its coordinates, read from other places of the
-// input (so the innermost dimension is kept: fusing it would not make the loads contiguous).
+// Data movement (and Resize): the output a pure function of its coordinates, read from other
+// places of the input (so the innermost dimension is kept: fusing it would not make the loads
+// contiguous).
 KernelPipeline data_pipeline(const graph::OpKernelSpec& k, const Halide::Target& target,
                              const std::vector<Halide::ImageParam>& inputs) {
   const graph::Shape& in = k.inputs[0].shape;
@@ -358,6 +360,8 @@ KernelPipeline data_pipeline(const graph::OpKernelSpec& k, const Halide::Target&
     out = generators::ops::concat(ins, shapes, c->axis);
   } else if (const auto* sl = std::get_if<graph::Slice>(&k.op)) {
     out = generators::ops::slice(inputs[0], in, *sl);
+  } else if (const auto* rs = std::get_if<graph::Resize>(&k.op)) {
+    out = generators::ops::resize(inputs[0], in, *rs);
   } else {
     out = generators::ops::pad(inputs[0], in, std::get<graph::Pad>(k.op));
   }

@@ -200,6 +200,27 @@ struct LayerNorm {
   float epsilon = 1e-5f;
 };
 
+// ONNX Resize (opsets 10-17) and Upsample: out[i] reads x at coordinates mapped back per axis,
+// x_original = f(i) by `coordinates` with that axis' scale (`scales`, as given or out / in from
+// sizes). Nearest rounds x_original by `nearest` and clamps it into the axis; linear
+// interpolates between its two neighbours (edge values past the ends), on at most the last two
+// axes. Input: x.
+enum class ResizeMode : uint8_t { nearest, linear };
+enum class ResizeCoordinates : uint8_t {
+  half_pixel, pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn
+};
+enum class NearestRounding : uint8_t { round_prefer_floor, round_prefer_ceil, floor, ceil };
+const char* to_string(ResizeMode m);
+const char* to_string(ResizeCoordinates c);
+const char* to_string(NearestRounding r);
+struct Resize {
+  ResizeMode mode = ResizeMode::nearest;
+  ResizeCoordinates coordinates = ResizeCoordinates::half_pixel;
+  NearestRounding nearest = NearestRounding::round_prefer_floor;
+  Shape sizes;                // the output shape
+  std::vector<float> scales;  // one per axis
+};
+
 // A chain of elementwise steps applied to one tensor in one pass (made by
 // fuse_elementwise_chains from ReLU, Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish,
 // BatchNorm that could not fold, per-channel or scalar Add/Sub/Mul/Div by constants, and the
@@ -217,7 +238,8 @@ struct LayoutTransform {
 
 using Op = std::variant<Conv2d, BatchNorm, Relu, Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish,
                         Binary, Pool2d, GlobalPool, Gemm, MatMul, Reshape, Transpose, Concat,
-                        Slice, Pad, Softmax, ReduceMean, LayerNorm, ElementwiseChain, LayoutTransform>;
+                        Slice, Pad, Softmax, ReduceMean, LayerNorm, Resize, ElementwiseChain,
+                        LayoutTransform>;
 const char* op_name(const Op& op);
 // Lower-case label for descriptions: "conv2d", "relu", "relu6", "clip(0, 1)", ...
 std::string op_label(const Op& op);

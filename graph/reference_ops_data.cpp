@@ -206,6 +206,75 @@ Tensor layer_norm(const LayerNorm& ln, const std::vector<const Tensor*>& in) {
   return out;
 }
 
+// Resize, in double: per axis the source coordinate of each output index, then the nearest
+// input index, or (linear) the two neighbours with edge values past the ends and their weights;
+// every axis is treated alike (an untouched axis maps to itself with weight 0 on the neighbour).
+// The scale is out / in where the float scale is that ratio to float precision (sizes given);
+// the resized length in align_corners and pytorch_half_pixel is in * scale, as ONNX defines it.
+double resize_source(const Resize& r, size_t a, int64_t i, int64_t in_len) {
+  const int64_t out_len = r.sizes[a];
+  const double ratio = static_cast<double>(out_len) / static_cast<double>(in_len);
+  const double scale = static_cast<float>(ratio) == r.scales[a] ? ratio : r.scales[a];
+  const double x = static_cast<double>(i), resized = static_cast<double>(in_len) * scale;
+  switch (r.coordinates) {
+    case ResizeCoordinates::half_pixel: return (x + 0.5) / scale - 0.5;
+    case ResizeCoordinates::pytorch_half_pixel: return resized > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
+    case ResizeCoordinates::align_corners:
+      return resized > 1 ? x * static_cast<double>(in_len - 1) / (resized - 1) : 0.0;
+    case ResizeCoordinates::asymmetric: return x / scale;
+    case ResizeCoordinates::tf_half_pixel_for_nn: return (x + 0.5) / scale;
+  }
+  return x;
+}
+
+Tensor resize(const Resize& r, const Tensor& x, const Shape& out_shape, Layout layout) {
+  const size_t rank = x.shape.size();
+  // Per axis and output index: {low index, high index, weight of the high one}.
+  struct Tap {
+    int64_t lo, hi;
+    double w;
+  };
+  std::vector<std::vector<Tap>> taps(rank);
+  for (size_t a = 0; a < rank; ++a) {
+    const int64_t len = x.shape[a];
+    auto clamp_index = [len](double v) { return static_cast<int64_t>(std::min(std::max(v, 0.0), double(len - 1))); };
+    for (int64_t i = 0; i < out_shape[a]; ++i) {
+      const double s = resize_source(r, a, i, len);
+      const double fl = std::floor(s), frac = s - fl;
+      if (r.mode == ResizeMode::linear) {
+        taps[a].push_back({clamp_index(fl), clamp_index(fl + 1), frac});
+        continue;
+      }
+      double n = fl;
+      switch (r.nearest) {
+        case NearestRounding::round_prefer_floor: n = frac > 0.5 ? fl + 1 : fl; break;
+        case NearestRounding::round_prefer_ceil: n = frac >= 0.5 ? fl + 1 : fl; break;
+        case NearestRounding::floor: n = fl; break;
+        case NearestRounding::ceil: n = frac > 0 ? fl + 1 : fl; break;
+      }
+      taps[a].push_back({clamp_index(n), clamp_index(n), 0.0});
+    }
+  }
+  Tensor out = blank(out_shape, layout);
+  for (int64_t e = 0; e < num_elements(out_shape); ++e) {
+    const std::vector<int64_t> oi = unravel(e, out_shape);
+    double sum = 0.0;
+    for (int corner = 0; corner < (1 << rank); ++corner) {
+      std::vector<int64_t> xi(rank);
+      double weight = 1.0;
+      for (size_t a = 0; a < rank; ++a) {
+        const Tap& t = taps[a][static_cast<size_t>(oi[a])];
+        const bool high = (corner >> a) & 1;
+        xi[a] = high ? t.hi : t.lo;
+        weight *= high ? t.w : 1.0 - t.w;
+      }
+      if (weight != 0.0) sum += weight * x.data[static_cast<size_t>(ravel(xi, x.shape))];
+    }
+    out.data[static_cast<size_t>(e)] = static_cast<float>(sum);
+  }
+  return out;
+}
+
 }  // namespace
 
 double reference_chain_step(const ChainStep& st, double v, double scale, double shift) {
@@ -294,6 +363,7 @@ Tensor reference_data_op(const Op& op, const std::vector<const Tensor*>& in, con
   if (const auto* rm = std::get_if<ReduceMean>(&op))
     return reduce_mean(*rm, *in[0], out_shape, out_layout);
   if (const auto* ln = std::get_if<LayerNorm>(&op)) return layer_norm(*ln, in);
+  if (const auto* rs = std::get_if<Resize>(&op)) return resize(*rs, *in[0], out_shape, out_layout);
   if (const auto* ch = std::get_if<ElementwiseChain>(&op)) return chain(*ch, in);
   if (const auto* t = std::get_if<LayoutTransform>(&op)) return to_layout(*in[0], t->to);
   throw Error(std::string("reference: no implementation of ") + op_name(op) + " yet");

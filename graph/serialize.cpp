@@ -30,7 +30,7 @@ struct OpList {};
 using TaggedOps = OpList<Conv2d, BatchNorm, Relu, Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish,
                          Binary, Pool2d, GlobalPool, Gemm, MatMul, Reshape, Transpose, Concat, Slice,
                          Pad, Softmax, ReduceMean, LayoutTransform, ElementwiseChain /* v3 */,
-                         LayerNorm /* v5 */>;
+                         LayerNorm, Resize /* v5 */>;
 template <typename T, typename... Ts>
 constexpr size_t tag_in(OpList<Ts...>) {
   constexpr bool same[] = {std::is_same_v<T, Ts>...};
@@ -270,6 +270,19 @@ template <typename IO>
 void attrs(IO& io, LayerNorm& l) {
   io.i32(l.axis);
   io.f32(l.epsilon);
+}
+template <typename IO>
+void attrs(IO& io, Resize& r) {
+  io.enum8(r.mode, 2);
+  io.enum8(r.coordinates, 5);
+  io.enum8(r.nearest, 4);
+  io.i64s(r.sizes, 1, kMaxDim);
+  if constexpr (std::is_same_v<IO, Writer>) {
+    io.u32(static_cast<uint32_t>(r.scales.size()));
+  } else {
+    r.scales.resize(io.count(4, "scales"));
+  }
+  for (float& f : r.scales) io.f32(f);
 }
 template <typename IO>
 void attrs(IO& io, ElementwiseChain& c) { chain_steps(io, c.steps); }

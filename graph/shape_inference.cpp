@@ -2,6 +2,8 @@
 // output shapes.
 #include "graph/shape_inference.h"
 
+#include <cmath>
+
 #include <algorithm>
 #include <cstdlib>
 
@@ -373,6 +375,24 @@ TypedShape infer_output(const Graph& g, const Node& n) {
                     to_string(p.shape) + ", expected the normalized shape " + to_string(normalized));
     }
     return {x.shape, x.layout};
+  }
+  if (const auto* rs = std::get_if<Resize>(&n.op)) {
+    expect_inputs(n, 1);
+    const Value& x = logical_input(g, n, 0);
+    const size_t r = x.shape.size();
+    if (rs->sizes.size() != r || rs->scales.size() != r)
+      fail(n, "sizes and scales need one entry per input axis");
+    for (size_t a = 0; a < r; ++a) {
+      if (rs->sizes[a] <= 0) fail(n, "output size " + std::to_string(rs->sizes[a]) + " on axis " + std::to_string(a));
+      if (!(rs->scales[a] > 0.0f) || !std::isfinite(rs->scales[a]))
+        fail(n, "scale " + std::to_string(rs->scales[a]) + " on axis " + std::to_string(a) + " is not positive");
+      if (rs->mode == ResizeMode::linear && a + 2 < r &&
+          (rs->sizes[a] != x.shape[a] || rs->scales[a] != 1.0f ||
+           rs->coordinates == ResizeCoordinates::tf_half_pixel_for_nn))
+        fail(n, "linear resizing of axis " + std::to_string(a) +
+                    ": Kiln interpolates only the last two axes (bilinear)");
+    }
+    return {rs->sizes, x.layout};
   }
   const auto& t = std::get<LayoutTransform>(n.op);
   expect_inputs(n, 1);

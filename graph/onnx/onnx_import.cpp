@@ -78,6 +78,9 @@ const std::vector<OpInfo>& op_table() {
       {"ReduceMean", 1, convert_reduce_mean, {}, "axes keepdims"},
       {"Relu", 1, convert_unary, {}, "consumed_inputs"},
       {"Reshape", 1, convert_reshape, {1}, "allowzero consumed_inputs shape"},
+      {"Resize", 11, convert_resize, {1, 2, 3},
+       "coordinate_transformation_mode cubic_coeff_a exclude_outside extrapolation_value mode "
+       "nearest_mode"},
       {"Selu", 6, convert_chain_step, {}, "alpha consumed_inputs gamma"},
       {"Shape", 1, convert_shape, {}, "end start"},
       {"Sigmoid", 1, convert_unary, {}, "consumed_inputs"},
@@ -93,6 +96,7 @@ const std::vector<OpInfo>& op_table() {
       {"Tanh", 6, convert_chain_step, {}, "consumed_inputs"},
       {"ThresholdedRelu", 10, convert_chain_step, {}, "alpha"},
       {"Transpose", 1, convert_transpose, {}, "perm"},
+      {"Upsample", 7, convert_upsample, {1}, "mode scales"},
       {"Unsqueeze", 1, convert_unsqueeze, {1}, "axes"},
   };
   return table;

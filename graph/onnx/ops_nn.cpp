@@ -375,4 +375,98 @@ void convert_layer_norm(Importer& im, const NodeCtx& c) {
   im.define_value(c, 2, inv);
 }
 
+namespace {
+
+// Per-axis scales (or, with `from_sizes`, output sizes) given to Resize or Upsample: the IR's
+// output shape and scales. Scales give floor(in * scale); sizes give scale = out / in.
+Resize resize_shape(const NodeCtx& c, const Shape& xs, const std::vector<double>& values, bool from_sizes) {
+  if (values.size() != xs.size())
+    node_error(c, std::string(from_sizes ? "sizes" : "scales") + " has " + std::to_string(values.size()) +
+                      " entries for a rank-" + std::to_string(xs.size()) + " input");
+  Resize r;
+  for (size_t a = 0; a < xs.size(); ++a) {
+    const double v = values[a];
+    if (!(v > 0) || v > static_cast<double>(kMaxWindowParam))
+      node_error(c, std::string(from_sizes ? "size " : "scale ") + std::to_string(v) + " on axis " +
+                        std::to_string(a) + " is not positive or too large");
+    const double out = from_sizes ? v : std::floor(static_cast<double>(xs[a]) * static_cast<float>(v));
+    if (out < 1) node_error(c, "axis " + std::to_string(a) + " would resize to " + std::to_string(out) + " elements");
+    r.sizes.push_back(static_cast<int64_t>(out));
+    r.scales.push_back(from_sizes ? static_cast<float>(v / static_cast<double>(xs[a])) : static_cast<float>(v));
+  }
+  return r;
+}
+
+ResizeMode resize_mode(const NodeCtx& c) {
+  const std::string mode = attr_string(c, "mode", "nearest");
+  if (mode == "nearest") return ResizeMode::nearest;
+  if (mode == "linear" || mode == "bilinear") return ResizeMode::linear;  // bilinear: Upsample-7
+  node_error(c, "attribute 'mode' is '" + mode + "'; Kiln supports nearest and linear (not cubic)");
+}
+
+}  // namespace
+
+// Resize (opsets 11-17): scales or sizes as constants; nearest with every nearest_mode, linear
+// (bilinear on the last two axes), every coordinate_transformation_mode but
+// tf_crop_and_resize.
+void convert_resize(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 1, 4);
+  const Shape xs = im.input_shape(c, 0);
+  const bool scales = im.has_input(c, 2) && im.constant_input(c, 2, "scales").size() > 0;
+  const bool sizes = im.has_input(c, 3) && im.constant_input(c, 3, "sizes").size() > 0;
+  if (scales == sizes) node_error(c, "exactly one of scales and sizes must be given");
+  std::vector<double> values;
+  if (scales) {
+    for (float f : im.constant_input(c, 2, "scales").f) values.push_back(f);
+  } else {
+    for (int64_t v : im.int_list_input(c, 3, "sizes")) values.push_back(static_cast<double>(v));
+  }
+  Resize r = resize_shape(c, xs, values, sizes);
+  r.mode = resize_mode(c);
+  static const std::vector<std::pair<std::string, ResizeCoordinates>> coordinates = {
+      {"half_pixel", ResizeCoordinates::half_pixel},
+      {"pytorch_half_pixel", ResizeCoordinates::pytorch_half_pixel},
+      {"align_corners", ResizeCoordinates::align_corners},
+      {"asymmetric", ResizeCoordinates::asymmetric},
+      {"tf_half_pixel_for_nn", ResizeCoordinates::tf_half_pixel_for_nn}};
+  const std::string ct = attr_string(c, "coordinate_transformation_mode", "half_pixel");
+  bool known = false;
+  for (const auto& [name, mode] : coordinates)
+    if (ct == name) r.coordinates = mode, known = true;
+  if (!known)
+    node_error(c, "attribute 'coordinate_transformation_mode' is '" + ct +
+                      "'; Kiln supports half_pixel, pytorch_half_pixel, align_corners, asymmetric and "
+                      "tf_half_pixel_for_nn");
+  static const std::vector<std::pair<std::string, NearestRounding>> roundings = {
+      {"round_prefer_floor", NearestRounding::round_prefer_floor},
+      {"round_prefer_ceil", NearestRounding::round_prefer_ceil},
+      {"floor", NearestRounding::floor},
+      {"ceil", NearestRounding::ceil}};
+  const std::string nm = attr_string(c, "nearest_mode", "round_prefer_floor");
+  known = false;
+  for (const auto& [name, mode] : roundings)
+    if (nm == name) r.nearest = mode, known = true;
+  if (!known) node_error(c, "attribute 'nearest_mode' is '" + nm + "'");
+  emit_single(im, c, r, {im.value_input(c, 0)});
+}
+
+// Upsample (opsets 7-9): scales as an attribute (7) or a constant input (9); asymmetric
+// coordinates, nearest rounding down.
+void convert_upsample(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 1, 2);
+  const Shape xs = im.input_shape(c, 0);
+  std::vector<double> values;
+  if (c.opset < 9) {
+    for (float f : attr_floats(c, "scales")) values.push_back(f);
+  } else {
+    if (!im.has_input(c, 1)) node_error(c, "input 'scales' is missing");
+    for (float f : im.constant_input(c, 1, "scales").f) values.push_back(f);
+  }
+  Resize r = resize_shape(c, xs, values, false);
+  r.mode = resize_mode(c);
+  r.coordinates = ResizeCoordinates::asymmetric;
+  r.nearest = NearestRounding::floor;
+  emit_single(im, c, r, {im.value_input(c, 0)});
+}
+
 }  // namespace kiln::graph::onnx
