@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "graph/passes/passes.h"
+#include "graph/passes/pattern_util.h"
 
 namespace kiln::graph {
 namespace {
@@ -16,9 +17,9 @@ struct Match {
   ValueId x;
 };
 
-class Matcher {
+class Matcher : public patterns::View {
  public:
-  explicit Matcher(const Graph& g) : g_(g), uses_(g.consumers()) {}
+  explicit Matcher(const Graph& g) : View(g), g_(g) {}
 
   std::optional<Match> at_erf(size_t i) const {
     const Node& erf = g_.nodes()[i];
@@ -66,12 +67,7 @@ class Matcher {
   }
 
  private:
-  const Node& node(size_t k) const { return g_.nodes()[k]; }
-  size_t index(const Node& n) const { return static_cast<size_t>(&n - g_.nodes().data()); }
-  static bool is_mul(const Node& n) {
-    const auto* b = std::get_if<Binary>(&n.op);
-    return b && b->op == BinaryOp::mul;
-  }
+  static bool is_mul(const Node& n) { return is_binary(n, BinaryOp::mul); }
   // n is `op` of a tensor and a scalar constant equal to `value` (to float precision); the
   // tensor goes to *x. With right_only the constant must be the second operand (division).
   bool operand_with(const Node& n, BinaryOp op, double value, ValueId* x, bool right_only = false) const {
@@ -85,44 +81,28 @@ class Matcher {
     return false;
   }
   bool is_scalar(ValueId v, double value) const {
-    const Value& c = g_.value(v);
-    return c.is_constant() && num_elements(c.shape) == 1 && std::abs((*c.data)[0] - value) <= 1e-6 * value;
+    return View::is_scalar(v) && std::abs((*g_.value(v).data)[0] - value) <= 1e-6 * value;
   }
-  std::optional<size_t> sole_reader(ValueId v) const {
-    if (g_.is_graph_output(v) || uses_[v.index].size() != 1) return std::nullopt;
-    return uses_[v.index][0].index;
-  }
-  const Node* sole_producer(ValueId v, size_t reader) const {
-    const Value& val = g_.value(v);
-    if (!val.producer.valid() || sole_reader(v) != reader) return nullptr;
-    return &g_.node(val.producer);
-  }
-
   const Graph& g_;
-  const std::vector<std::vector<NodeId>> uses_;
 };
 
 }  // namespace
 
-Graph fuse_gelu(const Graph& input) {
-  Graph g = input;
-  std::vector<std::optional<Match>> matches;
-  {
-    const Matcher matcher(g);
-    for (size_t i = 0; i < g.num_nodes(); ++i) matches.push_back(matcher.at_erf(i));
-  }
-  std::vector<Node> nodes = g.nodes();
-  std::vector<bool> dead(nodes.size(), false);
-  for (const std::optional<Match>& m : matches) {
-    if (!m) continue;
-    size_t last = m->members[0];
-    for (size_t k : m->members) last = std::max(last, k);
-    Node gelu{nodes[last].name, ElementwiseChain{{{ChainStepKind::gelu, 0, 0}}}, {m->x}, nodes[last].outputs, {"gelu"}};
-    for (size_t k : m->members) dead[k] = k != last;
-    nodes[last] = std::move(gelu);
-  }
-  g.rebuild(std::move(nodes), dead);
-  return g;
+Graph fuse_gelu(const Graph& g) {
+  std::vector<Match> matches;
+  std::vector<std::vector<size_t>> groups;
+  const Matcher matcher(g);
+  for (size_t i = 0; i < g.num_nodes(); ++i)
+    if (std::optional<Match> m = matcher.at_erf(i)) {
+      groups.push_back(m->members);
+      matches.push_back(*m);
+    }
+  return patterns::rewrite_groups(g, groups, [&](size_t k, Graph& out) {
+    size_t last = 0;
+    for (size_t i : matches[k].members) last = std::max(last, i);
+    return Node{out.nodes()[last].name, ElementwiseChain{{{ChainStepKind::gelu, 0, 0}}},
+                {matches[k].x}, out.nodes()[last].outputs, {"gelu"}};
+  });
 }
 
 }  // namespace kiln::graph

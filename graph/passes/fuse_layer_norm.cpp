@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "graph/passes/passes.h"
+#include "graph/passes/pattern_util.h"
 #include "graph/shape_inference.h"
 
 namespace kiln::graph {
@@ -20,9 +21,9 @@ struct Match {
   ValueId x, scale, bias;       // scale and bias invalid when the pattern has none
 };
 
-class Matcher {
+class Matcher : public patterns::View {
  public:
-  explicit Matcher(const Graph& g) : g_(g), uses_(g.consumers()) {}
+  explicit Matcher(const Graph& g) : View(g), g_(g) {}
 
   std::optional<Match> at_div(size_t i) const {
     const Node& div = g_.nodes()[i];
@@ -32,7 +33,7 @@ class Matcher {
     if (!sqrt || !is_step(*sqrt, ChainStepKind::sqrt, 1.0f)) return std::nullopt;
     const Node* add = sole_producer(sqrt->inputs[0], index(*sqrt));
     if (!add || !is_binary(*add, BinaryOp::add)) return std::nullopt;
-    const int eps_side = scalar(add->inputs[0]) ? 0 : scalar(add->inputs[1]) ? 1 : -1;
+    const int eps_side = is_scalar(add->inputs[0]) ? 0 : is_scalar(add->inputs[1]) ? 1 : -1;
     if (eps_side < 0) return std::nullopt;
     const Node* var = sole_producer(add->inputs[1 - eps_side], index(*add));
     if (!var || !std::holds_alternative<ReduceMean>(var->op)) return std::nullopt;
@@ -44,7 +45,7 @@ class Matcher {
     // d feeds the square and the division, nothing else.
     const Value& dv = g_.value(d);
     if (!dv.producer.valid() || g_.is_graph_output(d)) return std::nullopt;
-    for (NodeId r : uses_[d.index])
+    for (NodeId r : readers(d))
       if (r.index != i && r.index != index(*square)) return std::nullopt;
     const Node& sub = g_.node(dv.producer);
     if (!is_binary(sub, BinaryOp::sub)) return std::nullopt;
@@ -72,29 +73,11 @@ class Matcher {
   }
 
  private:
-  size_t index(const Node& n) const { return static_cast<size_t>(&n - g_.nodes().data()); }
-
-  static bool is_binary(const Node& n, BinaryOp op) {
-    const auto* b = std::get_if<Binary>(&n.op);
-    return b && b->op == op;
-  }
   // A one-step chain of `kind` (with parameter a, for pow).
   static bool is_step(const Node& n, ChainStepKind kind, float a) {
     const auto* c = std::get_if<ElementwiseChain>(&n.op);
     return c && c->steps.size() == 1 && c->steps[0].kind == kind &&
            (kind != ChainStepKind::pow || c->steps[0].a == a) && n.inputs.size() == 1;
-  }
-  bool scalar(ValueId v) const {
-    const Value& c = g_.value(v);
-    return c.is_constant() && num_elements(c.shape) == 1;
-  }
-  // The node producing v when v is read by node `reader` alone and is no graph output.
-  const Node* sole_producer(ValueId v, size_t reader) const {
-    const Value& val = g_.value(v);
-    if (!val.producer.valid() || g_.is_graph_output(v)) return nullptr;
-    for (NodeId r : uses_[v.index])
-      if (r.index != reader) return nullptr;
-    return &g_.node(val.producer);
   }
   // ReduceMean over the trailing axes [axis, rank) keeping them: axis, else -1.
   static int trailing_axis(const ReduceMean& rm, size_t rank) {
@@ -107,10 +90,10 @@ class Matcher {
   // The sole reader of node n's output when it is `op` with a constant of the normalized shape
   // (either side for Mul and Add) and keeps the shape; the constant goes to *param.
   std::optional<size_t> affine_reader(size_t n, BinaryOp op, int axis, ValueId* param) const {
-    const ValueId out = g_.nodes()[n].outputs[0];
-    if (g_.is_graph_output(out) || uses_[out.index].size() != 1) return std::nullopt;
-    const size_t r = uses_[out.index][0].index;
-    const Node& reader = g_.nodes()[r];
+    const ValueId out = node(n).outputs[0];
+    const std::optional<size_t> r = sole_reader(out);
+    if (!r) return std::nullopt;
+    const Node& reader = node(*r);
     if (!is_binary(reader, op)) return std::nullopt;
     const ValueId other = reader.inputs[0] == out ? reader.inputs[1] : reader.inputs[0];
     const Value& x = g_.value(out);
@@ -123,42 +106,36 @@ class Matcher {
   }
 
   const Graph& g_;
-  const std::vector<std::vector<NodeId>> uses_;
 };
 
 }  // namespace
 
-Graph fuse_layer_norm(const Graph& input) {
-  Graph g = input;
-  std::vector<std::optional<Match>> matches;
-  {
-    const Matcher matcher(g);
-    for (size_t i = 0; i < g.num_nodes(); ++i) matches.push_back(matcher.at_div(i));
-  }
-  std::vector<Node> nodes = g.nodes();
-  std::vector<bool> dead(nodes.size(), false);
-  for (std::optional<Match>& m : matches) {
-    if (!m) continue;
-    const size_t last = m->members.back();
-    Node ln{nodes[last].name, m->ln, {m->x}, nodes[last].outputs, {}};
-    for (size_t k : m->members) {
-      ln.computes.insert(ln.computes.end(), nodes[k].computes.begin(), nodes[k].computes.end());
-      dead[k] = k != last;
+Graph fuse_layer_norm(const Graph& g) {
+  std::vector<Match> matches;
+  std::vector<std::vector<size_t>> groups;
+  const Matcher matcher(g);
+  for (size_t i = 0; i < g.num_nodes(); ++i)
+    if (std::optional<Match> m = matcher.at_div(i)) {
+      groups.push_back(m->members);
+      matches.push_back(std::move(*m));
     }
-    if (!m->scale.valid()) {  // no gamma: a scale of ones
-      const Value& x = g.value(m->x);
-      const Shape normalized(x.shape.begin() + m->ln.axis, x.shape.end());
+  return patterns::rewrite_groups(g, groups, [&](size_t k, Graph& out) {
+    Match& m = matches[k];
+    const Node& last = out.nodes()[m.members.back()];
+    Node ln{last.name, m.ln, {m.x}, last.outputs, {}};
+    for (size_t i : m.members)
+      ln.computes.insert(ln.computes.end(), out.nodes()[i].computes.begin(), out.nodes()[i].computes.end());
+    if (!m.scale.valid()) {  // no gamma: a scale of ones
+      const Shape& xs = out.value(m.x).shape;
+      const Shape normalized(xs.begin() + m.ln.axis, xs.end());
       Value ones{ln.name + ".scale", normalized, DType::f32, Layout::any};
       ones.data = std::make_shared<const std::vector<float>>(num_elements(normalized), 1.0f);
-      m->scale = g.add_value(std::move(ones));
+      m.scale = out.add_value(std::move(ones));
     }
-    ln.inputs.push_back(m->scale);
-    if (m->bias.valid()) ln.inputs.push_back(m->bias);
-    // The LayerNorm sits where the last member was: x and the constants exist by then.
-    nodes[last] = std::move(ln);
-  }
-  g.rebuild(std::move(nodes), dead);
-  return g;
+    ln.inputs.push_back(m.scale);
+    if (m.bias.valid()) ln.inputs.push_back(m.bias);
+    return ln;
+  });
 }
 
 }  // namespace kiln::graph
