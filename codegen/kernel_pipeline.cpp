@@ -11,7 +11,9 @@
 #include "generators/ops/conv.h"
 #include "generators/ops/elementwise.h"
 #include "generators/ops/layout.h"
+#include "generators/ops/norm.h"
 #include "generators/ops/pool.h"
+#include "generators/ops/resize.h"
 #include "generators/ops/tensor.h"
 #include "runtime/conv_weights.h"
 #include "runtime/kernels.h"
@@ -20,6 +22,7 @@
 #include "schedules/depthwise_schedule.h"
 #include "schedules/elementwise_schedule.h"
 #include "schedules/layout_schedule.h"
+#include "schedules/norm_schedule.h"
 #include "schedules/pool_schedule.h"
 #include "schedules/tensor_schedule.h"
 
@@ -426,8 +429,9 @@ void schedule_elementwise(const schedules::ElementwiseFuncs& f, const Halide::Ta
   }
 }
 
-// Data movement: the output a pure function of its coordinates, read from other places of the
-// input (so the innermost dimension is kept: fusing it would not make the loads contiguous).
+// Data movement (and Resize): the output a pure function of its coordinates, read from other
+// places of the input (so the innermost dimension is kept: fusing it would not make the loads
+// contiguous).
 KernelPipeline data_pipeline(const graph::OpKernelSpec& k, const Halide::Target& target,
                              const std::vector<Halide::ImageParam>& inputs) {
   const graph::Shape& in = k.inputs[0].shape;
@@ -455,6 +459,8 @@ KernelPipeline data_pipeline(const graph::OpKernelSpec& k, const Halide::Target&
     out = generators::ops::concat(ins, shapes, c->axis);
   } else if (const auto* sl = std::get_if<graph::Slice>(&k.op)) {
     out = generators::ops::slice(inputs[0], in, *sl);
+  } else if (const auto* rs = std::get_if<graph::Resize>(&k.op)) {
+    out = generators::ops::resize(inputs[0], in, *rs);
   } else {
     out = generators::ops::pad(inputs[0], in, std::get<graph::Pad>(k.op));
   }
@@ -496,6 +502,28 @@ KernelPipeline reduction_pipeline(const graph::OpKernelSpec& k, const Halide::Ta
   }
   constrain([&](int d) { return out.output_buffer().dim(d); }, k.output.shape);
   return KernelPipeline{Halide::Pipeline(out), inputs};
+}
+
+// LayerNorm: the row statistics once per row, then the normalized row.
+KernelPipeline layer_norm_pipeline(const graph::OpKernelSpec& k, const Halide::Target& target,
+                                   const std::vector<Halide::ImageParam>& inputs) {
+  std::vector<Halide::Func> params;
+  std::vector<graph::Shape> param_shapes;
+  for (size_t i = 1; i < inputs.size(); ++i) {
+    params.emplace_back(inputs[i]);
+    param_shapes.push_back(k.inputs[i].shape);
+  }
+  const generators::ops::LayerNormAlgorithm a = generators::ops::layer_norm(
+      inputs[0], k.inputs[0].shape, std::get<graph::LayerNorm>(k.op), params, param_shapes);
+  const schedules::LayerNormFuncs f{a.out,     a.sum, a.mean, a.square_sum, a.inv_std,
+                                    a.r, a.normalized_dims, dense_dims(k.output.shape).extents};
+  if (target.has_gpu_feature()) {
+    schedules::schedule_layer_norm_gpu(f, target);
+  } else {
+    schedules::schedule_layer_norm_cpu(f, target);
+  }
+  constrain([&](int d) { return a.out.output_buffer().dim(d); }, k.output.shape);
+  return KernelPipeline{Halide::Pipeline(a.out), inputs};
 }
 
 // The operand of a product broadcast to the output's batch dimensions: `at` holds its two
@@ -642,6 +670,8 @@ static KernelPipeline build_scheduled(const graph::KernelSpec& spec, const Halid
       std::holds_alternative<graph::ReduceMean>(kind) ||
       std::holds_alternative<graph::GlobalPool>(kind))
     return reduction_pipeline(op_spec, target, inputs);
+  if (std::holds_alternative<graph::LayerNorm>(kind))
+    return layer_norm_pipeline(op_spec, target, inputs);
   if (!std::holds_alternative<graph::ElementwiseChain>(kind) &&
       !std::holds_alternative<graph::Binary>(kind))
     return data_pipeline(op_spec, target, inputs);

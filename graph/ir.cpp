@@ -50,6 +50,31 @@ const char* to_string(ChainStepKind k) {
     case ChainStepKind::celu: return "celu";
     case ChainStepKind::thresholded_relu: return "thresholded_relu";
     case ChainStepKind::pow: return "pow";
+    case ChainStepKind::gelu: return "gelu";
+    case ChainStepKind::gelu_tanh: return "gelu_tanh";
+  }
+  return "?";
+}
+
+const char* to_string(ResizeMode m) { return m == ResizeMode::nearest ? "nearest" : "linear"; }
+
+const char* to_string(ResizeCoordinates c) {
+  switch (c) {
+    case ResizeCoordinates::half_pixel: return "half_pixel";
+    case ResizeCoordinates::pytorch_half_pixel: return "pytorch_half_pixel";
+    case ResizeCoordinates::align_corners: return "align_corners";
+    case ResizeCoordinates::asymmetric: return "asymmetric";
+    case ResizeCoordinates::tf_half_pixel_for_nn: return "tf_half_pixel_for_nn";
+  }
+  return "?";
+}
+
+const char* to_string(NearestRounding r) {
+  switch (r) {
+    case NearestRounding::round_prefer_floor: return "round_prefer_floor";
+    case NearestRounding::round_prefer_ceil: return "round_prefer_ceil";
+    case NearestRounding::floor: return "floor";
+    case NearestRounding::ceil: return "ceil";
   }
   return "?";
 }
@@ -122,6 +147,8 @@ const char* op_name(const Op& op) {
     const char* operator()(const Pad&) { return "Pad"; }
     const char* operator()(const Softmax&) { return "Softmax"; }
     const char* operator()(const ReduceMean&) { return "ReduceMean"; }
+    const char* operator()(const LayerNorm&) { return "LayerNorm"; }
+    const char* operator()(const Resize&) { return "Resize"; }
     const char* operator()(const ElementwiseChain&) { return "ElementwiseChain"; }
     const char* operator()(const LayoutTransform&) { return "LayoutTransform"; }
   };
@@ -284,6 +311,12 @@ std::string attrs(const Op& op) {
     s << "axis=" << sm->axis << (sm->coerce_2d ? " coerce_2d" : "");
   } else if (const auto* rm = std::get_if<ReduceMean>(&op)) {
     s << "axes=" << list(rm->axes) << " keepdims=" << rm->keepdims;
+  } else if (const auto* ln = std::get_if<LayerNorm>(&op)) {
+    s << "axis=" << ln->axis << " epsilon=" << ln->epsilon;
+  } else if (const auto* rs = std::get_if<Resize>(&op)) {
+    s << "mode=" << to_string(rs->mode) << " coordinates=" << to_string(rs->coordinates);
+    if (rs->mode == ResizeMode::nearest) s << " nearest=" << to_string(rs->nearest);
+    s << " sizes=" << to_string(rs->sizes) << " scales=" << list(rs->scales);
   } else if (const auto* ch = std::get_if<ElementwiseChain>(&op)) {
     s << "steps=[";
     for (size_t i = 0; i < ch->steps.size(); ++i) s << (i ? "," : "") << to_string(ch->steps[i].kind);

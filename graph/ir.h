@@ -84,14 +84,15 @@ std::string to_string(const Activation& a);
 enum class ChainStepKind : uint8_t {  // append only: serialized
   clamp, leaky_relu, sigmoid, hard_sigmoid, hard_swish, affine, silu,
   tanh, erf, exp, log, sqrt, abs, neg, reciprocal, softplus, softsign, elu, selu, celu,
-  thresholded_relu, pow
+  thresholded_relu, pow, gelu, gelu_tanh
 };
-constexpr int kNumChainStepKinds = 22;
+constexpr int kNumChainStepKinds = 24;
 const char* to_string(ChainStepKind k);  // "clamp", "leaky_relu", ..., "thresholded_relu"
 struct ChainStep {
   ChainStepKind kind = ChainStepKind::clamp;
   // clamp: [a, b]; leaky_relu, elu, celu, thresholded_relu: alpha = a; hard_sigmoid: alpha = a,
-  // beta = b; selu: alpha = a, gamma = b; pow: the exponent = a.
+  // beta = b; selu: alpha = a, gamma = b; pow: the exponent = a. gelu is
+  // x * (1 + erf(x / sqrt 2)) / 2, gelu_tanh ONNX Gelu's approximate="tanh" form.
   float a = 0.0f, b = 0.0f;
 };
 // Inputs: x, weights, bias[, residual][, post-step scales and shifts]. Weights are OIHW for an
@@ -190,6 +191,35 @@ struct ReduceMean {
   std::vector<int> axes;  // non-negative, sorted; empty means all axes
   bool keepdims = true;
 };
+// ONNX LayerNormalization (opset 17) over the trailing axes [axis, rank): per row of the leading
+// axes, y = (x - mean) / sqrt(var + epsilon) * scale + bias with the biased variance. Inputs: x,
+// scale[, bias]; scale and bias hold the normalized shape x.shape[axis:] (leading 1s aside).
+// fuse_layer_norm also makes it from the decomposed form exporters write.
+struct LayerNorm {
+  int axis = -1;  // non-negative after import
+  float epsilon = 1e-5f;
+};
+
+// ONNX Resize (opsets 10-17) and Upsample: out[i] reads x at coordinates mapped back per axis,
+// x_original = f(i) by `coordinates` with that axis' scale (`scales`, as given or out / in from
+// sizes). Nearest rounds x_original by `nearest` and clamps it into the axis; linear
+// interpolates between its two neighbours (edge values past the ends), on at most the last two
+// axes. Input: x.
+enum class ResizeMode : uint8_t { nearest, linear };
+enum class ResizeCoordinates : uint8_t {
+  half_pixel, pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn
+};
+enum class NearestRounding : uint8_t { round_prefer_floor, round_prefer_ceil, floor, ceil };
+const char* to_string(ResizeMode m);
+const char* to_string(ResizeCoordinates c);
+const char* to_string(NearestRounding r);
+struct Resize {
+  ResizeMode mode = ResizeMode::nearest;
+  ResizeCoordinates coordinates = ResizeCoordinates::half_pixel;
+  NearestRounding nearest = NearestRounding::round_prefer_floor;
+  Shape sizes;                // the output shape
+  std::vector<float> scales;  // one per axis
+};
 
 // A chain of elementwise steps applied to one tensor in one pass (made by
 // fuse_elementwise_chains from ReLU, Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish,
@@ -208,7 +238,8 @@ struct LayoutTransform {
 
 using Op = std::variant<Conv2d, BatchNorm, Relu, Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish,
                         Binary, Pool2d, GlobalPool, Gemm, MatMul, Reshape, Transpose, Concat,
-                        Slice, Pad, Softmax, ReduceMean, ElementwiseChain, LayoutTransform>;
+                        Slice, Pad, Softmax, ReduceMean, LayerNorm, Resize, ElementwiseChain,
+                        LayoutTransform>;
 const char* op_name(const Op& op);
 // Lower-case label for descriptions: "conv2d", "relu", "relu6", "clip(0, 1)", ...
 std::string op_label(const Op& op);

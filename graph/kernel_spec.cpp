@@ -181,7 +181,8 @@ bool is_generated(const KernelSpec& k) {
          std::holds_alternative<Reshape>(op) || std::holds_alternative<Transpose>(op) ||
          std::holds_alternative<Concat>(op) || std::holds_alternative<Slice>(op) ||
          std::holds_alternative<Pad>(op) || std::holds_alternative<Softmax>(op) ||
-         std::holds_alternative<ReduceMean>(op);
+         std::holds_alternative<ReduceMean>(op) || std::holds_alternative<LayerNorm>(op) ||
+         std::holds_alternative<Resize>(op);
 }
 
 std::vector<TensorDesc> generated_kernel_arguments(const KernelSpec& k) {
@@ -261,6 +262,13 @@ std::string kernel_signature(const KernelSpec& k) {
     s << "[";
     for (int a : rm->axes) s << a << ",";
     s << rm->keepdims << "]";
+  } else if (const auto* ln = op ? std::get_if<LayerNorm>(&op->op) : nullptr) {
+    s << "[" << ln->axis << "," << std::hexfloat << ln->epsilon << std::defaultfloat << "]";
+  } else if (const auto* rs = op ? std::get_if<Resize>(&op->op) : nullptr) {
+    s << "[" << static_cast<int>(rs->mode) << "," << static_cast<int>(rs->coordinates) << ","
+      << static_cast<int>(rs->nearest) << "," << std::hexfloat;
+    for (float f : rs->scales) s << f << ",";
+    s << std::defaultfloat << "]";
   } else if (const auto* lt = op ? std::get_if<LayoutTransform>(&op->op) : nullptr) {
     s << "[" << to_string(lt->from) << "->" << to_string(lt->to) << "]";
   }

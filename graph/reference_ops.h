@@ -39,7 +39,7 @@ Tensor reference_compute_op(const Op& op, const std::vector<const Tensor*>& inpu
                             const Shape& out_shape, Layout out_layout);
 
 // Every other op: unary and binary elementwise, Reshape, Transpose, Concat, Slice, Pad,
-// Softmax, ReduceMean, LayoutTransform.
+// Softmax, ReduceMean, LayerNorm, Resize, LayoutTransform.
 Tensor reference_data_op(const Op& op, const std::vector<const Tensor*>& inputs,
                          const Shape& out_shape, Layout out_layout);
 

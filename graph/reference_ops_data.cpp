@@ -182,6 +182,99 @@ Tensor reduce_mean(const ReduceMean& rm, const Tensor& x, const Shape& out_shape
   return out;
 }
 
+// Per row of the leading axes, in double: the mean, then the biased variance about it (two
+// passes, as numpy computes it), then (x - mean) / sqrt(var + epsilon) * scale + bias.
+Tensor layer_norm(const LayerNorm& ln, const std::vector<const Tensor*>& in) {
+  const Tensor& x = *in[0];
+  int64_t cols = 1;
+  for (size_t a = static_cast<size_t>(ln.axis); a < x.shape.size(); ++a) cols *= x.shape[a];
+  Tensor out = x;
+  for (int64_t r = 0; r < num_elements(x.shape) / cols; ++r) {
+    const float* row = x.data.data() + r * cols;
+    double mean = 0.0, var = 0.0;
+    for (int64_t k = 0; k < cols; ++k) mean += row[k];
+    mean /= static_cast<double>(cols);
+    for (int64_t k = 0; k < cols; ++k) var += (row[k] - mean) * (row[k] - mean);
+    var /= static_cast<double>(cols);
+    const double inv_std = 1.0 / std::sqrt(var + static_cast<double>(ln.epsilon));
+    for (int64_t k = 0; k < cols; ++k) {
+      const double bias = in.size() > 2 ? in[2]->data[static_cast<size_t>(k)] : 0.0;
+      out.data[static_cast<size_t>(r * cols + k)] =
+          static_cast<float>((row[k] - mean) * inv_std * in[1]->data[static_cast<size_t>(k)] + bias);
+    }
+  }
+  return out;
+}
+
+// Resize, in double: per axis the source coordinate of each output index, then the nearest
+// input index, or (linear) the two neighbours with edge values past the ends and their weights;
+// every axis is treated alike (an untouched axis maps to itself with weight 0 on the neighbour).
+// The scale is out / in where the float scale is that ratio to float precision (sizes given);
+// the resized length in align_corners and pytorch_half_pixel is in * scale, as ONNX defines it.
+double resize_source(const Resize& r, size_t a, int64_t i, int64_t in_len) {
+  const int64_t out_len = r.sizes[a];
+  const double ratio = static_cast<double>(out_len) / static_cast<double>(in_len);
+  const double scale = static_cast<float>(ratio) == r.scales[a] ? ratio : r.scales[a];
+  const double x = static_cast<double>(i), resized = static_cast<double>(in_len) * scale;
+  switch (r.coordinates) {
+    case ResizeCoordinates::half_pixel: return (x + 0.5) / scale - 0.5;
+    case ResizeCoordinates::pytorch_half_pixel: return resized > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
+    case ResizeCoordinates::align_corners:
+      return resized > 1 ? x * static_cast<double>(in_len - 1) / (resized - 1) : 0.0;
+    case ResizeCoordinates::asymmetric: return x / scale;
+    case ResizeCoordinates::tf_half_pixel_for_nn: return (x + 0.5) / scale;
+  }
+  return x;
+}
+
+Tensor resize(const Resize& r, const Tensor& x, const Shape& out_shape, Layout layout) {
+  const size_t rank = x.shape.size();
+  // Per axis and output index: {low index, high index, weight of the high one}.
+  struct Tap {
+    int64_t lo, hi;
+    double w;
+  };
+  std::vector<std::vector<Tap>> taps(rank);
+  for (size_t a = 0; a < rank; ++a) {
+    const int64_t len = x.shape[a];
+    auto clamp_index = [len](double v) { return static_cast<int64_t>(std::min(std::max(v, 0.0), double(len - 1))); };
+    for (int64_t i = 0; i < out_shape[a]; ++i) {
+      const double s = resize_source(r, a, i, len);
+      const double fl = std::floor(s), frac = s - fl;
+      if (r.mode == ResizeMode::linear) {
+        taps[a].push_back({clamp_index(fl), clamp_index(fl + 1), frac});
+        continue;
+      }
+      double n = fl;
+      switch (r.nearest) {
+        case NearestRounding::round_prefer_floor: n = frac > 0.5 ? fl + 1 : fl; break;
+        case NearestRounding::round_prefer_ceil: n = frac >= 0.5 ? fl + 1 : fl; break;
+        case NearestRounding::floor: n = fl; break;
+        case NearestRounding::ceil: n = frac > 0 ? fl + 1 : fl; break;
+      }
+      taps[a].push_back({clamp_index(n), clamp_index(n), 0.0});
+    }
+  }
+  Tensor out = blank(out_shape, layout);
+  for (int64_t e = 0; e < num_elements(out_shape); ++e) {
+    const std::vector<int64_t> oi = unravel(e, out_shape);
+    double sum = 0.0;
+    for (int corner = 0; corner < (1 << rank); ++corner) {
+      std::vector<int64_t> xi(rank);
+      double weight = 1.0;
+      for (size_t a = 0; a < rank; ++a) {
+        const Tap& t = taps[a][static_cast<size_t>(oi[a])];
+        const bool high = (corner >> a) & 1;
+        xi[a] = high ? t.hi : t.lo;
+        weight *= high ? t.w : 1.0 - t.w;
+      }
+      if (weight != 0.0) sum += weight * x.data[static_cast<size_t>(ravel(xi, x.shape))];
+    }
+    out.data[static_cast<size_t>(e)] = static_cast<float>(sum);
+  }
+  return out;
+}
+
 }  // namespace
 
 double reference_chain_step(const ChainStep& st, double v, double scale, double shift) {
@@ -209,6 +302,9 @@ double reference_chain_step(const ChainStep& st, double v, double scale, double 
       return std::isnan(v) ? v : std::max(0.0, v) + std::min(0.0, st.a * std::expm1(v / st.a));
     case ChainStepKind::thresholded_relu: return v > st.a ? v : 0.0;
     case ChainStepKind::pow: return std::pow(v, static_cast<double>(st.a));
+    case ChainStepKind::gelu: return 0.5 * v * std::erfc(-v / std::sqrt(2.0));
+    case ChainStepKind::gelu_tanh:
+      return 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
   }
   return v;
 }
@@ -266,6 +362,8 @@ Tensor reference_data_op(const Op& op, const std::vector<const Tensor*>& in, con
   if (const auto* sm = std::get_if<Softmax>(&op)) return softmax(*sm, *in[0]);
   if (const auto* rm = std::get_if<ReduceMean>(&op))
     return reduce_mean(*rm, *in[0], out_shape, out_layout);
+  if (const auto* ln = std::get_if<LayerNorm>(&op)) return layer_norm(*ln, in);
+  if (const auto* rs = std::get_if<Resize>(&op)) return resize(*rs, *in[0], out_shape, out_layout);
   if (const auto* ch = std::get_if<ElementwiseChain>(&op)) return chain(*ch, in);
   if (const auto* t = std::get_if<LayoutTransform>(&op)) return to_layout(*in[0], t->to);
   throw Error(std::string("reference: no implementation of ") + op_name(op) + " yet");

@@ -29,7 +29,8 @@ template <typename... T>
 struct OpList {};
 using TaggedOps = OpList<Conv2d, BatchNorm, Relu, Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish,
                          Binary, Pool2d, GlobalPool, Gemm, MatMul, Reshape, Transpose, Concat, Slice,
-                         Pad, Softmax, ReduceMean, LayoutTransform, ElementwiseChain /* v3 */>;
+                         Pad, Softmax, ReduceMean, LayoutTransform, ElementwiseChain /* v3 */,
+                         LayerNorm, Resize /* v5 */>;
 template <typename T, typename... Ts>
 constexpr size_t tag_in(OpList<Ts...>) {
   constexpr bool same[] = {std::is_same_v<T, Ts>...};
@@ -266,6 +267,24 @@ void attrs(IO& io, ReduceMean& r) {
   io.flag(r.keepdims);
 }
 template <typename IO>
+void attrs(IO& io, LayerNorm& l) {
+  io.i32(l.axis);
+  io.f32(l.epsilon);
+}
+template <typename IO>
+void attrs(IO& io, Resize& r) {
+  io.enum8(r.mode, 2);
+  io.enum8(r.coordinates, 5);
+  io.enum8(r.nearest, 4);
+  io.i64s(r.sizes, 1, kMaxDim);
+  if constexpr (std::is_same_v<IO, Writer>) {
+    io.u32(static_cast<uint32_t>(r.scales.size()));
+  } else {
+    r.scales.resize(io.count(4, "scales"));
+  }
+  for (float& f : r.scales) io.f32(f);
+}
+template <typename IO>
 void attrs(IO& io, ElementwiseChain& c) { chain_steps(io, c.steps); }
 template <typename IO>
 void attrs(IO& io, LayoutTransform& t) {
@@ -383,10 +402,10 @@ Graph read_graph(const char* bytes, size_t size,
   Reader r(bytes, size - 8, consumed);
   for (size_t i = 0; i < sizeof(kMagic); ++i) r.u8();
   const uint32_t version = r.u32();
-  // Version 1 is 3 without ElementwiseChain, 3 is 4 without Conv2d's post steps; version 2
-  // numbered ops by their order in graph::Op.
-  if (version != 1 && version != 3 && version != kGraphFormatVersion)
-    throw Error("graph file format version " + std::to_string(version) + " is not supported (this Kiln reads versions 1, 3 and " +
+  // Version 1 is 3 without ElementwiseChain, 3 is 4 without Conv2d's post steps, 4 is 5
+  // without LayerNorm and the gelu steps; version 2 numbered ops by their order in graph::Op.
+  if (version != 1 && version != 3 && version != 4 && version != kGraphFormatVersion)
+    throw Error("graph file format version " + std::to_string(version) + " is not supported (this Kiln reads versions 1, 3, 4 and " +
                 std::to_string(kGraphFormatVersion) + "; recompile the model)");
   r.version = version;
   if (stored_checksum(bytes, size) != format_checksum(bytes, size - 8))

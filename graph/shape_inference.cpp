@@ -2,6 +2,8 @@
 // output shapes.
 #include "graph/shape_inference.h"
 
+#include <cmath>
+
 #include <algorithm>
 #include <cstdlib>
 
@@ -358,6 +360,40 @@ TypedShape infer_output(const Graph& g, const Node& n) {
     }
     return {out, logical_layout(out.size())};
   }
+  if (const auto* ln = std::get_if<LayerNorm>(&n.op)) {
+    if (n.inputs.size() != 2 && n.inputs.size() != 3)
+      fail(n, "expected 2 or 3 inputs (x, scale[, bias]), got " + std::to_string(n.inputs.size()));
+    const Value& x = logical_input(g, n, 0);
+    if (ln->axis < 0 || ln->axis >= static_cast<int>(x.shape.size()))
+      fail(n, "axis " + std::to_string(ln->axis) + " out of range for a rank-" +
+                  std::to_string(x.shape.size()) + " input");
+    const Shape normalized(x.shape.begin() + ln->axis, x.shape.end());
+    for (size_t i = 1; i < n.inputs.size(); ++i) {
+      const Value& p = g.value(n.inputs[i]);
+      if (!holds_normalized_shape(p.shape, x.shape, ln->axis))
+        fail(n, std::string(i == 1 ? "scale" : "bias") + " '" + p.name + "' is " +
+                    to_string(p.shape) + ", expected the normalized shape " + to_string(normalized));
+    }
+    return {x.shape, x.layout};
+  }
+  if (const auto* rs = std::get_if<Resize>(&n.op)) {
+    expect_inputs(n, 1);
+    const Value& x = logical_input(g, n, 0);
+    const size_t r = x.shape.size();
+    if (rs->sizes.size() != r || rs->scales.size() != r)
+      fail(n, "sizes and scales need one entry per input axis");
+    for (size_t a = 0; a < r; ++a) {
+      if (rs->sizes[a] <= 0) fail(n, "output size " + std::to_string(rs->sizes[a]) + " on axis " + std::to_string(a));
+      if (!(rs->scales[a] > 0.0f) || !std::isfinite(rs->scales[a]))
+        fail(n, "scale " + std::to_string(rs->scales[a]) + " on axis " + std::to_string(a) + " is not positive");
+      if (rs->mode == ResizeMode::linear && a + 2 < r &&
+          (rs->sizes[a] != x.shape[a] || rs->scales[a] != 1.0f ||
+           rs->coordinates == ResizeCoordinates::tf_half_pixel_for_nn))
+        fail(n, "linear resizing of axis " + std::to_string(a) +
+                    ": Kiln interpolates only the last two axes (bilinear)");
+    }
+    return {rs->sizes, x.layout};
+  }
   const auto& t = std::get<LayoutTransform>(n.op);
   expect_inputs(n, 1);
   auto is_image = [](Layout l) { return l == Layout::nchw || l == Layout::nhwc; };
@@ -369,6 +405,15 @@ TypedShape infer_output(const Graph& g, const Node& n) {
     fail(n, "input '" + x.name + "' is " + to_string(x.layout) + ", expected " +
                 to_string(t.from));
   return {image_shape(image_dims(x.shape, t.from), t.to), t.to};
+}
+
+bool holds_normalized_shape(const Shape& param, const Shape& x, int axis) {
+  auto without_leading_ones = [](Shape::const_iterator b, Shape::const_iterator e) {
+    while (b != e && *b == 1) ++b;
+    return Shape(b, e);
+  };
+  return without_leading_ones(param.begin(), param.end()) ==
+         without_leading_ones(x.begin() + axis, x.end());
 }
 
 Layout logical_layout(size_t rank) { return rank == 4 ? Layout::nchw : Layout::any; }

@@ -29,6 +29,10 @@ bool op_is_unary(const Op& op);
 // numpy broadcasting; *ok is false when the shapes are incompatible.
 Shape broadcast_shapes(const Shape& a, const Shape& b, bool* ok);
 
+// Whether a LayerNorm scale or bias of shape `param` holds x's normalized shape x[axis:] (leading
+// 1s on either side aside), so it is indexed by the normalized coordinates alone.
+bool holds_normalized_shape(const Shape& param, const Shape& x, int axis);
+
 struct TypedShape {
   Shape shape;
   Layout layout;

@@ -66,6 +66,9 @@ inline std::vector<ChainCase> chain_cases() {
       {"math_steps", {1, 9, 11, 40}, Layout::nhwc, kMathSteps},
       {"activation_steps", {2, 7, 5, 24}, Layout::nhwc, kActivationSteps},
       {"tanh_alone", {3, 1000}, Layout::any, {{ChainStepKind::tanh, 0, 0}}},
+      {"gelu", {1, 9, 11, 40}, Layout::nhwc, {{ChainStepKind::gelu, 0, 0}}},
+      {"gelu_tanh_after_affine", {2, 5, 7, 19}, Layout::nchw,
+       {{ChainStepKind::affine, 0, 0}, {ChainStepKind::gelu_tanh, 0, 0}}},
       {"pow_steps",
        {1, 6, 6, 20},
        Layout::nhwc,  // odd power of negatives, then positive bases
@@ -304,8 +307,21 @@ struct OpCase {
 };
 inline void PrintTo(const OpCase& c, std::ostream* os) { *os << c.name; }
 
+// A Resize to `out` with scales out / in (as sizes give them) unless `scales` is given.
+inline graph::Resize resize_op(graph::ResizeMode mode, graph::ResizeCoordinates coordinates,
+                               graph::NearestRounding nearest, const Shape& in, const Shape& out,
+                               std::vector<float> scales = {}) {
+  if (scales.empty())
+    for (size_t a = 0; a < in.size(); ++a)
+      scales.push_back(static_cast<float>(static_cast<double>(out[a]) / static_cast<double>(in[a])));
+  return {mode, coordinates, nearest, out, scales};
+}
+
 inline std::vector<OpCase> op_cases() {
   using graph::Gemm;
+  using graph::NearestRounding;
+  using graph::ResizeCoordinates;
+  using graph::ResizeMode;
   return {
       {"gemm_fc_transposed_b_bias", Gemm{false, true, 1.0f, 1.0f}, {{1, 512}, {1000, 512}, {1000}},
        Layout::any, {false, true, true}, 1e-4, 1e-4},
@@ -332,6 +348,46 @@ inline std::vector<OpCase> op_cases() {
       {"reduce_mean_last_keepdims", graph::ReduceMean{{3}, true}, {{1, 9, 9, 48}}},
       {"reduce_mean_spatial_dropped", graph::ReduceMean{{2, 3}, false}, {{2, 20, 6, 7}}},
       {"reduce_mean_all", graph::ReduceMean{{}, true}, {{4, 33}}},
+      // LayerNorm: rows of a vector multiple (ConvNeXt's 48 channels, many rows in parallel),
+      // an odd row over two axes without bias, parameters with leading 1s, a single row.
+      {"layer_norm_last_axis_c48", graph::LayerNorm{1, 1e-6f}, {{3136, 48}, {48}, {48}},
+       Layout::any, {false, true, true}, 1e-4, 1e-5},
+      {"layer_norm_two_axes_odd_no_bias", graph::LayerNorm{1, 1e-5f}, {{2, 7, 37}, {7, 37}},
+       Layout::any, {}, 1e-4, 1e-5},
+      {"layer_norm_rank4_param_leading_ones", graph::LayerNorm{2, 1e-3f},
+       {{2, 3, 5, 20}, {1, 5, 20}, {1, 1, 5, 20}}, Layout::any, {}, 1e-4, 1e-5},
+      {"layer_norm_one_row", graph::LayerNorm{0, 1e-5f}, {{3, 33}, {3, 33}, {3, 33}},
+       Layout::any, {}, 1e-4, 1e-5},
+      // Resize: nearest with each rounding, up and down by integer and odd ratios, linear on the
+      // last two axes, each coordinate mode, a rank-3 tensor resized on every axis.
+      {"resize_nearest_half_pixel_x2",
+       resize_op(ResizeMode::nearest, ResizeCoordinates::half_pixel, NearestRounding::round_prefer_floor,
+                 {1, 3, 7, 8}, {1, 3, 14, 16}),
+       {{1, 3, 7, 8}}},
+      {"resize_nearest_asymmetric_floor_down_odd",
+       resize_op(ResizeMode::nearest, ResizeCoordinates::asymmetric, NearestRounding::floor,
+                 {2, 5, 9, 11}, {2, 5, 4, 5}),
+       {{2, 5, 9, 11}}},
+      {"resize_nearest_tf_half_pixel_ceil",
+       resize_op(ResizeMode::nearest, ResizeCoordinates::tf_half_pixel_for_nn, NearestRounding::ceil,
+                 {1, 2, 6, 7}, {1, 2, 12, 21}),
+       {{1, 2, 6, 7}}},
+      {"resize_nearest_rank3_prefer_ceil_align_corners",
+       resize_op(ResizeMode::nearest, ResizeCoordinates::align_corners, NearestRounding::round_prefer_ceil,
+                 {3, 4, 5}, {6, 4, 13}),
+       {{3, 4, 5}}},
+      {"resize_linear_align_corners_up",
+       resize_op(ResizeMode::linear, ResizeCoordinates::align_corners, NearestRounding::floor,
+                 {1, 4, 5, 6}, {1, 4, 13, 17}),
+       {{1, 4, 5, 6}}, Layout::any, {}, 1e-5, 1e-6},
+      {"resize_linear_pytorch_half_pixel_scales",
+       resize_op(ResizeMode::linear, ResizeCoordinates::pytorch_half_pixel, NearestRounding::floor,
+                 {2, 3, 8, 8}, {2, 3, 4, 13}, {1.0f, 1.0f, 0.6f, 1.7f}),
+       {{2, 3, 8, 8}}, Layout::any, {}, 1e-5, 1e-6},
+      {"resize_linear_half_pixel_segmentation_x4",
+       resize_op(ResizeMode::linear, ResizeCoordinates::half_pixel, NearestRounding::floor,
+                 {1, 21, 28, 28}, {1, 21, 112, 112}),
+       {{1, 21, 28, 28}}, Layout::any, {}, 1e-5, 1e-6},
       {"global_avg_pool_nchw", graph::GlobalPool{graph::PoolKind::avg}, {{2, 24, 7, 9}},
        Layout::nchw},
   };

@@ -110,9 +110,9 @@ TEST(GeneratedKernels, GpuScheduleRunsThroughOpenCl) {
 }
 
 // The CUDA objects of generated kernels, one of each kind (chain, binary, MatMul, pooling, the
-// layout transform, Gemm, a batched MatMul, Concat, Softmax, ReduceMean, dense convolutions
-// with and without post steps or a residual, depthwise and grouped ones): their PTX assembles
-// for the H200 (sm_90).
+// layout transform, Gemm, a batched MatMul, Concat, Softmax, ReduceMean, LayerNorm, Resize, dense
+// convolutions with and without post steps or a residual, depthwise and grouped ones): their PTX
+// assembles for the H200 (sm_90).
 TEST(GeneratedKernels, CudaObjectPtxAssemblesForSm90) {
   if (!ptx_util::have_ptxas()) GTEST_SKIP() << "ptxas not found (install the CUDA toolkit)";
   ModelOptions lower;
@@ -124,7 +124,8 @@ TEST(GeneratedKernels, CudaObjectPtxAssemblesForSm90) {
     specs.push_back(Model(g, lower).kernels().at(0));
   const std::vector<OpCase> ops = op_cases();
   for (const char* name : {"gemm_fc_transposed_b_bias", "matmul_batched_broadcast",
-                           "concat_channels_3", "softmax_last_axis", "reduce_mean_last_keepdims"})
+                           "concat_channels_3", "softmax_last_axis", "reduce_mean_last_keepdims",
+                           "layer_norm_last_axis_c48", "resize_linear_half_pixel_segmentation_x4"})
     for (const OpCase& c : ops)
       if (c.name == name) specs.push_back(Model(op_graph(c), lower).kernels().at(0));
   for (size_t c : {0, 4, 7, 10}) {  // dense + SiLU, dense + residual, depthwise, grouped

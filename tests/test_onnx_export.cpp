@@ -154,6 +154,10 @@ std::vector<Case> every_op() {
   add("softmax", Softmax{1, false}, {{{2, 5}, Layout::any}}, "Softmax");
   add("softmax coerce_2d", Softmax{1, true}, {{{2, 3, 4}, Layout::any}}, "Softmax", k);
   add("reduce_mean", ReduceMean{{2, 3}, true}, {x}, "ReduceMean");
+  add("layer_norm", LayerNorm{3, 1e-6f}, {x, {{6}, Layout::any, true}}, "LayerNorm", k);
+  add("resize", Resize{ResizeMode::linear, ResizeCoordinates::half_pixel, NearestRounding::floor,
+                       {1, 4, 12, 12}, {1, 1, 2, 2}},
+      {x}, "Resize", k);
   const ElementwiseChain chain{{{ChainStepKind::clamp, 0.0f, 6.0f}, {ChainStepKind::affine}}};
   add("chain", chain, {xh, c4, c4}, "ElementwiseChain", k);
   add("layout_transform", LayoutTransform{Layout::nchw, Layout::nhwc}, {x}, "LayoutTransform", k);

@@ -147,5 +147,52 @@ TEST(OnnxImport, DeclaredOutputTypesAreChecked) {
   }
 }
 
+// LayerNormalization: statistics in float32 only, and scale / bias of the normalized shape.
+TEST(OnnxImport, LayerNormalizationRefusals) {
+  auto layer_norm = [](int64_t stash, Dims scale) {
+    ModelBuilder m(17);
+    m.input("x", {2, 3, 8});
+    m.init("s", scale, std::vector<float>(static_cast<size_t>(scale[0] * (scale.size() > 1 ? scale[1] : 1)), 1.0f));
+    attr_i(m.node("LayerNormalization", {"x", "s"}, {"y"}, "ln"), "stash_type", stash);
+    m.output("y");
+    return m;
+  };
+  EXPECT_THAT(import_error(layer_norm(11, {8}).bytes()),
+              HasSubstr("node 'ln' (LayerNormalization): attribute 'stash_type' is 11"));
+  EXPECT_THAT(import_error(layer_norm(1, {3, 8}).bytes()),
+              HasSubstr("scale 's' is [3, 8], expected the normalized shape [8]"));
+  EXPECT_THAT(import_error(layer_norm(1, {16}).bytes()), HasSubstr("expected the normalized shape"));
+}
+
+// Resize: cubic, tf_crop_and_resize and linear interpolation of a leading axis are refused by
+// name; so is a Resize given both scales and sizes.
+TEST(OnnxImport, ResizeRefusals) {
+  auto resize = [](const std::string& mode, const std::string& coordinates, std::vector<float> scales,
+                   bool sizes_too) {
+    ModelBuilder m(13);
+    m.input("x", {1, 2, 4, 4});
+    m.init("roi", {0}, {});
+    m.init("scales", {4}, scales);
+    std::vector<std::string> in = {"x", "roi", "scales"};
+    if (sizes_too) {
+      m.init_i64("sizes", {4}, {1, 2, 8, 8});
+      in.push_back("sizes");
+    }
+    auto& n = m.node("Resize", in, {"y"}, "rs");
+    attr_s(n, "mode", mode);
+    attr_s(n, "coordinate_transformation_mode", coordinates);
+    m.output("y");
+    return m;
+  };
+  EXPECT_THAT(import_error(resize("cubic", "half_pixel", {1, 1, 2, 2}, false).bytes()),
+              HasSubstr("node 'rs' (Resize): attribute 'mode' is 'cubic'"));
+  EXPECT_THAT(import_error(resize("nearest", "tf_crop_and_resize", {1, 1, 2, 2}, false).bytes()),
+              HasSubstr("'coordinate_transformation_mode' is 'tf_crop_and_resize'"));
+  EXPECT_THAT(import_error(resize("linear", "half_pixel", {1, 2, 2, 2}, false).bytes()),
+              HasSubstr("linear resizing of axis 1: Kiln interpolates only the last two axes"));
+  EXPECT_THAT(import_error(resize("nearest", "half_pixel", {1, 1, 2, 2}, true).bytes()),
+              HasSubstr("exactly one of scales and sizes"));
+}
+
 }  // namespace
 }  // namespace kiln::graph

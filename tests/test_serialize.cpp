@@ -90,9 +90,14 @@ Graph every_op_graph() {
   t = b.op("pad", Pad{{0, 1, 1, 0}, 0.5f}, {t});
   t = b.op("softmax", Softmax{1, true}, {t});
   t = b.op("mean", ReduceMean{{0}, false}, {t});
+  const ValueId ln = b.op("layer_norm", LayerNorm{1, 1e-3f},
+                          {b.op("flat", Reshape{{4, 36}}, {x}), constant(b, "lg", {36}, 18), constant(b, "lb", {36}, 19)});
   const ValueId lt = b.op("to_nhwc", LayoutTransform{Layout::nchw, Layout::nhwc}, {x});
   const ValueId ga = b.op("gavg", GlobalPool{PoolKind::avg}, {lt});
-  for (ValueId out : {t, c2, mp, ga}) b.output(out);
+  const ValueId rs = b.op("resize", Resize{ResizeMode::nearest, ResizeCoordinates::asymmetric,
+                                           NearestRounding::ceil, {1, 4, 3, 9}, {1, 1, 0.5f, 1.5f}},
+                          {x});
+  for (ValueId out : {t, c2, mp, ga, ln, rs}) b.output(out);
   return b.finish();
 }
 

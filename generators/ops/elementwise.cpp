@@ -101,6 +101,12 @@ Expr apply_chain_step(const graph::ChainStep& step, const Expr& v, const Expr& s
       return Halide::select(v > step.a, v, 0.0f);
     case K::pow:
       return pow_constant(v, step.a);
+    case K::gelu:  // x * P(X <= x) for a standard normal X
+      return 0.5f * v * (1.0f + Halide::erf(v * static_cast<float>(M_SQRT1_2)));
+    case K::gelu_tanh:  // ONNX Gelu(approximate="tanh")
+      return 0.5f * v *
+             (1.0f + tanh_vectorized(static_cast<float>(M_2_SQRTPI * M_SQRT1_2) *
+                                     (v + 0.044715f * v * v * v)));
   }
   return v;
 }

@@ -72,6 +72,7 @@ int64_t attr_int(const NodeCtx& c, const char* name, int64_t def);
 float attr_float(const NodeCtx& c, const char* name, float def);
 std::string attr_string(const NodeCtx& c, const char* name, const std::string& def);
 std::vector<int64_t> attr_ints(const NodeCtx& c, const char* name);  // empty when absent
+std::vector<float> attr_floats(const NodeCtx& c, const char* name);  // empty when absent
 // v as an int in [lo, hi], else an Error naming `what`.
 int to_int(const NodeCtx& c, int64_t v, const std::string& what, int64_t lo, int64_t hi);
 // An axis in [-rank, rank) made non-negative, else an Error naming `what`.
@@ -168,6 +169,9 @@ void convert_gemm(Importer& im, const NodeCtx& c);
 void convert_matmul(Importer& im, const NodeCtx& c);
 void convert_softmax(Importer& im, const NodeCtx& c);
 void convert_reduce_mean(Importer& im, const NodeCtx& c);
+void convert_layer_norm(Importer& im, const NodeCtx& c);
+void convert_resize(Importer& im, const NodeCtx& c);
+void convert_upsample(Importer& im, const NodeCtx& c);
 // ops_shape.cpp
 void convert_reshape(Importer& im, const NodeCtx& c);
 void convert_flatten(Importer& im, const NodeCtx& c);
@@ -185,6 +189,7 @@ void convert_dropout(Importer& im, const NodeCtx& c);
 void convert_cast(Importer& im, const NodeCtx& c);
 void convert_constant(Importer& im, const NodeCtx& c);
 void convert_shape(Importer& im, const NodeCtx& c);
+void convert_size(Importer& im, const NodeCtx& c);
 void convert_constant_of_shape(Importer& im, const NodeCtx& c);
 void convert_range(Importer& im, const NodeCtx& c);
 

@@ -57,6 +57,12 @@ std::vector<int64_t> attr_ints(const NodeCtx& c, const char* name) {
   return std::vector<int64_t>(a->ints().begin(), a->ints().end());
 }
 
+std::vector<float> attr_floats(const NodeCtx& c, const char* name) {
+  const AP* a = typed_attr(c, name, AP::FLOATS);
+  if (!a) return {};
+  return std::vector<float>(a->floats().begin(), a->floats().end());
+}
+
 int to_int(const NodeCtx& c, int64_t v, const std::string& what, int64_t lo, int64_t hi) {
   if (v < lo || v > hi)
     node_error(c, what + " is " + std::to_string(v) + ", expected a value in [" +

@@ -230,6 +230,21 @@ class NodeWriter {
     if (!r.axes.empty()) attr_ints(p_, "axes", r.axes);  // none: every axis, as in Kiln
     attr_int(p_, "keepdims", r.keepdims);
   }
+  // ONNX has LayerNormalization only from opset 17; under the exported opset 13 it is Kiln's op.
+  void operator()(const LayerNorm& l) {
+    kiln("LayerNorm", false);
+    attr_int(p_, "axis", l.axis);
+    attr_float(p_, "epsilon", l.epsilon);
+  }
+  // Kiln's normalized form: the output sizes and per-axis scales as attributes.
+  void operator()(const Resize& r) {
+    kiln("Resize");
+    attr_string(p_, "mode", to_string(r.mode));
+    attr_string(p_, "coordinate_transformation_mode", to_string(r.coordinates));
+    attr_string(p_, "nearest_mode", to_string(r.nearest));
+    attr_ints(p_, "sizes", r.sizes);
+    attr_floats(p_, "scales", r.scales);
+  }
   void operator()(const ElementwiseChain& c) {
     kiln("ElementwiseChain");
     steps("steps", c.steps);

@@ -63,6 +63,7 @@ const std::vector<OpInfo>& op_table() {
       {"HardSigmoid", 1, convert_unary, {}, "alpha beta consumed_inputs"},
       {"HardSwish", 14, convert_unary, {}, ""},
       {"Identity", 1, convert_identity, {}, ""},
+      {"LayerNormalization", 17, convert_layer_norm, {}, "axis epsilon stash_type"},
       {"LeakyRelu", 1, convert_unary, {}, "alpha consumed_inputs"},
       {"Log", 6, convert_chain_step, {}, "consumed_inputs"},
       {"MatMul", 1, convert_matmul, {}, ""},
@@ -77,9 +78,13 @@ const std::vector<OpInfo>& op_table() {
       {"ReduceMean", 1, convert_reduce_mean, {}, "axes keepdims"},
       {"Relu", 1, convert_unary, {}, "consumed_inputs"},
       {"Reshape", 1, convert_reshape, {1}, "allowzero consumed_inputs shape"},
+      {"Resize", 11, convert_resize, {1, 2, 3},
+       "coordinate_transformation_mode cubic_coeff_a exclude_outside extrapolation_value mode "
+       "nearest_mode"},
       {"Selu", 6, convert_chain_step, {}, "alpha consumed_inputs gamma"},
       {"Shape", 1, convert_shape, {}, "end start"},
       {"Sigmoid", 1, convert_unary, {}, "consumed_inputs"},
+      {"Size", 1, convert_size, {}, ""},
       {"Slice", 1, convert_slice, {1, 2, 3, 4}, "axes ends starts"},
       {"Softmax", 1, convert_softmax, {}, "axis"},
       {"Softplus", 1, convert_chain_step, {}, ""},
@@ -91,6 +96,7 @@ const std::vector<OpInfo>& op_table() {
       {"Tanh", 6, convert_chain_step, {}, "consumed_inputs"},
       {"ThresholdedRelu", 10, convert_chain_step, {}, "alpha"},
       {"Transpose", 1, convert_transpose, {}, "perm"},
+      {"Upsample", 7, convert_upsample, {1}, "mode scales"},
       {"Unsqueeze", 1, convert_unsqueeze, {1}, "axes"},
   };
   return table;

@@ -101,6 +101,15 @@ void convert_shape(Importer& im, const NodeCtx& c) {
   im.define_host(c, 0, std::move(h));
 }
 
+// Size: the element count, known from the static shape (a rank-0 int64).
+void convert_size(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 1, 1);
+  HostTensor h;
+  h.dtype = TP::INT64;
+  h.i = {num_elements(im.input_shape(c, 0))};
+  im.define_host(c, 0, std::move(h));
+}
+
 void convert_constant_of_shape(Importer& im, const NodeCtx& c) {
   expect_inputs(c, 1, 1);
   const std::vector<int64_t> dims = im.int_list_input(c, 0, "shape");

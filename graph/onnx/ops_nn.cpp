@@ -1,5 +1,5 @@
 // ONNX -> IR for the network's compute ops: convolution, normalization, activations,
-// elementwise arithmetic, pooling, Gemm/MatMul, Softmax and ReduceMean.
+// elementwise arithmetic, pooling, Gemm/MatMul, Softmax, ReduceMean and LayerNormalization.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -193,6 +193,17 @@ void convert_chain_step(Importer& im, const NodeCtx& c) {
   bool found = false;
   for (const auto& [name, kind] : kinds)
     if (c.op() == name) step.kind = kind, found = true;
+  // Neg and Abs of an integer tensor known at import (shape arithmetic, e.g. LayerNormalization's
+  // function body negating an axis): folded exactly.
+  const HostTensor* h = im.host_input(c, 0);
+  if (h && !h->is_float() && (step.kind == K::neg || step.kind == K::abs)) {
+    HostTensor r = *h;
+    for (int64_t& v : r.i) {
+      if (v == std::numeric_limits<int64_t>::min()) node_error(c, "integer overflow");
+      v = step.kind == K::neg ? -v : std::abs(v);
+    }
+    return im.define_host(c, 0, std::move(r));
+  }
   KILN_CHECK(found, "convert_chain_step has no step for " + c.op());
   if (step.kind == K::elu || step.kind == K::celu || step.kind == K::thresholded_relu)
     step.a = attr_float(c, "alpha", 1.0f);
@@ -328,6 +339,133 @@ void convert_reduce_mean(Importer& im, const NodeCtx& c) {
     r.axes.push_back(axis);
   }
   std::sort(r.axes.begin(), r.axes.end());
+  emit_single(im, c, r, {im.value_input(c, 0)});
+}
+
+// LayerNormalization (opset 17): one LayerNorm node. Its optional Mean and InvStdDev outputs,
+// when read, are computed by nodes of their own from the same definitions (ReduceMean over the
+// normalized axes, the mean of the squared deviation, 1 / sqrt(var + epsilon)).
+void convert_layer_norm(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 2, 3);
+  const Shape xs = im.input_shape(c, 0);
+  LayerNorm ln;
+  ln.axis = normalize_axis(c, attr_int(c, "axis", -1), xs.size(), "attribute 'axis'");
+  ln.epsilon = attr_float(c, "epsilon", 1e-5f);
+  if (attr_int(c, "stash_type", 1) != 1)
+    node_error(c, "attribute 'stash_type' is " + std::to_string(attr_int(c, "stash_type", 1)) +
+                      "; Kiln computes the statistics in float32 (stash_type 1)");
+  const ValueId x = im.value_input(c, 0);
+  std::vector<ValueId> in = {x, im.value_input(c, 1)};
+  if (im.has_input(c, 2)) in.push_back(im.value_input(c, 2));
+  emit_single(im, c, ln, std::move(in));
+  if (!im.output_used(c, 1) && !im.output_used(c, 2)) return;
+  ReduceMean over_row{{}, true};
+  for (int a = ln.axis; a < static_cast<int>(xs.size()); ++a) over_row.axes.push_back(a);
+  const std::string base = im.output_name(c, 0);
+  const ValueId mean = im.emit(c, over_row, {x}, im.output_used(c, 1) ? im.output_name(c, 1) : base + "/mean");
+  im.define_value(c, 1, mean);
+  if (!im.output_used(c, 2)) return;
+  const ValueId dev = im.emit(c, Binary{BinaryOp::sub}, {x, mean}, base + "/deviation");
+  const ValueId sq = im.emit(c, Binary{BinaryOp::mul}, {dev, dev}, base + "/square");
+  const ValueId var = im.emit(c, over_row, {sq}, base + "/variance");
+  const ValueId eps = im.add_constant(base + "/epsilon", {}, {ln.epsilon}, Layout::any);
+  const ValueId shifted = im.emit(c, Binary{BinaryOp::add}, {var, eps}, base + "/variance+epsilon");
+  const ValueId inv = im.emit(c, ElementwiseChain{{{ChainStepKind::sqrt, 0, 0}, {ChainStepKind::reciprocal, 0, 0}}},
+                              {shifted}, im.output_name(c, 2));
+  im.define_value(c, 2, inv);
+}
+
+namespace {
+
+// Per-axis scales (or, with `from_sizes`, output sizes) given to Resize or Upsample: the IR's
+// output shape and scales. Scales give floor(in * scale); sizes give scale = out / in.
+Resize resize_shape(const NodeCtx& c, const Shape& xs, const std::vector<double>& values, bool from_sizes) {
+  if (values.size() != xs.size())
+    node_error(c, std::string(from_sizes ? "sizes" : "scales") + " has " + std::to_string(values.size()) +
+                      " entries for a rank-" + std::to_string(xs.size()) + " input");
+  Resize r;
+  for (size_t a = 0; a < xs.size(); ++a) {
+    const double v = values[a];
+    if (!(v > 0) || v > static_cast<double>(kMaxWindowParam))
+      node_error(c, std::string(from_sizes ? "size " : "scale ") + std::to_string(v) + " on axis " +
+                        std::to_string(a) + " is not positive or too large");
+    const double out = from_sizes ? v : std::floor(static_cast<double>(xs[a]) * static_cast<float>(v));
+    if (out < 1) node_error(c, "axis " + std::to_string(a) + " would resize to " + std::to_string(out) + " elements");
+    r.sizes.push_back(static_cast<int64_t>(out));
+    r.scales.push_back(from_sizes ? static_cast<float>(v / static_cast<double>(xs[a])) : static_cast<float>(v));
+  }
+  return r;
+}
+
+ResizeMode resize_mode(const NodeCtx& c) {
+  const std::string mode = attr_string(c, "mode", "nearest");
+  if (mode == "nearest") return ResizeMode::nearest;
+  if (mode == "linear" || mode == "bilinear") return ResizeMode::linear;  // bilinear: Upsample-7
+  node_error(c, "attribute 'mode' is '" + mode + "'; Kiln supports nearest and linear (not cubic)");
+}
+
+}  // namespace
+
+// Resize (opsets 11-17): scales or sizes as constants; nearest with every nearest_mode, linear
+// (bilinear on the last two axes), every coordinate_transformation_mode but
+// tf_crop_and_resize.
+void convert_resize(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 1, 4);
+  const Shape xs = im.input_shape(c, 0);
+  const bool scales = im.has_input(c, 2) && im.constant_input(c, 2, "scales").size() > 0;
+  const bool sizes = im.has_input(c, 3) && im.constant_input(c, 3, "sizes").size() > 0;
+  if (scales == sizes) node_error(c, "exactly one of scales and sizes must be given");
+  std::vector<double> values;
+  if (scales) {
+    for (float f : im.constant_input(c, 2, "scales").f) values.push_back(f);
+  } else {
+    for (int64_t v : im.int_list_input(c, 3, "sizes")) values.push_back(static_cast<double>(v));
+  }
+  Resize r = resize_shape(c, xs, values, sizes);
+  r.mode = resize_mode(c);
+  static const std::vector<std::pair<std::string, ResizeCoordinates>> coordinates = {
+      {"half_pixel", ResizeCoordinates::half_pixel},
+      {"pytorch_half_pixel", ResizeCoordinates::pytorch_half_pixel},
+      {"align_corners", ResizeCoordinates::align_corners},
+      {"asymmetric", ResizeCoordinates::asymmetric},
+      {"tf_half_pixel_for_nn", ResizeCoordinates::tf_half_pixel_for_nn}};
+  const std::string ct = attr_string(c, "coordinate_transformation_mode", "half_pixel");
+  bool known = false;
+  for (const auto& [name, mode] : coordinates)
+    if (ct == name) r.coordinates = mode, known = true;
+  if (!known)
+    node_error(c, "attribute 'coordinate_transformation_mode' is '" + ct +
+                      "'; Kiln supports half_pixel, pytorch_half_pixel, align_corners, asymmetric and "
+                      "tf_half_pixel_for_nn");
+  static const std::vector<std::pair<std::string, NearestRounding>> roundings = {
+      {"round_prefer_floor", NearestRounding::round_prefer_floor},
+      {"round_prefer_ceil", NearestRounding::round_prefer_ceil},
+      {"floor", NearestRounding::floor},
+      {"ceil", NearestRounding::ceil}};
+  const std::string nm = attr_string(c, "nearest_mode", "round_prefer_floor");
+  known = false;
+  for (const auto& [name, mode] : roundings)
+    if (nm == name) r.nearest = mode, known = true;
+  if (!known) node_error(c, "attribute 'nearest_mode' is '" + nm + "'");
+  emit_single(im, c, r, {im.value_input(c, 0)});
+}
+
+// Upsample (opsets 7-9): scales as an attribute (7) or a constant input (9); asymmetric
+// coordinates, nearest rounding down.
+void convert_upsample(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 1, 2);
+  const Shape xs = im.input_shape(c, 0);
+  std::vector<double> values;
+  if (c.opset < 9) {
+    for (float f : attr_floats(c, "scales")) values.push_back(f);
+  } else {
+    if (!im.has_input(c, 1)) node_error(c, "input 'scales' is missing");
+    for (float f : im.constant_input(c, 1, "scales").f) values.push_back(f);
+  }
+  Resize r = resize_shape(c, xs, values, false);
+  r.mode = resize_mode(c);
+  r.coordinates = ResizeCoordinates::asymmetric;
+  r.nearest = NearestRounding::floor;
   emit_single(im, c, r, {im.value_input(c, 0)});
 }
 

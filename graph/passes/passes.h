@@ -5,6 +5,15 @@
 
 namespace kiln::graph {
 
+// Rewrites the decomposed LayerNorm exporters write (ReduceMean -> Sub -> Pow(2) or Mul by
+// itself -> ReduceMean -> Add(eps) -> Sqrt -> Div [-> Mul gamma -> Add beta], over the same
+// trailing axes) into one LayerNorm node. Runs first, on the logical graph.
+Graph fuse_layer_norm(const Graph& g);
+
+// Rewrites exact GELU as exporters spell it (x * 0.5 * (1 + Erf(x / sqrt 2)), any grouping of
+// the products) into one gelu chain step. Runs before fuse_elementwise_chains.
+Graph fuse_gelu(const Graph& g);
+
 // Folds a zero Pad of the spatial axes into the padding of the convolutions that read it (when
 // only convolutions do), deleting the Pad. Runs before convert_to_nhwc.
 Graph fold_pad_into_conv(const Graph& g);

@@ -8,6 +8,8 @@ namespace kiln::graph {
 
 const std::vector<Pass>& default_passes() {
   static const std::vector<Pass> passes = {
+      {"fuse_layer_norm", fuse_layer_norm},
+      {"fuse_gelu", fuse_gelu},
       {"fold_pad_into_conv", fold_pad_into_conv},
       {"fold_batch_norm", fold_batch_norm},
       {"fuse_epilogues", fuse_epilogues},

@@ -1,0 +1,64 @@
+// Schedules of the normalizations (see norm_schedule.h).
+#include "schedules/norm_schedule.h"
+
+#include <algorithm>
+
+#include "schedules/loop_util.h"
+
+namespace kiln::schedules {
+
+using Halide::TailStrategy;
+using Halide::Var;
+
+void schedule_layer_norm_cpu(const LayerNormFuncs& f, const Halide::Target& target) {
+  Halide::Func out = f.out;
+  const int vw = target.natural_vector_size<float>();
+  std::vector<Var> dims;
+  for (const Var& v : out.args()) dims.push_back(v);
+  const size_t k = static_cast<size_t>(f.normalized_dims);
+  int64_t row_elements = 1, rows = 1;
+  for (size_t d = 0; d < f.extents.size(); ++d) (d < k ? row_elements : rows) *= f.extents[d];
+  const bool wide = f.extents[0] >= vw;
+  if (wide) out.vectorize(dims[0], vw, TailStrategy::ShiftInwards);
+  // The row statistics at the innermost row loop (or once, for a single row).
+  Halide::LoopLevel at = Halide::LoopLevel::root();
+  if (k < dims.size()) {
+    const Var row = fuse_vars(out, {dims.begin() + static_cast<std::ptrdiff_t>(k), dims.end()});
+    const int64_t tasks = std::min({kMaxTasks, rows, rows * row_elements / kMinTaskElements});
+    if (tasks >= 2) {
+      Var task("task"), in_task("in_task");
+      out.split(row, task, in_task, static_cast<int>((rows + tasks - 1) / tasks),
+                TailStrategy::GuardWithIf)
+          .parallel(task);
+      at = Halide::LoopLevel(out, in_task);
+    } else {
+      at = Halide::LoopLevel(out, row);
+    }
+  }
+  for (Halide::Func p : {f.sum, f.mean, f.square_sum, f.inv_std}) p.compute_at(at);
+  if (wide) {
+    // Float addition reassociated across the lanes: the sum of a row in vw partial sums.
+    for (Halide::Func p : {f.sum, f.square_sum})
+      p.update().atomic().vectorize(f.r[0], vw, TailStrategy::GuardWithIf);
+  }
+}
+
+void schedule_layer_norm_gpu(const LayerNormFuncs& f, const Halide::Target& /*target*/) {
+  for (Halide::Func p : {f.sum, f.square_sum}) {
+    p.compute_root();
+    std::vector<Var> dims;
+    for (const Var& v : p.args()) dims.push_back(v);
+    for (int stage = 0; stage < 2; ++stage) {
+      Halide::Stage s = stage == 0 ? Halide::Stage(p) : p.update();
+      Var block("block"), thread("thread");
+      s.gpu_tile(fuse_vars(s, dims), block, thread, 64, TailStrategy::GuardWithIf);
+    }
+  }
+  Halide::Func out = f.out;
+  std::vector<Var> dims;
+  for (const Var& v : out.args()) dims.push_back(v);
+  Var block("block"), thread("thread");
+  out.gpu_tile(fuse_vars(out, dims), block, thread, 256, TailStrategy::GuardWithIf);
+}
+
+}  // namespace kiln::schedules
