@@ -15,6 +15,7 @@
 
 #include "Halide.h"
 #include "codegen/kernel_pipeline.h"
+#include "graph/file_io.h"
 
 namespace kiln::codegen {
 namespace {
@@ -106,15 +107,10 @@ void ScheduleDb::save(const std::string& path) const {
   std::sort(sorted.begin(), sorted.end(), [](const ScheduleRecord& a, const ScheduleRecord& b) {
     return std::tie(a.kernel, a.signature, a.target) < std::tie(b.kernel, b.signature, b.target);
   });
-  const fs::path tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    for (const ScheduleRecord& r : sorted) out << to_json(r).dump() << "\n";
-    if (!out.flush()) throw graph::Error("cannot write the schedule database " + tmp.string());
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) throw graph::Error("cannot replace the schedule database " + path + ": " + ec.message());
+  std::string text;
+  for (const ScheduleRecord& r : sorted)
+    text += to_json(r).dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+  graph::write_file_atomically(path, text);
 }
 
 const ScheduleRecord* ScheduleDb::find(const std::string& signature,

@@ -1,13 +1,9 @@
 // `kiln bench`: latency of a whole model (median / p90 / min) and, with --per-layer, each
 // kernel's time, throughput and fraction of this machine's measured peak.
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -18,6 +14,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "graph/builder.h"
+#include "graph/file_io.h"
 #include "graph/kernel_spec.h"
 #include "graph/passes/pipeline.h"
 #include "kiln/runtime.h"
@@ -266,20 +263,6 @@ std::string to_json(const BenchArgs& a, const std::vector<Results>& all) {
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
-// Via a temp file and rename: a failed run never leaves a JSON file that looks complete.
-void write_file(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
-  std::ofstream f(tmp, std::ios::trunc);
-  f << text;
-  f.close();
-  std::error_code ec;
-  if (f) std::filesystem::rename(tmp, path, ec);
-  if (!f || ec) {
-    std::filesystem::remove(tmp, ec);
-    throw graph::Error("cannot write '" + path + "'");
-  }
-}
-
 std::string target_label(const Results& r) { return r.cpu_target.empty() ? r.backend : r.cpu_target; }
 
 // --targets: each target's latency and every kernel's time side by side, with the speedup over
@@ -364,7 +347,8 @@ int run(const BenchArgs& a) {
     if (a.per_layer && models.size() == 1) print_table(r);
   }
   if (models.size() > 1) print_comparison(all, names);
-  if (!a.json.empty()) write_file(a.json, to_json(a, all));
+  // Via a temp file and rename: a failed run never leaves a JSON file that looks complete.
+  if (!a.json.empty()) graph::write_file_atomically(a.json, to_json(a, all));
   return 0;
 }
 

@@ -6,8 +6,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -16,6 +14,7 @@
 #include "codegen/kernel_pipeline.h"
 #include "codegen/schedule_db.h"
 #include "commands.h"
+#include "graph/file_io.h"
 #include "graph/kernel_spec.h"
 #include "peaks.h"
 #include "runtime/kernels.h"
@@ -362,11 +361,8 @@ void write_json(const std::string& path, const TuneArgs& a, const std::string& t
                             {"autoschedulers_over_tuned", autos},
                             {"note", o.note}});
   }
-  const std::string tmp = path + ".tmp";
-  std::ofstream(tmp) << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw graph::Error("cannot write " + path + ": " + ec.message());
+  graph::write_file_atomically(
+      path, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
 }  // namespace
