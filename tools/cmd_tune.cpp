@@ -34,8 +34,8 @@ JSON record per line keyed by the kernel's signature and the target. `kiln compi
 For each kernel: candidates from the schedule families' parameter space, ranked by a simple
 cost model and cut to --candidates; compiled in parallel (separate processes); each checked
 against the reference interpreter (rtol 1e-3, atol 1e-4) before it may win; then timed one at
-a time, interleaved with the best so far (the kernel alone on seeded random inputs, a 64 MiB
-buffer written before each call so the weights come from memory as they do in a network).
+a time, interleaved with the best so far (the kernel alone on seeded random inputs, calls
+back to back; --cold evicts the caches before each).
 A candidate replaces the best only when its median is at least 2% lower. Finally the winner
 and the default are timed again side by side; the default is kept unless the winner is faster
 there too. Kernels the database already holds for this target are kept (a rerun resumes), and
@@ -68,6 +68,8 @@ options:
                        a comparison: a record always holds one of Kiln's schedule families.
                        Adams2019's search can take minutes per kernel.
   --json FILE          also write the final table as JSON (scripts/plot_results.py draws it)
+  --cold               write a 64 MiB buffer before every timed call, so the kernel's weights
+                       and inputs come from memory (default: warm caches, calls back to back)
   --retune             measure kernels the database already holds again
   -h, --help           this text
 )";
@@ -79,7 +81,7 @@ struct TuneArgs {
   std::string kernel;
   std::vector<std::string> sets;
   std::vector<std::string> autoschedulers;
-  bool retune = false;
+  bool retune = false, cold = false;
 };
 
 TuneArgs parse(const Args& args) {
@@ -99,6 +101,7 @@ TuneArgs parse(const Args& args) {
   a.kernel = args.get("--kernel");
   a.sets = args.get_all("--set");
   a.retune = args.has("--retune");
+  a.cold = args.has("--cold");
   a.json = args.get("--json");
   if (args.has("--json") && a.json.empty()) throw UsageError("--json needs a file name");
   if (args.has("--autoschedulers")) {
@@ -187,6 +190,7 @@ Outcome tune_kernel(const graph::Graph& optimized, const graph::KernelSpec& spec
   mo.threads = a.threads;
   mo.compile_jobs = a.jobs;
   mo.cache_dir = cache_dir();
+  mo.evict = a.cold;
   std::unique_ptr<Measurer> m = local_measurer(kernel_graph(optimized, o.kernel), mo);
 
   Progress progress;
@@ -284,6 +288,7 @@ int try_schedule(const graph::Graph& optimized, const graph::KernelSpec& spec,
   mo.threads = a.threads;
   mo.compile_jobs = a.jobs;
   mo.cache_dir = cache_dir();
+  mo.evict = a.cold;
   std::unique_ptr<Measurer> m = local_measurer(kernel_graph(optimized, graph::kernel_name(spec)), mo);
   const std::vector<std::string> errors = m->prepare({current, trial});
   if (!errors[0].empty()) throw graph::Error("the current schedule failed: " + errors[0]);
@@ -371,7 +376,7 @@ int cmd_tune(int argc, char** argv) {
   const Args args(argc, argv, 2,
                   {"--db", "--target", "--budget", "--threads", "--jobs", "--candidates", "--rounds",
                    "--kernel", "--set", "--autoschedulers", "--json"},
-                  {"--retune"});
+                  {"--retune", "--cold"});
   if (args.help()) {
     std::fputs(kHelp, stdout);
     return 0;

@@ -46,8 +46,8 @@ struct LocalMeasurerOptions {
   int threads = 0;          // the kernel's threads (0: one per core)
   int compile_jobs = 1;     // candidates compiled at once (separate processes)
   std::string cache_dir;    // the kernel cache; empty: a temporary one
-  bool evict = true;        // write a 64 MiB buffer before each call: weights come from DRAM,
-                            // as they do inside a network
+  bool evict = false;       // write a 64 MiB buffer before each call: the weights and inputs
+                            // come from memory, not from caches
 };
 
 // Runs candidates on this machine, each in a Model of `kernel` (kernel_graph) on seeded random
