@@ -11,6 +11,7 @@ APT_PACKAGES=(
   libdnnl-dev
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
   pocl-opencl-icd ocl-icd-libopencl1
+  clang-14 libclang-rt-14-dev  # the fuzz preset: clang++-14 with libFuzzer and the sanitizers
 )
 
 missing=()

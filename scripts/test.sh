@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # README command (b): installs what is missing, builds everything (benchmarks included) and runs
 # every test with ctest, then builds the asan preset (AddressSanitizer + UndefinedBehaviorSanitizer)
-# and runs every test again under it. PRESET=release, PRESET=debug or PRESET=asan runs that one
-# build only.
+# and runs every test again under it, then builds the fuzz preset (clang, libFuzzer) and runs each
+# fuzz target for 60 s (scripts/fuzz.sh). PRESET=release, PRESET=debug, PRESET=asan or
+# PRESET=fuzz runs that one stage only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -16,9 +17,17 @@ run_preset() {
   ctest --preset "$1" -j "$(nproc)"
 }
 
-if [[ -n "${PRESET:-}" ]]; then
+fuzz_smoke() {
+  echo "[test] fuzzing each target for 60 s"
+  scripts/fuzz.sh 60
+}
+
+if [[ "${PRESET:-}" == fuzz ]]; then
+  fuzz_smoke
+elif [[ -n "${PRESET:-}" ]]; then
   run_preset "$PRESET"
 else
   run_preset release
   run_preset asan
+  fuzz_smoke
 fi
