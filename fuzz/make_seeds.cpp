@@ -1,6 +1,7 @@
 // Writes the seed corpora the models give (scripts/fuzz.sh runs it): each ONNX file that fits
 // the fuzz targets' size cap is an onnx seed, and the optimized graph of each one Kiln imports,
-// serialized, is a weights seed, as `kiln compile` would write it; so is the reference example.
+// serialized, is a weights seed, as `kiln compile` would write it; so is the (small) reference
+// example, of which fuzz/seeds/weights/ holds a copy.
 //   kiln_fuzz_seeds OUTDIR MODEL.onnx...   (writes OUTDIR/onnx/ and OUTDIR/weights/)
 #include <cstdio>
 #include <filesystem>
@@ -42,8 +43,8 @@ int main(int argc, char** argv) {
   int onnx = 0, weights = 0;
   graph::ExampleShape small;
   small.c = 3, small.h = 9, small.w = 7, small.co = 5;
-  weights += write_seed(out / "weights" / "reference_example",
-                        graph::serialize(graph::run_passes(graph::reference_example(small))));
+  const graph::Graph example = graph::reference_example(small);
+  weights += write_seed(out / "weights" / "reference_example", graph::serialize(graph::run_passes(example)));
   for (int i = 2; i < argc; ++i) {
     const std::string name = seed_name(argv[i]);
     try {

@@ -29,7 +29,8 @@ if [ ! -f "$build/seeds/.complete" ]; then
   [ -d "$node_tests" ] || { echo "[fuzz] $node_tests is missing (libonnx-testdata)" >&2; exit 1; }
   # The zoo models within the 1 MiB input cap; the larger ones hold the same ops and patterns.
   .venv/bin/python scripts/make_models.py "$build/zoo" --models preact_se,convnext_tiny2 --no-verify >/dev/null
-  "$build/fuzz/kiln_fuzz_seeds" "$build/seeds" "$build"/zoo/*.onnx "$node_tests"/*/model.onnx
+  "$build/fuzz/kiln_fuzz_seeds" "$build/seeds" fuzz/seeds/onnx/*.onnx "$build"/zoo/*.onnx \
+      "$node_tests"/*/model.onnx
   touch "$build/seeds/.complete"
 fi
 
