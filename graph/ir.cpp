@@ -86,8 +86,14 @@ std::string to_string(const Shape& s) {
 }
 
 int64_t num_elements(const Shape& s) {
+  // Shapes come from files: a zero anywhere makes the product 0 whatever the other dimensions
+  // are, and a product past int64 is refused instead of overflowing (undefined behaviour).
+  for (int64_t d : s)
+    if (d == 0) return 0;
   int64_t n = 1;
-  for (int64_t d : s) n *= d;
+  for (int64_t d : s)
+    if (__builtin_mul_overflow(n, d, &n))
+      throw Error("shape " + to_string(s) + " has more elements than a 64-bit count holds");
   return n;
 }
 

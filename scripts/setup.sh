@@ -11,7 +11,8 @@ APT_PACKAGES=(
   libdnnl-dev
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
   pocl-opencl-icd ocl-icd-libopencl1
-  nlohmann-json3-dev
+  nlohmann-json3-dev  # the schedule database and the JSON kiln writes
+  clang-14 libclang-rt-14-dev  # the fuzz preset: clang++-14 with libFuzzer and the sanitizers
 )
 
 missing=()

@@ -237,6 +237,21 @@ TEST(Serialize, ResealedCorruptionIsCaughtStructurally) {
   EXPECT_THROW(deserialize(reseal(body + "x")), Error);
 }
 
+// Found by fuzz_weights (fuzz/regressions/weights/): a Reshape whose target dimensions are each
+// in range but whose product is past int64. Verifying it overflowed a signed count (undefined
+// behaviour, an UBSan report in the asan build); it is an Error.
+TEST(Serialize, ReshapeToMoreElementsThanInt64IsAnError) {
+  Graph g;
+  Value x, y;
+  x.name = "x", x.shape = {1, 4};
+  y.name = "y", y.shape = {1, 4};
+  const ValueId xi = g.add_value(x), yi = g.add_value(y);
+  g.add_node(Node{"reshape", Reshape{{int64_t{1} << 40, int64_t{1} << 40, 4}}, {xi}, {yi}, {"reshape"}});
+  g.inputs = {xi};
+  g.outputs = {yi};
+  EXPECT_THROW(deserialize(serialize(g)), Error);
+}
+
 TEST(Serialize, MessagesNameTheProblem) {
   const std::string bytes = serialize(small_graph());
   auto message = [](const std::string& b) {

@@ -11,8 +11,9 @@
 
 // Compiles a hot loop three times (AVX-512, AVX2, the x86-64 baseline) and lets the loader
 // pick the best the CPU has (GCC function multi-versioning): the rest of the runtime is built
-// for the baseline only, so that it runs on any x86-64.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+// for the baseline only, so that it runs on any x86-64. Not under ThreadSanitizer: the loader
+// runs the clones' resolvers before TSan is initialized, and instrumented they crash.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
 #define KILN_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define KILN_VECTOR_CLONES

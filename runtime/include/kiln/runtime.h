@@ -31,7 +31,10 @@ struct ModelOptions {
   // Index into the CPU targets (kiln::runtime::cpu_targets()) the kernels are generated for;
   // -1 lets the generator choose (codegen::kernel_generator: the best this CPU supports).
   int cpu_target = -1;
-  int threads = 0;  // 0: one per core
+  // Threads of Halide's thread pool, which every Model in the process shares: a Model built with
+  // threads > 0 sets the pool's size for all of them (halide_set_num_threads). 0: leave it (one
+  // per core unless set before).
+  int threads = 0;
   bool profile = false;  // time every kernel call (Model::kernel_times)
   // Supplies the kernels generated for this model's shapes (graph::is_generated specs). Needed
   // when the model has any: codegen::kernel_generator() compiles them (the `kiln` tool, tests),

@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Writes the small hand-made ONNX seeds of fuzz/seeds/onnx/ (committed; rerun after a change):
+    .venv/bin/python fuzz/seeds/make_onnx_seeds.py
+Tiny shapes and weights, so the fuzzer mutates structure rather than weight bytes: a CNN with
+the ops of the zoo (Conv, BatchNormalization, Relu, MaxPool, Add, Concat, GlobalAveragePool,
+Flatten, Gemm), and a shape subgraph the importer folds (Shape -> Gather -> Unsqueeze -> Concat
+-> Reshape) with Clip, Sigmoid, Mul and Softmax."""
+
+import os
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "onnx")
+rng = np.random.default_rng(13)
+
+
+def init(name, *shape):
+    return numpy_helper.from_array(rng.uniform(-0.5, 0.5, shape).astype(np.float32), name)
+
+
+def save(name, nodes, inputs, outputs, inits):
+    graph = helper.make_graph(nodes, name, inputs, outputs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    onnx.checker.check_model(model, full_check=True)
+    with open(os.path.join(HERE, name + ".onnx"), "wb") as f:
+        f.write(model.SerializeToString(deterministic=True))
+
+
+def small_cnn():
+    var = numpy_helper.from_array(rng.uniform(0.5, 1.5, 4).astype(np.float32), "var")
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], "conv1", pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c1", "g", "beta", "mean", "var"], ["bn"], "bn"),
+        helper.make_node("Relu", ["bn"], ["r1"], "relu1"),
+        helper.make_node("MaxPool", ["r1"], ["p"], "pool", kernel_shape=[3, 3], strides=[2, 2],
+                         pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["p", "w2"], ["c2"], "conv2", pads=[1, 1, 1, 1], group=2),
+        helper.make_node("Add", ["c2", "p"], ["sum"], "residual"),
+        helper.make_node("Concat", ["sum", "p"], ["cat"], "concat", axis=1),
+        helper.make_node("GlobalAveragePool", ["cat"], ["gap"], "gap"),
+        helper.make_node("Flatten", ["gap"], ["flat"], "flatten", axis=1),
+        helper.make_node("Gemm", ["flat", "fc_w", "fc_b"], ["logits"], "fc", transB=1),
+    ]
+    inits = [init("w1", 4, 3, 3, 3), init("b1", 4), init("g", 4), init("beta", 4),
+             init("mean", 4), var, init("w2", 4, 2, 3, 3), init("fc_w", 5, 8), init("fc_b", 5)]
+    save("small_cnn", nodes,
+         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 7, 6])],
+         [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 5])], inits)
+
+
+def shape_subgraph():
+    i64 = lambda name, v: numpy_helper.from_array(np.array(v, dtype=np.int64), name)
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"], "shape"),
+        helper.make_node("Gather", ["s", "zero"], ["n"], "gather", axis=0),
+        helper.make_node("Unsqueeze", ["n", "axes"], ["n1"], "unsqueeze"),
+        helper.make_node("Concat", ["n1", "minus_one"], ["new_shape"], "concat", axis=0),
+        helper.make_node("Reshape", ["x", "new_shape"], ["flat"], "reshape"),
+        helper.make_node("Clip", ["flat", "lo", "hi"], ["clipped"], "clip"),
+        helper.make_node("Sigmoid", ["clipped"], ["sig"], "sigmoid"),
+        helper.make_node("Mul", ["clipped", "sig"], ["silu"], "silu"),
+        helper.make_node("Softmax", ["silu"], ["y"], "softmax", axis=-1),
+    ]
+    inits = [i64("zero", 0), i64("axes", [0]), i64("minus_one", [-1]),
+             numpy_helper.from_array(np.array(-2.0, np.float32), "lo"),
+             numpy_helper.from_array(np.array(3.0, np.float32), "hi")]
+    save("shape_subgraph", nodes,
+         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 2, 2])],
+         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 12])], inits)
+
+
+if __name__ == "__main__":
+    os.makedirs(HERE, exist_ok=True)
+    small_cnn()
+    shape_subgraph()
