@@ -170,6 +170,18 @@ struct Outcome {
   bool measured = false;
 };
 
+// The local Measurer of kernel `spec` with the command's target, threads, jobs and caches.
+std::unique_ptr<Measurer> measurer_for(const graph::Graph& optimized, const graph::KernelSpec& spec,
+                                       const TuneArgs& a) {
+  LocalMeasurerOptions mo;
+  mo.cpu_target = a.target;
+  mo.threads = a.threads;
+  mo.compile_jobs = a.jobs;
+  mo.cache_dir = cache_dir();
+  mo.evict = a.cold;
+  return local_measurer(kernel_graph(optimized, graph::kernel_name(spec)), mo);
+}
+
 // Tunes one kernel; returns its record (schedule = the default when nothing beat it).
 Outcome tune_kernel(const graph::Graph& optimized, const graph::KernelSpec& spec,
                     const std::string& target, const TuneArgs& a, double budget_s,
@@ -185,13 +197,7 @@ Outcome tune_kernel(const graph::Graph& optimized, const graph::KernelSpec& spec
   o.op = kernel_work(spec).op;
   o.default_schedule = o.schedule = candidates.front();
   o.flops = kernel_work(spec).flops;
-  LocalMeasurerOptions mo;
-  mo.cpu_target = a.target;
-  mo.threads = a.threads;
-  mo.compile_jobs = a.jobs;
-  mo.cache_dir = cache_dir();
-  mo.evict = a.cold;
-  std::unique_ptr<Measurer> m = local_measurer(kernel_graph(optimized, o.kernel), mo);
+  std::unique_ptr<Measurer> m = measurer_for(optimized, spec, a);
 
   Progress progress;
   progress.update(label + " compiling " + std::to_string(candidates.size()) + " candidates");
@@ -253,11 +259,10 @@ Outcome tune_kernel(const graph::Graph& optimized, const graph::KernelSpec& spec
                 o.default_us / o.tuned_us, o.note.empty() ? "" : ", ", o.note.c_str());
   progress.update(label + line);
   progress.done();
-  if (!errors.empty())
-    for (size_t i = 1; i < candidates.size(); ++i)
-      if (!errors[i].empty() && errors[i].find("wrong results") != std::string::npos)
-        std::fprintf(stderr, "  refused '%s': %s\n", candidates[i].c_str(),
-                     graph::printable(errors[i]).c_str());
+  for (size_t i = 1; i < candidates.size(); ++i)  // wrong results or a failed compile
+    if (!errors[i].empty())
+      std::fprintf(stderr, "  refused '%s': %s\n", candidates[i].c_str(),
+                   graph::printable(errors[i]).c_str());
 
   record->kernel = o.kernel;
   record->signature = graph::kernel_signature(spec);
@@ -283,13 +288,7 @@ int try_schedule(const graph::Graph& optimized, const graph::KernelSpec& spec,
   std::string text = current;
   for (const std::string& s : a.sets) text = s.rfind("auto:", 0) == 0 ? s : text + " " + s;
   const std::string trial = codegen::resolve_schedule(spec, t, text);  // refuses nonsense
-  LocalMeasurerOptions mo;
-  mo.cpu_target = a.target;
-  mo.threads = a.threads;
-  mo.compile_jobs = a.jobs;
-  mo.cache_dir = cache_dir();
-  mo.evict = a.cold;
-  std::unique_ptr<Measurer> m = local_measurer(kernel_graph(optimized, graph::kernel_name(spec)), mo);
+  std::unique_ptr<Measurer> m = measurer_for(optimized, spec, a);
   const std::vector<std::string> errors = m->prepare({current, trial});
   if (!errors[0].empty()) throw graph::Error("the current schedule failed: " + errors[0]);
   if (!errors[1].empty()) throw graph::Error("schedule '" + trial + "': " + errors[1]);
