@@ -104,9 +104,10 @@ class LocalMeasurer : public Measurer {
     return m;
   }
 
-  // Each child compiles a share of the schedules into the kernel cache and writes why one
-  // failed next to it; the parent then loads them from the cache. Processes, not threads: one
-  // Halide compile at a time per process is what Halide promises.
+  // Each child compiles a share of the schedules into the kernel cache; the parent then loads
+  // them from there, compiling again (and reporting the error) whatever a child could not.
+  // Processes, not threads: Halide's compiler keeps process-wide state, and separate processes
+  // need no assumption about its thread safety.
   void compile_in_children(const std::vector<std::string>& todo) {
     if (todo.size() < 2 || o_.compile_jobs < 2) return;  // load() compiles in this process
     const int jobs = std::min<int>(o_.compile_jobs, static_cast<int>(todo.size()));
