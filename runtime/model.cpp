@@ -2,6 +2,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <optional>
 
@@ -109,8 +110,11 @@ struct Model::Impl {
   // belong to one call at a time, so a concurrent call fails instead of corrupting the results.
   std::atomic<bool> running{false};
 
+  bool poison = false;  // ModelOptions::poison_arena, the build or the environment
+
   void load_generated_kernels();
   void bind_buffers();
+  void poison_arena();
   void restride_conv_weights(graph::ValueId weights);
   void widen_grouped_weights(const graph::ConvKernelSpec& conv);
   void release_constant(graph::ValueId v);
@@ -268,7 +272,14 @@ std::string Model::Impl::run_portable(const Call& c) {
   return err;
 }
 
+// All bits set: a quiet NaN in every float of the arena, gaps between tensors included.
+void Model::Impl::poison_arena() {
+  if (poison && options.backend == Backend::cpu)
+    std::memset(arena.get(), 0xff, static_cast<size_t>(std::max<int64_t>(plan.arena_bytes, 64)));
+}
+
 Status Model::Impl::run_calls() {
+  poison_arena();
   for (size_t i = 0; i < calls.size(); ++i) {
     Call& c = calls[i];
     const auto t0 = std::chrono::steady_clock::now();
@@ -349,7 +360,13 @@ Model::Model(graph::Graph optimized, const ModelOptions& options)
   m.load_generated_kernels();
   if (options.threads > 0) halide_set_num_threads(options.threads);
   runtime::ops::set_parallel_runner(halide_parallel_runner);
+  const char* env_poison = std::getenv("KILN_POISON_ARENA");
+  m.poison = options.poison_arena || (env_poison && std::string(env_poison) == "1");
+#ifndef NDEBUG
+  m.poison = true;
+#endif
   m.bind_buffers();
+  m.poison_arena();
   std::vector<graph::ValueId> constants;
   for (uint32_t i = 0; i < m.g.values().size(); ++i)
     if (m.g.value(graph::ValueId{i}).is_constant()) constants.push_back(graph::ValueId{i});

@@ -210,8 +210,19 @@ TEST_F(CliRunBench, CheckPrintsOneRowPerKernelWithinTolerance) {
   const auto kernels =
       kiln::graph::lower_to_kernels(kiln::graph::run_passes(kiln::graph::reference_example()));
   ASSERT_EQ(kernels.size(), 2u);
-  for (const auto& k : kernels)
-    EXPECT_TRUE(contains(r.out, "\n  " + kiln::graph::kernel_name(k) + " ")) << r.out;
+  for (const auto& k : kernels) {
+    // The kernel's row compares numbers: "NAME  ABS  REL", not "-  -  not compared".
+    const std::string head = "\n  " + kiln::graph::kernel_name(k) + " ";
+    const size_t at = r.out.find(head);
+    ASSERT_NE(at, std::string::npos) << r.out;
+    std::istringstream row(r.out.substr(at + head.size(), r.out.find('\n', at + 1) - at - head.size()));
+    double max_abs = -1, max_rel = -1;
+    ASSERT_TRUE(row >> max_abs >> max_rel) << "row of " << kiln::graph::kernel_name(k) << ":\n" << r.out;
+    EXPECT_GE(max_abs, 0.0);
+    EXPECT_LE(max_abs, 1e-3);
+    EXPECT_GE(max_rel, 0.0);
+  }
+  EXPECT_FALSE(contains(r.out, "not compared")) << r.out;
   EXPECT_TRUE(fs::exists(path("D/out.npy")));
 }
 

@@ -133,8 +133,12 @@ TEST(OnnxImport, AutoPadSameLowerAndUpper) {
     EXPECT_EQ(c.pad_left, c.pad_top) << mode;
     EXPECT_EQ(g.value(g.outputs[0]).shape, (Shape{1, 3, 4, 4})) << mode;
 
+    // The expected conv written out from the ONNX attributes, not copied from the import.
     GraphBuilder e;
-    Conv2d a = c;  // the pads under test, checked above; here the rest of the mapping
+    Conv2d a;
+    a.stride_h = a.stride_w = 2;
+    a.pad_top = a.pad_left = lower ? 2 : 1;
+    a.pad_bottom = a.pad_right = lower ? 1 : 2;
     e.output(e.conv2d("y", e.input("x", {1, 2, 7, 7}),
                       e.constant("w", {3, 2, 4, 4}, w, Layout::oihw),
                       e.constant("b", {3}, std::vector<float>(3, 0.0f)), a));
@@ -385,10 +389,23 @@ TEST(OnnxImport, PoolingAttributesAndNumerics) {
   EXPECT_EQ(a.pad_top, 0);
   EXPECT_EQ(op_at<GlobalPool>(g, 2).kind, PoolKind::avg);
 
+  // The expected pools written out from the ONNX attributes, not copied from the import: the
+  // reference interpreter then checks kernels, strides and pads the asserts above do not.
+  Pool2d want_max;
+  want_max.kind = PoolKind::max;
+  want_max.kernel_h = want_max.kernel_w = 3;
+  want_max.stride_h = want_max.stride_w = 2;
+  want_max.pad_top = want_max.pad_left = 1;
+  want_max.ceil_mode = true;
+  Pool2d want_avg;  // SAME_UPPER on the 5x5 max-pool output: one row and column of padding after
+  want_avg.kind = PoolKind::avg;
+  want_avg.kernel_h = want_avg.kernel_w = 2;
+  want_avg.pad_bottom = want_avg.pad_right = 1;
+  want_avg.count_include_pad = true;
   GraphBuilder e;
   const ValueId x = e.input("x", {1, 2, 9, 9});
-  const ValueId pv = e.op("p", p, {x});
-  e.output(e.op("y", GlobalPool{PoolKind::avg}, {e.op("a", a, {pv})}));
+  const ValueId pv = e.op("p", want_max, {x});
+  e.output(e.op("y", GlobalPool{PoolKind::avg}, {e.op("a", want_avg, {pv})}));
   const std::vector<Tensor> in{input_tensor(g, 0, 101)};
   KILN_REFERENCE_OR_SKIP(out, g, in);  // needs Pool2d and GlobalPool
   onnx_test::expect_close(out[0], run_reference(e.finish(), in)[0]);

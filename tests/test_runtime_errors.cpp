@@ -2,7 +2,9 @@
 // with messages, never as a crash or an abort().
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <chrono>
 #include <future>
 #include <random>
@@ -140,6 +142,27 @@ graph::Graph padded(int64_t rows, int64_t cols) {
   const graph::ValueId x = b.input("x", {1, 1}, graph::Layout::any);
   b.output(b.op("pad", graph::Pad{{0, 0, rows - 1, cols - 1}, 0.5f}, {x}));
   return graph::run_passes(b.finish());
+}
+
+// ModelOptions::poison_arena: the arena (outputs included) is NaN before each run, and a run
+// writes every value it reads, so the outputs come out finite and equal to the reference.
+TEST(RuntimeErrors, PoisonedArenaIsNaNUntilARunWritesIt) {
+  const graph::Graph g = small_example();
+  ModelOptions o;
+  o.poison_arena = true;
+  Model m(g, generating(o));
+  const TensorView out = m.output(0);
+  const int64_t n = graph::num_elements(out.shape);
+  EXPECT_EQ(std::count_if(out.data, out.data + n, [](float v) { return std::isnan(v); }), n);
+  const graph::Value& in = g.value(g.inputs[0]);
+  for (uint64_t seed : {3u, 4u}) {  // the second run starts from a poisoned arena again
+    const graph::Tensor x{in.shape, in.layout,
+                          graph::random_uniform(graph::num_elements(in.shape), -1, 1, seed)};
+    ASSERT_TRUE(m.run(std::vector<graph::Tensor>{x}).is_ok());
+    const graph::Tensor want = graph::run_reference(g, {x})[0];
+    const std::vector<float> got(out.data, out.data + n);
+    EXPECT_LE(graph::worst_error_ratio(got, want.data, 1e-4, 1e-5), 1.0) << "seed " << seed;
+  }
 }
 
 // The arena is checked against ModelOptions::max_memory_bytes right after it is planned, before

@@ -46,6 +46,11 @@ struct ModelOptions {
   // is refused with a graph::Error before anything is allocated (not checked with lower_only).
   // 0: this machine's physical memory (graph::physical_memory_bytes).
   int64_t max_memory_bytes = 0;
+  // Fill the arena with NaN before every run (CPU backend), so a kernel that reads a tensor
+  // before any kernel of this run wrote it produces NaN instead of a stale or zero value. Also
+  // on in a runtime built without NDEBUG and wherever the environment sets KILN_POISON_ARENA=1
+  // (the test presets do). Costs one write of the arena per run.
+  bool poison_arena = false;
 };
 
 // An error value: ok(), or a message naming what failed.

@@ -1,0 +1,128 @@
+// The dispatch wrappers of kernels compiled for every CPU target (what `kiln compile` links),
+// forced onto one target on this CPU. KILN_TEST_FORCE_TARGET is an index into
+// runtime::cpu_targets(); a custom halide_can_use_target_features admits only that target's
+// features. The wrapper decides once per process (Halide caches its choice), so each target is
+// a test process of its own (tests/CMakeLists.txt). A small network of several kernel kinds must
+// match the reference interpreter, and the wrappers must have picked exactly the forced target.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "Halide.h"
+#include "HalideRuntime.h"
+#include "graph/builder.h"
+#include "graph/passes/pipeline.h"
+#include "graph/reference.h"
+#include "kiln/runtime.h"
+#include "runtime/kernels.h"
+#include "test_generator.h"
+
+namespace {
+
+using namespace kiln;
+
+// The feature bits the wrapper passes for a target: Halide::Target::Feature indices, with the
+// NoRuntime feature codegen adds to every kernel target (codegen/kernel_library.cpp).
+std::vector<uint64_t> feature_words(const std::string& target) {
+  const Halide::Target t = Halide::Target(target).with_feature(Halide::Target::NoRuntime);
+  std::vector<uint64_t> words((Halide::Target::FeatureEnd + 63) / 64, 0);
+  for (int f = 0; f < Halide::Target::FeatureEnd; ++f)
+    if (t.has_feature(static_cast<Halide::Target::Feature>(f))) words[f / 64] |= uint64_t{1} << (f % 64);
+  return words;
+}
+
+std::mutex g_mutex;
+std::vector<uint64_t> g_allowed;                // the forced target's features
+std::vector<std::vector<uint64_t>> g_asked;      // every query the wrappers made
+std::vector<std::vector<uint64_t>> g_accepted;   // the queries answered yes
+
+int forced_can_use(int count, const uint64_t* features) {
+  const std::lock_guard<std::mutex> lock(g_mutex);
+  std::vector<uint64_t> asked(features, features + count);
+  bool subset = true;
+  for (int i = 0; i < count; ++i)
+    subset = subset && (features[i] & ~(i < static_cast<int>(g_allowed.size()) ? g_allowed[i] : 0)) == 0;
+  const bool ok = subset && halide_default_can_use_target_features(count, features) != 0;
+  g_asked.push_back(asked);
+  if (ok) g_accepted.push_back(asked);
+  return ok ? 1 : 0;
+}
+
+// Layout transform, a dense conv with ReLU, a depthwise conv, max pooling, global pooling,
+// Gemm and Softmax: the kernels of a small classifier.
+graph::Graph small_classifier() {
+  graph::GraphBuilder b;
+  const graph::ValueId x = b.input("x", {2, 3, 19, 17});
+  graph::Conv2d pad1;
+  pad1.pad_top = pad1.pad_left = pad1.pad_bottom = pad1.pad_right = 1;
+  const graph::ValueId c1 = b.relu(
+      "c1_relu",
+      b.conv2d("c1", x,
+               b.constant("c1_w", {24, 3, 3, 3}, graph::random_uniform(24 * 27, -0.4f, 0.4f, 1),
+                          graph::Layout::oihw),
+               b.constant("c1_b", {24}, graph::random_uniform(24, -0.2f, 0.2f, 2)), pad1));
+  graph::Conv2d dw = pad1;
+  dw.groups = 24;
+  const graph::ValueId c2 =
+      b.conv2d("dw", c1,
+               b.constant("dw_w", {24, 1, 3, 3}, graph::random_uniform(24 * 9, -0.4f, 0.4f, 3),
+                          graph::Layout::oihw),
+               b.constant("dw_b", {24}, graph::random_uniform(24, -0.2f, 0.2f, 4)), dw);
+  graph::Pool2d pool;
+  pool.kind = graph::PoolKind::max;
+  pool.kernel_h = pool.kernel_w = 3;
+  pool.stride_h = pool.stride_w = 2;
+  const graph::ValueId p = b.op("pool", pool, {c2});
+  const graph::ValueId g = b.op("gap", graph::GlobalPool{graph::PoolKind::avg}, {p});
+  const graph::ValueId f = b.op("flat", graph::Reshape{{2, 24}}, {g});
+  graph::Gemm fc;
+  fc.trans_b = true;
+  const graph::ValueId logits =
+      b.op("fc", fc,
+           {f, b.constant("fc_w", {10, 24}, graph::random_uniform(240, -0.5f, 0.5f, 5), graph::Layout::any),
+            b.constant("fc_b", {10}, graph::random_uniform(10, -0.1f, 0.1f, 6), graph::Layout::any)});
+  b.output(b.op("prob", graph::Softmax{1}, {logits}));
+  return b.finish();
+}
+
+TEST(Dispatch, ForcedTargetRunsAndIsTheOnePicked) {
+  const char* forced = std::getenv("KILN_TEST_FORCE_TARGET");
+  ASSERT_NE(forced, nullptr) << "run through ctest, which sets KILN_TEST_FORCE_TARGET";
+  const int t = std::atoi(forced);
+  const std::vector<std::string>& targets = runtime::cpu_targets();
+  ASSERT_GE(t, 0);
+  ASSERT_LT(t, static_cast<int>(targets.size()));
+  if (!runtime::cpu_target_supported(t)) GTEST_SKIP() << "this CPU lacks features of " << targets[t];
+  g_allowed = feature_words(targets[t]);
+  halide_set_custom_can_use_target_features(forced_can_use);
+
+  const graph::Graph input = small_classifier();
+  const graph::Graph optimized = graph::run_passes(input);
+  ModelOptions o;
+  o.generate_kernels = testing_util::test_generator(/*dispatch=*/true);
+  Model m(optimized, o);
+  const graph::Value& in = input.value(input.inputs[0]);
+  const graph::Tensor x{in.shape, in.layout,
+                        graph::random_uniform(graph::num_elements(in.shape), -1.0f, 1.0f, 9)};
+  ASSERT_TRUE(m.run(std::vector<graph::Tensor>{x}).is_ok());
+  const graph::Tensor want = graph::run_reference(input, {x})[0];
+  const TensorView out = m.output(0);
+  const std::vector<float> got(out.data, out.data + graph::num_elements(out.shape));
+  EXPECT_LE(graph::worst_error_ratio(got, want.data, 1e-4, 1e-5), 1.0)
+      << "max abs error " << graph::max_abs_diff(got, want.data);
+
+  const std::lock_guard<std::mutex> lock(g_mutex);
+  ASSERT_FALSE(g_asked.empty()) << "no kernel asked which target to use: no dispatch wrapper ran";
+  const bool base = t + 1 == static_cast<int>(targets.size());  // the wrappers' fallback
+  if (base) {
+    EXPECT_TRUE(g_accepted.empty()) << g_accepted.size() << " queries were admitted";
+  } else {
+    EXPECT_FALSE(g_accepted.empty());
+    for (const std::vector<uint64_t>& a : g_accepted) EXPECT_EQ(a, g_allowed) << targets[t];
+  }
+}
+
+}  // namespace
