@@ -16,6 +16,7 @@
 #include "kernels.h"
 #include "kiln/runtime.h"
 #include "schedules/conv_params.h"
+#include "test_generator.h"
 
 namespace {
 
@@ -238,8 +239,8 @@ class ConvKernelTest : public testing::TestWithParam<KernelParam> {};
 // Each shape with one epilogue (rotating through none / relu / relu6).
 TEST_P(ConvKernelTest, MatchesReference) {
   const KernelParam& p = GetParam();
-  if (!runtime::cpu_target_supported(p.target))
-    GTEST_SKIP() << "this CPU lacks features of " << runtime::cpu_targets()[p.target];
+  if (!testing_util::runs_target(p.target))
+    GTEST_SKIP() << testing_util::target_skip_reason(p.target);
   const int epilogue = static_cast<int>(p.case_index % 3);
   const Problem& prob = problem_for(p.case_index, epilogue);
   expect_close(run_kernel(prob, schedule_text(p.schedule), p.target), prob.expected);
@@ -291,7 +292,7 @@ TEST(ConvKernelWeightStride, PaddedInputChannelStride) {
   ASSERT_EQ(kCases[wide_row].co, 128);
   const Problem& prob = problem_for(wide_row, 1);
   for (int t = 0; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
-    if (!runtime::cpu_target_supported(t)) continue;
+    if (!testing_util::runs_target(t)) continue;
     for (auto s : kSchedules) {
       if (!applies(s, kCases[wide_row])) continue;
       SCOPED_TRACE("target " + std::to_string(t) + " schedule " + name(s));
@@ -486,7 +487,7 @@ TEST(DepthwiseKernels, MatchReferenceOnEveryTarget) {
   const std::vector<graph::KernelSpec> specs = specs_of(graphs);
   for (const graph::KernelSpec& k : specs) ASSERT_TRUE(std::get<graph::ConvKernelSpec>(k).depthwise);
   for (int t = 0; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
-    if (!runtime::cpu_target_supported(t)) continue;
+    if (!testing_util::runs_target(t)) continue;
     std::shared_ptr<const GeneratedKernels> keep;
     codegen::CodegenOptions o;
     o.cache_dir = KILN_TEST_CACHE_DIR;
@@ -525,7 +526,7 @@ TEST(LayoutKernel, NchwToNhwcOnEveryTarget) {
                                             {graph::ValueId{1}, "y", nhwc, Layout::nhwc}});
   }
   for (int t = 0; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
-    if (!runtime::cpu_target_supported(t)) continue;
+    if (!testing_util::runs_target(t)) continue;
     codegen::CodegenOptions o;
     o.cache_dir = KILN_TEST_CACHE_DIR;
     const auto kernels =

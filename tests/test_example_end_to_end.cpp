@@ -47,8 +47,8 @@ class ExampleEndToEnd : public testing::TestWithParam<E2EParam> {};
 
 TEST_P(ExampleEndToEnd, MatchesUnfusedReference) {
   const E2EParam& p = GetParam();
-  if (p.target >= 0 && !runtime::cpu_target_supported(p.target))
-    GTEST_SKIP() << "this CPU lacks features of " << runtime::cpu_targets()[p.target];
+  if (p.target >= 0 && !testing_util::runs_target(p.target))
+    GTEST_SKIP() << testing_util::target_skip_reason(p.target);
   const graph::Graph input = graph::reference_example(p.shape, 7);
   graph::PipelineOptions opts;
   opts.verify_each = true;
@@ -128,7 +128,7 @@ TEST(InPlaceConcat, FireModuleMatchesReference) {
   const graph::Tensor xt = random_input(input, 11);
   const graph::Tensor want = graph::run_reference(input, {xt})[0];
   for (int t = -1; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
-    if (t >= 0 && !runtime::cpu_target_supported(t)) continue;
+    if (t >= 0 && !testing_util::runs_target(t)) continue;
     SCOPED_TRACE("cpu target " + std::to_string(t));
     ModelOptions mo;
     mo.cpu_target = t;

@@ -14,6 +14,7 @@
 #include "graph/reference.h"
 #include "kiln/runtime.h"
 #include "runtime/kernels.h"
+#include "test_generator.h"
 
 namespace kiln {
 namespace {
@@ -31,7 +32,7 @@ class GeneratedChain : public testing::TestWithParam<ChainCase> {};
 void expect_generated_matches_reference(const graph::Graph& g, float lo, float hi, double rtol,
                                         double atol, const graph::Graph* reference = nullptr) {
   for (int t = 0; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
-    if (!runtime::cpu_target_supported(t)) continue;
+    if (!testing_util::runs_target(t)) continue;
     SCOPED_TRACE(runtime::cpu_targets()[t]);
     ModelOptions o;
     o.cpu_target = t;
@@ -218,7 +219,7 @@ TEST(GeneratedKernels, NanPropagatesThroughClampsAndMaxima) {
     ASSERT_GT(nans, 0u) << "the reference must propagate the NaN";
   }
   for (int t = 0; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
-    if (!runtime::cpu_target_supported(t)) continue;
+    if (!testing_util::runs_target(t)) continue;
     SCOPED_TRACE(runtime::cpu_targets()[t]);
     ModelOptions o;
     o.cpu_target = t;

@@ -2,10 +2,30 @@
 // the build tree (KILN_TEST_CACHE_DIR), so a rerun loads them instead of compiling.
 #pragma once
 
+#include <cstdlib>
+#include <string>
+#include <vector>
+
 #include "codegen/kernel_library.h"
 #include "runtime/kernels.h"
 
 namespace kiln::testing_util {
+
+// Why the tests do not run CPU target `t` (an index into runtime::cpu_targets()) here, or "" when
+// they do. The CPU must support it. With KILN_TEST_TARGETS=best in the environment (the asan
+// test preset) only the best target this CPU supports runs: the generated kernels are not built
+// with the sanitizers, so the other targets would run the same instrumented host code again.
+inline std::string target_skip_reason(int t) {
+  const std::vector<std::string>& targets = runtime::cpu_targets();
+  if (!runtime::cpu_target_supported(t)) return "this CPU lacks features of " + targets[t];
+  const char* only = std::getenv("KILN_TEST_TARGETS");
+  const int best = runtime::best_cpu_target();
+  if (only && std::string(only) == "best" && t != best)
+    return "KILN_TEST_TARGETS=best: only " + targets[best] +
+           " runs (the generated kernels are not sanitizer-instrumented)";
+  return "";
+}
+inline bool runs_target(int t) { return target_skip_reason(t).empty(); }
 
 // `dispatch`: every CPU target of the build behind the kernels' dispatch wrappers; otherwise the
 // target the Model asks for (ModelOptions::cpu_target), or the best one this CPU supports.

@@ -18,6 +18,7 @@
 #include "graph/reference.h"
 #include "kiln/runtime.h"
 #include "runtime/kernels.h"
+#include "test_generator.h"
 
 namespace {
 
@@ -49,8 +50,8 @@ TEST_P(ModelTest, MatchesOnnxRuntime) {
   const std::string dir = KILN_MODELS_DIR;
   const std::string name = GetParam().name;
   const int target = GetParam().target;
-  if (target >= 0 && !runtime::cpu_target_supported(target))
-    GTEST_SKIP() << "this CPU lacks features of " << runtime::cpu_targets()[target];
+  if (target >= 0 && !testing_util::runs_target(target))
+    GTEST_SKIP() << testing_util::target_skip_reason(target);
   const std::string model = dir + "/" + name + ".onnx";
   ASSERT_TRUE(std::filesystem::exists(model)) << model << " (run scripts/make_models.py)";
 
