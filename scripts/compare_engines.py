@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
-"""Kiln against onnxruntime on the same ONNX files, alternating, in one script.
+"""Kiln against onnxruntime and OpenVINO on the same ONNX files, alternating, in one script.
 
     python scripts/compare_engines.py --kiln build/release/tools/kiln --models DIR \
-        [--threads 2] [--rounds 5] [--iterations 20] [--out docs/engines]
+        [--threads 2] [--rounds 5] [--iterations 20] [--engines ort,openvino] [--out docs/engines]
 
 For each round and each model it runs `kiln bench MODEL --json` (a subprocess: warm-up, then
---iterations timed runs) and then onnxruntime (all graph optimizations, the same thread count,
-warm-up and iteration count), alternating, so a noisy machine slows both engines alike. Each
-onnxruntime measurement also runs in a subprocess of this script: an idle onnxruntime thread
-pool in this process would otherwise spin on the cores the next Kiln run needs. It prints and writes OUT.md with the median over rounds of each engine's median
-latency and the ratio Kiln / onnxruntime, and OUT.png with the per-model latencies and, for
-every Kiln kernel of the last round (--per-layer), its fraction of this machine's peak.
+--iterations timed runs), then onnxruntime (all graph optimizations, the same thread count,
+warm-up and iteration count), then OpenVINO's CPU plugin (INFERENCE_NUM_THREADS = the thread
+count, PERFORMANCE_HINT=LATENCY, INFERENCE_PRECISION_HINT=f32), alternating, so a noisy
+machine slows every engine alike. Each peer measurement runs in a subprocess of this script:
+an idle peer thread pool in this process would otherwise spin on the cores the next Kiln run
+needs. It prints and writes OUT.md with the median over rounds of each engine's median latency
+and the ratio of Kiln to each peer and to the faster peer, and OUT.png with the per-model
+latencies and, for every Kiln kernel of the last round (--per-layer), its fraction of this
+machine's peak.
 """
 
 import argparse
@@ -23,12 +26,12 @@ import tempfile
 import time
 
 import numpy as np
-import onnxruntime as ort
 
 MODELS = ["resnet18", "resnet50", "mobilenetv2", "squeezenet1_1", "preact_se", "convnext_tiny2"]
 
 
 def ort_median_ms(path, threads, warmup, iterations):
+    import onnxruntime as ort
     opts = ort.SessionOptions()
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     opts.intra_op_num_threads = threads
@@ -47,9 +50,33 @@ def ort_median_ms(path, threads, warmup, iterations):
     return statistics.median(times)
 
 
-def ort_bench_subprocess(path, threads, warmup, iterations):
-    out = subprocess.run([sys.executable, __file__, "--ort-one", path, "--threads", str(threads),
-                          "--warmup", str(warmup), "--iterations", str(iterations)],
+def openvino_median_ms(path, threads, warmup, iterations):
+    import openvino as ov
+    core = ov.Core()
+    compiled = core.compile_model(core.read_model(path), "CPU", {
+        "INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY",
+        "INFERENCE_PRECISION_HINT": "f32"})
+    request = compiled.create_infer_request()
+    port = compiled.inputs[0]
+    shape = [d.get_length() if d.is_static else 1 for d in port.get_partial_shape()]
+    x = np.random.default_rng(1).random(shape, dtype=np.float32) * 2 - 1
+    for _ in range(warmup):
+        request.infer({0: x})
+    times = []
+    for _ in range(iterations):
+        t0 = time.perf_counter()
+        request.infer({0: x})
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+PEERS = {"ort": ("onnxruntime", ort_median_ms), "openvino": ("OpenVINO f32", openvino_median_ms)}
+
+
+def peer_bench_subprocess(engine, path, threads, warmup, iterations):
+    out = subprocess.run([sys.executable, __file__, "--peer-one", engine, path,
+                          "--threads", str(threads), "--warmup", str(warmup),
+                          "--iterations", str(iterations)],
                          check=True, capture_output=True, text=True).stdout
     return float(out.strip().splitlines()[-1])
 
@@ -69,11 +96,20 @@ def kiln_bench(kiln, path, threads, warmup, iterations, per_layer, cache):
     return result
 
 
-def write_report(rows, layers, threads, out):
-    lines = [f"| model | Kiln median (ms) | onnxruntime median (ms) | Kiln / onnxruntime |",
-             "|---|---|---|---|"]
-    for name, k, o in rows:
-        lines.append(f"| {name} | {k:.2f} | {o:.2f} | {k / o:.2f}x |")
+def write_report(rows, peers, layers, threads, out):
+    """rows: (model, kiln_ms, {peer: ms}); peers: the peer keys, in column order."""
+    names = [PEERS[p][0] for p in peers]
+    head = ["model", "Kiln median (ms)"] + [f"{n} median (ms)" for n in names]
+    head += [f"Kiln / {n}" for n in names]
+    if len(peers) > 1:
+        head.append("Kiln / faster peer")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name, k, p in rows:
+        cells = [name, f"{k:.2f}"] + [f"{p[e]:.2f}" for e in peers]
+        cells += [f"{k / p[e]:.2f}x" for e in peers]
+        if len(peers) > 1:
+            cells.append(f"{k / min(p.values()):.2f}x")
+        lines.append("| " + " | ".join(cells) + " |")
     table = "\n".join(lines)
     with open(out + ".md", "w") as f:
         f.write(f"Threads: {threads}. Medians over rounds of each engine's median latency.\n\n")
@@ -88,8 +124,11 @@ def write_report(rows, layers, threads, out):
         return
     fig, (a, b) = plt.subplots(1, 2, figsize=(13, 4.5))
     xs = np.arange(len(rows))
-    a.bar(xs - 0.2, [r[1] for r in rows], 0.4, label="Kiln")
-    a.bar(xs + 0.2, [r[2] for r in rows], 0.4, label="onnxruntime")
+    series = [("Kiln", [r[1] for r in rows])]
+    series += [(PEERS[e][0], [r[2][e] for r in rows]) for e in peers]
+    width = 0.8 / len(series)
+    for i, (label, values) in enumerate(series):
+        a.bar(xs + (i - (len(series) - 1) / 2) * width, values, width, label=label)
     a.set_xticks(xs, [r[0] for r in rows])
     a.set_ylabel("latency (ms)")
     a.set_title(f"per-model latency, {threads} threads")
@@ -107,25 +146,33 @@ def write_report(rows, layers, threads, out):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--kiln", required="--ort-one" not in sys.argv)
-    ap.add_argument("--models", required="--ort-one" not in sys.argv,
+    ap.add_argument("--kiln", required="--peer-one" not in sys.argv)
+    ap.add_argument("--models", required="--peer-one" not in sys.argv,
                     help="directory with <model>.onnx")
     ap.add_argument("--names", default=",".join(MODELS))
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--iterations", type=int, default=20)
+    ap.add_argument("--engines", default="ort,openvino",
+                    help="peers to compare with, in order: ort, openvino (default: both)")
     ap.add_argument("--out", default="engines")
-    ap.add_argument("--ort-one", help=argparse.SUPPRESS)  # internal: one onnxruntime measurement
-    if "--ort-one" in sys.argv:
+    # internal: one peer measurement, ENGINE MODEL
+    ap.add_argument("--peer-one", nargs=2, help=argparse.SUPPRESS)
+    if "--peer-one" in sys.argv:
         a, _ = ap.parse_known_args()
-        print(ort_median_ms(a.ort_one, a.threads, a.warmup, a.iterations))
+        engine, path = a.peer_one
+        print(PEERS[engine][1](path, a.threads, a.warmup, a.iterations))
         return
     args = ap.parse_args()
     names = args.names.split(",")
+    peers = args.engines.split(",")
+    unknown = [e for e in peers if e not in PEERS]
+    if unknown or not peers:
+        ap.error(f"--engines: unknown engine {', '.join(unknown)} (known: {', '.join(PEERS)})")
     cache = tempfile.mkdtemp(prefix="kiln_compare_")
     kiln_ms = {n: [] for n in names}
-    ort_ms = {n: [] for n in names}
+    peer_ms = {n: {e: [] for e in peers} for n in names}
     layers = {}
     for r in range(args.rounds):
         for n in names:
@@ -135,11 +182,15 @@ def main():
             kiln_ms[n].append(res["latency_ms"]["median"])
             if last and res.get("layers"):
                 layers[n] = res["layers"]
-            ort_ms[n].append(ort_bench_subprocess(path, args.threads, args.warmup, args.iterations))
-            print(f"round {r + 1}/{args.rounds} {n}: kiln {kiln_ms[n][-1]:.2f} ms, "
-                  f"onnxruntime {ort_ms[n][-1]:.2f} ms", flush=True)
-    rows = [(n, statistics.median(kiln_ms[n]), statistics.median(ort_ms[n])) for n in names]
-    write_report(rows, layers, args.threads, args.out)
+            line = f"round {r + 1}/{args.rounds} {n}: kiln {kiln_ms[n][-1]:.2f} ms"
+            for e in peers:
+                peer_ms[n][e].append(
+                    peer_bench_subprocess(e, path, args.threads, args.warmup, args.iterations))
+                line += f", {PEERS[e][0]} {peer_ms[n][e][-1]:.2f} ms"
+            print(line, flush=True)
+    rows = [(n, statistics.median(kiln_ms[n]),
+             {e: statistics.median(peer_ms[n][e]) for e in peers}) for n in names]
+    write_report(rows, peers, layers, args.threads, args.out)
 
 
 if __name__ == "__main__":
