@@ -29,7 +29,7 @@ void lower_and_plan(const graph::Graph& g) {
     graph::generated_kernel_arguments(k);
   }
   graph::plan_arena(g, graph::PlanOptions{64, true});
-  graph::plan_arena(g, graph::PlanOptions{256, false});
+  graph::plan_arena(g, graph::PlanOptions{256, false, false});
 }
 
 }  // namespace

@@ -305,6 +305,7 @@ std::string attrs(const Op& op) {
       << (g->trans_b ? " transB" : "");
   } else if (const auto* r = std::get_if<Reshape>(&op)) {
     s << "shape=" << to_string(r->shape);
+    if (r->layout != Layout::any) s << " relabel=" << to_string(r->layout);
   } else if (const auto* t = std::get_if<Transpose>(&op)) {
     s << "perm=" << list(t->perm);
   } else if (const auto* c = std::get_if<Concat>(&op)) {

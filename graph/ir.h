@@ -162,9 +162,14 @@ struct Gemm {
 // numpy matmul: batched, broadcasting batch dimensions; 1-D operands promoted as numpy does.
 struct MatMul {};
 
-// Row-major reinterpretation to a static shape (Flatten imports as this too).
+// Row-major reinterpretation to a static shape (Flatten imports as this too). The bytes stay as
+// they are: with `layout` any, the input is a logical tensor and the output takes the logical
+// layout of its rank; otherwise the input may be stored in any layout and the output is tagged
+// `layout` (the layout pass's zero-copy switch between an NHWC tensor and the channels-last
+// logical tensor a Transpose makes of it, which holds the same bytes).
 struct Reshape {
   Shape shape;
+  Layout layout = Layout::any;
 };
 struct Transpose {
   std::vector<int> perm;

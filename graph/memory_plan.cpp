@@ -24,7 +24,7 @@ const ArenaAlias* ArenaPlan::find_alias(ValueId v) const {
 
 bool ArenaPlan::elides(NodeId n) const {
   for (const ArenaAlias& a : aliases)
-    if (a.concat == n) return true;
+    if (a.node == n) return true;
   return false;
 }
 
@@ -64,6 +64,26 @@ std::vector<ArenaAlias> in_place_concats(const Graph& g, const std::vector<int>&
   return aliases;
 }
 
+// The Reshapes that can be views (see PlanOptions::reshape_views), each of the buffer at the
+// root of a chain of them. `sliced`: values stored as slices of a Concat's output.
+std::vector<ArenaAlias> reshape_views(const Graph& g, const std::vector<int>& producer,
+                                      const std::vector<bool>& sliced) {
+  std::vector<ArenaAlias> views;
+  std::vector<ValueId> root(g.values().size());
+  for (uint32_t i = 0; i < g.values().size(); ++i) root[i] = ValueId{i};
+  for (uint32_t i = 0; i < g.num_nodes(); ++i) {
+    const Node& n = g.node(NodeId{i});
+    if (!std::holds_alternative<Reshape>(n.op) || n.inputs.size() != 1 || n.outputs.size() != 1)
+      continue;
+    const ValueId in = n.inputs[0];
+    if (producer[in.index] < 0 || sliced[in.index]) continue;  // not a buffer of the arena's own
+    const ValueId base = root[in.index];
+    root[n.outputs[0].index] = base;
+    views.push_back({n.outputs[0], base, ArenaAlias::kWhole, 0, NodeId{i}});
+  }
+  return views;
+}
+
 }  // namespace
 
 ArenaPlan plan_arena(const Graph& g, const PlanOptions& options) {
@@ -74,11 +94,16 @@ ArenaPlan plan_arena(const Graph& g, const PlanOptions& options) {
   if (options.in_place_concat) plan.aliases = in_place_concats(g, producer, uses);
   std::vector<bool> aliased(g.values().size(), false);
   for (const ArenaAlias& a : plan.aliases) aliased[a.value.index] = true;
+  if (options.reshape_views) {
+    const std::vector<ArenaAlias> views = reshape_views(g, producer, aliased);
+    for (const ArenaAlias& a : views) aliased[a.value.index] = true;
+    plan.aliases.insert(plan.aliases.end(), views.begin(), views.end());
+  }
   const int end = static_cast<int>(g.num_nodes());
   std::vector<size_t> buffer_of(g.values().size(), 0);
   for (int i = 0; i < end; ++i) {
     for (ValueId v : g.node(NodeId{static_cast<uint32_t>(i)}).outputs) {
-      if (aliased[v.index]) continue;  // stored in its Concat's output
+      if (aliased[v.index]) continue;  // stored in its Concat's output or a Reshape's input
       ArenaBuffer b{v, 0, g.value(v).size_bytes(), i, i};
       for (NodeId u : uses[v.index]) b.last = std::max(b.last, static_cast<int>(u.index));
       if (g.is_graph_output(v)) b.last = end;
@@ -86,10 +111,16 @@ ArenaPlan plan_arena(const Graph& g, const PlanOptions& options) {
       plan.buffers.push_back(b);
     }
   }
-  // A Concat output written in place is alive from its first input's producer on.
+  // A Concat output written in place is alive from its first input's producer on; a buffer
+  // viewed by Reshapes until the last reader of any view.
   for (const ArenaAlias& a : plan.aliases) {
     ArenaBuffer& base = plan.buffers[buffer_of[a.base.index]];
-    base.first = std::min(base.first, producer[a.value.index]);
+    if (!a.is_view()) {
+      base.first = std::min(base.first, producer[a.value.index]);
+      continue;
+    }
+    for (NodeId u : uses[a.value.index]) base.last = std::max(base.last, static_cast<int>(u.index));
+    if (g.is_graph_output(a.value)) base.last = end;
   }
   for (const ArenaBuffer& b : plan.buffers)
     plan.unshared_bytes += (b.bytes + alignment - 1) / alignment * alignment;
@@ -143,10 +174,14 @@ std::string describe(const ArenaPlan& plan, const Graph& g) {
                                                      : std::to_string(b.last))
       << "]\n";
   }
-  for (const ArenaAlias& a : plan.aliases)
+  for (const ArenaAlias& a : plan.aliases) {
     s << "  " << std::left << std::setw(w) << g.value(a.value).name << std::right << std::setw(12)
-      << g.value(a.value).size_bytes() << "  in place: '" << g.value(a.base).name << "' axis "
-      << a.axis << " from " << a.offset << " (its Concat copies nothing)\n";
+      << g.value(a.value).size_bytes() << "  in place: '" << g.value(a.base).name << "'";
+    if (a.is_view())
+      s << " viewed whole (its Reshape copies nothing)\n";
+    else
+      s << " axis " << a.axis << " from " << a.offset << " (its Concat copies nothing)\n";
+  }
   s << "  arena: " << plan.arena_bytes << " bytes (" << plan.unshared_bytes
     << " without reuse)\n";
   return s.str();

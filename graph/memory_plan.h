@@ -17,23 +17,27 @@ struct ArenaBuffer {
   int last = 0;   // index of the last reading node; num_nodes for graph outputs
 };
 
-// A tensor stored inside another: `value` is the slice [offset, offset + its extent) of `base`
-// along `axis` (same rank, same extents elsewhere), written there by its producer.
+// A tensor stored inside another. A slice: `value` is [offset, offset + its extent) of `base`
+// along `axis` (same rank, same extents elsewhere), written there by its producer, and the
+// Concat `node` copies nothing. A view (axis kWhole): `value` is all of `base`'s bytes under
+// its own shape, and the Reshape `node` copies nothing.
 struct ArenaAlias {
+  static constexpr int kWhole = -1;
   ValueId value, base;
   int axis = 0;
   int64_t offset = 0;
-  NodeId concat;  // the Concat this makes a no-op
+  NodeId node;  // the Concat or Reshape this makes a no-op
+  bool is_view() const { return axis == kWhole; }
 };
 
 struct ArenaPlan {
   std::vector<ArenaBuffer> buffers;  // one per tensor a node writes and owns, in node order
-  std::vector<ArenaAlias> aliases;   // tensors written in place into a Concat's output
+  std::vector<ArenaAlias> aliases;   // Concat inputs written in place, Reshapes as views
   int64_t arena_bytes = 0;           // planned size
   int64_t unshared_bytes = 0;        // the owned tensors without any reuse
   const ArenaBuffer* find(ValueId v) const;
   const ArenaAlias* find_alias(ValueId v) const;
-  bool elides(NodeId n) const;  // n is a Concat whose inputs are written in place
+  bool elides(NodeId n) const;  // n is a Concat or Reshape that copies nothing
 };
 
 struct PlanOptions {
@@ -43,6 +47,10 @@ struct PlanOptions {
   // slices of the Concat's output and the Concat does nothing. Off for backends whose buffers
   // cannot alias (CUDA device memory).
   bool in_place_concat = true;
+  // Reshapes as views: a Reshape of a tensor the arena holds (not a graph input or a Concat's
+  // slice) stores nothing and runs nothing; its output is the input's bytes, which stay alive
+  // as long as either is read. Off where buffers cannot alias.
+  bool reshape_views = true;
 };
 
 // Graph inputs are bound by the caller and constants live with the model: neither is in the

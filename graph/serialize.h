@@ -25,7 +25,7 @@ namespace kiln::graph {
 // Version 4: Conv2d's attributes end with its post steps (u32 count, each u8 kind, f32 a, f32 b).
 // Version 3 (op tags fixed per op, ElementwiseChain is 21; no post steps) and version 1 (no
 // ElementwiseChain) are read as well; version 2 (tags by position in graph::Op) is refused.
-constexpr uint32_t kGraphFormatVersion = 5;
+constexpr uint32_t kGraphFormatVersion = 6;
 
 std::string serialize(const Graph& g);
 

@@ -287,13 +287,16 @@ TypedShape infer_output(const Graph& g, const Node& n) {
   if (std::holds_alternative<MatMul>(n.op)) return infer_matmul(g, n);
   if (const auto* r = std::get_if<Reshape>(&n.op)) {
     expect_inputs(n, 1);
-    const Value& x = logical_input(g, n, 0);
+    // A relabel reads the bytes in whatever layout they are stored.
+    const Value& x = r->layout == Layout::any ? logical_input(g, n, 0) : g.value(n.inputs[0]);
     if (num_elements(r->shape) != num_elements(x.shape))
       fail(n, "cannot reshape " + to_string(x.shape) + " (" + std::to_string(num_elements(x.shape)) +
                   " elements) to " + to_string(r->shape));
     for (int64_t d : r->shape)
       if (d <= 0) fail(n, "target shape " + to_string(r->shape) + " has a non-positive dimension");
-    return {r->shape, logical_layout(r->shape.size())};
+    if (r->layout == Layout::nhwc && r->shape.size() != 4)
+      fail(n, "an NHWC relabel needs a 4-D target shape, not " + to_string(r->shape));
+    return {r->shape, r->layout == Layout::any ? logical_layout(r->shape.size()) : r->layout};
   }
   if (const auto* t = std::get_if<Transpose>(&n.op)) {
     expect_inputs(n, 1);

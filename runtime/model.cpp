@@ -171,11 +171,16 @@ void Model::Impl::bind_buffers() {
       buffers[i] = wrap(nullptr, v.shape);  // a graph input: bound by run()
     }
   }
-  // Tensors written in place into a Concat's output: a view of their slice, at the base's
-  // strides, with mins at 0 like every other kernel argument.
+  // Reshapes stored as views: the base's bytes under their own dense shape. Tensors written in
+  // place into a Concat's output: a view of their slice, at the base's strides, with mins at 0
+  // like every other kernel argument.
   for (const graph::ArenaAlias& a : plan.aliases) {
     const HalideBuffer& base = buffers[a.base.index];
     const graph::Shape& shape = g.value(a.value).shape;
+    if (a.is_view()) {
+      buffers[a.value.index] = wrap(const_cast<float*>(base.data()), shape);
+      continue;
+    }
     const int rank = static_cast<int>(shape.size());
     std::vector<halide_dimension_t> dims(static_cast<size_t>(rank));
     for (int d = 0; d < rank; ++d)  // Halide dimension d is shape axis rank - 1 - d
@@ -345,9 +350,11 @@ Model::Model(graph::Graph optimized, const ModelOptions& options)
       m.fallback_reason = why;
     }
   }
-  // Concats whose inputs the conv kernels write in place are not kernels any more. GPU
-  // buffers are device allocations of their own: no aliasing there.
-  m.plan = graph::plan_arena(m.g, graph::PlanOptions{64, m.options.backend == Backend::cpu});
+  // Concats whose inputs the conv kernels write in place, and Reshapes stored as views, are
+  // not kernels any more. GPU buffers are device allocations of their own: no aliasing there.
+  graph::PlanOptions plan_options;
+  plan_options.in_place_concat = plan_options.reshape_views = m.options.backend == Backend::cpu;
+  m.plan = graph::plan_arena(m.g, plan_options);
   if (!options.lower_only)  // nothing is allocated then; kiln compile may target a larger machine
     graph::check_memory_limit(m.plan.arena_bytes, options.max_memory_bytes,
                               "the model's arena (its intermediate tensors and outputs)");

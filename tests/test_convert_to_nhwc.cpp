@@ -107,6 +107,55 @@ TEST(ConvertToNhwc, ChainBecomesNhwcWithOneEntryTransform) {
   expect_same_outputs(before, after, random_inputs(before, 9), 1e-6, 1e-6, Layout::nhwc);
 }
 
+// A ConvNeXt block: conv -> permute(0, 2, 3, 1) -> LayerNorm and a MatMul over channels ->
+// permute(0, 3, 1, 2) -> residual Add -> conv. The permutes hold the same bytes as the NHWC
+// tensors around them: they become relabels (Reshapes with a layout), and no transform or
+// transpose copies anything between the entry transform and the end.
+TEST(ConvertToNhwc, ChannelsLastBlockBetweenConvsCopiesNothing) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {2, 3, 7, 9});
+  const ValueId c1 = b.conv2d("c1", x, add_weights(b, "w1", 8, 3, 3, 3, 1), add_bias(b, "b1", 8, 2),
+                              conv_attrs(1, 1, 1, 1, 1, 1));
+  const ValueId cl = b.op("to_cl", Transpose{{0, 2, 3, 1}}, {c1});
+  const ValueId ln = b.op("ln", LayerNorm{3, 1e-5f},
+                          {cl, b.constant("g", {8}, random_uniform(8, 0.5f, 1.5f, 3)),
+                           b.constant("beta", {8}, random_uniform(8, -0.5f, 0.5f, 4))});
+  const ValueId mm = b.op("mm", MatMul{}, {ln, b.constant("m", {8, 8}, random_uniform(64, -0.5f, 0.5f, 5))});
+  const ValueId back = b.op("to_cf", Transpose{{0, 3, 1, 2}}, {mm});
+  const ValueId sum = b.op("add", Binary{BinaryOp::add}, {c1, back});
+  b.output(b.conv2d("c2", sum, add_weights(b, "w2", 4, 8, 1, 1, 6), add_bias(b, "b2", 4, 7),
+                    conv_attrs(1, 1, 0, 0, 0, 0)));
+  const Graph before = b.finish();
+
+  const Graph after = convert_to_nhwc(before);
+  ASSERT_TRUE(verify_problems(after).empty()) << dump(after);
+  expect_entry_transforms(after, 1);
+  EXPECT_EQ(count_ops<Transpose>(after), 0) << dump(after);
+  EXPECT_EQ(count_ops<LayoutTransform>(after), 1) << dump(after);
+  ASSERT_EQ(count_ops<Reshape>(after), 2) << dump(after);
+  for (const Node& n : after.nodes())
+    if (const auto* r = std::get_if<Reshape>(&n.op)) EXPECT_NE(r->layout, Layout::any) << n.name;
+  for (const Node& n : after.nodes())
+    if (n.name == "add") EXPECT_EQ(after.value(n.outputs[0]).layout, Layout::nhwc) << dump(after);
+  expect_same_outputs(before, after, random_inputs(before, 10), 1e-5, 1e-5, Layout::nhwc);
+}
+
+// Only a Transpose of an NHWC tensor with exactly the channels-last permutation is a relabel:
+// another permutation of the same tensor still gets its transform and its transpose.
+TEST(ConvertToNhwc, OtherPermutationsStillCopy) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {1, 4, 5, 6});
+  const ValueId c1 = b.conv2d("c1", x, add_weights(b, "w1", 8, 4, 1, 1, 1), add_bias(b, "b1", 8, 2),
+                              conv_attrs(1, 1, 0, 0, 0, 0));
+  b.output(b.op("t", Transpose{{0, 3, 2, 1}}, {c1}));
+  const Graph before = b.finish();
+  const Graph after = convert_to_nhwc(before);
+  ASSERT_TRUE(verify_problems(after).empty()) << dump(after);
+  EXPECT_EQ(count_ops<Transpose>(after), 1) << dump(after);
+  EXPECT_EQ(count_ops<Reshape>(after), 0) << dump(after);
+  expect_same_outputs(before, after, random_inputs(before, 11), 1e-6, 1e-6);
+}
+
 TEST(ConvertToNhwc, OneEntryTransformPerNchwInput) {
   GraphBuilder b;
   const ValueId x1 = b.input("x1", {1, 4, 6, 6});

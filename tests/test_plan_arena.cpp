@@ -39,10 +39,13 @@ std::map<uint32_t, Interval> live_intervals(const Graph& g) {
 void expect_valid_plan(const Graph& g, const ArenaPlan& plan, int64_t alignment = 64) {
   std::map<uint32_t, Interval> live = live_intervals(g);
   // A tensor written in place into a Concat's output makes that output alive from the
-  // tensor's producer on; the tensor itself owns no buffer.
+  // tensor's producer on; a Reshape's view keeps the viewed buffer alive until its own last
+  // reader. Neither owns a buffer.
   for (const ArenaAlias& a : plan.aliases) {
-    live.at(a.base.index).first =
-        std::min(live.at(a.base.index).first, live.at(a.value.index).first);
+    Interval& base = live.at(a.base.index);
+    const Interval& v = live.at(a.value.index);
+    if (a.is_view()) base.last = std::max(base.last, v.last);
+    else base.first = std::min(base.first, v.first);
     live.erase(a.value.index);
   }
   ASSERT_EQ(plan.buffers.size(), live.size()) << "one buffer per tensor a node writes\n"
@@ -247,13 +250,13 @@ TEST(PlanArena, ConcatInputsAreWrittenInPlace) {
   EXPECT_EQ(a.axis, 3);  // channels of the NHWC tensor
   EXPECT_EQ(a.offset, 0);
   EXPECT_EQ(b.offset, 16);
-  EXPECT_TRUE(plan.elides(a.concat));
+  EXPECT_TRUE(plan.elides(a.node));
   EXPECT_EQ(plan.find(a.value), nullptr);
   // The Concat's output is alive from the first conv on, so nothing written in between can
   // take its bytes.
   const ArenaBuffer* base = plan.find(a.base);
   ASSERT_NE(base, nullptr);
-  EXPECT_LT(base->first, static_cast<int>(a.concat.index));
+  EXPECT_LT(base->first, static_cast<int>(a.node.index));
   // Without the option everything is copied as before.
   PlanOptions copy;
   copy.in_place_concat = false;
@@ -267,6 +270,40 @@ TEST(PlanArena, ConcatInputWithAnotherReaderIsCopied) {
   const ArenaPlan plan = plan_arena(g);
   expect_valid_plan(g, plan);
   EXPECT_TRUE(plan.aliases.empty()) << describe(plan, g);
+}
+
+// Reshapes of tensors the arena holds are views: two in a chain both view the conv's output,
+// which then lives until the last view's reader; a Reshape of the graph input copies.
+TEST(PlanArena, ReshapesAreViewsOfTheBufferTheyRead) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {1, 8, 6, 6});
+  const ValueId flat_in = b.op("flat_in", Reshape{{1, 288}}, {x});
+  const ValueId conv = add_conv(b, "conv", x, 8, 4, 3, 1, 1);
+  const ValueId r1 = b.op("r1", Reshape{{1, 4, 36}}, {conv});
+  const ValueId r2 = b.op("r2", Reshape{{4, 36}}, {r1});
+  const ValueId s = b.relu("s", r2);
+  b.output(s);
+  b.output(b.op("flat_out", Reshape{{1, 288}}, {flat_in}));
+  const Graph g = b.finish();
+  const ArenaPlan plan = plan_arena(g);
+  expect_valid_plan(g, plan);
+  const ValueId conv_v = g.node(NodeId{1}).outputs[0];
+  ASSERT_EQ(plan.aliases.size(), 3u) << describe(plan, g);  // r1, r2, flat_out (of flat_in)
+  for (const ArenaAlias& a : plan.aliases) {
+    EXPECT_TRUE(a.is_view());
+    EXPECT_TRUE(plan.elides(a.node));
+    EXPECT_EQ(plan.find(a.value), nullptr);
+  }
+  EXPECT_EQ(plan.aliases[0].base, conv_v);
+  EXPECT_EQ(plan.aliases[1].base, conv_v) << "a view of a view is of the root buffer";
+  EXPECT_FALSE(plan.elides(NodeId{0})) << "the Reshape of the graph input copies";
+  ASSERT_NE(plan.find(conv_v), nullptr);
+  EXPECT_EQ(plan.find(conv_v)->last, 4) << "alive until s, which reads r2";
+  PlanOptions copy;
+  copy.reshape_views = false;
+  const ArenaPlan copied = plan_arena(g, copy);
+  EXPECT_TRUE(copied.aliases.empty());
+  expect_valid_plan(g, copied);
 }
 
 }  // namespace

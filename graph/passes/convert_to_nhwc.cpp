@@ -4,6 +4,12 @@
 // then spreads from the convolutions through every op that works in either layout (pooling,
 // BatchNorm, elementwise, Concat and Pad with their axes remapped); an op that indexes its
 // input in logical (ONNX, row-major) order gets a transform back to NCHW in front of it.
+//
+// Channels-last blocks written with explicit Transposes (ConvNeXt's LayerNorm and MLP run on
+// permute(0, 2, 3, 1) of a conv's output, and permute(0, 3, 1, 2) hands the result back) hold
+// the same bytes as the NHWC tensors around them: such a Transpose of an NHWC tensor becomes a
+// relabel (a Reshape with a layout, which the arena stores in place), and so does the NHWC
+// version of a Transpose back, instead of a transform and a transpose that copy twice.
 #include <map>
 
 #include "graph/passes/passes.h"
@@ -42,10 +48,13 @@ class LayoutRewriter {
       Node copy = n;
       if (std::holds_alternative<Conv2d>(copy.op)) {
         to_native(copy);
+      } else if (relabels_nhwc(copy)) {
+        copy.op = Reshape{g_.value(copy.outputs[0]).shape, Layout::nchw};
       } else if (can_stay_nhwc(copy)) {
         to_native(copy);
       } else {
         to_logical(copy);
+        note_transpose_back(copy);
       }
       out_.push_back(std::move(copy));
     }
@@ -54,6 +63,25 @@ class LayoutRewriter {
 
  private:
   bool is_nhwc(ValueId v) const { return g_.value(v).layout == Layout::nhwc; }
+
+  static bool is_perm(const Node& n, std::vector<int> perm) {
+    const auto* t = std::get_if<Transpose>(&n.op);
+    return t && t->perm == perm;
+  }
+
+  // Transpose(0, 2, 3, 1) of an NHWC tensor: the logical [N, H, W, C] tensor it makes is the
+  // NHWC tensor's bytes as they are.
+  bool relabels_nhwc(const Node& n) const {
+    return is_perm(n, {0, 2, 3, 1}) && n.inputs.size() == 1 && is_activation_4d(g_.value(n.inputs[0])) &&
+           is_nhwc(n.inputs[0]);
+  }
+
+  // Transpose(0, 3, 1, 2) of a logical 4-D tensor P: its NHWC version is P's bytes as they are.
+  void note_transpose_back(const Node& n) {
+    if (is_perm(n, {0, 3, 1, 2}) && n.inputs.size() == 1 && is_activation_4d(g_.value(n.inputs[0])))
+      transposed_back_.emplace(n.outputs[0].index, n.inputs[0]);
+  }
+  bool free_nhwc(ValueId v) const { return transposed_back_.count(v.index) > 0; }
 
   // Layout-agnostic ops stay NHWC when every 4-D activation they read already is.
   bool can_stay_nhwc(const Node& n) const {
@@ -73,6 +101,7 @@ class LayoutRewriter {
         continue;
       }
       if (v.shape.size() != 4) return false;  // a lower-rank runtime operand broadcasts in NCHW
+      if (free_nhwc(n.inputs[i])) continue;     // NHWC at no cost, but no reason on its own
       if (!is_nhwc(n.inputs[i])) return false;
       any_nhwc = true;
     }
@@ -87,6 +116,13 @@ class LayoutRewriter {
     if (it != to_nhwc_.end()) return it->second;
     const Value src = g_.value(v);
     const ValueId t = g_.add_value(Value{src.name + "_nhwc", to_nhwc_shape(src.shape), src.dtype, Layout::nhwc});
+    const auto back = transposed_back_.find(v.index);
+    if (back != transposed_back_.end()) {  // the bytes of the Transpose's input, relabelled
+      Node n{src.name + "_as_nhwc", Reshape{to_nhwc_shape(src.shape), Layout::nhwc}, {back->second}, {t}, {}};
+      n.computes = {"relabel (channels-last -> NHWC, no copy)"};
+      out_.push_back(std::move(n));
+      return to_nhwc_.emplace(v.index, t).first->second;
+    }
     Node n{src.name + "_to_nhwc", LayoutTransform{Layout::nchw, Layout::nhwc}, {v}, {t}, {}};
     n.computes = {"layout_transform (NCHW -> NHWC)"};
     out_.push_back(std::move(n));
@@ -173,7 +209,28 @@ class LayoutRewriter {
   Graph& g_;
   std::vector<Node> out_;
   std::map<uint32_t, ValueId> to_nhwc_, to_nchw_, const_nhwc_, weights_;
+  std::map<uint32_t, ValueId> transposed_back_;  // Transpose(0, 3, 1, 2) output -> its input
 };
+
+// Drops the nodes nothing reads any more (a Transpose whose every reader now takes the
+// relabel of its input), last first so that chains go too.
+void drop_dead_nodes(const Graph& g, std::vector<Node>& nodes) {
+  std::vector<int> readers(g.values().size(), 0);
+  for (const Node& n : nodes)
+    for (ValueId v : n.inputs) ++readers[v.index];
+  std::vector<bool> dead(nodes.size(), false);
+  for (size_t i = nodes.size(); i-- > 0;) {
+    bool used = false;
+    for (ValueId v : nodes[i].outputs) used = used || readers[v.index] > 0 || g.is_graph_output(v);
+    if (used) continue;
+    dead[i] = true;
+    for (ValueId v : nodes[i].inputs) --readers[v.index];
+  }
+  std::vector<Node> kept;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (!dead[i]) kept.push_back(std::move(nodes[i]));
+  nodes = std::move(kept);
+}
 
 // A Gemm that reads a constant B transposed (a Linear layer's [N, K] weights) gets B stored as
 // [K, N] instead: the kernel then reads B's rows along N in vectors, contiguous, where the
@@ -206,6 +263,7 @@ void pretranspose_gemm_weights(Graph& g, std::vector<Node>& nodes) {
 Graph convert_to_nhwc(const Graph& input) {
   Graph g = input;
   std::vector<Node> nodes = LayoutRewriter(g).run();
+  drop_dead_nodes(g, nodes);
   pretranspose_gemm_weights(g, nodes);
   g.rebuild(std::move(nodes));
   return g;
