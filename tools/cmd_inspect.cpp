@@ -109,7 +109,12 @@ int cmd_inspect(int argc, char** argv) {
     std::cout << "== after " << stage << " (" << g.num_nodes() << " nodes) ==\n" << graph::dump(g) << "\n";
   };
   const graph::Graph optimized = graph::run_passes(input, popts);
-  const std::vector<graph::KernelSpec> kernels = graph::lower_to_kernels(optimized);
+  const std::vector<graph::KernelSpec> lowered = graph::lower_to_kernels(optimized);
+  // The CPU runtime's plan: Concats written in place and Reshapes stored as views run nothing.
+  const graph::ArenaPlan plan = graph::plan_arena(optimized);
+  std::vector<graph::KernelSpec> kernels;
+  for (size_t i = 0; i < lowered.size(); ++i)
+    if (!plan.elides(graph::NodeId{static_cast<uint32_t>(i)})) kernels.push_back(lowered[i]);
 
   std::cout << "== fusion groups (" << kernels.size() << " kernels from " << input.num_nodes()
             << " nodes) ==\n";
@@ -118,14 +123,14 @@ int cmd_inspect(int argc, char** argv) {
     const graph::Node& n = optimized.node(graph::NodeId{static_cast<uint32_t>(i)});
     std::string computes;
     for (size_t k = 0; k < n.computes.size(); ++k) computes += (k ? " + " : "") + n.computes[k];
-    const graph::KernelSpec& k = kernels[i];
-    const char* how = graph::is_generated(k) ? "generated" : "portable";
+    const char* how = plan.elides(graph::NodeId{static_cast<uint32_t>(i)})
+                          ? "no kernel: stored in place"
+                          : graph::is_generated(lowered[i]) ? "generated" : "portable";
     std::cout << "  " << n.name << ": " << computes << "  [" << how << "]\n";
   }
   std::cout << "\n== kernels ==\n";
   for (const graph::KernelSpec& k : kernels) std::cout << graph::describe(k) << "\n";
 
-  const graph::ArenaPlan plan = graph::plan_arena(optimized);
   std::cout << "== arena plan ==\n" << graph::describe(plan, optimized);
   std::cout << "  sum of the input graph's intermediate and output tensors: "
             << graph::naive_activation_bytes(input) << " bytes\n";

@@ -50,6 +50,7 @@ class LayoutRewriter {
         to_native(copy);
       } else if (relabels_nhwc(copy)) {
         copy.op = Reshape{g_.value(copy.outputs[0]).shape, Layout::nchw};
+        copy.computes = {"relabel (NHWC -> channels-last, no copy)"};
       } else if (can_stay_nhwc(copy)) {
         to_native(copy);
       } else {
