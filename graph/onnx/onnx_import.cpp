@@ -108,30 +108,95 @@ const OpInfo* find_op(const std::string& type) {
   return nullptr;
 }
 
-// A declared static shape; Error for anything the graph cannot hold.
-Shape static_shape(const ::onnx::ValueInfoProto& v) {
+// The sizes symbolic dimensions of graph inputs take (ImportOptions::input_shapes): whole
+// shapes by input name, and per dim_param name the size a bound input gave it, so that binding
+// one input's batch binds the batch of every input that shares its dim_param.
+struct ShapeBindings {
+  std::map<std::string, Shape> by_input;
+  std::map<std::string, std::pair<int64_t, std::string>> by_param;  // size, the input binding it
+};
+
+// The declared dims with each symbolic or unknown one as 1: the shape to suggest in an error.
+std::string suggested_shape(const ::onnx::TensorShapeProto& shape) {
+  std::string s;
+  for (int k = 0; k < shape.dim_size(); ++k)
+    s += (k ? "," : "") + std::to_string(shape.dim(k).has_dim_value() ? shape.dim(k).dim_value() : 1);
+  return s;
+}
+
+// A graph input's static shape: its declared dims, with the symbolic ones bound by `b`. Error
+// for anything the graph cannot hold, a binding that contradicts a fixed dim, and a symbolic
+// dim left unbound (naming the flag that binds it).
+Shape static_shape(const ::onnx::ValueInfoProto& v, const ShapeBindings& b) {
   const std::string what = "graph input '" + v.name() + "'";
   const auto& t = v.type().tensor_type();
   if (!t.has_shape()) throw Error(what + " has no shape; Kiln needs static shapes");
-  if (t.shape().dim_size() > static_cast<int>(kMaxRank))
-    throw Error(what + " has rank " + std::to_string(t.shape().dim_size()) +
-                "; Kiln supports up to " + std::to_string(kMaxRank));
+  const int rank = t.shape().dim_size();
+  if (rank > static_cast<int>(kMaxRank))
+    throw Error(what + " has rank " + std::to_string(rank) + "; Kiln supports up to " +
+                std::to_string(kMaxRank));
+  const auto given = b.by_input.find(v.name());
+  const Shape* bound = given == b.by_input.end() ? nullptr : &given->second;
+  if (bound && bound->size() != static_cast<size_t>(rank))
+    throw Error(what + " has rank " + std::to_string(rank) + ", but the shape given for it, " +
+                to_string(*bound) + ", has rank " + std::to_string(bound->size()));
   Shape s;
-  for (int k = 0; k < t.shape().dim_size(); ++k) {
+  for (int k = 0; k < rank; ++k) {
     const auto& d = t.shape().dim(k);
-    if (d.has_dim_param())
-      throw Error(what + " has a symbolic dimension '" + d.dim_param() + "' (axis " +
-                  std::to_string(k) + "); Kiln compiles static shapes - export with fixed sizes");
-    if (!d.has_dim_value())
-      throw Error(what + " has an unknown dimension (axis " + std::to_string(k) + ")");
-    if (d.dim_value() <= 0)
-      throw Error(what + " has dimension " + std::to_string(d.dim_value()) + " on axis " +
+    const auto param = d.has_dim_param() ? b.by_param.find(d.dim_param()) : b.by_param.end();
+    int64_t size = 0;
+    if (d.has_dim_value()) {
+      size = d.dim_value();
+      if (bound && (*bound)[k] != size)
+        throw Error(what + " has the fixed dimension " + std::to_string(size) + " on axis " +
+                    std::to_string(k) + ", but the shape given for it is " + to_string(*bound) +
+                    " (only symbolic dimensions can be bound)");
+    } else if (bound) {
+      size = (*bound)[k];
+    } else if (param != b.by_param.end()) {
+      size = param->second.first;
+    } else {
+      throw Error(what + " has " +
+                  (d.has_dim_param() ? "a symbolic dimension '" + d.dim_param() + "'"
+                                     : std::string("an unknown dimension")) +
+                  " (axis " + std::to_string(k) + "); give its shape with --input-shape " +
+                  v.name() + "=" + suggested_shape(t.shape()) +
+                  " (C++: ImportOptions::input_shapes)");
+    }
+    if (size <= 0)
+      throw Error(what + " has dimension " + std::to_string(size) + " on axis " +
                   std::to_string(k) + "; dimensions must be positive");
-    s.push_back(d.dim_value());
+    s.push_back(size);
   }
   if (checked_elements(s, what) > kMaxGraphElements)
     throw Error(what + " is " + to_string(s) + ", too large for any real network");
   return s;
+}
+
+// Indexes ImportOptions::input_shapes, and the dim_params they bind in `inputs`. Error for a
+// shape given twice and for one dim_param bound to two sizes.
+ShapeBindings bind_shapes(const std::vector<std::pair<std::string, Shape>>& shapes,
+                          const google::protobuf::RepeatedPtrField<::onnx::ValueInfoProto>& inputs) {
+  ShapeBindings b;
+  for (const auto& [name, shape] : shapes)
+    if (!b.by_input.emplace(name, shape).second)
+      throw Error("the shape of input '" + name + "' is given twice");
+  for (const auto& in : inputs) {
+    const auto given = b.by_input.find(in.name());
+    if (given == b.by_input.end() || !in.type().tensor_type().has_shape()) continue;
+    const auto& dims = in.type().tensor_type().shape();
+    for (int k = 0; k < dims.dim_size() && k < static_cast<int>(given->second.size()); ++k) {
+      if (!dims.dim(k).has_dim_param()) continue;
+      const int64_t size = given->second[static_cast<size_t>(k)];
+      const auto [it, added] = b.by_param.emplace(dims.dim(k).dim_param(), std::pair{size, in.name()});
+      if (!added && it->second.first != size)
+        throw Error("symbolic dimension '" + it->first + "' is given the size " +
+                    std::to_string(it->second.first) + " by the shape of input '" +
+                    it->second.second + "' and " + std::to_string(size) + " by input '" +
+                    in.name() + "'");
+    }
+  }
+  return b;
 }
 
 // A graph output's declared type, where the model gives one, must be what Kiln computes: FLOAT
@@ -164,6 +229,23 @@ int64_t saturating_round(float v, const std::string& what) {
   if (v >= 9.2233720368547758e18f) return std::numeric_limits<int64_t>::max();
   if (v <= -9.2233720368547758e18f) return std::numeric_limits<int64_t>::min();
   return static_cast<int64_t>(std::nearbyint(v));
+}
+
+// Before any input's shape is read, so a misspelt name is reported as such and not as the
+// symbolic dimension it failed to bind.
+void check_shape_names(const ShapeBindings& shapes, const ::onnx::GraphProto& g) {
+  std::set<std::string> initializers, inputs;
+  for (const auto& t : g.initializer()) initializers.insert(t.name());
+  std::string list;  // the graph inputs that are no initializer's default value
+  for (const auto& in : g.input())
+    if (!initializers.count(in.name()) && inputs.insert(in.name()).second)
+      list += (list.empty() ? "'" : ", '") + in.name() + "'";
+  for (const auto& [name, shape] : shapes.by_input) {
+    if (!inputs.count(name))
+      throw Error("a shape is given for input '" + name +
+                  "', which is not a graph input of the model (its inputs: " +
+                  (list.empty() ? "none" : list) + ")");
+  }
 }
 
 // A graph input bound through ImportOptions::constant_inputs, typed as declared.
@@ -264,6 +346,8 @@ void Importer::add_graph_inputs() {
   for (const auto& [name, t] : options_.constant_inputs)
     if (!bound.emplace(name, &t).second)
       throw Error("constant input '" + name + "' is bound twice");
+  const ShapeBindings shapes = bind_shapes(options_.input_shapes, model_.graph().input());
+  check_shape_names(shapes, model_.graph());
   std::set<std::string> seen;
   for (const auto& in : model_.graph().input()) {
     const std::string& name = in.name();
@@ -284,7 +368,7 @@ void Importer::add_graph_inputs() {
       if (dtype != ::onnx::TensorProto::FLOAT)
         throw Error("graph input '" + name + "' has dtype " + dtype_name(dtype) +
                     "; Kiln graph tensors are FLOAT (bind shape-like inputs as constants)");
-      Shape s = static_shape(in);
+      Shape s = static_shape(in, shapes);
       const Layout l = s.size() == 4 ? Layout::nchw : Layout::any;
       slot->value = g_.add_value(Value{name, std::move(s), DType::f32, l});
       g_.inputs.push_back(slot->value);
