@@ -290,11 +290,15 @@ void convert_split(Importer& im, const NodeCtx& c) {
 }
 
 void convert_pad(Importer& im, const NodeCtx& c) {
-  expect_inputs(c, 1, c.opset < 11 ? 1 : 3);
+  expect_inputs(c, 1, c.opset < 11 ? 1 : c.opset < 18 ? 3 : 4);
   const std::string mode = attr_string(c, "mode", "constant");
-  if (mode != "constant")
-    node_error(c, "attribute 'mode' is '" + mode + "'; only 'constant' padding is supported");
   Pad p;
+  if (mode == "reflect")
+    p.mode = PadMode::reflect;
+  else if (mode == "edge")
+    p.mode = PadMode::edge;
+  else if (mode != "constant")
+    node_error(c, "attribute 'mode' is '" + mode + "'; expected constant, reflect or edge");
   if (c.opset < 11) {
     if (!find_attr(c, "pads")) node_error(c, "attribute 'pads' is missing");
     p.pads = attr_ints(c, "pads");
