@@ -445,19 +445,12 @@ TEST_F(CliRunBench, ConvOfAConstantRuns) {
 // x [N, 3, 5, 5] -> Relu -> Mul by w [1, 3, 1, 1] -> x.view(x.size(0), -1): a dynamic batch.
 kiln::onnx_test::ModelBuilder dynamic_batch_model(const std::vector<float>& w) {
   kiln::onnx_test::ModelBuilder m;
-  m.input("x", {1, 3, 5, 5}).mutable_type()->mutable_tensor_type()->mutable_shape()
-      ->mutable_dim(0)->set_dim_param("N");
+  m.input("x", {1, 3, 5, 5});
+  kiln::onnx_test::make_symbolic(m, "x");
   m.init("w", {1, 3, 1, 1}, w);
   m.node("Relu", {"x"}, {"r"}, "relu");
   m.node("Mul", {"r", "w"}, {"s"}, "mul");
-  m.node("Shape", {"x"}, {"shape"}, "shape");
-  m.init_i64("zero", {}, {0});
-  m.node("Gather", {"shape", "zero"}, {"batch"}, "gather");
-  m.init_i64("axes", {1}, {0});
-  m.node("Unsqueeze", {"batch", "axes"}, {"batch1"}, "unsqueeze");
-  m.init_i64("rest", {1}, {-1});
-  kiln::onnx_test::attr_i(m.node("Concat", {"batch1", "rest"}, {"target"}, "concat"), "axis", 0);
-  m.node("Reshape", {"s", "target"}, {"y"}, "reshape");
+  kiln::onnx_test::add_batch_flatten(m, "s", "x", "y");
   m.output("y");
   return m;
 }

@@ -171,18 +171,12 @@ TEST(OnnxLoader, OpsetsShapesAndDtypes) {
 // folded into the Reshape's target (x.view(x.size(0), -1)), so the output's shape follows it.
 ModelBuilder dynamic_batch_model() {
   ModelBuilder m(13);
-  for (const char* name : {"x", "z"})
-    m.input(name, {1, 3, 2, 2}).mutable_type()->mutable_tensor_type()->mutable_shape()
-        ->mutable_dim(0)->set_dim_param("N");
+  for (const char* name : {"x", "z"}) {
+    m.input(name, {1, 3, 2, 2});
+    onnx_test::make_symbolic(m, name);
+  }
   m.node("Add", {"x", "z"}, {"s"}, "add");
-  m.node("Shape", {"x"}, {"shape"}, "shape");
-  m.init_i64("zero", {}, {0});
-  m.node("Gather", {"shape", "zero"}, {"batch"}, "gather");
-  m.init_i64("axes", {1}, {0});
-  m.node("Unsqueeze", {"batch", "axes"}, {"batch1"}, "unsqueeze");
-  m.init_i64("rest", {1}, {-1});
-  attr_i(m.node("Concat", {"batch1", "rest"}, {"target"}, "concat"), "axis", 0);
-  m.node("Reshape", {"s", "target"}, {"y"}, "reshape");
+  onnx_test::add_batch_flatten(m, "s", "x", "y");
   m.output("y");
   return m;
 }

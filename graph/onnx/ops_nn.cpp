@@ -271,6 +271,41 @@ void convert_pow(Importer& im, const NodeCtx& c) {
               {im.value_input(c, 0)});
 }
 
+// PRelu: max(x, 0) + slope * min(x, 0), slope broadcast to x (a constant or a tensor): exact,
+// since one of the two terms is zero. Elementwise nodes that fusion merges into one kernel.
+// Before opset 7 the slope holds one value or one per channel (axis 1), not numpy broadcasting.
+void convert_prelu(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 2, 2);
+  const float inf = std::numeric_limits<float>::infinity();
+  const ValueId x = im.value_input(c, 0);
+  ValueId slope = im.value_input(c, 1);
+  const Shape xs = im.input_shape(c, 0), ss = im.input_shape(c, 1);
+  if (c.opset < 7 && !(ss == Shape{1})) {
+    if (ss.size() != 1 || xs.size() < 2 || ss[0] != xs[1])
+      node_error(c, "slope is " + to_string(ss) + "; before opset 7 it holds one value or one per channel");
+    Shape per_channel(xs.size() - 1, 1);
+    per_channel[0] = ss[0];
+    slope = im.emit(c, Reshape{per_channel}, {slope}, c.name + "/slope_per_channel",
+                    c.name + "/slope_per_channel");
+  }
+  const ValueId pos = im.emit(c, Relu{}, {x}, c.name + "/positive", c.name + "/positive");
+  const ValueId neg = im.emit(c, Clip{-inf, 0.0f}, {x}, c.name + "/negative", c.name + "/negative");
+  const ValueId sloped = im.emit(c, Binary{BinaryOp::mul}, {neg, slope},
+                                 c.name + "/sloped", c.name + "/sloped");
+  emit_single(im, c, Binary{BinaryOp::add}, {pos, sloped});
+}
+
+// Gelu (opset 20): approximate "none" is the exact (Erf) form, "tanh" the tanh approximation;
+// both are chain steps, as the forms exporters decompose (pass fuse_gelu) become.
+void convert_gelu(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 1, 1);
+  const std::string approximate = attr_string(c, "approximate", "none");
+  if (approximate != "none" && approximate != "tanh")
+    node_error(c, "attribute 'approximate' is '" + approximate + "', expected none or tanh");
+  const ChainStepKind kind = approximate == "none" ? ChainStepKind::gelu : ChainStepKind::gelu_tanh;
+  emit_single(im, c, ElementwiseChain{{ChainStep{kind, 0.0f, 0.0f}}}, {im.value_input(c, 0)});
+}
+
 void convert_clip(Importer& im, const NodeCtx& c) {
   const float inf = std::numeric_limits<float>::infinity();
   Clip clip{-inf, inf};
@@ -372,15 +407,21 @@ void convert_softmax(Importer& im, const NodeCtx& c) {
   emit_single(im, c, s, {im.value_input(c, 0)});
 }
 
+// From opset 18 the axes are an (optional, constant) input, and with noop_with_empty_axes=1 no
+// axes means no reduction rather than all axes.
 void convert_reduce_mean(Importer& im, const NodeCtx& c) {
-  expect_inputs(c, 1, 1);
+  expect_inputs(c, 1, c.opset < 18 ? 1 : 2);
   const size_t rank = im.input_shape(c, 0).size();
   ReduceMean r;
   r.keepdims = attr_int(c, "keepdims", 1) != 0;
-  for (int64_t a : attr_ints(c, "axes")) {
-    const int axis = normalize_axis(c, a, rank, "attribute 'axes' entry");
+  const std::vector<int64_t> axes =
+      c.opset < 18 ? attr_ints(c, "axes")
+      : im.has_input(c, 1) ? im.int_list_input(c, 1, "axes") : std::vector<int64_t>{};
+  if (axes.empty() && attr_int(c, "noop_with_empty_axes", 0) != 0) return im.define_alias(c, 0, 0);
+  for (int64_t a : axes) {
+    const int axis = normalize_axis(c, a, rank, "an axes entry");
     if (std::find(r.axes.begin(), r.axes.end(), axis) != r.axes.end())
-      node_error(c, "attribute 'axes' lists axis " + std::to_string(axis) + " twice");
+      node_error(c, "axes lists axis " + std::to_string(axis) + " twice");
     r.axes.push_back(axis);
   }
   std::sort(r.axes.begin(), r.axes.end());
@@ -451,11 +492,18 @@ ResizeMode resize_mode(const NodeCtx& c) {
 
 }  // namespace
 
-// Resize (opsets 11-17): scales or sizes as constants; nearest with every nearest_mode, linear
+// Resize (opsets 11-21): scales or sizes as constants; nearest with every nearest_mode, linear
 // (bilinear on the last two axes), every coordinate_transformation_mode but
 // tf_crop_and_resize.
 void convert_resize(Importer& im, const NodeCtx& c) {
   expect_inputs(c, 1, 4);
+  // Opset 18's additions, accepted where they change nothing.
+  if (attr_int(c, "antialias", 0) != 0)
+    node_error(c, "attribute 'antialias'=1 is not supported");
+  if (find_attr(c, "axes")) node_error(c, "attribute 'axes' is not supported (give every axis)");
+  const std::string policy = attr_string(c, "keep_aspect_ratio_policy", "stretch");
+  if (policy != "stretch")
+    node_error(c, "attribute 'keep_aspect_ratio_policy' is '" + policy + "'; only 'stretch' is supported");
   const Shape xs = im.input_shape(c, 0);
   const bool scales = im.has_input(c, 2) && im.constant_input(c, 2, "scales").size() > 0;
   const bool sizes = im.has_input(c, 3) && im.constant_input(c, 3, "sizes").size() > 0;
