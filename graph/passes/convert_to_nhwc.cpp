@@ -1,7 +1,8 @@
 // convert_to_nhwc: the layout decision. Convolution slides over space with channels innermost,
 // so the convolution kernels take NHWC, with weights re-laid-out ahead of time to HWIO (and a
-// Gemm's transposed constant B stored untransposed, see pretranspose_gemm_weights). NHWC
-// then spreads from the convolutions through every op that works in either layout (pooling,
+// Gemm's transposed constant B stored untransposed, see pretranspose_gemm_weights). Pooling
+// windows are generated for NHWC only, so a pool reading an NCHW activation (a graph input, a
+// 1-D pool's Reshape) takes it through a transform too. NHWC then spreads from the convolutions through every op that works in either layout (pooling,
 // BatchNorm, elementwise, Concat and Pad with their axes remapped); an op that indexes its
 // input in logical (ONNX, row-major) order gets a transform back to NCHW in front of it.
 #include <map>
@@ -40,7 +41,7 @@ class LayoutRewriter {
   std::vector<Node> run() {
     for (const Node& n : g_.nodes()) {
       Node copy = n;
-      if (std::holds_alternative<Conv2d>(copy.op)) {
+      if (std::holds_alternative<Conv2d>(copy.op) || is_image_pool(copy)) {
         to_native(copy);
       } else if (can_stay_nhwc(copy)) {
         to_native(copy);
@@ -54,6 +55,10 @@ class LayoutRewriter {
 
  private:
   bool is_nhwc(ValueId v) const { return g_.value(v).layout == Layout::nhwc; }
+
+  bool is_image_pool(const Node& n) const {
+    return std::holds_alternative<Pool2d>(n.op) && is_activation_4d(g_.value(n.inputs[0]));
+  }
 
   // Layout-agnostic ops stay NHWC when every 4-D activation they read already is.
   bool can_stay_nhwc(const Node& n) const {
