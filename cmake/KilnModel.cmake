@@ -47,15 +47,18 @@ constexpr bool kHaveCuda = ${have_cuda};
   target_include_directories(${TARGET} PRIVATE "${CMAKE_CURRENT_BINARY_DIR}/kiln_compile_config")
 endfunction()
 
-# kiln_add_model(NAME MODEL file.onnx [TARGETS target...] [SCHEDULES file])
+# kiln_add_model(NAME MODEL file.onnx [TARGETS target...] [SCHEDULES file]
+#                [INPUT_SHAPES NAME=D0,D1,... ...])
 #
 # Runs `kiln compile` at build time into the current binary directory (NAME.a, NAME.h,
 # NAME.weights) and defines the library target NAME: link it and #include "NAME.h". It re-runs
 # only when the model, the kiln executable (hence any Kiln library), a header the generated
 # code includes, or the SCHEDULES file changes. SCHEDULES is a schedule database written by
 # `kiln tune`; its records for the model's kernels and targets apply (kiln compile --schedules).
+# INPUT_SHAPES bind the symbolic dimensions of the model's inputs (a dynamic batch), one
+# NAME=D0,D1,... per input (kiln compile --input-shape).
 function(kiln_add_model NAME)
-  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "MODEL;SCHEDULES" "TARGETS")
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "MODEL;SCHEDULES" "TARGETS;INPUT_SHAPES")
   if (ARG_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "kiln_add_model(${NAME}): unknown arguments ${ARG_UNPARSED_ARGUMENTS}")
   endif ()
@@ -85,6 +88,9 @@ function(kiln_add_model NAME)
   if (ARG_SCHEDULES)
     list(APPEND options --schedules "${schedules}")
   endif ()
+  foreach (shape IN LISTS ARG_INPUT_SHAPES)
+    list(APPEND options --input-shape "${shape}")
+  endforeach ()
   if (ARG_TARGETS)
     list(JOIN ARG_TARGETS "," targets)
     list(APPEND options --targets "${targets}")

@@ -56,6 +56,20 @@ const char* to_string(ChainStepKind k) {
   return "?";
 }
 
+const char* to_string(PadMode m) {
+  return m == PadMode::constant ? "constant" : m == PadMode::reflect ? "reflect" : "edge";
+}
+
+int64_t pad_source_index(PadMode mode, int64_t j, int64_t begin, int64_t n) {
+  int64_t i = j - begin;
+  if (mode == PadMode::edge) return std::clamp<int64_t>(i, 0, n - 1);
+  if (mode == PadMode::reflect) {
+    if (i < 0) i = -i;
+    if (i > n - 1) i = 2 * (n - 1) - i;
+  }
+  return i;
+}
+
 const char* to_string(ResizeMode m) { return m == ResizeMode::nearest ? "nearest" : "linear"; }
 
 const char* to_string(ResizeCoordinates c) {
@@ -313,7 +327,9 @@ std::string attrs(const Op& op) {
   } else if (const auto* sl = std::get_if<Slice>(&op)) {
     s << "starts=" << list(sl->starts) << " ends=" << list(sl->ends) << " steps=" << list(sl->steps);
   } else if (const auto* pd = std::get_if<Pad>(&op)) {
-    s << "pads=" << list(pd->pads) << " value=" << pd->value;
+    s << "pads=" << list(pd->pads);
+    if (pd->mode == PadMode::constant) s << " value=" << pd->value;
+    else s << " mode=" << to_string(pd->mode);
   } else if (const auto* sm = std::get_if<Softmax>(&op)) {
     s << "axis=" << sm->axis << (sm->coerce_2d ? " coerce_2d" : "");
   } else if (const auto* rm = std::get_if<ReduceMean>(&op)) {

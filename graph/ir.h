@@ -181,11 +181,20 @@ struct Concat {
 struct Slice {
   std::vector<int64_t> starts, ends, steps;
 };
-// Constant padding; pads = [begin_0, ..., begin_{r-1}, end_0, ..., end_{r-1}] (ONNX order).
+// Padding; pads = [begin_0, ..., begin_{r-1}, end_0, ..., end_{r-1}] (ONNX order). Output index
+// j on an axis of size n reads input index i = j - begin: `value` outside [0, n) (constant),
+// the mirror image without the edge (reflect: -i, or 2(n-1) - i; pads < n), or the nearest
+// edge element (edge: clamp(i, 0, n-1)). A negative pad crops.
+enum class PadMode : uint8_t { constant, reflect, edge };
+const char* to_string(PadMode m);
 struct Pad {
   std::vector<int64_t> pads;
   float value = 0.0f;
+  PadMode mode = PadMode::constant;
 };
+// The input index output index `j` of a padded axis reads (begin pad `begin`, input size n):
+// in [0, n) for reflect and edge; for constant, outside [0, n) where the pad value goes.
+int64_t pad_source_index(PadMode mode, int64_t j, int64_t begin, int64_t n);
 // Softmax along `axis` (opset >= 13). With coerce_2d (opset < 13) the input is viewed as
 // [prod(dims before axis), prod(dims from axis on)] and normalized along the second.
 struct Softmax {

@@ -255,7 +255,9 @@ std::string kernel_signature(const KernelSpec& k) {
   } else if (const auto* p = op ? std::get_if<Pad>(&op->op) : nullptr) {
     s << "[";
     for (int64_t v : p->pads) s << v << ",";
-    s << std::hexfloat << p->value << std::defaultfloat << "]";
+    s << std::hexfloat << p->value << std::defaultfloat;
+    if (p->mode != PadMode::constant) s << "," << to_string(p->mode);  // constant: as before
+    s << "]";
   } else if (const auto* sm = op ? std::get_if<Softmax>(&op->op) : nullptr) {
     s << "[" << sm->axis << "," << sm->coerce_2d << "]";
   } else if (const auto* rm = op ? std::get_if<ReduceMean>(&op->op) : nullptr) {

@@ -118,8 +118,9 @@ Tensor slice(const Slice& sl, const Tensor& x, const Shape& out_shape, Layout la
   return out;
 }
 
-// Output index j on an axis reads input index j - begin pad; outside the input it is `value`.
-// A negative begin pad therefore crops, as in ONNX.
+// Output index j on an axis reads input index pad_source_index (j - begin pad, mirrored or
+// clamped by the mode); outside the input it is `value`. A negative begin pad therefore crops,
+// as in ONNX.
 Tensor pad(const Pad& p, const Tensor& x, const Shape& out_shape, Layout layout) {
   Tensor out = blank(out_shape, layout);
   std::vector<int64_t> xi(x.shape.size());
@@ -127,7 +128,7 @@ Tensor pad(const Pad& p, const Tensor& x, const Shape& out_shape, Layout layout)
     const std::vector<int64_t> oi = unravel(i, out_shape);
     bool inside = true;
     for (size_t a = 0; a < xi.size(); ++a) {
-      xi[a] = oi[a] - p.pads[a];
+      xi[a] = pad_source_index(p.mode, oi[a], p.pads[a], x.shape[a]);
       inside = inside && xi[a] >= 0 && xi[a] < x.shape[a];
     }
     out.data[i] = inside ? x.data[ravel(xi, x.shape)] : p.value;

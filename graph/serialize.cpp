@@ -242,7 +242,7 @@ void attrs(IO& io, Gemm& g) {
 template <typename IO>
 void attrs(IO& io, Reshape& r) {
   io.i64s(r.shape, 1, kMaxDim);
-  if (io.version >= 6) io.enum8(r.layout, 5);  // versions before 6: always logical
+  if (io.version >= 7) io.enum8(r.layout, 5);  // versions before 7: always logical
 }
 template <typename IO>
 void attrs(IO& io, Transpose& t) { io.i32s(t.perm); }
@@ -258,6 +258,7 @@ template <typename IO>
 void attrs(IO& io, Pad& p) {
   io.i64s(p.pads, -kMaxIndex, kMaxIndex);
   io.f32(p.value);
+  if (io.version >= 6) io.enum8(p.mode, 3);  // older versions pad with a constant only
 }
 template <typename IO>
 void attrs(IO& io, Softmax& s) {
@@ -406,10 +407,11 @@ Graph read_graph(const char* bytes, size_t size,
   for (size_t i = 0; i < sizeof(kMagic); ++i) r.u8();
   const uint32_t version = r.u32();
   // Version 1 is 3 without ElementwiseChain, 3 is 4 without Conv2d's post steps, 4 is 5
-  // without LayerNorm and the gelu steps, 5 is 6 without Reshape's layout; version 2 numbered
-  // ops by their order in graph::Op.
-  if (version != 1 && version != 3 && version != 4 && version != 5 && version != kGraphFormatVersion)
-    throw Error("graph file format version " + std::to_string(version) + " is not supported (this Kiln reads versions 1, 3, 4, 5 and " +
+  // without LayerNorm and the gelu steps, 5 is 6 without Pad's mode, 6 is 7 without Reshape's
+  // layout; version 2 numbered ops by their order in graph::Op.
+  if (version != 1 && version != 3 && version != 4 && version != 5 && version != 6 &&
+      version != kGraphFormatVersion)
+    throw Error("graph file format version " + std::to_string(version) + " is not supported (this Kiln reads versions 1, 3, 4, 5, 6 and " +
                 std::to_string(kGraphFormatVersion) + "; recompile the model)");
   r.version = version;
   if (stored_checksum(bytes, size) != format_checksum(bytes, size - 8))

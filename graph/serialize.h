@@ -19,13 +19,17 @@ namespace kiln::graph {
 //   u64 checksum of every byte before it
 // where str = u32 length + bytes, ids = u32 count + u32 value ids. Value::producer is not
 // stored: it follows from the nodes' outputs.
+// Version 7: Reshape's attributes end with its layout (u8; any for a logical reshape). Version
+// 6 (logical reshapes only) is read as well.
+// Version 6: Pad's attributes end with its mode (u8). Version 5 (constant padding only) is read
+// as well.
 // Version 5: op tag 22 is LayerNorm (i32 axis, f32 epsilon), 23 Resize (u8 mode, u8 coordinates,
 // u8 nearest rounding, i64s sizes, u32 count + f32 scales), and chain step kinds 22-23 are the
 // gelu steps. Version 4 (the same without them) is read as well.
 // Version 4: Conv2d's attributes end with its post steps (u32 count, each u8 kind, f32 a, f32 b).
 // Version 3 (op tags fixed per op, ElementwiseChain is 21; no post steps) and version 1 (no
 // ElementwiseChain) are read as well; version 2 (tags by position in graph::Op) is refused.
-constexpr uint32_t kGraphFormatVersion = 6;
+constexpr uint32_t kGraphFormatVersion = 7;
 
 std::string serialize(const Graph& g);
 

@@ -337,6 +337,10 @@ TypedShape infer_output(const Graph& g, const Node& n) {
     if (pd->pads.size() != 2 * r) fail(n, "pads needs 2 entries per input axis");
     Shape out(r);
     for (size_t a = 0; a < r; ++a) {
+      if (pd->mode == PadMode::reflect && (pd->pads[a] >= x.shape[a] || pd->pads[a + r] >= x.shape[a]))
+        fail(n, "reflect padding of axis " + std::to_string(a) + " (size " +
+                    std::to_string(x.shape[a]) + ") by " + std::to_string(pd->pads[a]) + " and " +
+                    std::to_string(pd->pads[a + r]) + "; each pad must be smaller than the axis");
       out[a] = x.shape[a] + pd->pads[a] + pd->pads[a + r];
       if (out[a] <= 0) fail(n, "padding removes every element of axis " + std::to_string(a));
     }

@@ -3,13 +3,15 @@
 
     python scripts/make_models.py OUTDIR [--models resnet18,resnet50,mobilenetv2,squeezenet1_1,
                                                    preact_se,convnext_tiny2]
-                                         [--seed N] [--no-verify]
+                                         [--seed N] [--no-verify] [--dynamic-batch]
 
 Each model is written as OUTDIR/<model>.onnx, in the form the TorchScript-based torch.onnx
 exporter gives for the torchvision model with opset 13 and BatchNorm *not* folded into the
 convs (see docs/models.md): NCHW float32 input "input" [1, 3, 224, 224], output "logits"
 [1, 1000], opset 13, IR version 8 (so Debian's libonnx 1.12 / protobuf 3.21 read it).
 torch/torchvision are not needed: the graphs are built with onnx.helper and numpy.
+With --dynamic-batch each model is written as OUTDIR/<model>_dynamic.onnx instead, as torch.onnx
+exports it with a dynamic batch (see make_batch_dynamic).
 
 Weights are random but seeded: the same --seed gives byte-identical files, and each model's
 weights depend only on (seed, model name), not on which other models are requested.
@@ -422,6 +424,41 @@ BUILDERS = {
 _BUFFER_SUFFIXES = (".running_mean", ".running_var")
 
 
+def make_batch_dynamic(model):
+    """The model as torch.onnx writes it with dynamic_axes {0: "batch_size"} on the input and the
+    output: their batch dimension symbolic, and each Flatten as `x.view(x.size(0), -1)` exports,
+    Shape -> Gather -> Unsqueeze -> Concat -> Reshape, a target shape that depends on the batch."""
+    for v in list(model.graph.input) + list(model.graph.output):
+        v.type.tensor_type.shape.dim[0].dim_param = "batch_size"  # clears dim_value (a oneof)
+    nodes = []
+    for n in model.graph.node:
+        if n.op_type != "Flatten":
+            nodes.append(n)
+            continue
+        s = n.name.rsplit("/", 1)[0]
+        out = lambda op: f"{s}/{op}_output_0"
+        const = lambda op, v: helper.make_node(
+            "Constant", [], [out(op)], name=f"{s}/{op}",
+            value=numpy_helper.from_array(np.array(v, dtype=np.int64), name=""))
+        nodes += [
+            helper.make_node("Shape", [n.input[0]], [out("Shape")], name=f"{s}/Shape"),
+            const("Constant", 0),
+            helper.make_node("Gather", [out("Shape"), out("Constant")], [out("Gather")],
+                             name=f"{s}/Gather", axis=0),
+            const("Constant_1", [0]),
+            helper.make_node("Unsqueeze", [out("Gather"), out("Constant_1")], [out("Unsqueeze")],
+                             name=f"{s}/Unsqueeze"),
+            const("Constant_2", [-1]),
+            helper.make_node("Concat", [out("Unsqueeze"), out("Constant_2")], [out("Concat")],
+                             name=f"{s}/Concat", axis=0),
+            helper.make_node("Reshape", [n.input[0], out("Concat")], list(n.output),
+                             name=f"{s}/Reshape"),
+        ]
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    return model
+
+
 def build(name, seed):
     rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
     return BUILDERS[name](rng)
@@ -469,6 +506,8 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-verify", action="store_true",
                     help="skip the onnxruntime run that checks the logits")
+    ap.add_argument("--dynamic-batch", action="store_true",
+                    help="write <model>_dynamic.onnx, with a symbolic batch dimension")
     args = ap.parse_args(argv)
 
     names = [m.strip() for m in args.models.split(",") if m.strip()]
@@ -478,6 +517,9 @@ def main(argv=None):
     os.makedirs(args.outdir, exist_ok=True)
     for name in names:
         model = build(name, args.seed)
+        if args.dynamic_batch:
+            model = make_batch_dynamic(model)
+            name += "_dynamic"
         onnx.checker.check_model(model, full_check=True)  # also runs strict shape inference
         path = os.path.join(args.outdir, f"{name}.onnx")
         data = model.SerializeToString(deterministic=True)

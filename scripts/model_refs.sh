@@ -19,4 +19,10 @@ echo "[models] writing ${models[*]} to $dir"
 for m in "${models[@]}"; do
   "$py" "$here/ort_reference.py" "$dir/$m.onnx" "$dir/$m" --threads 1 >/dev/null
 done
+# A dynamic-batch export, referenced at batch 1 and 4 (Kiln binds the batch with --input-shape).
+"$py" "$here/make_models.py" "$dir" --models preact_se --dynamic-batch --no-verify
+for b in 1 4; do
+  "$py" "$here/ort_reference.py" "$dir/preact_se_dynamic.onnx" "$dir/preact_se_dynamic_b$b" \
+    --batch "$b" --threads 1 >/dev/null
+done
 touch "$stamp"

@@ -2,6 +2,7 @@
 """Computes an onnxruntime reference output for an ONNX model on a seeded random input.
 
     python scripts/ort_reference.py MODEL.onnx OUT_PREFIX [--seed N] [--threads N] [--bench N]
+                                    [--batch N]
 
 Writes, with no header and nothing but the numbers (raw little-endian float32, row-major,
 i.e. C order of the ONNX shape, NCHW for images):
@@ -13,7 +14,7 @@ OUT_PREFIX.output.<i>.bin in graph order instead.
 
 The input is `numpy.random.default_rng(seed).random(shape, dtype=float32) * 2 - 1` (exact in
 float32, so always in [-1, 1 - 2^-23]); one array per input, drawn in graph order from the
-same generator. Symbolic dimensions are set to 1.
+same generator. Symbolic dimensions are set to --batch (default 1): a dynamic batch.
 
 The JSON also records `max_abs_diff_vs_unoptimized`: the largest difference between this
 output and onnxruntime's with all graph optimizations off (a hint for the tolerance a
@@ -46,10 +47,10 @@ def _session(model_bytes, threads, level):
     return ort.InferenceSession(model_bytes, so, providers=["CPUExecutionProvider"])
 
 
-def _shape(value_info):
+def _shape(value_info, symbolic):
     dims = []
     for d in value_info.type.tensor_type.shape.dim:
-        dims.append(d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else 1)
+        dims.append(d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else symbolic)
     return dims
 
 
@@ -74,6 +75,8 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=1, help="onnxruntime intra-op threads")
     ap.add_argument("--bench", type=int, default=0, metavar="N",
                     help="also time N runs and report the median")
+    ap.add_argument("--batch", type=int, default=1,
+                    help="the size of every symbolic input dimension")
     args = ap.parse_args(argv)
 
     with open(args.model, "rb") as f:
@@ -88,7 +91,7 @@ def main(argv=None):
     rng = np.random.default_rng(args.seed)
     feeds = {}
     for v in graph_inputs:
-        feeds[v.name] = rng.random(_shape(v), dtype=np.float32) * 2 - 1
+        feeds[v.name] = rng.random(_shape(v, args.batch), dtype=np.float32) * 2 - 1
 
     sess = _session(model_bytes, args.threads, ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
     out_names = [o.name for o in sess.get_outputs()]

@@ -25,7 +25,8 @@ def main(argv):
     program, weights, model = argv[1:]
     session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
     inp = session.get_inputs()[0]
-    image = np.random.default_rng(7).uniform(-2.0, 2.0, size=inp.shape).astype(np.float32)
+    shape = [d if isinstance(d, int) else 1 for d in inp.shape]  # a dynamic batch: compiled at 1
+    image = np.random.default_rng(7).uniform(-2.0, 2.0, size=shape).astype(np.float32)
     want = session.run(None, {inp.name: image})[0].reshape(-1)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "image.f32")

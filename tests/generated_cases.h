@@ -342,6 +342,11 @@ inline std::vector<OpCase> op_cases() {
       {"concat_innermost", graph::Concat{2}, {{2, 3, 17}, {2, 3, 5}}},
       {"slice_steps", graph::Slice{{1, 0, 9}, {5, 6, -1}, {2, 1, -3}}, {{6, 6, 10}}},
       {"pad_and_crop", graph::Pad{{1, 0, -1, 2, 0, 3}, 0.5f}, {{3, 8, 4}}},
+      // Reflect up to n - 1 (and the pads, shape and value of pad_and_crop: the mode must be
+      // part of the kernel's signature, or the two share a compiled kernel), edge far past the
+      // ends, both with a crop.
+      {"pad_reflect", graph::Pad{{1, 0, -1, 2, 0, 3}, 0.5f, graph::PadMode::reflect}, {{3, 8, 4}}},
+      {"pad_edge", graph::Pad{{1, 6, -1, 2, 5, 0}, 0.0f, graph::PadMode::edge}, {{3, 2, 5}}},
       {"softmax_last_axis", graph::Softmax{1, false}, {{3, 1000}}},
       {"softmax_middle_axis", graph::Softmax{1, false}, {{2, 7, 33}}},
       {"softmax_coerce_2d", graph::Softmax{1, true}, {{2, 3, 4, 5}}},

@@ -1,5 +1,6 @@
-// ONNX node conformance: imports every model under ONNX's node test data, compiles it with the
-// default passes and runs it on Kiln's CPU runtime (or, with --reference, the reference
+// ONNX conformance: imports every model under one of ONNX's backend test suites (node by
+// default; pytorch-converted and pytorch-operator are the exporter's output), compiles it with
+// the default passes and runs it on Kiln's CPU runtime (or, with --reference, the reference
 // interpreter), and compares with the expected outputs of test_data_set_0.
 //
 // Usage: kiln_onnx_conformance [--reference] [--verbose] [--filter SUBSTR] [--write-passing]
@@ -285,14 +286,17 @@ struct Summary {
   int report(const Options& opt) const {
     if (!opt.verbose)
       for (const std::string& f : failures) std::cout << "FAIL " << f << "\n";
-    std::cout << "onnx node tests (" << (opt.reference ? "reference interpreter" : "CPU runtime")
+    std::cout << "onnx " << fs::path(opt.data_dir).filename().string() << " tests ("
+              << (opt.reference ? "reference interpreter" : "CPU runtime")
               << "): " << passed << " passed, " << failed << " failed, " << skipped << " skipped\n";
     for (const auto& [kind, count] : skip_kinds)
       std::cout << "  skipped: " << count << " " << kind << "\n";
     if (opt.write_passing) {
       std::ofstream out(opt.passing_list, std::ios::trunc);
-      out << "# ONNX node tests that pass on Kiln's CPU runtime (onnx_conformance.cpp compares each\n"
-             "# run with this list). Regenerate: kiln_onnx_conformance --write-passing\n";
+      out << "# ONNX " << fs::path(opt.data_dir).filename().string()
+          << " tests that pass on Kiln's CPU runtime (onnx_conformance.cpp compares\n"
+             "# each run with this list). Regenerate: kiln_onnx_conformance --write-passing "
+             "[DATA_DIR SKIP_LIST PASSING_LIST]\n";
       for (const std::string& name : passing) out << name << "\n";
       std::cout << "wrote " << passing.size() << " names to " << opt.passing_list << "\n";
       return failed ? 1 : 0;
@@ -341,7 +345,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (!fs::is_directory(opt.data_dir)) {
-    std::cout << "onnx node tests: no test data at " << opt.data_dir
+    std::cout << "onnx tests: no test data at " << opt.data_dir
               << " (Debian's libonnx-testdata; scripts/setup.sh installs it)\n";
     return 1;
   }

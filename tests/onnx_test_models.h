@@ -93,6 +93,27 @@ inline void attr_ints(::onnx::NodeProto& n, const std::string& name, const Dims&
   for (int64_t x : v) a.add_ints(x);
 }
 
+// Marks dimension `axis` of graph input `name` symbolic ("N"), as exporters mark a dynamic batch.
+inline void make_symbolic(ModelBuilder& m, const std::string& name, int axis = 0) {
+  for (auto& in : *m.graph().mutable_input())
+    if (in.name() == name)
+      in.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(axis)->set_dim_param("N");
+}
+
+// y = x.view(x.size(0), -1) as torch.onnx exports it: Shape(`shape_of`) -> Gather 0 -> Unsqueeze
+// -> Concat with -1 -> Reshape of `x`, a target shape that follows the batch.
+inline void add_batch_flatten(ModelBuilder& m, const std::string& x, const std::string& shape_of,
+                              const std::string& y) {
+  m.node("Shape", {shape_of}, {"shape"}, "shape");
+  m.init_i64("zero", {}, {0});
+  m.node("Gather", {"shape", "zero"}, {"batch"}, "gather");
+  m.init_i64("axes", {1}, {0});
+  m.node("Unsqueeze", {"batch", "axes"}, {"batch1"}, "unsqueeze");
+  m.init_i64("rest", {1}, {-1});
+  attr_i(m.node("Concat", {"batch1", "rest"}, {"target"}, "concat"), "axis", 0);
+  m.node("Reshape", {x, "target"}, {y}, "reshape");
+}
+
 inline graph::Graph import(const ModelBuilder& b, const graph::onnx::ImportOptions& o = {}) {
   return graph::onnx::import_model_from_bytes(b.bytes(), o);
 }

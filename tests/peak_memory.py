@@ -2,9 +2,10 @@
 """Runs a program that links a compiled model and checks its peak resident memory against the
 bound Kiln promises: the weights file + the model's arena + 16 MB.
 
-    peak_memory.py KILN MODEL.onnx PROGRAM WEIGHTS
+    peak_memory.py KILN MODEL.onnx PROGRAM WEIGHTS [KILN_OPTION...]
 
-The arena comes from `kiln inspect MODEL` ("arena: N bytes"); the peak from the operating
+The arena comes from `kiln inspect MODEL KILN_OPTION...` ("arena: N bytes", e.g. with the
+--input-shape the model was compiled with); the peak from the operating
 system's accounting of the program's process alone (ru_maxrss of wait4).
 """
 import os
@@ -15,7 +16,8 @@ import sys
 
 def main():
     kiln, model, program, weights = sys.argv[1:5]
-    inspect = subprocess.run([kiln, "inspect", model], capture_output=True, text=True, check=True)
+    inspect = subprocess.run([kiln, "inspect", model] + sys.argv[5:], capture_output=True,
+                             text=True, check=True)
     match = re.search(r"arena: (\d+) bytes", inspect.stdout)
     if not match:
         sys.exit("kiln inspect printed no arena size")

@@ -248,14 +248,20 @@ TEST_F(CliRunBench, BenchPerLayerWritesJsonAndCachesPeaks) {
 TEST_F(CliRunBench, HelpListsEveryOption) {
   const Result run = kiln("run --help");
   ASSERT_EQ(run.code, 0);
-  for (const char* o :
-       {"--input", "--output-dir", "--target", "--fallback", "--threads", "--seed", "--check"})
+  for (const char* o : {"--input", "--output-dir", "--target", "--fallback", "--threads", "--seed",
+                        "--check", "--input-shape NAME=D0,D1,..."})
     EXPECT_TRUE(contains(run.out, o)) << o;
   const Result bench = kiln("bench --help");
   ASSERT_EQ(bench.code, 0);
   for (const char* o : {"--threads", "--iterations", "--warmup", "--target", "--per-layer",
-                        "--json", "--remeasure-peaks"})
+                        "--json", "--remeasure-peaks", "--input-shape NAME=D0,D1,..."})
     EXPECT_TRUE(contains(bench.out, o)) << o;
+  for (const char* cmd : {"compile", "inspect", "tune"}) {
+    const Result help = kiln(std::string(cmd) + " --help");
+    ASSERT_EQ(help.code, 0);
+    EXPECT_TRUE(contains(help.out, "--input-shape NAME=D0,D1,...\n")) << help.out;
+    EXPECT_FALSE(contains(help.out, "{input-shape")) << help.out;
+  }
 }
 
 // True when `s` holds no byte a terminal acts on (newlines end lines and are counted apart).
@@ -445,6 +451,63 @@ TEST_F(CliRunBench, ConvOfAConstantRuns) {
   const NpyArray got = kiln::cli::read_npy(path("D/z.npy"));
   ASSERT_EQ(got.shape, want.shape);
   EXPECT_LE(kiln::graph::worst_error_ratio(got.data, want.data, 1e-4, 1e-5), 1.0);
+}
+
+// x [N, 3, 5, 5] -> Relu -> Mul by w [1, 3, 1, 1] -> x.view(x.size(0), -1): a dynamic batch.
+kiln::onnx_test::ModelBuilder dynamic_batch_model(const std::vector<float>& w) {
+  kiln::onnx_test::ModelBuilder m;
+  m.input("x", {1, 3, 5, 5});
+  kiln::onnx_test::make_symbolic(m, "x");
+  m.init("w", {1, 3, 1, 1}, w);
+  m.node("Relu", {"x"}, {"r"}, "relu");
+  m.node("Mul", {"r", "w"}, {"s"}, "mul");
+  kiln::onnx_test::add_batch_flatten(m, "s", "x", "y");
+  m.output("y");
+  return m;
+}
+
+// --input-shape binds the batch of every command; runs at two batches compile two graphs (the
+// compile cache is keyed by the shapes too) and compute max(x, 0) * w per channel.
+TEST_F(CliRunBench, InputShapeBindsASymbolicBatch) {
+  const std::vector<float> w = kiln::onnx_test::rnd(3, 160);
+  spit(path("dyn.onnx"), dynamic_batch_model(w).bytes());
+  for (int64_t batch : {1, 3}) {
+    const kiln::graph::Shape shape = {batch, 3, 5, 5};
+    const std::vector<float> x = kiln::onnx_test::rnd(batch * 75, 161 + batch);
+    kiln::cli::write_npy(path("x.npy"), shape, x.data());
+    const std::string dims = std::to_string(batch) + ",3,5,5";
+    const Result r = kiln("run dyn.onnx --input-shape x=" + dims + " --input x.npy --output-dir D");
+    ASSERT_EQ(r.code, 0) << r.err;
+    const NpyArray got = kiln::cli::read_npy(path("D/y.npy"));
+    ASSERT_EQ(got.shape, (kiln::graph::Shape{batch, 75}));
+    for (size_t i = 0; i < x.size(); ++i)
+      EXPECT_FLOAT_EQ(got.data[i], std::max(x[i], 0.0f) * w[(i / 25) % 3]) << i;
+    const Result inspect = kiln("inspect dyn.onnx --after input --input-shape x=" + dims);
+    ASSERT_EQ(inspect.code, 0) << inspect.err;
+    EXPECT_TRUE(contains(inspect.out, "[" + std::to_string(batch) + ", 3, 5, 5]")) << inspect.out;
+  }
+}
+
+TEST_F(CliRunBench, InputShapeErrors) {
+  spit(path("dyn.onnx"), dynamic_batch_model({0.5f, -1.0f, 2.0f}).bytes());
+  const std::string unbound =
+      "graph input 'x' has a symbolic dimension 'N' (axis 0); give its shape with --input-shape "
+      "x=1,3,5,5";
+  for (const std::string cmd : {"run dyn.onnx", "bench dyn.onnx", "inspect dyn.onnx",
+                                "compile dyn.onnx -o out", "tune dyn.onnx --db t.db"})
+    expect_error(kiln(cmd), 1, unbound);
+  expect_error(kiln("run dyn.onnx --input-shape x=2,4,5,5"), 1,
+               "graph input 'x' has the fixed dimension 3 on axis 1, but the shape given for it "
+               "is [2, 4, 5, 5]");
+  expect_error(kiln("bench dyn.onnx --input-shape y=2,3,5,5"), 1,
+               "a shape is given for input 'y', which is not a graph input of the model (its "
+               "inputs: 'x')");
+  expect_error(kiln("run dyn.onnx --input-shape x=2,,5,5"), 2, "--input-shape x=2,,5,5");
+  expect_error(kiln("run dyn.onnx --input-shape x=2,0,5,5"), 2, "--input-shape x=2,0,5,5");
+  expect_error(kiln("run dyn.onnx --input-shape 2,3,5,5"), 2,
+               "--input-shape 2,3,5,5: expected NAME=D0,D1,...");
+  expect_error(kiln("run example --input-shape A=1,64,56,56"), 2,
+               "the built-in example has none");
 }
 
 // kiln compile writes the model's input and output names into comments of NAME.h: a name with

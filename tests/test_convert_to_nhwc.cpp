@@ -177,6 +177,24 @@ TEST(ConvertToNhwc, OneEntryTransformPerNchwInput) {
   expect_same_outputs(before, after, random_inputs(before, 10), 1e-6, 1e-6, Layout::nhwc);
 }
 
+// Pooling windows are generated for NHWC only: a pool on an NCHW graph input runs NHWC behind
+// one entry transform instead of falling back to the portable kernel.
+TEST(ConvertToNhwc, PoolOnNchwInputGoesNhwc) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {2, 3, 7, 6});
+  Pool2d p;
+  p.kind = PoolKind::max;
+  p.kernel_h = 3, p.kernel_w = 2, p.stride_h = 2, p.pad_top = 1;
+  b.output(b.op("pool", p, {x}));
+  const Graph before = b.finish();
+
+  const Graph after = convert_to_nhwc(before);
+  ASSERT_TRUE(verify_problems(after).empty()) << dump(after);
+  expect_entry_transforms(after, 1);
+  expect_all_nhwc(after);
+  expect_same_outputs(before, after, random_inputs(before, 11), 0, 0, Layout::nhwc);
+}
+
 TEST(ConvertToNhwc, NhwcInputGetsNoTransform) {
   GraphBuilder b;
   const ValueId x = b.input("x", {1, 7, 6, 4}, Layout::nhwc);

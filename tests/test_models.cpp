@@ -46,16 +46,10 @@ void PrintTo(const ModelParam& p, std::ostream* os) {
 
 class ModelTest : public testing::TestWithParam<ModelParam> {};
 
-TEST_P(ModelTest, MatchesOnnxRuntime) {
-  const std::string dir = KILN_MODELS_DIR;
-  const std::string name = GetParam().name;
-  const int target = GetParam().target;
-  if (target >= 0 && !testing_util::runs_target(target))
-    GTEST_SKIP() << testing_util::target_skip_reason(target);
-  const std::string model = dir + "/" + name + ".onnx";
-  ASSERT_TRUE(std::filesystem::exists(model)) << model << " (run scripts/make_models.py)";
-
-  const graph::Graph imported = graph::onnx::import_model(model);
+// Runs `imported` (optimized here) on the input of the reference files `prefix`.input.bin and
+// compares the output with `prefix`.output.bin; prints one line on the model.
+void expect_matches_reference(const graph::Graph& imported, const std::string& prefix,
+                              const std::string& label, int target) {
   const graph::Graph optimized = graph::run_passes(imported);
   ModelOptions o;
   o.generate_kernels = codegen::kernel_generator({{}, KILN_TEST_CACHE_DIR, nullptr});
@@ -71,8 +65,8 @@ TEST_P(ModelTest, MatchesOnnxRuntime) {
   Model& m = *engine;
 
   const graph::Value& in = imported.value(imported.inputs.at(0));
-  const std::vector<float> x = read_floats(dir + "/" + name + ".input.bin");
-  const std::vector<float> want = read_floats(dir + "/" + name + ".output.bin");
+  const std::vector<float> x = read_floats(prefix + ".input.bin");
+  const std::vector<float> want = read_floats(prefix + ".output.bin");
   ASSERT_EQ(static_cast<int64_t>(x.size()), graph::num_elements(in.shape));
   const Status s = m.run({x.data()});
   ASSERT_TRUE(s.is_ok()) << s.message();
@@ -86,11 +80,40 @@ TEST_P(ModelTest, MatchesOnnxRuntime) {
 
   std::printf("%s on %s: %zu nodes imported, %zu after passes, %zu kernels; arena %lld bytes vs "
               "%lld bytes of intermediate tensors; max abs error vs onnxruntime %.3g\n",
-              name.c_str(), target < 0 ? "opencl" : runtime::cpu_targets()[target].c_str(),
+              label.c_str(), target < 0 ? "opencl" : runtime::cpu_targets()[target].c_str(),
               imported.num_nodes(), optimized.num_nodes(), m.kernels().size(),
               static_cast<long long>(m.arena_plan().arena_bytes),
               static_cast<long long>(graph::naive_activation_bytes(imported)),
               graph::max_abs_diff(got.data, want));
+}
+
+TEST_P(ModelTest, MatchesOnnxRuntime) {
+  const std::string dir = KILN_MODELS_DIR;
+  const std::string name = GetParam().name;
+  const int target = GetParam().target;
+  if (target >= 0 && !testing_util::runs_target(target))
+    GTEST_SKIP() << testing_util::target_skip_reason(target);
+  const std::string model = dir + "/" + name + ".onnx";
+  ASSERT_TRUE(std::filesystem::exists(model)) << model << " (run scripts/make_models.py)";
+  expect_matches_reference(graph::onnx::import_model(model), dir + "/" + name, name, target);
+}
+
+// preact_se exported with a dynamic batch (input [batch_size, 3, 224, 224], the head's
+// x.view(x.size(0), -1) as Shape -> ... -> Reshape) and bound to batch 1 and to batch 4, as
+// `kiln --input-shape` binds it, against onnxruntime at the same batch, on the best CPU target.
+TEST(DynamicBatch, PreactSeMatchesOnnxRuntimeAtBatch1And4) {
+  const std::string dir = KILN_MODELS_DIR;
+  const std::string model = dir + "/preact_se_dynamic.onnx";
+  ASSERT_TRUE(std::filesystem::exists(model)) << model << " (run scripts/model_refs.sh)";
+  for (int64_t batch : {1, 4}) {
+    graph::onnx::ImportOptions options;
+    options.input_shapes = {{"input", {batch, 3, 224, 224}}};
+    const graph::Graph imported = graph::onnx::import_model(model, options);
+    ASSERT_EQ(imported.value(imported.outputs.at(0)).shape, (graph::Shape{batch, 1000}));
+    const std::string b = "b" + std::to_string(batch);
+    expect_matches_reference(imported, dir + "/preact_se_dynamic_" + b, "preact_se_dynamic " + b,
+                             runtime::best_cpu_target());
+  }
 }
 
 std::vector<ModelParam> model_params() {

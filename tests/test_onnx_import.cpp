@@ -321,7 +321,7 @@ TEST(OnnxImport, SliceNormalizesNegativeStepsAndClampsIndices) {
       EXPECT_EQ(out[0].data[i * 3 + j], in[0].data[(2 - i) * 5 + 4 - 2 * j]);
 }
 
-TEST(OnnxImport, PadConstantModeOnly) {
+TEST(OnnxImport, PadModes) {
   ModelBuilder m(13);
   m.input("x", {1, 2, 3, 3});
   m.init_i64("pads", {8}, {0, 0, 1, 2, 0, 0, 3, 0});
@@ -333,12 +333,40 @@ TEST(OnnxImport, PadConstantModeOnly) {
   EXPECT_EQ(op_at<Pad>(g, 0).value, 1.5f);
   EXPECT_EQ(g.value(g.outputs[0]).shape, (Shape{1, 2, 7, 5}));
 
-  attr_s(*m.graph().mutable_node(0), "mode", "reflect");
-  EXPECT_THAT(import_error(m.bytes()), HasSubstr("attribute 'mode' is 'reflect'"));
   const std::vector<Tensor> in{input_tensor(g, 0, 91)};
   KILN_REFERENCE_OR_SKIP(out, g, in);  // needs Pad
   EXPECT_EQ(out[0].data[0], 1.5f);
   EXPECT_EQ(out[0].data[(1 * 7 + 1) * 5 + 2], in[0].data[9]);  // x[0, 1, 0, 0]
+
+  // numpy's reflect (the edge not repeated) and edge; pads [h: 1, 2; w: 2, 0] on 3x3.
+  ModelBuilder r(13);
+  r.input("x", {1, 2, 3, 3});
+  r.init_i64("pads", {8}, {0, 0, 1, 2, 0, 0, 2, 0});
+  attr_s(r.node("Pad", {"x", "pads"}, {"y"}), "mode", "reflect");
+  r.output("y");
+  const Graph gr = import(r);
+  EXPECT_EQ(op_at<Pad>(gr, 0).mode, PadMode::reflect);
+  EXPECT_EQ(gr.value(gr.outputs[0]).shape, (Shape{1, 2, 6, 5}));
+  const std::vector<Tensor> rin{input_tensor(gr, 0, 92)};
+  const std::vector<Tensor> rout = run_reference(gr, rin);
+  auto x = [&](int c, int h, int w) { return rin[0].data[(c * 3 + h) * 3 + w]; };
+  EXPECT_EQ(rout[0].data[(1 * 6 + 0) * 5 + 0], x(1, 1, 2));  // h -1 -> 1, w -2 -> 2
+  EXPECT_EQ(rout[0].data[(0 * 6 + 5) * 5 + 4], x(0, 0, 2));  // h 4 -> 0 (2 * 2 - 4), w 2
+  r.graph().mutable_node(0)->mutable_attribute()->RemoveLast();
+  attr_s(*r.graph().mutable_node(0), "mode", "edge");
+  const Graph ge = import(r);
+  const std::vector<Tensor> eout = run_reference(ge, rin);
+  EXPECT_EQ(eout[0].data[(1 * 6 + 0) * 5 + 0], x(1, 0, 0));
+  EXPECT_EQ(eout[0].data[(0 * 6 + 5) * 5 + 4], x(0, 2, 2));
+
+  r.graph().mutable_node(0)->mutable_attribute()->RemoveLast();
+  attr_s(*r.graph().mutable_node(0), "mode", "wrap");
+  EXPECT_THAT(import_error(r.bytes()),
+              HasSubstr("attribute 'mode' is 'wrap'; expected constant, reflect or edge"));
+  r.graph().mutable_node(0)->mutable_attribute()->RemoveLast();
+  attr_s(*r.graph().mutable_node(0), "mode", "reflect");
+  r.graph().mutable_initializer(0)->set_int64_data(2, 3);  // h: 3 before, on an axis of 3
+  EXPECT_THAT(import_error(r.bytes()), HasSubstr("each pad must be smaller than the axis"));
 }
 
 TEST(OnnxImport, SoftmaxReduceMeanAndDataMovementAttributes) {

@@ -167,6 +167,69 @@ TEST(OnnxLoader, OpsetsShapesAndDtypes) {
   EXPECT_THAT(import_error(huge.bytes()), HasSubstr("node 'fill' (ConstantOfShape): shape"));
 }
 
+// A model exported with a dynamic batch: x and z share the symbolic batch 'N'; x's shape is
+// folded into the Reshape's target (x.view(x.size(0), -1)), so the output's shape follows it.
+ModelBuilder dynamic_batch_model() {
+  ModelBuilder m(13);
+  for (const char* name : {"x", "z"}) {
+    m.input(name, {1, 3, 2, 2});
+    onnx_test::make_symbolic(m, name);
+  }
+  m.node("Add", {"x", "z"}, {"s"}, "add");
+  onnx_test::add_batch_flatten(m, "s", "x", "y");
+  m.output("y");
+  return m;
+}
+
+TEST(OnnxLoader, InputShapesBindSymbolicDimensions) {
+  const ModelBuilder m = dynamic_batch_model();
+  for (int64_t batch : {1, 4}) {
+    onnx::ImportOptions o;
+    o.input_shapes = {{"x", {batch, 3, 2, 2}}};  // z shares 'N', so it takes the same size
+    const Graph g = import(m, o);
+    EXPECT_EQ(g.value(g.inputs[0]).shape, (Shape{batch, 3, 2, 2}));
+    EXPECT_EQ(g.value(g.inputs[1]).shape, (Shape{batch, 3, 2, 2}));
+    EXPECT_EQ(g.value(g.outputs[0]).shape, (Shape{batch, 12}));
+    const Tensor x{{batch, 3, 2, 2}, Layout::nchw, rnd(static_cast<size_t>(batch) * 12, 150)};
+    const Tensor z{{batch, 3, 2, 2}, Layout::nchw, rnd(static_cast<size_t>(batch) * 12, 151)};
+    const std::vector<float> y = run_reference(g, {x, z})[0].data;
+    ASSERT_EQ(y.size(), x.data.size());
+    for (size_t i = 0; i < y.size(); ++i) EXPECT_EQ(y[i], x.data[i] + z.data[i]) << i;
+  }
+}
+
+TEST(OnnxLoader, InputShapeErrorsNameTheInputAndTheFlag) {
+  const std::string m = dynamic_batch_model().bytes();
+  auto with = [&](std::vector<std::pair<std::string, Shape>> shapes) {
+    onnx::ImportOptions o;
+    o.input_shapes = std::move(shapes);
+    return import_error(m, o);
+  };
+  EXPECT_THAT(with({}), HasSubstr("graph input 'x' has a symbolic dimension 'N' (axis 0); give "
+                                  "its shape with --input-shape x=1,3,2,2"));
+  EXPECT_THAT(with({{"x", {2, 4, 2, 2}}}),
+              HasSubstr("graph input 'x' has the fixed dimension 3 on axis 1, but the shape given "
+                        "for it is [2, 4, 2, 2] (only symbolic dimensions can be bound)"));
+  EXPECT_THAT(with({{"x", {2, 3, 2}}}),
+              HasSubstr("graph input 'x' has rank 4, but the shape given for it, [2, 3, 2], has rank 3"));
+  EXPECT_THAT(with({{"w", {2, 3, 2, 2}}}),
+              HasSubstr("a shape is given for input 'w', which is not a graph input of the model "
+                        "(its inputs: 'x', 'z')"));
+  EXPECT_THAT(with({{"x", {2, 3, 2, 2}}, {"z", {4, 3, 2, 2}}}),
+              HasSubstr("symbolic dimension 'N' is given the size 2 by the shape of input 'x' and "
+                        "4 by input 'z'"));
+  EXPECT_THAT(with({{"x", {2, 3, 2, 2}}, {"x", {2, 3, 2, 2}}}),
+              HasSubstr("the shape of input 'x' is given twice"));
+  EXPECT_THAT(with({{"x", {0, 3, 2, 2}}}), HasSubstr("dimensions must be positive"));
+  // A fixed model takes its own shape and refuses any other.
+  EXPECT_EQ(import_error(relu_model().bytes(), [] {
+              onnx::ImportOptions o;
+              o.input_shapes = {{"x", {2, 2}}};
+              return o;
+            }()),
+            "");
+}
+
 // Names, op types and domains come from the file: in an error they are escaped, so the
 // message stays one line and sends nothing to the terminal.
 TEST(OnnxLoader, ModelControlledTextInErrorsIsEscaped) {

@@ -164,6 +164,28 @@ TEST(OnnxImport, LayerNormalizationRefusals) {
   EXPECT_THAT(import_error(layer_norm(1, {16}).bytes()), HasSubstr("expected the normalized shape"));
 }
 
+TEST(OnnxImport, InstanceNormalizationAndLrnRefusals) {
+  auto instance_norm = [](Dims x, Dims scale) {
+    ModelBuilder m(13);
+    m.input("x", x);
+    m.init("s", scale, rnd(scale[0], 170)), m.init("b", {x[1]}, rnd(x[1], 171));
+    m.node("InstanceNormalization", {"x", "s", "b"}, {"y"}, "in");
+    m.output("y");
+    return m;
+  };
+  EXPECT_EQ(import_error(instance_norm({2, 3, 5}, {3}).bytes()), "");
+  EXPECT_THAT(import_error(instance_norm({2, 3}, {3}).bytes()),
+              HasSubstr("node 'in' (InstanceNormalization): input 'x' is [2, 3], expected [N, C, D1, "
+                        "...] (rank 3 or more)"));
+  EXPECT_THAT(import_error(instance_norm({2, 3, 5}, {4}).bytes()),
+              HasSubstr("scale 's' is FLOAT [4], expected FLOAT [3]"));
+  ModelBuilder lrn(13);
+  lrn.input("x", {1, 4, 3, 3});
+  lrn.node("LRN", {"x"}, {"y"}, "lrn");
+  lrn.output("y");
+  EXPECT_THAT(import_error(lrn.bytes()), HasSubstr("node 'lrn' (LRN): attribute 'size' is missing"));
+}
+
 // Resize: cubic, tf_crop_and_resize and linear interpolation of a leading axis are refused by
 // name; so is a Resize given both scales and sizes.
 TEST(OnnxImport, ResizeRefusals) {

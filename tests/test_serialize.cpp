@@ -94,7 +94,7 @@ Graph every_op_graph() {
                           {b.op("flat", Reshape{{4, 36}}, {x}), constant(b, "lg", {36}, 18), constant(b, "lb", {36}, 19)});
   const ValueId lt = b.op("to_nhwc", LayoutTransform{Layout::nchw, Layout::nhwc}, {x});
   const ValueId ga = b.op("gavg", GlobalPool{PoolKind::avg}, {lt});
-  const ValueId rl = b.op("relabel", Reshape{{1, 6, 6, 4}, Layout::nchw}, {lt});  // since v6
+  const ValueId rl = b.op("relabel", Reshape{{1, 6, 6, 4}, Layout::nchw}, {lt});  // since v7
   const ValueId rs = b.op("resize", Resize{ResizeMode::nearest, ResizeCoordinates::asymmetric,
                                            NearestRounding::ceil, {1, 4, 3, 9}, {1, 1, 0.5f, 1.5f}},
                           {x});

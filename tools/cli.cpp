@@ -129,11 +129,55 @@ void check_inputs_fit(const graph::Graph& g, const ModelOptions& options) {
   graph::check_memory_limit(bytes, options.max_memory_bytes, "the model's inputs");
 }
 
-graph::Graph load_model(const std::string& model) {
-  if (model == "example") return graph::reference_example();
+void print_help(const char* help) {
+  static const char* const kInputShape[] = {
+      "the shape of graph input NAME, for a model whose inputs have",
+      "symbolic dimensions (e.g. a dynamic batch); repeat for several",
+      "inputs. Fixed dimensions must be given their declared size; an",
+      "input that shares a symbolic dimension with a given one takes its size"};
+  std::string text = help;
+  const std::string marker = "{input-shape:";
+  const size_t at = text.find(marker);
+  if (at != std::string::npos) {
+    const size_t end = text.find("}\n", at);
+    const std::string indent(std::stoul(text.substr(at + marker.size())), ' ');
+    std::string lines = "--input-shape NAME=D0,D1,...\n";
+    for (const char* line : kInputShape) lines += indent + line + "\n";
+    text.replace(at, end + 2 - at, lines);
+  }
+  std::fputs(text.c_str(), stdout);
+}
+
+InputShapes parse_input_shapes(const Args& args) {
+  InputShapes shapes;
+  for (const std::string& arg : args.get_all("--input-shape")) {
+    const size_t eq = arg.rfind('=');  // names may hold '=', sizes never do
+    const std::string what = "--input-shape " + arg;
+    if (eq == std::string::npos || eq == 0)
+      throw UsageError(what + ": expected NAME=D0,D1,... (e.g. input=1,3,224,224)");
+    graph::Shape shape;
+    std::stringstream dims(arg.substr(eq + 1));
+    for (std::string d; std::getline(dims, d, ',');)
+      shape.push_back(parse_int(what + ": a dimension", d, 1, 1 << 30));
+    if (shape.empty() || arg.back() == ',')
+      throw UsageError(what + ": expected NAME=D0,D1,... (e.g. input=1,3,224,224)");
+    shapes.emplace_back(arg.substr(0, eq), std::move(shape));
+  }
+  return shapes;
+}
+
+graph::Graph load_model(const std::string& model, const InputShapes& shapes) {
+  if (model == "example") {
+    if (!shapes.empty())
+      throw UsageError("--input-shape binds symbolic dimensions of an ONNX model; the built-in "
+                       "example has none (kiln example --shape sets its size)");
+    return graph::reference_example();
+  }
   if (!std::filesystem::exists(model)) throw graph::Error("no such file: " + model);
   if (std::filesystem::is_directory(model)) throw graph::Error(model + " is a directory, not an ONNX file");
-  return graph::onnx::import_model(model);
+  graph::onnx::ImportOptions options;
+  options.input_shapes = shapes;
+  return graph::onnx::import_model(model, options);
 }
 
 std::string cache_dir() {
@@ -200,16 +244,20 @@ KernelGenerator kernel_generator(std::shared_ptr<const codegen::ScheduleDb> db) 
 }
 
 
-graph::Graph compile_cached(const std::string& model, const std::string& target, bool* from_cache) {
+graph::Graph compile_cached(const std::string& model, const InputShapes& shapes,
+                            const std::string& target, bool* from_cache) {
   *from_cache = false;
   std::string bytes = "builtin:" + model;
   if (model != "example") {
     if (!std::filesystem::exists(model)) throw graph::Error("no such file: " + model);
     bytes = graph::onnx::read_model_file(model);
   }
+  std::string shape_key;  // the same file at another batch is another graph
+  for (const auto& [name, shape] : shapes) shape_key += name + "=" + graph::to_string(shape) + ";";
   std::ostringstream key;
-  key << std::hex << graph::fnv1a(bytes) << "-" << graph::fnv1a(target + "|" KILN_VERSION "|" +
-                                                   std::to_string(graph::kGraphFormatVersion));
+  key << std::hex << graph::fnv1a(bytes) << "-"
+      << graph::fnv1a(target + "|" KILN_VERSION "|" + std::to_string(graph::kGraphFormatVersion) +
+                      "|" + shape_key);
   const std::string dir = cache_dir();
   const std::string path = dir.empty() ? "" : dir + "/compiled/" + key.str() + ".kiln";
   std::error_code ec;
@@ -222,7 +270,7 @@ graph::Graph compile_cached(const std::string& model, const std::string& target,
       // A damaged entry: compile again and overwrite it.
     }
   }
-  graph::Graph optimized = graph::run_passes(load_model(model));
+  graph::Graph optimized = graph::run_passes(load_model(model, shapes));
   if (!path.empty()) {
     std::filesystem::create_directories(dir + "/compiled", ec);
     try {

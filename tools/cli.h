@@ -65,9 +65,18 @@ int parse_cpu_target(const std::string& flag, const std::string& name);
 // and bench check before they read or generate them (the Model checks its arena).
 void check_inputs_fit(const graph::Graph& g, const ModelOptions& options);
 
-// `example` builds the reference model; anything else is read as an ONNX file. Throws
-// graph::Error with a clear message for a missing or malformed file.
-graph::Graph load_model(const std::string& model);
+// The shapes --input-shape NAME=D0,D1,... (repeatable) gives graph inputs with symbolic
+// dimensions, in order. UsageError for a value that is not NAME= and positive sizes.
+using InputShapes = std::vector<std::pair<std::string, graph::Shape>>;
+InputShapes parse_input_shapes(const Args& args);
+// Prints a command's --help text, with a line "  {input-shape:N}" replaced by the option
+// --input-shape and its description indented to column N (one text for every command).
+void print_help(const char* help);
+
+// `example` builds the reference model; anything else is read as an ONNX file, its symbolic
+// dimensions bound by `shapes`. Throws graph::Error with a clear message for a missing or
+// malformed file, an unbound symbolic dimension or a shape that does not fit the model.
+graph::Graph load_model(const std::string& model, const InputShapes& shapes = {});
 
 // Kiln's per-user cache directory ($XDG_CACHE_HOME/kiln, else ~/.cache/kiln); "" if neither
 // is set. Nothing is created here.
@@ -79,9 +88,11 @@ std::string cache_dir();
 // the records that name a kernel of the model but do not apply are listed on stderr first.
 KernelGenerator kernel_generator(std::shared_ptr<const codegen::ScheduleDb> db = nullptr);
 
-// The optimized graph of `model` (import + run_passes), from the compile cache when this model
-// (its bytes), this target and this Kiln version were compiled before; stored there otherwise.
-// A cache that cannot be read or written is skipped, never an error. *from_cache says which.
-graph::Graph compile_cached(const std::string& model, const std::string& target, bool* from_cache);
+// The optimized graph of `model` (import with `shapes` + run_passes), from the compile cache
+// when this model (its bytes), these input shapes, this target and this Kiln version were
+// compiled before; stored there otherwise. A cache that cannot be read or written is skipped,
+// never an error. *from_cache says which.
+graph::Graph compile_cached(const std::string& model, const InputShapes& shapes,
+                            const std::string& target, bool* from_cache);
 
 }  // namespace kiln::cli

@@ -33,6 +33,7 @@ latency.
 
 options:
   --threads N          worker threads (default: one per core)
+  {input-shape:23}
   --iterations N       timed runs (default 50)
   --warmup N           untimed runs first (default 5)
   --schedules FILE     a schedule database from `kiln tune`: kernels with a record for
@@ -70,6 +71,7 @@ options:
 
 struct BenchArgs {
   std::string model, json;
+  InputShapes input_shapes;
   ModelOptions options;
   std::vector<std::string> targets;  // --targets: CPU target names, or "cuda"
   int iterations = 50, warmup = 5;
@@ -79,6 +81,7 @@ struct BenchArgs {
 BenchArgs parse(const Args& args) {
   BenchArgs a;
   a.model = single_model(args);
+  a.input_shapes = parse_input_shapes(args);
   parse_backend(args, &a.options);
   a.iterations = args.get_int("--iterations", 50, 1, 1000000);
   a.warmup = args.get_int("--warmup", 5, 0, 1000000);
@@ -292,7 +295,7 @@ void print_comparison(const std::vector<Results>& all, const std::vector<std::st
 }
 
 int run(const BenchArgs& a) {
-  const graph::Graph optimized = graph::run_passes(load_model(a.model));
+  const graph::Graph optimized = graph::run_passes(load_model(a.model, a.input_shapes));
   std::vector<std::unique_ptr<Model>> models;
   std::vector<std::string> names = a.targets;
   if (a.targets.empty()) {
@@ -357,10 +360,10 @@ int run(const BenchArgs& a) {
 int cmd_bench(int argc, char** argv) {
   const Args args(argc, argv, 2,
                   {"--threads", "--iterations", "--warmup", "--target", "--json", "--max-memory",
-                   "--schedules", "--targets"},
+                   "--schedules", "--targets", "--input-shape"},
                   {"--fallback", "--per-layer", "--remeasure-peaks"});
   if (args.help()) {
-    std::fputs(kHelp, stdout);
+    print_help(kHelp);
     return 0;
   }
   return run(parse(args));

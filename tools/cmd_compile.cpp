@@ -50,6 +50,7 @@ Nothing in OUTDIR changes unless every step succeeds.
 
 options:
   -o, --output DIR    where to write (created if missing)
+  {input-shape:22}
   --name NAME         C++ namespace and file names (default: the model file's name)
   --targets LIST      comma-separated: cpu (default: every CPU target of this Kiln build,
                       picked at run time), cuda (CUDA kernels too, with fallback to the
@@ -71,6 +72,7 @@ options:
 
 struct CompileArgs {
   std::string model, outdir, name, depfile;
+  InputShapes input_shapes;
   std::shared_ptr<const codegen::ScheduleDb> schedules;  // null: every kernel's default
   Targets targets;
   int threads = 0;
@@ -144,6 +146,7 @@ CompileArgs parse(const Args& args) {
     throw UsageError(args.positionals().empty() ? "expected a MODEL (an .onnx file or `example`)"
                                                 : "unexpected argument '" + args.positionals()[1] + "'");
   a.model = args.positionals()[0];
+  a.input_shapes = parse_input_shapes(args);
   a.outdir = args.get("--output");
   if (a.outdir.empty()) throw UsageError("-o OUTDIR is required");
   a.name = args.get("--name", default_name(a.model));
@@ -297,7 +300,7 @@ void commit(const fs::path& staging, const fs::path& outdir, const std::vector<s
 
 int run_compile(const CompileArgs& a) {
   std::cout << "[1/3] optimizing " << graph::printable(a.model) << "\n";
-  const graph::Graph input = load_model(a.model);
+  const graph::Graph input = load_model(a.model, a.input_shapes);
   const graph::Graph g = graph::run_passes(input);
   // Lowering and the runtime's own checks now, so an unsupported model fails here, not in the
   // user's program.
@@ -408,9 +411,9 @@ int cmd_compile(int argc, char** argv) {
     args.push_back(s.data());
   }
   const Args parsed(argc, args.data(), 2, {"--output", "--name", "--targets", "--threads", "--emit", "--depfile",
-                       "--schedules"}, {});
+                       "--schedules", "--input-shape"}, {});
   if (parsed.help()) {
-    std::fputs(kHelp, stdout);
+    print_help(kHelp);
     return 0;
   }
   try {

@@ -26,6 +26,7 @@ computes, and whether the kernel is generated for the model's shapes with Halide
 portable C++ one), each kernel's task description, and the arena plan.
 
 options:
+  {input-shape:17}
   --after PASS   print the graph only after PASS (input, or a pass name)
   --dot FILE     write the optimized graph as Graphviz DOT
   --svg FILE     write the arena plan as an SVG timeline (x: node, y: arena offset)
@@ -87,10 +88,10 @@ std::string to_svg(const graph::ArenaPlan& plan, const graph::Graph& g) {
 }  // namespace
 
 int cmd_inspect(int argc, char** argv) {
-  const Args args(argc, argv, 2, {"--after", "--dot", "--svg", "--schedules", "--target"},
+  const Args args(argc, argv, 2, {"--after", "--dot", "--svg", "--schedules", "--target", "--input-shape"},
                   {"--schedule"});
   if (args.help()) {
-    std::fputs(kHelp, stdout);
+    print_help(kHelp);
     return 0;
   }
   if (args.positionals().size() != 1) throw UsageError("expected one MODEL argument");
@@ -101,7 +102,7 @@ int cmd_inspect(int argc, char** argv) {
     if (!known) throw UsageError("--after: unknown pass '" + after + "'");
   }
   // Everything below prints names from the model: escaped once here.
-  const graph::Graph input = graph::with_printable_names(load_model(args.positionals()[0]));
+  const graph::Graph input = graph::with_printable_names(load_model(args.positionals()[0], parse_input_shapes(args)));
   graph::PipelineOptions popts;
   popts.verify_each = true;
   popts.on_stage = [&](const std::string& stage, const graph::Graph& g) {

@@ -42,6 +42,7 @@ options:
                           input's declared shape
   --input FILE.npy        the same, for a model with a single input
                           (inputs not given: seeded random values in [-1, 1))
+  {input-shape:26}
   --output-dir DIR        where the outputs go (default: the current directory; created)
   --target cpu|cuda|opencl
                           where the kernels run (default cpu); opencl runs the GPU schedules
@@ -68,6 +69,7 @@ constexpr double kRtol = 1e-3, kAtol = 1e-4;
 struct RunArgs {
   std::string model;
   std::vector<std::string> inputs;  // raw --input values
+  InputShapes input_shapes;
   std::string output_dir = ".";
   ModelOptions options;
   uint64_t seed = 1;
@@ -78,6 +80,7 @@ RunArgs parse(const Args& args) {
   RunArgs a;
   a.model = single_model(args);
   a.inputs = args.get_all("--input");
+  a.input_shapes = parse_input_shapes(args);
   a.output_dir = args.get("--output-dir", ".");
   if (a.output_dir.empty()) throw UsageError("--output-dir needs a directory");
   parse_backend(args, &a.options);
@@ -310,7 +313,7 @@ int run(const RunArgs& a) {
     throw graph::Error("output directory '" + a.output_dir + "' exists and is not a directory");
   bool cached = false;
   const auto t0 = std::chrono::steady_clock::now();
-  const graph::Graph optimized = compile_cached(a.model, to_string(a.options.backend), &cached);
+  const graph::Graph optimized = compile_cached(a.model, a.input_shapes, to_string(a.options.backend), &cached);
   const double compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   // Graph inputs and output names survive the passes; outputs are written in logical order.
@@ -333,7 +336,7 @@ int run(const RunArgs& a) {
               kTimedRuns);
 
   if (a.check) {
-    const std::vector<CheckRow> rows = check_kernels(load_model(a.model), optimized, inputs, a.options);
+    const std::vector<CheckRow> rows = check_kernels(load_model(a.model, a.input_shapes), optimized, inputs, a.options);
     if (const int bad = print_check(rows)) {
       std::fprintf(stderr, "kiln run: %d of %zu kernels out of tolerance; outputs not written\n",
                    bad, rows.size());
@@ -349,10 +352,10 @@ int run(const RunArgs& a) {
 int cmd_run(int argc, char** argv) {
   const Args args(argc, argv, 2,
                   {"--input", "--output-dir", "--target", "--threads", "--seed", "--max-memory",
-                   "--schedules"},
+                   "--schedules", "--input-shape"},
                   {"--fallback", "--check"});
   if (args.help()) {
-    std::fputs(kHelp, stdout);
+    print_help(kHelp);
     return 0;
   }
   return run(parse(args));

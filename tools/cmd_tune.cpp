@@ -47,6 +47,7 @@ options:
   --db FILE            the schedule database to extend (created if missing)
   --target T           the CPU target to tune for: avx512, avx2, baseline or one of the
                        build's Halide target strings (default: the best this CPU runs)
+  {input-shape:23}
   --budget MINUTES     time for the whole run (default 30); each kernel gets an equal share of
                        what is left, and stops trying candidates when it is spent
   --threads N          threads the kernels run with (default: one per core)
@@ -76,6 +77,7 @@ options:
 
 struct TuneArgs {
   std::string model, db, json;
+  InputShapes input_shapes;
   int target = -1, threads = 0, jobs = 0, candidates = 16, rounds = 15;
   double budget_s = 30 * 60;
   std::string kernel;
@@ -87,6 +89,7 @@ struct TuneArgs {
 TuneArgs parse(const Args& args) {
   TuneArgs a;
   a.model = single_model(args);
+  a.input_shapes = parse_input_shapes(args);
   a.db = args.get("--db");
   if (a.db.empty()) throw UsageError("--db FILE is required (the schedule database to write)");
   const int best = runtime::best_cpu_target();
@@ -374,10 +377,10 @@ void write_json(const std::string& path, const TuneArgs& a, const std::string& t
 int cmd_tune(int argc, char** argv) {
   const Args args(argc, argv, 2,
                   {"--db", "--target", "--budget", "--threads", "--jobs", "--candidates", "--rounds",
-                   "--kernel", "--set", "--autoschedulers", "--json"},
+                   "--kernel", "--set", "--autoschedulers", "--json", "--input-shape"},
                   {"--retune", "--cold"});
   if (args.help()) {
-    std::fputs(kHelp, stdout);
+    print_help(kHelp);
     return 0;
   }
   const TuneArgs a = parse(args);
@@ -385,7 +388,7 @@ int cmd_tune(int argc, char** argv) {
   codegen::ScheduleDb db = codegen::ScheduleDb::load(a.db);
 
   bool from_cache = false;
-  const graph::Graph optimized = compile_cached(a.model, "cpu", &from_cache);
+  const graph::Graph optimized = compile_cached(a.model, a.input_shapes, "cpu", &from_cache);
   ModelOptions lower;
   lower.lower_only = true;
   const Model lowered(optimized, lower);

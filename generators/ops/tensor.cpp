@@ -128,12 +128,16 @@ Func pad(const Func& in, const graph::Shape& in_shape, const graph::Pad& p) {
   Expr inside = Halide::cast<bool>(true);
   for (size_t a = 0; a < rank; ++a) {
     const size_t d = dim_of(rank, a);
-    const Expr i = o[d] - i32(p.pads[a]);
-    inside = inside && i >= 0 && i < i32(in_shape[a]);
-    at[d] = Halide::clamp(i, 0, i32(in_shape[a]) - 1);
+    const Expr last = i32(in_shape[a]) - 1;
+    Expr i = o[d] - i32(p.pads[a]);
+    inside = inside && i >= 0 && i <= last;
+    if (p.mode == graph::PadMode::reflect)  // pads < n: one reflection reaches the input
+      i = Halide::select(i < 0, -i, i > last, 2 * last - i, i);
+    // The clamp is edge padding, and keeps the constant mode's reads in bounds.
+    at[d] = Halide::clamp(i, 0, last);
   }
   Func out("pad");
-  out(o) = Halide::select(inside, in(at), p.value);
+  out(o) = p.mode == graph::PadMode::constant ? Halide::select(inside, in(at), p.value) : in(at);
   return out;
 }
 

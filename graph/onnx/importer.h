@@ -162,6 +162,8 @@ void convert_unary(Importer& im, const NodeCtx& c);
 void convert_clip(Importer& im, const NodeCtx& c);
 void convert_chain_step(Importer& im, const NodeCtx& c);
 void convert_pow(Importer& im, const NodeCtx& c);
+void convert_gelu(Importer& im, const NodeCtx& c);
+void convert_prelu(Importer& im, const NodeCtx& c);
 void convert_binary(Importer& im, const NodeCtx& c);
 void convert_pool(Importer& im, const NodeCtx& c);
 void convert_global_pool(Importer& im, const NodeCtx& c);
@@ -172,6 +174,10 @@ void convert_reduce_mean(Importer& im, const NodeCtx& c);
 void convert_layer_norm(Importer& im, const NodeCtx& c);
 void convert_resize(Importer& im, const NodeCtx& c);
 void convert_upsample(Importer& im, const NodeCtx& c);
+// ops_norm.cpp
+void convert_instance_norm(Importer& im, const NodeCtx& c);
+void convert_group_norm(Importer& im, const NodeCtx& c);
+void convert_lrn(Importer& im, const NodeCtx& c);
 // ops_shape.cpp
 void convert_reshape(Importer& im, const NodeCtx& c);
 void convert_flatten(Importer& im, const NodeCtx& c);

@@ -214,6 +214,7 @@ class NodeWriter {
     kiln("Pad");
     attr_ints(p_, "pads", pd.pads);
     attr_float(p_, "value", pd.value);
+    if (pd.mode != PadMode::constant) attr_string(p_, "mode", to_string(pd.mode));
   }
   void operator()(const Softmax& s) {
     // coerce_2d (the opset < 13 semantics) matches opset 13's Softmax only on the last axis.

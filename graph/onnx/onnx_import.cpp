@@ -12,14 +12,14 @@
 namespace kiln::graph::onnx {
 namespace {
 
-constexpr int kMaxOpset = 17;
+constexpr int kMaxOpset = 21;
 
 struct OpInfo {
   const char* type;
   int min_opset;  // the oldest opset whose semantics the converter implements
   Converter fn;
   std::vector<int> constant_slots;
-  // The op's attributes in opsets 1-17, space-separated. The converter reads each one or it
+  // The op's attributes in opsets 1-21, space-separated. The converter reads each one or it
   // does not change inference (momentum, seed, consumed_inputs); any other is an error.
   const char* attributes;
 };
@@ -41,7 +41,7 @@ const std::vector<OpInfo>& op_table() {
        "auto_pad ceil_mode count_include_pad dilations kernel_shape pads strides"},
       {"BatchNormalization", 6, convert_batch_norm, {1, 2, 3, 4},
        "consumed_inputs epsilon is_test momentum spatial training_mode"},
-      {"Cast", 6, convert_cast, {}, "to"},
+      {"Cast", 6, convert_cast, {}, "saturate to"},  // saturate: float8 targets only
       {"Celu", 12, convert_chain_step, {}, "alpha"},
       {"Clip", 1, convert_clip, {1, 2}, "consumed_inputs max min"},
       {"Concat", 1, convert_concat, {}, "axis"},
@@ -57,30 +57,35 @@ const std::vector<OpInfo>& op_table() {
       {"Exp", 6, convert_chain_step, {}, "consumed_inputs"},
       {"Flatten", 1, convert_flatten, {}, "axis"},
       {"Gather", 1, convert_gather, {1}, "axis"},
+      {"Gelu", 20, convert_gelu, {}, "approximate"},
       {"Gemm", 1, convert_gemm, {}, "alpha beta broadcast transA transB"},
       {"GlobalAveragePool", 1, convert_global_pool, {}, ""},
       {"GlobalMaxPool", 1, convert_global_pool, {}, ""},
+      {"GroupNormalization", 18, convert_group_norm, {1, 2}, "epsilon num_groups stash_type"},
       {"HardSigmoid", 1, convert_unary, {}, "alpha beta consumed_inputs"},
       {"HardSwish", 14, convert_unary, {}, ""},
       {"Identity", 1, convert_identity, {}, ""},
+      {"InstanceNormalization", 1, convert_instance_norm, {1, 2}, "consumed_inputs epsilon"},
       {"LayerNormalization", 17, convert_layer_norm, {}, "axis epsilon stash_type"},
       {"LeakyRelu", 1, convert_unary, {}, "alpha consumed_inputs"},
+      {"LRN", 1, convert_lrn, {}, "alpha beta bias size"},
       {"Log", 6, convert_chain_step, {}, "consumed_inputs"},
       {"MatMul", 1, convert_matmul, {}, ""},
       {"MaxPool", 1, convert_pool, {},
        "auto_pad ceil_mode dilations kernel_shape pads storage_order strides"},
       {"Mul", 1, convert_binary, {}, "axis broadcast consumed_inputs"},
       {"Neg", 6, convert_chain_step, {}, "consumed_inputs"},
-      {"Pad", 2, convert_pad, {1, 2}, "mode pads value"},
+      {"Pad", 2, convert_pad, {1, 2, 3}, "mode pads value"},
+      {"PRelu", 1, convert_prelu, {}, "consumed_inputs"},
       {"Pow", 7, convert_pow, {1}, ""},
       {"Range", 11, convert_range, {0, 1, 2}, ""},
       {"Reciprocal", 6, convert_chain_step, {}, "consumed_inputs"},
-      {"ReduceMean", 1, convert_reduce_mean, {}, "axes keepdims"},
+      {"ReduceMean", 1, convert_reduce_mean, {1}, "axes keepdims noop_with_empty_axes"},
       {"Relu", 1, convert_unary, {}, "consumed_inputs"},
       {"Reshape", 1, convert_reshape, {1}, "allowzero consumed_inputs shape"},
       {"Resize", 11, convert_resize, {1, 2, 3},
-       "coordinate_transformation_mode cubic_coeff_a exclude_outside extrapolation_value mode "
-       "nearest_mode"},
+       "antialias axes coordinate_transformation_mode cubic_coeff_a exclude_outside "
+       "extrapolation_value keep_aspect_ratio_policy mode nearest_mode"},
       {"Selu", 6, convert_chain_step, {}, "alpha consumed_inputs gamma"},
       {"Shape", 1, convert_shape, {}, "end start"},
       {"Sigmoid", 1, convert_unary, {}, "consumed_inputs"},
@@ -89,7 +94,7 @@ const std::vector<OpInfo>& op_table() {
       {"Softmax", 1, convert_softmax, {}, "axis"},
       {"Softplus", 1, convert_chain_step, {}, ""},
       {"Softsign", 1, convert_chain_step, {}, ""},
-      {"Split", 1, convert_split, {1}, "axis split"},
+      {"Split", 1, convert_split, {1}, "axis num_outputs split"},
       {"Sqrt", 6, convert_chain_step, {}, "consumed_inputs"},
       {"Squeeze", 1, convert_squeeze, {1}, "axes"},
       {"Sub", 1, convert_binary, {}, "axis broadcast consumed_inputs"},
@@ -108,30 +113,95 @@ const OpInfo* find_op(const std::string& type) {
   return nullptr;
 }
 
-// A declared static shape; Error for anything the graph cannot hold.
-Shape static_shape(const ::onnx::ValueInfoProto& v) {
+// The sizes symbolic dimensions of graph inputs take (ImportOptions::input_shapes): whole
+// shapes by input name, and per dim_param name the size a bound input gave it, so that binding
+// one input's batch binds the batch of every input that shares its dim_param.
+struct ShapeBindings {
+  std::map<std::string, Shape> by_input;
+  std::map<std::string, std::pair<int64_t, std::string>> by_param;  // size, the input binding it
+};
+
+// The declared dims with each symbolic or unknown one as 1: the shape to suggest in an error.
+std::string suggested_shape(const ::onnx::TensorShapeProto& shape) {
+  std::string s;
+  for (int k = 0; k < shape.dim_size(); ++k)
+    s += (k ? "," : "") + std::to_string(shape.dim(k).has_dim_value() ? shape.dim(k).dim_value() : 1);
+  return s;
+}
+
+// A graph input's static shape: its declared dims, with the symbolic ones bound by `b`. Error
+// for anything the graph cannot hold, a binding that contradicts a fixed dim, and a symbolic
+// dim left unbound (naming the flag that binds it).
+Shape static_shape(const ::onnx::ValueInfoProto& v, const ShapeBindings& b) {
   const std::string what = "graph input '" + v.name() + "'";
   const auto& t = v.type().tensor_type();
   if (!t.has_shape()) throw Error(what + " has no shape; Kiln needs static shapes");
-  if (t.shape().dim_size() > static_cast<int>(kMaxRank))
-    throw Error(what + " has rank " + std::to_string(t.shape().dim_size()) +
-                "; Kiln supports up to " + std::to_string(kMaxRank));
+  const int rank = t.shape().dim_size();
+  if (rank > static_cast<int>(kMaxRank))
+    throw Error(what + " has rank " + std::to_string(rank) + "; Kiln supports up to " +
+                std::to_string(kMaxRank));
+  const auto given = b.by_input.find(v.name());
+  const Shape* bound = given == b.by_input.end() ? nullptr : &given->second;
+  if (bound && bound->size() != static_cast<size_t>(rank))
+    throw Error(what + " has rank " + std::to_string(rank) + ", but the shape given for it, " +
+                to_string(*bound) + ", has rank " + std::to_string(bound->size()));
   Shape s;
-  for (int k = 0; k < t.shape().dim_size(); ++k) {
+  for (int k = 0; k < rank; ++k) {
     const auto& d = t.shape().dim(k);
-    if (d.has_dim_param())
-      throw Error(what + " has a symbolic dimension '" + d.dim_param() + "' (axis " +
-                  std::to_string(k) + "); Kiln compiles static shapes - export with fixed sizes");
-    if (!d.has_dim_value())
-      throw Error(what + " has an unknown dimension (axis " + std::to_string(k) + ")");
-    if (d.dim_value() <= 0)
-      throw Error(what + " has dimension " + std::to_string(d.dim_value()) + " on axis " +
+    const auto param = d.has_dim_param() ? b.by_param.find(d.dim_param()) : b.by_param.end();
+    int64_t size = 0;
+    if (d.has_dim_value()) {
+      size = d.dim_value();
+      if (bound && (*bound)[k] != size)
+        throw Error(what + " has the fixed dimension " + std::to_string(size) + " on axis " +
+                    std::to_string(k) + ", but the shape given for it is " + to_string(*bound) +
+                    " (only symbolic dimensions can be bound)");
+    } else if (bound) {
+      size = (*bound)[k];
+    } else if (param != b.by_param.end()) {
+      size = param->second.first;
+    } else {
+      throw Error(what + " has " +
+                  (d.has_dim_param() ? "a symbolic dimension '" + d.dim_param() + "'"
+                                     : std::string("an unknown dimension")) +
+                  " (axis " + std::to_string(k) + "); give its shape with --input-shape " +
+                  v.name() + "=" + suggested_shape(t.shape()) +
+                  " (C++: ImportOptions::input_shapes)");
+    }
+    if (size <= 0)
+      throw Error(what + " has dimension " + std::to_string(size) + " on axis " +
                   std::to_string(k) + "; dimensions must be positive");
-    s.push_back(d.dim_value());
+    s.push_back(size);
   }
   if (checked_elements(s, what) > kMaxGraphElements)
     throw Error(what + " is " + to_string(s) + ", too large for any real network");
   return s;
+}
+
+// Indexes ImportOptions::input_shapes, and the dim_params they bind in `inputs`. Error for a
+// shape given twice and for one dim_param bound to two sizes.
+ShapeBindings bind_shapes(const std::vector<std::pair<std::string, Shape>>& shapes,
+                          const google::protobuf::RepeatedPtrField<::onnx::ValueInfoProto>& inputs) {
+  ShapeBindings b;
+  for (const auto& [name, shape] : shapes)
+    if (!b.by_input.emplace(name, shape).second)
+      throw Error("the shape of input '" + name + "' is given twice");
+  for (const auto& in : inputs) {
+    const auto given = b.by_input.find(in.name());
+    if (given == b.by_input.end() || !in.type().tensor_type().has_shape()) continue;
+    const auto& dims = in.type().tensor_type().shape();
+    for (int k = 0; k < dims.dim_size() && k < static_cast<int>(given->second.size()); ++k) {
+      if (!dims.dim(k).has_dim_param()) continue;
+      const int64_t size = given->second[static_cast<size_t>(k)];
+      const auto [it, added] = b.by_param.emplace(dims.dim(k).dim_param(), std::pair{size, in.name()});
+      if (!added && it->second.first != size)
+        throw Error("symbolic dimension '" + it->first + "' is given the size " +
+                    std::to_string(it->second.first) + " by the shape of input '" +
+                    it->second.second + "' and " + std::to_string(size) + " by input '" +
+                    in.name() + "'");
+    }
+  }
+  return b;
 }
 
 // A graph output's declared type, where the model gives one, must be what Kiln computes: FLOAT
@@ -164,6 +234,23 @@ int64_t saturating_round(float v, const std::string& what) {
   if (v >= 9.2233720368547758e18f) return std::numeric_limits<int64_t>::max();
   if (v <= -9.2233720368547758e18f) return std::numeric_limits<int64_t>::min();
   return static_cast<int64_t>(std::nearbyint(v));
+}
+
+// Before any input's shape is read, so a misspelt name is reported as such and not as the
+// symbolic dimension it failed to bind.
+void check_shape_names(const ShapeBindings& shapes, const ::onnx::GraphProto& g) {
+  std::set<std::string> initializers, inputs;
+  for (const auto& t : g.initializer()) initializers.insert(t.name());
+  std::string list;  // the graph inputs that are no initializer's default value
+  for (const auto& in : g.input())
+    if (!initializers.count(in.name()) && inputs.insert(in.name()).second)
+      list += (list.empty() ? "'" : ", '") + in.name() + "'";
+  for (const auto& [name, shape] : shapes.by_input) {
+    if (!inputs.count(name))
+      throw Error("a shape is given for input '" + name +
+                  "', which is not a graph input of the model (its inputs: " +
+                  (list.empty() ? "none" : list) + ")");
+  }
 }
 
 // A graph input bound through ImportOptions::constant_inputs, typed as declared.
@@ -264,6 +351,8 @@ void Importer::add_graph_inputs() {
   for (const auto& [name, t] : options_.constant_inputs)
     if (!bound.emplace(name, &t).second)
       throw Error("constant input '" + name + "' is bound twice");
+  const ShapeBindings shapes = bind_shapes(options_.input_shapes, model_.graph().input());
+  check_shape_names(shapes, model_.graph());
   std::set<std::string> seen;
   for (const auto& in : model_.graph().input()) {
     const std::string& name = in.name();
@@ -284,7 +373,7 @@ void Importer::add_graph_inputs() {
       if (dtype != ::onnx::TensorProto::FLOAT)
         throw Error("graph input '" + name + "' has dtype " + dtype_name(dtype) +
                     "; Kiln graph tensors are FLOAT (bind shape-like inputs as constants)");
-      Shape s = static_shape(in);
+      Shape s = static_shape(in, shapes);
       const Layout l = s.size() == 4 ? Layout::nchw : Layout::any;
       slot->value = g_.add_value(Value{name, std::move(s), DType::f32, l});
       g_.inputs.push_back(slot->value);

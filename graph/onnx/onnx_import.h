@@ -17,6 +17,12 @@ struct ImportOptions {
   // (a symbolic dimension takes the bound size). Inputs declared INT64/INT32/BOOL take the
   // values rounded (exact up to 2^24, saturating at the int64 limits), for shape-like inputs.
   std::vector<std::pair<std::string, Tensor>> constant_inputs;
+  // Shapes of graph inputs (by name) whose declared shape has symbolic dimensions, as exporters
+  // write a dynamic batch: bound before anything else, so the rest of the import sees static
+  // shapes (`kiln --input-shape NAME=1,3,224,224`). A dimension the model fixes must be given
+  // its declared value; a name that is no graph input is an Error, and so is a symbolic
+  // dimension left unbound, unless another input's binding gave that dim_param its size.
+  std::vector<std::pair<std::string, Shape>> input_shapes;
   // Reserved for external data paths. The importer refuses tensors stored outside the .onnx
   // file (data_location EXTERNAL) for now, so nothing is resolved against it.
   std::string base_dir;

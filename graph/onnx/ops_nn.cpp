@@ -14,21 +14,24 @@ namespace {
 // enough that the IR's int arithmetic on them cannot overflow.
 constexpr int64_t kMaxWindowParam = int64_t{1} << 20;
 
-// The 2-D window parameters shared by Conv and the pools.
+// The 2-D window parameters shared by Conv and the pools. A 1-D op (input [N, C, L]) runs as
+// the 2-D one on [N, C, 1, L]: its attributes give the W entries, and H takes 1 and no padding.
 struct Window {
   int kh = 1, kw = 1, stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1;
   int pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
 };
 
-std::pair<int, int> pair_attr(const NodeCtx& c, const char* name, int def, int64_t lo) {
+// Attribute `name` with one entry per spatial dim (`dims`: 1 or 2) as (H, W); H is `def` in 1-D.
+std::pair<int, int> pair_attr(const NodeCtx& c, const char* name, int def, int64_t lo, int dims) {
   const std::vector<int64_t> v = attr_ints(c, name);
   if (v.empty()) return {def, def};
-  if (v.size() != 2)
+  if (v.size() != static_cast<size_t>(dims))
     node_error(c, std::string("attribute '") + name + "' has " + std::to_string(v.size()) +
-                      " entries, expected 2 (2-D)");
+                      " entries, expected " + std::to_string(dims) + " (" + std::to_string(dims) +
+                      "-D)");
   const std::string what = std::string("attribute '") + name + "'";
-  return {to_int(c, v[0], what + "[0]", lo, kMaxWindowParam),
-          to_int(c, v[1], what + "[1]", lo, kMaxWindowParam)};
+  const int w = to_int(c, v.back(), what + "[" + std::to_string(dims - 1) + "]", lo, kMaxWindowParam);
+  return {dims == 1 ? def : to_int(c, v[0], what + "[0]", lo, kMaxWindowParam), w};
 }
 
 // ONNX SAME padding: the output is ceil(in / stride); UPPER puts the odd pixel at the end.
@@ -39,22 +42,25 @@ std::pair<int, int> same_pads(int64_t in, int k, int stride, int dil, bool upper
   return upper ? std::make_pair(small, big) : std::make_pair(big, small);
 }
 
-Window window_attrs(const NodeCtx& c, int64_t kh, int64_t kw, const Shape& x) {
+// `x` is the (4-D) image shape; `dims` the op's spatial rank (1 or 2).
+Window window_attrs(const NodeCtx& c, int64_t kh, int64_t kw, const Shape& x, int dims) {
   Window w;
   w.kh = to_int(c, kh, "kernel height", 1, kMaxWindowParam);
   w.kw = to_int(c, kw, "kernel width", 1, kMaxWindowParam);
-  std::tie(w.stride_h, w.stride_w) = pair_attr(c, "strides", 1, 1);
-  std::tie(w.dil_h, w.dil_w) = pair_attr(c, "dilations", 1, 1);
+  std::tie(w.stride_h, w.stride_w) = pair_attr(c, "strides", 1, 1, dims);
+  std::tie(w.dil_h, w.dil_w) = pair_attr(c, "dilations", 1, 1, dims);
   const std::string auto_pad = attr_string(c, "auto_pad", "NOTSET");
   if (auto_pad == "NOTSET") {
     const std::vector<int64_t> p = attr_ints(c, "pads");
     if (p.empty()) return w;
-    if (p.size() != 4)
-      node_error(c,
-                 "attribute 'pads' has " + std::to_string(p.size()) + " entries, expected 4 (2-D)");
-    int* dst[4] = {&w.pad_top, &w.pad_left, &w.pad_bottom, &w.pad_right};
-    for (int k = 0; k < 4; ++k)
-      *dst[k] = to_int(c, p[k], "attribute 'pads'[" + std::to_string(k) + "]", 0, kMaxWindowParam);
+    if (p.size() != static_cast<size_t>(2 * dims))
+      node_error(c, "attribute 'pads' has " + std::to_string(p.size()) + " entries, expected " +
+                        std::to_string(2 * dims) + " (" + std::to_string(dims) + "-D)");
+    int* dst2[4] = {&w.pad_top, &w.pad_left, &w.pad_bottom, &w.pad_right};
+    int* dst1[2] = {&w.pad_left, &w.pad_right};
+    for (size_t k = 0; k < p.size(); ++k)
+      *(dims == 1 ? dst1 : dst2)[k] =
+          to_int(c, p[k], "attribute 'pads'[" + std::to_string(k) + "]", 0, kMaxWindowParam);
   } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
     const bool upper = auto_pad == "SAME_UPPER";
     std::tie(w.pad_top, w.pad_bottom) = same_pads(x[2], w.kh, w.stride_h, w.dil_h, upper);
@@ -66,12 +72,41 @@ Window window_attrs(const NodeCtx& c, int64_t kh, int64_t kw, const Shape& x) {
   return w;
 }
 
-Shape image_input_shape(Importer& im, const NodeCtx& c, const char* what) {
+// Input 0 of a convolution or pooling as an image: [N, C, H, W], or a 1-D [N, C, L] viewed as
+// [N, C, 1, L] (a Reshape), which runs the 2-D kernels with H = 1.
+struct ImageInput {
+  Shape shape;  // 4-D
+  int dims;     // the op's spatial rank: 1 or 2
+};
+
+ImageInput image_input(Importer& im, const NodeCtx& c, const char* what) {
   const Shape xs = im.input_shape(c, 0);
+  if (xs.size() == 3) return {{xs[0], xs[1], 1, xs[2]}, 1};
   if (xs.size() != 4)
-    node_error(c, std::string("only 2-D ") + what + " is supported: input '" + im.input_name(c, 0) +
-                      "' is " + to_string(xs) + ", expected 4-D NCHW");
-  return xs;
+    node_error(c, std::string("only 1-D and 2-D ") + what + " are supported: input '" +
+                      im.input_name(c, 0) + "' is " + to_string(xs) +
+                      ", expected 3-D NCL or 4-D NCHW");
+  return {xs, 2};
+}
+
+// The image input as a graph value of in.shape.
+ValueId image_value(Importer& im, const NodeCtx& c, const ImageInput& in) {
+  const ValueId x = im.value_input(c, 0);
+  if (in.dims == 2) return x;
+  return im.emit(c, Reshape{in.shape}, {x}, c.name + "/input_2d", c.name + "/input_2d");
+}
+
+// Emits `op` on the image input and defines output 0, reshaped back to 1-D for a 1-D op.
+void emit_image_op(Importer& im, const NodeCtx& c, const ImageInput& in, Op op,
+                   std::vector<ValueId> inputs) {
+  if (in.dims == 2) {
+    im.define_value(c, 0, im.emit(c, std::move(op), std::move(inputs), im.output_name(c, 0)));
+    return;
+  }
+  const ValueId y = im.emit(c, std::move(op), std::move(inputs), c.name + "/output_2d");
+  Shape ys = im.graph().value(y).shape;
+  ys.erase(ys.begin() + 2);  // H, which is 1
+  im.define_value(c, 0, im.emit(c, Reshape{ys}, {y}, im.output_name(c, 0), c.name + "/output_1d"));
 }
 
 float scalar_input(Importer& im, const NodeCtx& c, int i, const std::string& role) {
@@ -111,24 +146,34 @@ void check_legacy_broadcast(Importer& im, const NodeCtx& c) {
 
 void convert_conv(Importer& im, const NodeCtx& c) {
   expect_inputs(c, 2, 3);
-  const Shape xs = image_input_shape(im, c, "convolution");
+  const ImageInput in = image_input(im, c, "convolutions");
   const HostTensor& w = im.constant_input(c, 1, "weights");
-  if (w.dims.size() != 4)
+  if (w.dims.size() != static_cast<size_t>(in.dims + 2))
     node_error(c, "weights '" + im.input_name(c, 1) + "' are " + to_string(w.dims) +
-                      ", expected 4-D [out channels, in channels / group, kH, kW]");
+                      (in.dims == 1 ? ", expected 3-D [out channels, in channels / group, k]"
+                                    : ", expected 4-D [out channels, in channels / group, kH, kW]"));
+  const Shape spatial(w.dims.begin() + 2, w.dims.end());
   const std::vector<int64_t> ks = attr_ints(c, "kernel_shape");
-  if (!ks.empty() && ks != std::vector<int64_t>{w.dims[2], w.dims[3]})
+  if (!ks.empty() && ks != spatial)
     node_error(c, "attribute 'kernel_shape' does not match the weights' spatial dims " +
                       to_string(w.dims));
-  const Window win = window_attrs(c, w.dims[2], w.dims[3], xs);
+  const Window win = window_attrs(c, in.dims == 1 ? 1 : w.dims[2], w.dims.back(), in.shape, in.dims);
   Conv2d a;
   a.groups = to_int(c, attr_int(c, "group", 1), "attribute 'group'", 1, kMaxWindowParam);
   a.stride_h = win.stride_h, a.stride_w = win.stride_w;
   a.dilation_h = win.dil_h, a.dilation_w = win.dil_w;
   a.pad_top = win.pad_top, a.pad_left = win.pad_left;
   a.pad_bottom = win.pad_bottom, a.pad_right = win.pad_right;
-  const ValueId x = im.value_input(c, 0);
-  const ValueId wv = im.constant_value(c, 1, Layout::oihw);  // rejects empty weights first
+  const ValueId x = image_value(im, c, in);
+  ValueId wv;
+  if (in.dims == 2) {
+    wv = im.constant_value(c, 1, Layout::oihw);  // rejects empty weights first
+  } else {
+    if (!w.is_float() || w.f.empty())
+      node_error(c, "weights '" + im.input_name(c, 1) + "' must be non-empty FLOAT");
+    wv = im.add_constant(c.name + "/weight_2d", {w.dims[0], w.dims[1], 1, w.dims[2]}, w.f,
+                         Layout::oihw);
+  }
   ValueId b;
   if (im.has_input(c, 2)) {
     im.constant_input(c, 2, "bias");
@@ -137,7 +182,7 @@ void convert_conv(Importer& im, const NodeCtx& c) {
     b = im.add_constant(c.name + "/zero_bias", {w.dims[0]},
                         std::vector<float>(static_cast<size_t>(w.dims[0]), 0.0f), Layout::any);
   }
-  emit_single(im, c, a, {x, wv, b});
+  emit_image_op(im, c, in, a, {x, wv, b});
 }
 
 void convert_batch_norm(Importer& im, const NodeCtx& c) {
@@ -226,6 +271,41 @@ void convert_pow(Importer& im, const NodeCtx& c) {
               {im.value_input(c, 0)});
 }
 
+// PRelu: max(x, 0) + slope * min(x, 0), slope broadcast to x (a constant or a tensor): exact,
+// since one of the two terms is zero. Elementwise nodes that fusion merges into one kernel.
+// Before opset 7 the slope holds one value or one per channel (axis 1), not numpy broadcasting.
+void convert_prelu(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 2, 2);
+  const float inf = std::numeric_limits<float>::infinity();
+  const ValueId x = im.value_input(c, 0);
+  ValueId slope = im.value_input(c, 1);
+  const Shape xs = im.input_shape(c, 0), ss = im.input_shape(c, 1);
+  if (c.opset < 7 && !(ss == Shape{1})) {
+    if (ss.size() != 1 || xs.size() < 2 || ss[0] != xs[1])
+      node_error(c, "slope is " + to_string(ss) + "; before opset 7 it holds one value or one per channel");
+    Shape per_channel(xs.size() - 1, 1);
+    per_channel[0] = ss[0];
+    slope = im.emit(c, Reshape{per_channel}, {slope}, c.name + "/slope_per_channel",
+                    c.name + "/slope_per_channel");
+  }
+  const ValueId pos = im.emit(c, Relu{}, {x}, c.name + "/positive", c.name + "/positive");
+  const ValueId neg = im.emit(c, Clip{-inf, 0.0f}, {x}, c.name + "/negative", c.name + "/negative");
+  const ValueId sloped = im.emit(c, Binary{BinaryOp::mul}, {neg, slope},
+                                 c.name + "/sloped", c.name + "/sloped");
+  emit_single(im, c, Binary{BinaryOp::add}, {pos, sloped});
+}
+
+// Gelu (opset 20): approximate "none" is the exact (Erf) form, "tanh" the tanh approximation;
+// both are chain steps, as the forms exporters decompose (pass fuse_gelu) become.
+void convert_gelu(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 1, 1);
+  const std::string approximate = attr_string(c, "approximate", "none");
+  if (approximate != "none" && approximate != "tanh")
+    node_error(c, "attribute 'approximate' is '" + approximate + "', expected none or tanh");
+  const ChainStepKind kind = approximate == "none" ? ChainStepKind::gelu : ChainStepKind::gelu_tanh;
+  emit_single(im, c, ElementwiseChain{{ChainStep{kind, 0.0f, 0.0f}}}, {im.value_input(c, 0)});
+}
+
 void convert_clip(Importer& im, const NodeCtx& c) {
   const float inf = std::numeric_limits<float>::infinity();
   Clip clip{-inf, inf};
@@ -268,16 +348,16 @@ void convert_binary(Importer& im, const NodeCtx& c) {
 void convert_pool(Importer& im, const NodeCtx& c) {
   expect_inputs(c, 1, 1);
   const bool is_max = c.op() == "MaxPool";
-  const Shape xs = image_input_shape(im, c, "pooling");
+  const ImageInput in = image_input(im, c, "pooling");
   const std::vector<int64_t> ks = attr_ints(c, "kernel_shape");
-  if (ks.size() != 2)
-    node_error(c, "attribute 'kernel_shape' has " + std::to_string(ks.size()) +
-                      " entries, expected 2 (2-D pooling)");
+  if (ks.size() != static_cast<size_t>(in.dims))
+    node_error(c, "attribute 'kernel_shape' has " + std::to_string(ks.size()) + " entries, expected " +
+                      std::to_string(in.dims) + " (" + std::to_string(in.dims) + "-D pooling)");
   if (is_max && !im.output_name(c, 1).empty())
     node_error(c, "the Indices output '" + im.output_name(c, 1) + "' is not supported");
   if (attr_int(c, "storage_order", 0) != 0)
     node_error(c, "attribute 'storage_order'=1 (column-major indices) is not supported");
-  const Window w = window_attrs(c, ks[0], ks[1], xs);
+  const Window w = window_attrs(c, in.dims == 1 ? 1 : ks[0], ks.back(), in.shape, in.dims);
   Pool2d p;
   p.kind = is_max ? PoolKind::max : PoolKind::avg;
   p.kernel_h = w.kh, p.kernel_w = w.kw;
@@ -287,14 +367,14 @@ void convert_pool(Importer& im, const NodeCtx& c) {
   p.pad_bottom = w.pad_bottom, p.pad_right = w.pad_right;
   p.ceil_mode = attr_int(c, "ceil_mode", 0) != 0;
   p.count_include_pad = !is_max && attr_int(c, "count_include_pad", 0) != 0;
-  emit_single(im, c, p, {im.value_input(c, 0)});
+  emit_image_op(im, c, in, p, {image_value(im, c, in)});
 }
 
 void convert_global_pool(Importer& im, const NodeCtx& c) {
   expect_inputs(c, 1, 1);
-  image_input_shape(im, c, "global pooling");
+  const ImageInput in = image_input(im, c, "global pooling");
   const PoolKind kind = c.op() == "GlobalMaxPool" ? PoolKind::max : PoolKind::avg;
-  emit_single(im, c, GlobalPool{kind}, {im.value_input(c, 0)});
+  emit_image_op(im, c, in, GlobalPool{kind}, {image_value(im, c, in)});
 }
 
 void convert_gemm(Importer& im, const NodeCtx& c) {
@@ -327,15 +407,21 @@ void convert_softmax(Importer& im, const NodeCtx& c) {
   emit_single(im, c, s, {im.value_input(c, 0)});
 }
 
+// From opset 18 the axes are an (optional, constant) input, and with noop_with_empty_axes=1 no
+// axes means no reduction rather than all axes.
 void convert_reduce_mean(Importer& im, const NodeCtx& c) {
-  expect_inputs(c, 1, 1);
+  expect_inputs(c, 1, c.opset < 18 ? 1 : 2);
   const size_t rank = im.input_shape(c, 0).size();
   ReduceMean r;
   r.keepdims = attr_int(c, "keepdims", 1) != 0;
-  for (int64_t a : attr_ints(c, "axes")) {
-    const int axis = normalize_axis(c, a, rank, "attribute 'axes' entry");
+  const std::vector<int64_t> axes =
+      c.opset < 18 ? attr_ints(c, "axes")
+      : im.has_input(c, 1) ? im.int_list_input(c, 1, "axes") : std::vector<int64_t>{};
+  if (axes.empty() && attr_int(c, "noop_with_empty_axes", 0) != 0) return im.define_alias(c, 0, 0);
+  for (int64_t a : axes) {
+    const int axis = normalize_axis(c, a, rank, "an axes entry");
     if (std::find(r.axes.begin(), r.axes.end(), axis) != r.axes.end())
-      node_error(c, "attribute 'axes' lists axis " + std::to_string(axis) + " twice");
+      node_error(c, "axes lists axis " + std::to_string(axis) + " twice");
     r.axes.push_back(axis);
   }
   std::sort(r.axes.begin(), r.axes.end());
@@ -406,11 +492,18 @@ ResizeMode resize_mode(const NodeCtx& c) {
 
 }  // namespace
 
-// Resize (opsets 11-17): scales or sizes as constants; nearest with every nearest_mode, linear
+// Resize (opsets 11-21): scales or sizes as constants; nearest with every nearest_mode, linear
 // (bilinear on the last two axes), every coordinate_transformation_mode but
 // tf_crop_and_resize.
 void convert_resize(Importer& im, const NodeCtx& c) {
   expect_inputs(c, 1, 4);
+  // Opset 18's additions, accepted where they change nothing.
+  if (attr_int(c, "antialias", 0) != 0)
+    node_error(c, "attribute 'antialias'=1 is not supported");
+  if (find_attr(c, "axes")) node_error(c, "attribute 'axes' is not supported (give every axis)");
+  const std::string policy = attr_string(c, "keep_aspect_ratio_policy", "stretch");
+  if (policy != "stretch")
+    node_error(c, "attribute 'keep_aspect_ratio_policy' is '" + policy + "'; only 'stretch' is supported");
   const Shape xs = im.input_shape(c, 0);
   const bool scales = im.has_input(c, 2) && im.constant_input(c, 2, "scales").size() > 0;
   const bool sizes = im.has_input(c, 3) && im.constant_input(c, 3, "sizes").size() > 0;

@@ -257,7 +257,14 @@ void convert_split(Importer& im, const NodeCtx& c) {
     sizes = im.int_list_input(c, 1, "split");
   else if (c.opset < 13 && find_attr(c, "split"))
     sizes = attr_ints(c, "split");
-  else if (n > 0 && d % n == 0)
+  else if (find_attr(c, "num_outputs")) {  // opset 18: parts of ceil(d / n), the last smaller
+    const int64_t parts = attr_int(c, "num_outputs", 0);
+    if (parts != n || n <= 0 || (n - 1) * ((d + n - 1) / n) >= d)
+      node_error(c, "attribute 'num_outputs' is " + std::to_string(parts) + " for " +
+                        std::to_string(n) + " outputs and an axis of size " + std::to_string(d));
+    sizes.assign(n, (d + n - 1) / n);
+    sizes.back() = d - (n - 1) * sizes[0];
+  } else if (n > 0 && d % n == 0)
     sizes.assign(n, d / n);
   else
     node_error(c, "cannot split axis " + std::to_string(axis) + " of size " + std::to_string(d) +
@@ -290,11 +297,15 @@ void convert_split(Importer& im, const NodeCtx& c) {
 }
 
 void convert_pad(Importer& im, const NodeCtx& c) {
-  expect_inputs(c, 1, c.opset < 11 ? 1 : 3);
+  expect_inputs(c, 1, c.opset < 11 ? 1 : c.opset < 18 ? 3 : 4);
   const std::string mode = attr_string(c, "mode", "constant");
-  if (mode != "constant")
-    node_error(c, "attribute 'mode' is '" + mode + "'; only 'constant' padding is supported");
   Pad p;
+  if (mode == "reflect")
+    p.mode = PadMode::reflect;
+  else if (mode == "edge")
+    p.mode = PadMode::edge;
+  else if (mode != "constant")
+    node_error(c, "attribute 'mode' is '" + mode + "'; expected constant, reflect or edge");
   if (c.opset < 11) {
     if (!find_attr(c, "pads")) node_error(c, "attribute 'pads' is missing");
     p.pads = attr_ints(c, "pads");
@@ -309,6 +320,21 @@ void convert_pad(Importer& im, const NodeCtx& c) {
     }
   }
   const size_t rank = im.input_shape(c, 0).size();
+  if (im.has_input(c, 3)) {  // opset 18: the pads are for these axes only
+    const std::vector<int64_t> axes = im.int_list_input(c, 3, "axes");
+    if (p.pads.size() != 2 * axes.size())
+      node_error(c, "pads has " + std::to_string(p.pads.size()) + " entries for " +
+                        std::to_string(axes.size()) + " axes");
+    std::vector<int64_t> all(2 * rank, 0);
+    std::vector<bool> seen(rank, false);
+    for (size_t k = 0; k < axes.size(); ++k) {
+      const int a = normalize_axis(c, axes[k], rank, "an axes entry");
+      if (seen[a]) node_error(c, "axes lists axis " + std::to_string(a) + " twice");
+      seen[a] = true;
+      all[a] = p.pads[k], all[a + rank] = p.pads[k + axes.size()];
+    }
+    p.pads = all;
+  }
   if (p.pads.size() != 2 * rank)
     node_error(c, "pads has " + std::to_string(p.pads.size()) + " entries, expected " +
                       std::to_string(2 * rank) + " (2 per input axis)");

@@ -1,9 +1,11 @@
 // convert_to_nhwc: the layout decision. Convolution slides over space with channels innermost,
 // so the convolution kernels take NHWC, with weights re-laid-out ahead of time to HWIO (and a
-// Gemm's transposed constant B stored untransposed, see pretranspose_gemm_weights). NHWC
-// then spreads from the convolutions through every op that works in either layout (pooling,
-// BatchNorm, elementwise, Concat and Pad with their axes remapped); an op that indexes its
-// input in logical (ONNX, row-major) order gets a transform back to NCHW in front of it.
+// Gemm's transposed constant B stored untransposed, see pretranspose_gemm_weights). Pooling
+// windows are generated for NHWC only, so a pool reading an NCHW activation (a graph input, a
+// 1-D pool's Reshape) takes it through a transform too. NHWC then spreads from the
+// convolutions through every op that works in either layout (pooling, BatchNorm, elementwise,
+// Concat and Pad with their axes remapped); an op that indexes its input in logical (ONNX,
+// row-major) order gets a transform back to NCHW in front of it.
 //
 // Channels-last blocks written with explicit Transposes (ConvNeXt's LayerNorm and MLP run on
 // permute(0, 2, 3, 1) of a conv's output, and permute(0, 3, 1, 2) hands the result back) hold
@@ -46,7 +48,7 @@ class LayoutRewriter {
   std::vector<Node> run() {
     for (const Node& n : g_.nodes()) {
       Node copy = n;
-      if (std::holds_alternative<Conv2d>(copy.op)) {
+      if (std::holds_alternative<Conv2d>(copy.op) || is_image_pool(copy)) {
         to_native(copy);
       } else if (relabels_nhwc(copy)) {
         copy.op = Reshape{g_.value(copy.outputs[0]).shape, Layout::nchw};
@@ -83,6 +85,10 @@ class LayoutRewriter {
       transposed_back_.emplace(n.outputs[0].index, n.inputs[0]);
   }
   bool free_nhwc(ValueId v) const { return transposed_back_.count(v.index) > 0; }
+
+  bool is_image_pool(const Node& n) const {
+    return std::holds_alternative<Pool2d>(n.op) && is_activation_4d(g_.value(n.inputs[0]));
+  }
 
   // Layout-agnostic ops stay NHWC when every 4-D activation they read already is.
   bool can_stay_nhwc(const Node& n) const {

@@ -11,7 +11,9 @@ namespace {
 // The Pad's [top, left, bottom, right] when it pads only H and W of an NCHW tensor with zeros.
 bool spatial_zero_pad(const Graph& g, const Node& n, int pads[4]) {
   const auto* p = std::get_if<Pad>(&n.op);
-  if (!p || p->value != 0.0f || g.value(n.inputs[0]).layout != Layout::nchw) return false;
+  if (!p || p->mode != PadMode::constant || p->value != 0.0f ||
+      g.value(n.inputs[0]).layout != Layout::nchw)
+    return false;
   const std::vector<int64_t>& q = p->pads;  // [n0, c0, h0, w0, n1, c1, h1, w1]
   if (q.size() != 8 || q[0] || q[1] || q[4] || q[5]) return false;
   for (int i : {2, 3, 6, 7})

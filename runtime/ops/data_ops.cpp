@@ -204,10 +204,20 @@ std::string slice(const graph::Slice& sl, const ConstTensorRef& x, const TensorR
 // Output index j on an axis reads input index j - begin pad (negative pads crop). The whole
 // output is filled with the pad value first and the overlap copied over it: simpler than
 // filling only the border, and the fill costs no more than the copy.
+// Reflect and edge padding read an input element for every output element, one at a time.
 void pad(const graph::Pad& p, const ConstTensorRef& x, const TensorRef& out) {
-  std::fill(out.data, out.data + graph::num_elements(out.shape), p.value);
   const size_t r = x.shape.size();
   const Dims is = strides_of(x.shape), os = strides_of(out.shape);
+  if (p.mode != graph::PadMode::constant) {
+    for (int64_t i = 0; i < graph::num_elements(out.shape); ++i) {
+      int64_t src = 0;
+      for (size_t a = 0; a < r; ++a)
+        src += graph::pad_source_index(p.mode, i / os[a] % out.shape[a], p.pads[a], x.shape[a]) * is[a];
+      out.data[i] = x.data[src];
+    }
+    return;
+  }
+  std::fill(out.data, out.data + graph::num_elements(out.shape), p.value);
   Walk<2> w{Dims(r), {is, os}};
   int64_t src = 0, dst = 0;
   for (size_t a = 0; a < r; ++a) {

@@ -1,0 +1,173 @@
+// ONNX frontend, opsets 18-21: what changed for the ops Kiln supports (ReduceMean's axes as an
+// input, Split's num_outputs, Pad's axes, Resize's new attributes), Gelu (opset 20) and
+// GroupNormalization (18 and 21), each against values computed here from the ONNX definitions.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "onnx_test_models.h"
+
+namespace kiln::graph {
+namespace {
+
+using namespace onnx_test;  // ModelBuilder, import, import_error, attr_*, rnd, Dims
+using testing::HasSubstr;
+
+// The one output of `m` run by the reference interpreter on x.
+Tensor run_one(const ModelBuilder& m, const std::vector<float>& x) {
+  const Graph g = import(m);
+  const Value& in = g.value(g.inputs.at(0));
+  return run_reference(g, {Tensor{in.shape, in.layout, x}})[0];
+}
+
+TEST(OnnxOpsets18To21, ReduceMeanTakesAxesAsAnInput) {
+  ModelBuilder m(18);
+  m.input("x", {2, 3, 4});
+  m.init_i64("axes", {1}, {-2});
+  attr_i(m.node("ReduceMean", {"x", "axes"}, {"y"}, "mean"), "keepdims", 0);
+  m.output("y");
+  const std::vector<float> x = rnd(24, 180);
+  const Tensor y = run_one(m, x);
+  ASSERT_EQ(y.shape, (Shape{2, 4}));
+  for (int n = 0; n < 2; ++n)
+    for (int w = 0; w < 4; ++w) {
+      const float want = (x[(n * 3 + 0) * 4 + w] + x[(n * 3 + 1) * 4 + w] + x[(n * 3 + 2) * 4 + w]) / 3;
+      EXPECT_NEAR(y.data[n * 4 + w], want, 1e-6f);
+    }
+  // No axes: every axis, or none with noop_with_empty_axes.
+  ModelBuilder all(18);
+  all.input("x", {2, 3});
+  all.node("ReduceMean", {"x"}, {"y"}, "mean");
+  all.output("y");
+  EXPECT_EQ(import(all).value(import(all).outputs[0]).shape, (Shape{1, 1}));
+  attr_i(*all.graph().mutable_node(0), "noop_with_empty_axes", 1);
+  const std::vector<float> x2 = rnd(6, 181);
+  EXPECT_EQ(run_one(all, x2).data, x2);
+}
+
+TEST(OnnxOpsets18To21, SplitNumOutputsLeavesTheLastPartSmaller) {
+  ModelBuilder m(18);
+  m.input("x", {7, 2});
+  attr_i(m.node("Split", {"x"}, {"a", "b", "c"}, "split"), "num_outputs", 3);
+  for (const char* o : {"a", "b", "c"}) m.output(o);
+  const Graph g = import(m);
+  EXPECT_EQ(g.value(g.outputs[0]).shape, (Shape{3, 2}));
+  EXPECT_EQ(g.value(g.outputs[2]).shape, (Shape{1, 2}));
+  m.graph().mutable_node(0)->mutable_attribute(0)->set_i(2);
+  EXPECT_THAT(import_error(m.bytes()), HasSubstr("attribute 'num_outputs' is 2 for 3 outputs"));
+}
+
+TEST(OnnxOpsets18To21, PadAxesInputAndResizeAttributes) {
+  ModelBuilder m(18);
+  m.input("x", {1, 2, 3, 3});
+  m.init_i64("pads", {2}, {1, 2});
+  m.init("value", {}, {0.5f});
+  m.init_i64("axes", {1}, {-1});
+  m.node("Pad", {"x", "pads", "value", "axes"}, {"y"}, "pad");
+  m.output("y");
+  const std::vector<float> x = rnd(18, 182);
+  const Tensor y = run_one(m, x);
+  ASSERT_EQ(y.shape, (Shape{1, 2, 3, 6}));
+  EXPECT_EQ(y.data[0], 0.5f);
+  EXPECT_EQ(y.data[1], x[0]);
+  EXPECT_EQ(y.data[5], 0.5f);
+
+  ModelBuilder r(19);
+  r.input("x", {1, 1, 2, 2});
+  r.init("roi", {0}, {});
+  r.init("scales", {4}, {1, 1, 0.5f, 0.5f});
+  attr_i(r.node("Resize", {"x", "roi", "scales"}, {"y"}, "resize"), "antialias", 1);
+  r.output("y");
+  EXPECT_THAT(import_error(r.bytes()), HasSubstr("attribute 'antialias'=1 is not supported"));
+  r.graph().mutable_node(0)->mutable_attribute()->RemoveLast();
+  attr_s(*r.graph().mutable_node(0), "coordinate_transformation_mode", "half_pixel_symmetric");
+  EXPECT_THAT(import_error(r.bytes()), HasSubstr("half_pixel_symmetric"));
+
+  ModelBuilder future(22);
+  future.input("x", {2});
+  future.node("Relu", {"x"}, {"y"});
+  future.output("y");
+  EXPECT_THAT(import_error(future.bytes()), HasSubstr("Kiln supports opsets 1 to 21"));
+}
+
+TEST(OnnxOpsets18To21, GeluExactAndTanh) {
+  for (const char* approximate : {"none", "tanh"}) {
+    ModelBuilder m(20);
+    m.input("x", {3, 5});
+    attr_s(m.node("Gelu", {"x"}, {"y"}, "gelu"), "approximate", approximate);
+    m.output("y");
+    const std::vector<float> x = rnd(15, 183, -4.0f, 4.0f);
+    const Tensor y = run_one(m, x);
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double v = x[i];
+      const double want =
+          approximate[0] == 'n'
+              ? 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)))
+              : 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+      EXPECT_NEAR(y.data[i], want, 1e-5) << approximate << " " << v;
+    }
+  }
+  ModelBuilder bad(20);
+  bad.input("x", {3});
+  attr_s(bad.node("Gelu", {"x"}, {"y"}, "gelu"), "approximate", "erf");
+  bad.output("y");
+  EXPECT_THAT(import_error(bad.bytes()), HasSubstr("attribute 'approximate' is 'erf'"));
+}
+
+// y[n, c] = (x[n, c] - mean) / sqrt(var + eps) * scale + bias, the statistics over the group of
+// channel c (channels / groups of them) and all spatial positions.
+std::vector<float> group_norm(const std::vector<float>& x, Dims s, int64_t groups,
+                              const std::vector<float>& scale, const std::vector<float>& bias,
+                              float eps) {
+  const int64_t n = s[0], c = s[1], hw = s[2] * s[3], per = c / groups * hw;
+  std::vector<float> y(x.size());
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t g = 0; g < groups; ++g) {
+      const float* row = x.data() + (b * groups + g) * per;
+      double mean = 0, var = 0;
+      for (int64_t i = 0; i < per; ++i) mean += row[i];
+      mean /= per;
+      for (int64_t i = 0; i < per; ++i) var += (row[i] - mean) * (row[i] - mean);
+      var /= per;
+      for (int64_t i = 0; i < per; ++i) {
+        const int64_t ch = g * (c / groups) + i / hw;
+        y[(b * groups + g) * per + i] =
+            static_cast<float>((row[i] - mean) / std::sqrt(var + eps) * scale[ch] + bias[ch]);
+      }
+    }
+  return y;
+}
+
+TEST(OnnxOpsets18To21, GroupNormalizationPerGroupAndPerChannelParameters) {
+  const Dims shape = {2, 6, 3, 4};
+  const std::vector<float> x = rnd(2 * 6 * 12, 184, -2.0f, 3.0f);
+  for (int opset : {18, 21}) {
+    const int64_t params = opset == 18 ? 3 : 6;
+    const std::vector<float> s = rnd(params, 185), b = rnd(params, 186);
+    ModelBuilder m(opset);
+    m.input("x", shape);
+    m.init("scale", {params}, s), m.init("bias", {params}, b);
+    auto& node = m.node("GroupNormalization", {"x", "scale", "bias"}, {"y"}, "gn");
+    attr_i(node, "num_groups", 3);
+    attr_f(node, "epsilon", 1e-3f);
+    m.output("y");
+    std::vector<float> per_channel_s(6), per_channel_b(6);
+    for (int ch = 0; ch < 6; ++ch)
+      per_channel_s[ch] = s[ch * params / 6], per_channel_b[ch] = b[ch * params / 6];
+    const std::vector<float> want = group_norm(x, shape, 3, per_channel_s, per_channel_b, 1e-3f);
+    const Tensor y = run_one(m, x);
+    ASSERT_EQ(y.data.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(y.data[i], want[i], 1e-4f) << opset << " " << i;
+  }
+  ModelBuilder bad(21);
+  bad.input("x", shape);
+  bad.init("scale", {6}, rnd(6, 187)), bad.init("bias", {6}, rnd(6, 188));
+  attr_i(bad.node("GroupNormalization", {"x", "scale", "bias"}, {"y"}, "gn"), "num_groups", 4);
+  bad.output("y");
+  EXPECT_THAT(import_error(bad.bytes()),
+              HasSubstr("attribute 'num_groups' is 4, which does not divide the 6 channels"));
+}
+
+}  // namespace
+}  // namespace kiln::graph
