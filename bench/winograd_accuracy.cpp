@@ -1,0 +1,135 @@
+// Winograd's rounding error on a model's layers (docs/tuning.md quotes its output). Every dense
+// 3x3 stride-1 convolution of the optimized model, with its real (BatchNorm-folded) weights and
+// bias and no epilogue, on seeded random inputs in [-1, 1]: the default direct schedule and
+// Winograd F(2x2) and F(4x4) against the reference interpreter (double accumulation). Then the
+// whole model with every such layer on each Winograd tile against the reference on one random
+// input, at the tolerance of the end-to-end tests (rtol 1e-3, atol 1e-4).
+//   winograd_accuracy MODEL.onnx [MODEL.onnx ...]
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cli.h"
+#include "codegen/kernel_library.h"
+#include "graph/builder.h"
+#include "graph/passes/pipeline.h"
+#include "graph/reference.h"
+#include "kiln/runtime.h"
+
+namespace {
+
+using namespace kiln;
+
+bool eligible(const graph::ConvKernelSpec& c) {
+  return !c.depthwise && c.groups == 1 && c.weights.shape[0] == 3 && c.weights.shape[1] == 3 &&
+         c.stride_h == 1 && c.stride_w == 1 && c.dilation_h == 1 && c.dilation_w == 1;
+}
+
+// Runs `g` on `inputs` with `schedule` for every eligible convolution ("" for the defaults).
+std::vector<float> run(const graph::Graph& g, const std::vector<graph::Tensor>& inputs,
+                       const std::string& schedule) {
+  codegen::CodegenOptions c;
+  c.cache_dir = std::string(std::getenv("HOME") ? std::getenv("HOME") : "/tmp") + "/.cache/kiln";
+  c.schedules = [schedule](const graph::KernelSpec& k, const std::string&) {
+    const auto* conv = std::get_if<graph::ConvKernelSpec>(&k);
+    return conv && eligible(*conv) ? schedule : std::string();
+  };
+  ModelOptions o;
+  o.generate_kernels = codegen::kernel_generator(c);
+  Model m(g, o);
+  const Status s = m.run(inputs);
+  if (!s) throw graph::Error(s.message());
+  const TensorView out = m.output(0);
+  const graph::Tensor t = graph::to_layout(out.data, out.shape, out.layout,
+                                           out.layout == graph::Layout::nhwc && out.shape.size() == 4
+                                               ? graph::Layout::nchw
+                                               : out.layout);
+  return t.data;
+}
+
+struct Error {
+  double abs = 0, rel = 0, ratio = 0;  // max |error|, that over max |reference|, tolerance ratio
+};
+
+Error error_of(const std::vector<float>& got, const std::vector<float>& want) {
+  double scale = 0;
+  for (float v : want) scale = std::max(scale, double(std::fabs(v)));
+  Error e;
+  e.abs = graph::max_abs_diff(got, want);
+  e.rel = scale > 0 ? e.abs / scale : e.abs;
+  e.ratio = graph::worst_error_ratio(got, want, 1e-3, 1e-4);
+  return e;
+}
+
+const char* const kSchedules[] = {"", "winograd tile=2", "winograd tile=4"};
+
+int measure(const std::string& path) {
+  const graph::Graph input = cli::load_model(path);
+  const graph::Graph g = graph::run_passes(input);
+  ModelOptions lower;
+  lower.lower_only = true;
+  const Model lowered(g, lower);
+  std::printf("%s: max abs error, its ratio to max |output|, and max error / (atol + rtol |ref|)\n",
+              path.c_str());
+  std::printf("%-28s %-22s %-30s %-30s %-30s\n", "layer", "shape", "direct", "winograd tile=2",
+              "winograd tile=4");
+  uint64_t seed = 1;
+  for (const graph::KernelSpec& k : lowered.kernels()) {
+    const auto* c = std::get_if<graph::ConvKernelSpec>(&k);
+    if (!c || !eligible(*c)) continue;
+    const graph::Shape& in = c->input.shape;  // NHWC
+    graph::GraphBuilder b;
+    const graph::ValueId x = b.input("x", in, graph::Layout::nhwc);
+    const graph::ValueId w = b.constant("w", c->weights.shape, *g.value(c->weights.value).data,
+                                        graph::Layout::hwio);
+    const graph::ValueId bias = b.constant("b", c->bias.shape, *g.value(c->bias.value).data);
+    graph::Conv2d attrs;
+    attrs.pad_top = c->pad_top, attrs.pad_left = c->pad_left;
+    attrs.pad_bottom = c->pad_bottom, attrs.pad_right = c->pad_right;
+    b.output(b.op("conv", attrs, {x, w, bias}));
+    const graph::Graph layer = b.finish();
+    const std::vector<graph::Tensor> xs = {
+        {in, graph::Layout::nhwc, graph::random_uniform(graph::num_elements(in), -1, 1, seed++)}};
+    const std::vector<float> want = graph::run_reference(layer, xs)[0].data;
+    char shape[64];
+    std::snprintf(shape, sizeof shape, "%lldx%lld %lld->%lld", (long long)in[1], (long long)in[2],
+                  (long long)in[3], (long long)c->output.shape[3]);
+    std::printf("%-28s %-22s", c->name.substr(0, 28).c_str(), shape);
+    for (const char* s : kSchedules) {
+      const Error e = error_of(run(layer, xs, s), want);
+      std::printf(" %9.2e %9.2e %6.3f  ", e.abs, e.rel, e.ratio);
+    }
+    std::printf("\n");
+  }
+  std::vector<graph::Tensor> xs;
+  for (graph::ValueId v : input.inputs) {
+    const graph::Value& iv = input.value(v);
+    xs.push_back({iv.shape, iv.layout,
+                  graph::random_uniform(graph::num_elements(iv.shape), -1, 1, seed++)});
+  }
+  const graph::Tensor want = graph::run_reference(input, xs)[0];
+  std::printf("%-51s", "whole model, every eligible layer on the schedule");
+  for (const char* s : kSchedules) {
+    const Error e = error_of(run(g, xs, s), want.data);
+    std::printf(" %9.2e %9.2e %6.3f  ", e.abs, e.rel, e.ratio);
+  }
+  std::printf("\n");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: winograd_accuracy MODEL.onnx [MODEL.onnx ...]\n");
+    return 2;
+  }
+  try {
+    for (int i = 1; i < argc; ++i) measure(argv[i]);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
