@@ -26,9 +26,10 @@ bool eligible(const graph::ConvKernelSpec& c) {
          c.stride_h == 1 && c.stride_w == 1 && c.dilation_h == 1 && c.dilation_w == 1;
 }
 
-// Runs `g` on `inputs` with `schedule` for every eligible convolution ("" for the defaults).
+// Runs `g` on `inputs` with `schedule` for every eligible convolution ("" for the defaults);
+// the output in `layout`.
 std::vector<float> run(const graph::Graph& g, const std::vector<graph::Tensor>& inputs,
-                       const std::string& schedule) {
+                       const std::string& schedule, graph::Layout layout) {
   codegen::CodegenOptions c;
   c.cache_dir = std::string(std::getenv("HOME") ? std::getenv("HOME") : "/tmp") + "/.cache/kiln";
   c.schedules = [schedule](const graph::KernelSpec& k, const std::string&) {
@@ -41,11 +42,9 @@ std::vector<float> run(const graph::Graph& g, const std::vector<graph::Tensor>& 
   const Status s = m.run(inputs);
   if (!s) throw graph::Error(s.message());
   const TensorView out = m.output(0);
-  const graph::Tensor t = graph::to_layout(out.data, out.shape, out.layout,
-                                           out.layout == graph::Layout::nhwc && out.shape.size() == 4
-                                               ? graph::Layout::nchw
-                                               : out.layout);
-  return t.data;
+  if (out.layout == layout || out.shape.size() != 4)
+    return std::vector<float>(out.data, out.data + graph::num_elements(out.shape));
+  return graph::to_layout(out.data, out.shape, out.layout, layout).data;
 }
 
 struct Error {
@@ -91,13 +90,13 @@ int measure(const std::string& path) {
     const graph::Graph layer = b.finish();
     const std::vector<graph::Tensor> xs = {
         {in, graph::Layout::nhwc, graph::random_uniform(graph::num_elements(in), -1, 1, seed++)}};
-    const std::vector<float> want = graph::run_reference(layer, xs)[0].data;
+    const graph::Tensor want = graph::run_reference(layer, xs)[0];
     char shape[64];
     std::snprintf(shape, sizeof shape, "%lldx%lld %lld->%lld", (long long)in[1], (long long)in[2],
                   (long long)in[3], (long long)c->output.shape[3]);
     std::printf("%-28s %-22s", c->name.substr(0, 28).c_str(), shape);
     for (const char* s : kSchedules) {
-      const Error e = error_of(run(layer, xs, s), want);
+      const Error e = error_of(run(layer, xs, s, want.layout), want.data);
       std::printf(" %9.2e %9.2e %6.3f  ", e.abs, e.rel, e.ratio);
     }
     std::printf("\n");
@@ -111,7 +110,7 @@ int measure(const std::string& path) {
   const graph::Tensor want = graph::run_reference(input, xs)[0];
   std::printf("%-51s", "whole model, every eligible layer on the schedule");
   for (const char* s : kSchedules) {
-    const Error e = error_of(run(g, xs, s), want.data);
+    const Error e = error_of(run(g, xs, s, want.layout), want.data);
     std::printf(" %9.2e %9.2e %6.3f  ", e.abs, e.rel, e.ratio);
   }
   std::printf("\n");

@@ -204,6 +204,7 @@ schedules::ConvShape conv_shape(const graph::ConvKernelSpec& k, const Halide::Ta
   // schedules apply (their input loads are broadcasts); narrower groups vectorize pixels.
   s.narrow_groups = k.groups > 1 && out_per_group % target.natural_vector_size<float>() != 0;
   s.grouped = k.groups > 1;
+  s.constant_weights = k.constant_weights;
   s.stride_w = k.stride_w, s.stride_h = k.stride_h;
   s.dilation_w = k.dilation_w, s.dilation_h = k.dilation_h;
   return s;
@@ -240,15 +241,24 @@ std::optional<schedules::ConvShape> tunable_shape(const graph::KernelSpec& spec,
 // record, or the spec's own ConvKernelSpec::schedule) read over the default, or the default.
 schedules::ConvParams conv_params(const std::string& kernel, const schedules::ConvShape& shape,
                                   const std::string& text, const Halide::Target& target) {
-  schedules::ConvParams p = schedules::default_conv_params(shape, target);
+  using schedules::ConvFamily;
+  const schedules::ConvParams base = schedules::default_conv_params(shape, target);
+  schedules::ConvParams p = base;
   if (text.empty()) return p;
   std::string error = schedules::parse_conv_params(text, &p);
   // Winograd's register block counts tiles, not pixels, and its rows are tile rows: a text that
-  // switches to it reads its knobs over Winograd's own default for the layer.
-  if (error.empty() && p.family == schedules::ConvFamily::winograd &&
-      schedules::default_conv_params(shape, target).family != schedules::ConvFamily::winograd) {
-    p = schedules::default_winograd_params(shape, target);
-    error = schedules::parse_conv_params(text, &p);
+  // switches between it and a direct family reads its knobs over the layer's default of the
+  // other kind; switching to winograd ("wide block=2x6 ... winograd tile=2", as `kiln tune
+  // --set` writes), only the knobs after the last "winograd".
+  const bool to_winograd = p.family == ConvFamily::winograd;
+  if (error.empty() && to_winograd != (base.family == ConvFamily::winograd)) {
+    const size_t switch_at = (" " + text).rfind(" winograd");
+    // Twice: the default register block depends on the tile the text may name.
+    for (int tile : {0, p.tile}) {
+      p = to_winograd ? schedules::default_winograd_params(shape, target, tile)
+                      : schedules::default_direct_conv_params(shape, target);
+      error = schedules::parse_conv_params(to_winograd ? text.substr(switch_at) : text, &p);
+    }
   }
   if (error.empty()) error = schedules::conv_params_error(p, shape, target);
   if (!error.empty())
@@ -664,12 +674,8 @@ std::string schedule_for_weight_tile(const graph::KernelSpec& spec, const Halide
                                      const std::string& schedule, int tile) {
   if (winograd_weight_tile(spec, target, schedule) == tile) return schedule;
   const schedules::ConvShape s = *tunable_shape(spec, target);  // a tile > 0 came from one
-  schedules::ConvParams p = schedules::default_winograd_params(s, target);
-  p.tile = tile;
-  if (tile == 0) p = schedules::default_conv_params(s, target);
-  KILN_CHECK(p.family != schedules::ConvFamily::winograd || tile > 0,
-             "the default schedule reads Winograd weights");
-  return schedules::to_string(p);
+  return schedules::to_string(tile > 0 ? schedules::default_winograd_params(s, target, tile)
+                                       : schedules::default_direct_conv_params(s, target));
 }
 
 // build_kernel_pipeline without autoschedulers: the schedules of schedules/.

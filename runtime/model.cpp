@@ -235,6 +235,15 @@ std::vector<void*> Model::Impl::winograd_weight_args(const graph::ConvKernelSpec
     std::copy(u.begin(), u.end(), b.data());
     winograd_weights.emplace_back(key, std::move(b));
     it = std::prev(winograd_weights.end());
+    // Read by this kernel alone: the transformed copy is the weights' only resident form.
+    size_t readers = 0;
+    for (const graph::KernelSpec& k : kernels) {
+      const auto* op = std::get_if<graph::OpKernelSpec>(&k);
+      for (const graph::TensorDesc& t :
+           op && !graph::is_generated(k) ? op->inputs : graph::generated_kernel_arguments(k))
+        readers += t.value == c.weights.value;
+    }
+    if (readers == 1) release_constant(c.weights.value);
   }
   std::vector<void*> args;
   for (const graph::TensorDesc& t : graph::generated_kernel_arguments(c))

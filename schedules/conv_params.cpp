@@ -189,6 +189,8 @@ std::string winograd_error(const ConvParams& p, const ConvShape& s, const Halide
   if (s.stride_w != 1 || s.stride_h != 1) return "winograd takes stride 1 only";
   if (s.dilation_w != 1 || s.dilation_h != 1) return "winograd takes dilation 1 only";
   if (s.grouped) return "winograd takes dense (ungrouped) convolutions only";
+  if (!s.constant_weights)
+    return "winograd needs constant weights (the model transforms them once, when it loads)";
   const int vec = vector_lanes(t);
   if (s.out_channels < vec)
     return "winograd needs at least one vector of output channels (" + std::to_string(vec) +
@@ -214,10 +216,12 @@ std::string winograd_error(const ConvParams& p, const ConvShape& s, const Halide
 
 }  // namespace
 
-ConvParams default_winograd_params(const ConvShape& s, const Halide::Target& t) {
+ConvParams default_winograd_params(const ConvShape& s, const Halide::Target& t, int tile) {
   ConvParams p;
   p.family = ConvFamily::winograd;
-  p.tile = winograd_tile_error(4, s).empty() ? 4 : 2;
+  // F(4x4) where it is accurate enough and the output is at least 28 pixels wide: on 14x14
+  // outputs F(2x2) measured as fast or faster (docs/benchmarks.md).
+  p.tile = tile > 0 ? tile : winograd_tile_error(4, s).empty() && s.out_width >= 28 ? 4 : 2;
   p.rows = 1;
   // The direct schedules' widest tile of 2 vectors (2x6 on AVX2, 2x14 on AVX-512), as many tiles
   // of it as a tile row has.
@@ -256,6 +260,18 @@ std::string conv_params_error(const ConvParams& p, const ConvShape& s, const Hal
 }
 
 ConvParams default_conv_params(const ConvShape& s, const Halide::Target& t) {
+  // Winograd where it measured faster in every run: dense 3x3 stride-1 layers of at least 64
+  // channels in and out with outputs of at least 14x14 (ResNet-18's layers 1-3: 1.3-3.5x the
+  // direct schedule, AVX2, 2 threads; docs/benchmarks.md). Not on 7x7 outputs (F(4x4) 0.7-0.9x,
+  // F(2x2) 1.0-1.2x) nor where no measurement was made.
+  const ConvParams winograd = default_winograd_params(s, t);
+  if (!t.has_gpu_feature() && s.reduction_channels >= 64 && s.out_channels >= 64 &&
+      s.out_width >= 14 && s.out_height >= 14 && winograd_error(winograd, s, t).empty())
+    return winograd;
+  return default_direct_conv_params(s, t);
+}
+
+ConvParams default_direct_conv_params(const ConvShape& s, const Halide::Target& t) {
   ConvParams p;
   if (s.narrow_groups) {
     p.family = ConvFamily::grouped;
@@ -336,8 +352,12 @@ double conv_cost_estimate(const ConvParams& p, const ConvShape& s, const Halide:
 
 std::vector<ConvParams> conv_candidates(const ConvShape& s, const Halide::Target& t, int threads,
                                         size_t limit) {
-  const ConvParams base = default_conv_params(s, t);
-  std::vector<ConvParams> out = {base};
+  const ConvParams chosen = default_conv_params(s, t);
+  // The direct families' candidates vary the direct default (also measured when Winograd is
+  // the default).
+  const ConvParams base = default_direct_conv_params(s, t);
+  std::vector<ConvParams> out = {chosen};
+  if (!(base == chosen) && limit > 1) out.push_back(base);
   if (base.family == ConvFamily::grouped || t.has_gpu_feature()) return out;
   const int vec = vector_lanes(t);
   std::vector<RegisterBlock> blocks;

@@ -21,6 +21,7 @@ struct ConvShape {
   // Groups with fewer output channels than a vector: only `grouped` (and `naive`) apply.
   bool narrow_groups = false;
   bool grouped = false;  // groups > 1 (Winograd takes dense convolutions only)
+  bool constant_weights = true;  // Winograd transforms them once, when the model binds them
   int stride_w = 1, stride_h = 1, dilation_w = 1, dilation_h = 1;
 };
 
@@ -69,13 +70,15 @@ std::string conv_params_error(const ConvParams& p, const ConvShape& s, const Hal
 // every 3x3 stride-1 layer of the zoo (docs/tuning.md): it is refused for reductions longer than
 // kWinograd4MaxChannels input channels.
 std::string winograd_tile_error(int tile, const ConvShape& s);
-inline constexpr int kWinograd4MaxChannels = 1024;
+inline constexpr int kWinograd4MaxChannels = 512;
 
 // The Winograd schedule for `s` on `target` with its default knobs: tile 4 where
 // winograd_tile_error allows it (else 2), a register block of 2 vectors (1 below 16 channels on
 // AVX2) by up to the direct schedule's pixels (6 on AVX2, 14 on AVX-512) in tiles of one tile
 // row, one tile row per task.
-ConvParams default_winograd_params(const ConvShape& s, const Halide::Target& target);
+// tile > 0: that tile, whatever the error rule says (conv_params_error still checks it).
+ConvParams default_winograd_params(const ConvShape& s, const Halide::Target& target,
+                                   int tile = 0);
 
 // Tiles of F(tile x tile) along x and y of an output of `s`, overhanging edges included.
 int winograd_tiles_x(const ConvShape& s, int tile);
@@ -84,7 +87,13 @@ int winograd_tiles_y(const ConvShape& s, int tile);
 // widest register block of tiles that never runs past a task.
 int winograd_min_task_tiles(const ConvShape& s, int tile, int rows);
 
-// The default choice: deep for outputs of at most 64 pixels, or at most 196 pixels (14x14) from
+// The default choice: winograd (default_winograd_params) for dense 3x3 stride-1 layers with
+// constant weights, at least 64 channels in and out and outputs of at least 14x14, on CPU
+// targets (measured 1.3-3.5x the direct schedule on ResNet-18's, AVX2, docs/benchmarks.md);
+// otherwise default_direct_conv_params.
+ConvParams default_conv_params(const ConvShape& s, const Halide::Target& target);
+
+// The direct convolution's default: deep for outputs of at most 64 pixels, or at most 196 pixels (14x14) from
 // a spatial kernel with at least 1024 (input channel x tap) steps; grouped for narrow groups;
 // wide otherwise, reading unpadded 1x1 inputs in place. The register tile is the target's
 // preferred one that fits. Measured, deep against wide (1 thread, weights evicted between
@@ -93,7 +102,7 @@ int winograd_min_task_tiles(const ConvShape& s, int tile, int rows);
 // equal. In place against staged 1x1 inputs (same run, 2 threads): 1.01-1.28x, most on thin
 // layers where the staged copy was a large share; in place inside deep measured 0.44-1.01x, so
 // deep 1x1 layers keep their copy.
-ConvParams default_conv_params(const ConvShape& s, const Halide::Target& target);
+ConvParams default_direct_conv_params(const ConvShape& s, const Halide::Target& target);
 
 // The tuner's search space for `s`: every valid schedule of the families that apply, ranked by
 // estimated cost (conv_cost_estimate, best first) and cut to `limit`. The default is always

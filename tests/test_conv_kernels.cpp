@@ -315,18 +315,39 @@ TEST(ConvKernelWeightStride, PaddedInputChannelStride) {
   }
 }
 
-// The default choice among the families (schedules/conv_params.h), on an AVX-512 target.
+// The default choice among the families (schedules/conv_params.h), on an AVX-512 target:
+// Winograd for 3x3 stride-1 layers of 64+ channels with outputs of 14x14 or more, F(4x4) from
+// 28 pixels wide; the direct default elsewhere, and as the alternative there.
 TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
   const Halide::Target avx512("x86-64-linux-avx-avx2-avx512-f16c-fma-sse41");
-  const auto choice = [&](int h, int w, int ci, int k, bool padded) {
+  const auto layer = [](int h, int w, int ci, int k, bool padded) {
     schedules::ConvShape s;
     s.out_height = h, s.out_width = w, s.out_channels = 64, s.reduction_channels = ci;
     s.kernel_h = s.kernel_w = k, s.padded = padded;
-    return schedules::to_string(schedules::default_conv_params(s, avx512));
+    return s;
   };
-  EXPECT_EQ(choice(56, 56, 64, 3, true), "wide block=2x14 rows=2 split=0 stage=copy");
-  EXPECT_EQ(choice(28, 28, 128, 3, true), "wide block=2x14 rows=2 split=0 stage=copy");
-  EXPECT_EQ(choice(14, 14, 256, 3, true), "deep block=2x14 chunk=288 tasks=16");
+  const auto choice = [&](int h, int w, int ci, int k, bool padded) {
+    return schedules::to_string(schedules::default_conv_params(layer(h, w, ci, k, padded), avx512));
+  };
+  const auto direct = [&](int h, int w, int ci, int k, bool padded) {
+    return schedules::to_string(
+        schedules::default_direct_conv_params(layer(h, w, ci, k, padded), avx512));
+  };
+  EXPECT_EQ(choice(56, 56, 64, 3, true), "winograd tile=4 block=2x14 rows=1");
+  EXPECT_EQ(choice(28, 28, 128, 3, true), "winograd tile=4 block=2x7 rows=1");
+  EXPECT_EQ(choice(14, 14, 256, 3, true), "winograd tile=2 block=2x7 rows=1");
+  EXPECT_EQ(choice(7, 7, 512, 3, true), "deep block=3x7 chunk=288 tasks=16");
+  EXPECT_EQ(choice(56, 56, 32, 3, true), "wide block=2x14 rows=2 split=0 stage=copy");
+  schedules::ConvShape strided = layer(56, 56, 64, 3, true);
+  strided.stride_w = strided.stride_h = 2;
+  EXPECT_EQ(schedules::default_conv_params(strided, avx512).family, schedules::ConvFamily::wide);
+  schedules::ConvShape weights_input = layer(56, 56, 64, 3, true);
+  weights_input.constant_weights = false;
+  EXPECT_EQ(schedules::default_conv_params(weights_input, avx512).family,
+            schedules::ConvFamily::wide);
+  EXPECT_EQ(direct(56, 56, 64, 3, true), "wide block=2x14 rows=2 split=0 stage=copy");
+  EXPECT_EQ(direct(28, 28, 128, 3, true), "wide block=2x14 rows=2 split=0 stage=copy");
+  EXPECT_EQ(direct(14, 14, 256, 3, true), "deep block=2x14 chunk=288 tasks=16");
   EXPECT_EQ(choice(14, 14, 1024, 1, false), "wide block=2x14 rows=1 split=0 stage=in_place");
   EXPECT_EQ(choice(14, 14, 1024, 1, true), "wide block=2x14 rows=1 split=0 stage=copy");
   EXPECT_EQ(choice(7, 7, 512, 1, false), "deep block=3x7 chunk=288 tasks=16");
@@ -522,7 +543,9 @@ TEST(ConvKernelSchedules, WinogradKnobsAndRefusals) {
   schedules::ConvShape s;
   s.out_height = s.out_width = 14, s.out_channels = 64, s.reduction_channels = 64;
   s.kernel_h = s.kernel_w = 3, s.padded = true;
-  const schedules::ConvParams w = schedules::default_winograd_params(s, avx2);
+  EXPECT_EQ(schedules::to_string(schedules::default_winograd_params(s, avx2)),
+            "winograd tile=2 block=2x6 rows=1");  // F(2x2) below 28 pixels wide
+  const schedules::ConvParams w = schedules::default_winograd_params(s, avx2, 4);
   EXPECT_EQ(schedules::to_string(w), "winograd tile=4 block=2x4 rows=1");
   EXPECT_EQ(schedules::conv_params_error(w, s, avx2), "");
   const auto refused = [&](schedules::ConvShape layer, const Halide::Target& t,
