@@ -110,6 +110,7 @@ struct Model::Impl {
   std::shared_ptr<const GeneratedKernels> generated;  // for the graph::is_generated specs
   std::string fallback_reason;
   std::vector<double> kernel_seconds;
+  std::vector<int> winograd_tiles;  // by kernel: GeneratedKernel::winograd_tile, or 0
   // Set while run() binds inputs and calls kernels: the arena, the bound inputs and the outputs
   // belong to one call at a time, so a concurrent call fails instead of corrupting the results.
   std::atomic<bool> running{false};
@@ -266,7 +267,9 @@ void Model::Impl::make_calls() {
     if (graph::is_generated(k)) {
       const GeneratedKernel& gk = generated->kernels[next_generated++];
       const auto* conv = std::get_if<graph::ConvKernelSpec>(&k);
+      winograd_tiles.resize(calls.size() + 1);
       if (conv && gk.winograd_tile > 0) {
+        winograd_tiles.back() = gk.winograd_tile;
         c.args = winograd_weight_args(*conv, gk.winograd_tile);
       } else if (conv) {
         widen_grouped_weights(*conv);
@@ -470,6 +473,9 @@ TensorView Model::output(size_t i) const {
 
 const std::vector<graph::KernelSpec>& Model::kernels() const { return impl_->kernels; }
 const std::vector<double>& Model::kernel_seconds() const { return impl_->kernel_seconds; }
+int Model::winograd_tile(size_t k) const {
+  return k < impl_->winograd_tiles.size() ? impl_->winograd_tiles[k] : 0;
+}
 const graph::ArenaPlan& Model::arena_plan() const { return impl_->plan; }
 Backend Model::backend() const { return impl_->options.backend; }
 const std::string& Model::fallback_reason() const { return impl_->fallback_reason; }

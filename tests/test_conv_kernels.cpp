@@ -523,6 +523,7 @@ TEST(ConvKernelWinograd, ModelBindsTransformedWeights) {
   ModelOptions mo;
   mo.generate_kernels = codegen::kernel_generator(o);
   Model m(prob.g, mo);
+  EXPECT_EQ(m.winograd_tile(0), 4);  // what `kiln bench --per-layer` shows
   for (int call = 0; call < 2; ++call) {
     ASSERT_TRUE(m.run({prob.input}));
     const TensorView out = m.output(0);
