@@ -100,11 +100,11 @@ struct Model::Impl {
   std::unique_ptr<void, FreeDeleter> arena;
   std::vector<HalideBuffer> buffers;  // by value id
   // Copies of conv weights in the layouts the CPU kernels prefer: dense weights at a padded row
-  // stride, narrow groups' weights widened to blocks (owned here; the graph's constants stay
-  // as they are).
+  // stride, narrow groups' weights widened to blocks, Winograd-transformed weights (owned here;
+  // the graph's constants stay as they are).
   std::vector<std::vector<float>> restrided_weights;
-  // Winograd-transformed weights, one buffer per (weights, tile), bound to those calls only;
-  // a list, so the buffers never move once calls point at them.
+  // Buffers over the Winograd-transformed copies, one per (weights, tile), bound to those calls
+  // only; a list, so the buffers never move once calls point at them.
   std::list<std::pair<std::pair<uint32_t, int>, HalideBuffer>> winograd_weights;
   std::vector<Call> calls;
   std::shared_ptr<const GeneratedKernels> generated;  // for the graph::is_generated specs
@@ -232,9 +232,10 @@ std::vector<void*> Model::Impl::winograd_weight_args(const graph::ConvKernelSpec
     const graph::Shape& s = w.shape;  // HWIO [3, 3, Ci, Co]
     std::vector<float> u = runtime::winograd_conv_weights(w.data->data(), s[2], s[3], tile);
     const int alpha = tile + 2;
-    HalideBuffer b(static_cast<int>(s[3]), static_cast<int>(s[2]), alpha, alpha);
-    std::copy(u.begin(), u.end(), b.data());
-    winograd_weights.emplace_back(key, std::move(b));
+    // The buffer points into the copy, which restrided_weights owns (no second copy at load).
+    winograd_weights.emplace_back(
+        key, HalideBuffer(u.data(), {static_cast<int>(s[3]), static_cast<int>(s[2]), alpha, alpha}));
+    restrided_weights.push_back(std::move(u));
     it = std::prev(winograd_weights.end());
     // Read by this kernel alone: the transformed copy is the weights' only resident form.
     size_t readers = 0;
