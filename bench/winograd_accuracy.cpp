@@ -3,8 +3,12 @@
 // bias and no epilogue, on seeded random inputs in [-1, 1]: the default direct schedule and
 // Winograd F(2x2) and F(4x4) against the reference interpreter (double accumulation). Then the
 // whole model with every such layer on each Winograd tile against the reference on one random
-// input, at the tolerance of the end-to-end tests (rtol 1e-3, atol 1e-4).
+// input, at the tolerance of the end-to-end tests (rtol 1e-3, atol 1e-4). Last, the whole
+// model's latency with the default schedules against the same with the direct default in place
+// of every default Winograd kernel: alternating runs in this process, medians.
 //   winograd_accuracy MODEL.onnx [MODEL.onnx ...]
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -12,6 +16,7 @@
 
 #include "cli.h"
 #include "codegen/kernel_library.h"
+#include "codegen/kernel_pipeline.h"
 #include "graph/builder.h"
 #include "graph/passes/pipeline.h"
 #include "graph/reference.h"
@@ -26,12 +31,17 @@ bool eligible(const graph::ConvKernelSpec& c) {
          c.stride_h == 1 && c.stride_w == 1 && c.dilation_h == 1 && c.dilation_w == 1;
 }
 
+codegen::CodegenOptions codegen_options() {
+  codegen::CodegenOptions c;
+  c.cache_dir = std::string(std::getenv("HOME") ? std::getenv("HOME") : "/tmp") + "/.cache/kiln";
+  return c;
+}
+
 // Runs `g` on `inputs` with `schedule` for every eligible convolution ("" for the defaults);
 // the output in `layout`.
 std::vector<float> run(const graph::Graph& g, const std::vector<graph::Tensor>& inputs,
                        const std::string& schedule, graph::Layout layout) {
-  codegen::CodegenOptions c;
-  c.cache_dir = std::string(std::getenv("HOME") ? std::getenv("HOME") : "/tmp") + "/.cache/kiln";
+  codegen::CodegenOptions c = codegen_options();
   c.schedules = [schedule](const graph::KernelSpec& k, const std::string&) {
     const auto* conv = std::get_if<graph::ConvKernelSpec>(&k);
     return conv && eligible(*conv) ? schedule : std::string();
@@ -62,6 +72,36 @@ Error error_of(const std::vector<float>& got, const std::vector<float>& want) {
 }
 
 const char* const kSchedules[] = {"", "winograd tile=2", "winograd tile=4"};
+
+
+// Median latencies (ms) of `g` with the default schedules and with the direct default wherever
+// the default is Winograd, in alternating runs.
+std::pair<double, double> time_defaults(const graph::Graph& g,
+                                        const std::vector<graph::Tensor>& inputs) {
+  codegen::CodegenOptions direct = codegen_options();
+  direct.schedules = [](const graph::KernelSpec& k, const std::string& target) {
+    return std::holds_alternative<graph::ConvKernelSpec>(k)
+               ? codegen::schedule_for_weight_tile(k, Halide::Target(target), "", 0)
+               : std::string();
+  };
+  ModelOptions o;
+  o.generate_kernels = codegen::kernel_generator(codegen_options());
+  Model winograd_model(g, o);
+  o.generate_kernels = codegen::kernel_generator(direct);
+  Model direct_model(g, o);
+  std::vector<double> ms[2];
+  for (int round = 0; round < 23; ++round)
+    for (int m = 0; m < 2; ++m) {
+      Model& model = (m + round) % 2 ? direct_model : winograd_model;
+      const auto t0 = std::chrono::steady_clock::now();
+      if (!model.run(inputs)) throw graph::Error("a timed run failed");
+      const double t = std::chrono::duration<double, std::milli>(
+                           std::chrono::steady_clock::now() - t0).count();
+      if (round >= 3) ms[&model == &direct_model].push_back(t);
+    }
+  for (auto& v : ms) std::sort(v.begin(), v.end());
+  return {ms[0][ms[0].size() / 2], ms[1][ms[1].size() / 2]};
+}
 
 int measure(const std::string& path) {
   const graph::Graph input = cli::load_model(path);
@@ -114,6 +154,9 @@ int measure(const std::string& path) {
     std::printf(" %9.2e %9.2e %6.3f  ", e.abs, e.rel, e.ratio);
   }
   std::printf("\n");
+  const auto [winograd_ms, direct_ms] = time_defaults(g, xs);
+  std::printf("latency, 20 alternating runs, medians: defaults %.2f ms, direct in place of "
+              "Winograd %.2f ms (%.2fx)\n", winograd_ms, direct_ms, direct_ms / winograd_ms);
   return 0;
 }
 
