@@ -247,17 +247,21 @@ schedules::ConvParams conv_params(const std::string& kernel, const schedules::Co
   if (text.empty()) return p;
   std::string error = schedules::parse_conv_params(text, &p);
   // Winograd's register block counts tiles, not pixels, and its rows are tile rows: a text that
-  // switches between it and a direct family reads its knobs over the layer's default of the
-  // other kind; switching to winograd ("wide block=2x6 ... winograd tile=2", as `kiln tune
-  // --set` writes), only the knobs after the last "winograd".
+  // gives a Winograd schedule reads its knobs over Winograd's default for the layer and the tile
+  // it names (after its last "winograd", when it switches from another family, as `kiln tune
+  // --set` writes "wide block=2x6 ... winograd tile=2"); a text that switches from Winograd to
+  // a direct family, over the direct default.
   const bool to_winograd = p.family == ConvFamily::winograd;
-  if (error.empty() && to_winograd != (base.family == ConvFamily::winograd)) {
+  if (error.empty() && (to_winograd || base.family == ConvFamily::winograd)) {
     const size_t switch_at = (" " + text).rfind(" winograd");
-    // Twice: the default register block depends on the tile the text may name.
-    for (int tile : {0, p.tile}) {
-      p = to_winograd ? schedules::default_winograd_params(shape, target, tile)
-                      : schedules::default_direct_conv_params(shape, target);
-      error = schedules::parse_conv_params(to_winograd ? text.substr(switch_at) : text, &p);
+    const std::string knobs =
+        to_winograd && switch_at != std::string::npos ? text.substr(switch_at) : text;
+    p = to_winograd ? schedules::default_winograd_params(shape, target)
+                    : schedules::default_direct_conv_params(shape, target);
+    error = schedules::parse_conv_params(knobs, &p);
+    if (error.empty() && to_winograd) {  // the default block depends on the tile
+      p = schedules::default_winograd_params(shape, target, p.tile);
+      error = schedules::parse_conv_params(knobs, &p);
     }
   }
   if (error.empty()) error = schedules::conv_params_error(p, shape, target);

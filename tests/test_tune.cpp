@@ -202,6 +202,14 @@ TEST_F(TuneTest, WinogradCandidatesOnlyForEligibleLayers) {
   o.lower_only = true;
   const graph::KernelSpec k = Model(b.finish(), o).kernels().at(0);
   EXPECT_EQ(winograd_tiles(k), (std::set<std::string>{"tile=2", "tile=4"}));
+  // A text that switches to winograd (as `--set winograd --set tile=T` writes it) takes
+  // Winograd's default knobs for that tile, not the direct schedule's block and rows.
+  for (const char* tile : {"2", "4"}) {
+    const std::string text = codegen::default_schedule(k, target) + " winograd tile=" + tile;
+    const std::string resolved = codegen::resolve_schedule(k, target, text);
+    EXPECT_EQ(resolved.rfind(std::string("winograd tile=") + tile + " block=", 0), 0u) << resolved;
+    EXPECT_EQ(resolved.substr(resolved.size() - 6), "rows=1") << resolved;
+  }
   // Within the tuner's usual cut of 16, at least one.
   size_t in_cut = 0;
   for (const std::string& c : codegen::schedule_candidates(k, target, 2, 16))
