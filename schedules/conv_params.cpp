@@ -223,12 +223,15 @@ ConvParams default_winograd_params(const ConvShape& s, const Halide::Target& t, 
   // outputs F(2x2) measured as fast or faster (docs/benchmarks.md).
   p.tile = tile > 0 ? tile : winograd_tile_error(4, s).empty() && s.out_width >= 28 ? 4 : 2;
   p.rows = 1;
-  // The direct schedules' widest tile of 2 vectors (2x6 on AVX2, 2x14 on AVX-512), as many tiles
-  // of it as a tile row has.
+  // 2 vectors by up to the direct schedules' widest tile (6 on AVX2, 14 on AVX-512) of tiles,
+  // the row's tiles split into equal blocks: a partial last block repeats its overlap with the
+  // one before (ShiftInwards). Equal blocks measured 1.0-3.0x the widest ones (2x4 against 2x6
+  // on 7-tile rows, 2x5 against 2x6 on 14-tile rows, AVX2; docs/benchmarks.md).
   const int vectors = std::clamp(s.out_channels / vector_lanes(t), 1, 2);
-  const int pixels = std::min(cpu_register_blocks(t, 2).front().pixels * 2 / vectors,
-                              winograd_tiles_x(s, p.tile));
-  p.block = {vectors, std::max(1, pixels)};
+  const int widest = cpu_register_blocks(t, 2).front().pixels * 2 / vectors;
+  const int tiles = winograd_tiles_x(s, p.tile);
+  const int blocks = (tiles + widest - 1) / widest;
+  p.block = {vectors, std::max(1, (tiles + blocks - 1) / blocks)};
   return p;
 }
 

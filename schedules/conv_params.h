@@ -73,9 +73,9 @@ std::string winograd_tile_error(int tile, const ConvShape& s);
 inline constexpr int kWinograd4MaxChannels = 512;
 
 // The Winograd schedule for `s` on `target` with its default knobs: tile 4 where
-// winograd_tile_error allows it (else 2), a register block of 2 vectors (1 below 16 channels on
-// AVX2) by up to the direct schedule's pixels (6 on AVX2, 14 on AVX-512) in tiles of one tile
-// row, one tile row per task.
+// winograd_tile_error allows it and the output is at least 28 pixels wide (else 2), a register
+// block of 2 vectors (1 below 16 channels on AVX2) by the tiles of a row split into equal blocks
+// of at most the direct schedule's pixels (6 on AVX2, 14 on AVX-512), one tile row per task.
 // tile > 0: that tile, whatever the error rule says (conv_params_error still checks it).
 ConvParams default_winograd_params(const ConvShape& s, const Halide::Target& target,
                                    int tile = 0);
