@@ -1,9 +1,9 @@
 // Model: lowers an optimized graph to kernel calls, plans and owns the arena, and runs.
-#include <atomic>
 #include <algorithm>
+#include <atomic>
 #include <chrono>
-#include <list>
 #include <cstdlib>
+#include <list>
 #include <memory>
 #include <optional>
 
