@@ -36,10 +36,11 @@ void compile_kernel(const graph::KernelSpec& spec, const std::vector<std::string
   std::vector<Halide::Target> targets;
   std::vector<std::string> suffixes;
   std::map<std::string, std::string> schedule_of;  // by the parsed target's string
-  for (const std::string& name : target_names) {
-    targets.push_back(parse_target(name));
+  const std::vector<std::string> texts = library_schedules(spec, target_names, schedules);
+  for (size_t i = 0; i < target_names.size(); ++i) {
+    targets.push_back(parse_target(target_names[i]));
     suffixes.push_back(targets.back().to_string());
-    schedule_of[suffixes.back()] = requested_schedule(spec, name, schedules);
+    schedule_of[suffixes.back()] = texts[i];
   }
   const auto module_for = [&](const std::string& name, const Halide::Target& t) {
     KernelPipeline k = build_kernel_pipeline(spec, t, schedule_of.at(t.to_string()));
@@ -122,7 +123,9 @@ void build_shared_object(const std::vector<graph::KernelSpec>& specs, const Code
 }
 
 std::shared_ptr<const GeneratedKernels> load(const fs::path& so,
-                                             const std::vector<graph::KernelSpec>& specs) {
+                                             const std::vector<graph::KernelSpec>& specs,
+                                             const std::vector<std::string>& targets,
+                                             const ScheduleLookup& schedules) {
   void* handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle)
     throw graph::Error("cannot load the generated kernels " + so.string() + ": " + dlerror());
@@ -136,7 +139,8 @@ std::shared_ptr<const GeneratedKernels> load(const fs::path& so,
     const std::string symbol = entry_point("kiln", d.kernel_of[i]);
     void* fn = dlsym(handle, symbol.c_str());
     if (!fn) throw graph::Error("the generated kernels " + so.string() + " lack " + symbol);
-    kernels->kernels.push_back({(*signatures)[i].c_str(), reinterpret_cast<GeneratedKernelFn>(fn)});
+    kernels->kernels.push_back({(*signatures)[i].c_str(), reinterpret_cast<GeneratedKernelFn>(fn),
+                                library_weight_tile(specs[i], targets, schedules)});
   }
   return kernels;
 }
@@ -163,6 +167,25 @@ std::string requested_schedule(const graph::KernelSpec& spec, const std::string&
   if (const auto* c = std::get_if<graph::ConvKernelSpec>(&spec))
     if (!c->schedule.empty()) return c->schedule;
   return schedules ? schedules(spec, target) : "";
+}
+
+std::vector<std::string> library_schedules(const graph::KernelSpec& spec,
+                                           const std::vector<std::string>& targets,
+                                           const ScheduleLookup& schedules) {
+  std::vector<std::string> out;
+  for (const std::string& t : targets) out.push_back(requested_schedule(spec, t, schedules));
+  if (targets.size() < 2) return out;
+  const int tile = winograd_weight_tile(spec, parse_target(targets[0]), out[0]);
+  for (size_t i = 1; i < targets.size(); ++i)
+    out[i] = schedule_for_weight_tile(spec, parse_target(targets[i]), out[i], tile);
+  return out;
+}
+
+int library_weight_tile(const graph::KernelSpec& spec, const std::vector<std::string>& targets,
+                        const ScheduleLookup& schedules) {
+  if (targets.empty()) return 0;
+  return winograd_weight_tile(spec, parse_target(targets[0]),
+                              requested_schedule(spec, targets[0], schedules));
 }
 
 std::vector<fs::path> write_kernel_archives(const std::vector<graph::KernelSpec>& specs,
@@ -194,13 +217,14 @@ int write_kernel_listings(const std::vector<graph::KernelSpec>& all_specs,
   int written = 0;
   for (size_t i = 0; i < specs.size(); ++i) {
     if (progress) progress(i, specs.size(), graph::kernel_name(specs[i]));
-    for (const std::string& name : targets) {
+    const std::vector<std::string> texts = library_schedules(specs[i], targets, schedules);
+    for (size_t ti = 0; ti < targets.size(); ++ti) {
+      const std::string& name = targets[ti];
       const Halide::Target t = parse_target(name);
       const std::string fn = prefix + "_k" + std::to_string(i);
       const fs::path file = dir / (fn + "-" + name + (assembly ? ".s" : ".stmt"));
       try {
-        KernelPipeline k =
-            build_kernel_pipeline(specs[i], t, requested_schedule(specs[i], name, schedules));
+        KernelPipeline k = build_kernel_pipeline(specs[i], t, texts[ti]);
         k.pipeline.compile_to_module(k.arguments(), fn, t)
             .compile({{assembly ? Halide::OutputFileType::assembly : Halide::OutputFileType::stmt,
                        file.string()}});
@@ -215,7 +239,9 @@ int write_kernel_listings(const std::vector<graph::KernelSpec>& all_specs,
 }
 
 std::string kernel_table_source(const std::vector<graph::KernelSpec>& specs,
-                                const std::string& prefix) {
+                                const std::string& prefix,
+                                const std::vector<std::string>& targets,
+                                const ScheduleLookup& schedules) {
   const DistinctKernels d = distinct_kernels(specs);
   std::ostringstream s;
   s << "// Generated by Kiln's codegen: the entry points of this model's generated kernels. Do not "
@@ -227,7 +253,8 @@ std::string kernel_table_source(const std::vector<graph::KernelSpec>& specs,
     s << "const kiln::GeneratedKernel kTable[] = {\n";
     for (size_t i = 0; i < specs.size(); ++i)
       s << "    {" << cpp_string(graph::kernel_signature(specs[i])) << ", "
-        << entry_point(prefix, d.kernel_of[i]) << "},  // "
+        << entry_point(prefix, d.kernel_of[i]) << ", "
+        << library_weight_tile(specs[i], targets, schedules) << "},  // "
         << graph::kernel_name(specs[i]).substr(0, 60) << "\n";
     s << "};\n";
   }
@@ -259,10 +286,10 @@ KernelGenerator kernel_generator(const CodegenOptions& options) {
     for (const std::string& t : targets) key += " " + t;
     for (const graph::KernelSpec& s : distinct_kernels(specs).kernels) {
       key += "\n" + graph::kernel_signature(s);
-      for (const std::string& t : targets) {
-        const std::string schedule =
-            resolve_schedule(s, parse_target(t), requested_schedule(s, t, options.schedules));
-        if (!schedule.empty()) key += "\n  schedule " + t + ": " + schedule;
+      const std::vector<std::string> texts = library_schedules(s, targets, options.schedules);
+      for (size_t i = 0; i < targets.size(); ++i) {
+        const std::string schedule = resolve_schedule(s, parse_target(targets[i]), texts[i]);
+        if (!schedule.empty()) key += "\n  schedule " + targets[i] + ": " + schedule;
       }
     }
     key += "\n";
@@ -274,7 +301,7 @@ KernelGenerator kernel_generator(const CodegenOptions& options) {
       const fs::path tmp = unique_dir(fs::temp_directory_path(), "kiln-kernels");
       try {
         build_shared_object(specs, options, targets, tmp);
-        auto k = load(tmp / "kernels.so", specs);
+        auto k = load(tmp / "kernels.so", specs, targets, options.schedules);
         fs::remove_all(tmp, ec);
         return k;
       } catch (...) {
@@ -290,7 +317,7 @@ KernelGenerator kernel_generator(const CodegenOptions& options) {
     const fs::path entry = root / name;
     if (read_text(entry / "key.txt") == key && fs::exists(entry / "kernels.so", ec)) {
       try {
-        return load(entry / "kernels.so", specs);
+        return load(entry / "kernels.so", specs, targets, options.schedules);
       } catch (const graph::Error&) {
         // A damaged entry: compile again below and replace it.
       }
@@ -306,11 +333,11 @@ KernelGenerator kernel_generator(const CodegenOptions& options) {
       fs::remove_all(entry, ec);
       fs::rename(tmp, entry, ec);  // fails if another process got there first: keep theirs,
       if (ec) {                    // load this build from where it is
-        auto k = load(tmp / "kernels.so", specs);
+        auto k = load(tmp / "kernels.so", specs, targets, options.schedules);
         fs::remove_all(tmp, ec);
         return k;
       }
-      return load(entry / "kernels.so", specs);
+      return load(entry / "kernels.so", specs, targets, options.schedules);
     } catch (...) {
       fs::remove_all(tmp, ec);
       throw;

@@ -27,6 +27,18 @@ using ScheduleLookup =
 std::string requested_schedule(const graph::KernelSpec& spec, const std::string& target,
                                const ScheduleLookup& schedules);
 
+// The schedule texts of `spec` on each of `targets` (requested_schedule), all reading the
+// weights in one layout, since the runtime binds them once for whichever target runs: the
+// first target's schedule decides between direct and Winograd weights, and a target whose
+// schedule reads the other layout gets that layout's default schedule.
+std::vector<std::string> library_schedules(const graph::KernelSpec& spec,
+                                           const std::vector<std::string>& targets,
+                                           const ScheduleLookup& schedules);
+// The Winograd tile whose transformed weights the kernel of `spec` for `targets` reads
+// (GeneratedKernel::winograd_tile), 0 for the weights as given.
+int library_weight_tile(const graph::KernelSpec& spec, const std::vector<std::string>& targets,
+                        const ScheduleLookup& schedules);
+
 // The C symbol of generated kernel `index`'s argv entry point.
 std::string entry_point(const std::string& prefix, size_t index);
 
@@ -58,9 +70,12 @@ int write_kernel_listings(const std::vector<graph::KernelSpec>& specs,
                           const ScheduleLookup& schedules = nullptr);
 
 // C++ source of `extern "C" const kiln::GeneratedKernel* <prefix>_kernel_table(std::size_t*)`:
-// for each spec, its distinct kernel's entry point with the signature it was compiled for.
+// for each spec, its distinct kernel's entry point with the signature it was compiled for and
+// the weight layout its kernels for `targets` with `schedules` read (library_weight_tile).
 std::string kernel_table_source(const std::vector<graph::KernelSpec>& specs,
-                                const std::string& prefix);
+                                const std::string& prefix,
+                                const std::vector<std::string>& targets,
+                                const ScheduleLookup& schedules = nullptr);
 
 struct CodegenOptions {
   // Halide targets of CPU kernels, best first. Empty: the best target of this build's CPU

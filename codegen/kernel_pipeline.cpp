@@ -15,6 +15,7 @@
 #include "generators/ops/pool.h"
 #include "generators/ops/resize.h"
 #include "generators/ops/tensor.h"
+#include "generators/ops/winograd.h"
 #include "runtime/conv_weights.h"
 #include "runtime/kernels.h"
 #include "schedules/conv_params.h"
@@ -202,6 +203,10 @@ schedules::ConvShape conv_shape(const graph::ConvKernelSpec& k, const Halide::Ta
   // Groups of whole vectors keep each vector of output channels in one group, so the dense
   // schedules apply (their input loads are broadcasts); narrower groups vectorize pixels.
   s.narrow_groups = k.groups > 1 && out_per_group % target.natural_vector_size<float>() != 0;
+  s.grouped = k.groups > 1;
+  s.constant_weights = k.constant_weights;
+  s.stride_w = k.stride_w, s.stride_h = k.stride_h;
+  s.dilation_w = k.dilation_w, s.dilation_h = k.dilation_h;
   return s;
 }
 
@@ -236,9 +241,29 @@ std::optional<schedules::ConvShape> tunable_shape(const graph::KernelSpec& spec,
 // record, or the spec's own ConvKernelSpec::schedule) read over the default, or the default.
 schedules::ConvParams conv_params(const std::string& kernel, const schedules::ConvShape& shape,
                                   const std::string& text, const Halide::Target& target) {
-  schedules::ConvParams p = schedules::default_conv_params(shape, target);
+  using schedules::ConvFamily;
+  const schedules::ConvParams base = schedules::default_conv_params(shape, target);
+  schedules::ConvParams p = base;
   if (text.empty()) return p;
   std::string error = schedules::parse_conv_params(text, &p);
+  // Winograd's register block counts tiles, not pixels, and its rows are tile rows: a text that
+  // gives a Winograd schedule reads its knobs over Winograd's default for the layer and the tile
+  // it names (after its last "winograd", when it switches from another family, as `kiln tune
+  // --set` writes "wide block=2x6 ... winograd tile=2"); a text that switches from Winograd to
+  // a direct family, over the direct default.
+  const bool to_winograd = p.family == ConvFamily::winograd;
+  if (error.empty() && (to_winograd || base.family == ConvFamily::winograd)) {
+    const size_t switch_at = (" " + text).rfind(" winograd");
+    const std::string knobs =
+        to_winograd && switch_at != std::string::npos ? text.substr(switch_at) : text;
+    p = to_winograd ? schedules::default_winograd_params(shape, target)
+                    : schedules::default_direct_conv_params(shape, target);
+    error = schedules::parse_conv_params(knobs, &p);
+    if (error.empty() && to_winograd) {  // the default block depends on the tile
+      p = schedules::default_winograd_params(shape, target, p.tile);
+      error = schedules::parse_conv_params(knobs, &p);
+    }
+  }
   if (error.empty()) error = schedules::conv_params_error(p, shape, target);
   if (!error.empty())
     throw graph::Error("kernel '" + kernel + "': schedule '" + text + "': " + error);
@@ -317,15 +342,26 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
   const graph::Shape& out = k.output.shape;  // NHWC
   // Narrow groups run as blocks of `merge` groups (runtime/conv_weights.h).
   const int merge = k.depthwise ? 1 : runtime::grouped_conv_merge(k.groups, out[3]);
+  const bool automatic = is_autoscheduler(schedule);
+  const schedules::ConvParams params =
+      k.depthwise ? schedules::ConvParams{}
+                  : conv_params(k.name, conv_shape(k, target), automatic ? "" : schedule, target);
+  const bool winograd = params.family == schedules::ConvFamily::winograd;
+  // The weights, as the runtime binds them: narrow groups' widened to blocks of groups, and
+  // Winograd's transformed to [alpha, alpha, Ci, Co] (runtime::winograd_conv_weights).
+  graph::Shape weight_shape = {w[0], w[1], w[2] * merge, w[3]};
+  if (winograd) {
+    const int64_t alpha = runtime::winograd_matrices(params.tile).alpha;
+    weight_shape = {alpha, alpha, w[2], w[3]};
+  }
   std::vector<Halide::ImageParam> inputs;
   const std::vector<graph::TensorDesc> args = graph::generated_kernel_arguments(k);
   for (size_t i = 0; i + 1 < args.size(); ++i) {
-    if (i == 1) {  // the weights; narrow groups' widened to blocks of groups by the runtime
+    if (i == 1) {
       Halide::ImageParam p(Halide::Float(32), 4, "arg1");
-      const DenseDims dd = dense_dims(w);
+      const DenseDims dd = dense_dims(weight_shape);
       for (int d = 0; d < 4; ++d)
-        p.dim(d).set_bounds(
-            0, static_cast<int>(dd.extents[static_cast<size_t>(d)] * (d == 1 ? merge : 1)));
+        p.dim(d).set_bounds(0, static_cast<int>(dd.extents[static_cast<size_t>(d)]));
       p.dim(0).set_stride(1);
       inputs.push_back(p);
     } else {
@@ -333,9 +369,17 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
     }
   }
   if (k.depthwise) return depthwise_pipeline(k, target, inputs, schedule);
-  const bool automatic = is_autoscheduler(schedule);
-  const schedules::ConvParams params =
-      conv_params(k.name, conv_shape(k, target), automatic ? "" : schedule, target);
+  Halide::Func output("output");
+  if (winograd) {
+    const generators::ops::WinogradAlgorithm a = generators::ops::winograd_conv2d(
+        inputs[0], static_cast<int>(in[2]), static_cast<int>(in[1]), static_cast<int>(in[3]),
+        inputs[1], inputs[2], k.pad_left, k.pad_top, static_cast<int>(out[2]), params.tile);
+    output(a.co, a.x, a.y, a.n) =
+        conv_epilogue(k, a.acc(a.co, a.x, a.y, a.n), inputs, {a.co, a.x, a.y, a.n});
+    constrain_conv_output(output, out);
+    schedules::schedule_conv_cpu_winograd(a, output, params, target);
+    return KernelPipeline{Halide::Pipeline(output), inputs};
+  }
   const bool pointwise = !params.stage_input && params.family == schedules::ConvFamily::wide &&
                          !target.has_gpu_feature();
   const int out_per_group = static_cast<int>(out[3]) / k.groups * merge;
@@ -344,8 +388,6 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
       static_cast<int>(w[2]) * merge, static_cast<int>(w[1]), static_cast<int>(w[0]),
       {k.stride_w, k.stride_h, k.pad_left, k.pad_top, k.dilation_w, k.dilation_h}, !pointwise,
       k.groups > 1 ? Halide::Expr(out_per_group) : Halide::Expr());
-
-  Halide::Func output("output");
   output(a.co, a.x, a.y, a.n) =
       conv_epilogue(k, a.acc(a.co, a.x, a.y, a.n), inputs, {a.co, a.x, a.y, a.n});
   constrain_conv_output(output, out);
@@ -621,6 +663,23 @@ std::string resolve_schedule(const graph::KernelSpec& spec, const Halide::Target
   // A GPU target has one schedule besides naive; the CPU knobs mean nothing there.
   if (target.has_gpu_feature() && p.family != schedules::ConvFamily::naive) return "";
   return schedules::to_string(p);
+}
+
+int winograd_weight_tile(const graph::KernelSpec& spec, const Halide::Target& target,
+                         const std::string& schedule) {
+  const std::optional<schedules::ConvShape> s = tunable_shape(spec, target);
+  const auto* conv = std::get_if<graph::ConvKernelSpec>(&spec);
+  if (!s || !conv || is_autoscheduler(schedule)) return 0;
+  const schedules::ConvParams p = conv_params(conv->name, *s, schedule, target);
+  return p.family == schedules::ConvFamily::winograd ? p.tile : 0;
+}
+
+std::string schedule_for_weight_tile(const graph::KernelSpec& spec, const Halide::Target& target,
+                                     const std::string& schedule, int tile) {
+  if (winograd_weight_tile(spec, target, schedule) == tile) return schedule;
+  const schedules::ConvShape s = *tunable_shape(spec, target);  // a tile > 0 came from one
+  return schedules::to_string(tile > 0 ? schedules::default_winograd_params(s, target, tile)
+                                       : schedules::default_direct_conv_params(s, target));
 }
 
 // build_kernel_pipeline without autoschedulers: the schedules of schedules/.

@@ -41,6 +41,14 @@ std::string default_schedule(const graph::KernelSpec& spec, const Halide::Target
 // build_kernel_pipeline reads it; "" gives the default). Throws graph::Error as it does.
 std::string resolve_schedule(const graph::KernelSpec& spec, const Halide::Target& target,
                              const std::string& schedule);
+// The Winograd tile m whose transformed weights (runtime::winograd_conv_weights) the kernel
+// built with `schedule` reads, or 0 when it reads them as the spec gives them.
+int winograd_weight_tile(const graph::KernelSpec& spec, const Halide::Target& target,
+                         const std::string& schedule);
+// `schedule` (as resolve_schedule reads it), or, when its weights are not in the layout of
+// Winograd tile `tile` (0: direct), the default schedule of that layout for `spec` on `target`.
+std::string schedule_for_weight_tile(const graph::KernelSpec& spec, const Halide::Target& target,
+                                     const std::string& schedule, int tile);
 // The tuner's candidates for `spec` on `target` (the default first), at most `limit`.
 std::vector<std::string> schedule_candidates(const graph::KernelSpec& spec,
                                              const Halide::Target& target, int threads,

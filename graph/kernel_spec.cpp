@@ -109,6 +109,7 @@ ConvKernelSpec conv_spec(const Graph& g, const Node& n, const Conv2d& c) {
   k.computes = n.computes;
   k.input = desc(g, n.inputs[0]);
   k.weights = desc(g, n.inputs[1]);
+  k.constant_weights = g.value(n.inputs[1]).is_constant();
   k.bias = desc(g, n.inputs[2]);
   if (c.residual) k.residual = desc(g, n.inputs[3]);
   k.output = desc(g, n.outputs[0]);
@@ -220,7 +221,8 @@ std::string kernel_signature(const KernelSpec& k) {
     s << "Conv2d[" << (c->depthwise ? "dw" : "g") << c->groups << "," << c->stride_h << "," << c->stride_w << "," << c->pad_top << "," << c->pad_left
       << "," << c->pad_bottom << "," << c->pad_right << "," << c->dilation_h << "," << c->dilation_w
       << "," << std::hexfloat << c->activation.lo << "," << c->activation.hi << std::defaultfloat
-      << (c->residual ? ",residual" : "") << (c->schedule.empty() ? "" : ",schedule=" + c->schedule)
+      << (c->residual ? ",residual" : "") << (c->constant_weights ? "" : ",weights=input")
+      << (c->schedule.empty() ? "" : ",schedule=" + c->schedule)
       << "]";
     write_steps(s, c->post);
   }

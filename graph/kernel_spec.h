@@ -27,6 +27,9 @@ struct ConvKernelSpec {
   std::string name;
   std::vector<std::string> computes;  // e.g. {"conv2d", "batchnorm (folded)", "relu"}
   TensorDesc input, weights, bias, output;
+  // The weights are a constant of the graph, not an input: only then may the kernel read them
+  // re-laid-out once at load (Winograd's transformed weights, runtime/conv_weights.h).
+  bool constant_weights = true;
   std::optional<TensorDesc> residual;  // added before the activation
   int stride_h = 1, stride_w = 1;
   int pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;

@@ -34,3 +34,27 @@ std::vector<float> widen_grouped_conv_weights(const float* hwio, int64_t kh, int
                                               int merge);
 
 }  // namespace kiln::runtime
+
+namespace kiln::runtime {
+
+// Winograd F(m x m, 3 x 3) (Lavin and Gray, 2016): a tile of m x m outputs of a 3x3, stride-1
+// convolution is A^T [(G g G^T) . (B^T d B)] A, d the tile's (m + 2) x (m + 2) input pixels
+// and g the 3x3 filter, with (m + 2)^2 multiplies per input channel instead of 9 m^2. Tiles
+// m = 2 and m = 4 (interpolation points 0, +-1 and 0, +-1, +-2, infinity). Shared by the
+// generated kernels (the input and output transforms) and the runtime (the weight transform).
+struct WinogradMatrices {
+  int tile = 0;                        // m: output pixels per tile side
+  int alpha = 0;                       // m + 2: input pixels per tile side
+  std::vector<std::vector<double>> bt;  // B^T, alpha x alpha
+  std::vector<std::vector<double>> g;   // G, alpha x 3
+  std::vector<std::vector<double>> at;  // A^T, m x alpha
+};
+// tile must be 2 or 4.
+const WinogradMatrices& winograd_matrices(int tile);
+
+// 3x3 HWIO weights [3, 3, Ci, Co] -> transformed weights U = G g G^T, shape
+// [alpha, alpha, Ci, Co] (U[b][a][ci][co]: a along x, b along y), computed in double once when
+// a model binds its weights, so no call repeats it.
+std::vector<float> winograd_conv_weights(const float* hwio, int64_t ci, int64_t co, int tile);
+
+}  // namespace kiln::runtime

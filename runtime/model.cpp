@@ -1,8 +1,10 @@
 // Model: lowers an optimized graph to kernel calls, plans and owns the arena, and runs.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <list>
 #include <memory>
 #include <optional>
 
@@ -99,13 +101,17 @@ struct Model::Impl {
   std::unique_ptr<void, FreeDeleter> arena;
   std::vector<HalideBuffer> buffers;  // by value id
   // Copies of conv weights in the layouts the CPU kernels prefer: dense weights at a padded row
-  // stride, narrow groups' weights widened to blocks (owned here; the graph's constants stay
-  // as they are).
+  // stride, narrow groups' weights widened to blocks, Winograd-transformed weights (owned here;
+  // the graph's constants stay as they are).
   std::vector<std::vector<float>> restrided_weights;
+  // Buffers over the Winograd-transformed copies, one per (weights, tile), bound to those calls
+  // only; a list, so the buffers never move once calls point at them.
+  std::list<std::pair<std::pair<uint32_t, int>, HalideBuffer>> winograd_weights;
   std::vector<Call> calls;
   std::shared_ptr<const GeneratedKernels> generated;  // for the graph::is_generated specs
   std::string fallback_reason;
   std::vector<double> kernel_seconds;
+  std::vector<int> winograd_tiles;  // by kernel: GeneratedKernel::winograd_tile, or 0
   // Set while run() binds inputs and calls kernels: the arena, the bound inputs and the outputs
   // belong to one call at a time, so a concurrent call fails instead of corrupting the results.
   std::atomic<bool> running{false};
@@ -117,6 +123,7 @@ struct Model::Impl {
   void poison_arena();
   void restride_conv_weights(graph::ValueId weights);
   void widen_grouped_weights(const graph::ConvKernelSpec& conv);
+  std::vector<void*> winograd_weight_args(const graph::ConvKernelSpec& conv, int tile);
   void release_constant(graph::ValueId v);
   void make_calls();
   Status run_calls();
@@ -219,6 +226,43 @@ void Model::Impl::widen_grouped_weights(const graph::ConvKernelSpec& c) {
   release_constant(c.weights.value);
 }
 
+// A kernel compiled with Winograd reads its weights transformed (runtime::winograd_conv_weights),
+// done here once for all calls; convolutions sharing the weights and the tile share the copy.
+// Returns the kernel's argument vector with the copy in the weights' place.
+std::vector<void*> Model::Impl::winograd_weight_args(const graph::ConvKernelSpec& c, int tile) {
+  const graph::Value& w = g.value(c.weights.value);
+  if (!w.is_constant())
+    throw graph::Error("kernel '" + c.name + "' was compiled with Winograd, which needs constant "
+                       "weights; '" + w.name + "' is an input");
+  const std::pair<uint32_t, int> key{c.weights.value.index, tile};
+  auto it = std::find_if(winograd_weights.begin(), winograd_weights.end(),
+                         [&](const auto& e) { return e.first == key; });
+  if (it == winograd_weights.end()) {
+    const graph::Shape& s = w.shape;  // HWIO [3, 3, Ci, Co]
+    std::vector<float> u = runtime::winograd_conv_weights(w.data->data(), s[2], s[3], tile);
+    const int alpha = tile + 2;
+    // The buffer points into the copy, which restrided_weights owns (no second copy at load).
+    winograd_weights.emplace_back(
+        key, HalideBuffer(u.data(), {static_cast<int>(s[3]), static_cast<int>(s[2]), alpha, alpha}));
+    restrided_weights.push_back(std::move(u));
+    it = std::prev(winograd_weights.end());
+    // Read by this kernel alone: the transformed copy is the weights' only resident form.
+    size_t readers = 0;
+    for (const graph::KernelSpec& k : kernels) {
+      const auto* op = std::get_if<graph::OpKernelSpec>(&k);
+      for (const graph::TensorDesc& t :
+           op && !graph::is_generated(k) ? op->inputs : graph::generated_kernel_arguments(k))
+        readers += t.value == c.weights.value;
+    }
+    if (readers == 1) release_constant(c.weights.value);
+  }
+  std::vector<void*> args;
+  for (const graph::TensorDesc& t : graph::generated_kernel_arguments(c))
+    args.push_back(t.value == c.weights.value ? it->second.raw_buffer()
+                                              : buffers[t.value.index].raw_buffer());
+  return args;
+}
+
 // The kernels read constant v from a re-laid-out copy now: the graph's own data is not read
 // again (only run() and the accessors use the graph from here on, never constants' data), so
 // it goes, and its memory with it unless the caller still shares it (a Model made from a
@@ -231,13 +275,19 @@ void Model::Impl::make_calls() {
     Call c;
     c.name = graph::kernel_name(k);
     if (graph::is_generated(k)) {
-      if (const auto* conv = std::get_if<graph::ConvKernelSpec>(&k)) {
+      const GeneratedKernel& gk = generated->kernels[next_generated++];
+      const auto* conv = std::get_if<graph::ConvKernelSpec>(&k);
+      winograd_tiles.resize(calls.size() + 1);
+      if (conv && gk.winograd_tile > 0) {
+        winograd_tiles.back() = gk.winograd_tile;
+        c.args = winograd_weight_args(*conv, gk.winograd_tile);
+      } else if (conv) {
         widen_grouped_weights(*conv);
         if (options.backend == Backend::cpu && conv->groups == 1 &&
             g.value(conv->weights.value).is_constant())
           restride_conv_weights(conv->weights.value);
       }
-      c.fn = generated->kernels[next_generated++].fn;
+      c.fn = gk.fn;
       for (const graph::TensorDesc& t : graph::generated_kernel_arguments(k))
         c.buffers.push_back(t.value);
     } else {
@@ -250,7 +300,7 @@ void Model::Impl::make_calls() {
   }
   // Argument vectors point into `buffers`, which stays put from here on.
   for (Call& c : calls)
-    if (!c.portable)
+    if (!c.portable && c.args.empty())
       for (graph::ValueId v : c.buffers) c.args.push_back(buffers[v.index].raw_buffer());
 }
 
@@ -448,6 +498,9 @@ TensorView Model::output(size_t i) const {
 
 const std::vector<graph::KernelSpec>& Model::kernels() const { return impl_->kernels; }
 const std::vector<double>& Model::kernel_seconds() const { return impl_->kernel_seconds; }
+int Model::winograd_tile(size_t k) const {
+  return k < impl_->winograd_tiles.size() ? impl_->winograd_tiles[k] : 0;
+}
 const graph::ArenaPlan& Model::arena_plan() const { return impl_->plan; }
 Backend Model::backend() const { return impl_->options.backend; }
 const std::string& Model::fallback_reason() const { return impl_->fallback_reason; }

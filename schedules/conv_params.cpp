@@ -21,6 +21,7 @@ const std::vector<FamilyInfo>& families() {
       {ConvFamily::wide, "wide", {"block", "rows", "split", "stage"}},
       {ConvFamily::deep, "deep", {"block", "chunk", "tasks"}},
       {ConvFamily::grouped, "grouped", {}},
+      {ConvFamily::winograd, "winograd", {"tile", "block", "rows"}},
   };
   return f;
 }
@@ -76,6 +77,8 @@ int64_t task_count(const ConvParams& p, const ConvShape& s, const Halide::Target
     const int64_t bands = std::clamp<int64_t>(ceil_div(p.tasks, channel_blocks), 1, s.out_height);
     return channel_blocks * ceil_div(s.out_height, ceil_div(s.out_height, bands)) * s.batch;
   }
+  if (p.family == ConvFamily::winograd)
+    return ceil_div(winograd_tiles_y(s, p.tile), p.rows) * s.batch;
   const int64_t strips = ceil_div(s.out_height, p.rows) * s.batch;
   return p.split_channels ? strips * channel_blocks : strips;
 }
@@ -94,6 +97,8 @@ std::string to_string(const ConvParams& p) {
       << " stage=" << (p.stage_input ? "copy" : "in_place");
   if (p.family == ConvFamily::deep)
     s << " block=" << block << " chunk=" << p.chunk << " tasks=" << p.tasks;
+  if (p.family == ConvFamily::winograd)
+    s << " tile=" << p.tile << " block=" << block << " rows=" << p.rows;
   return s.str();
 }
 
@@ -141,6 +146,9 @@ std::string parse_conv_params(const std::string& text, ConvParams* out) {
       if (!parse_int(value, 8, 65536, &p.chunk)) return bad + " (8..65536)";
     } else if (key == "tasks") {
       if (!parse_int(value, 1, 4096, &p.tasks)) return bad + " (1..4096)";
+    } else if (key == "tile") {
+      if (value != "2" && value != "4") return bad + " (2 or 4)";
+      p.tile = value == "2" ? 2 : 4;
     }
   }
   if (!any) return "an empty schedule";
@@ -148,8 +156,88 @@ std::string parse_conv_params(const std::string& text, ConvParams* out) {
   return "";
 }
 
+int winograd_tiles_x(const ConvShape& s, int tile) {
+  return static_cast<int>(ceil_div(s.out_width, tile));
+}
+int winograd_tiles_y(const ConvShape& s, int tile) {
+  return static_cast<int>(ceil_div(s.out_height, tile));
+}
+
+int winograd_min_task_tiles(const ConvShape& s, int tile, int rows) {
+  const int tiles_y = winograd_tiles_y(s, tile);
+  const int last_rows = tiles_y % rows == 0 ? rows : tiles_y % rows;
+  return winograd_tiles_x(s, tile) * std::min(rows, last_rows);
+}
+
+std::string winograd_tile_error(int tile, const ConvShape& s) {
+  if (tile == 4 && s.reduction_channels > kWinograd4MaxChannels)
+    return "winograd tile=4 loses too much precision over " +
+           std::to_string(s.reduction_channels) + " input channels (at most " +
+           std::to_string(kWinograd4MaxChannels) + "; tile=2 applies)";
+  return "";
+}
+
+namespace {
+
+// Why the Winograd schedule cannot run `s`: what the algorithm needs of the layer, then the
+// knobs against the layer and the register file.
+std::string winograd_error(const ConvParams& p, const ConvShape& s, const Halide::Target& t) {
+  if (t.has_gpu_feature()) return "winograd has no GPU schedule";
+  if (s.kernel_w != 3 || s.kernel_h != 3)
+    return "winograd takes 3x3 windows only, not " + std::to_string(s.kernel_h) + "x" +
+           std::to_string(s.kernel_w);
+  if (s.stride_w != 1 || s.stride_h != 1) return "winograd takes stride 1 only";
+  if (s.dilation_w != 1 || s.dilation_h != 1) return "winograd takes dilation 1 only";
+  if (s.grouped) return "winograd takes dense (ungrouped) convolutions only";
+  if (!s.constant_weights)
+    return "winograd needs constant weights (the model transforms them once, when it loads)";
+  const int vec = vector_lanes(t);
+  if (s.out_channels < vec)
+    return "winograd needs at least one vector of output channels (" + std::to_string(vec) +
+           "), not " + std::to_string(s.out_channels);
+  const std::string accuracy = winograd_tile_error(p.tile, s);
+  if (!accuracy.empty()) return accuracy;
+  if (p.rows > winograd_tiles_y(s, p.tile))
+    return "rows=" + std::to_string(p.rows) + " is more than the output's " +
+           std::to_string(winograd_tiles_y(s, p.tile)) + " tile rows";
+  const RegisterBlock& b = p.block;
+  const std::string tile = std::to_string(b.vectors) + "x" + std::to_string(b.pixels);
+  const int task_tiles = winograd_min_task_tiles(s, p.tile, p.rows);
+  if (b.vectors == 0 || b.vectors * vec > s.out_channels || b.pixels > task_tiles)
+    return "block " + tile + " (" + std::to_string(b.vectors * vec) + " channels x " +
+           std::to_string(b.pixels) + " tiles) does not fit the output (" +
+           std::to_string(s.out_channels) + " channels, " + std::to_string(task_tiles) +
+           " tiles of " + std::to_string(p.tile) + " in the smallest task)";
+  if (b.vectors * b.pixels > accumulator_registers(t))
+    return "block " + tile + " needs " + std::to_string(b.vectors * b.pixels) +
+           " accumulator registers; the target has " + std::to_string(accumulator_registers(t));
+  return "";
+}
+
+}  // namespace
+
+ConvParams default_winograd_params(const ConvShape& s, const Halide::Target& t, int tile) {
+  ConvParams p;
+  p.family = ConvFamily::winograd;
+  // F(4x4) where it is accurate enough and the output is at least 28 pixels wide: on 14x14
+  // outputs F(2x2) measured as fast or faster (docs/benchmarks.md).
+  p.tile = tile > 0 ? tile : winograd_tile_error(4, s).empty() && s.out_width >= 28 ? 4 : 2;
+  p.rows = 1;
+  // 2 vectors by up to the direct schedules' widest tile (6 on AVX2, 14 on AVX-512) of tiles,
+  // the row's tiles split into equal blocks: a partial last block repeats its overlap with the
+  // one before (ShiftInwards). Equal blocks measured 1.0-3.0x the widest ones (2x4 against 2x6
+  // on 7-tile rows, 2x5 against 2x6 on 14-tile rows, AVX2; docs/benchmarks.md).
+  const int vectors = std::clamp(s.out_channels / vector_lanes(t), 1, 2);
+  const int widest = cpu_register_blocks(t, 2).front().pixels * 2 / vectors;
+  const int tiles = winograd_tiles_x(s, p.tile);
+  const int blocks = (tiles + widest - 1) / widest;
+  p.block = {vectors, std::max(1, (tiles + blocks - 1) / blocks)};
+  return p;
+}
+
 std::string conv_params_error(const ConvParams& p, const ConvShape& s, const Halide::Target& t) {
   if (p.family == ConvFamily::naive) return "";
+  if (p.family == ConvFamily::winograd) return winograd_error(p, s, t);
   if (t.has_gpu_feature()) return "";  // the GPU schedule has no knobs
   if (s.narrow_groups != (p.family == ConvFamily::grouped))
     return s.narrow_groups ? "groups narrower than a vector take the grouped (or naive) schedule"
@@ -175,6 +263,18 @@ std::string conv_params_error(const ConvParams& p, const ConvShape& s, const Hal
 }
 
 ConvParams default_conv_params(const ConvShape& s, const Halide::Target& t) {
+  // Winograd where it measured faster in every run: dense 3x3 stride-1 layers of at least 64
+  // channels in and out with outputs of at least 14x14 (ResNet-18's layers 1-3: 1.3-3.5x the
+  // direct schedule, AVX2, 2 threads; docs/benchmarks.md). Not on 7x7 outputs (F(4x4) 0.7-0.9x,
+  // F(2x2) 1.0-1.2x) nor where no measurement was made.
+  const ConvParams winograd = default_winograd_params(s, t);
+  if (!t.has_gpu_feature() && s.reduction_channels >= 64 && s.out_channels >= 64 &&
+      s.out_width >= 14 && s.out_height >= 14 && winograd_error(winograd, s, t).empty())
+    return winograd;
+  return default_direct_conv_params(s, t);
+}
+
+ConvParams default_direct_conv_params(const ConvShape& s, const Halide::Target& t) {
   ConvParams p;
   if (s.narrow_groups) {
     p.family = ConvFamily::grouped;
@@ -205,6 +305,28 @@ ConvParams default_conv_params(const ConvShape& s, const Halide::Target& t) {
   return p;
 }
 
+namespace {
+
+// The Winograd schedule's cycles: the batched matrix multiply (alpha^2 products of a task's
+// tiles by Ci x Co, blocks repeating the overlap of the last one like the direct tiles) and
+// the two transforms, about 2 alpha^3 vector operations per tile and vector of channels.
+double winograd_cycles(const ConvParams& p, const ConvShape& s, const Halide::Target& t) {
+  const int vec = vector_lanes(t);
+  const int alpha = p.tile + 2;
+  const double tasks = double(ceil_div(winograd_tiles_y(s, p.tile), p.rows)) * s.batch;
+  const double task_tiles = double(winograd_tiles_x(s, p.tile)) * p.rows;
+  const double blocks = double(ceil_div(s.out_channels, int64_t{p.block.vectors} * vec)) *
+                        double(ceil_div(int64_t(task_tiles), p.block.pixels));
+  const double steps = double(alpha) * alpha * s.reduction_channels * blocks * tasks;
+  const double fmas = steps * p.block.vectors * p.block.pixels;
+  const double loads = steps * (p.block.vectors + p.block.pixels);
+  const double transforms = 2.0 * alpha * alpha * alpha * task_tiles * tasks *
+                            double(ceil_div(s.reduction_channels + s.out_channels, vec));
+  return std::max(fmas / 2, loads / 3) + transforms / 2;
+}
+
+}  // namespace
+
 double conv_cost_estimate(const ConvParams& p, const ConvShape& s, const Halide::Target& t,
                           int threads) {
   const int vec = vector_lanes(t);
@@ -217,7 +339,8 @@ double conv_cost_estimate(const ConvParams& p, const ConvShape& s, const Halide:
   // Two multiply-adds and three loads per cycle; each step loads the tile's weight vectors and
   // broadcasts one input per pixel.
   const double loads = tiles * (std::max(1, p.block.vectors) + p.block.pixels) * steps;
-  double cycles = std::max(fmas / 2, loads / 3);
+  double cycles = p.family == ConvFamily::winograd ? winograd_cycles(p, s, t)
+                                                    : std::max(fmas / 2, loads / 3);
   if (p.family == ConvFamily::wide && p.stage_input) {
     // Each task stages its input rows (and the halo) once per channel block it covers.
     const double copies = p.split_channels ? double(ceil_div(s.out_channels, channels)) : 1;
@@ -232,8 +355,12 @@ double conv_cost_estimate(const ConvParams& p, const ConvShape& s, const Halide:
 
 std::vector<ConvParams> conv_candidates(const ConvShape& s, const Halide::Target& t, int threads,
                                         size_t limit) {
-  const ConvParams base = default_conv_params(s, t);
-  std::vector<ConvParams> out = {base};
+  const ConvParams chosen = default_conv_params(s, t);
+  // The direct families' candidates vary the direct default (also measured when Winograd is
+  // the default).
+  const ConvParams base = default_direct_conv_params(s, t);
+  std::vector<ConvParams> out = {chosen};
+  if (!(base == chosen) && limit > 1) out.push_back(base);
   if (base.family == ConvFamily::grouped || t.has_gpu_feature()) return out;
   const int vec = vector_lanes(t);
   std::vector<RegisterBlock> blocks;
@@ -244,7 +371,7 @@ std::vector<ConvParams> conv_candidates(const ConvShape& s, const Halide::Target
       for (int px : {1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 28})
         if (px <= s.out_width && v * px <= accumulator_registers(t)) blocks.push_back({v, px});
   }
-  std::vector<ConvParams> wide, deep;
+  std::vector<ConvParams> wide, deep, winograd;
   for (const RegisterBlock& b : blocks) {
     ConvParams p = base;
     p.block = b;
@@ -263,16 +390,24 @@ std::vector<ConvParams> conv_candidates(const ConvShape& s, const Halide::Target
         p.chunk = chunk, p.tasks = tasks;
         if (conv_params_error(p, s, t).empty()) deep.push_back(p);
       }
+    p = default_winograd_params(s, t);
+    p.block = b;
+    for (int tile : {2, 4})
+      for (int rows : {1, 2}) {
+        p.tile = tile, p.rows = rows;
+        if (conv_params_error(p, s, t).empty()) winograd.push_back(p);
+      }
   }
   // Each family ranked on its own: the model sees neither cache misses nor the reduction
   // chunk, which is what separates the families, so the measurement chooses between them.
-  for (std::vector<ConvParams>* family : {&wide, &deep}) {
+  for (std::vector<ConvParams>* family : {&wide, &deep, &winograd}) {
     std::stable_sort(family->begin(), family->end(), [&](const ConvParams& a, const ConvParams& b) {
       return conv_cost_estimate(a, s, t, threads) < conv_cost_estimate(b, s, t, threads);
     });
   }
-  for (size_t i = 0; out.size() < limit && (i < wide.size() || i < deep.size()); ++i)
-    for (const std::vector<ConvParams>* family : {&wide, &deep})
+  for (size_t i = 0;
+       out.size() < limit && (i < wide.size() || i < deep.size() || i < winograd.size()); ++i)
+    for (const std::vector<ConvParams>* family : {&wide, &deep, &winograd})
       if (i < family->size() && out.size() < limit &&
           std::find(out.begin(), out.end(), (*family)[i]) == out.end())
         out.push_back((*family)[i]);

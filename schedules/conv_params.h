@@ -20,13 +20,18 @@ struct ConvShape {
   bool padded = false;
   // Groups with fewer output channels than a vector: only `grouped` (and `naive`) apply.
   bool narrow_groups = false;
+  bool grouped = false;  // groups > 1 (Winograd takes dense convolutions only)
+  bool constant_weights = true;  // Winograd transforms them once, when the model binds them
+  int stride_w = 1, stride_h = 1, dilation_w = 1, dilation_h = 1;
 };
 
 // naive: Halide's default (a baseline). wide: register tiles, parallel over row strips
 // (conv_schedule_cpu.cpp). deep: register tiles over a chunked reduction, parallel over channel
 // blocks (conv_schedule_cpu_deep.cpp). grouped: pixels in vectors, for narrow groups
-// (conv_schedule_cpu_grouped.cpp). GPU targets have one schedule: only `naive` changes them.
-enum class ConvFamily { naive, wide, deep, grouped };
+// (conv_schedule_cpu_grouped.cpp). winograd: Winograd F(2x2, 3x3) or F(4x4, 3x3) for dense 3x3
+// stride-1 layers, a batched matrix multiply over tiles (conv_schedule_cpu_winograd.cpp).
+// GPU targets have one schedule: only `naive` changes them.
+enum class ConvFamily { naive, wide, deep, grouped, winograd };
 
 struct ConvParams {
   ConvFamily family = ConvFamily::wide;
@@ -40,6 +45,9 @@ struct ConvParams {
   bool stage_input = true;
   int chunk = 288;  // deep: reduction steps (input channel x tap) per chunk of weights
   int tasks = 16;   // deep: parallel tasks to aim for (row bands split channel blocks)
+  // winograd: output tile side m of F(m x m, 3 x 3), 2 or 4. `block` is then output-channel
+  // vectors x tiles of the batched matrix multiply, and `rows` the tile rows per task.
+  int tile = 4;
 
   friend bool operator==(const ConvParams& a, const ConvParams& b);
 };
@@ -52,10 +60,40 @@ std::string to_string(const ConvParams& p);
 // not a schedule, or "" (and *p is then changed).
 std::string parse_conv_params(const std::string& text, ConvParams* p);
 // Why `p` cannot schedule a layer of shape `s` on `target`, or "". Register tiles must fit the
-// output (a tile is never clipped) and the register file.
+// output (a tile is never clipped) and the register file. Winograd takes dense 3x3, stride-1,
+// undilated layers with at least one vector of output channels, on CPU targets; F(4x4) only
+// where its rounding error stays within the model tolerance (winograd_tile_error).
 std::string conv_params_error(const ConvParams& p, const ConvShape& s, const Halide::Target& target);
 
-// The default choice: deep for outputs of at most 64 pixels, or at most 196 pixels (14x14) from
+// Why Winograd F(tile x tile, 3x3) is not accurate enough for `s`, or "". F(2x2) always is;
+// F(4x4)'s transforms multiply by up to 8 and 1/24 and lose more of fp32's precision, measured on
+// every 3x3 stride-1 layer of the zoo (docs/tuning.md): it is refused for reductions longer than
+// kWinograd4MaxChannels input channels.
+std::string winograd_tile_error(int tile, const ConvShape& s);
+inline constexpr int kWinograd4MaxChannels = 512;
+
+// The Winograd schedule for `s` on `target` with its default knobs: tile 4 where
+// winograd_tile_error allows it and the output is at least 28 pixels wide (else 2), a register
+// block of 2 vectors (1 below 16 channels on AVX2) by the tiles of a row split into equal blocks
+// of at most the direct schedule's pixels (6 on AVX2, 14 on AVX-512), one tile row per task.
+// tile > 0: that tile, whatever the error rule says (conv_params_error still checks it).
+ConvParams default_winograd_params(const ConvShape& s, const Halide::Target& target,
+                                   int tile = 0);
+
+// Tiles of F(tile x tile) along x and y of an output of `s`, overhanging edges included.
+int winograd_tiles_x(const ConvShape& s, int tile);
+int winograd_tiles_y(const ConvShape& s, int tile);
+// Tiles in the smallest task of `rows` tile rows (the last task may have fewer rows): the
+// widest register block of tiles that never runs past a task.
+int winograd_min_task_tiles(const ConvShape& s, int tile, int rows);
+
+// The default choice: winograd (default_winograd_params) for dense 3x3 stride-1 layers with
+// constant weights, at least 64 channels in and out and outputs of at least 14x14, on CPU
+// targets (measured 1.3-3.5x the direct schedule on ResNet-18's, AVX2, docs/benchmarks.md);
+// otherwise default_direct_conv_params.
+ConvParams default_conv_params(const ConvShape& s, const Halide::Target& target);
+
+// The direct convolution's default: deep for outputs of at most 64 pixels, or at most 196 pixels (14x14) from
 // a spatial kernel with at least 1024 (input channel x tap) steps; grouped for narrow groups;
 // wide otherwise, reading unpadded 1x1 inputs in place. The register tile is the target's
 // preferred one that fits. Measured, deep against wide (1 thread, weights evicted between
@@ -64,7 +102,7 @@ std::string conv_params_error(const ConvParams& p, const ConvShape& s, const Hal
 // equal. In place against staged 1x1 inputs (same run, 2 threads): 1.01-1.28x, most on thin
 // layers where the staged copy was a large share; in place inside deep measured 0.44-1.01x, so
 // deep 1x1 layers keep their copy.
-ConvParams default_conv_params(const ConvShape& s, const Halide::Target& target);
+ConvParams default_direct_conv_params(const ConvShape& s, const Halide::Target& target);
 
 // The tuner's search space for `s`: every valid schedule of the families that apply, ranked by
 // estimated cost (conv_cost_estimate, best first) and cut to `limit`. The default is always

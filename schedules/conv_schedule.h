@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "Halide.h"
+#include "generators/ops/winograd.h"
 
 namespace kiln::schedules {
 
@@ -53,6 +54,13 @@ void schedule_conv_cpu_deep(const ConvFuncs& f, const ConvParams& p, const Halid
 // x86 CPU, grouped convolutions with fewer output channels per group than a vector:
 // accumulators vectorized along output pixels, parallel over rows.
 void schedule_conv_cpu_grouped(const ConvFuncs& f, const Halide::Target& target);
+
+// x86 CPU, Winograd (family winograd): tasks of p.rows tile rows, per task the transformed
+// input, the batched matrix multiply in p.block register tiles (channel vectors x tiles) and
+// the output transform fused with `output`, the epilogue of w.acc. `p` must pass
+// conv_params_error.
+void schedule_conv_cpu_winograd(generators::ops::WinogradAlgorithm w, Halide::Func output,
+                                const ConvParams& p, const Halide::Target& target);
 
 // CUDA: output tiles on GPU blocks, a small register tile per thread.
 void schedule_conv_cuda(const ConvFuncs& f, const Halide::Target& target);

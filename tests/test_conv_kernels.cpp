@@ -13,6 +13,7 @@
 #include "graph/builder.h"
 #include "graph/reference.h"
 #include "halide_errors.h"
+#include "conv_weights.h"
 #include "kernels.h"
 #include "kiln/runtime.h"
 #include "schedules/conv_params.h"
@@ -108,15 +109,20 @@ graph::KernelSpec conv_spec(const Problem& p, const std::string& schedule) {
 
 // The generated kernel of `spec` for CPU target `target` (an index into runtime::cpu_targets(),
 // or -1: every target behind a dispatch wrapper). `keep` holds the loaded code.
-GeneratedKernelFn generate(const graph::KernelSpec& spec, int target,
-                           std::shared_ptr<const GeneratedKernels>* keep) {
+const GeneratedKernel& generate_kernel(const graph::KernelSpec& spec, int target,
+                                       std::shared_ptr<const GeneratedKernels>* keep) {
   codegen::CodegenOptions o;
   o.cache_dir = KILN_TEST_CACHE_DIR;
   if (target < 0) o.targets = runtime::cpu_targets();
   KernelRequest request;
   if (target >= 0) request.cpu_target = runtime::cpu_targets()[static_cast<size_t>(target)];
   *keep = codegen::kernel_generator(o)({spec}, request);
-  return (*keep)->kernels.at(0).fn;
+  return (*keep)->kernels.at(0);
+}
+
+GeneratedKernelFn generate(const graph::KernelSpec& spec, int target,
+                           std::shared_ptr<const GeneratedKernels>* keep) {
+  return generate_kernel(spec, target, keep).fn;
 }
 
 // Runs the problem's kernel with `schedule` on `target` and returns the output; the output
@@ -125,13 +131,22 @@ GeneratedKernelFn generate(const graph::KernelSpec& spec, int target,
 std::vector<float> run_kernel(const Problem& p, const std::string& schedule, int target,
                               int weight_ci_stride = 0) {
   std::shared_ptr<const GeneratedKernels> keep;
-  const GeneratedKernelFn fn = generate(conv_spec(p, schedule), target, &keep);
+  const GeneratedKernel& kernel = generate_kernel(conv_spec(p, schedule), target, &keep);
   const graph::Node& node = p.g.nodes()[0];
   const graph::Value& w = p.g.value(node.inputs[1]);
   const graph::Value& bias = p.g.value(node.inputs[2]);
   std::vector<float> out(p.expected.data.size(), NAN);
   HalideBuffer in_b = wrap(p.input.data.data(), p.input.shape);
   HalideBuffer w_b = wrap(w.data->data(), w.shape);
+  // A Winograd kernel reads the weights transformed, as the runtime binds them.
+  std::vector<float> transformed;
+  if (kernel.winograd_tile > 0) {
+    transformed = runtime::winograd_conv_weights(w.data->data(), w.shape[2], w.shape[3],
+                                                 kernel.winograd_tile);
+    const int alpha = kernel.winograd_tile + 2;
+    w_b = HalideBuffer(transformed.data(),
+                       {static_cast<int>(w.shape[3]), static_cast<int>(w.shape[2]), alpha, alpha});
+  }
   std::vector<float> strided;
   if (weight_ci_stride > 0) {
     const int kh = static_cast<int>(w.shape[0]), kw = static_cast<int>(w.shape[1]);
@@ -158,7 +173,7 @@ std::vector<float> run_kernel(const Problem& p, const std::string& schedule, int
   }
   args.push_back(out_b.raw_buffer());
   runtime::begin_halide_call();
-  const int rc = fn(args.data());
+  const int rc = kernel.fn(args.data());
   EXPECT_EQ(rc, 0) << runtime::last_halide_error();
   return out;
 }
@@ -172,9 +187,9 @@ const Problem& problem_for(size_t case_index, int epilogue) {
   return it->second;
 }
 
-void expect_close(const std::vector<float>& got, const graph::Tensor& want) {
+void expect_close(const std::vector<float>& got, const graph::Tensor& want, double atol = 1e-5) {
   // fp32 accumulation in a different order than the double reference.
-  const double ratio = graph::worst_error_ratio(got, want.data, 1e-4, 1e-5);
+  const double ratio = graph::worst_error_ratio(got, want.data, 1e-4, atol);
   EXPECT_LE(ratio, 1.0) << "max abs error " << graph::max_abs_diff(got, want.data)
                         << " (a NaN means an output element was never written)";
 }
@@ -301,18 +316,39 @@ TEST(ConvKernelWeightStride, PaddedInputChannelStride) {
   }
 }
 
-// The default choice among the families (schedules/conv_params.h), on an AVX-512 target.
+// The default choice among the families (schedules/conv_params.h), on an AVX-512 target:
+// Winograd for 3x3 stride-1 layers of 64+ channels with outputs of 14x14 or more, F(4x4) from
+// 28 pixels wide; the direct default elsewhere, and as the alternative there.
 TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
   const Halide::Target avx512("x86-64-linux-avx-avx2-avx512-f16c-fma-sse41");
-  const auto choice = [&](int h, int w, int ci, int k, bool padded) {
+  const auto layer = [](int h, int w, int ci, int k, bool padded) {
     schedules::ConvShape s;
     s.out_height = h, s.out_width = w, s.out_channels = 64, s.reduction_channels = ci;
     s.kernel_h = s.kernel_w = k, s.padded = padded;
-    return schedules::to_string(schedules::default_conv_params(s, avx512));
+    return s;
   };
-  EXPECT_EQ(choice(56, 56, 64, 3, true), "wide block=2x14 rows=2 split=0 stage=copy");
-  EXPECT_EQ(choice(28, 28, 128, 3, true), "wide block=2x14 rows=2 split=0 stage=copy");
-  EXPECT_EQ(choice(14, 14, 256, 3, true), "deep block=2x14 chunk=288 tasks=16");
+  const auto choice = [&](int h, int w, int ci, int k, bool padded) {
+    return schedules::to_string(schedules::default_conv_params(layer(h, w, ci, k, padded), avx512));
+  };
+  const auto direct = [&](int h, int w, int ci, int k, bool padded) {
+    return schedules::to_string(
+        schedules::default_direct_conv_params(layer(h, w, ci, k, padded), avx512));
+  };
+  EXPECT_EQ(choice(56, 56, 64, 3, true), "winograd tile=4 block=2x14 rows=1");
+  EXPECT_EQ(choice(28, 28, 128, 3, true), "winograd tile=4 block=2x7 rows=1");
+  EXPECT_EQ(choice(14, 14, 256, 3, true), "winograd tile=2 block=2x7 rows=1");
+  EXPECT_EQ(choice(7, 7, 512, 3, true), "deep block=3x7 chunk=288 tasks=16");
+  EXPECT_EQ(choice(56, 56, 32, 3, true), "wide block=2x14 rows=2 split=0 stage=copy");
+  schedules::ConvShape strided = layer(56, 56, 64, 3, true);
+  strided.stride_w = strided.stride_h = 2;
+  EXPECT_EQ(schedules::default_conv_params(strided, avx512).family, schedules::ConvFamily::wide);
+  schedules::ConvShape weights_input = layer(56, 56, 64, 3, true);
+  weights_input.constant_weights = false;
+  EXPECT_EQ(schedules::default_conv_params(weights_input, avx512).family,
+            schedules::ConvFamily::wide);
+  EXPECT_EQ(direct(56, 56, 64, 3, true), "wide block=2x14 rows=2 split=0 stage=copy");
+  EXPECT_EQ(direct(28, 28, 128, 3, true), "wide block=2x14 rows=2 split=0 stage=copy");
+  EXPECT_EQ(direct(14, 14, 256, 3, true), "deep block=2x14 chunk=288 tasks=16");
   EXPECT_EQ(choice(14, 14, 1024, 1, false), "wide block=2x14 rows=1 split=0 stage=in_place");
   EXPECT_EQ(choice(14, 14, 1024, 1, true), "wide block=2x14 rows=1 split=0 stage=copy");
   EXPECT_EQ(choice(7, 7, 512, 1, false), "deep block=3x7 chunk=288 tasks=16");
@@ -431,6 +467,112 @@ TEST(ConvKernelErrors, MismatchedChannelsIsAnErrorNotACrash) {
   EXPECT_NE(fn(args), 0);
   EXPECT_NE(runtime::last_halide_error().find("arg0"), std::string::npos)
       << runtime::last_halide_error();
+}
+
+// Winograd (family winograd) against the reference: padding 0 and 1, outputs that are not
+// multiples of either tile (tiles overhang the right and bottom edges), channel counts that are
+// not multiples of a vector, batch 2, ReLU and ReLU6 epilogues and a residual; both tiles, each
+// register block the layer's default, on every CPU target; the weights transformed by
+// runtime::winograd_conv_weights as the runtime binds them.
+const ConvCase kWinogradCases[] = {
+    {"ci13_co20_9x8_pad0", 1, 13, 11, 10, 20, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1},
+    {"batch2_ci16_co24_9x13_pad1", 2, 16, 9, 13, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+    {"ci64_co96_7x7_pad1", 1, 64, 7, 7, 96, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+    {"ci8_co16_6x5_asymmetric_pad", 1, 8, 6, 5, 16, 3, 3, 1, 1, 1, 0, 0, 1, 1, 1},
+};
+
+TEST(ConvKernelWinograd, MatchesReferenceOnEveryTarget) {
+  for (size_t i = 0; i < std::size(kWinogradCases); ++i) {
+    const ConvCase& c = kWinogradCases[i];
+    const Problem prob = make_problem(c, kEpilogues[1 + i % 2], 700 + i, /*residual=*/i == 1);
+    for (int t = 0; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
+      if (!runtime::cpu_target_supported(t)) continue;  // AVX-512 here only where the CPU has it
+      for (const char* tile : {"2", "4"}) {
+        SCOPED_TRACE(std::string(c.name) + " tile " + tile + " on " + runtime::cpu_targets()[t]);
+        std::shared_ptr<const GeneratedKernels> keep;
+        const std::string schedule = std::string("winograd tile=") + tile;
+        EXPECT_EQ(generate_kernel(conv_spec(prob, schedule), t, &keep).winograd_tile,
+                  std::stoi(tile));
+        // F(4x4)'s transforms (entries up to 8, weights scaled by 1/24) round more: within
+        // the model tolerance's atol (1e-4) on these outputs of up to ~10, 2-4e-5 measured.
+        expect_close(run_kernel(prob, schedule, t), prob.expected, tile[0] == '4' ? 1e-4 : 1e-5);
+      }
+    }
+  }
+}
+
+// Non-default register blocks and tasks on the best target: blocks of 5 tiles running across
+// the rows of 7 tiles in tasks of 2 tile rows (the last task has one), and blocks of 3 of a
+// row's 4 tiles (the last block overlaps the one before).
+TEST(ConvKernelWinograd, RegisterBlocksAndTasks) {
+  const Problem prob = make_problem(kWinogradCases[1], kEpilogues[0], 720);
+  for (const char* schedule : {"winograd tile=2 block=1x5 rows=2", "winograd tile=4 block=1x3 rows=1"}) {
+    SCOPED_TRACE(schedule);
+    expect_close(run_kernel(prob, schedule, runtime::best_cpu_target()), prob.expected, 1e-4);
+  }
+}
+
+// The runtime transforms the weights once when it binds them: a model whose kernel a schedule
+// lookup sends to Winograd runs twice and matches the reference both times.
+TEST(ConvKernelWinograd, ModelBindsTransformedWeights) {
+  const Problem prob = make_problem(kWinogradCases[2], kEpilogues[1], 730, /*residual=*/true);
+  codegen::CodegenOptions o;
+  o.cache_dir = KILN_TEST_CACHE_DIR;
+  o.schedules = [](const graph::KernelSpec&, const std::string&) {
+    return std::string("winograd tile=4");
+  };
+  ModelOptions mo;
+  mo.generate_kernels = codegen::kernel_generator(o);
+  Model m(prob.g, mo);
+  EXPECT_EQ(m.winograd_tile(0), 4);  // what `kiln bench --per-layer` shows
+  for (int call = 0; call < 2; ++call) {
+    ASSERT_TRUE(m.run({prob.input}));
+    const TensorView out = m.output(0);
+    expect_close(std::vector<float>(out.data, out.data + prob.expected.data.size()), prob.expected);
+  }
+}
+
+// Winograd's knobs: text form, and the layers and targets it refuses, each with its reason.
+TEST(ConvKernelSchedules, WinogradKnobsAndRefusals) {
+  const Halide::Target avx2("x86-64-linux-avx-avx2-f16c-fma-sse41");
+  schedules::ConvParams p;
+  ASSERT_EQ(schedules::parse_conv_params("winograd rows=2 tile=2 block=1x5", &p), "");
+  EXPECT_EQ(schedules::to_string(p), "winograd tile=2 block=1x5 rows=2");
+  for (const char* bad : {"winograd tile=3", "winograd tile=", "winograd chunk=8"}) {
+    schedules::ConvParams q = p;
+    EXPECT_NE(schedules::parse_conv_params(bad, &q), "") << bad;
+  }
+  schedules::ConvShape s;
+  s.out_height = s.out_width = 14, s.out_channels = 64, s.reduction_channels = 64;
+  s.kernel_h = s.kernel_w = 3, s.padded = true;
+  EXPECT_EQ(schedules::to_string(schedules::default_winograd_params(s, avx2)),
+            "winograd tile=2 block=2x4 rows=1");  // F(2x2) below 28 pixels wide; 7 tiles: 4 + 3
+  const schedules::ConvParams w = schedules::default_winograd_params(s, avx2, 4);
+  EXPECT_EQ(schedules::to_string(w), "winograd tile=4 block=2x4 rows=1");
+  EXPECT_EQ(schedules::conv_params_error(w, s, avx2), "");
+  const auto refused = [&](schedules::ConvShape layer, const Halide::Target& t,
+                           const std::string& why, schedules::ConvParams q) {
+    const std::string e = schedules::conv_params_error(q, layer, t);
+    EXPECT_NE(e.find(why), std::string::npos) << "'" << e << "' lacks '" << why << "'";
+  };
+  schedules::ConvShape layer = s;
+  layer.kernel_w = layer.kernel_h = 1;
+  refused(layer, avx2, "3x3 windows only", w);
+  layer = s, layer.stride_w = 2;
+  refused(layer, avx2, "stride 1 only", w);
+  layer = s, layer.dilation_h = 2;
+  refused(layer, avx2, "dilation 1 only", w);
+  layer = s, layer.grouped = true;
+  refused(layer, avx2, "ungrouped", w);
+  layer = s, layer.out_channels = 4;
+  refused(layer, avx2, "at least one vector of output channels", w);
+  refused(s, Halide::Target("x86-64-linux-cuda"), "no GPU schedule", w);
+  schedules::ConvParams wide_block = w;
+  wide_block.block = {1, 5};  // 14 pixels are 4 tiles of 4
+  refused(s, avx2, "does not fit the output", wide_block);
+  layer = s, layer.reduction_channels = schedules::kWinograd4MaxChannels + 1;
+  refused(layer, avx2, "loses too much precision", w);
+  EXPECT_EQ(schedules::default_winograd_params(layer, avx2).tile, 2);
 }
 
 }  // namespace

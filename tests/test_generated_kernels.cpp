@@ -176,7 +176,7 @@ TEST(GeneratedKernels, TableSourceNamesEveryKernelOnce) {
   const codegen::DistinctKernels d = codegen::distinct_kernels(specs);
   ASSERT_EQ(d.kernels.size(), 2u);
   EXPECT_EQ(d.kernel_of, (std::vector<size_t>{0, 1, 0}));
-  const std::string src = codegen::kernel_table_source(specs, "net");
+  const std::string src = codegen::kernel_table_source(specs, "net", {});
   EXPECT_NE(src.find("int net_k0_argv(void**);"), std::string::npos) << src;
   EXPECT_NE(src.find("int net_k1_argv(void**);"), std::string::npos) << src;
   EXPECT_EQ(src.find("net_k2_argv"), std::string::npos) << src;

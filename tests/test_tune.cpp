@@ -7,9 +7,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "codegen/kernel_library.h"
+#include "codegen/kernel_pipeline.h"
 #include "codegen/schedule_db.h"
 #include "graph/builder.h"
 #include "graph/example.h"
@@ -176,6 +178,43 @@ TEST_F(TuneTest, TunedRecordCompilesAndMatchesTheReference) {
   int entries = 0;
   for (const auto& e : fs::directory_iterator(path("cache") + "/kernels")) entries += e.is_directory();
   EXPECT_EQ(entries, 2) << "the tuned kernels must not share the default's cache entry";
+}
+
+// The tuner measures Winograd where it applies: a 3x3 stride-1 convolution gets winograd
+// candidates (both tiles), the reference model's 3x3 stride-2 one none.
+TEST_F(TuneTest, WinogradCandidatesOnlyForEligibleLayers) {
+  const Halide::Target target(best_target());
+  const auto winograd_tiles = [&](const graph::KernelSpec& k) {
+    std::set<std::string> tiles;
+    for (const std::string& c : codegen::schedule_candidates(k, target, 2, 1000))
+      if (c.rfind("winograd ", 0) == 0) tiles.insert(c.substr(c.find("tile="), 6));
+    return tiles;
+  };
+  EXPECT_EQ(winograd_tiles(example_conv()), std::set<std::string>{}) << "stride 2 is not eligible";
+  graph::GraphBuilder b;
+  const graph::ValueId x = b.input("x", {1, 28, 28, 32}, graph::Layout::nhwc);
+  const graph::ValueId w = b.constant("w", {3, 3, 32, 32},
+                                      graph::random_uniform(9 * 32 * 32, -0.1f, 0.1f, 5),
+                                      graph::Layout::hwio);
+  const graph::ValueId bias = b.constant("b", {32}, graph::random_uniform(32, -0.1f, 0.1f, 6));
+  b.output(b.op("conv", graph::Conv2d{1, 1, 1, 1, 1, 1, 1, 1, {}}, {x, w, bias}));
+  ModelOptions o;
+  o.lower_only = true;
+  const graph::KernelSpec k = Model(b.finish(), o).kernels().at(0);
+  EXPECT_EQ(winograd_tiles(k), (std::set<std::string>{"tile=2", "tile=4"}));
+  // A text that switches to winograd (as `--set winograd --set tile=T` writes it) takes
+  // Winograd's default knobs for that tile, not the direct schedule's block and rows.
+  for (const char* tile : {"2", "4"}) {
+    const std::string text = codegen::default_schedule(k, target) + " winograd tile=" + tile;
+    const std::string resolved = codegen::resolve_schedule(k, target, text);
+    EXPECT_EQ(resolved.rfind(std::string("winograd tile=") + tile + " block=", 0), 0u) << resolved;
+    EXPECT_EQ(resolved.substr(resolved.size() - 6), "rows=1") << resolved;
+  }
+  // Within the tuner's usual cut of 16, at least one.
+  size_t in_cut = 0;
+  for (const std::string& c : codegen::schedule_candidates(k, target, 2, 16))
+    in_cut += c.rfind("winograd ", 0) == 0;
+  EXPECT_GT(in_cut, 0u);
 }
 
 // `kiln tune` on the reference model with a budget of seconds: a record per tunable kernel,

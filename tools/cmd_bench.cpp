@@ -45,7 +45,9 @@ options:
                        through OpenCL (e.g. pocl on the CPU): a check, not a speed target
   --fallback           with a GPU target: use the CPU if no GPU or driver is usable
   --per-layer          time every kernel in the same runs and print a table: median time,
-                       share of the summed kernel times, GFLOP/s (convolutions, Gemm, MatMul),
+                       share of the summed kernel times, GFLOP/s (convolutions, Gemm, MatMul;
+                       a Winograd convolution, marked in the op column, counts the direct
+                       convolution's flops, so its GFLOP/s and % peak are effective ones),
                        GB/s (bytes of every input, weights included, plus the output), and
                        the fraction of this machine's peak: FMA throughput for kernels whose
                        flops per byte exceed the machine's (compute-bound), memory bandwidth
@@ -175,6 +177,9 @@ std::vector<Results> measure(const BenchArgs& a, const std::vector<Model*>& mode
       Row row;
       row.kernel = graph::kernel_name(models[m]->kernels()[k]);  // escaped where printed
       describe_work(models[m]->kernels()[k], row);
+      // A Winograd kernel's GFLOP/s are effective ones: the direct convolution's flops.
+      if (const int t = models[m]->winograd_tile(k))
+        row.op += " winograd F(" + std::to_string(t) + "x" + std::to_string(t) + ")";
       row.ms = median_of(kernel_ms[m][k]);
       total += row.ms;
       r.rows.push_back(row);

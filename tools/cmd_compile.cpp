@@ -321,10 +321,17 @@ int run_compile(const CompileArgs& a) {
   std::vector<graph::KernelSpec> generated;
   for (const graph::KernelSpec& k : probe.kernels())
     if (graph::is_generated(k)) generated.push_back(k);
+  std::vector<std::string> cpu_targets;
+  for (int t : a.targets.cpu) cpu_targets.push_back(runtime::cpu_targets()[t]);
+  if (cpu_targets.empty()) cpu_targets = runtime::cpu_targets();
+  // The table records which kernels read Winograd-transformed weights: the runtime transforms
+  // them once at load (runtime::winograd_conv_weights). GPU kernels never do.
   write_file(tmp / (a.name + ".cpp"),
              model_source(a.name, a.targets, weights_checksum) + "\n" +
-                 codegen::kernel_table_source(generated, a.name) +
-                 (a.targets.cuda ? "\n" + codegen::kernel_table_source(generated, a.name + "_cuda")
+                 codegen::kernel_table_source(generated, a.name, cpu_targets,
+                                              a.schedules ? a.schedules->lookup() : nullptr) +
+                 (a.targets.cuda ? "\n" + codegen::kernel_table_source(generated, a.name + "_cuda",
+                                                                      {cfg::kCudaTarget})
                                  : ""));
   std::vector<std::string> outputs = {a.name + ".weights", a.name + ".h"};
   if (a.emit.count("plan")) {
@@ -347,9 +354,6 @@ int run_compile(const CompileArgs& a) {
     outputs.push_back(out);
   }
 
-  std::vector<std::string> cpu_targets;
-  for (int t : a.targets.cpu) cpu_targets.push_back(runtime::cpu_targets()[t]);
-  if (cpu_targets.empty()) cpu_targets = runtime::cpu_targets();
   std::cout << "[2/3] compiling " << a.name << ".cpp and " << generated.size()
             << " kernels generated for its shapes (" << codegen::distinct_kernels(generated).kernels.size()
             << " distinct; " << join(cpu_targets, ", ") << ")\n";

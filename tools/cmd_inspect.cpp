@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "codegen/kernel_library.h"
 #include "compile_codegen.h"
 #include "graph/file_io.h"
 #include "graph/kernel_spec.h"
@@ -23,7 +24,9 @@ constexpr const char* kHelp = R"(usage: kiln inspect MODEL [options]
 MODEL is an .onnx file, or `example` for the built-in reference model. Prints the graph after
 every pass (or only after --after PASS), the fusion groups (which original ops each kernel
 computes, and whether the kernel is generated for the model's shapes with Halide or is a
-portable C++ one), each kernel's task description, and the arena plan.
+portable C++ one), each kernel's task description, and the arena plan with the bytes Winograd
+kernels' transformed weights add to the weights file when a model loads (`--schedule` shows
+which kernels those are: schedule family winograd).
 
 options:
   {input-shape:17}
@@ -50,6 +53,29 @@ std::string escape(const std::string& s) {
     else out += c;
   }
   return out;
+}
+
+// The weights the runtime transforms for Winograd kernels when it loads the model (for a library
+// of every CPU target, as `kiln compile` makes by default, with --schedules' records): what they
+// add to the weights file once the originals they replace are dropped.
+void print_winograd_weights(const std::vector<graph::KernelSpec>& kernels, const Args& args) {
+  const std::shared_ptr<const codegen::ScheduleDb> db = schedule_db(args);
+  int64_t transformed = 0, replaced = 0;
+  size_t count = 0;
+  for (const graph::KernelSpec& k : kernels) {
+    const auto* c = std::get_if<graph::ConvKernelSpec>(&k);
+    if (!c || !graph::is_generated(k)) continue;
+    const int tile =
+        codegen::library_weight_tile(k, runtime::cpu_targets(), db ? db->lookup() : nullptr);
+    if (tile == 0) continue;
+    const int64_t channels = c->weights.shape[2] * c->weights.shape[3];
+    transformed += int64_t{tile + 2} * (tile + 2) * channels * 4;
+    replaced += 9 * channels * 4;
+    ++count;
+  }
+  std::cout << "  winograd weights at load: " << transformed - replaced << " bytes beyond the "
+            << "weights file (" << count << " kernels read " << transformed
+            << " bytes of transformed weights in place of " << replaced << ")\n";
 }
 
 // Buffers as rectangles: x spans the live interval (node indices), y the arena bytes.
@@ -135,6 +161,7 @@ int cmd_inspect(int argc, char** argv) {
   std::cout << "== arena plan ==\n" << graph::describe(plan, optimized);
   std::cout << "  sum of the input graph's intermediate and output tensors: "
             << graph::naive_activation_bytes(input) << " bytes\n";
+  print_winograd_weights(kernels, args);
   if (args.has("--schedule")) {
     const int best = runtime::best_cpu_target();
     const int index = args.has("--target") ? parse_cpu_target("--target", args.get("--target")) : best;

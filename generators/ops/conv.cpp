@@ -5,15 +5,11 @@ namespace kiln::generators::ops {
 
 using Halide::Expr;
 
-namespace {
-
 // Zero outside the image in x and y; channels and batch are never read out of range.
 Halide::Func zero_padded(const Halide::Func& input, const Expr& in_width, const Expr& in_height) {
   return Halide::BoundaryConditions::constant_exterior(
       input, 0.0f, {{Expr(), Expr()}, {0, in_width}, {0, in_height}, {Expr(), Expr()}});
 }
-
-}  // namespace
 
 ConvAlgorithm conv2d(const Halide::Func& input, const Expr& in_width, const Expr& in_height,
                      const Halide::Func& weights, const Halide::Func& bias, const Expr& in_channels,

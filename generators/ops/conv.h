@@ -13,6 +13,10 @@ struct ConvWindow {
   Halide::Expr stride_x, stride_y, pad_x, pad_y, dilation_x, dilation_y;
 };
 
+// input (c, x, y, n) with zeros outside the in_width x in_height image.
+Halide::Func zero_padded(const Halide::Func& input, const Halide::Expr& in_width,
+                         const Halide::Expr& in_height);
+
 struct ConvAlgorithm {
   Halide::Func input_padded;  // (c, x, y, n): the input, zero outside the image
   Halide::Func acc;           // (co, x, y, n): bias + sum over (ci, kx, ky); one update

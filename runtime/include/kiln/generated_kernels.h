@@ -18,6 +18,10 @@ using GeneratedKernelFn = int (*)(void** args);
 struct GeneratedKernel {
   const char* signature;  // graph::kernel_signature of the spec it was compiled for
   GeneratedKernelFn fn;
+  // A convolution whose kernel reads its weights Winograd-transformed: the tile (2 or 4) of
+  // runtime::winograd_conv_weights, which the runtime applies once when it binds them; 0: the
+  // weights as the spec gives them.
+  int winograd_tile = 0;
 };
 
 struct GeneratedKernels {

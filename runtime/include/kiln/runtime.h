@@ -108,6 +108,9 @@ class Model {
   const std::vector<graph::KernelSpec>& kernels() const;
   // With ModelOptions::profile: wall time of each kernel in the last run, in kernels() order.
   const std::vector<double>& kernel_seconds() const;
+  // The Winograd tile m of kernel k's generated code (F(m x m, 3x3) reading transformed
+  // weights), in kernels() order; 0 for every other kernel.
+  int winograd_tile(size_t k) const;
   const graph::ArenaPlan& arena_plan() const;
   Backend backend() const;                   // the backend in use (cpu after a fallback)
   const std::string& fallback_reason() const;  // empty unless CUDA fell back to CPU
