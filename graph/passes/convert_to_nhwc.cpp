@@ -67,7 +67,7 @@ class LayoutRewriter {
  private:
   bool is_nhwc(ValueId v) const { return g_.value(v).layout == Layout::nhwc; }
 
-  static bool is_perm(const Node& n, std::vector<int> perm) {
+  static bool is_perm(const Node& n, const std::vector<int>& perm) {
     const auto* t = std::get_if<Transpose>(&n.op);
     return t && t->perm == perm;
   }
@@ -219,9 +219,9 @@ class LayoutRewriter {
   std::map<uint32_t, ValueId> transposed_back_;  // Transpose(0, 3, 1, 2) output -> its input
 };
 
-// Drops the nodes nothing reads any more (a Transpose whose every reader now takes the
-// relabel of its input), last first so that chains go too.
-void drop_dead_nodes(const Graph& g, std::vector<Node>& nodes) {
+// The nodes nothing reads any more (a Transpose whose every reader now takes the relabel of
+// its input), found last first so that chains go too; Graph::rebuild drops them.
+std::vector<bool> dead_nodes(const Graph& g, const std::vector<Node>& nodes) {
   std::vector<int> readers(g.values().size(), 0);
   for (const Node& n : nodes)
     for (ValueId v : n.inputs) ++readers[v.index];
@@ -233,10 +233,7 @@ void drop_dead_nodes(const Graph& g, std::vector<Node>& nodes) {
     dead[i] = true;
     for (ValueId v : nodes[i].inputs) --readers[v.index];
   }
-  std::vector<Node> kept;
-  for (size_t i = 0; i < nodes.size(); ++i)
-    if (!dead[i]) kept.push_back(std::move(nodes[i]));
-  nodes = std::move(kept);
+  return dead;
 }
 
 // A Gemm that reads a constant B transposed (a Linear layer's [N, K] weights) gets B stored as
@@ -270,9 +267,9 @@ void pretranspose_gemm_weights(Graph& g, std::vector<Node>& nodes) {
 Graph convert_to_nhwc(const Graph& input) {
   Graph g = input;
   std::vector<Node> nodes = LayoutRewriter(g).run();
-  drop_dead_nodes(g, nodes);
+  const std::vector<bool> dead = dead_nodes(g, nodes);
   pretranspose_gemm_weights(g, nodes);
-  g.rebuild(std::move(nodes));
+  g.rebuild(std::move(nodes), dead);
   return g;
 }
 
