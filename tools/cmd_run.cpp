@@ -213,6 +213,15 @@ std::vector<CheckRow> check_kernels(const graph::Graph& original, const graph::G
     ref[original.value(original.inputs[i]).name] = &inputs[i];
   for (size_t i = 0; i < ref_values.size(); ++i)
     ref[ref_graph.value(ref_graph.outputs[i]).name] = &ref_values[i];
+  // Tensors the logical rewrites made (a MatMul's 1x1 convolution, an op moved above a
+  // Transpose) have no namesake in the original: those are compared with the reference run of
+  // the graph as those rewrites left it, which the final outputs tie back to the original.
+  graph::PipelineOptions logical_stage;
+  logical_stage.stop_after = "sink_transposes";
+  const graph::Graph logical = expose_all(graph::run_passes(original, logical_stage));
+  const std::vector<graph::Tensor> logical_values = graph::run_reference(logical, inputs);
+  for (size_t i = 0; i < logical_values.size(); ++i)
+    ref.emplace(logical.value(logical.outputs[i]).name, &logical_values[i]);
 
   const graph::Graph probe_graph = expose_all(optimized);
   Model probe(probe_graph, options);

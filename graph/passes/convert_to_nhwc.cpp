@@ -92,7 +92,9 @@ class LayoutRewriter {
 
   // Layout-agnostic ops stay NHWC when every 4-D activation they read already is.
   bool can_stay_nhwc(const Node& n) const {
-    const bool agnostic = op_is_unary(n.op) || std::holds_alternative<Binary>(n.op) ||
+    // A one-input ElementwiseChain (an imported unary op, gelu) has no per-channel parameters.
+    const bool unary_chain = std::holds_alternative<ElementwiseChain>(n.op) && n.inputs.size() == 1;
+    const bool agnostic = op_is_unary(n.op) || unary_chain || std::holds_alternative<Binary>(n.op) ||
                           std::holds_alternative<BatchNorm>(n.op) ||
                           std::holds_alternative<Pool2d>(n.op) ||
                           std::holds_alternative<GlobalPool>(n.op) ||

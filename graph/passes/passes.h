@@ -14,6 +14,16 @@ Graph fuse_layer_norm(const Graph& g);
 // the products) into one gelu chain step. Runs before fuse_elementwise_chains.
 Graph fuse_gelu(const Graph& g);
 
+// Rewrites a channels-last linear layer, MatMul of a 4-D [N, H, W, K] tensor by a constant
+// [K, M], as Transpose(0, 3, 1, 2) -> 1x1 Conv2d -> Transpose(0, 2, 3, 1), so that it fuses
+// like any convolution. Runs before sink_transposes.
+Graph matmul_to_conv(const Graph& g);
+
+// Moves Transposes below the elementwise ops that alone read them (re-laying out their
+// broadcast constants), and merges or cancels Transposes that meet. Runs before the folds and
+// fusions, so that ops freed from a Transpose join their producer's epilogue.
+Graph sink_transposes(const Graph& g);
+
 // Folds a zero Pad of the spatial axes into the padding of the convolutions that read it (when
 // only convolutions do), deleting the Pad. Runs before convert_to_nhwc.
 Graph fold_pad_into_conv(const Graph& g);

@@ -10,6 +10,8 @@ const std::vector<Pass>& default_passes() {
   static const std::vector<Pass> passes = {
       {"fuse_layer_norm", fuse_layer_norm},
       {"fuse_gelu", fuse_gelu},
+      {"matmul_to_conv", matmul_to_conv},
+      {"sink_transposes", sink_transposes},
       {"fold_pad_into_conv", fold_pad_into_conv},
       {"fold_batch_norm", fold_batch_norm},
       {"fuse_epilogues", fuse_epilogues},

@@ -1,0 +1,186 @@
+// matmul_to_conv, sink_transposes, and fold_batch_norm's per-channel Add/Mul: a channels-last
+// linear layer becomes a 1x1 convolution, Transposes move below elementwise ops and cancel,
+// and what they freed folds into the convolution. Every rewrite is checked against the
+// reference interpreter on the graph before it, with random inputs.
+#include <gtest/gtest.h>
+
+#include "graph/builder.h"
+#include "graph/passes/passes.h"
+#include "graph/passes/pipeline.h"
+#include "graph/verify.h"
+#include "graph_test_util.h"
+
+namespace kiln::graph {
+namespace {
+
+using testing_util::count_ops;
+using testing_util::expect_same_outputs;
+using testing_util::random_inputs;
+
+ValueId random_constant(GraphBuilder& b, const std::string& name, Shape shape, uint64_t seed,
+                        float lo = -0.5f, float hi = 0.5f) {
+  const int64_t n = num_elements(shape);
+  return b.constant(name, std::move(shape), random_uniform(n, lo, hi, seed));
+}
+
+ValueId random_weights(GraphBuilder& b, const std::string& name, Shape oihw, uint64_t seed) {
+  const int64_t n = num_elements(oihw);
+  return b.constant(name, std::move(oihw), random_uniform(n, -0.5f, 0.5f, seed), Layout::oihw);
+}
+
+ValueId conv1x1(GraphBuilder& b, const std::string& name, ValueId x, int64_t ci, int64_t co, uint64_t seed) {
+  return b.conv2d(name, x, random_weights(b, name + "_w", {co, ci, 1, 1}, seed),
+                  random_constant(b, name + "_b", {co}, seed + 1), Conv2d{});
+}
+
+// The checks every rewritten graph passes: well-formed, same numbers as the original.
+void expect_equivalent(const Graph& before, const Graph& after, uint64_t seed) {
+  ASSERT_TRUE(verify_problems(after).empty()) << dump(after);
+  expect_same_outputs(before, after, random_inputs(before, seed), 1e-5, 1e-6);
+}
+
+TEST(MatmulToConv, ChannelsLastLinearBecomesAConvBetweenTransposes) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {2, 5, 3, 6});
+  b.output(b.op("mm", MatMul{}, {x, random_constant(b, "w", {6, 4}, 1)}));
+  const Graph before = b.finish();
+  const Graph after = matmul_to_conv(before);
+  EXPECT_EQ(count_ops<MatMul>(after), 0) << dump(after);
+  EXPECT_EQ(count_ops<Conv2d>(after), 1) << dump(after);
+  EXPECT_EQ(count_ops<Transpose>(after), 2) << dump(after);
+  expect_equivalent(before, after, 2);
+}
+
+TEST(MatmulToConv, OtherMatMulsAreLeftAlone) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {2, 5, 6});  // rank 3
+  const ValueId y = b.input("y", {2, 5, 3, 6});
+  b.output(b.op("mm3", MatMul{}, {x, random_constant(b, "w", {6, 4}, 1)}));
+  b.output(b.op("runtime_w", MatMul{}, {y, b.input("w2", {6, 4})}));  // weights not constant
+  const Graph before = b.finish();
+  EXPECT_EQ(count_ops<MatMul>(matmul_to_conv(before)), 2);
+}
+
+// conv -> permute(0, 2, 3, 1) -> + bias[C] -> sigmoid -> * scale[C] -> permute(0, 3, 1, 2):
+// both Transposes meet and cancel; the Binary constants are re-laid-out to [C, 1, 1].
+TEST(SinkTransposes, InverseTransposesCancelAcrossElementwiseOps) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {1, 3, 4, 5});
+  const ValueId c = conv1x1(b, "c", x, 3, 6, 1);
+  const ValueId t = b.op("to_cl", Transpose{{0, 2, 3, 1}}, {c});
+  const ValueId a = b.op("bias", Binary{BinaryOp::add}, {t, random_constant(b, "bias_c", {6}, 3)});
+  const ValueId s = b.op("sig", Sigmoid{}, {a});
+  const ValueId m = b.op("scale", Binary{BinaryOp::mul}, {random_constant(b, "scale_c", {1, 1, 6}, 4), s});
+  b.output(b.op("to_cf", Transpose{{0, 3, 1, 2}}, {m}));
+  const Graph before = b.finish();
+  const Graph after = sink_transposes(before);
+  EXPECT_EQ(count_ops<Transpose>(after), 0) << dump(after);
+  EXPECT_EQ(count_ops<Reshape>(after), 1) << dump(after);  // the graph output: a view
+  EXPECT_EQ(after.num_nodes(), 5u) << dump(after);
+  expect_equivalent(before, after, 5);
+}
+
+TEST(SinkTransposes, TransposesCompose) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {2, 3, 4, 5});
+  const ValueId t1 = b.op("t1", Transpose{{0, 2, 3, 1}}, {x});
+  b.output(b.op("t2", Transpose{{1, 0, 3, 2}}, {t1}));
+  const Graph before = b.finish();
+  const Graph after = sink_transposes(before);
+  EXPECT_EQ(count_ops<Transpose>(after), 1) << dump(after);
+  expect_equivalent(before, after, 6);
+}
+
+TEST(SinkTransposes, BothOperandsTransposedAlike) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {2, 3, 4, 5});
+  const ValueId y = b.input("y", {2, 3, 4, 5});
+  const ValueId sum = b.op("sum", Binary{BinaryOp::sub},
+                           {b.op("tx", Transpose{{0, 2, 3, 1}}, {x}), b.op("ty", Transpose{{0, 2, 3, 1}}, {y})});
+  b.output(b.op("back", Transpose{{0, 3, 1, 2}}, {b.op("relu", Relu{}, {sum})}));
+  const Graph before = b.finish();
+  const Graph after = sink_transposes(before);
+  EXPECT_EQ(count_ops<Transpose>(after), 0) << dump(after);
+  expect_equivalent(before, after, 7);
+}
+
+// A Transpose read twice, one that is a graph output, and a constant that broadcasts the
+// result to a larger shape: nothing moves (moving would copy more, or change the output).
+TEST(SinkTransposes, NothingMovesWhereItWouldCopyMore) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {2, 3, 4, 5});
+  const ValueId t = b.op("t", Transpose{{0, 2, 3, 1}}, {x});
+  b.output(b.op("relu", Relu{}, {t}));
+  b.output(b.op("sig", Sigmoid{}, {t}));
+  const ValueId u = b.op("u", Transpose{{0, 2, 3, 1}}, {b.input("y", {1, 3, 4, 5})});
+  b.output(b.op("grow", Binary{BinaryOp::add}, {u, random_constant(b, "c", {2, 1, 1, 1}, 8)}));
+  const ValueId v = b.op("v", Transpose{{0, 2, 3, 1}}, {b.input("z", {2, 3, 4, 5})});
+  b.output(v);
+  b.output(b.op("tanh", ElementwiseChain{{{ChainStepKind::tanh, 0, 0}}}, {v}));
+  const Graph before = b.finish();
+  const Graph after = sink_transposes(before);
+  EXPECT_EQ(after.num_nodes(), before.num_nodes()) << dump(after);
+  EXPECT_EQ(count_ops<Transpose>(after), 3) << dump(after);
+  expect_equivalent(before, after, 9);
+}
+
+// conv -> + bias[C, 1, 1] -> * gamma[1, C, 1, 1] -> / 2 -> - shift: all four fold into the
+// conv's weights and bias. `c - conv` does not (it negates the conv).
+TEST(FoldBatchNormPass, PerChannelConstantsFoldIntoTheConv) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {2, 3, 5, 4});
+  const ValueId c = conv1x1(b, "c", x, 3, 6, 1);
+  const ValueId a = b.op("add", Binary{BinaryOp::add}, {random_constant(b, "bias", {6, 1, 1}, 2), c});
+  const ValueId m = b.op("mul", Binary{BinaryOp::mul}, {a, random_constant(b, "gamma", {1, 6, 1, 1}, 3, 0.5f, 2.0f)});
+  const ValueId d = b.op("div", Binary{BinaryOp::div}, {m, b.constant("two", {}, {2.0f})});
+  const ValueId s = b.op("sub", Binary{BinaryOp::sub}, {d, random_constant(b, "shift", {6, 1, 1}, 4)});
+  b.output(b.op("rsub", Binary{BinaryOp::sub}, {random_constant(b, "r", {6, 1, 1}, 5), s}));
+  const Graph before = b.finish();
+  const Graph after = fold_batch_norm(before);
+  EXPECT_EQ(count_ops<Binary>(after), 1) << dump(after);
+  const auto& computes = after.node(NodeId{0}).computes;
+  EXPECT_EQ(computes, (std::vector<std::string>{"conv2d", "add (folded)", "mul (folded)", "div (folded)",
+                                                "sub (folded)"}));
+  expect_equivalent(before, after, 6);
+}
+
+// ConvNeXt's MLP: LayerNorm over channels-last -> Linear + bias -> GELU -> Linear + bias ->
+// layer scale -> permute back -> residual Add. Through the whole pipeline it is two
+// convolution kernels (bias, GELU, scale and residual inside them) with no copy between.
+TEST(SinkTransposes, ConvNextMlpBecomesTwoConvolutions) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {1, 8, 5, 6});
+  const ValueId dw = b.conv2d("dw", x, random_weights(b, "dw_w", {8, 1, 3, 3}, 1), random_constant(b, "dw_b", {8}, 2),
+                              [] {
+                                Conv2d c;
+                                c.groups = 8;
+                                c.pad_top = c.pad_left = c.pad_bottom = c.pad_right = 1;
+                                return c;
+                              }());
+  const ValueId cl = b.op("to_cl", Transpose{{0, 2, 3, 1}}, {dw});
+  const ValueId ln = b.op("ln", LayerNorm{3, 1e-6f},
+                          {cl, random_constant(b, "g", {8}, 3, 0.5f, 1.5f), random_constant(b, "beta", {8}, 4)});
+  const ValueId h = b.op("fc1", MatMul{}, {ln, random_constant(b, "w1", {8, 32}, 5)});
+  const ValueId hb = b.op("fc1_bias", Binary{BinaryOp::add}, {h, random_constant(b, "b1", {32}, 6)});
+  const ValueId act = b.op("gelu", ElementwiseChain{{{ChainStepKind::gelu, 0, 0}}}, {hb});
+  const ValueId o = b.op("fc2", MatMul{}, {act, random_constant(b, "w2", {32, 8}, 7)});
+  const ValueId ob = b.op("fc2_bias", Binary{BinaryOp::add}, {o, random_constant(b, "b2", {8}, 8)});
+  const ValueId scaled = b.op("layer_scale", Binary{BinaryOp::mul}, {ob, random_constant(b, "ls", {8}, 9)});
+  const ValueId back = b.op("to_cf", Transpose{{0, 3, 1, 2}}, {scaled});
+  b.output(b.op("residual", Binary{BinaryOp::add}, {x, back}));
+  const Graph before = b.finish();
+
+  const Graph after = run_passes(before);
+  EXPECT_EQ(count_ops<MatMul>(after), 0) << dump(after);
+  EXPECT_EQ(count_ops<Binary>(after), 0) << dump(after);
+  EXPECT_EQ(count_ops<ElementwiseChain>(after), 0) << dump(after);
+  EXPECT_EQ(count_ops<Transpose>(after), 0) << dump(after);
+  EXPECT_EQ(count_ops<Conv2d>(after), 3) << dump(after);
+  for (const Node& n : after.nodes())
+    if (const auto* c = std::get_if<Conv2d>(&n.op); c && n.name == "fc2") EXPECT_TRUE(c->residual) << dump(after);
+  ASSERT_TRUE(verify_problems(after).empty()) << dump(after);
+  expect_same_outputs(before, after, random_inputs(before, 10), 1e-4, 1e-5);
+}
+
+}  // namespace
+}  // namespace kiln::graph
