@@ -141,8 +141,7 @@ std::map<LayerKey, Found> model_convs(const std::string& path) {
     if (const auto* op = std::get_if<graph::OpKernelSpec>(&k)) {
       if (std::holds_alternative<graph::Conv2d>(op->op))
         throw graph::Error("conv '" + op->name +
-                           "' runs as a portable kernel, not a Halide kernel: not in the table's "
-                           "form");
+                           "' is not a generated convolution kernel: not in the table's form");
       continue;
     }
     const auto* c = std::get_if<graph::ConvKernelSpec>(&k);

@@ -12,7 +12,7 @@ set(KILN_EXECUTABLE "" CACHE FILEPATH "kiln executable for kiln_add_model outsid
 # and ar, the include dirs generated code needs, every static library a compiled model merges
 # (as $<TARGET_FILE:...>, so no path is written by hand), and the CUDA target.
 function(kiln_configure_compile TARGET)
-  set(libs kiln_runtime kiln_ops kiln_graph kiln_halide_runtime)
+  set(libs kiln_runtime kiln_graph kiln_halide_runtime)
   set(lib_lines "")
   foreach (lib IN LISTS libs)
     string(APPEND lib_lines "    \"$<TARGET_FILE:${lib}>\",\n")

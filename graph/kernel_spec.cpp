@@ -1,14 +1,18 @@
 // Lowering an optimized graph to kernel specs, and printing each spec as a task description.
 #include "graph/kernel_spec.h"
 
+#include "graph/op_kind.h"
+
 #include <sstream>
 
 namespace kiln::graph {
 namespace {
 
+// A rank-0 tensor reaches the kernels as one element of shape [1]: the same bytes, and a shape
+// every builder indexes (broadcasting a [1] operand is broadcasting a scalar).
 TensorDesc desc(const Graph& g, ValueId v) {
   const Value& x = g.value(v);
-  return {v, x.name, x.shape, x.layout, x.dtype};
+  return {v, x.name, x.shape.empty() ? Shape{1} : x.shape, x.layout, x.dtype};
 }
 
 std::string pair_or_one(int a, int b) {
@@ -85,17 +89,9 @@ bool nhwc_constant_conv(const Graph& g, const Node& n) {
          g.value(n.inputs[2]).is_constant();
 }
 
-// Grouped but not depthwise (ResNeXt, RegNet; a depthwise conv with a channel multiplier): only
-// codegen implements it.
-bool grouped_conv(const Graph& g, const Node& n, const Conv2d& c) {
-  return c.groups > 1 && !is_depthwise(g, n, c);
-}
-
-// The convolutions codegen can take with post steps: dense, grouped, or depthwise without a
-// residual (the depthwise builder has none).
-bool generatable_conv(const Graph& g, const Node& n, const Conv2d& c) {
-  return (c.groups == 1 || grouped_conv(g, n, c) || !c.residual) && nhwc_constant_conv(g, n);
-}
+// The convolutions codegen takes, with a residual and post steps: dense, grouped or depthwise,
+// NHWC, with constant weights and bias.
+bool generatable_conv(const Graph& g, const Node& n, const Conv2d&) { return nhwc_constant_conv(g, n); }
 
 bool halide_conv(const Graph& g, const Node& n, const Conv2d& c) {
   return generatable_conv(g, n, c) && conv_epilogue_supported(c.activation);
@@ -164,12 +160,10 @@ bool is_generated(const KernelSpec& k) {
   if (!o) return false;
   const bool nhwc_image = o->inputs.size() == 1 && o->inputs[0].layout == Layout::nhwc &&
                           o->inputs[0].shape.size() == 4;
-  bool has_scalar = o->output.shape.empty();
-  for (const TensorDesc& t : o->inputs) has_scalar |= t.shape.empty();
   const Op& op = o->op;
   // Products: a channels-last linear layer (ConvNeXt's MLP, [N, H, W, K] x [K, M], generated
   // as the 1x1 convolution it is), Gemm, and MatMuls whose operands are matrices or batches of
-  // them (a 1-D operand still runs as a portable kernel).
+  // them (matmul_to_conv gives a 1-D operand its matrix form).
   if (std::holds_alternative<MatMul>(op))
     return o->inputs[0].shape.size() >= 2 && o->inputs[1].shape.size() >= 2;
   if (std::holds_alternative<Gemm>(op)) return true;  // A and B are matrices, C of rank <= 2
@@ -177,13 +171,26 @@ bool is_generated(const KernelSpec& k) {
   if (const auto* gp = std::get_if<GlobalPool>(&op))
     return nhwc_image || (gp->kind == PoolKind::avg && o->inputs[0].shape.size() == 4);
   if (std::holds_alternative<LayoutTransform>(op)) return o->inputs[0].shape.size() == 4;
-  if (has_scalar) return false;  // rank-0 tensors: the portable kernels
+  if (const auto* t = std::get_if<Transpose>(&op)) return t->perm.size() == o->inputs[0].shape.size();
   return std::holds_alternative<ElementwiseChain>(op) || std::holds_alternative<Binary>(op) ||
          std::holds_alternative<Reshape>(op) || std::holds_alternative<Transpose>(op) ||
          std::holds_alternative<Concat>(op) || std::holds_alternative<Slice>(op) ||
          std::holds_alternative<Pad>(op) || std::holds_alternative<Softmax>(op) ||
          std::holds_alternative<ReduceMean>(op) || std::holds_alternative<LayerNorm>(op) ||
          std::holds_alternative<Resize>(op);
+}
+
+std::string not_generated_reason(const KernelSpec& k) {
+  const auto* o = std::get_if<OpKernelSpec>(&k);
+  if (!o) return "";
+  const bool nhwc_input = !o->inputs.empty() && o->inputs[0].layout == Layout::nhwc;
+  if (std::holds_alternative<Conv2d>(o->op))
+    return nhwc_input ? "its weights or bias are not constants" : "its input is not NHWC";
+  if (std::holds_alternative<Pool2d>(o->op) || std::holds_alternative<GlobalPool>(o->op))
+    return "its input is not an NHWC image";
+  if (std::holds_alternative<MatMul>(o->op)) return "an operand is 1-D";
+  if (op_kind(o->op) == OpKind::elementwise) return "a lone elementwise op; the passes make it a chain";
+  return "its tensors' ranks or layouts";
 }
 
 std::vector<TensorDesc> generated_kernel_arguments(const KernelSpec& k) {
@@ -290,7 +297,7 @@ std::string describe(const KernelSpec& k) {
   if (const auto* o = std::get_if<OpKernelSpec>(&k)) {
     std::string s = "kernel: ";
     for (size_t i = 0; i < o->computes.size(); ++i) s += (i ? " + " : "") + o->computes[i];
-    s += is_generated(k) ? " (Halide, generated for these shapes)\n" : " (portable C++ kernel)\n";
+    s += is_generated(k) ? " (Halide, generated for these shapes)\n" : " (no kernel: " + not_generated_reason(k) + ")\n";
     for (const TensorDesc& in : o->inputs)
       s += "input:  " + in.name + ", shape " + to_string(in.shape) +
            (in.layout == Layout::any ? "" : std::string(" (") + to_string(in.layout) + ")") + "\n";

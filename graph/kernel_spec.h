@@ -52,8 +52,7 @@ struct LayoutKernelSpec {
 };
 
 // Any other node: the op with its attributes and its tensors in the node's input order.
-// Generated for its shapes when is_generated says so, else run by the runtime's portable
-// kernels.
+// Generated for its shapes when is_generated says so (after run_passes, always).
 struct OpKernelSpec {
   std::string name;
   std::vector<std::string> computes;
@@ -84,11 +83,12 @@ bool lowers_to_halide_conv(const Graph& g, const Node& n);
 
 // Kernels generated per model by codegen/: a Halide pipeline built for this spec's exact shapes,
 // compiled ahead of time (`kiln compile`) or into a cached shared object (`kiln run`, `bench`,
-// the tests). Today: every convolution, the layout transform, elementwise chains, binary
-// elementwise ops, NHWC pooling (2-D and global) and MatMul of a 4-D tensor by a matrix. The
-// other ops still run as portable C++ kernels (runtime/ops/); each moves here as its algorithm
-// builder lands.
+// the tests). Every node of a graph made by run_passes is one; a spec that is not (an NCHW
+// convolution, a lone ReLU node: forms the passes never leave) has no kernel at all, and the
+// runtime refuses it, naming not_generated_reason.
 bool is_generated(const KernelSpec& k);
+// Why an OpKernelSpec is not generated ("its input is not NHWC", ...); empty for the others.
+std::string not_generated_reason(const KernelSpec& k);
 // The tensors a generated kernel takes, in its argument order: the spec's inputs in node order,
 // then the output. Codegen declares the pipeline's arguments from this list and the runtime
 // binds buffers from it, so neither side counts arguments by hand.

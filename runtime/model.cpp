@@ -17,24 +17,23 @@
 #include "conv_weights.h"
 #include "kernels.h"
 #include "kiln/runtime.h"
-#include "runtime/ops/ops.h"
-#include "runtime/ops/parallel.h"
 
 namespace kiln {
 namespace {
 
 using HalideBuffer = Halide::Runtime::Buffer<float>;
 
-// Halide dimensions are innermost first: the reverse of the row-major shape.
+// Halide dimensions are innermost first: the reverse of the row-major shape. A rank-0 tensor is
+// one element of shape [1], as the kernels see it (graph::lower_to_kernels).
 HalideBuffer wrap(float* data, const graph::Shape& shape) {
   std::vector<int> sizes(shape.rbegin(), shape.rend());
+  if (sizes.empty()) sizes = {1};
   return HalideBuffer(data, sizes);
 }
 
 struct Call {
   std::string name;
-  GeneratedKernelFn fn = nullptr;       // a generated kernel, or null for a portable op
-  std::optional<graph::Op> portable;    // the op the portable kernels run
+  GeneratedKernelFn fn = nullptr;
   std::vector<graph::ValueId> buffers;  // in argument order, output last
   std::vector<void*> args;
 };
@@ -68,17 +67,6 @@ std::string gpu_unusable_reason(Backend b) {
   std::string why = runtime::last_halide_error();
   return std::string(b == Backend::cuda ? "CUDA" : "OpenCL") + " is not usable here (error " +
          std::to_string(rc) + (why.empty() ? "" : ": " + why) + ")";
-}
-
-// Portable kernels run their parallel loops on the Halide thread pool (one pool for all).
-int run_parallel_task(void* /*user_context*/, int index, uint8_t* closure) {
-  (*reinterpret_cast<const runtime::ops::ParallelBody*>(closure))(index);
-  return 0;
-}
-
-void halide_parallel_runner(int64_t count, const runtime::ops::ParallelBody& body) {
-  halide_do_par_for(nullptr, run_parallel_task, 0, static_cast<int>(count),
-                    reinterpret_cast<uint8_t*>(const_cast<runtime::ops::ParallelBody*>(&body)));
 }
 
 }  // namespace
@@ -127,15 +115,12 @@ struct Model::Impl {
   void release_constant(graph::ValueId v);
   void make_calls();
   Status run_calls();
-  std::string run_portable(const Call& c);
 };
 
 // Asks the generator for the kernels of the generated specs and checks that each one was
 // compiled for exactly its spec, so a stale or foreign table is an error, not wrong numbers.
 void Model::Impl::load_generated_kernels() {
-  std::vector<graph::KernelSpec> specs;
-  for (const graph::KernelSpec& k : kernels)
-    if (graph::is_generated(k)) specs.push_back(k);
+  const std::vector<graph::KernelSpec>& specs = kernels;
   if (specs.empty()) return;
   if (!options.generate_kernels)
     throw graph::Error("kernel '" + graph::kernel_name(specs[0]) + "' (and " +
@@ -248,12 +233,8 @@ std::vector<void*> Model::Impl::winograd_weight_args(const graph::ConvKernelSpec
     it = std::prev(winograd_weights.end());
     // Read by this kernel alone: the transformed copy is the weights' only resident form.
     size_t readers = 0;
-    for (const graph::KernelSpec& k : kernels) {
-      const auto* op = std::get_if<graph::OpKernelSpec>(&k);
-      for (const graph::TensorDesc& t :
-           op && !graph::is_generated(k) ? op->inputs : graph::generated_kernel_arguments(k))
-        readers += t.value == c.weights.value;
-    }
+    for (const graph::KernelSpec& k : kernels)
+      for (const graph::TensorDesc& t : graph::generated_kernel_arguments(k)) readers += t.value == c.weights.value;
     if (readers == 1) release_constant(c.weights.value);
   }
   std::vector<void*> args;
@@ -270,12 +251,12 @@ std::vector<void*> Model::Impl::winograd_weight_args(const graph::ConvKernelSpec
 void Model::Impl::release_constant(graph::ValueId v) { g.value(v).data.reset(); }
 
 void Model::Impl::make_calls() {
-  size_t next_generated = 0;
-  for (const graph::KernelSpec& k : kernels) {
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const graph::KernelSpec& k = kernels[i];
     Call c;
     c.name = graph::kernel_name(k);
-    if (graph::is_generated(k)) {
-      const GeneratedKernel& gk = generated->kernels[next_generated++];
+    {
+      const GeneratedKernel& gk = generated->kernels[i];
       const auto* conv = std::get_if<graph::ConvKernelSpec>(&k);
       winograd_tiles.resize(calls.size() + 1);
       if (conv && gk.winograd_tile > 0) {
@@ -290,41 +271,13 @@ void Model::Impl::make_calls() {
       c.fn = gk.fn;
       for (const graph::TensorDesc& t : graph::generated_kernel_arguments(k))
         c.buffers.push_back(t.value);
-    } else {
-      const auto& op = std::get<graph::OpKernelSpec>(k);
-      c.portable = op.op;
-      for (const graph::TensorDesc& in : op.inputs) c.buffers.push_back(in.value);
-      c.buffers.push_back(op.output.value);
     }
     calls.push_back(std::move(c));
   }
   // Argument vectors point into `buffers`, which stays put from here on.
   for (Call& c : calls)
-    if (!c.portable && c.args.empty())
+    if (c.args.empty())
       for (graph::ValueId v : c.buffers) c.args.push_back(buffers[v.index].raw_buffer());
-}
-
-std::string Model::Impl::run_portable(const Call& c) {
-  // On a GPU backend the portable ops run on the host: their inputs come back from the device
-  // first (a no-op unless a kernel wrote them there), and their output is marked as newer on
-  // the host, so the next GPU kernel copies it up.
-  const bool gpu = is_gpu(options.backend);
-  std::vector<runtime::ops::ConstTensorRef> ins;
-  for (size_t i = 0; i + 1 < c.buffers.size(); ++i) {
-    HalideBuffer& b = buffers[c.buffers[i].index];
-    if (gpu) {
-      runtime::begin_halide_call();
-      if (b.copy_to_host() != 0)
-        return "copying an input from the GPU failed: " + runtime::last_halide_error();
-    }
-    const graph::Value& v = g.value(c.buffers[i]);
-    ins.push_back({b.data(), v.shape, v.layout});
-  }
-  HalideBuffer& out_b = buffers[c.buffers.back().index];
-  const graph::Value& out = g.value(c.buffers.back());
-  std::string err = runtime::ops::run_op(*c.portable, ins, {out_b.data(), out.shape, out.layout});
-  if (gpu) out_b.set_host_dirty(true);
-  return err;
 }
 
 // All bits set: a quiet NaN in every float of the arena, gaps between tensors included.
@@ -338,13 +291,6 @@ Status Model::Impl::run_calls() {
   for (size_t i = 0; i < calls.size(); ++i) {
     Call& c = calls[i];
     const auto t0 = std::chrono::steady_clock::now();
-    if (c.portable) {
-      const std::string err = run_portable(c);
-      if (!err.empty()) return Status::error("kernel '" + c.name + "' failed: " + err);
-      if (options.profile)
-        kernel_seconds[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      continue;
-    }
     runtime::begin_halide_call();
     const int rc = c.fn(c.args.data());
     if (options.profile)
@@ -384,9 +330,11 @@ Model::Model(graph::Graph optimized, const ModelOptions& options)
                        runtime::cpu_targets()[options.cpu_target] + " needs");
   for (graph::KernelSpec& k : m.kernels) {
     if (const auto* op = std::get_if<graph::OpKernelSpec>(&k))
-      if (!graph::is_generated(k) && !runtime::ops::supported(op->op))
+      if (!graph::is_generated(k))
         throw graph::Error(std::string(graph::op_name(op->op)) + " node '" + op->name +
-                           "': no kernel implements this op yet");
+                           "': no kernel is generated for it in this form (" +
+                           graph::not_generated_reason(k) +
+                           "); a Model runs the graph graph::run_passes makes");
     if (auto* conv = std::get_if<graph::ConvKernelSpec>(&k))
       if (options.schedule == Schedule::naive && options.backend == Backend::cpu && !conv->depthwise)
         conv->schedule = "naive";
@@ -416,7 +364,6 @@ Model::Model(graph::Graph optimized, const ModelOptions& options)
   if (options.lower_only) return;
   m.load_generated_kernels();
   if (options.threads > 0) halide_set_num_threads(options.threads);
-  runtime::ops::set_parallel_runner(halide_parallel_runner);
   const char* env_poison = std::getenv("KILN_POISON_ARENA");
   m.poison = options.poison_arena || (env_poison && std::string(env_poison) == "1");
 #ifndef NDEBUG

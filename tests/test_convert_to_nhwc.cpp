@@ -178,7 +178,7 @@ TEST(ConvertToNhwc, OneEntryTransformPerNchwInput) {
 }
 
 // Pooling windows are generated for NHWC only: a pool on an NCHW graph input runs NHWC behind
-// one entry transform instead of falling back to the portable kernel.
+// one entry transform.
 TEST(ConvertToNhwc, PoolOnNchwInputGoesNhwc) {
   GraphBuilder b;
   const ValueId x = b.input("x", {2, 3, 7, 6});

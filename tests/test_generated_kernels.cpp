@@ -184,6 +184,83 @@ TEST(GeneratedKernels, TableSourceNamesEveryKernelOnce) {
   EXPECT_NE(src.find("*count = 3;"), std::string::npos) << src;
 }
 
+// `optimized` (the passes' graph of `input`) run by a Model on every CPU target this machine
+// runs: every kernel generated, every output equal to the reference run of `input`.
+void expect_whole_graph_matches_reference(const graph::Graph& input, const graph::Graph& optimized) {
+  std::vector<graph::Tensor> ins;
+  for (graph::ValueId id : input.inputs) {
+    const graph::Value& val = input.value(id);
+    ins.push_back({val.shape, val.layout,
+                   graph::random_uniform(graph::num_elements(val.shape), -1.0f, 1.0f, 20 + id.index)});
+  }
+  const std::vector<graph::Tensor> want = graph::run_reference(input, ins);
+  for (int t = 0; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
+    if (!testing_util::runs_target(t)) continue;
+    SCOPED_TRACE(runtime::cpu_targets()[t]);
+    ModelOptions o;
+    o.cpu_target = t;
+    o.generate_kernels = codegen::kernel_generator({{}, test_cache_dir(), nullptr});
+    Model model(optimized, o);
+    for (const graph::KernelSpec& k : model.kernels()) ASSERT_TRUE(graph::is_generated(k));
+    ASSERT_TRUE(model.run(ins));
+    ASSERT_EQ(want.size(), optimized.outputs.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      SCOPED_TRACE("output " + std::to_string(i));
+      const TensorView out = model.output(i);
+      graph::Tensor got{out.shape, out.layout,
+                        std::vector<float>(out.data, out.data + graph::num_elements(out.shape))};
+      if (got.layout != want[i].layout) got = graph::to_layout(got, want[i].layout);
+      ASSERT_EQ(got.shape, want[i].shape);
+      EXPECT_LE(graph::worst_error_ratio(got.data, want[i].data, 1e-5, 1e-6), 1.0);
+    }
+  }
+}
+
+// The corner cases the runtime once ran as portable C++: rank-0 tensors (a scalar graph input
+// scaling an image, a mean over every axis without kept dims), MatMuls with a 1-D operand on
+// either side or both, and global max pooling of an NCHW graph input. Through the passes each
+// is generated (the Model refuses a kernel that is not) and matches the reference.
+TEST(GeneratedKernels, ScalarsVectorsAndNchwGlobalMaxPool) {
+  graph::GraphBuilder b;
+  const graph::ValueId x = b.input("x", {2, 3, 4, 5});
+  const graph::ValueId s = b.input("s", {}, Layout::any);
+  const graph::ValueId scaled = b.op("scaled", graph::Binary{graph::BinaryOp::mul}, {x, s});
+  b.output(scaled);
+  b.output(b.op("mean_all", graph::ReduceMean{{}, false}, {scaled}));
+  b.output(b.op("gmp", graph::GlobalPool{graph::PoolKind::max}, {x}));
+  const graph::ValueId v = b.input("v", {5}, Layout::any);
+  const graph::ValueId m = b.input("m", {4, 5}, Layout::any);
+  b.output(b.op("vec_mat", graph::MatMul{}, {v, b.constant("w", {5, 6}, graph::random_uniform(30, -1, 1, 3))}));
+  b.output(b.op("mat_vec", graph::MatMul{}, {m, v}));
+  b.output(b.op("dot", graph::MatMul{}, {v, v}));
+  b.output(b.op("batch_vec", graph::MatMul{}, {x, v}));
+  const graph::Graph input = b.finish();
+
+  expect_whole_graph_matches_reference(input, graph::run_passes(input));
+}
+
+// A depthwise convolution takes a residual Add into its epilogue like a dense one (it once fell
+// back to a portable kernel with it).
+TEST(GeneratedKernels, DepthwiseConvolutionWithAResidual) {
+  graph::GraphBuilder b;
+  const graph::ValueId x = b.input("x", {1, 24, 9, 11});
+  graph::Conv2d dw;
+  dw.groups = 24;
+  dw.pad_top = dw.pad_left = dw.pad_bottom = dw.pad_right = 1;
+  const graph::ValueId d =
+      b.conv2d("dw", x, b.constant("dw_w", {24, 1, 3, 3}, graph::random_uniform(216, -0.4f, 0.4f, 1), Layout::oihw),
+               b.constant("dw_b", {24}, graph::random_uniform(24, -0.2f, 0.2f, 2)), dw);
+  b.output(b.relu("relu", b.op("add", graph::Binary{graph::BinaryOp::add}, {d, x})));
+  const graph::Graph input = b.finish();
+  const graph::Graph optimized = graph::run_passes(input);
+  size_t fused = 0;
+  for (const graph::Node& n : optimized.nodes())
+    if (const auto* c = std::get_if<graph::Conv2d>(&n.op)) fused += c->residual && c->activation.is_relu();
+  ASSERT_EQ(fused, 1u) << graph::dump(optimized);
+  ASSERT_EQ(optimized.num_nodes(), 2u) << graph::dump(optimized);  // the entry transform, the conv
+  expect_whole_graph_matches_reference(input, optimized);
+}
+
 // ONNX's NaN semantics: max(0, NaN) is NaN. A NaN in the input must reach the output through a
 // conv with fused ReLU or Clip(0, 6), max pooling, global max pooling and HardSigmoid, as it does
 // in onnxruntime, on every CPU target; numbers elsewhere still match the reference. (Before the

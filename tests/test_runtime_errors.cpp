@@ -15,9 +15,9 @@
 #include "graph/memory_limit.h"
 #include "graph/passes/pipeline.h"
 #include "graph/reference.h"
+#include "HalideRuntime.h"
 #include "kernels.h"
 #include "kiln/runtime.h"
-#include "runtime/ops/parallel.h"
 #include "test_generator.h"
 
 namespace {
@@ -54,79 +54,68 @@ TEST(RuntimeErrors, WrongInputCountAndNullInput) {
 
 // A second thread's run() while a call on the same Model is in progress is refused with a clear
 // error and changes nothing; the first call finishes with the right result. Deterministic: the
-// first call is held inside its (portable) kernel until the second has been refused.
+// first call is held inside its generated convolution, at the kernel's first parallel loop
+// (Halide's do_par_for, replaced for the test), until the second has been refused.
 std::promise<void> g_entered, g_release;
 std::atomic<bool> g_held{false};
-void holding_runner(int64_t count, const runtime::ops::ParallelBody& body) {
+halide_do_par_for_t g_default_par_for = nullptr;
+int holding_par_for(void* user_context, halide_task_t task, int min, int size, uint8_t* closure) {
   if (!g_held.exchange(true)) {
     g_entered.set_value();
     g_release.get_future().wait();
   }
-  for (int64_t i = 0; i < count; ++i) body(i);
+  return g_default_par_for(user_context, task, min, size, closure);
 }
 
 TEST(RuntimeErrors, ConcurrentRunOnOneModelIsRefused) {
-  graph::GraphBuilder b;
-  // A convolution whose weights are a graph input: no kernel is generated for it, and its
-  // portable kernel splits output rows over the runner.
-  const graph::ValueId x = b.input("x", {1, 16, 16, 8}, graph::Layout::nhwc);
-  const graph::ValueId w = b.input("w", {3, 3, 8, 8}, graph::Layout::hwio);
-  graph::Conv2d attrs;
-  attrs.pad_top = attrs.pad_left = attrs.pad_bottom = attrs.pad_right = 1;
-  b.output(b.conv2d("conv", x, w, b.constant("b", {8}, graph::random_uniform(8, -0.1f, 0.1f, 4)),
-                    attrs));
-  const graph::Graph g = b.finish();
-  Model m(g);
-  ASSERT_FALSE(graph::is_generated(m.kernels().at(0))) << "the test needs a portable kernel";
-  runtime::ops::set_parallel_runner(holding_runner);  // after the Model installed its own
-  const std::vector<float> x1 = graph::random_uniform(16 * 16 * 8, -1, 1, 5);
-  const std::vector<float> x2 = graph::random_uniform(16 * 16 * 8, -1, 1, 6);
-  const std::vector<float> wv = graph::random_uniform(3 * 3 * 8 * 8, -0.2f, 0.2f, 3);
+  graph::ExampleShape shape;
+  shape.c = 8, shape.h = 32, shape.w = 32, shape.co = 16;
+  const graph::Graph g = graph::run_passes(graph::reference_example(shape, 3));
+  Model m(g, generating());
+  const graph::Value& in = g.value(g.inputs[0]);
+  const int64_t n = graph::num_elements(in.shape);
+  const std::vector<float> x1 = graph::random_uniform(n, -1, 1, 5);
+  const std::vector<float> x2 = graph::random_uniform(n, -1, 1, 6);
+  g_default_par_for = halide_set_custom_do_par_for(holding_par_for);
   Status first = Status::error("not run");
-  std::thread a([&] { first = m.run(std::vector<const float*>{x1.data(), wv.data()}); });
-  // The first call is inside its kernel (or, if the kernel never reached the runner, done).
+  std::thread a([&] { first = m.run(std::vector<const float*>{x1.data()}); });
+  // The first call is inside its kernel (or, if the kernel never ran a parallel loop, done).
   const bool held = g_entered.get_future().wait_for(std::chrono::seconds(30)) == std::future_status::ready;
-  const Status second = m.run(std::vector<const float*>{x2.data(), wv.data()});
+  const Status second = m.run(std::vector<const float*>{x2.data()});
   g_release.set_value();
   a.join();
-  ASSERT_TRUE(held) << "the conv kernel never called the parallel runner";
+  halide_set_custom_do_par_for(g_default_par_for);
+  ASSERT_TRUE(held) << "the conv kernel never ran a parallel loop";
   EXPECT_FALSE(second.is_ok());
   EXPECT_TRUE(contains(second.message(), "a Model runs one call at a time")) << second.message();
   ASSERT_TRUE(first.is_ok()) << first.message();
-  const graph::Tensor want =
-      graph::run_reference(g, {graph::Tensor{{1, 16, 16, 8}, graph::Layout::nhwc, x1},
-                               graph::Tensor{{3, 3, 8, 8}, graph::Layout::hwio, wv}})[0];
+  const graph::Tensor want = graph::run_reference(g, {graph::Tensor{in.shape, in.layout, x1}})[0];
   const TensorView out = m.output(0);
-  const std::vector<float> got(out.data, out.data + graph::num_elements(out.shape));
-  EXPECT_LE(graph::worst_error_ratio(got, want.data, 1e-5, 1e-6), 1.0);  // x1's, not x2's
-  ASSERT_TRUE(m.run(std::vector<const float*>{x2.data(), wv.data()}));  // and the Model is usable afterwards
+  graph::Tensor got{out.shape, out.layout, std::vector<float>(out.data, out.data + graph::num_elements(out.shape))};
+  EXPECT_LE(graph::worst_error_ratio(got.data, want.data, 1e-4, 1e-5), 1.0);  // x1's, not x2's
+  ASSERT_TRUE(m.run(std::vector<const float*>{x2.data()}));  // and the Model is usable afterwards
 }
 
-// A node no generated kernel covers (an unfused ReLU op: the passes would make it a chain) runs
-// on the portable kernels on the CPU; CUDA without a GPU must be said, not crash.
-TEST(RuntimeErrors, PortableOpRunsOnCpuAndCudaFailsClearly) {
+// Every kernel is generated: a graph that skipped the passes (a lone ReLU node, which the passes
+// make a chain; an NCHW convolution) is refused with the node and the reason, not run some
+// other way.
+TEST(RuntimeErrors, GraphWithoutThePassesIsRefusedClearly) {
   graph::GraphBuilder b;
-  auto x = b.input("x", {1, 3, 4, 5}, graph::Layout::nhwc);
-  b.output(b.relu("lonely_relu", x));
-  const graph::Graph g = b.finish();
-  Model cpu(g);
-  graph::Tensor in{{1, 3, 4, 5}, graph::Layout::nhwc, graph::random_uniform(60, -1, 1, 9)};
-  ASSERT_TRUE(cpu.run(std::vector<graph::Tensor>{in}).is_ok());
-  const graph::Tensor want = graph::run_reference(g, {in})[0];
-  EXPECT_EQ(std::vector<float>(cpu.output(0).data, cpu.output(0).data + 60), want.data);
-
-  ModelOptions o;
-  o.backend = Backend::cuda;
+  b.output(b.relu("lonely_relu", b.input("x", {1, 3, 4, 5}, graph::Layout::nhwc)));
   try {
-    Model m(g, o);
-    GTEST_SKIP() << "CUDA is usable here and the op ran on it";
+    Model m(b.finish(), generating());
+    ADD_FAILURE() << "a lone ReLU node was accepted";
   } catch (const graph::Error& e) {
-    EXPECT_TRUE(contains(e.what(), "CUDA")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "'lonely_relu'")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "the passes make it a chain")) << e.what();
   }
-  o.fallback_to_cpu = true;
-  Model fallback(g, o);
-  EXPECT_EQ(fallback.backend(), Backend::cpu);
-  EXPECT_FALSE(fallback.fallback_reason().empty());
+  try {
+    Model m(graph::reference_example({}, 3), generating());
+    ADD_FAILURE() << "an NCHW convolution was accepted";
+  } catch (const graph::Error& e) {
+    EXPECT_TRUE(contains(e.what(), "its input is not NHWC")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "graph::run_passes")) << e.what();
+  }
 }
 
 TEST(RuntimeErrors, UnsupportedCpuTargetIndexIsAnError) {
@@ -135,8 +124,8 @@ TEST(RuntimeErrors, UnsupportedCpuTargetIndexIsAnError) {
   EXPECT_THROW(Model(small_example(), generating(o)), graph::Error);
 }
 
-// A Pad of a tiny input to `rows` x `cols`: an arena of about rows * cols * 4 bytes that no
-// kernel has to be generated for (Pad runs as a portable kernel).
+// A Pad of a tiny input to `rows` x `cols`: an arena of about rows * cols * 4 bytes behind one
+// small generated kernel.
 graph::Graph padded(int64_t rows, int64_t cols) {
   graph::GraphBuilder b;
   const graph::ValueId x = b.input("x", {1, 1}, graph::Layout::any);

@@ -260,25 +260,20 @@ std::string mb(int64_t bytes) {
 }
 
 void report_kernels(const graph::Graph& input, const Model& probe, const CompileArgs& a) {
-  int conv = 0, layout = 0, generated = 0, portable = 0;
+  int conv = 0, layout = 0;
   for (const graph::KernelSpec& k : probe.kernels()) {
     conv += std::holds_alternative<graph::ConvKernelSpec>(k);
     layout += std::holds_alternative<graph::LayoutKernelSpec>(k);
-    generated += graph::is_generated(k);
-    portable += std::holds_alternative<graph::OpKernelSpec>(k) && !graph::is_generated(k);
   }
-  std::cout << "      " << input.num_nodes() << " nodes -> " << probe.kernels().size() << " kernels ("
-            << generated << " generated Halide kernels (" << conv << " convolutions, " << layout
-            << " layout transforms), " << portable << " portable ops), arena " << mb(probe.arena_plan().arena_bytes) << "\n";
+  std::cout << "      " << input.num_nodes() << " nodes -> " << probe.kernels().size()
+            << " generated Halide kernels (" << conv << " convolutions, " << layout
+            << " layout transforms), arena " << mb(probe.arena_plan().arena_bytes) << "\n";
   std::vector<std::string> names;
   for (int t : a.targets.cpu) names.push_back(runtime::cpu_targets()[t]);
   std::cout << "      targets: " << (a.targets.cuda ? "cuda, falling back to " : "")
             << (names.empty() ? "cpu (" + join(runtime::cpu_targets(), ", ") + "; the best this CPU supports)"
                               : join(names, ", ") + " (the first this CPU supports)")
             << "\n";
-  if (a.targets.cuda && portable > 0)
-    std::cout << "      note: " << portable << " nodes have no GPU kernel yet; with CUDA they run on "
-              << "the CPU between the GPU kernels\n";
 }
 
 bool same_file_content(const fs::path& a, const fs::path& b) {

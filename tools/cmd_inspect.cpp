@@ -23,8 +23,8 @@ constexpr const char* kHelp = R"(usage: kiln inspect MODEL [options]
 
 MODEL is an .onnx file, or `example` for the built-in reference model. Prints the graph after
 every pass (or only after --after PASS), the fusion groups (which original ops each kernel
-computes, and whether the kernel is generated for the model's shapes with Halide or is a
-portable C++ one), each kernel's task description, and the arena plan with the bytes Winograd
+computes, and whether it is a kernel generated for the model's shapes or is stored in place
+with no kernel), each kernel's task description, and the arena plan with the bytes Winograd
 kernels' transformed weights add to the weights file when a model loads (`--schedule` shows
 which kernels those are: schedule family winograd).
 
@@ -150,9 +150,7 @@ int cmd_inspect(int argc, char** argv) {
     const graph::Node& n = optimized.node(graph::NodeId{static_cast<uint32_t>(i)});
     std::string computes;
     for (size_t k = 0; k < n.computes.size(); ++k) computes += (k ? " + " : "") + n.computes[k];
-    const char* how = plan.elides(graph::NodeId{static_cast<uint32_t>(i)})
-                          ? "no kernel: stored in place"
-                          : graph::is_generated(lowered[i]) ? "generated" : "portable";
+    const char* how = plan.elides(graph::NodeId{static_cast<uint32_t>(i)}) ? "no kernel: stored in place" : "generated";
     std::cout << "  " << n.name << ": " << computes << "  [" << how << "]\n";
   }
   std::cout << "\n== kernels ==\n";

@@ -32,21 +32,13 @@ int emit_kernel_listings(const std::vector<graph::KernelSpec>& kernels, const Ta
                          const std::string& prefix, const std::string& kind, const fs::path& dir,
                          const codegen::ScheduleLookup& schedules) {
   fs::create_directories(dir);
-  std::vector<graph::KernelSpec> generated;
-  for (const graph::KernelSpec& k : kernels)
-    if (graph::is_generated(k)) generated.push_back(k);
-  const int files = codegen::write_kernel_listings(
-      generated, listing_targets(targets), prefix, kind, dir,
+  return codegen::write_kernel_listings(
+      kernels, listing_targets(targets), prefix, kind, dir,
       [&](size_t i, size_t n, const std::string& name) {
         std::cout << "      " << kind << ": generated kernel " << i + 1 << " of " << n << ", " << name
                   << "\n";
       },
       schedules);
-  const size_t portable = kernels.size() - generated.size();
-  if (portable > 0)
-    std::cout << "      note: " << portable << " kernels are portable C++ (runtime/ops) and have no " << kind
-              << " listing here\n";
-  return files;
 }
 
 }  // namespace kiln::cli

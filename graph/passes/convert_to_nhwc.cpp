@@ -86,8 +86,12 @@ class LayoutRewriter {
   }
   bool free_nhwc(ValueId v) const { return transposed_back_.count(v.index) > 0; }
 
+  // Windowed pooling and global max pooling are generated for NHWC only (a global average of
+  // an NCHW tensor is generated as a mean over H and W, so it stays where its input is).
   bool is_image_pool(const Node& n) const {
-    return std::holds_alternative<Pool2d>(n.op) && is_activation_4d(g_.value(n.inputs[0]));
+    const auto* gp = std::get_if<GlobalPool>(&n.op);
+    return (std::holds_alternative<Pool2d>(n.op) || (gp && gp->kind == PoolKind::max)) &&
+           is_activation_4d(g_.value(n.inputs[0]));
   }
 
   // Layout-agnostic ops stay NHWC when every 4-D activation they read already is.

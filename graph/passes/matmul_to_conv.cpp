@@ -5,9 +5,12 @@
 // its weights (fold_batch_norm), a residual Add and activations join its epilogue. The layout
 // pass turns both transposes into relabels of the NHWC bytes (no copy), and sink_transposes
 // cancels the ones that meet between two such layers. ConvNeXt's MLP is written this way.
+// A MatMul with a 1-D operand gets its matrix form here too: Reshapes (views) around a
+// MatMul of matrices, which is what the generated product kernels take.
 #include <map>
 
 #include "graph/passes/passes.h"
+#include "graph/shape_inference.h"
 
 namespace kiln::graph {
 namespace {
@@ -27,6 +30,39 @@ Shape permuted(const Shape& s, const std::vector<int>& perm) {
   return out;
 }
 
+bool has_vector_operand(const Graph& g, const Node& n) {
+  return std::holds_alternative<MatMul>(n.op) &&
+         (g.value(n.inputs[0]).shape.size() == 1 || g.value(n.inputs[1]).shape.size() == 1);
+}
+
+// `v` reshaped to `shape` (the same elements): a new constant, or a Reshape node (a view).
+ValueId reshaped(Graph& g, std::vector<Node>& nodes, ValueId v, const Shape& shape, const std::string& name) {
+  const Value src = g.value(v);
+  Value r{name, shape, src.dtype, logical_layout(shape.size())};
+  if (src.is_constant()) {
+    r.data = src.data;
+    return g.add_value(std::move(r));
+  }
+  const ValueId out = g.add_value(std::move(r));
+  nodes.push_back(Node{name, Reshape{shape, Layout::any}, {v}, {out}, {"reshape (no copy)"}});
+  return out;
+}
+
+// A MatMul with a 1-D operand as ONNX defines it: the vector as a [1, K] or [K, 1] matrix, the
+// product's added axis dropped. Reshapes are views, so only the matrix product computes.
+void matrix_form(Graph& g, std::vector<Node>& nodes, const Node& n) {
+  const Shape sa = g.value(n.inputs[0]).shape, sb = g.value(n.inputs[1]).shape;
+  const Value out = g.value(n.outputs[0]);
+  const ValueId a = sa.size() == 1 ? reshaped(g, nodes, n.inputs[0], {1, sa[0]}, n.name + "_a_row") : n.inputs[0];
+  const ValueId b = sb.size() == 1 ? reshaped(g, nodes, n.inputs[1], {sb[0], 1}, n.name + "_b_column") : n.inputs[1];
+  Shape product = out.shape;  // [batch..., M, N] with the vector's axis back
+  if (sa.size() == 1) product.insert(product.end() - (sb.size() == 1 ? 0 : 1), 1);
+  if (sb.size() == 1) product.push_back(1);
+  const ValueId p = g.add_value(Value{out.name + "_matrix", product, out.dtype, logical_layout(product.size())});
+  nodes.push_back(Node{n.name, MatMul{}, {a, b}, {p}, n.computes});
+  nodes.push_back(Node{n.name + "_vector", Reshape{out.shape, Layout::any}, {p}, n.outputs, {"reshape (no copy)"}});
+}
+
 }  // namespace
 
 Graph matmul_to_conv(const Graph& input) {
@@ -34,6 +70,10 @@ Graph matmul_to_conv(const Graph& input) {
   std::vector<Node> nodes;
   std::map<uint32_t, ValueId> oihw;  // [K, M] constant -> its [M, K, 1, 1] version (shared)
   for (const Node& n : input.nodes()) {
+    if (has_vector_operand(input, n)) {
+      matrix_form(g, nodes, n);
+      continue;
+    }
     if (!is_channels_last_linear(input, n)) {
       nodes.push_back(n);
       continue;

@@ -16,7 +16,8 @@ Graph fuse_gelu(const Graph& g);
 
 // Rewrites a channels-last linear layer, MatMul of a 4-D [N, H, W, K] tensor by a constant
 // [K, M], as Transpose(0, 3, 1, 2) -> 1x1 Conv2d -> Transpose(0, 2, 3, 1), so that it fuses
-// like any convolution. Runs before sink_transposes.
+// like any convolution; a MatMul with a 1-D operand becomes its matrix form between Reshapes.
+// Runs before sink_transposes.
 Graph matmul_to_conv(const Graph& g);
 
 // Moves Transposes below the elementwise ops that alone read them (re-laying out their

@@ -1,5 +1,5 @@
-// Kiln's runtime: runs an optimized graph with the kernels generated for it (and the portable
-// kernels of the ops codegen does not cover yet) out of one planned arena. Thin by design:
+// Kiln's runtime: runs an optimized graph with the kernels generated for it out of one planned
+// arena. Thin by design:
 // every computation is in a kernel; this only binds buffers and calls.
 #pragma once
 
