@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 
 #include "codegen/kernel_library.h"
 #include "generated_cases.h"
@@ -184,16 +185,12 @@ TEST(GeneratedKernels, TableSourceNamesEveryKernelOnce) {
   EXPECT_NE(src.find("*count = 3;"), std::string::npos) << src;
 }
 
-// `optimized` (the passes' graph of `input`) run by a Model on every CPU target this machine
-// runs: every kernel generated, every output equal to the reference run of `input`.
-void expect_whole_graph_matches_reference(const graph::Graph& input, const graph::Graph& optimized) {
-  std::vector<graph::Tensor> ins;
-  for (graph::ValueId id : input.inputs) {
-    const graph::Value& val = input.value(id);
-    ins.push_back({val.shape, val.layout,
-                   graph::random_uniform(graph::num_elements(val.shape), -1.0f, 1.0f, 20 + id.index)});
-  }
-  const std::vector<graph::Tensor> want = graph::run_reference(input, ins);
+// `optimized` run by a Model on `ins` on every CPU target this machine runs, every kernel
+// generated; check(i, output) sees each output in the layout of want[i] (the reference's).
+void check_outputs_on_every_target(const graph::Graph& optimized, const std::vector<graph::Tensor>& ins,
+                                   const std::vector<graph::Tensor>& want,
+                                   const std::function<void(size_t, const graph::Tensor&)>& check) {
+  ASSERT_EQ(want.size(), optimized.outputs.size());
   for (int t = 0; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
     if (!testing_util::runs_target(t)) continue;
     SCOPED_TRACE(runtime::cpu_targets()[t]);
@@ -203,7 +200,6 @@ void expect_whole_graph_matches_reference(const graph::Graph& input, const graph
     Model model(optimized, o);
     for (const graph::KernelSpec& k : model.kernels()) ASSERT_TRUE(graph::is_generated(k));
     ASSERT_TRUE(model.run(ins));
-    ASSERT_EQ(want.size(), optimized.outputs.size());
     for (size_t i = 0; i < want.size(); ++i) {
       SCOPED_TRACE("output " + std::to_string(i));
       const TensorView out = model.output(i);
@@ -211,9 +207,24 @@ void expect_whole_graph_matches_reference(const graph::Graph& input, const graph
                         std::vector<float>(out.data, out.data + graph::num_elements(out.shape))};
       if (got.layout != want[i].layout) got = graph::to_layout(got, want[i].layout);
       ASSERT_EQ(got.shape, want[i].shape);
-      EXPECT_LE(graph::worst_error_ratio(got.data, want[i].data, 1e-5, 1e-6), 1.0);
+      check(i, got);
     }
   }
+}
+
+// `optimized` (the passes' graph of `input`) matches the reference run of `input` on random
+// inputs, on every CPU target.
+void expect_whole_graph_matches_reference(const graph::Graph& input, const graph::Graph& optimized) {
+  std::vector<graph::Tensor> ins;
+  for (graph::ValueId id : input.inputs) {
+    const graph::Value& val = input.value(id);
+    ins.push_back({val.shape, val.layout,
+                   graph::random_uniform(graph::num_elements(val.shape), -1.0f, 1.0f, 20 + id.index)});
+  }
+  const std::vector<graph::Tensor> want = graph::run_reference(input, ins);
+  check_outputs_on_every_target(optimized, ins, want, [&](size_t i, const graph::Tensor& got) {
+    EXPECT_LE(graph::worst_error_ratio(got.data, want[i].data, 1e-5, 1e-6), 1.0);
+  });
 }
 
 // The corner cases the runtime once ran as portable C++: rank-0 tensors (a scalar graph input
@@ -295,30 +306,16 @@ TEST(GeneratedKernels, NanPropagatesThroughClampsAndMaxima) {
     for (float v : w.data) nans += std::isnan(v);
     ASSERT_GT(nans, 0u) << "the reference must propagate the NaN";
   }
-  for (int t = 0; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
-    if (!testing_util::runs_target(t)) continue;
-    SCOPED_TRACE(runtime::cpu_targets()[t]);
-    ModelOptions o;
-    o.cpu_target = t;
-    o.generate_kernels = codegen::kernel_generator({{}, test_cache_dir(), nullptr});
-    Model m(optimized, o);
-    for (const graph::KernelSpec& k : m.kernels()) ASSERT_TRUE(graph::is_generated(k));
-    ASSERT_TRUE(m.run(std::vector<graph::Tensor>{in}));
-    for (size_t i = 0; i < want.size(); ++i) {
-      const TensorView out = m.output(i);
-      graph::Tensor got{out.shape, out.layout,
-                        std::vector<float>(out.data, out.data + graph::num_elements(out.shape))};
-      if (got.layout != want[i].layout) got = graph::to_layout(got, want[i].layout);
-      size_t got_nans = 0, want_nans = 0;
-      for (size_t j = 0; j < got.data.size(); ++j) {
-        got_nans += std::isnan(got.data[j]);
-        want_nans += std::isnan(want[i].data[j]);
-      }
-      EXPECT_EQ(got_nans, want_nans) << "output " << i << ": NaN swallowed or made up";
-      EXPECT_LE(graph::worst_error_ratio(got.data, want[i].data, 1e-4, 1e-5), 1.0)
-          << "output " << i << ": numbers that differ from the reference";
+  check_outputs_on_every_target(optimized, {in}, want, [&](size_t i, const graph::Tensor& got) {
+    size_t got_nans = 0, want_nans = 0;
+    for (size_t j = 0; j < got.data.size(); ++j) {
+      got_nans += std::isnan(got.data[j]);
+      want_nans += std::isnan(want[i].data[j]);
     }
-  }
+    EXPECT_EQ(got_nans, want_nans) << "NaN swallowed or made up";
+    EXPECT_LE(graph::worst_error_ratio(got.data, want[i].data, 1e-4, 1e-5), 1.0)
+        << "numbers that differ from the reference";
+  });
 }
 
 }  // namespace
