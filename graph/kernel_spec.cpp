@@ -177,13 +177,15 @@ bool is_generated(const KernelSpec& k) {
   if (const auto* gp = std::get_if<GlobalPool>(&op))
     return nhwc_image || (gp->kind == PoolKind::avg && o->inputs[0].shape.size() == 4);
   if (std::holds_alternative<LayoutTransform>(op)) return o->inputs[0].shape.size() == 4;
-  if (has_scalar) return false;  // rank-0 tensors: the portable kernels
+  // A reduction over every axis without keepdims has a rank-0 output, which its kernel writes.
+  if (std::holds_alternative<Reduce>(op)) return !o->inputs[0].shape.empty();
+  if (has_scalar) return false;  // other rank-0 tensors: the portable kernels
   return std::holds_alternative<ElementwiseChain>(op) || std::holds_alternative<Binary>(op) ||
          std::holds_alternative<Reshape>(op) || std::holds_alternative<Transpose>(op) ||
          std::holds_alternative<Concat>(op) || std::holds_alternative<Slice>(op) ||
          std::holds_alternative<Pad>(op) || std::holds_alternative<Softmax>(op) ||
-         std::holds_alternative<ReduceMean>(op) || std::holds_alternative<LayerNorm>(op) ||
-         std::holds_alternative<Resize>(op);
+         std::holds_alternative<LayerNorm>(op) || std::holds_alternative<Resize>(op) ||
+         std::holds_alternative<Tile>(op);
 }
 
 std::vector<TensorDesc> generated_kernel_arguments(const KernelSpec& k) {
@@ -261,11 +263,15 @@ std::string kernel_signature(const KernelSpec& k) {
     if (p->mode != PadMode::constant) s << "," << to_string(p->mode);  // constant: as before
     s << "]";
   } else if (const auto* sm = op ? std::get_if<Softmax>(&op->op) : nullptr) {
-    s << "[" << sm->axis << "," << sm->coerce_2d << "]";
-  } else if (const auto* rm = op ? std::get_if<ReduceMean>(&op->op) : nullptr) {
-    s << "[";
+    s << "[" << sm->axis << "," << sm->coerce_2d << "]";  // the kind is in op_name
+  } else if (const auto* rm = op ? std::get_if<Reduce>(&op->op) : nullptr) {
+    s << "[";  // the kind is in op_name
     for (int a : rm->axes) s << a << ",";
     s << rm->keepdims << "]";
+  } else if (const auto* tl = op ? std::get_if<Tile>(&op->op) : nullptr) {
+    s << "[";
+    for (int64_t r : tl->repeats) s << r << ",";
+    s << "]";
   } else if (const auto* ln = op ? std::get_if<LayerNorm>(&op->op) : nullptr) {
     s << "[" << ln->axis << "," << std::hexfloat << ln->epsilon << std::defaultfloat << "]";
   } else if (const auto* rs = op ? std::get_if<Resize>(&op->op) : nullptr) {

@@ -137,6 +137,47 @@ TEST(DataReference, SliceOutOfBoundsThrows) {
 
 // ---- elementwise ----
 
+// The reductions, the Softmax kinds, Max/Min and Tile, each on values whose result is known.
+TEST(DataReference, ReductionsSoftmaxKindsAndTileHandChecked) {
+  using graph::ReduceKind;
+  const In x{{2, 3}, 0, 0, {}, {1, -2, 3, 4, 5, -6}};
+  auto reduce = [&](ReduceKind k, std::vector<int> axes, bool keep = false) {
+    return reference(graph::Reduce{std::move(axes), keep, k}, {x});
+  };
+  EXPECT_EQ(reduce(ReduceKind::sum, {1}), (std::vector<float>{2, 3}));
+  EXPECT_EQ(reduce(ReduceKind::sum, {0}, true), (std::vector<float>{5, 3, -3}));
+  EXPECT_EQ(reduce(ReduceKind::max, {1}), (std::vector<float>{3, 5}));
+  EXPECT_EQ(reduce(ReduceKind::min, {}), (std::vector<float>{-6}));
+  EXPECT_EQ(reduce(ReduceKind::prod, {0}), (std::vector<float>{4, -10, -18}));
+  EXPECT_EQ(reduce(ReduceKind::l1, {1}), (std::vector<float>{6, 15}));
+  EXPECT_EQ(reduce(ReduceKind::sum_square, {1}), (std::vector<float>{14, 77}));
+  EXPECT_FLOAT_EQ(reduce(ReduceKind::l2, {1})[0], std::sqrt(14.0f));
+  EXPECT_FLOAT_EQ(reduce(ReduceKind::log_sum, {0})[0], std::log(5.0f));
+  // log(e^1000 + e^1000) = 1000 + log 2: finite although e^1000 is not.
+  EXPECT_FLOAT_EQ(reference(graph::Reduce{{}, false, ReduceKind::log_sum_exp},
+                            {{{2}, 0, 0, {}, {1000, 1000}}})[0],
+                  static_cast<float>(1000 + std::log(2.0)));
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_TRUE(std::isnan(reference(graph::Reduce{{}, false, ReduceKind::max}, {{{3}, 0, 0, {}, {1, nan, 2}}})[0]));
+  // LogSoftmax of (0, log 2): log(1/3), log(2/3). Hardmax: 1 at the first of equal maxima.
+  const std::vector<float> ls = reference(graph::Softmax{0, false, graph::SoftmaxKind::log_softmax},
+                                          {{{2}, 0, 0, {}, {0.0f, std::log(2.0f)}}});
+  EXPECT_NEAR(ls[0], std::log(1.0 / 3), 1e-6);
+  EXPECT_NEAR(ls[1], std::log(2.0 / 3), 1e-6);
+  EXPECT_EQ(reference(graph::Softmax{1, false, graph::SoftmaxKind::hardmax},
+                      {{{2, 3}, 0, 0, {}, {1, 7, 7, -1, -2, 0}}}),
+            (std::vector<float>{0, 1, 0, 0, 0, 1}));
+  EXPECT_EQ(reference(graph::Binary{graph::BinaryOp::max},
+                      {{{2, 2}, 0, 0, {}, {1, 5, -3, 2}}, {{2}, 0, 0, {}, {2, 0}}}),
+            (std::vector<float>{2, 5, 2, 2}));
+  EXPECT_EQ(reference(graph::Binary{graph::BinaryOp::min}, {{{2}, 0, 0, {}, {1, 5}}, {{1}, 0, 0, {}, {3}}}),
+            (std::vector<float>{1, 3}));
+  EXPECT_EQ(reference(graph::Tile{{2, 2}}, {{{1, 2}, 0, 0, {}, {1, 2}}}),
+            (std::vector<float>{1, 2, 1, 2, 1, 2, 1, 2}));
+  EXPECT_EQ(reference(graph::Tile{{1, 2}}, {{{2, 2}, 0, 0, {}, {1, 2, 3, 4}}}),
+            (std::vector<float>{1, 2, 1, 2, 3, 4, 3, 4}));
+}
+
 // Relu, Clip and LeakyRelu are a compare and at most one float multiply: exact.
 TEST(DataOps, ClampsAndLeakyRelu) {
   for (const Shape& s : kUnaryShapes) {

@@ -170,10 +170,17 @@ void convert_global_pool(Importer& im, const NodeCtx& c);
 void convert_gemm(Importer& im, const NodeCtx& c);
 void convert_matmul(Importer& im, const NodeCtx& c);
 void convert_softmax(Importer& im, const NodeCtx& c);
-void convert_reduce_mean(Importer& im, const NodeCtx& c);
 void convert_layer_norm(Importer& im, const NodeCtx& c);
 void convert_resize(Importer& im, const NodeCtx& c);
 void convert_upsample(Importer& im, const NodeCtx& c);
+// ops_conv_transpose.cpp
+void convert_conv_transpose(Importer& im, const NodeCtx& c);
+// ops_reduce.cpp
+void convert_reduce(Importer& im, const NodeCtx& c);
+void convert_variadic(Importer& im, const NodeCtx& c);
+void convert_depth_to_space(Importer& im, const NodeCtx& c);
+void convert_space_to_depth(Importer& im, const NodeCtx& c);
+void convert_tile(Importer& im, const NodeCtx& c);
 // ops_norm.cpp
 void convert_instance_norm(Importer& im, const NodeCtx& c);
 void convert_group_norm(Importer& im, const NodeCtx& c);
@@ -207,7 +214,7 @@ HostTensor host_reshape(const HostTensor& t, Shape dims);
 HostTensor host_gather_flat(const HostTensor& t, Shape dims, const std::vector<int64_t>& src);
 HostTensor host_slice(const HostTensor& t, const Slice& s);
 HostTensor host_concat(const std::vector<const HostTensor*>& parts, int axis);
-// numpy-broadcast Add/Sub/Mul/Div: exact (overflow-checked) on integers, float otherwise.
+// numpy-broadcast Add/Sub/Mul/Div/Max/Min: exact (overflow-checked) on integers, float otherwise.
 HostTensor host_binary(const NodeCtx& c, BinaryOp op, const HostTensor& a, const HostTensor& b);
 HostTensor host_cast(const NodeCtx& c, const HostTensor& t, int32_t to);
 // Output dims of a normalized slice (0 on an axis where it is empty).

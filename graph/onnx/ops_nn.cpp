@@ -1,5 +1,5 @@
 // ONNX -> IR for the network's compute ops: convolution, normalization, activations,
-// elementwise arithmetic, pooling, Gemm/MatMul, Softmax, ReduceMean and LayerNormalization.
+// elementwise arithmetic, pooling, Gemm/MatMul, the Softmax family and LayerNormalization.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -233,7 +233,7 @@ void convert_chain_step(Importer& im, const NodeCtx& c) {
       {"Log", K::log},           {"Sqrt", K::sqrt},         {"Abs", K::abs},
       {"Neg", K::neg},           {"Reciprocal", K::reciprocal}, {"Softplus", K::softplus},
       {"Softsign", K::softsign}, {"Elu", K::elu},           {"Selu", K::selu},
-      {"Celu", K::celu},         {"ThresholdedRelu", K::thresholded_relu}};
+      {"Celu", K::celu},         {"ThresholdedRelu", K::thresholded_relu}, {"Mish", K::mish}};
   ChainStep step;
   bool found = false;
   for (const auto& [name, kind] : kinds)
@@ -397,35 +397,18 @@ void convert_matmul(Importer& im, const NodeCtx& c) {
   emit_single(im, c, MatMul{}, {im.value_input(c, 0), im.value_input(c, 1)});
 }
 
+// Softmax, LogSoftmax and Hardmax.
 void convert_softmax(Importer& im, const NodeCtx& c) {
   expect_inputs(c, 1, 1);
   const size_t rank = im.input_shape(c, 0).size();
   Softmax s;
+  s.kind = c.op() == "LogSoftmax" ? SoftmaxKind::log_softmax
+           : c.op() == "Hardmax"  ? SoftmaxKind::hardmax
+                                  : SoftmaxKind::softmax;
   // Before opset 13 Softmax flattened the input to 2-D at `axis` (default 1).
   s.coerce_2d = c.opset < 13;
   s.axis = normalize_axis(c, attr_int(c, "axis", s.coerce_2d ? 1 : -1), rank, "attribute 'axis'");
   emit_single(im, c, s, {im.value_input(c, 0)});
-}
-
-// From opset 18 the axes are an (optional, constant) input, and with noop_with_empty_axes=1 no
-// axes means no reduction rather than all axes.
-void convert_reduce_mean(Importer& im, const NodeCtx& c) {
-  expect_inputs(c, 1, c.opset < 18 ? 1 : 2);
-  const size_t rank = im.input_shape(c, 0).size();
-  ReduceMean r;
-  r.keepdims = attr_int(c, "keepdims", 1) != 0;
-  const std::vector<int64_t> axes =
-      c.opset < 18 ? attr_ints(c, "axes")
-      : im.has_input(c, 1) ? im.int_list_input(c, 1, "axes") : std::vector<int64_t>{};
-  if (axes.empty() && attr_int(c, "noop_with_empty_axes", 0) != 0) return im.define_alias(c, 0, 0);
-  for (int64_t a : axes) {
-    const int axis = normalize_axis(c, a, rank, "an axes entry");
-    if (std::find(r.axes.begin(), r.axes.end(), axis) != r.axes.end())
-      node_error(c, "axes lists axis " + std::to_string(axis) + " twice");
-    r.axes.push_back(axis);
-  }
-  std::sort(r.axes.begin(), r.axes.end());
-  emit_single(im, c, r, {im.value_input(c, 0)});
 }
 
 // LayerNormalization (opset 17): one LayerNorm node. Its optional Mean and InvStdDev outputs,

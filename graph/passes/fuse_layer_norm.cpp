@@ -79,9 +79,9 @@ class Matcher : public patterns::View {
     return c && c->steps.size() == 1 && c->steps[0].kind == kind &&
            (kind != ChainStepKind::pow || c->steps[0].a == a) && n.inputs.size() == 1;
   }
-  // ReduceMean over the trailing axes [axis, rank) keeping them: axis, else -1.
+  // A mean over the trailing axes [axis, rank) keeping them: axis, else -1.
   static int trailing_axis(const ReduceMean& rm, size_t rank) {
-    if (!rm.keepdims) return -1;
+    if (!rm.keepdims || rm.kind != ReduceKind::mean) return -1;
     if (rm.axes.empty()) return 0;
     for (size_t k = 0; k < rm.axes.size(); ++k)
       if (rm.axes[k] != static_cast<int>(rank - rm.axes.size() + k)) return -1;
