@@ -4,7 +4,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -389,111 +388,6 @@ TEST(OnnxImport, SoftmaxReduceMeanAndDataMovementAttributes) {
     EXPECT_EQ(op_at<Transpose>(g, 2).perm, (std::vector<int>{1, 0}));
     EXPECT_EQ(op_at<Concat>(g, 3).axis, 1);
     EXPECT_EQ(g.value(g.outputs[0]).shape, (Shape{4, 4}));
-  }
-}
-
-// Each reduction is one Reduce node of its kind; ReduceSum takes its axes as an input from opset
-// 13; LogSoftmax and Hardmax are Softmax nodes of their kind.
-TEST(OnnxImport, ReductionKindsAndSoftmaxKinds) {
-  ModelBuilder m(13);
-  m.input("x", {2, 3, 4});
-  m.init_i64("axes", {1}, {-1});
-  m.node("ReduceSum", {"x", "axes"}, {"sum"});
-  attr_ints(m.node("ReduceLogSumExp", {"x"}, {"lse"}), "axes", {0, 2});
-  attr_i(m.node("LogSoftmax", {"x"}, {"ls"}), "axis", 1);
-  m.node("Hardmax", {"x"}, {"hm"});
-  for (const char* o : {"sum", "lse", "ls", "hm"}) m.output(o);
-  const Graph g = import(m);
-  EXPECT_EQ(op_at<Reduce>(g, 0).kind, ReduceKind::sum);
-  EXPECT_EQ(op_at<Reduce>(g, 0).axes, (std::vector<int>{2}));
-  EXPECT_EQ(op_at<Reduce>(g, 1).kind, ReduceKind::log_sum_exp);
-  EXPECT_EQ(op_at<Reduce>(g, 1).axes, (std::vector<int>{0, 2}));
-  EXPECT_EQ(op_at<Softmax>(g, 2).kind, SoftmaxKind::log_softmax);
-  EXPECT_EQ(op_at<Softmax>(g, 2).axis, 1);
-  EXPECT_EQ(op_at<Softmax>(g, 3).kind, SoftmaxKind::hardmax);
-  EXPECT_EQ(op_at<Softmax>(g, 3).axis, 2);
-}
-
-// Max, Min and Sum are chains of binary nodes, Mean the sum divided by the count; DepthToSpace
-// and SpaceToDepth a Transpose between two Reshapes.
-TEST(OnnxImport, VariadicOpsAndRearrangementsLowerToExistingNodes) {
-  ModelBuilder m(13);
-  for (const char* in : {"a", "b", "c"}) m.input(in, {1, 8, 2, 3});
-  m.node("Mean", {"a", "b", "c"}, {"mean"});
-  m.node("Max", {"mean", "a"}, {"max"});
-  attr_i(m.node("DepthToSpace", {"max"}, {"d2s"}), "blocksize", 2);
-  attr_i(m.node("SpaceToDepth", {"d2s"}, {"y"}), "blocksize", 2);
-  m.output("y");
-  const Graph g = import(m);
-  ASSERT_EQ(g.num_nodes(), 10u) << dump(g);
-  EXPECT_EQ(op_at<Binary>(g, 0).op, BinaryOp::add);
-  EXPECT_EQ(op_at<Binary>(g, 1).op, BinaryOp::add);
-  EXPECT_EQ(op_at<Binary>(g, 2).op, BinaryOp::div);
-  EXPECT_EQ(op_at<Binary>(g, 3).op, BinaryOp::max);
-  EXPECT_EQ(op_at<Reshape>(g, 4).shape, (Shape{1, 2, 2, 2, 2, 3}));  // DCR: [N, b, b, C', H, W]
-  EXPECT_EQ(op_at<Transpose>(g, 5).perm, (std::vector<int>{0, 3, 4, 1, 5, 2}));
-  EXPECT_EQ(g.value(g.node(NodeId{6}).outputs[0]).shape, (Shape{1, 2, 4, 6}));
-  EXPECT_EQ(g.value(g.outputs[0]).shape, (Shape{1, 8, 2, 3}));
-  // SpaceToDepth undoes DCR DepthToSpace: the result is `max` itself.
-  const std::vector<float> a = rnd(48, 1), b = rnd(48, 2), c = rnd(48, 3);
-  const std::vector<Tensor> y = run_reference(g, {Tensor{{1, 8, 2, 3}, Layout::nchw, a},
-                                                 Tensor{{1, 8, 2, 3}, Layout::nchw, b},
-                                                 Tensor{{1, 8, 2, 3}, Layout::nchw, c}});
-  for (size_t i = 0; i < a.size(); ++i)
-    EXPECT_FLOAT_EQ(y[0].data[i], std::max((a[i] + b[i] + c[i]) / 3, a[i])) << i;
-}
-
-// ConvTranspose (lowered to zero insertion and a convolution) against its definition, a scatter:
-// each input pixel adds w * x at oy = iy * stride + ky * dilation - pad_top (and likewise x).
-TEST(OnnxImport, ConvTransposeMatchesItsDefinition) {
-  struct Case {
-    Dims x;
-    int64_t groups, co_per_group, k, stride, dilation, pad_begin, pad_end, out_pad;
-  };
-  for (const Case& t : {Case{{1, 4, 3, 5}, 2, 3, 3, 2, 1, 1, 0, 1}, Case{{2, 3, 4, 4}, 1, 2, 2, 3, 2, 0, 2, 1},
-                        Case{{1, 2, 5, 3}, 1, 1, 3, 1, 1, 2, 2, 0}}) {
-    const int64_t n = t.x[0], ci = t.x[1], h = t.x[2], w = t.x[3], cig = ci / t.groups;
-    const int64_t co = t.co_per_group * t.groups;
-    auto out_size = [&](int64_t in) {
-      return t.stride * (in - 1) + t.out_pad + (t.k - 1) * t.dilation + 1 - t.pad_begin - t.pad_end;
-    };
-    const int64_t ho = out_size(h), wo = out_size(w);
-    ModelBuilder m(13);
-    m.input("x", t.x);
-    const std::vector<float> wt = rnd(ci * t.co_per_group * t.k * t.k, 7), bias = rnd(co, 8);
-    m.init("w", {ci, t.co_per_group, t.k, t.k}, wt);
-    m.init("b", {co}, bias);
-    auto& node = m.node("ConvTranspose", {"x", "w", "b"}, {"y"}, "deconv");
-    attr_i(node, "group", t.groups);
-    attr_ints(node, "strides", {t.stride, t.stride});
-    attr_ints(node, "dilations", {t.dilation, t.dilation});
-    attr_ints(node, "pads", {t.pad_begin, t.pad_begin, t.pad_end, t.pad_end});
-    attr_ints(node, "output_padding", {t.out_pad, t.out_pad});
-    m.output("y");
-    const Graph g = import(m);
-    ASSERT_EQ(g.value(g.outputs[0]).shape, (Shape{n, co, ho, wo}));
-    const std::vector<float> x = rnd(n * ci * h * w, 9);
-    const Tensor y = run_reference(g, {Tensor{t.x, Layout::nchw, x}})[0];
-    std::vector<double> want(static_cast<size_t>(n * co * ho * wo));
-    for (int64_t b = 0; b < n; ++b)
-      for (int64_t o = 0; o < co; ++o)
-        for (int64_t p = 0; p < ho * wo; ++p) want[static_cast<size_t>((b * co + o) * ho * wo + p)] = bias[o];
-    for (int64_t b = 0; b < n; ++b)
-      for (int64_t c = 0; c < ci; ++c)
-        for (int64_t iy = 0; iy < h; ++iy)
-          for (int64_t ix = 0; ix < w; ++ix)
-            for (int64_t o = 0; o < t.co_per_group; ++o)
-              for (int64_t ky = 0; ky < t.k; ++ky)
-                for (int64_t kx = 0; kx < t.k; ++kx) {
-                  const int64_t oy = iy * t.stride + ky * t.dilation - t.pad_begin;
-                  const int64_t ox = ix * t.stride + kx * t.dilation - t.pad_begin;
-                  if (oy < 0 || oy >= ho || ox < 0 || ox >= wo) continue;
-                  const int64_t oc = c / cig * t.co_per_group + o;
-                  want[static_cast<size_t>(((b * co + oc) * ho + oy) * wo + ox)] +=
-                      double{x[static_cast<size_t>(((b * ci + c) * h + iy) * w + ix)]} *
-                      wt[static_cast<size_t>(((c * t.co_per_group + o) * t.k + ky) * t.k + kx)];
-                }
-    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(y.data[i], want[i], 1e-5) << i;
   }
 }
 

@@ -175,6 +175,11 @@ void convert_resize(Importer& im, const NodeCtx& c);
 void convert_upsample(Importer& im, const NodeCtx& c);
 // ops_conv_transpose.cpp
 void convert_conv_transpose(Importer& im, const NodeCtx& c);
+// ops_pool.cpp
+void convert_pool_3d(Importer& im, const NodeCtx& c);
+void convert_global_pool_3d(Importer& im, const NodeCtx& c);
+void convert_lp_pool(Importer& im, const NodeCtx& c);
+void convert_global_lp_pool(Importer& im, const NodeCtx& c);
 // ops_reduce.cpp
 void convert_reduce(Importer& im, const NodeCtx& c);
 void convert_variadic(Importer& im, const NodeCtx& c);

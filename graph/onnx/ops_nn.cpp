@@ -348,15 +348,16 @@ void convert_binary(Importer& im, const NodeCtx& c) {
 void convert_pool(Importer& im, const NodeCtx& c) {
   expect_inputs(c, 1, 1);
   const bool is_max = c.op() == "MaxPool";
+  if (is_max && !im.output_name(c, 1).empty())
+    node_error(c, "the Indices output '" + im.output_name(c, 1) + "' is not supported");
+  if (attr_int(c, "storage_order", 0) != 0)
+    node_error(c, "attribute 'storage_order'=1 (column-major indices) is not supported");
+  if (im.input_shape(c, 0).size() == 5) return convert_pool_3d(im, c);
   const ImageInput in = image_input(im, c, "pooling");
   const std::vector<int64_t> ks = attr_ints(c, "kernel_shape");
   if (ks.size() != static_cast<size_t>(in.dims))
     node_error(c, "attribute 'kernel_shape' has " + std::to_string(ks.size()) + " entries, expected " +
                       std::to_string(in.dims) + " (" + std::to_string(in.dims) + "-D pooling)");
-  if (is_max && !im.output_name(c, 1).empty())
-    node_error(c, "the Indices output '" + im.output_name(c, 1) + "' is not supported");
-  if (attr_int(c, "storage_order", 0) != 0)
-    node_error(c, "attribute 'storage_order'=1 (column-major indices) is not supported");
   const Window w = window_attrs(c, in.dims == 1 ? 1 : ks[0], ks.back(), in.shape, in.dims);
   Pool2d p;
   p.kind = is_max ? PoolKind::max : PoolKind::avg;
@@ -372,6 +373,7 @@ void convert_pool(Importer& im, const NodeCtx& c) {
 
 void convert_global_pool(Importer& im, const NodeCtx& c) {
   expect_inputs(c, 1, 1);
+  if (im.input_shape(c, 0).size() == 5) return convert_global_pool_3d(im, c);
   const ImageInput in = image_input(im, c, "global pooling");
   const PoolKind kind = c.op() == "GlobalMaxPool" ? PoolKind::max : PoolKind::avg;
   emit_image_op(im, c, in, GlobalPool{kind}, {image_value(im, c, in)});
