@@ -25,14 +25,22 @@ double reduce_values(ReduceKind kind, const std::vector<double>& v) {
     prod *= x;
   }
   switch (kind) {
-    case ReduceKind::mean: return sum / static_cast<double>(v.size());
-    case ReduceKind::sum: return sum;
-    case ReduceKind::max: return any_nan(v) ? NAN : *std::max_element(v.begin(), v.end());
-    case ReduceKind::min: return any_nan(v) ? NAN : *std::min_element(v.begin(), v.end());
-    case ReduceKind::prod: return prod;
-    case ReduceKind::l1: return abs_sum;
-    case ReduceKind::l2: return std::sqrt(square_sum);
-    case ReduceKind::log_sum: return std::log(sum);
+    case ReduceKind::mean:
+      return sum / static_cast<double>(v.size());
+    case ReduceKind::sum:
+      return sum;
+    case ReduceKind::max:
+      return any_nan(v) ? NAN : *std::max_element(v.begin(), v.end());
+    case ReduceKind::min:
+      return any_nan(v) ? NAN : *std::min_element(v.begin(), v.end());
+    case ReduceKind::prod:
+      return prod;
+    case ReduceKind::l1:
+      return abs_sum;
+    case ReduceKind::l2:
+      return std::sqrt(square_sum);
+    case ReduceKind::log_sum:
+      return std::log(sum);
     case ReduceKind::log_sum_exp: {
       if (any_nan(v)) return NAN;
       const double m = *std::max_element(v.begin(), v.end());
@@ -41,7 +49,8 @@ double reduce_values(ReduceKind kind, const std::vector<double>& v) {
       for (double x : v) e += std::exp(x - m);
       return m + std::log(e);
     }
-    case ReduceKind::sum_square: return square_sum;
+    case ReduceKind::sum_square:
+      return square_sum;
   }
   return NAN;
 }
@@ -103,9 +112,15 @@ Tensor reference_softmax(const Softmax& sm, const Tensor& x) {
         const double d = x.data[at(k)] - mx;
         double y = 0.0;
         switch (sm.kind) {
-          case SoftmaxKind::softmax: y = std::exp(d) / sum; break;
-          case SoftmaxKind::log_softmax: y = d - std::log(sum); break;
-          case SoftmaxKind::hardmax: y = k == first_max ? 1.0 : 0.0; break;
+          case SoftmaxKind::softmax:
+            y = std::exp(d) / sum;
+            break;
+          case SoftmaxKind::log_softmax:
+            y = d - std::log(sum);
+            break;
+          case SoftmaxKind::hardmax:
+            y = k == first_max ? 1.0 : 0.0;
+            break;
         }
         out.data[at(k)] = static_cast<float>(y);
       }

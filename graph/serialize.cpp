@@ -416,7 +416,8 @@ Graph read_graph(const char* bytes, size_t size,
   // numbered ops by their order in graph::Op.
   if (version != 1 && version != 3 && version != 4 && version != 5 && version != 6 &&
       version != 7 && version != kGraphFormatVersion)
-    throw Error("graph file format version " + std::to_string(version) + " is not supported (this Kiln reads versions 1, 3, 4, 5, 6, 7 and " +
+    throw Error("graph file format version " + std::to_string(version) +
+                " is not supported (this Kiln reads versions 1, 3, 4, 5, 6, 7 and " +
                 std::to_string(kGraphFormatVersion) + "; recompile the model)");
   r.version = version;
   if (stored_checksum(bytes, size) != format_checksum(bytes, size - 8))

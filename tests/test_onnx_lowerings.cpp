@@ -71,9 +71,9 @@ TEST(OnnxLowering, VariadicOpsAndRearrangementsLowerToExistingNodes) {
   EXPECT_EQ(g.value(g.outputs[0]).shape, (Shape{1, 8, 2, 3}));
   // SpaceToDepth undoes DCR DepthToSpace: the result is `max` itself.
   const std::vector<float> a = rnd(48, 1), b = rnd(48, 2), c = rnd(48, 3);
-  const std::vector<Tensor> y = run_reference(g, {Tensor{{1, 8, 2, 3}, Layout::nchw, a},
-                                                 Tensor{{1, 8, 2, 3}, Layout::nchw, b},
-                                                 Tensor{{1, 8, 2, 3}, Layout::nchw, c}});
+  const std::vector<Tensor> y = run_reference(
+      g, {Tensor{{1, 8, 2, 3}, Layout::nchw, a}, Tensor{{1, 8, 2, 3}, Layout::nchw, b},
+          Tensor{{1, 8, 2, 3}, Layout::nchw, c}});
   for (size_t i = 0; i < a.size(); ++i)
     EXPECT_FLOAT_EQ(y[0].data[i], std::max((a[i] + b[i] + c[i]) / 3, a[i])) << i;
 }
@@ -85,8 +85,9 @@ TEST(OnnxLowering, ConvTransposeMatchesItsDefinition) {
     Dims x;
     int64_t groups, co_per_group, k, stride, dilation, pad_begin, pad_end, out_pad;
   };
-  for (const Case& t : {Case{{1, 4, 3, 5}, 2, 3, 3, 2, 1, 1, 0, 1}, Case{{2, 3, 4, 4}, 1, 2, 2, 3, 2, 0, 2, 1},
-                        Case{{1, 2, 5, 3}, 1, 1, 3, 1, 1, 2, 2, 0}}) {
+  for (const Case& t :
+       {Case{{1, 4, 3, 5}, 2, 3, 3, 2, 1, 1, 0, 1}, Case{{2, 3, 4, 4}, 1, 2, 2, 3, 2, 0, 2, 1},
+        Case{{1, 2, 5, 3}, 1, 1, 3, 1, 1, 2, 2, 0}}) {
     const int64_t n = t.x[0], ci = t.x[1], h = t.x[2], w = t.x[3], cig = ci / t.groups;
     const int64_t co = t.co_per_group * t.groups;
     auto out_size = [&](int64_t in) {
@@ -112,7 +113,8 @@ TEST(OnnxLowering, ConvTransposeMatchesItsDefinition) {
     std::vector<double> want(static_cast<size_t>(n * co * ho * wo));
     for (int64_t b = 0; b < n; ++b)
       for (int64_t o = 0; o < co; ++o)
-        for (int64_t p = 0; p < ho * wo; ++p) want[static_cast<size_t>((b * co + o) * ho * wo + p)] = bias[o];
+        for (int64_t p = 0; p < ho * wo; ++p)
+          want[static_cast<size_t>((b * co + o) * ho * wo + p)] = bias[o];
     for (int64_t b = 0; b < n; ++b)
       for (int64_t c = 0; c < ci; ++c)
         for (int64_t iy = 0; iy < h; ++iy)
@@ -147,12 +149,14 @@ std::vector<int64_t> strides_of(const Shape& s) {
 // For each output element (row-major over `out`): the input values in its window inside the
 // input, and the window's size.
 template <typename F>
-void for_each_window(const Shape& in, const Shape& out, const Window& w, const std::vector<float>& x, F&& f) {
+void for_each_window(const Shape& in, const Shape& out, const Window& w,
+                     const std::vector<float>& x, F&& f) {
   const size_t axes = in.size() - 2;
   const std::vector<int64_t> is = strides_of(in);
   for (int64_t o = 0; o < num_elements(out); ++o) {
     std::vector<int64_t> oi(out.size());
-    for (size_t a = out.size(), r = static_cast<size_t>(o); a-- > 0;) oi[a] = static_cast<int64_t>(r % out[a]), r /= out[a];
+    for (size_t a = out.size(), r = static_cast<size_t>(o); a-- > 0;)
+      oi[a] = static_cast<int64_t>(r % out[a]), r /= out[a];
     std::vector<double> values;
     int64_t total = 1;
     for (size_t a = 0; a < axes; ++a) total *= w.k[a];
@@ -160,7 +164,8 @@ void for_each_window(const Shape& in, const Shape& out, const Window& w, const s
       int64_t flat = oi[0] * is[0] + oi[1] * is[1];
       bool inside = true;
       for (size_t a = axes, r = static_cast<size_t>(t); a-- > 0;) {
-        const int64_t i = oi[a + 2] * w.stride[a] + static_cast<int64_t>(r % w.k[a]) - w.pad_begin[a];
+        const int64_t i =
+            oi[a + 2] * w.stride[a] + static_cast<int64_t>(r % w.k[a]) - w.pad_begin[a];
         r /= w.k[a];
         inside = inside && i >= 0 && i < in[a + 2];
         flat += i * is[a + 2];
@@ -187,7 +192,9 @@ TEST(OnnxLowering, Pool3dMatchesItsDefinition) {
       auto& n = m.node(op, {"x"}, {"y"}, "pool");
       attr_ints(n, "kernel_shape", w.k);
       attr_ints(n, "strides", w.stride);
-      attr_ints(n, "pads", {w.pad_begin[0], w.pad_begin[1], w.pad_begin[2], w.pad_end[0], w.pad_end[1], w.pad_end[2]});
+      attr_ints(n, "pads",
+                {w.pad_begin[0], w.pad_begin[1], w.pad_begin[2], w.pad_end[0], w.pad_end[1],
+                 w.pad_end[2]});
       if (std::string(op) == "AveragePool") attr_i(n, "count_include_pad", include_pad);
       m.output("y");
       const Graph g = import(m);
@@ -213,12 +220,14 @@ TEST(OnnxLowering, LpPoolMatchesItsDefinition) {
     Window w;
     int64_t p;
   };
-  for (const Case& t : {Case{{2, 3, 9}, {{3}, {2}, {1}, {1}}, 2}, Case{{1, 2, 5, 6}, {{2, 3}, {1, 2}, {0, 1}, {1, 0}}, 3},
+  for (const Case& t : {Case{{2, 3, 9}, {{3}, {2}, {1}, {1}}, 2},
+                        Case{{1, 2, 5, 6}, {{2, 3}, {1, 2}, {0, 1}, {1, 0}}, 3},
                         Case{{1, 2, 4, 3, 5}, {{2, 2, 2}, {2, 1, 2}, {0, 0, 1}, {0, 1, 0}}, 1}}) {
     const size_t axes = t.in.size() - 2;
     Shape out = {t.in[0], t.in[1]};
     for (size_t a = 0; a < axes; ++a)
-      out.push_back((t.in[a + 2] + t.w.pad_begin[a] + t.w.pad_end[a] - t.w.k[a]) / t.w.stride[a] + 1);
+      out.push_back((t.in[a + 2] + t.w.pad_begin[a] + t.w.pad_end[a] - t.w.k[a]) / t.w.stride[a] +
+                    1);
     ModelBuilder m(11);
     m.input("x", t.in);
     auto& n = m.node("LpPool", {"x"}, {"y"}, "lp");
@@ -233,7 +242,8 @@ TEST(OnnxLowering, LpPoolMatchesItsDefinition) {
     m.output("g");
     const Graph g = import(m);
     const std::vector<float> x = rnd(num_elements(t.in), 43);
-    const std::vector<Tensor> y = run_reference(g, {Tensor{t.in, t.in.size() == 4 ? Layout::nchw : Layout::any, x}});
+    const std::vector<Tensor> y =
+        run_reference(g, {Tensor{t.in, t.in.size() == 4 ? Layout::nchw : Layout::any, x}});
     ASSERT_EQ(y[0].shape, out);
     const double p = static_cast<double>(t.p);
     for_each_window(t.in, out, t.w, x, [&](size_t o, const std::vector<double>& v, int64_t) {
@@ -247,8 +257,10 @@ TEST(OnnxLowering, LpPoolMatchesItsDefinition) {
     const int64_t per_channel = num_elements(t.in) / (t.in[0] * t.in[1]);
     for (int64_t nc = 0; nc < t.in[0] * t.in[1]; ++nc) {
       double sum = 0;
-      for (int64_t i = 0; i < per_channel; ++i) sum += std::pow(std::fabs(double{x[static_cast<size_t>(nc * per_channel + i)]}), p);
-      EXPECT_NEAR(y[1].data[static_cast<size_t>(nc)], std::pow(sum, 1 / p), 1e-5) << "GlobalLpPool p " << t.p;
+      for (int64_t i = 0; i < per_channel; ++i)
+        sum += std::pow(std::fabs(double{x[static_cast<size_t>(nc * per_channel + i)]}), p);
+      EXPECT_NEAR(y[1].data[static_cast<size_t>(nc)], std::pow(sum, 1 / p), 1e-5)
+          << "GlobalLpPool p " << t.p;
     }
   }
 }

@@ -91,9 +91,9 @@ ReductionAlgorithm reduce(const Func& in, const graph::Shape& in_shape, const gr
       break;
     }
     default: {  // sums: of x, |x| or x^2
-      const Expr term = r.kind == K::l1 ? Halide::abs(v)
+      const Expr term = r.kind == K::l1                              ? Halide::abs(v)
                         : r.kind == K::l2 || r.kind == K::sum_square ? v * v
-                                                                      : v;
+                                                                     : v;
       acc(o) = 0.0f;
       acc(o) += term;
       Expr value = acc(o);
@@ -132,7 +132,8 @@ ReductionAlgorithm softmax(const Func& in, const graph::Shape& shape, const grap
     Func best("hardmax_best");
     best(o) = {0, Halide::Float(32).min()};
     const Expr larger = in(at) > best(o)[1];
-    best(o) = {Halide::select(larger, r_index, best(o)[0]), Halide::select(larger, in(at), best(o)[1])};
+    best(o) = {Halide::select(larger, r_index, best(o)[0]),
+               Halide::select(larger, in(at), best(o)[1])};
     alg.out(o) = Halide::select(best(row)[0] == o_index, 1.0f, 0.0f);
     alg.partials = {best};
     return alg;
@@ -142,10 +143,10 @@ ReductionAlgorithm softmax(const Func& in, const graph::Shape& shape, const grap
   mx(o) = Halide::Float(32).min();
   mx(o) = Halide::max(mx(o), in(at));
   sum(o) = 0.0f;
-  sum(o) += Halide::exp(in(at) - mx(row));
-  const Expr d = in(o) - mx(row);
-  alg.out(o) = s.kind == graph::SoftmaxKind::softmax ? Halide::exp(d) / sum(row)
-                                                     : d - Halide::log(sum(row));
+  sum(o) += Halide::exp(in(at)-mx(row));
+  const Expr d = in(o)-mx(row);
+  alg.out(o) =
+      s.kind == graph::SoftmaxKind::softmax ? Halide::exp(d) / sum(row) : d - Halide::log(sum(row));
   alg.partials = {mx, sum};
   return alg;
 }

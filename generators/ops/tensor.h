@@ -1,5 +1,6 @@
 // Algorithm builders for data movement and matrix products of dense row-major tensors
-// (reductions: reduce.h), with the semantics the reference interpreter states (graph/reference_ops_*.cpp).
+// (reductions: reduce.h), with the semantics the reference interpreter states
+// (graph/reference_ops_*.cpp).
 // Every builder takes its inputs as Funcs indexed innermost first (Halide's order: dimension d
 // is row-major axis rank - 1 - d) and their row-major shapes, and returns the output Func over
 // the output's coordinates, innermost first.

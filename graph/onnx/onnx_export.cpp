@@ -232,7 +232,8 @@ class NodeWriter {
     // Opset 13's ReduceSum takes its axes as an input, the others as an attribute; none means
     // every axis, as in Kiln.
     if (!r.axes.empty() && r.kind == ReduceKind::sum)
-      p_.add_input(ex_.int64_param(n_.name + "_axes", std::vector<int64_t>(r.axes.begin(), r.axes.end())));
+      p_.add_input(
+          ex_.int64_param(n_.name + "_axes", std::vector<int64_t>(r.axes.begin(), r.axes.end())));
     else if (!r.axes.empty())
       attr_ints(p_, "axes", r.axes);
     attr_int(p_, "keepdims", r.keepdims);

@@ -15,7 +15,8 @@ namespace {
 constexpr int64_t kMaxParam = int64_t{1} << 20;
 
 // Attribute `name` with `dims` entries (1 or 2) as (H, W); H is `def` for a 1-D op.
-std::pair<int64_t, int64_t> hw_attr(const NodeCtx& c, const char* name, int64_t def, int64_t lo, int dims) {
+std::pair<int64_t, int64_t> hw_attr(const NodeCtx& c, const char* name, int64_t def, int64_t lo,
+                                    int dims) {
   const std::vector<int64_t> v = attr_ints(c, name);
   if (v.empty()) return {def, def};
   if (v.size() != static_cast<size_t>(dims))
@@ -35,7 +36,9 @@ std::pair<int64_t, int64_t> hw_attr(const NodeCtx& c, const char* name, int64_t 
 // outputs that are the bias alone).
 std::pair<int64_t, int64_t> derived_pads(const NodeCtx& c, int64_t in, int64_t out, int64_t k,
                                          int64_t stride, int64_t dil, int64_t out_pad, bool upper) {
-  if (out < 1 || out > kMaxParam) node_error(c, "output size " + std::to_string(out) + " is not in 1.." + std::to_string(kMaxParam));
+  if (out < 1 || out > kMaxParam)
+    node_error(c,
+               "output size " + std::to_string(out) + " is not in 1.." + std::to_string(kMaxParam));
   const int64_t total = stride * (in - 1) + out_pad + (k - 1) * dil + 1 - out;
   const int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);  // floor(total / 2)
   return upper ? std::make_pair(half, total - half) : std::make_pair(total - half, half);
@@ -47,13 +50,17 @@ void convert_conv_transpose(Importer& im, const NodeCtx& c) {
   expect_inputs(c, 2, 3);
   const Shape xs = im.input_shape(c, 0);
   if (xs.size() != 3 && xs.size() != 4)
-    node_error(c, "only 1-D and 2-D transposed convolutions are supported: input '" + im.input_name(c, 0) +
-                      "' is " + to_string(xs) + ", expected 3-D NCL or 4-D NCHW");
+    node_error(c, "only 1-D and 2-D transposed convolutions are supported: input '" +
+                      im.input_name(c, 0) + "' is " + to_string(xs) +
+                      ", expected 3-D NCL or 4-D NCHW");
   const int dims = static_cast<int>(xs.size()) - 2;
   const Shape x4 = dims == 1 ? Shape{xs[0], xs[1], 1, xs[2]} : xs;
   const HostTensor& w = im.constant_input(c, 1, "weights");
   if (!w.is_float() || w.dims.size() != xs.size() || w.f.empty())
-    node_error(c, "weights '" + im.input_name(c, 1) + "' are " + to_string(w.dims) + ", expected non-empty FLOAT [in channels, out channels / group, k...] of rank " + std::to_string(xs.size()));
+    node_error(c,
+               "weights '" + im.input_name(c, 1) + "' are " + to_string(w.dims) +
+                   ", expected non-empty FLOAT [in channels, out channels / group, k...] of rank " +
+                   std::to_string(xs.size()));
   const int64_t ci = x4[1], kh = dims == 1 ? 1 : w.dims[2], kw = w.dims.back();
   const int64_t groups = attr_int(c, "group", 1);
   if (groups < 1 || ci % groups != 0 || w.dims[0] != ci)
@@ -73,13 +80,16 @@ void convert_conv_transpose(Importer& im, const NodeCtx& c) {
   int64_t pt = 0, pl = 0, pb = 0, pr = 0;
   const std::string auto_pad = attr_string(c, "auto_pad", "NOTSET");
   const std::vector<int64_t> out_shape = attr_ints(c, "output_shape");
-  if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER")
-    node_error(c, "attribute 'auto_pad' is '" + auto_pad + "', expected NOTSET, VALID, SAME_UPPER or SAME_LOWER");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" &&
+      auto_pad != "SAME_LOWER")
+    node_error(c, "attribute 'auto_pad' is '" + auto_pad +
+                      "', expected NOTSET, VALID, SAME_UPPER or SAME_LOWER");
   if (!out_shape.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
     int64_t oh = x4[2] * sh, ow = x4[3] * sw;  // SAME: the input times the stride
     if (!out_shape.empty()) {
       if (out_shape.size() != static_cast<size_t>(dims) && out_shape.size() != xs.size())
-        node_error(c, "attribute 'output_shape' has " + std::to_string(out_shape.size()) + " entries");
+        node_error(c,
+                   "attribute 'output_shape' has " + std::to_string(out_shape.size()) + " entries");
       ow = out_shape.back();
       oh = dims == 1 ? 1 : out_shape[out_shape.size() - 2];
     }
@@ -90,18 +100,22 @@ void convert_conv_transpose(Importer& im, const NodeCtx& c) {
     const std::vector<int64_t> p = attr_ints(c, "pads");
     if (!p.empty()) {
       if (p.size() != static_cast<size_t>(2 * dims))
-        node_error(c, "attribute 'pads' has " + std::to_string(p.size()) + " entries, expected " + std::to_string(2 * dims));
+        node_error(c, "attribute 'pads' has " + std::to_string(p.size()) + " entries, expected " +
+                          std::to_string(2 * dims));
       for (int64_t v : p)
         if (v < 0 || v > kMaxParam) node_error(c, "attribute 'pads' holds " + std::to_string(v));
-      if (dims == 1) pl = p[0], pr = p[1];
-      else pt = p[0], pl = p[1], pb = p[2], pr = p[3];
+      if (dims == 1)
+        pl = p[0], pr = p[1];
+      else
+        pt = p[0], pl = p[1], pb = p[2], pr = p[3];
     }
   }
 
   const int64_t ho = sh * (x4[2] - 1) + oph + (kh - 1) * dh + 1 - pt - pb;
   const int64_t wo = sw * (x4[3] - 1) + opw + (kw - 1) * dw + 1 - pl - pr;
   if (ho < 1 || wo < 1)
-    node_error(c, "the padding leaves an output of " + std::to_string(ho) + "x" + std::to_string(wo));
+    node_error(c,
+               "the padding leaves an output of " + std::to_string(ho) + "x" + std::to_string(wo));
 
   // The stride-1 convolution's weights: out channel (group, o) reads in channel (group, i) at
   // the spatially flipped tap.
@@ -112,14 +126,17 @@ void convert_conv_transpose(Importer& im, const NodeCtx& c) {
         for (int64_t y = 0; y < kh; ++y)
           for (int64_t x = 0; x < kw; ++x)
             flipped[static_cast<size_t>((((g * co_g + o) * ci_g + i) * kh + y) * kw + x)] =
-                w.f[static_cast<size_t>((((g * ci_g + i) * co_g + o) * kh + (kh - 1 - y)) * kw + (kw - 1 - x))];
-  const ValueId wv = im.add_constant(c.name + "/flipped_weights", {co, ci_g, kh, kw}, std::move(flipped), Layout::oihw);
+                w.f[static_cast<size_t>((((g * ci_g + i) * co_g + o) * kh + (kh - 1 - y)) * kw +
+                                        (kw - 1 - x))];
+  const ValueId wv = im.add_constant(c.name + "/flipped_weights", {co, ci_g, kh, kw},
+                                     std::move(flipped), Layout::oihw);
   ValueId b;
   if (im.has_input(c, 2)) {
     im.constant_input(c, 2, "bias");
     b = im.constant_value(c, 2, Layout::any);
   } else {
-    b = im.add_constant(c.name + "/zero_bias", {co}, std::vector<float>(static_cast<size_t>(co), 0.0f), Layout::any);
+    b = im.add_constant(c.name + "/zero_bias", {co},
+                        std::vector<float>(static_cast<size_t>(co), 0.0f), Layout::any);
   }
 
   ValueId x = im.value_input(c, 0);
@@ -128,18 +145,22 @@ void convert_conv_transpose(Importer& im, const NodeCtx& c) {
   if (sh > 1 || sw > 1) {  // stride - 1 zeros after every pixel, along both axes
     const Shape split = {x4[0], ci, x4[2], 1, x4[3], 1};
     x = im.emit(c, Reshape{split}, {x}, base + "split", base + "split");
-    x = im.emit(c, Pad{{0, 0, 0, 0, 0, 0, 0, 0, 0, sh - 1, 0, sw - 1}, 0.0f}, {x}, base + "zero_inserted",
-                base + "insert_zeros");
-    x = im.emit(c, Reshape{{x4[0], ci, x4[2] * sh, x4[3] * sw}}, {x}, base + "upsampled", base + "merge");
+    x = im.emit(c, Pad{{0, 0, 0, 0, 0, 0, 0, 0, 0, sh - 1, 0, sw - 1}, 0.0f}, {x},
+                base + "zero_inserted", base + "insert_zeros");
+    x = im.emit(c, Reshape{{x4[0], ci, x4[2] * sh, x4[3] * sw}}, {x}, base + "upsampled",
+                base + "merge");
   }
   // The convolution's padding on each side; the zero-inserted input ends in stride - 1 zeros
   // the transposed convolution does not have, hence the end's - (stride - 1).
-  const int64_t pads[4] = {dh * (kh - 1) - pt, dw * (kw - 1) - pl, dh * (kh - 1) - pb + oph - (sh - 1),
+  const int64_t pads[4] = {dh * (kh - 1) - pt, dw * (kw - 1) - pl,
+                           dh * (kh - 1) - pb + oph - (sh - 1),
                            dw * (kw - 1) - pr + opw - (sw - 1)};
   if (std::any_of(std::begin(pads), std::end(pads), [](int64_t p) { return p < 0; })) {
     // More padding than the window reaches: the first or last outputs are dropped (a crop).
-    x = im.emit(c, Pad{{0, 0, std::min<int64_t>(pads[0], 0), std::min<int64_t>(pads[1], 0), 0, 0,
-                        std::min<int64_t>(pads[2], 0), std::min<int64_t>(pads[3], 0)}, 0.0f},
+    x = im.emit(c,
+                Pad{{0, 0, std::min<int64_t>(pads[0], 0), std::min<int64_t>(pads[1], 0), 0, 0,
+                     std::min<int64_t>(pads[2], 0), std::min<int64_t>(pads[3], 0)},
+                    0.0f},
                 {x}, base + "cropped", base + "crop");
   }
   Conv2d conv;

@@ -17,7 +17,8 @@ struct NdWindow {
   std::vector<int64_t> k, stride, dil, pad_begin, pad_end;
 };
 
-std::vector<int64_t> per_axis(const NodeCtx& c, const char* name, size_t axes, int64_t def, int64_t lo) {
+std::vector<int64_t> per_axis(const NodeCtx& c, const char* name, size_t axes, int64_t def,
+                              int64_t lo) {
   std::vector<int64_t> v = attr_ints(c, name);
   if (v.empty()) return std::vector<int64_t>(axes, def);
   if (v.size() != axes)
@@ -36,8 +37,8 @@ NdWindow nd_window(const NodeCtx& c, const Shape& xs) {
   NdWindow w;
   w.k = attr_ints(c, "kernel_shape");
   if (w.k.size() != axes)
-    node_error(c, "attribute 'kernel_shape' has " + std::to_string(w.k.size()) + " entries, expected " +
-                      std::to_string(axes));
+    node_error(c, "attribute 'kernel_shape' has " + std::to_string(w.k.size()) +
+                      " entries, expected " + std::to_string(axes));
   w.k = per_axis(c, "kernel_shape", axes, 1, 1);
   w.stride = per_axis(c, "strides", axes, 1, 1);
   w.dil = per_axis(c, "dilations", axes, 1, 1);
@@ -57,15 +58,18 @@ NdWindow nd_window(const NodeCtx& c, const Shape& xs) {
       w.pad_end[a] = total - w.pad_begin[a];
     }
   } else if (auto_pad != "VALID") {
-    node_error(c, "attribute 'auto_pad' is '" + auto_pad + "', expected NOTSET, VALID, SAME_UPPER or SAME_LOWER");
+    node_error(c, "attribute 'auto_pad' is '" + auto_pad +
+                      "', expected NOTSET, VALID, SAME_UPPER or SAME_LOWER");
   }
   return w;
 }
 
 // A Pool2d over axes (h, w) of window `w` (h < 0: a unit H axis).
-Pool2d pool_of(const NodeCtx& c, const NdWindow& w, int h, int x, PoolKind kind, bool ceil, bool include_pad) {
+Pool2d pool_of(const NodeCtx& c, const NdWindow& w, int h, int x, PoolKind kind, bool ceil,
+               bool include_pad) {
   auto get = [&](const std::vector<int64_t>& v, int axis, int64_t unit) {
-    return to_int(c, axis < 0 ? unit : v[static_cast<size_t>(axis)], "a window parameter", 0, kMaxParam);
+    return to_int(c, axis < 0 ? unit : v[static_cast<size_t>(axis)], "a window parameter", 0,
+                  kMaxParam);
   };
   Pool2d p;
   p.kind = kind;
@@ -88,10 +92,12 @@ ValueId emit_nd_pool(Importer& im, const NodeCtx& c, ValueId x, const NdWindow& 
   auto reshape = [&](ValueId v, Shape s, const std::string& name, bool last = false) {
     return im.emit(c, Reshape{std::move(s)}, {v}, last ? out_name : base + name, base + name);
   };
-  if (xs.size() == 4) return im.emit(c, pool_of(c, w, 0, 1, kind, ceil, include_pad), {x}, out_name);
+  if (xs.size() == 4)
+    return im.emit(c, pool_of(c, w, 0, 1, kind, ceil, include_pad), {x}, out_name);
   if (xs.size() == 3) {  // [N, C, 1, L]
-    const ValueId y = im.emit(c, pool_of(c, w, -1, 0, kind, ceil, include_pad),
-                              {reshape(x, {xs[0], xs[1], 1, xs[2]}, "input_2d")}, base + "output_2d");
+    const ValueId y =
+        im.emit(c, pool_of(c, w, -1, 0, kind, ceil, include_pad),
+                {reshape(x, {xs[0], xs[1], 1, xs[2]}, "input_2d")}, base + "output_2d");
     const Shape ys = im.graph().value(y).shape;
     return reshape(y, {ys[0], ys[1], ys[3]}, "output_1d", true);
   }
@@ -103,9 +109,9 @@ ValueId emit_nd_pool(Importer& im, const NodeCtx& c, ValueId x, const NdWindow& 
                              {reshape(x, {xs[0], xs[1] * xs[2], xs[3], xs[4]}, "depth_slices")},
                              base + "pooled_hw");
   const Shape hs = im.graph().value(hw).shape;  // [N, C * D, Ho, Wo]
-  const ValueId d = im.emit(c, pool_of(c, w, 0, -1, kind, ceil, include_pad),
-                            {reshape(hw, {xs[0], xs[1], xs[2], hs[2] * hs[3]}, "depth_rows")},
-                            base + "pooled_d");
+  const ValueId d =
+      im.emit(c, pool_of(c, w, 0, -1, kind, ceil, include_pad),
+              {reshape(hw, {xs[0], xs[1], xs[2], hs[2] * hs[3]}, "depth_rows")}, base + "pooled_d");
   const Shape ds = im.graph().value(d).shape;  // [N, C, Do, Ho * Wo]
   return reshape(d, {xs[0], xs[1], ds[2], hs[2], hs[3]}, "output_3d", true);
 }
@@ -113,11 +119,14 @@ ValueId emit_nd_pool(Importer& im, const NodeCtx& c, ValueId x, const NdWindow& 
 // The same window as a Pool2d over [N, C, 1, prod(spatial)]: what GlobalPool reduces.
 ValueId flatten_spatial(Importer& im, const NodeCtx& c, ValueId x) {
   const Shape xs = im.graph().value(x).shape;
-  if (xs.size() < 3) node_error(c, "input '" + im.input_name(c, 0) + "' is " + to_string(xs) + ", expected [N, C, D1, ...]");
+  if (xs.size() < 3)
+    node_error(c, "input '" + im.input_name(c, 0) + "' is " + to_string(xs) +
+                      ", expected [N, C, D1, ...]");
   if (xs.size() == 4) return x;
   int64_t rest = 1;
   for (size_t a = 2; a + 1 < xs.size(); ++a) rest *= xs[a];
-  return im.emit(c, Reshape{{xs[0], xs[1], rest, xs.back()}}, {x}, c.name + "/as_image", c.name + "/as_image");
+  return im.emit(c, Reshape{{xs[0], xs[1], rest, xs.back()}}, {x}, c.name + "/as_image",
+                 c.name + "/as_image");
 }
 
 float lp_norm(const NodeCtx& c) {
@@ -133,12 +142,16 @@ ValueId lp_power(Importer& im, const NodeCtx& c) {
 }
 
 // (count * mean)^(1/p): an affine step (the count per channel, no shift) and the root.
-ValueId lp_root(Importer& im, const NodeCtx& c, ValueId mean, int64_t count, const std::string& out_name) {
+ValueId lp_root(Importer& im, const NodeCtx& c, ValueId mean, int64_t count,
+                const std::string& out_name) {
   const int64_t channels = im.graph().value(mean).shape[1];
   const size_t n = static_cast<size_t>(channels);
-  const ValueId scale = im.add_constant(c.name + "/count", {channels}, std::vector<float>(n, static_cast<float>(count)), Layout::any);
-  const ValueId shift = im.add_constant(c.name + "/zero", {channels}, std::vector<float>(n, 0.0f), Layout::any);
-  const ElementwiseChain root{{{ChainStepKind::affine, 0, 0}, {ChainStepKind::pow, 1.0f / lp_norm(c), 0}}};
+  const ValueId scale = im.add_constant(
+      c.name + "/count", {channels}, std::vector<float>(n, static_cast<float>(count)), Layout::any);
+  const ValueId shift =
+      im.add_constant(c.name + "/zero", {channels}, std::vector<float>(n, 0.0f), Layout::any);
+  const ElementwiseChain root{
+      {{ChainStepKind::affine, 0, 0}, {ChainStepKind::pow, 1.0f / lp_norm(c), 0}}};
   return im.emit(c, root, {mean, scale, shift}, out_name, c.name + "/root");
 }
 
@@ -150,16 +163,21 @@ void convert_pool_3d(Importer& im, const NodeCtx& c) {
   const Shape xs = im.input_shape(c, 0);
   const NdWindow w = nd_window(c, xs);
   const bool include_pad = !is_max && attr_int(c, "count_include_pad", 0) != 0;
-  im.define_value(c, 0, emit_nd_pool(im, c, im.value_input(c, 0), w, is_max ? PoolKind::max : PoolKind::avg,
-                                     attr_int(c, "ceil_mode", 0) != 0, include_pad, im.output_name(c, 0)));
+  im.define_value(
+      c, 0,
+      emit_nd_pool(im, c, im.value_input(c, 0), w, is_max ? PoolKind::max : PoolKind::avg,
+                   attr_int(c, "ceil_mode", 0) != 0, include_pad, im.output_name(c, 0)));
 }
 
 // GlobalAveragePool and GlobalMaxPool of a 5-D input: over [N, C, D * H, W].
 void convert_global_pool_3d(Importer& im, const NodeCtx& c) {
   const Shape xs = im.input_shape(c, 0);
   const PoolKind kind = c.op() == "GlobalMaxPool" ? PoolKind::max : PoolKind::avg;
-  const ValueId y = im.emit(c, GlobalPool{kind}, {flatten_spatial(im, c, im.value_input(c, 0))}, c.name + "/pooled");
-  im.define_value(c, 0, im.emit(c, Reshape{{xs[0], xs[1], 1, 1, 1}}, {y}, im.output_name(c, 0), c.name + "/output_3d"));
+  const ValueId y = im.emit(c, GlobalPool{kind}, {flatten_spatial(im, c, im.value_input(c, 0))},
+                            c.name + "/pooled");
+  im.define_value(c, 0,
+                  im.emit(c, Reshape{{xs[0], xs[1], 1, 1, 1}}, {y}, im.output_name(c, 0),
+                          c.name + "/output_3d"));
 }
 
 // LpPool: (sum over the window of |x|^p)^(1/p), the padding contributing 0. Without ceil_mode
@@ -172,12 +190,14 @@ void convert_lp_pool(Importer& im, const NodeCtx& c) {
   if (xs.size() < 3 || xs.size() > 5)
     node_error(c, "input '" + im.input_name(c, 0) + "' is " + to_string(xs) +
                       ", expected [N, C, L], [N, C, H, W] or [N, C, D, H, W]");
-  if (attr_int(c, "ceil_mode", 0) != 0) node_error(c, "attribute 'ceil_mode'=1 is not supported for LpPool");
+  if (attr_int(c, "ceil_mode", 0) != 0)
+    node_error(c, "attribute 'ceil_mode'=1 is not supported for LpPool");
   const NdWindow w = nd_window(c, xs);
   int64_t window = 1;
   for (int64_t k : w.k) window *= k;
   const ValueId powered = lp_power(im, c);
-  const ValueId mean = emit_nd_pool(im, c, powered, w, PoolKind::avg, false, true, c.name + "/window_mean");
+  const ValueId mean =
+      emit_nd_pool(im, c, powered, w, PoolKind::avg, false, true, c.name + "/window_mean");
   im.define_value(c, 0, lp_root(im, c, mean, window, im.output_name(c, 0)));
 }
 
@@ -188,7 +208,8 @@ void convert_global_lp_pool(Importer& im, const NodeCtx& c) {
   int64_t count = 1;
   for (size_t a = 2; a < xs.size(); ++a) count *= xs[a];
   const ValueId powered = lp_power(im, c);
-  ValueId mean = im.emit(c, GlobalPool{PoolKind::avg}, {flatten_spatial(im, c, powered)}, c.name + "/mean");
+  ValueId mean =
+      im.emit(c, GlobalPool{PoolKind::avg}, {flatten_spatial(im, c, powered)}, c.name + "/mean");
   if (xs.size() != 4) {
     Shape out = {xs[0], xs[1]};
     out.resize(xs.size(), 1);

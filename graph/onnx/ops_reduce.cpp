@@ -12,11 +12,16 @@ namespace {
 
 ReduceKind reduce_kind(const NodeCtx& c) {
   static const std::vector<std::pair<std::string, ReduceKind>> kinds = {
-      {"ReduceMean", ReduceKind::mean},       {"ReduceSum", ReduceKind::sum},
-      {"ReduceMax", ReduceKind::max},         {"ReduceMin", ReduceKind::min},
-      {"ReduceProd", ReduceKind::prod},       {"ReduceL1", ReduceKind::l1},
-      {"ReduceL2", ReduceKind::l2},           {"ReduceLogSum", ReduceKind::log_sum},
-      {"ReduceLogSumExp", ReduceKind::log_sum_exp}, {"ReduceSumSquare", ReduceKind::sum_square}};
+      {"ReduceMean", ReduceKind::mean},
+      {"ReduceSum", ReduceKind::sum},
+      {"ReduceMax", ReduceKind::max},
+      {"ReduceMin", ReduceKind::min},
+      {"ReduceProd", ReduceKind::prod},
+      {"ReduceL1", ReduceKind::l1},
+      {"ReduceL2", ReduceKind::l2},
+      {"ReduceLogSum", ReduceKind::log_sum},
+      {"ReduceLogSumExp", ReduceKind::log_sum_exp},
+      {"ReduceSumSquare", ReduceKind::sum_square}};
   for (const auto& [name, kind] : kinds)
     if (c.op() == name) return kind;
   KILN_CHECK(false, "convert_reduce has no kind for " + c.op());
@@ -30,13 +35,20 @@ void reduce_over_no_axes(Importer& im, const NodeCtx& c, ReduceKind kind) {
   ChainStep step;
   switch (kind) {
     case ReduceKind::l1:
-    case ReduceKind::l2: step = {ChainStepKind::abs, 0, 0}; break;
-    case ReduceKind::sum_square: step = {ChainStepKind::pow, 2.0f, 0}; break;
-    case ReduceKind::log_sum: step = {ChainStepKind::log, 0, 0}; break;
-    default: return im.define_alias(c, 0, 0);
+    case ReduceKind::l2:
+      step = {ChainStepKind::abs, 0, 0};
+      break;
+    case ReduceKind::sum_square:
+      step = {ChainStepKind::pow, 2.0f, 0};
+      break;
+    case ReduceKind::log_sum:
+      step = {ChainStepKind::log, 0, 0};
+      break;
+    default:
+      return im.define_alias(c, 0, 0);
   }
-  im.define_value(c, 0, im.emit(c, ElementwiseChain{{step}}, {im.value_input(c, 0)},
-                                im.output_name(c, 0)));
+  im.define_value(
+      c, 0, im.emit(c, ElementwiseChain{{step}}, {im.value_input(c, 0)}, im.output_name(c, 0)));
 }
 
 // The emitted chain a(0) op a(1) op ... for Max, Min, Sum and Mean (then divided by the count).
@@ -52,8 +64,8 @@ ValueId variadic_chain(Importer& im, const NodeCtx& c, BinaryOp op) {
   // A divisor of the result's rank (at least 1), so the division is an elementwise kernel of
   // its own or a step of the chain it fuses into.
   const Shape ones(std::max<size_t>(1, im.graph().value(acc).shape.size()), 1);
-  const ValueId count =
-      im.add_constant(c.name + "/count", ones, {static_cast<float>(n)}, logical_layout(ones.size()));
+  const ValueId count = im.add_constant(c.name + "/count", ones, {static_cast<float>(n)},
+                                        logical_layout(ones.size()));
   return im.emit(c, Binary{BinaryOp::div}, {acc, count}, im.output_name(c, 0), c.name + "/mean");
 }
 
@@ -74,7 +86,8 @@ void emit_rearrangement(Importer& im, const NodeCtx& c, const Shape& split,
 Shape image_shape_of(Importer& im, const NodeCtx& c) {
   const Shape xs = im.input_shape(c, 0);
   if (xs.size() != 4)
-    node_error(c, "input '" + im.input_name(c, 0) + "' is " + to_string(xs) + ", expected 4-D NCHW");
+    node_error(c,
+               "input '" + im.input_name(c, 0) + "' is " + to_string(xs) + ", expected 4-D NCHW");
   return xs;
 }
 
@@ -90,9 +103,9 @@ void convert_reduce(Importer& im, const NodeCtx& c) {
   Reduce r;
   r.kind = kind;
   r.keepdims = attr_int(c, "keepdims", 1) != 0;
-  const std::vector<int64_t> axes =
-      !axes_input ? attr_ints(c, "axes")
-      : im.has_input(c, 1) ? im.int_list_input(c, 1, "axes") : std::vector<int64_t>{};
+  const std::vector<int64_t> axes = !axes_input          ? attr_ints(c, "axes")
+                                    : im.has_input(c, 1) ? im.int_list_input(c, 1, "axes")
+                                                         : std::vector<int64_t>{};
   if ((axes.empty() && attr_int(c, "noop_with_empty_axes", 0) != 0) || rank == 0)
     return reduce_over_no_axes(im, c, kind);
   for (int64_t a : axes) {
@@ -120,7 +133,8 @@ void convert_variadic(Importer& im, const NodeCtx& c) {
   // network's arithmetic and run in the graph.
   std::vector<const HostTensor*> host;
   for (int i = 0; i < n; ++i) host.push_back(im.host_input(c, i));
-  if (std::all_of(host.begin(), host.end(), [](const HostTensor* h) { return h && !h->is_float(); })) {
+  if (std::all_of(host.begin(), host.end(),
+                  [](const HostTensor* h) { return h && !h->is_float(); })) {
     if (op == BinaryOp::add) node_error(c, "Sum and Mean of integer tensors are not supported");
     HostTensor r = *host[0];
     for (int i = 1; i < n; ++i) r = host_binary(c, op, r, *host[i]);
@@ -136,10 +150,11 @@ void convert_depth_to_space(Importer& im, const NodeCtx& c) {
   const Shape x = image_shape_of(im, c);
   const int64_t b = block_size(c);
   const std::string mode = attr_string(c, "mode", "DCR");
-  if (mode != "DCR" && mode != "CRD") node_error(c, "attribute 'mode' is '" + mode + "', expected DCR or CRD");
+  if (mode != "DCR" && mode != "CRD")
+    node_error(c, "attribute 'mode' is '" + mode + "', expected DCR or CRD");
   if (x[1] % (b * b) != 0)
-    node_error(c, "the channels (" + std::to_string(x[1]) + ") are not a multiple of blocksize^2 (" +
-                      std::to_string(b * b) + ")");
+    node_error(c, "the channels (" + std::to_string(x[1]) +
+                      ") are not a multiple of blocksize^2 (" + std::to_string(b * b) + ")");
   const int64_t cc = x[1] / (b * b);
   const Shape out = {x[0], cc, x[2] * b, x[3] * b};
   if (mode == "DCR")
