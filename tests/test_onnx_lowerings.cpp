@@ -213,6 +213,27 @@ TEST(OnnxLowering, Pool3dMatchesItsDefinition) {
     }
 }
 
+// GlobalMaxPool and GlobalAveragePool of a 5-D input: one value per (n, c).
+TEST(OnnxLowering, GlobalPool3d) {
+  ModelBuilder m(13);
+  m.input("x", {2, 3, 2, 3, 4});
+  m.node("GlobalMaxPool", {"x"}, {"mx"}, "gmax");
+  m.node("GlobalAveragePool", {"x"}, {"avg"}, "gavg");
+  m.output("mx");
+  m.output("avg");
+  const std::vector<float> x = rnd(144, 45);
+  const std::vector<Tensor> y = run_reference(import(m), {Tensor{{2, 3, 2, 3, 4}, Layout::any, x}});
+  ASSERT_EQ(y[0].shape, (Shape{2, 3, 1, 1, 1}));
+  ASSERT_EQ(y[1].shape, (Shape{2, 3, 1, 1, 1}));
+  for (size_t nc = 0; nc < 6; ++nc) {
+    const auto first = x.begin() + static_cast<std::ptrdiff_t>(nc * 24), last = first + 24;
+    EXPECT_EQ(y[0].data[nc], *std::max_element(first, last));
+    double sum = 0;
+    for (auto it = first; it != last; ++it) sum += *it;
+    EXPECT_NEAR(y[1].data[nc], sum / 24, 1e-6);
+  }
+}
+
 // LpPool and GlobalLpPool against (sum |x|^p)^(1/p), 1-D to 3-D, p 1 to 3.
 TEST(OnnxLowering, LpPoolMatchesItsDefinition) {
   struct Case {

@@ -90,7 +90,12 @@ ReductionAlgorithm reduce(const Func& in, const graph::Shape& in_shape, const gr
       alg.partials.push_back(mx);
       break;
     }
-    default: {  // sums: of x, |x| or x^2
+    case K::mean:
+    case K::sum:
+    case K::l1:
+    case K::l2:
+    case K::log_sum:
+    case K::sum_square: {  // sums: of x, |x| or x^2
       const Expr term = r.kind == K::l1                              ? Halide::abs(v)
                         : r.kind == K::l2 || r.kind == K::sum_square ? v * v
                                                                      : v;

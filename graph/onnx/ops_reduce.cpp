@@ -30,7 +30,8 @@ ReduceKind reduce_kind(const NodeCtx& c) {
 
 // A reduction over no axes (noop_with_empty_axes, or a scalar input) still applies the kind's
 // elementwise part, as ONNX's reference does (np.sum(np.square(x), axis=())): |x| for L1 and
-// L2, x^2 for SumSquare, log x for LogSum; the others are x itself.
+// L2, x^2 for SumSquare, log x for LogSum; the others are x itself (LogSumExp too: log(exp(x)),
+// exact where float32 exp would overflow).
 void reduce_over_no_axes(Importer& im, const NodeCtx& c, ReduceKind kind) {
   ChainStep step;
   switch (kind) {
@@ -44,7 +45,12 @@ void reduce_over_no_axes(Importer& im, const NodeCtx& c, ReduceKind kind) {
     case ReduceKind::log_sum:
       step = {ChainStepKind::log, 0, 0};
       break;
-    default:
+    case ReduceKind::mean:
+    case ReduceKind::sum:
+    case ReduceKind::max:
+    case ReduceKind::min:
+    case ReduceKind::prod:
+    case ReduceKind::log_sum_exp:
       return im.define_alias(c, 0, 0);
   }
   im.define_value(
