@@ -8,6 +8,7 @@
 
 #include "codegen_config.h"
 
+#include "codegen/pipeline_parts.h"
 #include "generators/ops/conv.h"
 #include "generators/ops/elementwise.h"
 #include "generators/ops/layout.h"
@@ -29,38 +30,6 @@
 
 namespace kiln::codegen {
 namespace {
-
-// Halide dimension d is row-major axis rank - 1 - d: extents and dense strides, innermost first.
-struct DenseDims {
-  std::vector<int64_t> extents, strides;
-};
-
-DenseDims dense_dims(const graph::Shape& shape) {
-  DenseDims dd;
-  int64_t stride = 1;
-  for (auto it = shape.rbegin(); it != shape.rend(); ++it) {
-    dd.extents.push_back(*it);
-    dd.strides.push_back(stride);
-    stride *= *it;
-  }
-  return dd;
-}
-
-template <typename Dims>
-void constrain(Dims&& dim_of, const graph::Shape& shape) {
-  const DenseDims dd = dense_dims(shape);
-  for (size_t d = 0; d < dd.extents.size(); ++d)
-    dim_of(static_cast<int>(d))
-        .set_bounds(0, static_cast<int>(dd.extents[d]))
-        .set_stride(static_cast<int>(dd.strides[d]));
-}
-
-Halide::ImageParam dense_input(const graph::TensorDesc& t, int index) {
-  Halide::ImageParam p(Halide::Float(32), static_cast<int>(t.shape.size()),
-                       "arg" + std::to_string(index));
-  constrain([&](int d) { return p.dim(d); }, t.shape);
-  return p;
-}
 
 void check_sizes(const graph::TensorDesc& t, const std::string& kernel) {
   for (int64_t e : t.shape)
@@ -455,22 +424,6 @@ KernelPipeline layout_pipeline(const graph::LayoutKernelSpec& k, const Halide::T
   return KernelPipeline{Halide::Pipeline(f.output), {input}};
 }
 
-// The elementwise schedule's view of an output Func over a dense tensor of `shape`.
-schedules::ElementwiseFuncs elementwise_funcs(const Halide::Func& out, const graph::Shape& shape,
-                                              bool keep_innermost) {
-  schedules::ElementwiseFuncs f{out, {}, dense_dims(shape).extents, keep_innermost};
-  for (const Halide::Var& v : out.args()) f.dims.push_back(v);
-  return f;
-}
-
-void schedule_elementwise(const schedules::ElementwiseFuncs& f, const Halide::Target& target) {
-  if (target.has_gpu_feature()) {
-    schedules::schedule_elementwise_gpu(f, target);
-  } else {
-    schedules::schedule_elementwise_cpu(f, target);
-  }
-}
-
 // Data movement (and Resize): the output a pure function of its coordinates, read from other
 // places of the input (so the innermost dimension is kept: fusing it would not make the loads
 // contiguous).
@@ -503,45 +456,12 @@ KernelPipeline data_pipeline(const graph::OpKernelSpec& k, const Halide::Target&
     out = generators::ops::slice(inputs[0], in, *sl);
   } else if (const auto* rs = std::get_if<graph::Resize>(&k.op)) {
     out = generators::ops::resize(inputs[0], in, *rs);
+  } else if (std::holds_alternative<graph::Tile>(k.op)) {
+    out = generators::ops::tile(inputs[0], in);
   } else {
     out = generators::ops::pad(inputs[0], in, std::get<graph::Pad>(k.op));
   }
   schedule_elementwise(elementwise_funcs(out, k.output.shape, true), target);
-  constrain([&](int d) { return out.output_buffer().dim(d); }, k.output.shape);
-  return KernelPipeline{Halide::Pipeline(out), inputs};
-}
-
-// ReduceMean, Softmax, and global average pooling of an NCHW tensor (a mean over H and W).
-KernelPipeline reduction_pipeline(const graph::OpKernelSpec& k, const Halide::Target& target,
-                                  const std::vector<Halide::ImageParam>& inputs) {
-  const graph::Shape& in = k.inputs[0].shape;
-  Halide::Func out;
-  std::vector<Halide::Func> partials;
-  bool vectorize_inner = true;
-  if (const auto* sm = std::get_if<graph::Softmax>(&k.op)) {
-    const generators::ops::SoftmaxAlgorithm a = generators::ops::softmax(inputs[0], in, *sm);
-    out = a.out;
-    partials = {a.max, a.sum};
-    vectorize_inner = sm->axis != static_cast<int>(in.size()) - 1 && !sm->coerce_2d;
-  } else {
-    graph::ReduceMean r;
-    if (const auto* rm = std::get_if<graph::ReduceMean>(&k.op)) {
-      r = *rm;
-    } else {
-      r.axes = {2, 3};  // GlobalPool (avg) of NCHW
-    }
-    const generators::ops::ReduceAlgorithm a =
-        generators::ops::reduce_mean(inputs[0], in, r, k.output.shape);
-    out = a.out;
-    partials = {a.sum};
-    vectorize_inner = !r.axes.empty() && r.axes.back() != static_cast<int>(in.size()) - 1;
-  }
-  const schedules::ElementwiseFuncs f = elementwise_funcs(out, k.output.shape, false);
-  if (target.has_gpu_feature()) {
-    schedules::schedule_reduction_gpu(f, partials, target);
-  } else {
-    schedules::schedule_reduction_cpu(f, partials, vectorize_inner, target);
-  }
   constrain([&](int d) { return out.output_buffer().dim(d); }, k.output.shape);
   return KernelPipeline{Halide::Pipeline(out), inputs};
 }
@@ -726,7 +646,7 @@ static KernelPipeline build_scheduled(const graph::KernelSpec& spec, const Halid
   if (std::holds_alternative<graph::MatMul>(kind) || std::holds_alternative<graph::Gemm>(kind))
     return product_pipeline(op_spec, target, inputs);
   if (std::holds_alternative<graph::Softmax>(kind) ||
-      std::holds_alternative<graph::ReduceMean>(kind) ||
+      std::holds_alternative<graph::Reduce>(kind) ||
       std::holds_alternative<graph::GlobalPool>(kind))
     return reduction_pipeline(op_spec, target, inputs);
   if (std::holds_alternative<graph::LayerNorm>(kind))

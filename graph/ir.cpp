@@ -52,6 +52,32 @@ const char* to_string(ChainStepKind k) {
     case ChainStepKind::pow: return "pow";
     case ChainStepKind::gelu: return "gelu";
     case ChainStepKind::gelu_tanh: return "gelu_tanh";
+    case ChainStepKind::mish: return "mish";
+  }
+  return "?";
+}
+
+const char* to_string(SoftmaxKind k) {
+  switch (k) {
+    case SoftmaxKind::softmax: return "softmax";
+    case SoftmaxKind::log_softmax: return "log_softmax";
+    case SoftmaxKind::hardmax: return "hardmax";
+  }
+  return "?";
+}
+
+const char* to_string(ReduceKind k) {
+  switch (k) {
+    case ReduceKind::mean: return "mean";
+    case ReduceKind::sum: return "sum";
+    case ReduceKind::max: return "max";
+    case ReduceKind::min: return "min";
+    case ReduceKind::prod: return "prod";
+    case ReduceKind::l1: return "l1";
+    case ReduceKind::l2: return "l2";
+    case ReduceKind::log_sum: return "log_sum";
+    case ReduceKind::log_sum_exp: return "log_sum_exp";
+    case ReduceKind::sum_square: return "sum_square";
   }
   return "?";
 }
@@ -151,6 +177,8 @@ const char* op_name(const Op& op) {
         case BinaryOp::sub: return "Sub";
         case BinaryOp::mul: return "Mul";
         case BinaryOp::div: return "Div";
+        case BinaryOp::max: return "Max";
+        case BinaryOp::min: return "Min";
       }
       return "Binary";
     }
@@ -165,8 +193,30 @@ const char* op_name(const Op& op) {
     const char* operator()(const Concat&) { return "Concat"; }
     const char* operator()(const Slice&) { return "Slice"; }
     const char* operator()(const Pad&) { return "Pad"; }
-    const char* operator()(const Softmax&) { return "Softmax"; }
-    const char* operator()(const ReduceMean&) { return "ReduceMean"; }
+    const char* operator()(const Softmax& s) {
+      switch (s.kind) {
+        case SoftmaxKind::softmax: return "Softmax";
+        case SoftmaxKind::log_softmax: return "LogSoftmax";
+        case SoftmaxKind::hardmax: return "Hardmax";
+      }
+      return "Softmax";
+    }
+    const char* operator()(const Reduce& r) {  // ONNX's names
+      switch (r.kind) {
+        case ReduceKind::mean: return "ReduceMean";
+        case ReduceKind::sum: return "ReduceSum";
+        case ReduceKind::max: return "ReduceMax";
+        case ReduceKind::min: return "ReduceMin";
+        case ReduceKind::prod: return "ReduceProd";
+        case ReduceKind::l1: return "ReduceL1";
+        case ReduceKind::l2: return "ReduceL2";
+        case ReduceKind::log_sum: return "ReduceLogSum";
+        case ReduceKind::log_sum_exp: return "ReduceLogSumExp";
+        case ReduceKind::sum_square: return "ReduceSumSquare";
+      }
+      return "Reduce";
+    }
+    const char* operator()(const Tile&) { return "Tile"; }
     const char* operator()(const LayerNorm&) { return "LayerNorm"; }
     const char* operator()(const Resize&) { return "Resize"; }
     const char* operator()(const ElementwiseChain&) { return "ElementwiseChain"; }
@@ -332,8 +382,10 @@ std::string attrs(const Op& op) {
     else s << " mode=" << to_string(pd->mode);
   } else if (const auto* sm = std::get_if<Softmax>(&op)) {
     s << "axis=" << sm->axis << (sm->coerce_2d ? " coerce_2d" : "");
-  } else if (const auto* rm = std::get_if<ReduceMean>(&op)) {
+  } else if (const auto* rm = std::get_if<Reduce>(&op)) {
     s << "axes=" << list(rm->axes) << " keepdims=" << rm->keepdims;
+  } else if (const auto* tl = std::get_if<Tile>(&op)) {
+    s << "repeats=" << list(tl->repeats);
   } else if (const auto* ln = std::get_if<LayerNorm>(&op)) {
     s << "axis=" << ln->axis << " epsilon=" << ln->epsilon;
   } else if (const auto* rs = std::get_if<Resize>(&op)) {

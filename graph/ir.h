@@ -84,15 +84,16 @@ std::string to_string(const Activation& a);
 enum class ChainStepKind : uint8_t {  // append only: serialized
   clamp, leaky_relu, sigmoid, hard_sigmoid, hard_swish, affine, silu,
   tanh, erf, exp, log, sqrt, abs, neg, reciprocal, softplus, softsign, elu, selu, celu,
-  thresholded_relu, pow, gelu, gelu_tanh
+  thresholded_relu, pow, gelu, gelu_tanh, mish
 };
-constexpr int kNumChainStepKinds = 24;
+constexpr int kNumChainStepKinds = 25;
 const char* to_string(ChainStepKind k);  // "clamp", "leaky_relu", ..., "thresholded_relu"
 struct ChainStep {
   ChainStepKind kind = ChainStepKind::clamp;
   // clamp: [a, b]; leaky_relu, elu, celu, thresholded_relu: alpha = a; hard_sigmoid: alpha = a,
   // beta = b; selu: alpha = a, gamma = b; pow: the exponent = a. gelu is
-  // x * (1 + erf(x / sqrt 2)) / 2, gelu_tanh ONNX Gelu's approximate="tanh" form.
+  // x * (1 + erf(x / sqrt 2)) / 2, gelu_tanh ONNX Gelu's approximate="tanh" form; mish is
+  // x * tanh(softplus(x)).
   float a = 0.0f, b = 0.0f;
 };
 // Inputs: x, weights, bias[, residual][, post-step scales and shifts]. Weights are OIHW for an
@@ -132,8 +133,10 @@ struct HardSigmoid {  // max(0, min(1, alpha * x + beta))
 };
 struct HardSwish {};  // x * max(0, min(1, x / 6 + 1 / 2))
 
-// Elementwise binary ops with multidirectional (numpy) broadcasting. Inputs: a, b.
-enum class BinaryOp : uint8_t { add, sub, mul, div };
+// Elementwise binary ops with multidirectional (numpy) broadcasting. Inputs: a, b. max and min
+// propagate a NaN operand (ONNX Max and Min, whose variadic forms import as chains of them).
+enum class BinaryOp : uint8_t { add, sub, mul, div, max, min };  // append only: serialized
+constexpr int kNumBinaryOps = 6;
 struct Binary {
   BinaryOp op = BinaryOp::add;
 };
@@ -196,14 +199,36 @@ struct Pad {
 // in [0, n) for reflect and edge; for constant, outside [0, n) where the pad value goes.
 int64_t pad_source_index(PadMode mode, int64_t j, int64_t begin, int64_t n);
 // Softmax along `axis` (opset >= 13). With coerce_2d (opset < 13) the input is viewed as
-// [prod(dims before axis), prod(dims from axis on)] and normalized along the second.
+// [prod(dims before axis), prod(dims from axis on)] and normalized along the second. `kind`
+// makes it ONNX LogSoftmax (x - max - log(sum(exp(x - max)))) or Hardmax (1 at the first
+// maximum of each row, 0 elsewhere), which share the row structure.
+enum class SoftmaxKind : uint8_t { softmax, log_softmax, hardmax };  // append only: serialized
+constexpr int kNumSoftmaxKinds = 3;
+const char* to_string(SoftmaxKind k);
 struct Softmax {
   int axis = -1;  // non-negative after import
   bool coerce_2d = false;
+  SoftmaxKind kind = SoftmaxKind::softmax;
 };
-struct ReduceMean {
+// The ONNX reductions over `axes`: the mean, sum, maximum, minimum, product, sum of absolute
+// values (l1), square root of the sum of squares (l2), log of the sum, log of the sum of
+// exponentials (computed about the maximum, so it does not overflow) and sum of squares. Max
+// and min propagate a NaN.
+enum class ReduceKind : uint8_t {  // append only: serialized
+  mean, sum, max, min, prod, l1, l2, log_sum, log_sum_exp, sum_square
+};
+constexpr int kNumReduceKinds = 10;
+const char* to_string(ReduceKind k);
+struct Reduce {
   std::vector<int> axes;  // non-negative, sorted; empty means all axes
   bool keepdims = true;
+  ReduceKind kind = ReduceKind::mean;
+};
+
+// ONNX Tile with constant repeats: out[i] = x[i mod x.shape] on every axis, the output
+// x.shape * repeats.
+struct Tile {
+  std::vector<int64_t> repeats;  // one per axis, >= 1
 };
 // ONNX LayerNormalization (opset 17) over the trailing axes [axis, rank): per row of the leading
 // axes, y = (x - mean) / sqrt(var + epsilon) * scale + bias with the biased variance. Inputs: x,
@@ -252,8 +277,8 @@ struct LayoutTransform {
 
 using Op = std::variant<Conv2d, BatchNorm, Relu, Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish,
                         Binary, Pool2d, GlobalPool, Gemm, MatMul, Reshape, Transpose, Concat,
-                        Slice, Pad, Softmax, ReduceMean, LayerNorm, Resize, ElementwiseChain,
-                        LayoutTransform>;
+                        Slice, Pad, Softmax, Reduce, LayerNorm, Resize, ElementwiseChain,
+                        LayoutTransform, Tile>;
 const char* op_name(const Op& op);
 // Lower-case label for descriptions: "conv2d", "relu", "relu6", "clip(0, 1)", ...
 std::string op_label(const Op& op);

@@ -172,12 +172,13 @@ bool is_generated(const KernelSpec& k) {
     return nhwc_image || (gp->kind == PoolKind::avg && o->inputs[0].shape.size() == 4);
   if (std::holds_alternative<LayoutTransform>(op)) return o->inputs[0].shape.size() == 4;
   if (const auto* t = std::get_if<Transpose>(&op)) return t->perm.size() == o->inputs[0].shape.size();
+  if (std::holds_alternative<Reduce>(op)) return true;
   return std::holds_alternative<ElementwiseChain>(op) || std::holds_alternative<Binary>(op) ||
          std::holds_alternative<Reshape>(op) || std::holds_alternative<Transpose>(op) ||
          std::holds_alternative<Concat>(op) || std::holds_alternative<Slice>(op) ||
          std::holds_alternative<Pad>(op) || std::holds_alternative<Softmax>(op) ||
-         std::holds_alternative<ReduceMean>(op) || std::holds_alternative<LayerNorm>(op) ||
-         std::holds_alternative<Resize>(op);
+         std::holds_alternative<LayerNorm>(op) || std::holds_alternative<Resize>(op) ||
+         std::holds_alternative<Tile>(op);
 }
 
 std::string not_generated_reason(const KernelSpec& k) {
@@ -268,11 +269,15 @@ std::string kernel_signature(const KernelSpec& k) {
     if (p->mode != PadMode::constant) s << "," << to_string(p->mode);  // constant: as before
     s << "]";
   } else if (const auto* sm = op ? std::get_if<Softmax>(&op->op) : nullptr) {
-    s << "[" << sm->axis << "," << sm->coerce_2d << "]";
-  } else if (const auto* rm = op ? std::get_if<ReduceMean>(&op->op) : nullptr) {
-    s << "[";
+    s << "[" << sm->axis << "," << sm->coerce_2d << "]";  // the kind is in op_name
+  } else if (const auto* rm = op ? std::get_if<Reduce>(&op->op) : nullptr) {
+    s << "[";  // the kind is in op_name
     for (int a : rm->axes) s << a << ",";
     s << rm->keepdims << "]";
+  } else if (const auto* tl = op ? std::get_if<Tile>(&op->op) : nullptr) {
+    s << "[";
+    for (int64_t r : tl->repeats) s << r << ",";
+    s << "]";
   } else if (const auto* ln = op ? std::get_if<LayerNorm>(&op->op) : nullptr) {
     s << "[" << ln->axis << "," << std::hexfloat << ln->epsilon << std::defaultfloat << "]";
   } else if (const auto* rs = op ? std::get_if<Resize>(&op->op) : nullptr) {

@@ -15,9 +15,10 @@ OpKind op_kind(const Op& op) {
     return OpKind::elementwise;
   if (std::holds_alternative<Reshape>(op) || std::holds_alternative<Transpose>(op) ||
       std::holds_alternative<Concat>(op) || std::holds_alternative<Slice>(op) ||
-      std::holds_alternative<Pad>(op) || std::holds_alternative<LayoutTransform>(op))
+      std::holds_alternative<Pad>(op) || std::holds_alternative<LayoutTransform>(op) ||
+      std::holds_alternative<Tile>(op))
     return OpKind::injective;
-  return OpKind::opaque;  // pooling, Gemm, MatMul, Softmax, ReduceMean
+  return OpKind::opaque;  // pooling, Gemm, MatMul, Softmax, Reduce
 }
 
 std::optional<Activation> as_activation(const Op& op) {

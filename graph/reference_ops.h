@@ -38,8 +38,13 @@ bool is_compute_op(const Op& op);
 Tensor reference_compute_op(const Op& op, const std::vector<const Tensor*>& inputs,
                             const Shape& out_shape, Layout out_layout);
 
-// Every other op: unary and binary elementwise, Reshape, Transpose, Concat, Slice, Pad,
-// Softmax, ReduceMean, LayerNorm, Resize, LayoutTransform.
+// Softmax, LogSoftmax and Hardmax (reference_ops_reduce.cpp).
+Tensor reference_softmax(const Softmax& sm, const Tensor& x);
+// Every ReduceKind over the reduced axes (reference_ops_reduce.cpp).
+Tensor reference_reduce(const Reduce& r, const Tensor& x, const Shape& out_shape, Layout layout);
+
+// Every other op: unary and binary elementwise, Reshape, Transpose, Concat, Slice, Pad, Tile,
+// Softmax, Reduce, LayerNorm, Resize, LayoutTransform.
 Tensor reference_data_op(const Op& op, const std::vector<const Tensor*>& inputs,
                          const Shape& out_shape, Layout out_layout);
 

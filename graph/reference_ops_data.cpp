@@ -50,7 +50,11 @@ double binary(BinaryOp op, double a, double b) {
     case BinaryOp::mul:
       return a * b;
     case BinaryOp::div:
-      break;
+      return a / b;
+    case BinaryOp::max:
+      return max_nan(a, b);
+    case BinaryOp::min:
+      return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
   }
   return a / b;
 }
@@ -118,6 +122,18 @@ Tensor slice(const Slice& sl, const Tensor& x, const Shape& out_shape, Layout la
   return out;
 }
 
+// Output index i reads input index i mod (the input's size) on every axis.
+Tensor tile(const Tile& /*t*/, const Tensor& x, const Shape& out_shape, Layout layout) {
+  Tensor out = blank(out_shape, layout);
+  std::vector<int64_t> xi(x.shape.size());
+  for (int64_t i = 0; i < num_elements(out_shape); ++i) {
+    const std::vector<int64_t> oi = unravel(i, out_shape);
+    for (size_t a = 0; a < xi.size(); ++a) xi[a] = oi[a] % x.shape[a];
+    out.data[i] = x.data[ravel(xi, x.shape)];
+  }
+  return out;
+}
+
 // Output index j on an axis reads input index pad_source_index (j - begin pad, mirrored or
 // clamped by the mode); outside the input it is `value`. A negative begin pad therefore crops,
 // as in ONNX.
@@ -133,53 +149,6 @@ Tensor pad(const Pad& p, const Tensor& x, const Shape& out_shape, Layout layout)
     }
     out.data[i] = inside ? x.data[ravel(xi, x.shape)] : p.value;
   }
-  return out;
-}
-
-// Every tensor is viewed as [outer, n, inner] and normalized along n: the axis itself
-// (n = dims[axis]), or with coerce_2d everything from the axis on (n = prod(dims[axis:])).
-Tensor softmax(const Softmax& sm, const Tensor& x) {
-  int64_t outer = 1, n = 1, inner = 1;
-  for (int a = 0; a < static_cast<int>(x.shape.size()); ++a) {
-    if (a < sm.axis)
-      outer *= x.shape[a];
-    else if (a == sm.axis || sm.coerce_2d)
-      n *= x.shape[a];
-    else
-      inner *= x.shape[a];
-  }
-  Tensor out = x;
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t in = 0; in < inner; ++in) {
-      auto at = [&](int64_t k) { return (o * n + k) * inner + in; };
-      double mx = -std::numeric_limits<double>::infinity(), sum = 0.0;
-      for (int64_t k = 0; k < n; ++k) mx = std::max(mx, double{x.data[at(k)]});
-      for (int64_t k = 0; k < n; ++k) sum += std::exp(x.data[at(k)] - mx);
-      for (int64_t k = 0; k < n; ++k)
-        out.data[at(k)] = static_cast<float>(std::exp(x.data[at(k)] - mx) / sum);
-    }
-  return out;
-}
-
-Tensor reduce_mean(const ReduceMean& rm, const Tensor& x, const Shape& out_shape, Layout layout) {
-  std::vector<bool> reduce(x.shape.size(), rm.axes.empty());
-  for (int a : rm.axes) reduce[a] = true;
-  // The output index keeps the kept axes (and a 0 for reduced ones when keepdims).
-  std::vector<double> sum(num_elements(out_shape), 0.0);
-  int64_t count = 1;
-  for (size_t a = 0; a < x.shape.size(); ++a) count *= reduce[a] ? x.shape[a] : 1;
-  for (int64_t i = 0; i < num_elements(x.shape); ++i) {
-    const std::vector<int64_t> xi = unravel(i, x.shape);
-    std::vector<int64_t> oi;
-    for (size_t a = 0; a < xi.size(); ++a)
-      if (!reduce[a])
-        oi.push_back(xi[a]);
-      else if (rm.keepdims)
-        oi.push_back(0);
-    sum[ravel(oi, out_shape)] += x.data[i];
-  }
-  Tensor out = blank(out_shape, layout);
-  for (size_t i = 0; i < sum.size(); ++i) out.data[i] = static_cast<float>(sum[i] / count);
   return out;
 }
 
@@ -306,6 +275,8 @@ double reference_chain_step(const ChainStep& st, double v, double scale, double 
     case ChainStepKind::gelu: return 0.5 * v * std::erfc(-v / std::sqrt(2.0));
     case ChainStepKind::gelu_tanh:
       return 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
+    case ChainStepKind::mish:
+      return v * std::tanh(std::log1p(std::exp(-std::fabs(v))) + std::max(v, 0.0));
   }
   return v;
 }
@@ -360,9 +331,10 @@ Tensor reference_data_op(const Op& op, const std::vector<const Tensor*>& in, con
   if (const auto* c = std::get_if<Concat>(&op)) return concat(c->axis, in, out_shape, out_layout);
   if (const auto* sl = std::get_if<Slice>(&op)) return slice(*sl, *in[0], out_shape, out_layout);
   if (const auto* p = std::get_if<Pad>(&op)) return pad(*p, *in[0], out_shape, out_layout);
-  if (const auto* sm = std::get_if<Softmax>(&op)) return softmax(*sm, *in[0]);
-  if (const auto* rm = std::get_if<ReduceMean>(&op))
-    return reduce_mean(*rm, *in[0], out_shape, out_layout);
+  if (const auto* sm = std::get_if<Softmax>(&op)) return reference_softmax(*sm, *in[0]);
+  if (const auto* rm = std::get_if<Reduce>(&op))
+    return reference_reduce(*rm, *in[0], out_shape, out_layout);
+  if (const auto* tl = std::get_if<Tile>(&op)) return tile(*tl, *in[0], out_shape, out_layout);
   if (const auto* ln = std::get_if<LayerNorm>(&op)) return layer_norm(*ln, in);
   if (const auto* rs = std::get_if<Resize>(&op)) return resize(*rs, *in[0], out_shape, out_layout);
   if (const auto* ch = std::get_if<ElementwiseChain>(&op)) return chain(*ch, in);

@@ -29,8 +29,8 @@ template <typename... T>
 struct OpList {};
 using TaggedOps = OpList<Conv2d, BatchNorm, Relu, Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish,
                          Binary, Pool2d, GlobalPool, Gemm, MatMul, Reshape, Transpose, Concat, Slice,
-                         Pad, Softmax, ReduceMean, LayoutTransform, ElementwiseChain /* v3 */,
-                         LayerNorm, Resize /* v5 */>;
+                         Pad, Softmax, Reduce, LayoutTransform, ElementwiseChain /* v3 */,
+                         LayerNorm, Resize /* v5 */, Tile /* v8 */>;
 template <typename T, typename... Ts>
 constexpr size_t tag_in(OpList<Ts...>) {
   constexpr bool same[] = {std::is_same_v<T, Ts>...};
@@ -189,7 +189,7 @@ void chain_steps(IO& io, std::vector<ChainStep>& steps) {
     steps.resize(io.count(9, "chain steps"));
   }
   for (ChainStep& st : steps) {
-    io.enum8(st.kind, kNumChainStepKinds);
+    io.enum8(st.kind, io.version >= 8 ? kNumChainStepKinds : 24);  // 8 added mish
     io.f32(st.a);
     io.f32(st.b);
   }
@@ -220,7 +220,7 @@ void attrs(IO& io, HardSigmoid& h) {
   io.f32(h.beta);
 }
 template <typename IO>
-void attrs(IO& io, Binary& b) { io.enum8(b.op, 4); }
+void attrs(IO& io, Binary& b) { io.enum8(b.op, io.version >= 8 ? kNumBinaryOps : 4); }
 template <typename IO>
 void attrs(IO& io, Pool2d& p) {
   io.enum8(p.kind, 2);
@@ -264,12 +264,16 @@ template <typename IO>
 void attrs(IO& io, Softmax& s) {
   io.i32(s.axis);
   io.flag(s.coerce_2d);
+  if (io.version >= 8) io.enum8(s.kind, kNumSoftmaxKinds);  // before 8: Softmax only
 }
 template <typename IO>
-void attrs(IO& io, ReduceMean& r) {
+void attrs(IO& io, Reduce& r) {
   io.i32s(r.axes);
   io.flag(r.keepdims);
+  if (io.version >= 8) io.enum8(r.kind, kNumReduceKinds);  // before 8: ReduceMean only
 }
+template <typename IO>
+void attrs(IO& io, Tile& t) { io.i64s(t.repeats, 1, kMaxDim); }
 template <typename IO>
 void attrs(IO& io, LayerNorm& l) {
   io.i32(l.axis);
@@ -408,10 +412,12 @@ Graph read_graph(const char* bytes, size_t size,
   const uint32_t version = r.u32();
   // Version 1 is 3 without ElementwiseChain, 3 is 4 without Conv2d's post steps, 4 is 5
   // without LayerNorm and the gelu steps, 5 is 6 without Pad's mode, 6 is 7 without Reshape's
-  // layout; version 2 numbered ops by their order in graph::Op.
+  // layout, 7 is 8 without the reduction and softmax kinds, Max/Min, mish and Tile; version 2
+  // numbered ops by their order in graph::Op.
   if (version != 1 && version != 3 && version != 4 && version != 5 && version != 6 &&
-      version != kGraphFormatVersion)
-    throw Error("graph file format version " + std::to_string(version) + " is not supported (this Kiln reads versions 1, 3, 4, 5, 6 and " +
+      version != 7 && version != kGraphFormatVersion)
+    throw Error("graph file format version " + std::to_string(version) +
+                " is not supported (this Kiln reads versions 1, 3, 4, 5, 6, 7 and " +
                 std::to_string(kGraphFormatVersion) + "; recompile the model)");
   r.version = version;
   if (stored_checksum(bytes, size) != format_checksum(bytes, size - 8))

@@ -352,20 +352,40 @@ TypedShape infer_output(const Graph& g, const Node& n) {
     if (sm->axis < 0 || sm->axis >= static_cast<int>(x.shape.size())) fail(n, "axis out of range");
     return {x.shape, x.layout};
   }
-  if (const auto* rm = std::get_if<ReduceMean>(&n.op)) {
+  if (const auto* rm = std::get_if<Reduce>(&n.op)) {
     expect_inputs(n, 1);
     const Value& x = logical_input(g, n, 0);
     std::vector<bool> reduce(x.shape.size(), rm->axes.empty());
-    for (int a : rm->axes) {
+    for (size_t i = 0; i < rm->axes.size(); ++i) {
+      const int a = rm->axes[i];
       if (a < 0 || a >= static_cast<int>(x.shape.size())) fail(n, "axis " + std::to_string(a) + " out of range");
+      if (i > 0 && a <= rm->axes[i - 1]) fail(n, "axes must be sorted and distinct");
       reduce[a] = true;
     }
+    if (x.shape.empty()) fail(n, "input '" + x.name + "' is a scalar; there is nothing to reduce");
     Shape out;
     for (size_t a = 0; a < x.shape.size(); ++a) {
       if (!reduce[a]) out.push_back(x.shape[a]);
       else if (rm->keepdims) out.push_back(1);
     }
     return {out, logical_layout(out.size())};
+  }
+  if (const auto* tl = std::get_if<Tile>(&n.op)) {
+    expect_inputs(n, 1);
+    const Value& x = logical_input(g, n, 0);
+    if (tl->repeats.size() != x.shape.size())
+      fail(n, "repeats has " + std::to_string(tl->repeats.size()) + " entries for a rank-" +
+                  std::to_string(x.shape.size()) + " input");
+    Shape out = x.shape;
+    for (size_t a = 0; a < out.size(); ++a) {
+      if (tl->repeats[a] < 1 || tl->repeats[a] > (int64_t{1} << 31))
+        fail(n, "repeat " + std::to_string(tl->repeats[a]) + " on axis " + std::to_string(a) +
+                    " is not in [1, 2^31]");
+      if (__builtin_mul_overflow(out[a], tl->repeats[a], &out[a]))
+        fail(n, "the output of axis " + std::to_string(a) + " overflows a 64-bit count");
+    }
+    num_elements(out);  // throws when the element count overflows
+    return {out, x.layout};
   }
   if (const auto* ln = std::get_if<LayerNorm>(&n.op)) {
     if (n.inputs.size() != 2 && n.inputs.size() != 3)

@@ -63,7 +63,10 @@ void schedule_elementwise_cpu(const ElementwiseFuncs& f, const Halide::Target& t
 
 void schedule_elementwise_gpu(const ElementwiseFuncs& f, const Halide::Target& /*target*/) {
   Halide::Func out = f.out;
-  if (f.dims.empty()) return;
+  if (f.dims.empty()) {  // a scalar (a reduction's): one thread
+    out.gpu_single_thread();
+    return;
+  }
   int64_t total = 1;
   for (int64_t e : f.extents) total *= e;
   Var all = fuse_outer(out, f.dims, 0), block("block"), thread("thread");

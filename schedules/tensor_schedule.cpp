@@ -47,6 +47,7 @@ void schedule_reduction_cpu(const ElementwiseFuncs& out, const std::vector<Halid
   for (Halide::Func p : partials) {
     p.compute_root();
     const std::vector<Var> dims = pure_vars(p);
+    if (dims.empty()) continue;  // a reduction to one scalar: one serial loop
     // Both stages the same way: rows in parallel, the innermost dimension in vectors when it
     // is wide (a reduction over the innermost axis leaves it 1 wide). A partial is at most as
     // large as the output; its rows are counted as the output's, an upper bound.
@@ -66,6 +67,11 @@ void schedule_reduction_gpu(const ElementwiseFuncs& out, const std::vector<Halid
   for (Halide::Func p : partials) {
     p.compute_root();
     const std::vector<Var> dims = pure_vars(p);
+    if (dims.empty()) {  // a reduction to one scalar: one thread
+      p.gpu_single_thread();
+      p.update().gpu_single_thread();
+      continue;
+    }
     for (int stage = 0; stage < 2; ++stage) {
       Halide::Stage s = stage == 0 ? Halide::Stage(p) : p.update();
       const Var all = fuse_vars(s, dims);

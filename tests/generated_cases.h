@@ -47,7 +47,8 @@ inline const std::vector<ChainStep> kActivationSteps = {{ChainStepKind::elu, 0.7
                                                  {ChainStepKind::celu, 1.3f, 0},
                                                  {ChainStepKind::softplus, 0, 0},
                                                  {ChainStepKind::reciprocal, 0, 0},
-                                                 {ChainStepKind::thresholded_relu, 0.1f, 0}};
+                                                 {ChainStepKind::thresholded_relu, 0.1f, 0},
+                                                 {ChainStepKind::mish, 0, 0}};
 inline const std::vector<ChainStep> kBnRelu = {{ChainStepKind::affine, 0, 0},
                                         {ChainStepKind::clamp, 0.0f, INFINITY}};
 inline const std::vector<ChainStep> kSigmoidOnly = {{ChainStepKind::sigmoid, 0, 0}};
@@ -118,6 +119,8 @@ inline std::vector<BinaryCase> binary_cases() {
       {"div_scalar", BinaryOp::div, {1, 5, 5, 33}, {1}, Layout::nhwc, true},
       {"add_large_residual", BinaryOp::add, {1, 56, 56, 64}, {1, 56, 56, 64}, Layout::nhwc, false},
       {"mul_both_broadcast", BinaryOp::mul, {4, 1, 6}, {1, 5, 1}, Layout::any, false},
+      {"max_both_broadcast", BinaryOp::max, {4, 1, 6}, {1, 5, 1}, Layout::any, false},
+      {"min_per_channel_nhwc", BinaryOp::min, {1, 5, 7, 24}, {1, 1, 1, 24}, Layout::nhwc, false},
   };
 }
 
@@ -304,6 +307,7 @@ struct OpCase {
   Layout layout = Layout::any;  // of the first input
   std::vector<bool> constant = {};  // per input; default: none
   double rtol = 1e-5, atol = 1e-6;  // products: fp32 sums against the reference's doubles
+  float lo = -3.0f, hi = 3.0f;      // the random inputs' range
 };
 inline void PrintTo(const OpCase& c, std::ostream* os) { *os << c.name; }
 
@@ -350,9 +354,36 @@ inline std::vector<OpCase> op_cases() {
       {"softmax_last_axis", graph::Softmax{1, false}, {{3, 1000}}},
       {"softmax_middle_axis", graph::Softmax{1, false}, {{2, 7, 33}}},
       {"softmax_coerce_2d", graph::Softmax{1, true}, {{2, 3, 4, 5}}},
-      {"reduce_mean_last_keepdims", graph::ReduceMean{{3}, true}, {{1, 9, 9, 48}}},
-      {"reduce_mean_spatial_dropped", graph::ReduceMean{{2, 3}, false}, {{2, 20, 6, 7}}},
-      {"reduce_mean_all", graph::ReduceMean{{}, true}, {{4, 33}}},
+      {"reduce_mean_last_keepdims", graph::Reduce{{3}, true}, {{1, 9, 9, 48}}},
+      {"reduce_mean_spatial_dropped", graph::Reduce{{2, 3}, false}, {{2, 20, 6, 7}}},
+      {"reduce_mean_all", graph::Reduce{{}, true}, {{4, 33}}},
+      // Every other reduction, each on another pattern of axes: the innermost one, a middle one
+      // (partials vectorized along the innermost), two apart, all to a rank-0 output. Sums of
+      // many float32 terms against the reference's doubles: 1e-5 relative.
+      {"reduce_sum_inner", graph::Reduce{{2}, false, graph::ReduceKind::sum}, {{2, 3, 17}},
+       Layout::any, {}, 1e-5, 1e-5},
+      {"reduce_max_middle", graph::Reduce{{1}, true, graph::ReduceKind::max}, {{3, 5, 19}}},
+      {"reduce_min_all_to_scalar", graph::Reduce{{}, false, graph::ReduceKind::min}, {{5, 7}}},
+      {"reduce_prod_two_axes", graph::Reduce{{1, 3}, true, graph::ReduceKind::prod}, {{2, 3, 4, 5}},
+       Layout::any, {}, 1e-5, 1e-6, 0.5f, 1.5f},
+      {"reduce_l1_outer_and_inner", graph::Reduce{{0, 2}, false, graph::ReduceKind::l1}, {{4, 9, 8}},
+       Layout::any, {}, 1e-5, 1e-5},
+      {"reduce_l2_rows", graph::Reduce{{1}, false, graph::ReduceKind::l2}, {{6, 33}}, Layout::any, {},
+       1e-5, 1e-5},
+      {"reduce_log_sum_positive", graph::Reduce{{0}, true, graph::ReduceKind::log_sum}, {{7, 20}},
+       Layout::any, {}, 1e-5, 1e-5, 0.1f, 2.0f},
+      // exp(x) overflows float32 from 89 on: only the maximum trick keeps these finite.
+      {"reduce_log_sum_exp_large", graph::Reduce{{1}, true, graph::ReduceKind::log_sum_exp}, {{3, 50}},
+       Layout::any, {}, 1e-5, 1e-5, 60.0f, 120.0f},
+      {"reduce_sum_square_leading", graph::Reduce{{0, 1}, false, graph::ReduceKind::sum_square},
+       {{2, 16, 3}}, Layout::any, {}, 1e-5, 1e-5},
+      {"log_softmax_middle_axis", graph::Softmax{1, false, graph::SoftmaxKind::log_softmax}, {{2, 7, 33}},
+       Layout::any, {}, 1e-5, 1e-5},
+      {"log_softmax_last_coerce_2d", graph::Softmax{1, true, graph::SoftmaxKind::log_softmax},
+       {{3, 4, 5}}, Layout::any, {}, 1e-5, 1e-5},
+      {"hardmax_last_axis", graph::Softmax{1, false, graph::SoftmaxKind::hardmax}, {{5, 40}}},
+      {"hardmax_coerce_2d", graph::Softmax{1, true, graph::SoftmaxKind::hardmax}, {{2, 3, 4, 5}}},
+      {"tile_three_axes", graph::Tile{{2, 1, 3}}, {{2, 3, 5}}},
       // LayerNorm: rows of a vector multiple (ConvNeXt's 48 channels, many rows in parallel),
       // an odd row over two axes without bias, parameters with leading 1s, a single row.
       {"layer_norm_last_axis_c48", graph::LayerNorm{1, 1e-6f}, {{3136, 48}, {48}, {48}},

@@ -63,24 +63,25 @@ graph::Graph generated_cnn() {
   return b.finish();
 }
 
-// A ConvNeXt-style block: a depthwise convolution, a permute to channels-last, LayerNorm, a
+// A ConvNeXt-style block (large enough that a call takes about a millisecond, so calls overlap):
+// a depthwise convolution, a permute to channels-last, LayerNorm, a
 // two-layer MLP with GELU, a permute back and a residual Add; the passes turn the MLP into
 // convolutions with fused epilogues and the permutes into relabels.
 graph::Graph channels_last_block() {
   graph::GraphBuilder b;
-  const ValueId x = b.input("x", {1, 16, 14, 12}, graph::Layout::nchw);
+  const ValueId x = b.input("x", {1, 48, 40, 36}, graph::Layout::nchw);
   graph::Conv2d dw = same_padding();
-  dw.groups = 16;
-  const ValueId d = b.conv2d("dw", x, random_constant(b, "dw_w", {16, 1, 3, 3}, 0.3f, 11, graph::Layout::oihw),
-                             random_constant(b, "dw_b", {16}, 0.1f, 12), dw);
+  dw.groups = 48;
+  const ValueId d = b.conv2d("dw", x, random_constant(b, "dw_w", {48, 1, 3, 3}, 0.3f, 11, graph::Layout::oihw),
+                             random_constant(b, "dw_b", {48}, 0.1f, 12), dw);
   const ValueId cl = b.op("to_cl", graph::Transpose{{0, 2, 3, 1}}, {d});
   const ValueId ln = b.op("ln", graph::LayerNorm{3, 1e-6f},
-                          {cl, random_constant(b, "g", {16}, 1.0f, 13), random_constant(b, "beta", {16}, 0.2f, 14)});
+                          {cl, random_constant(b, "g", {48}, 1.0f, 13), random_constant(b, "beta", {48}, 0.2f, 14)});
   const ValueId h = b.op("fc1_bias", graph::Binary{graph::BinaryOp::add},
-                         {b.op("fc1", graph::MatMul{}, {ln, random_constant(b, "w1", {16, 48}, 0.3f, 15)}),
-                          random_constant(b, "b1", {48}, 0.1f, 16)});
+                         {b.op("fc1", graph::MatMul{}, {ln, random_constant(b, "w1", {48, 128}, 0.3f, 15)}),
+                          random_constant(b, "b1", {128}, 0.1f, 16)});
   const ValueId act = b.op("gelu", graph::ElementwiseChain{{{graph::ChainStepKind::gelu, 0, 0}}}, {h});
-  const ValueId o = b.op("fc2", graph::MatMul{}, {act, random_constant(b, "w2", {48, 16}, 0.2f, 17)});
+  const ValueId o = b.op("fc2", graph::MatMul{}, {act, random_constant(b, "w2", {128, 48}, 0.2f, 17)});
   const ValueId back = b.op("to_cf", graph::Transpose{{0, 3, 1, 2}}, {o});
   b.output(b.op("residual", graph::Binary{graph::BinaryOp::add}, {x, back}));
   return b.finish();

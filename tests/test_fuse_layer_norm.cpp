@@ -25,12 +25,12 @@ struct Spelling {
 };
 
 // x [2, 5, 6, 16] -> the decomposed LayerNorm of `s`, as torch.onnx writes it (Pow of a scalar
-// constant, ReduceMean with keepdims, a scalar epsilon).
+// constant, Reduce with keepdims, a scalar epsilon).
 Graph decomposed(const Spelling& s) {
   GraphBuilder b;
   const Shape shape = {2, 5, 6, 16};
   const ValueId x = b.input("x", shape, Layout::nchw);
-  const ValueId mean = b.op("mean", ReduceMean{s.mean_axes, true}, {x});
+  const ValueId mean = b.op("mean", Reduce{s.mean_axes, true}, {x});
   const ValueId d = b.op("sub", Binary{BinaryOp::sub}, {x, mean});
   ValueId sq;
   if (s.runtime_exponent) {
@@ -41,7 +41,7 @@ Graph decomposed(const Spelling& s) {
     const float p = s.square == Square::pow2 ? 2.0f : 3.0f;
     sq = b.op("pow", ElementwiseChain{{{ChainStepKind::pow, p, 0}}}, {d});
   }
-  const ValueId var = b.op("var", ReduceMean{s.var_axes, true}, {sq});
+  const ValueId var = b.op("var", Reduce{s.var_axes, true}, {sq});
   const ValueId eps = b.constant("eps", {}, {1e-6f});
   const ValueId ve = b.op("add_eps", Binary{BinaryOp::add}, s.eps_first ? std::vector<ValueId>{eps, var}
                                                                         : std::vector<ValueId>{var, eps});
@@ -107,9 +107,9 @@ TEST(FuseLayerNorm, NearMissesAreLeftAlone) {
 TEST(FuseLayerNorm, IntermediateReadElsewhereIsLeftAlone) {
   GraphBuilder b;
   const ValueId x = b.input("x", {4, 8}, Layout::any);
-  const ValueId mean = b.op("mean", ReduceMean{{1}, true}, {x});
+  const ValueId mean = b.op("mean", Reduce{{1}, true}, {x});
   const ValueId d = b.op("sub", Binary{BinaryOp::sub}, {x, mean});
-  const ValueId var = b.op("var", ReduceMean{{1}, true}, {b.op("sq", Binary{BinaryOp::mul}, {d, d})});
+  const ValueId var = b.op("var", Reduce{{1}, true}, {b.op("sq", Binary{BinaryOp::mul}, {d, d})});
   const ValueId ve = b.op("add", Binary{BinaryOp::add}, {var, b.constant("eps", {1}, {1e-5f})});
   b.output(b.op("div", Binary{BinaryOp::div}, {d, b.op("sqrt", ElementwiseChain{{{ChainStepKind::sqrt, 0, 0}}}, {ve})}));
   b.output(d);

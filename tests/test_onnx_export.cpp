@@ -153,7 +153,13 @@ std::vector<Case> every_op() {
   add("pad", Pad{{0, 0, 1, 1, 0, 0, 1, 1}, 0.5f}, {x}, "Pad", k);
   add("softmax", Softmax{1, false}, {{{2, 5}, Layout::any}}, "Softmax");
   add("softmax coerce_2d", Softmax{1, true}, {{{2, 3, 4}, Layout::any}}, "Softmax", k);
-  add("reduce_mean", ReduceMean{{2, 3}, true}, {x}, "ReduceMean");
+  add("reduce_mean", Reduce{{2, 3}, true}, {x}, "ReduceMean");
+  add("reduce_sum", Reduce{{1}, false, ReduceKind::sum}, {x}, "ReduceSum");
+  add("reduce_l2", Reduce{{1}, false, ReduceKind::l2}, {x}, "ReduceL2");
+  add("log_softmax", Softmax{1, false, SoftmaxKind::log_softmax}, {{{2, 5}, Layout::any}}, "LogSoftmax");
+  add("hardmax coerce_2d", Softmax{1, true, SoftmaxKind::hardmax}, {{{2, 3, 4}, Layout::any}}, "Hardmax", k);
+  add("max", Binary{BinaryOp::max}, {x, per_channel}, "Max");
+  add("tile", Tile{{1, 1, 2, 1}}, {x}, "Tile");
   add("layer_norm", LayerNorm{3, 1e-6f}, {x, {{6}, Layout::any, true}}, "LayerNorm", k);
   add("resize", Resize{ResizeMode::linear, ResizeCoordinates::half_pixel, NearestRounding::floor,
                        {1, 4, 12, 12}, {1, 1, 2, 2}},
@@ -183,8 +189,11 @@ TEST(OnnxExport, EveryOpGetsItsOnnxOrKilnName) {
     EXPECT_EQ(p.op_type(), c.op_type);
     EXPECT_EQ(p.domain(), c.domain);
     EXPECT_EQ(computes_of(p), op_label(n.op));
-    // Clip's bounds and Reshape's shape are ONNX inputs, as small extra initializers.
-    const int extra = c.op_type == "Clip" ? 2 : c.op_type == "Reshape" ? 1 : 0;
+    // Clip's bounds, Reshape's shape, Tile's repeats and ReduceSum's axes are ONNX inputs, as
+    // small extra initializers.
+    const int extra = c.op_type == "Clip" ? 2
+                      : c.op_type == "Reshape" || c.op_type == "Tile" || c.op_type == "ReduceSum" ? 1
+                                                                                                 : 0;
     EXPECT_EQ(p.input_size(), static_cast<int>(n.inputs.size()) + extra);
     EXPECT_EQ(m.graph().initializer_size(), count_constants(c.g) + extra);
     ASSERT_EQ(p.output_size(), 1);
@@ -391,7 +400,7 @@ TEST(OnnxExport, NchwGraphOfPlainOpsRoundTripsThroughTheImporter) {
       b.op("sub", Binary{BinaryOp::sub}, {p, b.op("gmax", GlobalPool{PoolKind::max}, {a})});
   const ValueId cat = b.op("cat", Concat{1}, {s, b.op("sig", Sigmoid{}, {p})});
   const ValueId t = b.op("transpose", Transpose{{0, 2, 3, 1}}, {cat});
-  const ValueId rm = b.op("mean", ReduceMean{{3}, false}, {t});
+  const ValueId rm = b.op("mean", Reduce{{3}, false}, {t});
   const ValueId r = b.op("reshape", Reshape{{1, 16}}, {rm});
   const ValueId mm = b.op("matmul", MatMul{}, {r, cst("wm", {16, 3}, 6)});
   b.output(b.op("softmax", Softmax{1}, {mm}));

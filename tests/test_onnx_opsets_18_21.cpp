@@ -1,5 +1,5 @@
-// ONNX frontend, opsets 18-21: what changed for the ops Kiln supports (ReduceMean's axes as an
-// input, Split's num_outputs, Pad's axes, Resize's new attributes), Gelu (opset 20) and
+// ONNX frontend, opsets 18-21: what changed for the ops Kiln supports (the reductions' axes as an
+// input, Mish, Split's num_outputs, Pad's axes, Resize's new attributes), Gelu (opset 20) and
 // GroupNormalization (18 and 21), each against values computed here from the ONNX definitions.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -44,6 +44,49 @@ TEST(OnnxOpsets18To21, ReduceMeanTakesAxesAsAnInput) {
   attr_i(*all.graph().mutable_node(0), "noop_with_empty_axes", 1);
   const std::vector<float> x2 = rnd(6, 181);
   EXPECT_EQ(run_one(all, x2).data, x2);
+}
+
+// Opset 18 moved every reduction's axes to an input (ReduceSum's moved in 13, which Debian's node
+// tests cover). noop_with_empty_axes keeps the kind's elementwise part, as ONNX's reference
+// computes np.sum(np.square(x), axis=()).
+TEST(OnnxOpsets18To21, EveryReductionTakesAxesAsAnInput) {
+  ModelBuilder m(18);
+  m.input("x", {2, 3});
+  m.init_i64("axes", {1}, {-1});
+  m.node("ReduceMax", {"x", "axes"}, {"mx"}, "max");
+  m.node("ReduceLogSumExp", {"x", "axes"}, {"lse"}, "lse");
+  attr_i(m.node("ReduceL2", {"x", "axes"}, {"l2"}, "l2"), "keepdims", 0);
+  for (const char* o : {"mx", "lse", "l2"}) m.output(o);
+  const Graph g = import(m);
+  const std::vector<float> x = {1, -4, 2, 0.5f, 3, -1};
+  const std::vector<Tensor> y = run_reference(g, {Tensor{{2, 3}, Layout::any, x}});
+  EXPECT_EQ(y[0].shape, (Shape{2, 1}));
+  EXPECT_EQ(y[0].data, (std::vector<float>{2, 3}));
+  EXPECT_NEAR(y[1].data[0], std::log(std::exp(1.0) + std::exp(-4.0) + std::exp(2.0)), 1e-5);
+  EXPECT_EQ(y[2].shape, (Shape{2}));
+  EXPECT_NEAR(y[2].data[1], std::sqrt(0.25 + 9 + 1), 1e-5);
+
+  ModelBuilder noop(18);
+  noop.input("x", {2, 3});
+  attr_i(noop.node("ReduceSumSquare", {"x"}, {"ss"}, "ss"), "noop_with_empty_axes", 1);
+  attr_i(noop.node("ReduceMin", {"x"}, {"mn"}, "mn"), "noop_with_empty_axes", 1);
+  noop.output("ss");
+  noop.output("mn");
+  const std::vector<Tensor> z = run_reference(import(noop), {Tensor{{2, 3}, Layout::any, x}});
+  EXPECT_EQ(z[0].data, (std::vector<float>{1, 16, 4, 0.25f, 9, 1}));
+  EXPECT_EQ(z[1].data, x);
+}
+
+// Mish (opset 18): x * tanh(softplus(x)).
+TEST(OnnxOpsets18To21, Mish) {
+  ModelBuilder m(18);
+  m.input("x", {4});
+  m.node("Mish", {"x"}, {"y"}, "mish");
+  m.output("y");
+  const std::vector<float> x = {-3, -0.5f, 0.25f, 4};
+  const Tensor y = run_one(m, x);
+  for (size_t i = 0; i < x.size(); ++i)
+    EXPECT_NEAR(y.data[i], x[i] * std::tanh(std::log1p(std::exp(double{x[i]}))), 1e-6) << x[i];
 }
 
 TEST(OnnxOpsets18To21, SplitNumOutputsLeavesTheLastPartSmaller) {

@@ -186,6 +186,39 @@ TEST(OnnxImport, InstanceNormalizationAndLrnRefusals) {
   EXPECT_THAT(import_error(lrn.bytes()), HasSubstr("node 'lrn' (LRN): attribute 'size' is missing"));
 }
 
+// The reductions, DepthToSpace, SpaceToDepth and Tile name what does not fit.
+TEST(OnnxImport, ReductionAndRearrangementRefusals) {
+  ModelBuilder twice(13);
+  twice.input("x", {2, 3, 4});
+  attr_ints(twice.node("ReduceMax", {"x"}, {"y"}, "mx"), "axes", {1, -2});
+  twice.output("y");
+  EXPECT_THAT(import_error(twice.bytes()), HasSubstr("node 'mx' (ReduceMax): axes lists axis 1 twice"));
+  auto rearrange = [](const std::string& op, Dims x, int64_t block, const std::string& mode) {
+    ModelBuilder m(13);
+    m.input("x", x);
+    auto& n = m.node(op, {"x"}, {"y"}, "r");
+    attr_i(n, "blocksize", block);
+    if (!mode.empty()) attr_s(n, "mode", mode);
+    m.output("y");
+    return m;
+  };
+  EXPECT_EQ(import_error(rearrange("DepthToSpace", {1, 8, 2, 3}, 2, "CRD").bytes()), "");
+  EXPECT_THAT(import_error(rearrange("DepthToSpace", {1, 6, 2, 3}, 2, "").bytes()),
+              HasSubstr("the channels (6) are not a multiple of blocksize^2 (4)"));
+  EXPECT_THAT(import_error(rearrange("DepthToSpace", {1, 8, 2, 3}, 2, "RDC").bytes()),
+              HasSubstr("attribute 'mode' is 'RDC', expected DCR or CRD"));
+  EXPECT_THAT(import_error(rearrange("SpaceToDepth", {1, 2, 4, 3}, 2, "").bytes()),
+              HasSubstr("the spatial size 4x3 is not a multiple of blocksize 2"));
+  EXPECT_THAT(import_error(rearrange("SpaceToDepth", {1, 2, 4, 4}, 0, "").bytes()),
+              HasSubstr("attribute 'blocksize'"));
+  ModelBuilder tile(13);
+  tile.input("x", {2, 3});
+  tile.init_i64("r", {2}, {2, 0});
+  tile.node("Tile", {"x", "r"}, {"y"}, "t");
+  tile.output("y");
+  EXPECT_THAT(import_error(tile.bytes()), HasSubstr("node 't' (Tile): repeat 0 would make an empty tensor"));
+}
+
 // Resize: cubic, tf_crop_and_resize and linear interpolation of a leading axis are refused by
 // name; so is a Resize given both scales and sizes.
 TEST(OnnxImport, ResizeRefusals) {

@@ -74,7 +74,8 @@ Graph every_op_graph() {
                           {ChainStepKind::leaky_relu, 0.1f},
                           {ChainStepKind::sigmoid},
                           {ChainStepKind::hard_sigmoid, 0.3f, 0.6f},
-                          {ChainStepKind::hard_swish}}};
+                          {ChainStepKind::hard_swish},
+                          {ChainStepKind::mish}}};
   e = b.op("chain", chain, {e, constant(b, "cs", {8}, 18), constant(b, "ct", {8}, 19)});
   Pool2d maxp{PoolKind::max, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true, false};
   const ValueId mp = b.op("maxpool", maxp, {e});
@@ -89,7 +90,11 @@ Graph every_op_graph() {
   t = b.op("slice", Slice{{1, 0}, {7, 1}, {2, 1}}, {t});
   t = b.op("pad", Pad{{0, 1, 1, 0}, 0.5f}, {t});
   t = b.op("softmax", Softmax{1, true}, {t});
-  t = b.op("mean", ReduceMean{{0}, false}, {t});
+  t = b.op("log_softmax", Softmax{0, false, SoftmaxKind::log_softmax}, {t});  // since v8
+  t = b.op("tile", Tile{{2, 1}}, {t});                                         // since v8
+  t = b.op("max", Binary{BinaryOp::max}, {t, constant(b, "mx", {1}, 22)});     // since v8
+  t = b.op("sum_square", Reduce{{1}, true, ReduceKind::sum_square}, {t});      // since v8
+  t = b.op("mean", Reduce{{0}, false}, {t});
   const ValueId ln = b.op("layer_norm", LayerNorm{1, 1e-3f},
                           {b.op("flat", Reshape{{4, 36}}, {x}), constant(b, "lg", {36}, 18), constant(b, "lb", {36}, 19)});
   const ValueId lt = b.op("to_nhwc", LayoutTransform{Layout::nchw, Layout::nhwc}, {x});
@@ -251,6 +256,30 @@ TEST(Serialize, ReshapeToMoreElementsThanInt64IsAnError) {
   g.inputs = {xi};
   g.outputs = {yi};
   EXPECT_THROW(deserialize(serialize(g)), Error);
+}
+
+// Version 7 had Softmax and ReduceMean without a kind byte: such a file reads as the softmax and
+// the mean it holds.
+TEST(Serialize, Version7SoftmaxAndReduceMeanStillRead) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {2, 3});
+  b.output(b.op("rm", Reduce{{1}, true}, {b.op("sm", Softmax{1, false}, {x})}));
+  const Graph g = b.finish();
+  std::string body = serialize(g);
+  body.resize(body.size() - 8);
+  // Each node: u32 name length, name, u8 tag, attributes; the kind is the attributes' last byte.
+  auto drop_kind = [&](const std::string& name, size_t attr_bytes) {
+    // The last match: the values (which share the names) come before the nodes.
+    const size_t at = body.rfind(std::string(1, static_cast<char>(name.size())) + std::string(3, '\0') + name);
+    ASSERT_NE(at, std::string::npos) << name;
+    const size_t kind = at + 4 + name.size() + 1 + attr_bytes - 1;
+    ASSERT_EQ(body[kind], 0) << name;  // SoftmaxKind::softmax, ReduceKind::mean
+    body.erase(kind, 1);
+  };
+  drop_kind("sm", 4 + 1 + 1);          // i32 axis, flag coerce_2d, u8 kind
+  drop_kind("rm", 4 + 4 + 1 + 1);      // u32 count + i32 axis, flag keepdims, u8 kind
+  body[8] = 7;
+  EXPECT_EQ(dump(deserialize(reseal(body))), dump(g));
 }
 
 TEST(Serialize, MessagesNameTheProblem) {

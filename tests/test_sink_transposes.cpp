@@ -89,6 +89,16 @@ TEST(SinkTransposes, TransposesCompose) {
   const Graph after = sink_transposes(before);
   EXPECT_EQ(count_ops<Transpose>(after), 1) << dump(after);
   expect_equivalent(before, after, 6);
+
+  // Max and Min by a per-channel constant are not affine: they stay.
+  for (BinaryOp op : {BinaryOp::max, BinaryOp::min}) {
+    GraphBuilder m;
+    const ValueId y = conv1x1(m, "c", m.input("x", {1, 3, 4, 4}), 3, 6, 7);
+    m.output(m.op("clamp", Binary{op}, {y, random_constant(m, "bound", {6, 1, 1}, 8)}));
+    const Graph g = m.finish();
+    EXPECT_EQ(count_ops<Binary>(fold_batch_norm(g)), 1);
+    expect_equivalent(g, fold_batch_norm(g), 9);
+  }
 }
 
 TEST(SinkTransposes, BothOperandsTransposedAlike) {

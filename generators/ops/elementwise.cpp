@@ -50,6 +50,11 @@ Expr pow_constant(const Expr& v, float p) {
   return Halide::pow(v, p);
 }
 
+// log(1 + e^v), without overflow for large v.
+Expr softplus(const Expr& v) {
+  return Halide::max(v, 0.0f) + Halide::log(1.0f + Halide::exp(-Halide::abs(v)));
+}
+
 }  // namespace
 
 Expr apply_chain_step(const graph::ChainStep& step, const Expr& v, const Expr& scale,
@@ -86,8 +91,8 @@ Expr apply_chain_step(const graph::ChainStep& step, const Expr& v, const Expr& s
       return -v;
     case K::reciprocal:
       return 1.0f / v;
-    case K::softplus:  // log(1 + e^v), without overflow for large v
-      return Halide::max(v, 0.0f) + Halide::log(1.0f + Halide::exp(-Halide::abs(v)));
+    case K::softplus:
+      return softplus(v);
     case K::softsign:
       return v / (1.0f + Halide::abs(v));
     case K::elu:
@@ -107,6 +112,8 @@ Expr apply_chain_step(const graph::ChainStep& step, const Expr& v, const Expr& s
       return 0.5f * v *
              (1.0f + tanh_vectorized(static_cast<float>(M_2_SQRTPI * M_SQRT1_2) *
                                      (v + 0.044715f * v * v * v)));
+    case K::mish:
+      return v * tanh_vectorized(softplus(v));
   }
   return v;
 }
@@ -178,6 +185,12 @@ Halide::Func binary(graph::BinaryOp op, const Halide::Func& a,
       break;
     case graph::BinaryOp::div:
       v = x / y;
+      break;
+    case graph::BinaryOp::max:  // NaN if either is (ONNX Max and Min; Halide's drop a NaN)
+      v = Halide::select(is_nan_bits(x), x, is_nan_bits(y), y, Halide::max(x, y));
+      break;
+    case graph::BinaryOp::min:
+      v = Halide::select(is_nan_bits(x), x, is_nan_bits(y), y, Halide::min(x, y));
       break;
   }
   Halide::Func out("binary");

@@ -141,60 +141,17 @@ Func pad(const Func& in, const graph::Shape& in_shape, const graph::Pad& p) {
   return out;
 }
 
-ReduceAlgorithm reduce_mean(const Func& in, const graph::Shape& in_shape,
-                            const graph::ReduceMean& r, const graph::Shape& out_shape) {
+Func tile(const Func& in, const graph::Shape& in_shape) {
   const size_t rank = in_shape.size();
-  std::vector<bool> reduced(rank, r.axes.empty());
-  for (int a : r.axes) reduced[static_cast<size_t>(a)] = true;
-  std::vector<Halide::Range> ranges;  // the reduced axes, innermost first
-  int64_t count = 1;
-  for (size_t a = rank; a-- > 0;)
-    if (reduced[a]) {
-      ranges.emplace_back(0, i32(in_shape[a]));
-      count *= in_shape[a];
-    }
-  const Halide::RDom rd(ranges);
-  const std::vector<Var> o = vars(out_shape.size());
-  // Input coordinates from the output's: a kept axis takes its output coordinate, a reduced one
-  // the next RDom variable; output axes of reduced ones (keepdims) are 0 and unused.
-  std::vector<Expr> at(rank);
-  size_t next_out = 0, next_r = ranges.size();
-  for (size_t a = 0; a < rank; ++a) {
-    if (reduced[a]) {
-      at[dim_of(rank, a)] = rd[static_cast<int>(--next_r)];
-      if (r.keepdims) ++next_out;
-    } else {
-      at[dim_of(rank, a)] = o[dim_of(out_shape.size(), next_out++)];
-    }
-  }
-  ReduceAlgorithm alg{Func("reduce_mean"), Func("reduce_sum")};
-  alg.sum(o) = 0.0f;
-  alg.sum(o) += in(at);
-  alg.out(o) = alg.sum(o) * (1.0f / static_cast<float>(count));
-  return alg;
-}
-
-SoftmaxAlgorithm softmax(const Func& in, const graph::Shape& shape, const graph::Softmax& s) {
-  const size_t rank = shape.size();
-  const size_t first = static_cast<size_t>(s.axis), last = s.coerce_2d ? rank - 1 : first;
-  // The normalized axes [first, last] as one RDom (innermost first); a row is every other axis.
-  std::vector<Halide::Range> ranges;
-  for (size_t a = last + 1; a-- > first;) ranges.emplace_back(0, i32(shape[a]));
-  const Halide::RDom rd(ranges);
   const std::vector<Var> o = vars(rank);
-  std::vector<Expr> row = exprs(o), at = exprs(o);
-  for (size_t a = first; a <= last; ++a) {
-    row[dim_of(rank, a)] = 0;
-    at[dim_of(rank, a)] = rd[static_cast<int>(last - a)];
+  std::vector<Expr> at(rank);
+  for (size_t a = 0; a < rank; ++a) {
+    const size_t d = dim_of(rank, a);
+    at[d] = in_shape[a] == 1 ? Expr(0) : o[d] % i32(in_shape[a]);
   }
-  SoftmaxAlgorithm alg{Func("softmax"), Func("softmax_max"), Func("softmax_sum")};
-  // Per row, so the row's coordinates on the normalized axes are 0.
-  alg.max(o) = Halide::Float(32).min();
-  alg.max(o) = Halide::max(alg.max(o), in(at));
-  alg.sum(o) = 0.0f;
-  alg.sum(o) += Halide::exp(in(at) - alg.max(row));
-  alg.out(o) = Halide::exp(in(o) - alg.max(row)) / alg.sum(row);
-  return alg;
+  Func out("tile");
+  out(o) = in(at);
+  return out;
 }
 
 std::vector<Expr> MatMulAlgorithm::args() const {

@@ -1,5 +1,6 @@
-// Algorithm builders for data movement, reductions and matrix products of dense row-major
-// tensors, with the semantics the reference interpreter states (graph/reference_ops_*.cpp).
+// Algorithm builders for data movement and matrix products of dense row-major tensors
+// (reductions: reduce.h), with the semantics the reference interpreter states
+// (graph/reference_ops_*.cpp).
 // Every builder takes its inputs as Funcs indexed innermost first (Halide's order: dimension d
 // is row-major axis rank - 1 - d) and their row-major shapes, and returns the output Func over
 // the output's coordinates, innermost first.
@@ -41,20 +42,8 @@ Halide::Func slice(const Halide::Func& in, const graph::Shape& in_shape, const g
 // Constant padding (a negative pad crops).
 Halide::Func pad(const Halide::Func& in, const graph::Shape& in_shape, const graph::Pad& p);
 
-// The mean over the ReduceMean's axes; `sum` is the reduction a schedule places.
-struct ReduceAlgorithm {
-  Halide::Func out, sum;
-};
-ReduceAlgorithm reduce_mean(const Halide::Func& in, const graph::Shape& in_shape,
-                            const graph::ReduceMean& r, const graph::Shape& out_shape);
-
-// Softmax along an axis (or, with coerce_2d, along every axis from it on): the maximum and the
-// sum of exponentials per row, which a schedule computes once per row, and the output.
-struct SoftmaxAlgorithm {
-  Halide::Func out, max, sum;
-};
-SoftmaxAlgorithm softmax(const Halide::Func& in, const graph::Shape& shape,
-                         const graph::Softmax& s);
+// out[i] = in[i mod in_shape] on every axis (ONNX Tile).
+Halide::Func tile(const Halide::Func& in, const graph::Shape& in_shape);
 
 // acc(n, m, batch...) = sum over k of a(k, m, batch...) * b(n, k, batch...): the product of
 // the last two axes, [M, K] x [K, N] -> [M, N], over `batch_dims` leading axes (both operands

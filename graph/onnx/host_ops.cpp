@@ -53,6 +53,12 @@ int64_t int_op(const NodeCtx& c, BinaryOp op, int64_t a, int64_t b) {
       overflow = a == std::numeric_limits<int64_t>::min() && b == -1;
       if (!overflow) r = a / b;  // ONNX integer Div truncates, as C++ does
       break;
+    case BinaryOp::max:
+      r = std::max(a, b);
+      break;
+    case BinaryOp::min:
+      r = std::min(a, b);
+      break;
   }
   if (overflow)
     node_error(c, "integer overflow in a constant expression (" + std::to_string(a) + ", " +
@@ -70,6 +76,10 @@ float float_op(BinaryOp op, float a, float b) {
       return a * b;
     case BinaryOp::div:
       return a / b;
+    case BinaryOp::max:
+      return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
+    case BinaryOp::min:
+      return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
   }
   return 0.0f;
 }

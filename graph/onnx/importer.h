@@ -170,10 +170,22 @@ void convert_global_pool(Importer& im, const NodeCtx& c);
 void convert_gemm(Importer& im, const NodeCtx& c);
 void convert_matmul(Importer& im, const NodeCtx& c);
 void convert_softmax(Importer& im, const NodeCtx& c);
-void convert_reduce_mean(Importer& im, const NodeCtx& c);
 void convert_layer_norm(Importer& im, const NodeCtx& c);
 void convert_resize(Importer& im, const NodeCtx& c);
 void convert_upsample(Importer& im, const NodeCtx& c);
+// ops_conv_transpose.cpp
+void convert_conv_transpose(Importer& im, const NodeCtx& c);
+// ops_pool.cpp
+void convert_pool_3d(Importer& im, const NodeCtx& c);
+void convert_global_pool_3d(Importer& im, const NodeCtx& c);
+void convert_lp_pool(Importer& im, const NodeCtx& c);
+void convert_global_lp_pool(Importer& im, const NodeCtx& c);
+// ops_reduce.cpp
+void convert_reduce(Importer& im, const NodeCtx& c);
+void convert_variadic(Importer& im, const NodeCtx& c);
+void convert_depth_to_space(Importer& im, const NodeCtx& c);
+void convert_space_to_depth(Importer& im, const NodeCtx& c);
+void convert_tile(Importer& im, const NodeCtx& c);
 // ops_norm.cpp
 void convert_instance_norm(Importer& im, const NodeCtx& c);
 void convert_group_norm(Importer& im, const NodeCtx& c);
@@ -199,6 +211,22 @@ void convert_size(Importer& im, const NodeCtx& c);
 void convert_constant_of_shape(Importer& im, const NodeCtx& c);
 void convert_range(Importer& im, const NodeCtx& c);
 
+// op_table.cpp: what the importer supports, one row per ONNX op.
+struct OpInfo {
+  const char* type;
+  int min_opset;  // the oldest opset whose semantics the converter implements
+  Converter fn;
+  std::vector<int> constant_slots;
+  // The op's attributes in opsets 1-21, space-separated. The converter reads each one or it
+  // does not change inference (momentum, seed, consumed_inputs); any other is an error.
+  const char* attributes;
+};
+
+const std::vector<OpInfo>& op_table();  // sorted by type
+const OpInfo* find_op(const std::string& type);  // null for an unsupported op
+// Whether `name` is an attribute of `op` in opsets 1-21 (or Kiln's own export annotation).
+bool has_attribute(const OpInfo& op, const std::string& name);
+
 // host_ops.cpp: folding on host tensors. Sizes are checked against kMaxFoldElements by the
 // callers that can fall back to a graph node (fits_fold) and by the rest (Error).
 bool fits_fold(const Shape& dims);
@@ -207,7 +235,7 @@ HostTensor host_reshape(const HostTensor& t, Shape dims);
 HostTensor host_gather_flat(const HostTensor& t, Shape dims, const std::vector<int64_t>& src);
 HostTensor host_slice(const HostTensor& t, const Slice& s);
 HostTensor host_concat(const std::vector<const HostTensor*>& parts, int axis);
-// numpy-broadcast Add/Sub/Mul/Div: exact (overflow-checked) on integers, float otherwise.
+// numpy-broadcast Add/Sub/Mul/Div/Max/Min: exact (overflow-checked) on integers, float otherwise.
 HostTensor host_binary(const NodeCtx& c, BinaryOp op, const HostTensor& a, const HostTensor& b);
 HostTensor host_cast(const NodeCtx& c, const HostTensor& t, int32_t to);
 // Output dims of a normalized slice (0 on an axis where it is empty).

@@ -217,19 +217,30 @@ class NodeWriter {
     if (pd.mode != PadMode::constant) attr_string(p_, "mode", to_string(pd.mode));
   }
   void operator()(const Softmax& s) {
-    // coerce_2d (the opset < 13 semantics) matches opset 13's Softmax only on the last axis.
+    // coerce_2d (the opset < 13 semantics) matches opset 13's Softmax, LogSoftmax and Hardmax
+    // only on the last axis.
     if (!s.coerce_2d || s.axis + 1 == static_cast<int>(input(0).shape.size())) {
-      plain("Softmax");
+      plain(op_name(n_.op));
     } else {
-      kiln("Softmax");
+      kiln(op_name(n_.op));
       attr_int(p_, "coerce_2d", 1);
     }
     attr_int(p_, "axis", s.axis);
   }
-  void operator()(const ReduceMean& r) {
-    plain("ReduceMean");
-    if (!r.axes.empty()) attr_ints(p_, "axes", r.axes);  // none: every axis, as in Kiln
+  void operator()(const Reduce& r) {
+    plain(op_name(n_.op));
+    // Opset 13's ReduceSum takes its axes as an input, the others as an attribute; none means
+    // every axis, as in Kiln.
+    if (!r.axes.empty() && r.kind == ReduceKind::sum)
+      p_.add_input(
+          ex_.int64_param(n_.name + "_axes", std::vector<int64_t>(r.axes.begin(), r.axes.end())));
+    else if (!r.axes.empty())
+      attr_ints(p_, "axes", r.axes);
     attr_int(p_, "keepdims", r.keepdims);
+  }
+  void operator()(const Tile& t) {
+    plain("Tile");
+    p_.add_input(ex_.int64_param(n_.name + "_repeats", t.repeats));
   }
   // ONNX has LayerNormalization only from opset 17; under the exported opset 13 it is Kiln's op.
   void operator()(const LayerNorm& l) {

@@ -1,5 +1,5 @@
 // ONNX import: model-level checks (opsets, names, graph inputs and outputs), the node loop,
-// the op table and the public entry points. Per-op conversion lives in ops_*.cpp.
+// and the public entry points. The op table is in op_table.cpp, per-op conversion in ops_*.cpp.
 #include "graph/onnx/onnx_import.h"
 
 #include <algorithm>
@@ -13,105 +13,6 @@ namespace kiln::graph::onnx {
 namespace {
 
 constexpr int kMaxOpset = 21;
-
-struct OpInfo {
-  const char* type;
-  int min_opset;  // the oldest opset whose semantics the converter implements
-  Converter fn;
-  std::vector<int> constant_slots;
-  // The op's attributes in opsets 1-21, space-separated. The converter reads each one or it
-  // does not change inference (momentum, seed, consumed_inputs); any other is an error.
-  const char* attributes;
-};
-
-// Kiln's own annotation on the nodes it exports (onnx_export.h); it changes nothing.
-constexpr const char* kExportAnnotation = "kiln_computes";
-
-bool has_attribute(const OpInfo& op, const std::string& name) {
-  const std::string list = std::string(" ") + op.attributes + " ";
-  return name == kExportAnnotation ||
-         (!name.empty() && list.find(" " + name + " ") != std::string::npos);
-}
-
-const std::vector<OpInfo>& op_table() {
-  static const std::vector<OpInfo> table = {
-      {"Abs", 6, convert_chain_step, {}, "consumed_inputs"},
-      {"Add", 1, convert_binary, {}, "axis broadcast consumed_inputs"},
-      {"AveragePool", 1, convert_pool, {},
-       "auto_pad ceil_mode count_include_pad dilations kernel_shape pads strides"},
-      {"BatchNormalization", 6, convert_batch_norm, {1, 2, 3, 4},
-       "consumed_inputs epsilon is_test momentum spatial training_mode"},
-      {"Cast", 6, convert_cast, {}, "saturate to"},  // saturate: float8 targets only
-      {"Celu", 12, convert_chain_step, {}, "alpha"},
-      {"Clip", 1, convert_clip, {1, 2}, "consumed_inputs max min"},
-      {"Concat", 1, convert_concat, {}, "axis"},
-      {"Constant", 1, convert_constant, {},
-       "sparse_value value value_float value_floats value_int value_ints value_string "
-       "value_strings"},
-      {"ConstantOfShape", 9, convert_constant_of_shape, {0}, "value"},
-      {"Conv", 1, convert_conv, {1, 2}, "auto_pad dilations group kernel_shape pads strides"},
-      {"Div", 1, convert_binary, {}, "axis broadcast consumed_inputs"},
-      {"Dropout", 1, convert_dropout, {1, 2}, "consumed_inputs is_test ratio seed"},
-      {"Elu", 6, convert_chain_step, {}, "alpha consumed_inputs"},
-      {"Erf", 9, convert_chain_step, {}, ""},
-      {"Exp", 6, convert_chain_step, {}, "consumed_inputs"},
-      {"Flatten", 1, convert_flatten, {}, "axis"},
-      {"Gather", 1, convert_gather, {1}, "axis"},
-      {"Gelu", 20, convert_gelu, {}, "approximate"},
-      {"Gemm", 1, convert_gemm, {}, "alpha beta broadcast transA transB"},
-      {"GlobalAveragePool", 1, convert_global_pool, {}, ""},
-      {"GlobalMaxPool", 1, convert_global_pool, {}, ""},
-      {"GroupNormalization", 18, convert_group_norm, {1, 2}, "epsilon num_groups stash_type"},
-      {"HardSigmoid", 1, convert_unary, {}, "alpha beta consumed_inputs"},
-      {"HardSwish", 14, convert_unary, {}, ""},
-      {"Identity", 1, convert_identity, {}, ""},
-      {"InstanceNormalization", 1, convert_instance_norm, {1, 2}, "consumed_inputs epsilon"},
-      {"LayerNormalization", 17, convert_layer_norm, {}, "axis epsilon stash_type"},
-      {"LeakyRelu", 1, convert_unary, {}, "alpha consumed_inputs"},
-      {"LRN", 1, convert_lrn, {}, "alpha beta bias size"},
-      {"Log", 6, convert_chain_step, {}, "consumed_inputs"},
-      {"MatMul", 1, convert_matmul, {}, ""},
-      {"MaxPool", 1, convert_pool, {},
-       "auto_pad ceil_mode dilations kernel_shape pads storage_order strides"},
-      {"Mul", 1, convert_binary, {}, "axis broadcast consumed_inputs"},
-      {"Neg", 6, convert_chain_step, {}, "consumed_inputs"},
-      {"Pad", 2, convert_pad, {1, 2, 3}, "mode pads value"},
-      {"PRelu", 1, convert_prelu, {}, "consumed_inputs"},
-      {"Pow", 7, convert_pow, {1}, ""},
-      {"Range", 11, convert_range, {0, 1, 2}, ""},
-      {"Reciprocal", 6, convert_chain_step, {}, "consumed_inputs"},
-      {"ReduceMean", 1, convert_reduce_mean, {1}, "axes keepdims noop_with_empty_axes"},
-      {"Relu", 1, convert_unary, {}, "consumed_inputs"},
-      {"Reshape", 1, convert_reshape, {1}, "allowzero consumed_inputs shape"},
-      {"Resize", 11, convert_resize, {1, 2, 3},
-       "antialias axes coordinate_transformation_mode cubic_coeff_a exclude_outside "
-       "extrapolation_value keep_aspect_ratio_policy mode nearest_mode"},
-      {"Selu", 6, convert_chain_step, {}, "alpha consumed_inputs gamma"},
-      {"Shape", 1, convert_shape, {}, "end start"},
-      {"Sigmoid", 1, convert_unary, {}, "consumed_inputs"},
-      {"Size", 1, convert_size, {}, ""},
-      {"Slice", 1, convert_slice, {1, 2, 3, 4}, "axes ends starts"},
-      {"Softmax", 1, convert_softmax, {}, "axis"},
-      {"Softplus", 1, convert_chain_step, {}, ""},
-      {"Softsign", 1, convert_chain_step, {}, ""},
-      {"Split", 1, convert_split, {1}, "axis num_outputs split"},
-      {"Sqrt", 6, convert_chain_step, {}, "consumed_inputs"},
-      {"Squeeze", 1, convert_squeeze, {1}, "axes"},
-      {"Sub", 1, convert_binary, {}, "axis broadcast consumed_inputs"},
-      {"Tanh", 6, convert_chain_step, {}, "consumed_inputs"},
-      {"ThresholdedRelu", 10, convert_chain_step, {}, "alpha"},
-      {"Transpose", 1, convert_transpose, {}, "perm"},
-      {"Upsample", 7, convert_upsample, {1}, "mode scales"},
-      {"Unsqueeze", 1, convert_unsqueeze, {1}, "axes"},
-  };
-  return table;
-}
-
-const OpInfo* find_op(const std::string& type) {
-  for (const OpInfo& op : op_table())
-    if (type == op.type) return &op;
-  return nullptr;
-}
 
 // The sizes symbolic dimensions of graph inputs take (ImportOptions::input_shapes): whole
 // shapes by input name, and per dim_param name the size a bound input gave it, so that binding

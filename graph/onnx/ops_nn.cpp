@@ -1,5 +1,5 @@
 // ONNX -> IR for the network's compute ops: convolution, normalization, activations,
-// elementwise arithmetic, pooling, Gemm/MatMul, Softmax, ReduceMean and LayerNormalization.
+// elementwise arithmetic, pooling, Gemm/MatMul, the Softmax family and LayerNormalization.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -233,7 +233,7 @@ void convert_chain_step(Importer& im, const NodeCtx& c) {
       {"Log", K::log},           {"Sqrt", K::sqrt},         {"Abs", K::abs},
       {"Neg", K::neg},           {"Reciprocal", K::reciprocal}, {"Softplus", K::softplus},
       {"Softsign", K::softsign}, {"Elu", K::elu},           {"Selu", K::selu},
-      {"Celu", K::celu},         {"ThresholdedRelu", K::thresholded_relu}};
+      {"Celu", K::celu},         {"ThresholdedRelu", K::thresholded_relu}, {"Mish", K::mish}};
   ChainStep step;
   bool found = false;
   for (const auto& [name, kind] : kinds)
@@ -348,15 +348,16 @@ void convert_binary(Importer& im, const NodeCtx& c) {
 void convert_pool(Importer& im, const NodeCtx& c) {
   expect_inputs(c, 1, 1);
   const bool is_max = c.op() == "MaxPool";
+  if (is_max && !im.output_name(c, 1).empty())
+    node_error(c, "the Indices output '" + im.output_name(c, 1) + "' is not supported");
+  if (attr_int(c, "storage_order", 0) != 0)
+    node_error(c, "attribute 'storage_order'=1 (column-major indices) is not supported");
+  if (im.input_shape(c, 0).size() == 5) return convert_pool_3d(im, c);
   const ImageInput in = image_input(im, c, "pooling");
   const std::vector<int64_t> ks = attr_ints(c, "kernel_shape");
   if (ks.size() != static_cast<size_t>(in.dims))
     node_error(c, "attribute 'kernel_shape' has " + std::to_string(ks.size()) + " entries, expected " +
                       std::to_string(in.dims) + " (" + std::to_string(in.dims) + "-D pooling)");
-  if (is_max && !im.output_name(c, 1).empty())
-    node_error(c, "the Indices output '" + im.output_name(c, 1) + "' is not supported");
-  if (attr_int(c, "storage_order", 0) != 0)
-    node_error(c, "attribute 'storage_order'=1 (column-major indices) is not supported");
   const Window w = window_attrs(c, in.dims == 1 ? 1 : ks[0], ks.back(), in.shape, in.dims);
   Pool2d p;
   p.kind = is_max ? PoolKind::max : PoolKind::avg;
@@ -372,6 +373,7 @@ void convert_pool(Importer& im, const NodeCtx& c) {
 
 void convert_global_pool(Importer& im, const NodeCtx& c) {
   expect_inputs(c, 1, 1);
+  if (im.input_shape(c, 0).size() == 5) return convert_global_pool_3d(im, c);
   const ImageInput in = image_input(im, c, "global pooling");
   const PoolKind kind = c.op() == "GlobalMaxPool" ? PoolKind::max : PoolKind::avg;
   emit_image_op(im, c, in, GlobalPool{kind}, {image_value(im, c, in)});
@@ -397,39 +399,22 @@ void convert_matmul(Importer& im, const NodeCtx& c) {
   emit_single(im, c, MatMul{}, {im.value_input(c, 0), im.value_input(c, 1)});
 }
 
+// Softmax, LogSoftmax and Hardmax.
 void convert_softmax(Importer& im, const NodeCtx& c) {
   expect_inputs(c, 1, 1);
   const size_t rank = im.input_shape(c, 0).size();
   Softmax s;
+  s.kind = c.op() == "LogSoftmax" ? SoftmaxKind::log_softmax
+           : c.op() == "Hardmax"  ? SoftmaxKind::hardmax
+                                  : SoftmaxKind::softmax;
   // Before opset 13 Softmax flattened the input to 2-D at `axis` (default 1).
   s.coerce_2d = c.opset < 13;
   s.axis = normalize_axis(c, attr_int(c, "axis", s.coerce_2d ? 1 : -1), rank, "attribute 'axis'");
   emit_single(im, c, s, {im.value_input(c, 0)});
 }
 
-// From opset 18 the axes are an (optional, constant) input, and with noop_with_empty_axes=1 no
-// axes means no reduction rather than all axes.
-void convert_reduce_mean(Importer& im, const NodeCtx& c) {
-  expect_inputs(c, 1, c.opset < 18 ? 1 : 2);
-  const size_t rank = im.input_shape(c, 0).size();
-  ReduceMean r;
-  r.keepdims = attr_int(c, "keepdims", 1) != 0;
-  const std::vector<int64_t> axes =
-      c.opset < 18 ? attr_ints(c, "axes")
-      : im.has_input(c, 1) ? im.int_list_input(c, 1, "axes") : std::vector<int64_t>{};
-  if (axes.empty() && attr_int(c, "noop_with_empty_axes", 0) != 0) return im.define_alias(c, 0, 0);
-  for (int64_t a : axes) {
-    const int axis = normalize_axis(c, a, rank, "an axes entry");
-    if (std::find(r.axes.begin(), r.axes.end(), axis) != r.axes.end())
-      node_error(c, "axes lists axis " + std::to_string(axis) + " twice");
-    r.axes.push_back(axis);
-  }
-  std::sort(r.axes.begin(), r.axes.end());
-  emit_single(im, c, r, {im.value_input(c, 0)});
-}
-
 // LayerNormalization (opset 17): one LayerNorm node. Its optional Mean and InvStdDev outputs,
-// when read, are computed by nodes of their own from the same definitions (ReduceMean over the
+// when read, are computed by nodes of their own from the same definitions (Reduce over the
 // normalized axes, the mean of the squared deviation, 1 / sqrt(var + epsilon)).
 void convert_layer_norm(Importer& im, const NodeCtx& c) {
   expect_inputs(c, 2, 3);
@@ -445,7 +430,7 @@ void convert_layer_norm(Importer& im, const NodeCtx& c) {
   if (im.has_input(c, 2)) in.push_back(im.value_input(c, 2));
   emit_single(im, c, ln, std::move(in));
   if (!im.output_used(c, 1) && !im.output_used(c, 2)) return;
-  ReduceMean over_row{{}, true};
+  Reduce over_row{{}, true};
   for (int a = ln.axis; a < static_cast<int>(xs.size()); ++a) over_row.axes.push_back(a);
   const std::string base = im.output_name(c, 0);
   const ValueId mean = im.emit(c, over_row, {x}, im.output_used(c, 1) ? im.output_name(c, 1) : base + "/mean");

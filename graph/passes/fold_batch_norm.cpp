@@ -73,6 +73,9 @@ std::optional<Affine> binary_affine(const Graph& g, const Node& n, const Binary&
         if (v == 0.0) return std::nullopt;
         a.scale[k] = 1.0 / v;
         break;
+      case BinaryOp::max:
+      case BinaryOp::min:
+        return std::nullopt;  // not affine
     }
   }
   static const char* kLabels[] = {"add (folded)", "sub (folded)", "mul (folded)", "div (folded)"};

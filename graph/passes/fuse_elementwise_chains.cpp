@@ -92,6 +92,9 @@ std::optional<Step> as_step(const Graph& g, const Node& n, ValueId* x) {
         if (!const_right || c[i] == 0.0f) return std::nullopt;  // c / x is not affine
         s.scale[i] = 1.0f / c[i];
         break;
+      case BinaryOp::max:
+      case BinaryOp::min:
+        return std::nullopt;  // not affine
     }
   }
   return s;

@@ -36,7 +36,7 @@ class Matcher : public patterns::View {
     const int eps_side = is_scalar(add->inputs[0]) ? 0 : is_scalar(add->inputs[1]) ? 1 : -1;
     if (eps_side < 0) return std::nullopt;
     const Node* var = sole_producer(add->inputs[1 - eps_side], index(*add));
-    if (!var || !std::holds_alternative<ReduceMean>(var->op)) return std::nullopt;
+    if (!var || !std::holds_alternative<Reduce>(var->op)) return std::nullopt;
     const Node* square = sole_producer(var->inputs[0], index(*var));
     if (!square) return std::nullopt;
     const bool pow2 = is_step(*square, ChainStepKind::pow, 2.0f) && square->inputs[0] == d;
@@ -51,12 +51,12 @@ class Matcher : public patterns::View {
     if (!is_binary(sub, BinaryOp::sub)) return std::nullopt;
     const ValueId x = sub.inputs[0];
     const Node* mean = sole_producer(sub.inputs[1], index(sub));
-    if (!mean || !std::holds_alternative<ReduceMean>(mean->op) || mean->inputs[0] != x) return std::nullopt;
+    if (!mean || !std::holds_alternative<Reduce>(mean->op) || mean->inputs[0] != x) return std::nullopt;
     const Value& xv = g_.value(x);
     if (xv.layout == Layout::nhwc || dv.shape != xv.shape || g_.value(div.outputs[0]).shape != xv.shape)
       return std::nullopt;
-    const int axis = trailing_axis(std::get<ReduceMean>(mean->op), xv.shape.size());
-    if (axis < 0 || trailing_axis(std::get<ReduceMean>(var->op), xv.shape.size()) != axis)
+    const int axis = trailing_axis(std::get<Reduce>(mean->op), xv.shape.size());
+    if (axis < 0 || trailing_axis(std::get<Reduce>(var->op), xv.shape.size()) != axis)
       return std::nullopt;
 
     Match m;
@@ -79,9 +79,9 @@ class Matcher : public patterns::View {
     return c && c->steps.size() == 1 && c->steps[0].kind == kind &&
            (kind != ChainStepKind::pow || c->steps[0].a == a) && n.inputs.size() == 1;
   }
-  // ReduceMean over the trailing axes [axis, rank) keeping them: axis, else -1.
-  static int trailing_axis(const ReduceMean& rm, size_t rank) {
-    if (!rm.keepdims) return -1;
+  // A mean over the trailing axes [axis, rank) keeping them: axis, else -1.
+  static int trailing_axis(const Reduce& rm, size_t rank) {
+    if (!rm.keepdims || rm.kind != ReduceKind::mean) return -1;
     if (rm.axes.empty()) return 0;
     for (size_t k = 0; k < rm.axes.size(); ++k)
       if (rm.axes[k] != static_cast<int>(rank - rm.axes.size() + k)) return -1;

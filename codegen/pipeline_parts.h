@@ -1,0 +1,73 @@
+// What the builders of generated kernels' pipelines share (kernel_pipeline.cpp and the op
+// families built in files of their own, e.g. reduce_pipeline.cpp): dense shapes as Halide
+// dimensions, inputs with fixed shapes and strides, and the elementwise schedule's view of an
+// output. Internal to codegen/.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "Halide.h"
+#include "codegen/kernel_pipeline.h"
+#include "graph/kernel_spec.h"
+#include "schedules/elementwise_schedule.h"
+
+namespace kiln::codegen {
+
+// Halide dimension d is row-major axis rank - 1 - d: extents and dense strides, innermost first.
+struct DenseDims {
+  std::vector<int64_t> extents, strides;
+};
+
+inline DenseDims dense_dims(const graph::Shape& shape) {
+  DenseDims dd;
+  int64_t stride = 1;
+  for (auto it = shape.rbegin(); it != shape.rend(); ++it) {
+    dd.extents.push_back(*it);
+    dd.strides.push_back(stride);
+    stride *= *it;
+  }
+  return dd;
+}
+
+// Fixes every dimension dim_of(d) returns to the dense row-major layout of `shape`.
+template <typename Dims>
+void constrain(Dims&& dim_of, const graph::Shape& shape) {
+  const DenseDims dd = dense_dims(shape);
+  for (size_t d = 0; d < dd.extents.size(); ++d)
+    dim_of(static_cast<int>(d))
+        .set_bounds(0, static_cast<int>(dd.extents[d]))
+        .set_stride(static_cast<int>(dd.strides[d]));
+}
+
+inline Halide::ImageParam dense_input(const graph::TensorDesc& t, int index) {
+  Halide::ImageParam p(Halide::Float(32), static_cast<int>(t.shape.size()),
+                       "arg" + std::to_string(index));
+  constrain([&](int d) { return p.dim(d); }, t.shape);
+  return p;
+}
+
+// The elementwise schedule's view of an output Func over a dense tensor of `shape`.
+inline schedules::ElementwiseFuncs elementwise_funcs(const Halide::Func& out,
+                                                     const graph::Shape& shape,
+                                                     bool keep_innermost) {
+  schedules::ElementwiseFuncs f{out, {}, dense_dims(shape).extents, keep_innermost};
+  for (const Halide::Var& v : out.args()) f.dims.push_back(v);
+  return f;
+}
+
+inline void schedule_elementwise(const schedules::ElementwiseFuncs& f,
+                                 const Halide::Target& target) {
+  if (target.has_gpu_feature()) {
+    schedules::schedule_elementwise_gpu(f, target);
+  } else {
+    schedules::schedule_elementwise_cpu(f, target);
+  }
+}
+
+// Reduce (every kind), Softmax (every kind) and global average pooling of an NCHW tensor
+// (reduce_pipeline.cpp). `inputs`: the dense inputs, in argument order.
+KernelPipeline reduction_pipeline(const graph::OpKernelSpec& k, const Halide::Target& target,
+                                  const std::vector<Halide::ImageParam>& inputs);
+
+}  // namespace kiln::codegen

@@ -1,0 +1,40 @@
+// The pipelines of the reductions: Reduce (every kind), the Softmax family, and global average
+// pooling of an NCHW tensor (a mean over H and W).
+#include "codegen/pipeline_parts.h"
+#include "generators/ops/reduce.h"
+#include "schedules/tensor_schedule.h"
+
+namespace kiln::codegen {
+
+KernelPipeline reduction_pipeline(const graph::OpKernelSpec& k, const Halide::Target& target,
+                                  const std::vector<Halide::ImageParam>& inputs) {
+  const graph::Shape& in = k.inputs[0].shape;
+  const int last = static_cast<int>(in.size()) - 1;
+  generators::ops::ReductionAlgorithm a;
+  // Whether the partial results are as wide as the output in its innermost dimension (the
+  // reduced axes leave the innermost one), so they can be computed in vectors along it.
+  bool vectorize_inner = true;
+  if (const auto* sm = std::get_if<graph::Softmax>(&k.op)) {
+    a = generators::ops::softmax(inputs[0], in, *sm);
+    vectorize_inner = sm->axis != last && !sm->coerce_2d;
+  } else {
+    graph::Reduce r;
+    if (const auto* rm = std::get_if<graph::Reduce>(&k.op)) {
+      r = *rm;
+    } else {
+      r.axes = {2, 3};  // GlobalPool (avg) of NCHW
+    }
+    a = generators::ops::reduce(inputs[0], in, r, k.output.shape);
+    vectorize_inner = !r.axes.empty() && r.axes.back() != last && !k.output.shape.empty();
+  }
+  const schedules::ElementwiseFuncs f = elementwise_funcs(a.out, k.output.shape, false);
+  if (target.has_gpu_feature()) {
+    schedules::schedule_reduction_gpu(f, a.partials, target);
+  } else {
+    schedules::schedule_reduction_cpu(f, a.partials, vectorize_inner, target);
+  }
+  constrain([&](int d) { return a.out.output_buffer().dim(d); }, k.output.shape);
+  return KernelPipeline{Halide::Pipeline(a.out), inputs};
+}
+
+}  // namespace kiln::codegen

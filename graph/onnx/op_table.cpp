@@ -1,0 +1,126 @@
+// The ONNX importer's op table: each supported op with its oldest supported opset, converter,
+// inputs compiled in as constants, and every attribute it has in opsets 1-21.
+#include <string>
+#include <vector>
+
+#include "graph/onnx/importer.h"
+
+namespace kiln::graph::onnx {
+namespace {
+
+// Kiln's own annotation on the nodes it exports (onnx_export.h); it changes nothing.
+constexpr const char* kExportAnnotation = "kiln_computes";
+
+}  // namespace
+
+bool has_attribute(const OpInfo& op, const std::string& name) {
+  const std::string list = std::string(" ") + op.attributes + " ";
+  return name == kExportAnnotation ||
+         (!name.empty() && list.find(" " + name + " ") != std::string::npos);
+}
+
+const std::vector<OpInfo>& op_table() {
+  static const std::vector<OpInfo> table = {
+      {"Abs", 6, convert_chain_step, {}, "consumed_inputs"},
+      {"Add", 1, convert_binary, {}, "axis broadcast consumed_inputs"},
+      {"AveragePool", 1, convert_pool, {},
+       "auto_pad ceil_mode count_include_pad dilations kernel_shape pads strides"},
+      {"BatchNormalization", 6, convert_batch_norm, {1, 2, 3, 4},
+       "consumed_inputs epsilon is_test momentum spatial training_mode"},
+      {"Cast", 6, convert_cast, {}, "saturate to"},  // saturate: float8 targets only
+      {"Celu", 12, convert_chain_step, {}, "alpha"},
+      {"Clip", 1, convert_clip, {1, 2}, "consumed_inputs max min"},
+      {"Concat", 1, convert_concat, {}, "axis"},
+      {"Constant", 1, convert_constant, {},
+       "sparse_value value value_float value_floats value_int value_ints value_string "
+       "value_strings"},
+      {"ConstantOfShape", 9, convert_constant_of_shape, {0}, "value"},
+      {"Conv", 1, convert_conv, {1, 2}, "auto_pad dilations group kernel_shape pads strides"},
+      {"ConvTranspose", 1, convert_conv_transpose, {1, 2},
+       "auto_pad dilations group kernel_shape output_padding output_shape pads strides"},
+      {"Div", 1, convert_binary, {}, "axis broadcast consumed_inputs"},
+      {"DepthToSpace", 1, convert_depth_to_space, {}, "blocksize mode"},
+      {"Dropout", 1, convert_dropout, {1, 2}, "consumed_inputs is_test ratio seed"},
+      {"Elu", 6, convert_chain_step, {}, "alpha consumed_inputs"},
+      {"Erf", 9, convert_chain_step, {}, ""},
+      {"Exp", 6, convert_chain_step, {}, "consumed_inputs"},
+      {"Flatten", 1, convert_flatten, {}, "axis"},
+      {"Gather", 1, convert_gather, {1}, "axis"},
+      {"Gelu", 20, convert_gelu, {}, "approximate"},
+      {"Gemm", 1, convert_gemm, {}, "alpha beta broadcast transA transB"},
+      {"GlobalAveragePool", 1, convert_global_pool, {}, ""},
+      {"GlobalLpPool", 2, convert_global_lp_pool, {}, "p"},
+      {"GlobalMaxPool", 1, convert_global_pool, {}, ""},
+      {"GroupNormalization", 18, convert_group_norm, {1, 2}, "epsilon num_groups stash_type"},
+      {"Hardmax", 1, convert_softmax, {}, "axis"},
+      {"HardSigmoid", 1, convert_unary, {}, "alpha beta consumed_inputs"},
+      {"HardSwish", 14, convert_unary, {}, ""},
+      {"Identity", 1, convert_identity, {}, ""},
+      {"InstanceNormalization", 1, convert_instance_norm, {1, 2}, "consumed_inputs epsilon"},
+      {"LayerNormalization", 17, convert_layer_norm, {}, "axis epsilon stash_type"},
+      {"LeakyRelu", 1, convert_unary, {}, "alpha consumed_inputs"},
+      {"LRN", 1, convert_lrn, {}, "alpha beta bias size"},
+      {"Log", 6, convert_chain_step, {}, "consumed_inputs"},
+      {"LogSoftmax", 1, convert_softmax, {}, "axis"},
+      {"LpPool", 2, convert_lp_pool, {},
+       "auto_pad ceil_mode dilations kernel_shape p pads strides"},
+      {"MatMul", 1, convert_matmul, {}, ""},
+      {"Max", 6, convert_variadic, {}, "consumed_inputs"},
+      {"MaxPool", 1, convert_pool, {},
+       "auto_pad ceil_mode dilations kernel_shape pads storage_order strides"},
+      {"Mean", 6, convert_variadic, {}, "consumed_inputs"},
+      {"Min", 6, convert_variadic, {}, "consumed_inputs"},
+      {"Mish", 18, convert_chain_step, {}, ""},
+      {"Mul", 1, convert_binary, {}, "axis broadcast consumed_inputs"},
+      {"Neg", 6, convert_chain_step, {}, "consumed_inputs"},
+      {"Pad", 2, convert_pad, {1, 2, 3}, "mode pads value"},
+      {"PRelu", 1, convert_prelu, {}, "consumed_inputs"},
+      {"Pow", 7, convert_pow, {1}, ""},
+      {"Range", 11, convert_range, {0, 1, 2}, ""},
+      {"Reciprocal", 6, convert_chain_step, {}, "consumed_inputs"},
+      {"ReduceL1", 1, convert_reduce, {1}, "axes keepdims noop_with_empty_axes"},
+      {"ReduceL2", 1, convert_reduce, {1}, "axes keepdims noop_with_empty_axes"},
+      {"ReduceLogSum", 1, convert_reduce, {1}, "axes keepdims noop_with_empty_axes"},
+      {"ReduceLogSumExp", 1, convert_reduce, {1}, "axes keepdims noop_with_empty_axes"},
+      {"ReduceMax", 1, convert_reduce, {1}, "axes keepdims noop_with_empty_axes"},
+      {"ReduceMean", 1, convert_reduce, {1}, "axes keepdims noop_with_empty_axes"},
+      {"ReduceMin", 1, convert_reduce, {1}, "axes keepdims noop_with_empty_axes"},
+      {"ReduceProd", 1, convert_reduce, {1}, "axes keepdims noop_with_empty_axes"},
+      {"ReduceSum", 1, convert_reduce, {1}, "axes keepdims noop_with_empty_axes"},
+      {"ReduceSumSquare", 1, convert_reduce, {1}, "axes keepdims noop_with_empty_axes"},
+      {"Relu", 1, convert_unary, {}, "consumed_inputs"},
+      {"Reshape", 1, convert_reshape, {1}, "allowzero consumed_inputs shape"},
+      {"Resize", 11, convert_resize, {1, 2, 3},
+       "antialias axes coordinate_transformation_mode cubic_coeff_a exclude_outside "
+       "extrapolation_value keep_aspect_ratio_policy mode nearest_mode"},
+      {"Selu", 6, convert_chain_step, {}, "alpha consumed_inputs gamma"},
+      {"Shape", 1, convert_shape, {}, "end start"},
+      {"Sigmoid", 1, convert_unary, {}, "consumed_inputs"},
+      {"Size", 1, convert_size, {}, ""},
+      {"Slice", 1, convert_slice, {1, 2, 3, 4}, "axes ends starts"},
+      {"Softmax", 1, convert_softmax, {}, "axis"},
+      {"Softplus", 1, convert_chain_step, {}, ""},
+      {"Softsign", 1, convert_chain_step, {}, ""},
+      {"SpaceToDepth", 1, convert_space_to_depth, {}, "blocksize"},
+      {"Split", 1, convert_split, {1}, "axis num_outputs split"},
+      {"Sqrt", 6, convert_chain_step, {}, "consumed_inputs"},
+      {"Squeeze", 1, convert_squeeze, {1}, "axes"},
+      {"Sub", 1, convert_binary, {}, "axis broadcast consumed_inputs"},
+      {"Sum", 6, convert_variadic, {}, "consumed_inputs"},
+      {"Tanh", 6, convert_chain_step, {}, "consumed_inputs"},
+      {"ThresholdedRelu", 10, convert_chain_step, {}, "alpha"},
+      {"Tile", 6, convert_tile, {1}, ""},
+      {"Transpose", 1, convert_transpose, {}, "perm"},
+      {"Upsample", 7, convert_upsample, {1}, "mode scales"},
+      {"Unsqueeze", 1, convert_unsqueeze, {1}, "axes"},
+  };
+  return table;
+}
+
+const OpInfo* find_op(const std::string& type) {
+  for (const OpInfo& op : op_table())
+    if (type == op.type) return &op;
+  return nullptr;
+}
+
+}  // namespace kiln::graph::onnx

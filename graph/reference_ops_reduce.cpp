@@ -1,0 +1,131 @@
+// Reference semantics of the reductions and of the Softmax family: per row (or per output
+// element), the values collected and combined in double as the ONNX definitions state them.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "graph/reference_ops.h"
+
+namespace kiln::graph {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+bool any_nan(const std::vector<double>& v) {
+  return std::any_of(v.begin(), v.end(), [](double x) { return std::isnan(x); });
+}
+
+// One output element of reduction `kind` from the values it reduces.
+double reduce_values(ReduceKind kind, const std::vector<double>& v) {
+  double sum = 0.0, abs_sum = 0.0, square_sum = 0.0, prod = 1.0;
+  for (double x : v) {
+    sum += x;
+    abs_sum += std::fabs(x);
+    square_sum += x * x;
+    prod *= x;
+  }
+  switch (kind) {
+    case ReduceKind::mean:
+      return sum / static_cast<double>(v.size());
+    case ReduceKind::sum:
+      return sum;
+    case ReduceKind::max:
+      return any_nan(v) ? NAN : *std::max_element(v.begin(), v.end());
+    case ReduceKind::min:
+      return any_nan(v) ? NAN : *std::min_element(v.begin(), v.end());
+    case ReduceKind::prod:
+      return prod;
+    case ReduceKind::l1:
+      return abs_sum;
+    case ReduceKind::l2:
+      return std::sqrt(square_sum);
+    case ReduceKind::log_sum:
+      return std::log(sum);
+    case ReduceKind::log_sum_exp: {
+      if (any_nan(v)) return NAN;
+      const double m = *std::max_element(v.begin(), v.end());
+      if (std::isinf(m)) return m;  // all -inf (log 0), or an +inf
+      double e = 0.0;
+      for (double x : v) e += std::exp(x - m);
+      return m + std::log(e);
+    }
+    case ReduceKind::sum_square:
+      return square_sum;
+  }
+  return NAN;
+}
+
+}  // namespace
+
+Tensor reference_reduce(const Reduce& r, const Tensor& x, const Shape& out_shape, Layout layout) {
+  std::vector<bool> reduce(x.shape.size(), r.axes.empty());
+  for (int a : r.axes) reduce[static_cast<size_t>(a)] = true;
+  // Output element of each input element: the kept axes' indices in order (and a 0 for each
+  // reduced axis when keepdims), in row-major order.
+  std::vector<std::vector<double>> groups(static_cast<size_t>(num_elements(out_shape)));
+  std::vector<int64_t> xi(x.shape.size(), 0);
+  for (int64_t i = 0; i < num_elements(x.shape); ++i) {
+    int64_t flat = i;
+    for (size_t a = x.shape.size(); a-- > 0;) {
+      xi[a] = flat % x.shape[a];
+      flat /= x.shape[a];
+    }
+    int64_t o = 0;
+    size_t oa = 0;
+    for (size_t a = 0; a < xi.size(); ++a) {
+      if (!reduce[a]) {
+        o = o * out_shape[oa++] + xi[a];
+      } else if (r.keepdims) {
+        o = o * out_shape[oa++];
+      }
+    }
+    groups[static_cast<size_t>(o)].push_back(x.data[static_cast<size_t>(i)]);
+  }
+  Tensor out{out_shape, layout, std::vector<float>(groups.size())};
+  for (size_t o = 0; o < groups.size(); ++o)
+    out.data[o] = static_cast<float>(reduce_values(r.kind, groups[o]));
+  return out;
+}
+
+// Every tensor is viewed as [outer, n, inner] and normalized along n: the axis itself
+// (n = dims[axis]), or with coerce_2d everything from the axis on (n = prod(dims[axis:])).
+Tensor reference_softmax(const Softmax& sm, const Tensor& x) {
+  int64_t outer = 1, n = 1, inner = 1;
+  for (int a = 0; a < static_cast<int>(x.shape.size()); ++a) {
+    if (a < sm.axis)
+      outer *= x.shape[a];
+    else if (a == sm.axis || sm.coerce_2d)
+      n *= x.shape[a];
+    else
+      inner *= x.shape[a];
+  }
+  Tensor out = x;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t in = 0; in < inner; ++in) {
+      auto at = [&](int64_t k) { return static_cast<size_t>((o * n + k) * inner + in); };
+      double mx = -kInf, sum = 0.0;
+      int64_t first_max = 0;
+      for (int64_t k = 0; k < n; ++k)
+        if (double{x.data[at(k)]} > mx) mx = x.data[at(k)], first_max = k;
+      for (int64_t k = 0; k < n; ++k) sum += std::exp(x.data[at(k)] - mx);
+      for (int64_t k = 0; k < n; ++k) {
+        const double d = x.data[at(k)] - mx;
+        double y = 0.0;
+        switch (sm.kind) {
+          case SoftmaxKind::softmax:
+            y = std::exp(d) / sum;
+            break;
+          case SoftmaxKind::log_softmax:
+            y = d - std::log(sum);
+            break;
+          case SoftmaxKind::hardmax:
+            y = k == first_max ? 1.0 : 0.0;
+            break;
+        }
+        out.data[at(k)] = static_cast<float>(y);
+      }
+    }
+  return out;
+}
+
+}  // namespace kiln::graph
