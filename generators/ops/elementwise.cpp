@@ -32,6 +32,24 @@ Expr tanh_vectorized(const Expr& v) {
   return Halide::select(v < 0.0f, -t, t);
 }
 
+// erf(v) as x * P(x^2) / Q(x^2) with x = v clamped to [-3.9, 3.9] (erf(3.9) rounds to 1 in
+// float): 11 multiply-adds and one division, against Halide's erf, which evaluates two
+// approximations and selects one (about 35 operations and a division) and gives NaN for an
+// infinite argument. The coefficients are a weighted least-squares rational fit made for Kiln
+// (degrees 6 and 4 in x^2); the absolute error is under 6e-7 over the whole line (Halide's:
+// 4e-7), the relative error under 4e-7 near 0, and erf(+-inf) = +-1. A NaN stays NaN (the
+// clamp alone would turn it into a number).
+Expr erf_rational(const Expr& v) {
+  const Expr x = Halide::clamp(v, -3.9f, 3.9f);
+  const Expr u = x * x;
+  const Expr p =
+      1.1283791f +
+      u * (0.18502706f +
+           u * (0.048609916f + u * (0.0031066353f + u * (0.00013093128f + u * (-1.9978386e-06f + u * 2.1736913e-08f)))));
+  const Expr q = 1.0f + u * (0.49730822f + u * (0.108854204f + u * (0.013105315f + u * 0.00082290225f)));
+  return keep_nan(v, Halide::clamp(x * p / q, -1.0f, 1.0f));  // the fit overshoots 1 by 4e-7
+}
+
 // v^p for a constant exponent: the common ones as multiplications (LayerNorm's square, GELU's
 // cube), integers with the sign of an odd power of a negative base (as std::pow), the rest
 // through Halide's vectorized pow (NaN for a negative base, as ONNX and numpy give).
@@ -78,7 +96,7 @@ Expr apply_chain_step(const graph::ChainStep& step, const Expr& v, const Expr& s
     case K::tanh:
       return tanh_vectorized(v);
     case K::erf:
-      return Halide::erf(v);
+      return erf_rational(v);
     case K::exp:
       return Halide::exp(v);
     case K::log:
@@ -107,7 +125,7 @@ Expr apply_chain_step(const graph::ChainStep& step, const Expr& v, const Expr& s
     case K::pow:
       return pow_constant(v, step.a);
     case K::gelu:  // x * P(X <= x) for a standard normal X
-      return 0.5f * v * (1.0f + Halide::erf(v * static_cast<float>(M_SQRT1_2)));
+      return 0.5f * v * (1.0f + erf_rational(v * static_cast<float>(M_SQRT1_2)));
     case K::gelu_tanh:  // ONNX Gelu(approximate="tanh")
       return 0.5f * v *
              (1.0f + tanh_vectorized(static_cast<float>(M_2_SQRTPI * M_SQRT1_2) *
