@@ -2,13 +2,17 @@
 """Writes real CNN architectures as ONNX files with seeded random weights.
 
     python scripts/make_models.py OUTDIR [--models resnet18,resnet50,mobilenetv2,squeezenet1_1,
-                                                   preact_se,convnext_tiny2]
+                                                   preact_se,convnext_tiny2,resnext_tiny,
+                                                   inception_tiny,seg_tiny,preact_se_b4]
                                          [--seed N] [--no-verify] [--dynamic-batch]
 
 Each model is written as OUTDIR/<model>.onnx, in the form the TorchScript-based torch.onnx
 exporter gives for the torchvision model with opset 13 and BatchNorm *not* folded into the
 convs (see docs/models.md): NCHW float32 input "input" [1, 3, 224, 224], output "logits"
 [1, 1000], opset 13, IR version 8 (so Debian's libonnx 1.12 / protobuf 3.21 read it).
+The small family networks of zoo_families.py differ in shape: inception_tiny's input is
+[1, 3, 299, 299], seg_tiny's [1, 3, 240, 320] with per-pixel logits [1, 21, 240, 320], and
+preact_se_b4 has batch 4 in both.
 torch/torchvision are not needed: the graphs are built with onnx.helper and numpy.
 With --dynamic-batch each model is written as OUTDIR/<model>_dynamic.onnx instead, as torch.onnx
 exports it with a dynamic batch (see make_batch_dynamic).
@@ -30,11 +34,14 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+import zoo_families
+
 OPSET = 13
 IR_VERSION = 8
 BN_EPS = 1e-5
 BN_MOMENTUM = 0.9  # torch exports 1 - module.momentum (0.1)
-ALL_MODELS = ["resnet18", "resnet50", "mobilenetv2", "squeezenet1_1", "preact_se", "convnext_tiny2"]
+ALL_MODELS = ["resnet18", "resnet50", "mobilenetv2", "squeezenet1_1", "preact_se", "convnext_tiny2",
+              "resnext_tiny", "inception_tiny", "seg_tiny", "preact_se_b4"]
 RELU_GAIN = math.sqrt(2.0)
 
 
@@ -85,19 +92,22 @@ class GraphBuilder:
 
     # ---- layers -------------------------------------------------------------------------
     def conv(self, x, scope, param, cin, cout, k, stride=1, pad=0, groups=1, bias=False,
-             gain=RELU_GAIN):
+             gain=RELU_GAIN, dilation=1):
         """Conv with Kaiming-uniform weights: U(-b, b), b = gain * sqrt(3 / fan_in), so the
-        second moment of the output is gain^2 times that of the input."""
-        fan_in = (cin // groups) * k * k
+        second moment of the output is gain^2 times that of the input. k and pad are an int or
+        an (h, w) pair (Inception's 1x7 / 7x1 convs)."""
+        kh, kw = (k, k) if isinstance(k, int) else k
+        ph, pw = (pad, pad) if isinstance(pad, int) else pad
+        fan_in = (cin // groups) * kh * kw
         bound = gain * math.sqrt(3.0 / fan_in)
         inputs = [x, self.init(f"{param}.weight",
-                               self.uniform((cout, cin // groups, k, k), -bound, bound))]
+                               self.uniform((cout, cin // groups, kh, kw), -bound, bound))]
         if bias:
             inputs.append(self.init(f"{param}.bias", self.uniform((cout,), -0.1, 0.1)))
-        return self.node("Conv", inputs, scope, dilations=[1, 1], group=groups,
-                         kernel_shape=[k, k], pads=[pad, pad, pad, pad], strides=[stride, stride])
+        return self.node("Conv", inputs, scope, dilations=[dilation, dilation], group=groups,
+                         kernel_shape=[kh, kw], pads=[ph, pw, ph, pw], strides=[stride, stride])
 
-    def batch_norm(self, x, scope, param, c, gamma_range=(0.6, 1.2)):
+    def batch_norm(self, x, scope, param, c, gamma_range=(0.6, 1.2), eps=BN_EPS):
         """BatchNormalization with random, non-trivial inference statistics:
         running_var log-uniform in [0.5, 2], running_mean and beta uniform in [-0.2, 0.2]
         (never exactly 0), gamma uniform in gamma_range. gamma's default range keeps
@@ -111,7 +121,7 @@ class GraphBuilder:
                   self.init(f"{param}.bias", beta),
                   self.init(f"{param}.running_mean", mean),
                   self.init(f"{param}.running_var", var)]
-        return self.node("BatchNormalization", inputs, scope, epsilon=BN_EPS, momentum=BN_MOMENTUM)
+        return self.node("BatchNormalization", inputs, scope, epsilon=eps, momentum=BN_MOMENTUM)
 
     def relu(self, x, scope):
         return self.node("Relu", [x], scope)
@@ -138,15 +148,17 @@ class GraphBuilder:
         b = self.init(f"{param}.bias", self.uniform((cout,), -bound, bound))
         return self.node("Gemm", [x, w, b], scope, alpha=1.0, beta=1.0, transB=1)
 
-    def finish(self, name, x, output_name="logits", num_classes=1000):
+    def finish(self, name, x, output_name="logits", num_classes=1000,
+               input_shape=(1, 3, 224, 224), output_shape=None):
         # Rename the last node's output to the graph output name.
         last = self.nodes[-1]
         assert last.output[0] == x
         last.output[0] = output_name
+        output_shape = output_shape or (input_shape[0], num_classes)
         graph = helper.make_graph(
             self.nodes, "main_graph",
-            [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, 224, 224])],
-            [helper.make_tensor_value_info(output_name, TensorProto.FLOAT, [1, num_classes])],
+            [helper.make_tensor_value_info("input", TensorProto.FLOAT, list(input_shape))],
+            [helper.make_tensor_value_info(output_name, TensorProto.FLOAT, list(output_shape))],
             initializer=self.initializers)
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
                                   producer_name="kiln/scripts/make_models.py",
@@ -174,13 +186,14 @@ def _basic_block(g, x, prefix, inplanes, planes, stride):
     return g.relu(out, f"{s}/relu_1"), planes
 
 
-def _bottleneck(g, x, prefix, inplanes, planes, stride):
+def _bottleneck(g, x, prefix, inplanes, planes, stride, groups=1, base_width=64):
+    # torchvision's width rule: ResNeXt (groups > 1) widens the grouped 3x3.
     s = "/" + "/".join(_scopes(prefix))
-    width, outp = planes, planes * 4
+    width, outp = int(planes * (base_width / 64.0)) * groups, planes * 4
     out = g.conv(x, f"{s}/conv1", f"{prefix}.conv1", inplanes, width, 1, 1, 0)
     out = g.batch_norm(out, f"{s}/bn1", f"{prefix}.bn1", width)
     out = g.relu(out, f"{s}/relu")
-    out = g.conv(out, f"{s}/conv2", f"{prefix}.conv2", width, width, 3, stride, 1)
+    out = g.conv(out, f"{s}/conv2", f"{prefix}.conv2", width, width, 3, stride, 1, groups=groups)
     out = g.batch_norm(out, f"{s}/bn2", f"{prefix}.bn2", width)
     out = g.relu(out, f"{s}/relu_1")
     out = g.conv(out, f"{s}/conv3", f"{prefix}.conv3", width, outp, 1, 1, 0)
@@ -310,7 +323,7 @@ def build_squeezenet1_1(name, rng):
 
 
 # ---- A small pre-activation network with SE blocks -----------------------------------------
-def build_preact_se(name, rng):
+def build_preact_se(name, rng, batch=1):
     """Not a torchvision model: the patterns of DenseNet, EfficientNet and MobileNetV3 whose
     elementwise work Kiln generates per model, in one small network. BatchNorm -> ReLU before
     each conv of a dense block (pre-activation: the BN cannot fold) with growing Concats, SiLU as
@@ -359,7 +372,7 @@ def build_preact_se(name, rng):
     x = g.node("GlobalAveragePool", [x], "/avgpool")
     x = g.node("Flatten", [x], "", axis=1)
     x = g.linear(x, "/fc", "fc", 128, 1000)
-    return g.finish(name, x)
+    return g.finish(name, x, input_shape=(batch, 3, 224, 224))
 
 
 # ---- A two-block ConvNeXt-style network --------------------------------------------------
@@ -418,6 +431,13 @@ BUILDERS = {
     "squeezenet1_1": lambda rng: build_squeezenet1_1("squeezenet1_1", rng),
     "preact_se": lambda rng: build_preact_se("preact_se", rng),
     "convnext_tiny2": lambda rng: build_convnext_tiny2("convnext_tiny2", rng),
+    "resnext_tiny": lambda rng: zoo_families.build_resnext_tiny(GraphBuilder(rng), "resnext_tiny",
+                                                                _bottleneck),
+    "inception_tiny": lambda rng: zoo_families.build_inception_tiny(GraphBuilder(rng),
+                                                                    "inception_tiny"),
+    "seg_tiny": lambda rng: zoo_families.build_seg_tiny(GraphBuilder(rng), "seg_tiny"),
+    # torch.onnx with a static batch-4 example input: the same graph, batch 4 in both shapes.
+    "preact_se_b4": lambda rng: build_preact_se("preact_se_b4", rng, batch=4),
 }
 
 # Initializers that are buffers, not trainable parameters, in PyTorch.
@@ -459,8 +479,12 @@ def make_batch_dynamic(model):
     return model
 
 
+# A batch variant draws the weights of the model it exports at another batch size.
+_WEIGHTS_OF = {"preact_se_b4": "preact_se"}
+
+
 def build(name, seed):
-    rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
+    rng = np.random.default_rng([seed, zlib.crc32(_WEIGHTS_OF.get(name, name).encode())])
     return BUILDERS[name](rng)
 
 
@@ -488,9 +512,10 @@ def verify_with_ort(path, seed):
     so.intra_op_num_threads = 1
     so.inter_op_num_threads = 1
     sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-    x = np.random.default_rng(seed).random((1, 3, 224, 224), dtype=np.float32) * 2 - 1
+    (inp,), (out,) = sess.get_inputs(), sess.get_outputs()
+    x = np.random.default_rng(seed).random(inp.shape, dtype=np.float32) * 2 - 1
     (y,) = sess.run(["logits"], {"input": x})
-    if y.shape != (1, 1000) or not np.isfinite(y).all():
+    if y.shape != tuple(out.shape) or not np.isfinite(y).all():
         raise RuntimeError(f"{path}: bad logits, shape {y.shape}, finite {np.isfinite(y).all()}")
     std = float(y.std())
     if not 0.1 <= std <= 100:

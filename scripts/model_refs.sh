@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Writes the model zoo and onnxruntime's reference outputs into DIR (the model tests' fixture):
 #   scripts/model_refs.sh DIR [PYTHON]
-# Skips the work when DIR already holds files newer than both scripts.
+# Skips the work when DIR already holds files newer than the scripts.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 dir="$1"
 py="${2:-$here/../.venv/bin/python}"
-models=(resnet18 resnet50 mobilenetv2 squeezenet1_1 preact_se convnext_tiny2)
+models=(resnet18 resnet50 mobilenetv2 squeezenet1_1 preact_se convnext_tiny2 resnext_tiny
+        inception_tiny seg_tiny preact_se_b4)
 mkdir -p "$dir"
 stamp="$dir/.complete"
-if [ -f "$stamp" ] && [ "$stamp" -nt "$here/make_models.py" ] && [ "$stamp" -nt "$here/ort_reference.py" ]; then
+if [ -f "$stamp" ] && [ "$stamp" -nt "$here/make_models.py" ] && [ "$stamp" -nt "$here/zoo_families.py" ] \
+   && [ "$stamp" -nt "$here/ort_reference.py" ]; then
   echo "[models] up to date in $dir"
   exit 0
 fi

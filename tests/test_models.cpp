@@ -119,7 +119,8 @@ TEST(DynamicBatch, PreactSeMatchesOnnxRuntimeAtBatch1And4) {
 std::vector<ModelParam> model_params() {
   std::vector<ModelParam> out;
   for (const char* name : {"resnet18", "resnet50", "mobilenetv2", "squeezenet1_1", "preact_se",
-                           "convnext_tiny2"})
+                           "convnext_tiny2", "resnext_tiny", "inception_tiny", "seg_tiny",
+                           "preact_se_b4"})
     for (int t = -1; t < static_cast<int>(runtime::cpu_targets().size()); ++t)
       out.push_back({name, t});
   return out;
