@@ -264,7 +264,7 @@ TEST_P(ConvKernelTest, MatchesReference) {
 INSTANTIATE_TEST_SUITE_P(AllShapes, ConvKernelTest, testing::ValuesIn(all_params()), param_name);
 
 // Every epilogue on two shapes (one on the fast path, one on the scalar fallback), both tuned
-// schedules, behind the dispatch wrapper of every CPU target.
+// schedules, behind the dispatch wrapper of every CPU target (the best alone under ASan).
 TEST(ConvKernelEpilogues, AllEpilogues) {
   for (size_t case_index : {size_t{2}, size_t{9}}) {
     for (int e = 0; e < 3; ++e) {
@@ -275,14 +275,14 @@ TEST(ConvKernelEpilogues, AllEpilogues) {
       for (auto s : {Sched::wide, Sched::deep}) {
         SCOPED_TRACE(std::string(kCases[case_index].name) + " epilogue " + std::to_string(e) +
                      " schedule " + name(s));
-        expect_close(run_kernel(prob, schedule_text(s), -1), prob.expected);
+        expect_close(run_kernel(prob, schedule_text(s), testing_util::dispatch_or_best_target()), prob.expected);
       }
     }
   }
 }
 
 // The residual (ResNet's fused Add): every epilogue, fast path and scalar fallback, every
-// schedule, behind the dispatch wrapper.
+// schedule, behind the dispatch wrapper (the best target alone under ASan).
 TEST(ConvKernelResidual, AllEpilogues) {
   for (size_t case_index : {size_t{0}, size_t{2}, size_t{3}, size_t{4}, size_t{9}}) {
     for (int e = 0; e < 3; ++e) {
@@ -291,7 +291,7 @@ TEST(ConvKernelResidual, AllEpilogues) {
         if (!applies(s, kCases[case_index])) continue;
         SCOPED_TRACE(std::string(kCases[case_index].name) + " epilogue " + std::to_string(e) +
                      " schedule " + name(s));
-        expect_close(run_kernel(prob, schedule_text(s), -1), prob.expected);
+        expect_close(run_kernel(prob, schedule_text(s), testing_util::dispatch_or_best_target()), prob.expected);
       }
     }
   }

@@ -27,6 +27,15 @@ inline std::string target_skip_reason(int t) {
 }
 inline bool runs_target(int t) { return target_skip_reason(t).empty(); }
 
+// The target for the tests that run kernels behind the dispatch wrapper: -1, every CPU target of
+// the build; with KILN_TEST_TARGETS=best the best one alone (the wrapper is host code the release
+// stage and the dispatch tests cover, and building every target again under the sanitizers costs
+// minutes).
+inline int dispatch_or_best_target() {
+  const char* only = std::getenv("KILN_TEST_TARGETS");
+  return only && std::string(only) == "best" ? runtime::best_cpu_target() : -1;
+}
+
 // `dispatch`: every CPU target of the build behind the kernels' dispatch wrappers; otherwise the
 // target the Model asks for (ModelOptions::cpu_target), or the best one this CPU supports.
 inline KernelGenerator test_generator(bool dispatch = false) {
