@@ -11,7 +11,9 @@ count, PERFORMANCE_HINT=LATENCY, INFERENCE_PRECISION_HINT=f32), alternating, so 
 machine slows every engine alike. Each peer measurement runs in a subprocess of this script:
 an idle peer thread pool in this process would otherwise spin on the cores the next Kiln run
 needs. It prints and writes OUT.md with the median over rounds of each engine's median latency
-and the ratio of Kiln to each peer and to the faster peer, and OUT.png with the per-model
+and the ratio of Kiln to each peer and to the faster peer, a table of Kiln's kernels in the last
+round per model (the share of kernels without a convolution or Gemm, the kernel of >= 1% of the
+time furthest from its roofline), and OUT.png with the per-model
 latencies and, for every Kiln kernel of the last round (--per-layer), its fraction of this
 machine's peak.
 """
@@ -27,7 +29,8 @@ import time
 
 import numpy as np
 
-MODELS = ["resnet18", "resnet50", "mobilenetv2", "squeezenet1_1", "preact_se", "convnext_tiny2"]
+MODELS = ["resnet18", "resnet50", "mobilenetv2", "squeezenet1_1", "preact_se", "convnext_tiny2",
+          "resnext_tiny", "inception_tiny", "seg_tiny", "preact_se_b4"]
 
 
 def ort_median_ms(path, threads, warmup, iterations):
@@ -96,6 +99,25 @@ def kiln_bench(kiln, path, threads, warmup, iterations, per_layer, cache):
     return result
 
 
+def kernel_summary(layers):
+    """Per model: the share of the time in kernels without a convolution, Gemm or MatMul (the
+    kernels bench rates by FLOPs), and the kernel of >= 1% of the time furthest from its roofline
+    (the FMA peak or the DRAM bandwidth, whichever bounds it)."""
+    if not layers:
+        return ""
+    lines = ["| model | kernels without a conv or Gemm | slowest kernel of >= 1% of the time "
+             "(% of its roofline) |", "|---|---|---|"]
+    for name, rows in layers.items():
+        other = sum(r["share"] for r in rows if not r.get("flops"))
+        rated = [r for r in rows if r["share"] >= 0.01 and r.get("peak_fraction") is not None]
+        worst = min(rated, key=lambda r: r["peak_fraction"], default=None)
+        cell = "-" if worst is None else (
+            f"{100 * worst['peak_fraction']:.0f}% {worst['bound']}: {worst['kernel']} "
+            f"({worst['op']}, {100 * worst['share']:.1f}% of the time)")
+        lines.append(f"| {name} | {100 * other:.1f}% | {cell} |")
+    return "\n".join(lines)
+
+
 def write_report(rows, peers, layers, threads, out):
     """rows: (model, kiln_ms, {peer: ms}); peers: the peer keys, in column order."""
     names = [PEERS[p][0] for p in peers]
@@ -111,10 +133,15 @@ def write_report(rows, peers, layers, threads, out):
             cells.append(f"{k / min(p.values()):.2f}x")
         lines.append("| " + " | ".join(cells) + " |")
     table = "\n".join(lines)
+    kernels = kernel_summary(layers)
     with open(out + ".md", "w") as f:
         f.write(f"Threads: {threads}. Medians over rounds of each engine's median latency.\n\n")
         f.write(table + "\n")
+        if kernels:
+            f.write("\nKiln's kernels in the last round (`kiln bench --per-layer`):\n\n" + kernels + "\n")
     print(table)
+    if kernels:
+        print("\n" + kernels)
     try:
         import matplotlib
         matplotlib.use("Agg")
