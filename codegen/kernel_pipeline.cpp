@@ -301,9 +301,8 @@ KernelPipeline depthwise_pipeline(const graph::ConvKernelSpec& k, const Halide::
 // A generated convolution: the algorithm from generators/ops/conv.h, the residual, activation
 // and post steps applied to the accumulator in registers, and the schedule `schedule` names
 // (read over the default for the layer, schedules::default_conv_params) or the CUDA one.
-// Weights and output keep run-time
-// strides beyond the innermost dimension: the runtime may hand over weights at a padded row
-// stride (runtime/conv_weights.h) and an output that is a slice of a Concat's (memory_plan.h).
+// The output keeps run-time strides beyond the innermost dimension: it may be a slice of a
+// Concat's (memory_plan.h).
 KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Target& target,
                              const std::string& schedule) {
   const graph::Shape& in = k.input.shape;    // NHWC
@@ -316,17 +315,29 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
       k.depthwise ? schedules::ConvParams{}
                   : conv_params(k.name, conv_shape(k, target), automatic ? "" : schedule, target);
   const bool winograd = params.family == schedules::ConvFamily::winograd;
-  // The weights, as the runtime binds them: narrow groups' widened to blocks of groups, and
-  // Winograd's transformed to [alpha, alpha, Ci, Co] (runtime::winograd_conv_weights).
+  // The weights, as the runtime binds them: narrow groups' widened to blocks of groups,
+  // Winograd's transformed to [alpha, alpha, Ci, Co] (runtime::winograd_conv_weights), dense
+  // ones on CPUs blocked by output channels (runtime::block_conv_weights). Dense in memory but
+  // for the HWIO forms' strides beyond the innermost dimension, which stay run-time.
   graph::Shape weight_shape = {w[0], w[1], w[2] * merge, w[3]};
   if (winograd) {
     const int64_t alpha = runtime::winograd_matrices(params.tile).alpha;
     weight_shape = {alpha, alpha, w[2], w[3]};
   }
+  const bool blocked = !winograd && !target.has_gpu_feature() && runtime::blocks_conv_weights(k);
+  constexpr int kBlock = runtime::kConvWeightBlock;
   std::vector<Halide::ImageParam> inputs;
   const std::vector<graph::TensorDesc> args = graph::generated_kernel_arguments(k);
   for (size_t i = 0; i + 1 < args.size(); ++i) {
-    if (i == 1) {
+    if (i == 1 && blocked) {
+      // (co % 16, ci, kx, ky, co / 16), innermost first, dense.
+      Halide::ImageParam p(Halide::Float(32), 5, "arg1");
+      const int extents[5] = {kBlock, static_cast<int>(w[2]), static_cast<int>(w[1]),
+                              static_cast<int>(w[0]), static_cast<int>(w[3]) / kBlock};
+      int stride = 1;
+      for (int d = 0; d < 5; ++d) p.dim(d).set_bounds(0, extents[d]).set_stride(stride), stride *= extents[d];
+      inputs.push_back(p);
+    } else if (i == 1) {
       Halide::ImageParam p(Halide::Float(32), 4, "arg1");
       const DenseDims dd = dense_dims(weight_shape);
       for (int d = 0; d < 4; ++d)
@@ -352,8 +363,15 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
   const bool pointwise = !params.stage_input && params.family == schedules::ConvFamily::wide &&
                          !target.has_gpu_feature();
   const int out_per_group = static_cast<int>(out[3]) / k.groups * merge;
+  // Blocked weights read back in HWIO order: the algorithm sees (co, ci, kx, ky) either way.
+  Halide::Func weights = inputs[1];
+  if (blocked) {
+    Halide::Var co("co"), ci("ci"), kx("kx"), ky("ky");
+    weights = Halide::Func("weights");
+    weights(co, ci, kx, ky) = inputs[1](co % kBlock, ci, kx, ky, co / kBlock);
+  }
   const generators::ops::ConvAlgorithm a = generators::ops::conv2d(
-      inputs[0], static_cast<int>(in[2]), static_cast<int>(in[1]), inputs[1], inputs[2],
+      inputs[0], static_cast<int>(in[2]), static_cast<int>(in[1]), weights, inputs[2],
       static_cast<int>(w[2]) * merge, static_cast<int>(w[1]), static_cast<int>(w[0]),
       {k.stride_w, k.stride_h, k.pad_left, k.pad_top, k.dilation_w, k.dilation_h}, !pointwise,
       k.groups > 1 ? Halide::Expr(out_per_group) : Halide::Expr());

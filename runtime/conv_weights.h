@@ -1,23 +1,32 @@
-// Dense conv weights in the layout the CPU kernels read best (runtime::conv_weight_ci_stride),
-// for the callers that bind Halide buffers themselves: the runtime's Model and the benchmarks.
+// Conv weights in the layouts the CPU kernels read best, for the callers that bind Halide
+// buffers themselves: the runtime's Model and the kernel tests.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
-#include "HalideRuntime.h"
+#include "graph/kernel_spec.h"
 
 namespace kiln::runtime {
 
-// Contiguous HWIO weights ([Kh, Kw, Ci, Co]) copied at conv_weight_ci_stride(Co) between input
-// channels, with the Halide dimensions (co, ci, kx, ky, innermost first) of the copy. `data` is
-// empty when that stride is Co: the weights are already laid out that way.
-struct StridedConvWeights {
-  std::vector<float> data;
-  halide_dimension_t dims[4];
-};
-StridedConvWeights restride_conv_weights(const float* hwio, int64_t kh, int64_t kw, int64_t ci,
-                                         int64_t co);
+// Dense convolutions on CPUs read their constant weights blocked by output channels:
+// [Co / 16][Kh][Kw][Ci][16], Halide dimensions (co % 16, ci, kx, ky, co / 16), innermost first.
+// A kernel's register tile covers one or two such blocks of output channels and walks the
+// reduction input channel by input channel, so each block's weights are one sequential stream
+// (64 bytes per input channel) instead of a 64-byte piece of every Co-wide HWIO row: weights
+// that come from DRAM (a network's late layers, megabytes each) then stream with the hardware
+// prefetchers, and no power-of-two row stride maps the loads to the same L1 sets.
+constexpr int kConvWeightBlock = 16;
+
+// Whether a convolution's CPU kernel reads its weights blocked (above): dense (one group, not
+// depthwise), constant weights, output channels a multiple of the block, and not Winograd
+// (whose kernels read transformed weights; the caller knows that from the kernel). Codegen and
+// the runtime both decide with this.
+bool blocks_conv_weights(const graph::ConvKernelSpec& c);
+
+// HWIO weights [Kh, Kw, Ci, Co] -> the blocked layout above.
+std::vector<float> block_conv_weights(const float* hwio, int64_t kh, int64_t kw, int64_t ci,
+                                      int64_t co);
 
 // Grouped convolutions whose groups are not whole vectors of 16 output channels (ResNeXt's 4,
 // RegNet's 8, 24 or 56) run as convolutions of blocks of `merge` consecutive groups, the

@@ -68,8 +68,22 @@ int best_cpu_target() {
   return -1;
 }
 
-int64_t conv_weight_ci_stride(int64_t out_channels) {
-  return out_channels % 128 == 0 ? out_channels + 16 : out_channels;
+bool blocks_conv_weights(const graph::ConvKernelSpec& c) {
+  return !c.depthwise && c.groups == 1 && c.constant_weights &&
+         c.output.shape[3] % kConvWeightBlock == 0;
+}
+
+std::vector<float> block_conv_weights(const float* hwio, int64_t kh, int64_t kw, int64_t ci,
+                                      int64_t co) {
+  constexpr int64_t kB = kConvWeightBlock;
+  KILN_CHECK(co % kB == 0, "blocked conv weights need whole blocks of output channels");
+  const int64_t rows = kh * kw * ci;  // (ky, kx, ci), outermost first, in both layouts
+  std::vector<float> out(static_cast<size_t>(rows * co));
+  for (int64_t b = 0; b < co / kB; ++b)
+    for (int64_t r = 0; r < rows; ++r)
+      std::copy(hwio + r * co + b * kB, hwio + r * co + (b + 1) * kB,
+                out.begin() + (b * rows + r) * kB);
+  return out;
 }
 
 int grouped_conv_merge(int groups, int64_t out_channels) {
@@ -95,23 +109,6 @@ std::vector<float> widen_grouped_conv_weights(const float* hwio, int64_t kh, int
             hwio[(tap * ci_per_group + i) * co + o];
     }
   return out;
-}
-
-StridedConvWeights restride_conv_weights(const float* hwio, int64_t kh, int64_t kw, int64_t ci,
-                                         int64_t co) {
-  StridedConvWeights w;
-  const int64_t stride = conv_weight_ci_stride(co);
-  if (stride == co) return w;
-  const int64_t rows = kh * kw * ci;
-  w.data.assign(static_cast<size_t>(rows * stride), 0.0f);
-  for (int64_t r = 0; r < rows; ++r)
-    std::copy(hwio + r * co, hwio + (r + 1) * co, w.data.begin() + r * stride);
-  const auto i32 = [](int64_t v) { return static_cast<int32_t>(v); };
-  w.dims[0] = {0, i32(co), 1, 0};
-  w.dims[1] = {0, i32(ci), i32(stride), 0};
-  w.dims[2] = {0, i32(kw), i32(ci * stride), 0};
-  w.dims[3] = {0, i32(kh), i32(kw * ci * stride), 0};
-  return w;
 }
 
 }  // namespace kiln::runtime

@@ -88,13 +88,14 @@ struct Model::Impl {
   graph::ArenaPlan plan;
   std::unique_ptr<void, FreeDeleter> arena;
   std::vector<HalideBuffer> buffers;  // by value id
-  // Copies of conv weights in the layouts the CPU kernels prefer: dense weights at a padded row
-  // stride, narrow groups' weights widened to blocks, Winograd-transformed weights (owned here;
-  // the graph's constants stay as they are).
+  // Copies of conv weights in the layouts the CPU kernels read: narrow groups' weights widened
+  // to blocks, dense weights blocked by output channels, Winograd-transformed weights (owned
+  // here).
   std::vector<std::vector<float>> restrided_weights;
-  // Buffers over the Winograd-transformed copies, one per (weights, tile), bound to those calls
-  // only; a list, so the buffers never move once calls point at them.
-  std::list<std::pair<std::pair<uint32_t, int>, HalideBuffer>> winograd_weights;
+  // Buffers over the blocked and the Winograd-transformed copies, one per (weights, form: the
+  // Winograd tile, or 0 for blocked), bound to those calls only; a list, so the buffers never
+  // move once calls point at them.
+  std::list<std::pair<std::pair<uint32_t, int>, HalideBuffer>> weight_copies;
   std::vector<Call> calls;
   std::shared_ptr<const GeneratedKernels> generated;  // for the graph::is_generated specs
   std::string fallback_reason;
@@ -109,9 +110,8 @@ struct Model::Impl {
   void load_generated_kernels();
   void bind_buffers();
   void poison_arena();
-  void restride_conv_weights(graph::ValueId weights);
   void widen_grouped_weights(const graph::ConvKernelSpec& conv);
-  std::vector<void*> winograd_weight_args(const graph::ConvKernelSpec& conv, int tile);
+  std::vector<void*> copied_weight_args(const graph::ConvKernelSpec& conv, int tile);
   void release_constant(graph::ValueId v);
   void make_calls();
   Status run_calls();
@@ -183,18 +183,6 @@ void Model::Impl::bind_buffers() {
   }
 }
 
-void Model::Impl::restride_conv_weights(graph::ValueId w) {
-  HalideBuffer& b = buffers[w.index];
-  const graph::Shape& shape = g.value(w).shape;  // HWIO: [Kh, Kw, Ci, Co]
-  if (b.dim(1).stride() != shape[3]) return;       // done already, for another conv
-  runtime::StridedConvWeights copy =
-      runtime::restride_conv_weights(b.data(), shape[0], shape[1], shape[2], shape[3]);
-  if (copy.data.empty()) return;  // already the layout the kernels prefer
-  b = HalideBuffer(copy.data.data(), 4, copy.dims);
-  restrided_weights.push_back(std::move(copy.data));  // the buffer keeps pointing at it
-  release_constant(w);
-}
-
 // Narrow groups run as blocks of groups (runtime::grouped_conv_merge): the generated kernel
 // reads the weights widened to the block's input channels.
 void Model::Impl::widen_grouped_weights(const graph::ConvKernelSpec& c) {
@@ -211,27 +199,39 @@ void Model::Impl::widen_grouped_weights(const graph::ConvKernelSpec& c) {
   release_constant(c.weights.value);
 }
 
-// A kernel compiled with Winograd reads its weights transformed (runtime::winograd_conv_weights),
-// done here once for all calls; convolutions sharing the weights and the tile share the copy.
-// Returns the kernel's argument vector with the copy in the weights' place.
-std::vector<void*> Model::Impl::winograd_weight_args(const graph::ConvKernelSpec& c, int tile) {
+// A kernel compiled with Winograd (tile > 0) reads its weights transformed
+// (runtime::winograd_conv_weights), a dense CPU kernel otherwise blocked by output channels
+// (tile 0, runtime::block_conv_weights). The copy is made here once for all calls; kernels
+// that read the same weights in the same form share it. Returns the kernel's argument vector
+// with the copy in the weights' place.
+std::vector<void*> Model::Impl::copied_weight_args(const graph::ConvKernelSpec& c, int tile) {
   const graph::Value& w = g.value(c.weights.value);
   if (!w.is_constant())
-    throw graph::Error("kernel '" + c.name + "' was compiled with Winograd, which needs constant "
-                       "weights; '" + w.name + "' is an input");
+    throw graph::Error("kernel '" + c.name + "' reads its weights " +
+                       (tile > 0 ? "Winograd-transformed" : "blocked") +
+                       ", which needs constant weights; '" + w.name + "' is an input");
   const std::pair<uint32_t, int> key{c.weights.value.index, tile};
-  auto it = std::find_if(winograd_weights.begin(), winograd_weights.end(),
+  auto it = std::find_if(weight_copies.begin(), weight_copies.end(),
                          [&](const auto& e) { return e.first == key; });
-  if (it == winograd_weights.end()) {
-    const graph::Shape& s = w.shape;  // HWIO [3, 3, Ci, Co]
-    std::vector<float> u = runtime::winograd_conv_weights(w.data->data(), s[2], s[3], tile);
-    const int alpha = tile + 2;
+  if (it == weight_copies.end()) {
+    const graph::Shape& s = w.shape;  // HWIO [Kh, Kw, Ci, Co]
+    KILN_CHECK(w.data, "conv weights released before every form of them was made");
+    const auto i32 = [](int64_t v) { return static_cast<int>(v); };
+    std::vector<float> copy;
+    HalideBuffer buffer;
+    if (tile > 0) {
+      copy = runtime::winograd_conv_weights(w.data->data(), s[2], s[3], tile);
+      buffer = HalideBuffer(copy.data(), {i32(s[3]), i32(s[2]), tile + 2, tile + 2});
+    } else {
+      copy = runtime::block_conv_weights(w.data->data(), s[0], s[1], s[2], s[3]);
+      buffer = HalideBuffer(copy.data(), {runtime::kConvWeightBlock, i32(s[2]), i32(s[1]),
+                                          i32(s[0]), i32(s[3] / runtime::kConvWeightBlock)});
+    }
     // The buffer points into the copy, which restrided_weights owns (no second copy at load).
-    winograd_weights.emplace_back(
-        key, HalideBuffer(u.data(), {static_cast<int>(s[3]), static_cast<int>(s[2]), alpha, alpha}));
-    restrided_weights.push_back(std::move(u));
-    it = std::prev(winograd_weights.end());
-    // Read by this kernel alone: the transformed copy is the weights' only resident form.
+    weight_copies.emplace_back(key, std::move(buffer));
+    restrided_weights.push_back(std::move(copy));
+    it = std::prev(weight_copies.end());
+    // Read by this kernel alone: the copy is the weights' only resident form.
     size_t readers = 0;
     for (const graph::KernelSpec& k : kernels)
       for (const graph::TensorDesc& t : graph::generated_kernel_arguments(k)) readers += t.value == c.weights.value;
@@ -261,12 +261,11 @@ void Model::Impl::make_calls() {
       winograd_tiles.resize(calls.size() + 1);
       if (conv && gk.winograd_tile > 0) {
         winograd_tiles.back() = gk.winograd_tile;
-        c.args = winograd_weight_args(*conv, gk.winograd_tile);
+        c.args = copied_weight_args(*conv, gk.winograd_tile);
+      } else if (conv && options.backend == Backend::cpu && runtime::blocks_conv_weights(*conv)) {
+        c.args = copied_weight_args(*conv, 0);
       } else if (conv) {
         widen_grouped_weights(*conv);
-        if (options.backend == Backend::cpu && conv->groups == 1 &&
-            g.value(conv->weights.value).is_constant())
-          restride_conv_weights(conv->weights.value);
       }
       c.fn = gk.fn;
       for (const graph::TensorDesc& t : graph::generated_kernel_arguments(k))

@@ -2,10 +2,12 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <variant>
 #include <vector>
 
@@ -14,6 +16,12 @@
 #include "graph/reference.h"
 
 namespace kiln::graph::testing_util {
+
+// A path in GoogleTest's temporary directory that no other process's test uses (the process id
+// is in the name): two checkouts testing at once on one machine must not share files.
+inline std::string unique_temp_path(const std::string& name) {
+  return ::testing::TempDir() + "kiln_" + std::to_string(::getpid()) + "_" + name;
+}
 
 // How many nodes of `g` hold op T.
 template <typename T>

@@ -126,41 +126,29 @@ GeneratedKernelFn generate(const graph::KernelSpec& spec, int target,
 }
 
 // Runs the problem's kernel with `schedule` on `target` and returns the output; the output
-// starts as NaN everywhere. `weight_ci_stride` > 0: the weights in a copy with that distance
-// between input channels (the runtime's layout, runtime::conv_weight_ci_stride), not packed.
-std::vector<float> run_kernel(const Problem& p, const std::string& schedule, int target,
-                              int weight_ci_stride = 0) {
+// starts as NaN everywhere. The weights are bound as the runtime binds them: Winograd-transformed
+// or blocked by output channels where the kernel reads them so.
+std::vector<float> run_kernel(const Problem& p, const std::string& schedule, int target) {
   std::shared_ptr<const GeneratedKernels> keep;
-  const GeneratedKernel& kernel = generate_kernel(conv_spec(p, schedule), target, &keep);
+  const graph::KernelSpec spec = conv_spec(p, schedule);
+  const GeneratedKernel& kernel = generate_kernel(spec, target, &keep);
   const graph::Node& node = p.g.nodes()[0];
   const graph::Value& w = p.g.value(node.inputs[1]);
   const graph::Value& bias = p.g.value(node.inputs[2]);
   std::vector<float> out(p.expected.data.size(), NAN);
   HalideBuffer in_b = wrap(p.input.data.data(), p.input.shape);
   HalideBuffer w_b = wrap(w.data->data(), w.shape);
-  // A Winograd kernel reads the weights transformed, as the runtime binds them.
-  std::vector<float> transformed;
+  const int kh = static_cast<int>(w.shape[0]), kw = static_cast<int>(w.shape[1]);
+  const int ci = static_cast<int>(w.shape[2]), co = static_cast<int>(w.shape[3]);
+  std::vector<float> copy;
   if (kernel.winograd_tile > 0) {
-    transformed = runtime::winograd_conv_weights(w.data->data(), w.shape[2], w.shape[3],
-                                                 kernel.winograd_tile);
+    copy = runtime::winograd_conv_weights(w.data->data(), ci, co, kernel.winograd_tile);
     const int alpha = kernel.winograd_tile + 2;
-    w_b = HalideBuffer(transformed.data(),
-                       {static_cast<int>(w.shape[3]), static_cast<int>(w.shape[2]), alpha, alpha});
-  }
-  std::vector<float> strided;
-  if (weight_ci_stride > 0) {
-    const int kh = static_cast<int>(w.shape[0]), kw = static_cast<int>(w.shape[1]);
-    const int ci = static_cast<int>(w.shape[2]), co = static_cast<int>(w.shape[3]);
-    const int rows = kh * kw * ci;
-    strided.assign(static_cast<size_t>(rows) * weight_ci_stride, NAN);  // gaps are never read
-    for (int r = 0; r < rows; ++r)
-      std::copy(w.data->begin() + r * co, w.data->begin() + (r + 1) * co,
-                strided.begin() + static_cast<size_t>(r) * weight_ci_stride);
-    halide_dimension_t dims[4] = {{0, co, 1},
-                                  {0, ci, weight_ci_stride},
-                                  {0, kw, ci * weight_ci_stride},
-                                  {0, kh, kw * ci * weight_ci_stride}};
-    w_b = HalideBuffer(strided.data(), 4, dims);
+    w_b = HalideBuffer(copy.data(), {co, ci, alpha, alpha});
+  } else if (runtime::blocks_conv_weights(std::get<graph::ConvKernelSpec>(spec))) {
+    copy = runtime::block_conv_weights(w.data->data(), kh, kw, ci, co);
+    constexpr int kB = runtime::kConvWeightBlock;
+    w_b = HalideBuffer(copy.data(), {kB, ci, kw, kh, co / kB});
   }
   HalideBuffer b_b = wrap(bias.data->data(), bias.shape);
   HalideBuffer out_b = wrap(out.data(), p.expected.shape);
@@ -297,23 +285,33 @@ TEST(ConvKernelResidual, AllEpilogues) {
   }
 }
 
-// The runtime gives dense conv kernels their weights at a padded input-channel stride when the
-// output-channel count is a multiple of 128 (runtime::conv_weight_ci_stride); the gaps hold NaN.
-TEST(ConvKernelWeightStride, PaddedInputChannelStride) {
-  EXPECT_EQ(runtime::conv_weight_ci_stride(64), 64);
-  EXPECT_EQ(runtime::conv_weight_ci_stride(96), 96);
-  EXPECT_EQ(runtime::conv_weight_ci_stride(256), 272);
-  const size_t wide_row = 11;  // Co = 128
-  ASSERT_EQ(kCases[wide_row].co, 128);
-  const Problem& prob = problem_for(wide_row, 1);
-  for (int t = 0; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
-    if (!testing_util::runs_target(t)) continue;
-    for (auto s : kSchedules) {
-      if (!applies(s, kCases[wide_row])) continue;
-      SCOPED_TRACE("target " + std::to_string(t) + " schedule " + name(s));
-      expect_close(run_kernel(prob, schedule_text(s), t, 144), prob.expected);
-    }
-  }
+// The blocked weight layout (runtime::block_conv_weights) against HWIO indexing, and which
+// convolutions read it. The kernel tests above run blocked kernels on every dense case with
+// output channels in whole blocks.
+TEST(ConvKernelWeights, BlockedLayout) {
+  const int64_t kh = 3, kw = 2, ci = 5, co = 32, block = runtime::kConvWeightBlock;
+  std::vector<float> hwio(static_cast<size_t>(kh * kw * ci * co));
+  for (size_t i = 0; i < hwio.size(); ++i) hwio[i] = static_cast<float>(i) * 0.5f + 1.0f;
+  const std::vector<float> blocked = runtime::block_conv_weights(hwio.data(), kh, kw, ci, co);
+  ASSERT_EQ(blocked.size(), hwio.size());
+  for (int64_t y = 0; y < kh; ++y)
+    for (int64_t x = 0; x < kw; ++x)
+      for (int64_t i = 0; i < ci; ++i)
+        for (int64_t o = 0; o < co; ++o)
+          ASSERT_EQ(blocked[static_cast<size_t>((((o / block * kh + y) * kw + x) * ci + i) * block + o % block)],
+                    hwio[static_cast<size_t>(((y * kw + x) * ci + i) * co + o)]);
+  graph::ConvKernelSpec c;
+  c.output.shape = {1, 7, 7, 48};
+  c.groups = 1;
+  EXPECT_TRUE(runtime::blocks_conv_weights(c));
+  c.output.shape[3] = 40;  // not whole blocks
+  EXPECT_FALSE(runtime::blocks_conv_weights(c));
+  c.output.shape[3] = 48;
+  c.constant_weights = false;  // weights bound at run time as they come
+  EXPECT_FALSE(runtime::blocks_conv_weights(c));
+  c.constant_weights = true;
+  c.groups = 2;
+  EXPECT_FALSE(runtime::blocks_conv_weights(c));
 }
 
 // The default choice among the families (schedules/conv_params.h), on an AVX-512 target:

@@ -12,6 +12,7 @@
 #include "graph/example.h"
 #include "graph/passes/pipeline.h"
 #include "graph/reference.h"
+#include "graph_test_util.h"
 #include "kernels.h"
 #include "kiln/runtime.h"
 #include "test_generator.h"
@@ -158,7 +159,7 @@ const GeneratedKernel* compiled_kernel_table(std::size_t* count) {
 TEST(CompiledModel, RunsAWeightsFileWithLogicalOutputs) {
   const graph::Graph input = graph::reference_example({2, 8, 10, 10, 16});
   const graph::Graph optimized = graph::run_passes(input);
-  const std::string path = ::testing::TempDir() + "/kiln_compiled_model.weights";
+  const std::string path = graph::testing_util::unique_temp_path("compiled_model.weights");
   graph::write_graph_file(optimized, path);
   ModelOptions lower;
   lower.lower_only = true;

@@ -411,12 +411,12 @@ TEST(OnnxExport, NchwGraphOfPlainOpsRoundTripsThroughTheImporter) {
 
 TEST(OnnxExport, WritesTheFileAndNamesAPathItCannotWrite) {
   const Graph g = reference_example({1, 8, 9, 9, 12});
-  const std::string path = ::testing::TempDir() + "/kiln_export_test.onnx";
+  const std::string path = testing_util::unique_temp_path("export_test.onnx");
   onnx::export_model(g, path);
   std::ifstream in(path, std::ios::binary);
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), onnx::export_model_bytes(g));
   for (const auto& e : std::filesystem::directory_iterator(::testing::TempDir()))
-    EXPECT_THAT(e.path().filename().string(), testing::Not(HasSubstr("kiln_export_test.onnx.tmp")));
+    EXPECT_THAT(e.path().filename().string(), testing::Not(HasSubstr("export_test.onnx.tmp")));
   std::remove(path.c_str());
 
   const std::string missing = ::testing::TempDir() + "/kiln_no_such_dir/model.onnx";

@@ -39,7 +39,7 @@ ModelBuilder relu_model() {
 }
 
 std::string temp_file(const std::string& name, const std::string& bytes) {
-  const std::string path = ::testing::TempDir() + name;
+  const std::string path = testing_util::unique_temp_path(name);
   std::ofstream(path, std::ios::binary) << bytes;
   return path;
 }

@@ -19,6 +19,7 @@
 #include "graph/reference.h"
 #include "graph/serialize.h"
 #include "graph/shape_inference.h"
+#include "graph_test_util.h"
 
 namespace kiln::graph {
 namespace {
@@ -149,7 +150,7 @@ TEST(Serialize, OptimizedGraphsRoundTrip) {
 }
 
 TEST(Serialize, FileRoundTripLeavesNoTemporary) {
-  const std::string path = ::testing::TempDir() + "/kiln_serialize_test.weights";
+  const std::string path = testing_util::unique_temp_path("serialize_test.weights");
   const Graph g = small_graph();
   write_graph_file(g, path);
   EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
@@ -188,7 +189,7 @@ TEST(Serialize, UnboundedFilesAreRefusedBeforeReading) {
                   "1 GiB limit (RLIMIT_AS) this test reads under";
 #endif
   std::mt19937_64 rng(std::random_device{}());
-  const std::string sparse = ::testing::TempDir() + "/kiln_sparse.weights";
+  const std::string sparse = testing_util::unique_temp_path("sparse.weights");
   std::ofstream(sparse, std::ios::trunc) << "";
   std::filesystem::resize_file(sparse, (uint64_t{5} << 30) + rng() % 4096);
   EXPECT_EQ(refused_within_1gib(sparse, "KILNGRF1"), 0);
