@@ -213,6 +213,32 @@ TEST(ConvertToNhwc, NhwcInputGetsNoTransform) {
   expect_same_outputs(before, after, random_inputs(before, 3), 1e-6, 1e-6, Layout::nhwc);
 }
 
+// A one-channel (grayscale) input and a global pool's one-pixel output hold the same bytes in
+// NCHW and NHWC: both layout changes are relabels (Reshapes with a layout), never copies.
+TEST(ConvertToNhwc, OneChannelOrOnePixelChangesLayoutWithoutACopy) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {2, 1, 9, 8});
+  const ValueId w = add_weights(b, "w", 6, 1, 3, 3, 7);
+  const ValueId c = b.relu("r", b.conv2d("c", x, w, add_bias(b, "b", 6, 8), conv_attrs(1, 1, 1, 1, 1, 1)));
+  const ValueId pooled = b.op("gap", GlobalPool{PoolKind::avg}, {c});
+  const ValueId flat = b.op("flat", Reshape{{2, 6}}, {pooled});
+  const ValueId fc = b.constant("fc", {6, 4}, random_uniform(24, -1.0f, 1.0f, 9));
+  b.output(b.op("gemm", Gemm{}, {flat, fc}));
+  const Graph before = b.finish();
+
+  const Graph after = convert_to_nhwc(before);
+  ASSERT_TRUE(verify_problems(after).empty()) << dump(after);
+  EXPECT_EQ(count_ops<LayoutTransform>(after), 0) << dump(after);
+  int relabels = 0;
+  for (const Node& n : after.nodes())
+    if (const auto* r = std::get_if<Reshape>(&n.op); r && r->layout != Layout::any) {
+      ++relabels;
+      EXPECT_EQ(num_elements(r->shape), num_elements(after.value(n.inputs[0]).shape)) << n.name;
+    }
+  EXPECT_EQ(relabels, 2) << dump(after);
+  expect_same_outputs(before, after, random_inputs(before, 12), 1e-6, 1e-6);
+}
+
 // One OIHW constant read by two convs (a branch and a chain) becomes one HWIO constant.
 TEST(ConvertToNhwc, SharedWeightsAreRelaidOutOnce) {
   GraphBuilder b;

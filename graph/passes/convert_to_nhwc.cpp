@@ -41,6 +41,11 @@ std::vector<float> oihw_to_hwio(const std::vector<float>& w, const FilterDims& f
 
 bool is_activation_4d(const Value& v) { return !v.is_constant() && v.shape.size() == 4; }
 
+// NCHW and NHWC order the elements of an image tensor alike when it has one channel or one
+// pixel (a global pool's [N, C, 1, 1] output, a grayscale input): changing its layout is a
+// relabel, not a copy.
+bool layouts_share_bytes(const ImageDims& d) { return d.c == 1 || d.h * d.w == 1; }
+
 class LayoutRewriter {
  public:
   explicit LayoutRewriter(Graph& g) : g_(g) {}
@@ -136,6 +141,12 @@ class LayoutRewriter {
       out_.push_back(std::move(n));
       return to_nhwc_.emplace(v.index, t).first->second;
     }
+    if (layouts_share_bytes(image_dims(src.shape, Layout::nchw))) {
+      Node n{src.name + "_as_nhwc", Reshape{to_nhwc_shape(src.shape), Layout::nhwc}, {v}, {t}, {}};
+      n.computes = {"relabel (NCHW -> NHWC: one channel or one pixel, no copy)"};
+      out_.push_back(std::move(n));
+      return to_nhwc_.emplace(v.index, t).first->second;
+    }
     Node n{src.name + "_to_nhwc", LayoutTransform{Layout::nchw, Layout::nhwc}, {v}, {t}, {}};
     n.computes = {"layout_transform (NCHW -> NHWC)"};
     out_.push_back(std::move(n));
@@ -149,6 +160,12 @@ class LayoutRewriter {
     const Value src = g_.value(v);
     const ImageDims d = image_dims(src.shape, Layout::nhwc);
     const ValueId t = g_.add_value(Value{src.name + "_nchw", image_shape(d, Layout::nchw), src.dtype, Layout::nchw});
+    if (layouts_share_bytes(d)) {
+      Node n{src.name + "_as_nchw", Reshape{image_shape(d, Layout::nchw), Layout::nchw}, {v}, {t}, {}};
+      n.computes = {"relabel (NHWC -> NCHW: one channel or one pixel, no copy)"};
+      out_.push_back(std::move(n));
+      return to_nchw_.emplace(v.index, t).first->second;
+    }
     Node n{src.name + "_to_nchw", LayoutTransform{Layout::nhwc, Layout::nchw}, {v}, {t}, {}};
     n.computes = {"layout_transform (NHWC -> NCHW)"};
     out_.push_back(std::move(n));
