@@ -195,8 +195,10 @@ double resize_source(const Resize& r, size_t a, int64_t i, int64_t in_len) {
     case ResizeCoordinates::asymmetric: return x / scale;
     case ResizeCoordinates::tf_half_pixel_for_nn: return (x + 0.5) / scale;
     case ResizeCoordinates::tf_crop_and_resize: {
-      const double start = r.roi[a], end = r.roi[r.sizes.size() + a], span = static_cast<double>(in_len - 1);
-      return resized > 1 ? start * span + x * (end - start) * span / (resized - 1) : 0.5 * (start + end) * span;
+      const double start = r.roi[a], end = r.roi[r.sizes.size() + a];
+      const double span = static_cast<double>(in_len - 1);
+      return resized > 1 ? start * span + x * (end - start) * span / (resized - 1)
+                         : 0.5 * (start + end) * span;
     }
   }
   return x;

@@ -417,8 +417,8 @@ TypedShape infer_output(const Graph& g, const Node& n) {
       fail(n, "sizes and scales need one entry per input axis");
     const bool crop = rs->coordinates == ResizeCoordinates::tf_crop_and_resize;
     if (rs->roi.size() != (crop ? 2 * r : 0))
-      fail(n, "roi has " + std::to_string(rs->roi.size()) + " entries; tf_crop_and_resize takes 2 * rank, " +
-                  "other coordinate modes none");
+      fail(n, "roi has " + std::to_string(rs->roi.size()) +
+                  " entries; tf_crop_and_resize takes 2 * rank, other coordinate modes none");
     for (float v : rs->roi)
       if (!std::isfinite(v)) fail(n, "roi holds a non-finite value");
     for (size_t a = 0; a < r; ++a) {

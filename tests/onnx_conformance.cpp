@@ -148,7 +148,8 @@ std::string unsupported_reason(const onnx::ModelProto& m, const std::set<std::st
     if (!bound.count(in.name()) && !is_initializer(m.graph(), in.name()) && dtype_of(in) != "FLOAT")
       return "input '" + in.name() + "' is " + dtype_of(in) + " (Kiln tensors are float32)";
   for (const auto& out : m.graph().output())
-    if (dtype_of(out) != "FLOAT" && !(dtype_of(out) == "INT64" && is_index_output(m.graph(), out.name())))
+    if (dtype_of(out) != "FLOAT" &&
+        !(dtype_of(out) == "INT64" && is_index_output(m.graph(), out.name())))
       return "output '" + out.name() + "' is " + dtype_of(out) + " (Kiln tensors are float32)";
   return "";
 }
@@ -186,8 +187,9 @@ void compare(const std::vector<Tensor>& got, const std::vector<Tensor>& want,
     if (is_index_output(g, g.output(i).name())) {
       for (size_t e = 0; e < t.data.size(); ++e)
         if (t.data[e] != want[i].data[e])
-          throw StageError("compare", name + ": index " + std::to_string(t.data[e]) + " at element " +
-                                          std::to_string(e) + ", expected " + std::to_string(want[i].data[e]));
+          throw StageError("compare", name + ": index " + std::to_string(t.data[e]) +
+                                          " at element " + std::to_string(e) + ", expected " +
+                                          std::to_string(want[i].data[e]));
       continue;
     }
     const double r = kiln::graph::worst_error_ratio(t.data, want[i].data, kRtol, kAtol);

@@ -50,7 +50,8 @@ void for_each_cpu_target(const graph::Graph& g, const std::vector<Tensor>& ins,
     SCOPED_TRACE(runtime::cpu_targets()[t]);
     ModelOptions o;
     o.cpu_target = t;
-    o.generate_kernels = codegen::kernel_generator({{runtime::cpu_targets()[t]}, KILN_TEST_CACHE_DIR, nullptr});
+    o.generate_kernels =
+        codegen::kernel_generator({{runtime::cpu_targets()[t]}, KILN_TEST_CACHE_DIR, nullptr});
     Model m(graph::run_passes(g), o);
     ASSERT_TRUE(m.run(ins));
     check(m);
@@ -76,7 +77,8 @@ TEST(ArgReduce, TiesAndNanFollowNumpyOnEveryCpuTarget) {
   const graph::ValueId in = b.input("x", shape, Layout::any);
   const ReduceKind kinds[] = {ReduceKind::argmax, ReduceKind::argmin, ReduceKind::argmax_last,
                               ReduceKind::argmin_last};
-  for (ReduceKind k : kinds) b.output(b.op(graph::to_string(k), graph::Reduce{{1}, false, k}, {in}));
+  for (ReduceKind k : kinds)
+    b.output(b.op(graph::to_string(k), graph::Reduce{{1}, false, k}, {in}));
   const graph::Graph g = b.finish();
   // The expected indices, and proof that the data has ties that first and last tell apart.
   std::vector<std::vector<float>> want(4);
@@ -85,7 +87,8 @@ TEST(ArgReduce, TiesAndNanFollowNumpyOnEveryCpuTarget) {
     for (int w = 0; w < 3; ++w) {
       std::vector<float> row;
       for (int i = 0; i < 12; ++i) row.push_back(x[at(n, i, w)]);
-      for (int k = 0; k < 4; ++k) want[k].push_back(static_cast<float>(numpy_arg(row, k % 2 == 0, k >= 2)));
+      for (int k = 0; k < 4; ++k)
+        want[k].push_back(static_cast<float>(numpy_arg(row, k % 2 == 0, k >= 2)));
       ties += want[0].back() != want[2].back();
     }
   ASSERT_GT(ties, 5);
@@ -93,7 +96,8 @@ TEST(ArgReduce, TiesAndNanFollowNumpyOnEveryCpuTarget) {
   EXPECT_EQ(want[2][1 * 3 + 2], 9.0f);  // the last NaN
   const Tensor t{shape, Layout::any, x};
   const std::vector<Tensor> ref = graph::run_reference(g, {t});
-  for (int k = 0; k < 4; ++k) EXPECT_EQ(ref[k].data, want[k]) << graph::to_string(kinds[k]) << " (reference)";
+  for (int k = 0; k < 4; ++k)
+    EXPECT_EQ(ref[k].data, want[k]) << graph::to_string(kinds[k]) << " (reference)";
   for_each_cpu_target(g, {t}, [&](const Model& m) {
     for (int k = 0; k < 4; ++k) {
       EXPECT_EQ(m.output(k).shape, (Shape{5, 3}));
@@ -122,8 +126,10 @@ TEST(ArgReduce, ImportsEveryAttributeAndRefusesHugeAxes) {
   huge.input("x", {1, int64_t{1} << 24});
   attr_i(huge.node("ArgMax", {"x"}, {"y"}, "am"), "axis", 1);
   huge.output("y");
-  EXPECT_THAT(import_error(huge.bytes()),
-              HasSubstr("node 'am' (ArgMax): axis 1 has 16777216 elements; Kiln returns indices as float32"));
+  EXPECT_THAT(
+      import_error(huge.bytes()),
+      HasSubstr(
+          "node 'am' (ArgMax): axis 1 has 16777216 elements; Kiln returns indices as float32"));
 }
 
 // conv -> global pool -> flatten -> Gemm -> ArgMax, the class index declared INT64 as
@@ -148,7 +154,8 @@ TEST(ArgReduce, ClassifierEndingInArgMax) {
     for (const char* name : {"class", "logits"}) {
       auto* o = m.graph().add_output();
       o->set_name(name);
-      o->mutable_type()->mutable_tensor_type()->set_elem_type(name == std::string("class") ? TP::INT64 : TP::FLOAT);
+      o->mutable_type()->mutable_tensor_type()->set_elem_type(
+          name == std::string("class") ? TP::INT64 : TP::FLOAT);
     }
     if (relu_int64) {
       auto* o = m.graph().add_output();
@@ -167,7 +174,8 @@ TEST(ArgReduce, ClassifierEndingInArgMax) {
   std::vector<float> from_logits;
   for (int n = 0; n < 3; ++n)
     from_logits.push_back(static_cast<float>(
-        numpy_arg(std::vector<float>(ref[1].data.begin() + n * 6, ref[1].data.begin() + n * 6 + 6), true, false)));
+        numpy_arg(std::vector<float>(ref[1].data.begin() + n * 6, ref[1].data.begin() + n * 6 + 6),
+                  true, false)));
   EXPECT_EQ(ref[0].data, from_logits);
   for_each_cpu_target(g, {x}, [&](const Model& m) { EXPECT_EQ(output_data(m, 0), ref[0].data); });
 }

@@ -55,8 +55,9 @@ Fraction source_fraction(const graph::Resize& r, size_t axis, int64_t in_len) {
 }
 
 // Keys' cubic kernel W(t) for t in [0, 2): the weight of a tap t away from the coordinate.
-Expr cubic_near(const Expr& t, float A) { return ((A + 2) * t - (A + 3)) * t * t + 1.0f; }  // t <= 1
-Expr cubic_far(const Expr& t, float A) { return ((A * t - 5 * A) * t + 8 * A) * t - 4 * A; }  // 1 <= t
+// cubic_near for t <= 1, cubic_far for 1 <= t.
+Expr cubic_near(const Expr& t, float A) { return ((A + 2) * t - (A + 3)) * t * t + 1.0f; }
+Expr cubic_far(const Expr& t, float A) { return ((A * t - 5 * A) * t + 8 * A) * t - 4 * A; }
 
 // tf_crop_and_resize on axis a: source coordinate c0 + c1 * i (in double, as the reference
 // computes it).
@@ -64,7 +65,8 @@ void crop_line(const graph::Resize& r, size_t a, int64_t in_len, double& c0, dou
   const int64_t out_len = r.sizes[a];
   const double ratio = static_cast<double>(out_len) / static_cast<double>(in_len);
   const double scale = static_cast<float>(ratio) == r.scales[a] ? ratio : r.scales[a];
-  const double resized = static_cast<double>(in_len) * scale, span = static_cast<double>(in_len - 1);
+  const double resized = static_cast<double>(in_len) * scale;
+  const double span = static_cast<double>(in_len - 1);
   const double start = r.roi[a], end = r.roi[r.sizes.size() + a];
   if (resized > 1) {
     c0 = start * span, c1 = (end - start) * span / (resized - 1);

@@ -119,7 +119,8 @@ void check_declared_output(const ::onnx::ValueInfoProto& v, const Shape& compute
   if (dtype != ::onnx::TensorProto::UNDEFINED && dtype != ::onnx::TensorProto::FLOAT &&
       !(index && dtype == ::onnx::TensorProto::INT64))
     throw Error(what + dtype_name(dtype) + ", but Kiln computes it as FLOAT" +
-                (dtype == ::onnx::TensorProto::INT64 ? " (only ArgMax/ArgMin outputs may be INT64)" : ""));
+                (dtype == ::onnx::TensorProto::INT64 ? " (only ArgMax/ArgMin outputs may be INT64)"
+                                                     : ""));
   if (!t.has_shape()) return;
   bool agree = t.shape().dim_size() == static_cast<int>(computed.size());
   std::string dims;

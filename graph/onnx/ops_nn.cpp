@@ -518,10 +518,11 @@ void convert_resize(Importer& im, const NodeCtx& c) {
                       "'; Kiln supports half_pixel, pytorch_half_pixel, align_corners, asymmetric, "
                       "tf_half_pixel_for_nn and tf_crop_and_resize");
   if (r.coordinates == ResizeCoordinates::tf_crop_and_resize) {
-    const std::vector<float> roi = im.has_input(c, 1) ? im.constant_input(c, 1, "roi").f : std::vector<float>{};
+    const std::vector<float> roi =
+        im.has_input(c, 1) ? im.constant_input(c, 1, "roi").f : std::vector<float>{};
     if (roi.size() != 2 * xs.size())
-      node_error(c, "input 'roi' has " + std::to_string(roi.size()) + " entries; tf_crop_and_resize needs 2 * rank = " +
-                        std::to_string(2 * xs.size()));
+      node_error(c, "input 'roi' has " + std::to_string(roi.size()) +
+                        " entries; tf_crop_and_resize needs 2 * rank = " + std::to_string(2 * xs.size()));
     for (float v : roi)
       if (!std::isfinite(v)) node_error(c, "input 'roi' holds a non-finite value");
     r.roi = roi;

@@ -135,7 +135,8 @@ void convert_reduce(Importer& im, const NodeCtx& c) {
 void convert_arg_reduce(Importer& im, const NodeCtx& c) {
   expect_inputs(c, 1, 1);
   const Shape xs = im.input_shape(c, 0);
-  if (xs.empty()) node_error(c, "input '" + im.input_name(c, 0) + "' is a scalar; there is no axis to search");
+  if (xs.empty())
+    node_error(c, "input '" + im.input_name(c, 0) + "' is a scalar; there is no axis to search");
   const bool last = attr_int(c, "select_last_index", 0) != 0;
   Reduce r;
   r.kind = c.op() == "ArgMax" ? (last ? ReduceKind::argmax_last : ReduceKind::argmax)
