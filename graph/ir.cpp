@@ -78,8 +78,17 @@ const char* to_string(ReduceKind k) {
     case ReduceKind::log_sum: return "log_sum";
     case ReduceKind::log_sum_exp: return "log_sum_exp";
     case ReduceKind::sum_square: return "sum_square";
+    case ReduceKind::argmax: return "argmax";
+    case ReduceKind::argmin: return "argmin";
+    case ReduceKind::argmax_last: return "argmax_last";
+    case ReduceKind::argmin_last: return "argmin_last";
   }
   return "?";
+}
+
+bool is_arg_reduce(ReduceKind k) {
+  return k == ReduceKind::argmax || k == ReduceKind::argmin || k == ReduceKind::argmax_last ||
+         k == ReduceKind::argmin_last;
 }
 
 const char* to_string(PadMode m) {
@@ -96,7 +105,21 @@ int64_t pad_source_index(PadMode mode, int64_t j, int64_t begin, int64_t n) {
   return i;
 }
 
-const char* to_string(ResizeMode m) { return m == ResizeMode::nearest ? "nearest" : "linear"; }
+const char* to_string(ResizeMode m) {
+  return m == ResizeMode::nearest ? "nearest" : m == ResizeMode::linear ? "linear" : "cubic";
+}
+
+bool resize_axis_is_identity(const Resize& r, size_t a, int64_t in_len) {
+  if (r.sizes[a] != in_len || r.scales[a] != 1.0f) return false;
+  switch (r.coordinates) {
+    case ResizeCoordinates::tf_half_pixel_for_nn:  // i + 1/2: only rounding down brings it back
+      return r.mode == ResizeMode::nearest &&
+             (r.nearest == NearestRounding::floor || r.nearest == NearestRounding::round_prefer_floor);
+    case ResizeCoordinates::tf_crop_and_resize:  // the whole axis as the crop
+      return in_len == 1 || (r.roi[a] == 0.0f && r.roi[r.sizes.size() + a] == 1.0f);
+    default: return true;
+  }
+}
 
 const char* to_string(ResizeCoordinates c) {
   switch (c) {
@@ -105,6 +128,7 @@ const char* to_string(ResizeCoordinates c) {
     case ResizeCoordinates::align_corners: return "align_corners";
     case ResizeCoordinates::asymmetric: return "asymmetric";
     case ResizeCoordinates::tf_half_pixel_for_nn: return "tf_half_pixel_for_nn";
+    case ResizeCoordinates::tf_crop_and_resize: return "tf_crop_and_resize";
   }
   return "?";
 }
@@ -213,6 +237,10 @@ const char* op_name(const Op& op) {
         case ReduceKind::log_sum: return "ReduceLogSum";
         case ReduceKind::log_sum_exp: return "ReduceLogSumExp";
         case ReduceKind::sum_square: return "ReduceSumSquare";
+        case ReduceKind::argmax:
+        case ReduceKind::argmax_last: return "ArgMax";
+        case ReduceKind::argmin:
+        case ReduceKind::argmin_last: return "ArgMin";
       }
       return "Reduce";
     }
@@ -384,6 +412,7 @@ std::string attrs(const Op& op) {
     s << "axis=" << sm->axis << (sm->coerce_2d ? " coerce_2d" : "");
   } else if (const auto* rm = std::get_if<Reduce>(&op)) {
     s << "axes=" << list(rm->axes) << " keepdims=" << rm->keepdims;
+    if (is_arg_reduce(rm->kind)) s << " kind=" << to_string(rm->kind);
   } else if (const auto* tl = std::get_if<Tile>(&op)) {
     s << "repeats=" << list(tl->repeats);
   } else if (const auto* ln = std::get_if<LayerNorm>(&op)) {
@@ -392,6 +421,10 @@ std::string attrs(const Op& op) {
     s << "mode=" << to_string(rs->mode) << " coordinates=" << to_string(rs->coordinates);
     if (rs->mode == ResizeMode::nearest) s << " nearest=" << to_string(rs->nearest);
     s << " sizes=" << to_string(rs->sizes) << " scales=" << list(rs->scales);
+    if (rs->mode == ResizeMode::cubic)
+      s << " cubic_a=" << rs->cubic_a << (rs->exclude_outside ? " exclude_outside" : "");
+    if (rs->coordinates == ResizeCoordinates::tf_crop_and_resize)
+      s << " roi=" << list(rs->roi) << " extrapolation=" << rs->extrapolation;
   } else if (const auto* ch = std::get_if<ElementwiseChain>(&op)) {
     s << "steps=[";
     for (size_t i = 0; i < ch->steps.size(); ++i) s << (i ? "," : "") << to_string(ch->steps[i].kind);

@@ -214,10 +214,18 @@ struct Softmax {
 // values (l1), square root of the sum of squares (l2), log of the sum, log of the sum of
 // exponentials (computed about the maximum, so it does not overflow) and sum of squares. Max
 // and min propagate a NaN.
+// argmax / argmin (ONNX ArgMax / ArgMin over one axis): the index of the first maximum or
+// minimum as a float32 holding an exact integer (a NaN counts as the extreme, as numpy's);
+// the _last kinds take the last one (select_last_index=1).
 enum class ReduceKind : uint8_t {  // append only: serialized
-  mean, sum, max, min, prod, l1, l2, log_sum, log_sum_exp, sum_square
+  mean, sum, max, min, prod, l1, l2, log_sum, log_sum_exp, sum_square,
+  argmax, argmin, argmax_last, argmin_last
 };
-constexpr int kNumReduceKinds = 10;
+constexpr int kNumReduceKinds = 14;
+// Whether k is one of the arg kinds (one axis, an index as the value).
+bool is_arg_reduce(ReduceKind k);
+// The largest reduced extent an arg reduction takes: every index below it is exact in float32.
+constexpr int64_t kMaxArgReduceExtent = int64_t{1} << 24;
 const char* to_string(ReduceKind k);
 struct Reduce {
   std::vector<int> axes;  // non-negative, sorted; empty means all axes
@@ -239,14 +247,17 @@ struct LayerNorm {
   float epsilon = 1e-5f;
 };
 
-// ONNX Resize (opsets 10-17) and Upsample: out[i] reads x at coordinates mapped back per axis,
+// ONNX Resize (opsets 10-21) and Upsample: out[i] reads x at coordinates mapped back per axis,
 // x_original = f(i) by `coordinates` with that axis' scale (`scales`, as given or out / in from
 // sizes). Nearest rounds x_original by `nearest` and clamps it into the axis; linear
-// interpolates between its two neighbours (edge values past the ends), on at most the last two
-// axes. Input: x.
-enum class ResizeMode : uint8_t { nearest, linear };
+// interpolates between its two neighbours, cubic between its four (Keys' kernel with
+// coefficient cubic_a; edge values past the ends, or with exclude_outside those taps dropped
+// and the weights renormalized), both on at most the last two axes. tf_crop_and_resize maps
+// i into the crop [roi[a], roi[rank + a]] of axis a (fractions of in - 1); an element whose
+// coordinate falls outside [0, in - 1] on any axis is `extrapolation`. Input: x.
+enum class ResizeMode : uint8_t { nearest, linear, cubic };
 enum class ResizeCoordinates : uint8_t {
-  half_pixel, pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn
+  half_pixel, pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn, tf_crop_and_resize
 };
 enum class NearestRounding : uint8_t { round_prefer_floor, round_prefer_ceil, floor, ceil };
 const char* to_string(ResizeMode m);
@@ -258,7 +269,13 @@ struct Resize {
   NearestRounding nearest = NearestRounding::round_prefer_floor;
   Shape sizes;                // the output shape
   std::vector<float> scales;  // one per axis
+  float cubic_a = -0.75f;
+  bool exclude_outside = false;
+  float extrapolation = 0.0f;
+  std::vector<float> roi;  // tf_crop_and_resize: the starts then the ends, 2 * rank; else empty
 };
+// Whether Resize r maps every index of axis a (input length in_len) to itself.
+bool resize_axis_is_identity(const Resize& r, size_t a, int64_t in_len);
 
 // A chain of elementwise steps applied to one tensor in one pass (made by
 // fuse_elementwise_chains from ReLU, Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish,

@@ -273,7 +273,9 @@ std::string kernel_signature(const KernelSpec& k) {
   } else if (const auto* rm = op ? std::get_if<Reduce>(&op->op) : nullptr) {
     s << "[";  // the kind is in op_name
     for (int a : rm->axes) s << a << ",";
-    s << rm->keepdims << "]";
+    s << rm->keepdims;
+    if (rm->kind == ReduceKind::argmax_last || rm->kind == ReduceKind::argmin_last) s << ",last";
+    s << "]";
   } else if (const auto* tl = op ? std::get_if<Tile>(&op->op) : nullptr) {
     s << "[";
     for (int64_t r : tl->repeats) s << r << ",";
@@ -284,6 +286,12 @@ std::string kernel_signature(const KernelSpec& k) {
     s << "[" << static_cast<int>(rs->mode) << "," << static_cast<int>(rs->coordinates) << ","
       << static_cast<int>(rs->nearest) << "," << std::hexfloat;
     for (float f : rs->scales) s << f << ",";
+    if (rs->mode == ResizeMode::cubic) s << "cubic:" << rs->cubic_a << "," << rs->exclude_outside << ",";
+    if (rs->coordinates == ResizeCoordinates::tf_crop_and_resize) {
+      s << "roi:";
+      for (float f : rs->roi) s << f << ",";
+      s << rs->extrapolation << ",";
+    }
     s << std::defaultfloat << "]";
   } else if (const auto* lt = op ? std::get_if<LayoutTransform>(&op->op) : nullptr) {
     s << "[" << to_string(lt->from) << "->" << to_string(lt->to) << "]";

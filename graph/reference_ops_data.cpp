@@ -177,10 +177,11 @@ Tensor layer_norm(const LayerNorm& ln, const std::vector<const Tensor*>& in) {
 }
 
 // Resize, in double: per axis the source coordinate of each output index, then the nearest
-// input index, or (linear) the two neighbours with edge values past the ends and their weights;
-// every axis is treated alike (an untouched axis maps to itself with weight 0 on the neighbour).
-// The scale is out / in where the float scale is that ratio to float precision (sizes given);
-// the resized length in align_corners and pytorch_half_pixel is in * scale, as ONNX defines it.
+// input index, or (linear, cubic) its neighbours with edge values past the ends and their
+// weights; every axis is treated alike (an untouched axis maps to itself with weight 0 on the
+// other neighbours). The scale is out / in where the float scale is that ratio to float
+// precision (sizes given); the resized length in align_corners, pytorch_half_pixel and
+// tf_crop_and_resize is in * scale, as ONNX defines it.
 double resize_source(const Resize& r, size_t a, int64_t i, int64_t in_len) {
   const int64_t out_len = r.sizes[a];
   const double ratio = static_cast<double>(out_len) / static_cast<double>(in_len);
@@ -193,52 +194,97 @@ double resize_source(const Resize& r, size_t a, int64_t i, int64_t in_len) {
       return resized > 1 ? x * static_cast<double>(in_len - 1) / (resized - 1) : 0.0;
     case ResizeCoordinates::asymmetric: return x / scale;
     case ResizeCoordinates::tf_half_pixel_for_nn: return (x + 0.5) / scale;
+    case ResizeCoordinates::tf_crop_and_resize: {
+      const double start = r.roi[a], end = r.roi[r.sizes.size() + a];
+      const double span = static_cast<double>(in_len - 1);
+      return resized > 1 ? start * span + x * (end - start) * span / (resized - 1)
+                         : 0.5 * (start + end) * span;
+    }
   }
   return x;
 }
 
+// Keys' cubic convolution kernel with coefficient A.
+double cubic_weight(double t, double A) {
+  t = std::fabs(t);
+  if (t <= 1) return ((A + 2) * t - (A + 3)) * t * t + 1;
+  if (t < 2) return ((A * t - 5 * A) * t + 8 * A) * t - 4 * A;
+  return 0.0;
+}
+
 Tensor resize(const Resize& r, const Tensor& x, const Shape& out_shape, Layout layout) {
   const size_t rank = x.shape.size();
-  // Per axis and output index: {low index, high index, weight of the high one}.
+  // Per axis and output index: its taps {input index, weight}; none where tf_crop_and_resize
+  // puts the coordinate outside the input (the element is the extrapolation value).
   struct Tap {
-    int64_t lo, hi;
+    int64_t index;
     double w;
   };
-  std::vector<std::vector<Tap>> taps(rank);
+  std::vector<std::vector<std::vector<Tap>>> taps(rank);
   for (size_t a = 0; a < rank; ++a) {
     const int64_t len = x.shape[a];
     auto clamp_index = [len](double v) { return static_cast<int64_t>(std::min(std::max(v, 0.0), double(len - 1))); };
     for (int64_t i = 0; i < out_shape[a]; ++i) {
       const double s = resize_source(r, a, i, len);
-      const double fl = std::floor(s), frac = s - fl;
-      if (r.mode == ResizeMode::linear) {
-        taps[a].push_back({clamp_index(fl), clamp_index(fl + 1), frac});
+      std::vector<Tap> t;
+      if (r.coordinates == ResizeCoordinates::tf_crop_and_resize && (s < 0 || s > double(len - 1))) {
+        taps[a].push_back(t);
         continue;
       }
-      double n = fl;
-      switch (r.nearest) {
-        case NearestRounding::round_prefer_floor: n = frac > 0.5 ? fl + 1 : fl; break;
-        case NearestRounding::round_prefer_ceil: n = frac >= 0.5 ? fl + 1 : fl; break;
-        case NearestRounding::floor: n = fl; break;
-        case NearestRounding::ceil: n = frac > 0 ? fl + 1 : fl; break;
+      const double fl = std::floor(s), frac = s - fl;
+      if (r.mode == ResizeMode::linear) {
+        t = {{clamp_index(fl), 1.0 - frac}, {clamp_index(fl + 1), frac}};
+      } else if (r.mode == ResizeMode::cubic) {
+        double sum = 0.0;
+        for (int k = -1; k <= 2; ++k) {
+          const double at = fl + k;
+          const bool outside = at < 0 || at > double(len - 1);
+          const double w = r.exclude_outside && outside ? 0.0 : cubic_weight(s - at, r.cubic_a);
+          t.push_back({clamp_index(at), w});
+          sum += w;
+        }
+        if (r.exclude_outside)
+          for (Tap& tp : t) tp.w /= sum;
+      } else {
+        double n = fl;
+        switch (r.nearest) {
+          case NearestRounding::round_prefer_floor: n = frac > 0.5 ? fl + 1 : fl; break;
+          case NearestRounding::round_prefer_ceil: n = frac >= 0.5 ? fl + 1 : fl; break;
+          case NearestRounding::floor: n = fl; break;
+          case NearestRounding::ceil: n = frac > 0 ? fl + 1 : fl; break;
+        }
+        t = {{clamp_index(n), 1.0}};
       }
-      taps[a].push_back({clamp_index(n), clamp_index(n), 0.0});
+      taps[a].push_back(t);
     }
   }
   Tensor out = blank(out_shape, layout);
   for (int64_t e = 0; e < num_elements(out_shape); ++e) {
     const std::vector<int64_t> oi = unravel(e, out_shape);
+    std::vector<const std::vector<Tap>*> at(rank);
+    bool outside = false;
+    for (size_t a = 0; a < rank; ++a) {
+      at[a] = &taps[a][static_cast<size_t>(oi[a])];
+      outside = outside || at[a]->empty();
+    }
+    if (outside) {
+      out.data[static_cast<size_t>(e)] = r.extrapolation;
+      continue;
+    }
+    // Every combination of the axes' taps.
     double sum = 0.0;
-    for (int corner = 0; corner < (1 << rank); ++corner) {
-      std::vector<int64_t> xi(rank);
+    std::vector<size_t> k(rank, 0);
+    std::vector<int64_t> xi(rank);
+    while (true) {
       double weight = 1.0;
       for (size_t a = 0; a < rank; ++a) {
-        const Tap& t = taps[a][static_cast<size_t>(oi[a])];
-        const bool high = (corner >> a) & 1;
-        xi[a] = high ? t.hi : t.lo;
-        weight *= high ? t.w : 1.0 - t.w;
+        xi[a] = (*at[a])[k[a]].index;
+        weight *= (*at[a])[k[a]].w;
       }
       if (weight != 0.0) sum += weight * x.data[static_cast<size_t>(ravel(xi, x.shape))];
+      size_t a = 0;
+      while (a < rank && ++k[a] == at[a]->size()) k[a++] = 0;
+      if (a == rank) break;
     }
     out.data[static_cast<size_t>(e)] = static_cast<float>(sum);
   }

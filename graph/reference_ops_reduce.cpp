@@ -15,6 +15,18 @@ bool any_nan(const std::vector<double>& v) {
   return std::any_of(v.begin(), v.end(), [](double x) { return std::isnan(x); });
 }
 
+// The index of the first (or, `last`, the last) maximum or minimum of v as numpy's argmax and
+// argmin find it: a NaN is the extreme, so the first (last) NaN when there is one.
+double arg_extreme(const std::vector<double>& v, bool is_max, bool last) {
+  size_t best = last ? v.size() - 1 : 0;
+  for (size_t k = 0; k < v.size(); ++k) {
+    const size_t i = last ? v.size() - 1 - k : k;
+    if (std::isnan(v[i])) return static_cast<double>(i);
+    if (is_max ? v[i] > v[best] : v[i] < v[best]) best = i;
+  }
+  return static_cast<double>(best);
+}
+
 // One output element of reduction `kind` from the values it reduces.
 double reduce_values(ReduceKind kind, const std::vector<double>& v) {
   double sum = 0.0, abs_sum = 0.0, square_sum = 0.0, prod = 1.0;
@@ -51,6 +63,12 @@ double reduce_values(ReduceKind kind, const std::vector<double>& v) {
     }
     case ReduceKind::sum_square:
       return square_sum;
+    case ReduceKind::argmax:
+    case ReduceKind::argmin:
+    case ReduceKind::argmax_last:
+    case ReduceKind::argmin_last:
+      return arg_extreme(v, kind == ReduceKind::argmax || kind == ReduceKind::argmax_last,
+                         kind == ReduceKind::argmax_last || kind == ReduceKind::argmin_last);
   }
   return NAN;
 }

@@ -270,7 +270,7 @@ template <typename IO>
 void attrs(IO& io, Reduce& r) {
   io.i32s(r.axes);
   io.flag(r.keepdims);
-  if (io.version >= 8) io.enum8(r.kind, kNumReduceKinds);  // before 8: ReduceMean only
+  if (io.version >= 8) io.enum8(r.kind, io.version >= 9 ? kNumReduceKinds : 10);  // before 8: ReduceMean only
 }
 template <typename IO>
 void attrs(IO& io, Tile& t) { io.i64s(t.repeats, 1, kMaxDim); }
@@ -281,8 +281,8 @@ void attrs(IO& io, LayerNorm& l) {
 }
 template <typename IO>
 void attrs(IO& io, Resize& r) {
-  io.enum8(r.mode, 2);
-  io.enum8(r.coordinates, 5);
+  io.enum8(r.mode, io.version >= 9 ? 3 : 2);  // 9 added cubic and tf_crop_and_resize
+  io.enum8(r.coordinates, io.version >= 9 ? 6 : 5);
   io.enum8(r.nearest, 4);
   io.i64s(r.sizes, 1, kMaxDim);
   if constexpr (std::is_same_v<IO, Writer>) {
@@ -291,6 +291,16 @@ void attrs(IO& io, Resize& r) {
     r.scales.resize(io.count(4, "scales"));
   }
   for (float& f : r.scales) io.f32(f);
+  if (io.version < 9) return;
+  io.f32(r.cubic_a);
+  io.flag(r.exclude_outside);
+  io.f32(r.extrapolation);
+  if constexpr (std::is_same_v<IO, Writer>) {
+    io.u32(static_cast<uint32_t>(r.roi.size()));
+  } else {
+    r.roi.resize(io.count(4, "roi"));
+  }
+  for (float& f : r.roi) io.f32(f);
 }
 template <typename IO>
 void attrs(IO& io, ElementwiseChain& c) { chain_steps(io, c.steps); }
@@ -412,12 +422,13 @@ Graph read_graph(const char* bytes, size_t size,
   const uint32_t version = r.u32();
   // Version 1 is 3 without ElementwiseChain, 3 is 4 without Conv2d's post steps, 4 is 5
   // without LayerNorm and the gelu steps, 5 is 6 without Pad's mode, 6 is 7 without Reshape's
-  // layout, 7 is 8 without the reduction and softmax kinds, Max/Min, mish and Tile; version 2
+  // layout, 7 is 8 without the reduction and softmax kinds, Max/Min, mish and Tile, 8 is 9
+  // without cubic and tf_crop_and_resize Resize attributes and the arg reductions; version 2
   // numbered ops by their order in graph::Op.
   if (version != 1 && version != 3 && version != 4 && version != 5 && version != 6 &&
-      version != 7 && version != kGraphFormatVersion)
+      version != 7 && version != 8 && version != kGraphFormatVersion)
     throw Error("graph file format version " + std::to_string(version) +
-                " is not supported (this Kiln reads versions 1, 3, 4, 5, 6, 7 and " +
+                " is not supported (this Kiln reads versions 1, 3, 4, 5, 6, 7, 8 and " +
                 std::to_string(kGraphFormatVersion) + "; recompile the model)");
   r.version = version;
   if (stored_checksum(bytes, size) != format_checksum(bytes, size - 8))

@@ -363,6 +363,12 @@ TypedShape infer_output(const Graph& g, const Node& n) {
       reduce[a] = true;
     }
     if (x.shape.empty()) fail(n, "input '" + x.name + "' is a scalar; there is nothing to reduce");
+    if (is_arg_reduce(rm->kind)) {
+      if (rm->axes.size() != 1) fail(n, std::string(to_string(rm->kind)) + " reduces exactly one axis");
+      if (x.shape[rm->axes[0]] >= kMaxArgReduceExtent)
+        fail(n, "the reduced axis has " + std::to_string(x.shape[rm->axes[0]]) +
+                    " elements; float32 indices are exact below 2^24");
+    }
     Shape out;
     for (size_t a = 0; a < x.shape.size(); ++a) {
       if (!reduce[a]) out.push_back(x.shape[a]);
@@ -409,16 +415,21 @@ TypedShape infer_output(const Graph& g, const Node& n) {
     const size_t r = x.shape.size();
     if (rs->sizes.size() != r || rs->scales.size() != r)
       fail(n, "sizes and scales need one entry per input axis");
+    const bool crop = rs->coordinates == ResizeCoordinates::tf_crop_and_resize;
+    if (rs->roi.size() != (crop ? 2 * r : 0))
+      fail(n, "roi has " + std::to_string(rs->roi.size()) +
+                  " entries; tf_crop_and_resize takes 2 * rank, other coordinate modes none");
+    for (float v : rs->roi)
+      if (!std::isfinite(v)) fail(n, "roi holds a non-finite value");
     for (size_t a = 0; a < r; ++a) {
       if (rs->sizes[a] <= 0) fail(n, "output size " + std::to_string(rs->sizes[a]) + " on axis " + std::to_string(a));
       if (!(rs->scales[a] > 0.0f) || !std::isfinite(rs->scales[a]))
         fail(n, "scale " + std::to_string(rs->scales[a]) + " on axis " + std::to_string(a) + " is not positive");
-      if (rs->mode == ResizeMode::linear && a + 2 < r &&
-          (rs->sizes[a] != x.shape[a] || rs->scales[a] != 1.0f ||
-           rs->coordinates == ResizeCoordinates::tf_half_pixel_for_nn))
-        fail(n, "linear resizing of axis " + std::to_string(a) +
-                    ": Kiln interpolates only the last two axes (bilinear)");
+      if (rs->mode != ResizeMode::nearest && a + 2 < r && !resize_axis_is_identity(*rs, a, x.shape[a]))
+        fail(n, std::string(to_string(rs->mode)) + " resizing of axis " + std::to_string(a) +
+                    ": Kiln interpolates only the last two axes");
     }
+    if (rs->mode == ResizeMode::cubic && !std::isfinite(rs->cubic_a)) fail(n, "cubic_a is not finite");
     return {rs->sizes, x.layout};
   }
   const auto& t = std::get<LayoutTransform>(n.op);

@@ -321,6 +321,21 @@ inline graph::Resize resize_op(graph::ResizeMode mode, graph::ResizeCoordinates 
   return {mode, coordinates, nearest, out, scales};
 }
 
+// resize_op's Resize made cubic (coefficient a, exclude_outside) or given a tf_crop_and_resize
+// roi and extrapolation value.
+inline graph::Resize cubic(graph::Resize r, float a, bool exclude_outside) {
+  r.mode = graph::ResizeMode::cubic;
+  r.cubic_a = a;
+  r.exclude_outside = exclude_outside;
+  return r;
+}
+inline graph::Resize cropped(graph::Resize r, std::vector<float> roi, float extrapolation) {
+  r.coordinates = graph::ResizeCoordinates::tf_crop_and_resize;
+  r.roi = std::move(roi);
+  r.extrapolation = extrapolation;
+  return r;
+}
+
 inline std::vector<OpCase> op_cases() {
   using graph::Gemm;
   using graph::NearestRounding;
@@ -424,6 +439,45 @@ inline std::vector<OpCase> op_cases() {
        resize_op(ResizeMode::linear, ResizeCoordinates::half_pixel, NearestRounding::floor,
                  {1, 21, 28, 28}, {1, 21, 112, 112}),
        {{1, 21, 28, 28}}, Layout::any, {}, 1e-5, 1e-6},
+      // Cubic: up and down, each coordinate mode, both coefficients, exclude_outside (its
+      // renormalized taps at the edges), a rank-3 tensor; tf_crop_and_resize with a crop that
+      // leaves the input on some axes (the extrapolation value there) with each mode.
+      {"resize_cubic_half_pixel_up",
+       cubic(resize_op(ResizeMode::nearest, ResizeCoordinates::half_pixel, NearestRounding::floor,
+                       {1, 3, 5, 6}, {1, 3, 11, 13}), -0.75f, false),
+       {{1, 3, 5, 6}}, Layout::any, {}, 1e-5, 1e-5},
+      {"resize_cubic_align_corners_exclude_outside_down",
+       cubic(resize_op(ResizeMode::nearest, ResizeCoordinates::align_corners, NearestRounding::floor,
+                       {2, 2, 9, 10}, {2, 2, 4, 7}), -0.5f, true),
+       {{2, 2, 9, 10}}, Layout::any, {}, 1e-5, 1e-5},
+      {"resize_cubic_asymmetric_scales_rank3",
+       cubic(resize_op(ResizeMode::nearest, ResizeCoordinates::asymmetric, NearestRounding::floor,
+                       {3, 6, 7}, {3, 10, 4}, {1.0f, 1.7f, 0.6f}), -0.75f, true),
+       {{3, 6, 7}}, Layout::any, {}, 1e-5, 1e-5},
+      {"resize_cubic_pytorch_half_pixel_to_one",
+       cubic(resize_op(ResizeMode::nearest, ResizeCoordinates::pytorch_half_pixel, NearestRounding::floor,
+                       {1, 2, 7, 8}, {1, 2, 1, 19}), -0.75f, false),
+       {{1, 2, 7, 8}}, Layout::any, {}, 1e-5, 1e-5},
+      {"resize_linear_tf_crop_and_resize",
+       cropped(resize_op(ResizeMode::linear, ResizeCoordinates::half_pixel, NearestRounding::floor,
+                         {1, 2, 8, 9}, {1, 2, 5, 7}), {0, 0, 0.2f, -0.15f, 1, 1, 0.9f, 1.2f}, 0.25f),
+       {{1, 2, 8, 9}}, Layout::any, {}, 1e-5, 1e-5},
+      {"resize_cubic_tf_crop_and_resize_exclude_outside",
+       cropped(cubic(resize_op(ResizeMode::nearest, ResizeCoordinates::half_pixel, NearestRounding::floor,
+                               {2, 1, 6, 7}, {2, 1, 9, 4}), -0.5f, true),
+               {0, 0, -0.1f, 0.3f, 1, 1, 0.95f, 0.7f}, -1.5f),
+       {{2, 1, 6, 7}}, Layout::any, {}, 1e-5, 1e-5},
+      {"resize_nearest_tf_crop_and_resize_one_row",
+       cropped(resize_op(ResizeMode::nearest, ResizeCoordinates::half_pixel, NearestRounding::round_prefer_ceil,
+                         {1, 3, 6, 9}, {1, 3, 1, 5}), {0, 0, 0.3f, 0.1f, 1, 1, 0.45f, 0.8f}, 0.0f),
+       {{1, 3, 6, 9}}},
+      // ArgMax / ArgMin: each kind, kept and dropped axes, the innermost, a middle and the
+      // outermost axis (random inputs: no ties; test_arg_reduce.cpp has those and NaN).
+      {"argmax_middle_keepdims", graph::Reduce{{1}, true, graph::ReduceKind::argmax}, {{3, 17, 5}}},
+      {"argmin_inner", graph::Reduce{{1}, false, graph::ReduceKind::argmin}, {{4, 33}}},
+      {"argmax_last_outer", graph::Reduce{{0}, false, graph::ReduceKind::argmax_last}, {{6, 7, 3}}},
+      {"argmin_last_rank4_keepdims", graph::Reduce{{2}, true, graph::ReduceKind::argmin_last},
+       {{2, 3, 9, 4}}},
       {"global_avg_pool_nchw", graph::GlobalPool{graph::PoolKind::avg}, {{2, 24, 7, 9}},
        Layout::nchw},
   };

@@ -124,8 +124,20 @@ std::string dtype_of(const onnx::ValueInfoProto& v) {
   return onnx::TensorProto::DataType_IsValid(t) ? onnx::TensorProto::DataType_Name(t) : "?";
 }
 
+// Whether graph output `name` is an index output: one an ArgMax or ArgMin node produces. Kiln
+// returns it as float32 holding the exact index where the model declares INT64 (docs/onnx.md),
+// and it is compared exactly.
+bool is_index_output(const onnx::GraphProto& g, const std::string& name) {
+  for (const auto& n : g.node())
+    if (n.op_type() == "ArgMax" || n.op_type() == "ArgMin")
+      for (const auto& o : n.output())
+        if (o == name) return true;
+  return false;
+}
+
 // Why Kiln cannot run this model at all, or "": an unsupported op, or a tensor crossing the
-// graph boundary that is not float32 (Kiln graph tensors are float32 only).
+// graph boundary that is not float32 (Kiln graph tensors are float32 only; an ArgMax or ArgMin
+// output may be INT64).
 std::string unsupported_reason(const onnx::ModelProto& m, const std::set<std::string>& bound) {
   for (const auto& n : m.graph().node()) {
     const bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
@@ -136,7 +148,8 @@ std::string unsupported_reason(const onnx::ModelProto& m, const std::set<std::st
     if (!bound.count(in.name()) && !is_initializer(m.graph(), in.name()) && dtype_of(in) != "FLOAT")
       return "input '" + in.name() + "' is " + dtype_of(in) + " (Kiln tensors are float32)";
   for (const auto& out : m.graph().output())
-    if (dtype_of(out) != "FLOAT")
+    if (dtype_of(out) != "FLOAT" &&
+        !(dtype_of(out) == "INT64" && is_index_output(m.graph(), out.name())))
       return "output '" + out.name() + "' is " + dtype_of(out) + " (Kiln tensors are float32)";
   return "";
 }
@@ -171,6 +184,14 @@ void compare(const std::vector<Tensor>& got, const std::vector<Tensor>& want,
     if (t.shape != want[i].shape)
       throw StageError("compare", name + " is " + kiln::graph::to_string(t.shape) + ", expected " +
                                       kiln::graph::to_string(want[i].shape));
+    if (is_index_output(g, g.output(i).name())) {
+      for (size_t e = 0; e < t.data.size(); ++e)
+        if (t.data[e] != want[i].data[e])
+          throw StageError("compare", name + ": index " + std::to_string(t.data[e]) +
+                                          " at element " + std::to_string(e) + ", expected " +
+                                          std::to_string(want[i].data[e]));
+      continue;
+    }
     const double r = kiln::graph::worst_error_ratio(t.data, want[i].data, kRtol, kAtol);
     if (!(r <= 1.0)) {
       std::ostringstream s;

@@ -107,7 +107,9 @@ TEST(GeneratedKernels, GpuScheduleRunsThroughOpenCl) {
       "reduce_sum_inner",          "reduce_max_middle",        "reduce_prod_two_axes",
       "reduce_l1_outer_and_inner", "reduce_l2_rows",           "reduce_log_sum_positive",
       "reduce_log_sum_exp_large",  "reduce_sum_square_leading", "log_softmax_middle_axis",
-      "log_softmax_last_coerce_2d", "hardmax_last_axis",       "tile_three_axes"};
+      "log_softmax_last_coerce_2d", "hardmax_last_axis",       "tile_three_axes",
+      "resize_cubic_asymmetric_scales_rank3", "resize_cubic_pytorch_half_pixel_to_one",
+      "resize_nearest_tf_crop_and_resize_one_row", "argmin_inner", "argmax_last_outer"};
   for (const OpCase& c : op_cases()) {
     if (same_gpu_schedule.count(c.name)) continue;
     SCOPED_TRACE(c.name);
@@ -123,7 +125,7 @@ TEST(GeneratedKernels, GpuScheduleRunsThroughOpenCl) {
 
 // The CUDA objects of generated kernels, one of each kind (chain, binary, MatMul, pooling, the
 // layout transform, Gemm, a batched MatMul, Concat, Softmax, reductions (to a row, to a scalar,
-// Hardmax), Tile, LayerNorm, Resize, dense
+// Hardmax, ArgMax), Tile, LayerNorm, Resize (linear, cubic cropped), dense
 // convolutions with and without post steps or a residual, depthwise and grouped ones): their PTX
 // assembles for the H200 (sm_90).
 TEST(GeneratedKernels, CudaObjectPtxAssemblesForSm90) {
@@ -142,7 +144,8 @@ TEST(GeneratedKernels, CudaObjectPtxAssemblesForSm90) {
                            "concat_channels_3", "softmax_last_axis", "reduce_mean_last_keepdims",
                            "layer_norm_last_axis_c48", "resize_linear_half_pixel_segmentation_x4",
                            "reduce_log_sum_exp_large", "reduce_min_all_to_scalar", "hardmax_coerce_2d",
-                           "tile_three_axes"})
+                           "tile_three_axes", "resize_cubic_tf_crop_and_resize_exclude_outside",
+                           "argmin_last_rank4_keepdims"})
     for (const OpCase& c : ops)
       if (c.name == name) specs.push_back(Model(op_graph(c), lower).kernels().at(0));
   for (size_t c : {0, 4, 7, 10}) {  // dense + SiLU, dense + residual, depthwise, grouped

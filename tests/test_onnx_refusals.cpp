@@ -219,8 +219,8 @@ TEST(OnnxImport, ReductionAndRearrangementRefusals) {
   EXPECT_THAT(import_error(tile.bytes()), HasSubstr("node 't' (Tile): repeat 0 would make an empty tensor"));
 }
 
-// Resize: cubic, tf_crop_and_resize and linear interpolation of a leading axis are refused by
-// name; so is a Resize given both scales and sizes.
+// Resize: tf_crop_and_resize without a full roi, and linear or cubic interpolation of a leading
+// axis are refused by name; so is a Resize given both scales and sizes.
 TEST(OnnxImport, ResizeRefusals) {
   auto resize = [](const std::string& mode, const std::string& coordinates, std::vector<float> scales,
                    bool sizes_too) {
@@ -239,10 +239,12 @@ TEST(OnnxImport, ResizeRefusals) {
     m.output("y");
     return m;
   };
-  EXPECT_THAT(import_error(resize("cubic", "half_pixel", {1, 1, 2, 2}, false).bytes()),
-              HasSubstr("node 'rs' (Resize): attribute 'mode' is 'cubic'"));
+  EXPECT_THAT(import_error(resize("bicubic", "half_pixel", {1, 1, 2, 2}, false).bytes()),
+              HasSubstr("node 'rs' (Resize): attribute 'mode' is 'bicubic'"));
   EXPECT_THAT(import_error(resize("nearest", "tf_crop_and_resize", {1, 1, 2, 2}, false).bytes()),
-              HasSubstr("'coordinate_transformation_mode' is 'tf_crop_and_resize'"));
+              HasSubstr("node 'rs' (Resize): input 'roi' has 0 entries; tf_crop_and_resize needs 2 * rank = 8"));
+  EXPECT_THAT(import_error(resize("cubic", "half_pixel", {1, 2, 2, 2}, false).bytes()),
+              HasSubstr("cubic resizing of axis 1: Kiln interpolates only the last two axes"));
   EXPECT_THAT(import_error(resize("linear", "half_pixel", {1, 2, 2, 2}, false).bytes()),
               HasSubstr("linear resizing of axis 1: Kiln interpolates only the last two axes"));
   EXPECT_THAT(import_error(resize("nearest", "half_pixel", {1, 1, 2, 2}, true).bytes()),

@@ -104,7 +104,15 @@ Graph every_op_graph() {
   const ValueId rs = b.op("resize", Resize{ResizeMode::nearest, ResizeCoordinates::asymmetric,
                                            NearestRounding::ceil, {1, 4, 3, 9}, {1, 1, 0.5f, 1.5f}},
                           {x});
-  for (ValueId out : {t, c2, mp, ga, ln, rs, rl}) b.output(out);
+  Resize cubic_crop{ResizeMode::cubic, ResizeCoordinates::tf_crop_and_resize, NearestRounding::floor,
+                    {1, 4, 5, 7}, {1, 1, 0.75f, 1.25f}};  // since v9
+  cubic_crop.cubic_a = -0.5f;
+  cubic_crop.exclude_outside = true;
+  cubic_crop.extrapolation = 2.5f;
+  cubic_crop.roi = {0, 0, 0.1f, -0.2f, 1, 1, 0.9f, 1.3f};
+  const ValueId cc = b.op("cubic_crop", cubic_crop, {x});
+  const ValueId am = b.op("argmax", Reduce{{1}, false, ReduceKind::argmin_last}, {x});  // since v9
+  for (ValueId out : {t, c2, mp, ga, ln, rs, rl, cc, am}) b.output(out);
   return b.finish();
 }
 
@@ -280,6 +288,29 @@ TEST(Serialize, Version7SoftmaxAndReduceMeanStillRead) {
   drop_kind("sm", 4 + 1 + 1);          // i32 axis, flag coerce_2d, u8 kind
   drop_kind("rm", 4 + 4 + 1 + 1);      // u32 count + i32 axis, flag keepdims, u8 kind
   body[8] = 7;
+  EXPECT_EQ(dump(deserialize(reseal(body))), dump(g));
+}
+
+// Version 8 had Resize without the cubic and crop attributes: such a file reads as the Resize
+// it holds.
+TEST(Serialize, Version8ResizeStillRead) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {2, 3});
+  b.output(b.op("rz", Resize{ResizeMode::linear, ResizeCoordinates::half_pixel, NearestRounding::floor,
+                             {2, 5}, {1, 5.0f / 3}},
+                {x}));
+  const Graph g = b.finish();
+  std::string body = serialize(g);
+  body.resize(body.size() - 8);
+  const std::string name = "rz";
+  const size_t at = body.rfind(std::string(1, static_cast<char>(name.size())) + std::string(3, '\0') + name);
+  ASSERT_NE(at, std::string::npos);
+  // u8 mode, coordinates, rounding; u32 count + 2 i64 sizes; u32 count + 2 f32 scales; then
+  // f32 cubic_a, flag exclude_outside, f32 extrapolation, u32 roi count (0).
+  const size_t extra = at + 4 + name.size() + 1 + 3 + (4 + 16) + (4 + 8);
+  ASSERT_EQ(body.substr(extra + 9, 4), std::string(4, '\0'));
+  body.erase(extra, 4 + 1 + 4 + 4);
+  body[8] = 8;
   EXPECT_EQ(dump(deserialize(reseal(body))), dump(g));
 }
 

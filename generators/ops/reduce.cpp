@@ -73,6 +73,26 @@ ReductionAlgorithm reduce(const Func& in, const graph::Shape& in_shape, const gr
       acc(o) = nan_propagating(acc(o), v, r.kind == K::max);
       alg.out(o) = acc(o);
       break;
+    case K::argmax:
+    case K::argmin:
+    case K::argmax_last:
+    case K::argmin_last: {
+      // (index, value) of the extreme so far, the axis walked in order: a later element takes
+      // over when more extreme (when at least as extreme for the last one) or NaN, numpy's
+      // rule that a NaN is the extreme; nothing takes over from a NaN but a later NaN (last).
+      const bool is_max = r.kind == K::argmax || r.kind == K::argmax_last;
+      const bool last = r.kind == K::argmax_last || r.kind == K::argmin_last;
+      Func best("arg_best");
+      best(o) = {0, is_max ? -inf : inf};
+      const Expr cur = best(o)[1];
+      const Expr beyond = is_max ? (last ? v >= cur : v > cur) : (last ? v <= cur : v < cur);
+      const Expr take = last ? is_nan_bits(v) || (!is_nan_bits(cur) && beyond)
+                             : !is_nan_bits(cur) && (is_nan_bits(v) || beyond);
+      best(o) = {Halide::select(take, rd.x, best(o)[0]), Halide::select(take, v, cur)};
+      alg.out(o) = Halide::cast<float>(best(o)[0]);
+      alg.partials.push_back(best);
+      return alg;
+    }
     case K::prod:
       acc(o) = 1.0f;
       acc(o) *= v;

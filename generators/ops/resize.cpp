@@ -49,76 +49,147 @@ Fraction source_fraction(const graph::Resize& r, size_t axis, int64_t in_len) {
       break;
     case graph::ResizeCoordinates::asymmetric: f = {q, 0, p}; break;
     case graph::ResizeCoordinates::tf_half_pixel_for_nn: f = {2 * q, q, 2 * p}; break;
+    case graph::ResizeCoordinates::tf_crop_and_resize: break;  // a float line (crop_line)
   }
   return f;
 }
 
-// Whether axis a maps every output index to itself (same length, scale 1, a mode without a
-// half-pixel shift at that scale).
-bool identity_axis(const graph::Resize& r, int64_t in_len, size_t a) {
-  if (r.sizes[a] != in_len || r.scales[a] != 1.0f) return false;
-  // tf_half_pixel_for_nn maps i to i + 1/2: only rounding down brings it back.
-  return r.coordinates != graph::ResizeCoordinates::tf_half_pixel_for_nn ||
-         (r.mode == graph::ResizeMode::nearest && (r.nearest == graph::NearestRounding::floor ||
-                                                   r.nearest == graph::NearestRounding::round_prefer_floor));
+// Keys' cubic kernel W(t) for t in [0, 2): the weight of a tap t away from the coordinate.
+// cubic_near for t <= 1, cubic_far for 1 <= t.
+Expr cubic_near(const Expr& t, float A) { return ((A + 2) * t - (A + 3)) * t * t + 1.0f; }
+Expr cubic_far(const Expr& t, float A) { return ((A * t - 5 * A) * t + 8 * A) * t - 4 * A; }
+
+// tf_crop_and_resize on axis a: source coordinate c0 + c1 * i (in double, as the reference
+// computes it).
+void crop_line(const graph::Resize& r, size_t a, int64_t in_len, double& c0, double& c1) {
+  const int64_t out_len = r.sizes[a];
+  const double ratio = static_cast<double>(out_len) / static_cast<double>(in_len);
+  const double scale = static_cast<float>(ratio) == r.scales[a] ? ratio : r.scales[a];
+  const double resized = static_cast<double>(in_len) * scale;
+  const double span = static_cast<double>(in_len - 1);
+  const double start = r.roi[a], end = r.roi[r.sizes.size() + a];
+  if (resized > 1) {
+    c0 = start * span, c1 = (end - start) * span / (resized - 1);
+  } else {
+    c0 = 0.5 * (start + end) * span, c1 = 0.0;
+  }
 }
 
 }  // namespace
 
 Halide::Func resize(const Halide::Func& x, const graph::Shape& in_shape, const graph::Resize& r) {
   const size_t rank = in_shape.size();
+  const bool crop = r.coordinates == graph::ResizeCoordinates::tf_crop_and_resize;
   std::vector<Halide::Var> o;
   for (size_t d = 0; d < rank; ++d) o.emplace_back("d" + std::to_string(d));
-  // Per axis: the low index, and for interpolated axes the high index and its weight.
-  std::vector<Expr> lo(rank), hi(rank), w(rank);
+  // Per axis the taps: input index and weight (undefined: 1, a single tap).
+  struct Tap {
+    Expr index, weight;
+  };
+  std::vector<std::vector<Tap>> taps(rank);
+  Expr inside;  // tf_crop_and_resize: whether every axis' coordinate lies within the input
   for (size_t a = 0; a < rank; ++a) {
     const size_t d = rank - 1 - a;
     const int last = static_cast<int>(in_shape[a]) - 1;
-    if (identity_axis(r, in_shape[a], a)) {
-      lo[d] = o[d];
+    if (graph::resize_axis_is_identity(r, a, in_shape[a])) {
+      taps[d] = {{o[d], Expr()}};
       continue;
     }
-    // num / den is the source coordinate; Halide's integer division rounds down (den > 0).
-    const Fraction f = source_fraction(r, a, in_shape[a]);
-    const int64_t largest = 2 * (f.a * (r.sizes[a] - 1) + std::abs(f.b)) + f.d;
-    const Halide::Type t = largest < (int64_t{1} << 31) ? Halide::Int(32) : Halide::Int(64);
-    auto constant = [&](int64_t v) { return Halide::cast(t, Expr(static_cast<int64_t>(v))); };
-    const Expr num = constant(f.a) * Halide::cast(t, o[d]) + constant(f.b);
-    const Expr den = constant(f.d);
-    if (r.mode == graph::ResizeMode::nearest) {
-      Expr n;
-      switch (r.nearest) {
-        case graph::NearestRounding::round_prefer_floor: n = -((den - 2 * num) / (2 * den)); break;
-        case graph::NearestRounding::round_prefer_ceil: n = (2 * num + den) / (2 * den); break;
-        case graph::NearestRounding::floor: n = num / den; break;
-        case graph::NearestRounding::ceil: n = -((-num) / den); break;
+    auto clamp_index = [&](const Expr& i) { return Halide::clamp(i, 0, last); };
+    Expr base, ratio;  // floor of the source coordinate (int) and its fraction (float)
+    if (crop) {
+      double c0 = 0, c1 = 0;
+      crop_line(r, a, in_shape[a], c0, c1);
+      // The output indices whose coordinate lies in [0, last], decided in double: a line, so
+      // they are one run.
+      int64_t first = -1, final_i = -2;
+      for (int64_t i = 0; i < r.sizes[a]; ++i) {
+        const double s = c0 + c1 * static_cast<double>(i);
+        if (s >= 0 && s <= static_cast<double>(last)) {
+          if (first < 0) first = i;
+          final_i = i;
+        }
       }
-      lo[d] = Halide::cast<int>(Halide::clamp(n, constant(0), constant(last)));
+      const Expr in_run = o[d] >= static_cast<int>(first) && o[d] <= static_cast<int>(final_i);
+      inside = inside.defined() ? inside && in_run : in_run;
+      const Expr s = static_cast<float>(c0) + static_cast<float>(c1) * Halide::cast<float>(o[d]);
+      if (r.mode == graph::ResizeMode::nearest) {
+        Expr n;
+        switch (r.nearest) {
+          case graph::NearestRounding::round_prefer_floor: n = Halide::ceil(s - 0.5f); break;
+          case graph::NearestRounding::round_prefer_ceil: n = Halide::floor(s + 0.5f); break;
+          case graph::NearestRounding::floor: n = Halide::floor(s); break;
+          case graph::NearestRounding::ceil: n = Halide::ceil(s); break;
+        }
+        taps[d] = {{clamp_index(Halide::cast<int>(n)), Expr()}};
+        continue;
+      }
+      const Expr fl = Halide::floor(s);
+      base = Halide::cast<int>(fl);
+      ratio = s - fl;
+    } else {
+      // num / den is the source coordinate; Halide's integer division rounds down (den > 0).
+      const Fraction f = source_fraction(r, a, in_shape[a]);
+      const int64_t largest = 2 * (f.a * (r.sizes[a] - 1) + std::abs(f.b)) + f.d;
+      const Halide::Type t = largest < (int64_t{1} << 31) ? Halide::Int(32) : Halide::Int(64);
+      auto constant = [&](int64_t v) { return Halide::cast(t, Expr(static_cast<int64_t>(v))); };
+      const Expr num = constant(f.a) * Halide::cast(t, o[d]) + constant(f.b);
+      const Expr den = constant(f.d);
+      if (r.mode == graph::ResizeMode::nearest) {
+        Expr n;
+        switch (r.nearest) {
+          case graph::NearestRounding::round_prefer_floor: n = -((den - 2 * num) / (2 * den)); break;
+          case graph::NearestRounding::round_prefer_ceil: n = (2 * num + den) / (2 * den); break;
+          case graph::NearestRounding::floor: n = num / den; break;
+          case graph::NearestRounding::ceil: n = -((-num) / den); break;
+        }
+        taps[d] = {{Halide::cast<int>(Halide::clamp(n, constant(0), constant(last))), Expr()}};
+        continue;
+      }
+      const Expr q = num / den;
+      // Clamped far enough out that every tap clamps the same, and an int.
+      base = Halide::cast<int>(Halide::clamp(q, constant(-3), constant(last + 3)));
+      ratio = Halide::cast<float>(num - q * den) / static_cast<float>(f.d);
+    }
+    if (r.mode == graph::ResizeMode::linear) {
+      taps[d] = {{clamp_index(base), 1.0f - ratio}, {clamp_index(base + 1), ratio}};
       continue;
     }
-    const Expr base = num / den;
-    lo[d] = Halide::cast<int>(Halide::clamp(base, constant(0), constant(last)));
-    hi[d] = Halide::cast<int>(Halide::clamp(base + 1, constant(0), constant(last)));
-    w[d] = Halide::cast<float>(num - base * den) / static_cast<float>(f.d);
-  }
-  // The sum over the corners of the interpolated axes of x(corner) * product of its weights.
-  std::vector<size_t> lerp;
-  for (size_t d = 0; d < rank; ++d)
-    if (w[d].defined()) lerp.push_back(d);
-  Expr value = 0.0f;
-  for (int corner = 0; corner < (1 << lerp.size()); ++corner) {
-    std::vector<Expr> at = lo;
-    Expr weight = 1.0f;
-    for (size_t k = 0; k < lerp.size(); ++k) {
-      const size_t d = lerp[k];
-      const bool high = (corner >> k) & 1;
-      if (high) at[d] = hi[d];
-      weight = weight * (high ? w[d] : 1.0f - w[d]);
+    // Cubic: taps base - 1 .. base + 2 at distances ratio + 1, ratio, 1 - ratio, 2 - ratio.
+    const float A = r.cubic_a;
+    std::vector<Expr> w = {cubic_far(ratio + 1.0f, A), cubic_near(ratio, A), cubic_near(1.0f - ratio, A),
+                           cubic_far(2.0f - ratio, A)};
+    if (r.exclude_outside) {  // taps outside the input dropped, the rest renormalized
+      Expr sum;
+      for (int k = 0; k < 4; ++k) {
+        const Expr i = base + (k - 1);
+        w[k] = Halide::select(i >= 0 && i <= last, w[k], 0.0f);
+        sum = sum.defined() ? sum + w[k] : w[k];
+      }
+      for (Expr& e : w) e = e / sum;
     }
-    value = corner == 0 ? x(at) * weight : value + x(at) * weight;
+    for (int k = 0; k < 4; ++k) taps[d].push_back({clamp_index(base + (k - 1)), w[k]});
   }
+  // The sum over every combination of taps of x(taps) * the product of their weights.
+  std::vector<size_t> count(rank, 0);
+  Expr value;
+  while (true) {
+    std::vector<Expr> at(rank);
+    Expr weight;
+    for (size_t d = 0; d < rank; ++d) {
+      const Tap& t = taps[d][count[d]];
+      at[d] = t.index;
+      if (t.weight.defined()) weight = weight.defined() ? weight * t.weight : t.weight;
+    }
+    const Expr term = weight.defined() ? x(at) * weight : x(at);
+    value = value.defined() ? value + term : term;
+    size_t d = 0;
+    while (d < rank && ++count[d] == taps[d].size()) count[d++] = 0;
+    if (d == rank) break;
+  }
+  if (inside.defined()) value = Halide::select(inside, value, r.extrapolation);
   Halide::Func out("resize");
-  out(o) = lerp.empty() ? x(lo) : value;
+  out(o) = value;
   return out;
 }
 

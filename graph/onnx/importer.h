@@ -182,6 +182,7 @@ void convert_lp_pool(Importer& im, const NodeCtx& c);
 void convert_global_lp_pool(Importer& im, const NodeCtx& c);
 // ops_reduce.cpp
 void convert_reduce(Importer& im, const NodeCtx& c);
+void convert_arg_reduce(Importer& im, const NodeCtx& c);
 void convert_variadic(Importer& im, const NodeCtx& c);
 void convert_depth_to_space(Importer& im, const NodeCtx& c);
 void convert_space_to_depth(Importer& im, const NodeCtx& c);

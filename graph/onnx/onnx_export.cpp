@@ -229,6 +229,13 @@ class NodeWriter {
   }
   void operator()(const Reduce& r) {
     plain(op_name(n_.op));
+    if (is_arg_reduce(r.kind)) {  // ArgMax / ArgMin: one axis; the index as float32 in Kiln
+      attr_int(p_, "axis", r.axes.at(0));
+      attr_int(p_, "keepdims", r.keepdims);
+      attr_int(p_, "select_last_index",
+               r.kind == ReduceKind::argmax_last || r.kind == ReduceKind::argmin_last);
+      return;
+    }
     // Opset 13's ReduceSum takes its axes as an input, the others as an attribute; none means
     // every axis, as in Kiln.
     if (!r.axes.empty() && r.kind == ReduceKind::sum)
@@ -256,6 +263,14 @@ class NodeWriter {
     attr_string(p_, "nearest_mode", to_string(r.nearest));
     attr_ints(p_, "sizes", r.sizes);
     attr_floats(p_, "scales", r.scales);
+    if (r.mode == ResizeMode::cubic) {
+      attr_float(p_, "cubic_coeff_a", r.cubic_a);
+      attr_int(p_, "exclude_outside", r.exclude_outside);
+    }
+    if (r.coordinates == ResizeCoordinates::tf_crop_and_resize) {
+      attr_floats(p_, "roi", r.roi);
+      attr_float(p_, "extrapolation_value", r.extrapolation);
+    }
   }
   void operator()(const ElementwiseChain& c) {
     kiln("ElementwiseChain");

@@ -106,16 +106,21 @@ ShapeBindings bind_shapes(const std::vector<std::pair<std::string, Shape>>& shap
 }
 
 // A graph output's declared type, where the model gives one, must be what Kiln computes: FLOAT
-// and the inferred shape (symbolic and missing dimensions match anything).
-void check_declared_output(const ::onnx::ValueInfoProto& v, const Shape& computed) {
+// and the inferred shape (symbolic and missing dimensions match anything). An `index` output
+// (one an ArgMax or ArgMin produces) may be declared INT64: Kiln returns it as FLOAT holding
+// the exact index.
+void check_declared_output(const ::onnx::ValueInfoProto& v, const Shape& computed, bool index) {
   const std::string what = "graph output '" + v.name() + "' is declared ";
   if (!v.has_type()) return;
   if (!v.type().has_tensor_type())
     throw Error(what + "as something other than a tensor (a sequence, map or optional)");
   const auto& t = v.type().tensor_type();
   const int32_t dtype = t.elem_type();
-  if (dtype != ::onnx::TensorProto::UNDEFINED && dtype != ::onnx::TensorProto::FLOAT)
-    throw Error(what + dtype_name(dtype) + ", but Kiln computes it as FLOAT");
+  if (dtype != ::onnx::TensorProto::UNDEFINED && dtype != ::onnx::TensorProto::FLOAT &&
+      !(index && dtype == ::onnx::TensorProto::INT64))
+    throw Error(what + dtype_name(dtype) + ", but Kiln computes it as FLOAT" +
+                (dtype == ::onnx::TensorProto::INT64 ? " (only ArgMax/ArgMin outputs may be INT64)"
+                                                     : ""));
   if (!t.has_shape()) return;
   bool agree = t.shape().dim_size() == static_cast<int>(computed.size());
   std::string dims;
@@ -335,7 +340,9 @@ void Importer::add_graph_outputs() {
     Slot& s = *it->second.slot;
     const Layout l = logical_layout(s.host && !s.value.valid() ? s.host->dims.size() : 0);
     g_.outputs.push_back(slot_value(out.name(), s, l, nullptr));
-    check_declared_output(out, g_.value(g_.outputs.back()).shape);
+    const Value& v = g_.value(g_.outputs.back());
+    const Reduce* r = v.producer.valid() ? std::get_if<Reduce>(&g_.node(v.producer).op) : nullptr;
+    check_declared_output(out, v.shape, r && is_arg_reduce(r->kind));
   }
 }
 

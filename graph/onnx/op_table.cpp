@@ -23,6 +23,8 @@ const std::vector<OpInfo>& op_table() {
   static const std::vector<OpInfo> table = {
       {"Abs", 6, convert_chain_step, {}, "consumed_inputs"},
       {"Add", 1, convert_binary, {}, "axis broadcast consumed_inputs"},
+      {"ArgMax", 1, convert_arg_reduce, {}, "axis keepdims select_last_index"},
+      {"ArgMin", 1, convert_arg_reduce, {}, "axis keepdims select_last_index"},
       {"AveragePool", 1, convert_pool, {},
        "auto_pad ceil_mode count_include_pad dilations kernel_shape pads strides"},
       {"BatchNormalization", 6, convert_batch_norm, {1, 2, 3, 4},

@@ -472,19 +472,20 @@ ResizeMode resize_mode(const NodeCtx& c) {
   const std::string mode = attr_string(c, "mode", "nearest");
   if (mode == "nearest") return ResizeMode::nearest;
   if (mode == "linear" || mode == "bilinear") return ResizeMode::linear;  // bilinear: Upsample-7
-  node_error(c, "attribute 'mode' is '" + mode + "'; Kiln supports nearest and linear (not cubic)");
+  if (mode == "cubic" && c.op() == "Resize") return ResizeMode::cubic;
+  node_error(c, "attribute 'mode' is '" + mode + "'; Kiln supports nearest, linear and (Resize) cubic");
 }
 
 }  // namespace
 
 // Resize (opsets 11-21): scales or sizes as constants; nearest with every nearest_mode, linear
-// (bilinear on the last two axes), every coordinate_transformation_mode but
-// tf_crop_and_resize.
+// and cubic (on the last two axes), every coordinate_transformation_mode (tf_crop_and_resize
+// with a constant roi).
 void convert_resize(Importer& im, const NodeCtx& c) {
   expect_inputs(c, 1, 4);
   // Opset 18's additions, accepted where they change nothing.
   if (attr_int(c, "antialias", 0) != 0)
-    node_error(c, "attribute 'antialias'=1 is not supported");
+    node_error(c, "attribute 'antialias'=1 is not supported (Kiln resizes without antialiasing)");
   if (find_attr(c, "axes")) node_error(c, "attribute 'axes' is not supported (give every axis)");
   const std::string policy = attr_string(c, "keep_aspect_ratio_policy", "stretch");
   if (policy != "stretch")
@@ -506,15 +507,32 @@ void convert_resize(Importer& im, const NodeCtx& c) {
       {"pytorch_half_pixel", ResizeCoordinates::pytorch_half_pixel},
       {"align_corners", ResizeCoordinates::align_corners},
       {"asymmetric", ResizeCoordinates::asymmetric},
-      {"tf_half_pixel_for_nn", ResizeCoordinates::tf_half_pixel_for_nn}};
+      {"tf_half_pixel_for_nn", ResizeCoordinates::tf_half_pixel_for_nn},
+      {"tf_crop_and_resize", ResizeCoordinates::tf_crop_and_resize}};
   const std::string ct = attr_string(c, "coordinate_transformation_mode", "half_pixel");
   bool known = false;
   for (const auto& [name, mode] : coordinates)
     if (ct == name) r.coordinates = mode, known = true;
   if (!known)
     node_error(c, "attribute 'coordinate_transformation_mode' is '" + ct +
-                      "'; Kiln supports half_pixel, pytorch_half_pixel, align_corners, asymmetric and "
-                      "tf_half_pixel_for_nn");
+                      "'; Kiln supports half_pixel, pytorch_half_pixel, align_corners, asymmetric, "
+                      "tf_half_pixel_for_nn and tf_crop_and_resize");
+  if (r.coordinates == ResizeCoordinates::tf_crop_and_resize) {
+    const std::vector<float> roi =
+        im.has_input(c, 1) ? im.constant_input(c, 1, "roi").f : std::vector<float>{};
+    if (roi.size() != 2 * xs.size())
+      node_error(c, "input 'roi' has " + std::to_string(roi.size()) +
+                        " entries; tf_crop_and_resize needs 2 * rank = " + std::to_string(2 * xs.size()));
+    for (float v : roi)
+      if (!std::isfinite(v)) node_error(c, "input 'roi' holds a non-finite value");
+    r.roi = roi;
+    r.extrapolation = attr_float(c, "extrapolation_value", 0.0f);
+  }
+  if (r.mode == ResizeMode::cubic) {
+    r.cubic_a = attr_float(c, "cubic_coeff_a", -0.75f);
+    r.exclude_outside = attr_int(c, "exclude_outside", 0) != 0;
+    if (!std::isfinite(r.cubic_a)) node_error(c, "attribute 'cubic_coeff_a' is not finite");
+  }
   static const std::vector<std::pair<std::string, NearestRounding>> roundings = {
       {"round_prefer_floor", NearestRounding::round_prefer_floor},
       {"round_prefer_ceil", NearestRounding::round_prefer_ceil},

@@ -52,6 +52,11 @@ void reduce_over_no_axes(Importer& im, const NodeCtx& c, ReduceKind kind) {
     case ReduceKind::prod:
     case ReduceKind::log_sum_exp:
       return im.define_alias(c, 0, 0);
+    case ReduceKind::argmax:  // not made by the Reduce* ops (convert_arg_reduce)
+    case ReduceKind::argmin:
+    case ReduceKind::argmax_last:
+    case ReduceKind::argmin_last:
+      node_error(c, "is not a reduction over axes");
   }
   im.define_value(
       c, 0, im.emit(c, ElementwiseChain{{step}}, {im.value_input(c, 0)}, im.output_name(c, 0)));
@@ -121,6 +126,26 @@ void convert_reduce(Importer& im, const NodeCtx& c) {
     r.axes.push_back(axis);
   }
   std::sort(r.axes.begin(), r.axes.end());
+  im.define_value(c, 0, im.emit(c, r, {im.value_input(c, 0)}, im.output_name(c, 0)));
+}
+
+// ArgMax and ArgMin (opsets 1-21; select_last_index from 12): a Reduce of the arg kinds over
+// one axis. The index is a float32 holding the exact integer (docs/onnx.md), so the reduced
+// axis must be shorter than 2^24.
+void convert_arg_reduce(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 1, 1);
+  const Shape xs = im.input_shape(c, 0);
+  if (xs.empty())
+    node_error(c, "input '" + im.input_name(c, 0) + "' is a scalar; there is no axis to search");
+  const bool last = attr_int(c, "select_last_index", 0) != 0;
+  Reduce r;
+  r.kind = c.op() == "ArgMax" ? (last ? ReduceKind::argmax_last : ReduceKind::argmax)
+                              : (last ? ReduceKind::argmin_last : ReduceKind::argmin);
+  r.keepdims = attr_int(c, "keepdims", 1) != 0;
+  r.axes = {normalize_axis(c, attr_int(c, "axis", 0), xs.size(), "axis")};
+  if (xs[r.axes[0]] >= kMaxArgReduceExtent)
+    node_error(c, "axis " + std::to_string(r.axes[0]) + " has " + std::to_string(xs[r.axes[0]]) +
+                      " elements; Kiln returns indices as float32, exact only below 2^24");
   im.define_value(c, 0, im.emit(c, r, {im.value_input(c, 0)}, im.output_name(c, 0)));
 }
 

@@ -1,0 +1,228 @@
+// ArgMax / ArgMin and Resize's cubic and tf_crop_and_resize through the ONNX importer, and
+// ArgMax's generated kernels on inputs with repeated maxima and NaN (numpy's rules, computed
+// here independently of the reference interpreter); a classifier ending in ArgMax run end to
+// end. The random-input kernel cases of both ops are in generated_cases.h.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+
+#include "codegen/kernel_library.h"
+#include "graph/passes/pipeline.h"
+#include "kiln/runtime.h"
+#include "onnx_test_models.h"
+#include "runtime/kernels.h"
+#include "test_generator.h"
+
+namespace kiln {
+namespace {
+
+using namespace onnx_test;  // ModelBuilder, import, import_error, attr_*, rnd, Dims
+using graph::Layout;
+using graph::ReduceKind;
+using graph::Shape;
+using graph::Tensor;
+using testing::HasSubstr;
+
+// The index numpy's argmax / argmin (or, `last`, the flipped array's, mapped back) gives for
+// row v: the first (last) NaN when there is one, else the first (last) extreme.
+int numpy_arg(const std::vector<float>& v, bool is_max, bool last) {
+  const int n = static_cast<int>(v.size());
+  for (int k = 0; k < n; ++k) {
+    const int i = last ? n - 1 - k : k;
+    if (std::isnan(v[i])) return i;
+  }
+  int best = last ? n - 1 : 0;
+  for (int k = 0; k < n; ++k) {
+    const int i = last ? n - 1 - k : k;
+    if (is_max ? v[i] > v[best] : v[i] < v[best]) best = i;
+  }
+  return best;
+}
+
+// Runs `g` with generated kernels on every CPU target this machine runs.
+void for_each_cpu_target(const graph::Graph& g, const std::vector<Tensor>& ins,
+                         const std::function<void(const Model&)>& check) {
+  for (int t = 0; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
+    if (!testing_util::runs_target(t)) continue;
+    SCOPED_TRACE(runtime::cpu_targets()[t]);
+    ModelOptions o;
+    o.cpu_target = t;
+    o.generate_kernels =
+        codegen::kernel_generator({{runtime::cpu_targets()[t]}, KILN_TEST_CACHE_DIR, nullptr});
+    Model m(graph::run_passes(g), o);
+    ASSERT_TRUE(m.run(ins));
+    check(m);
+  }
+}
+
+std::vector<float> output_data(const Model& m, size_t i) {
+  const TensorView v = m.output(i);
+  return std::vector<float>(v.data, v.data + graph::num_elements(v.shape));
+}
+
+// Values from {-2, ..., 2}: rows of 12 repeat their maximum and minimum; two rows hold NaNs.
+TEST(ArgReduce, TiesAndNanFollowNumpyOnEveryCpuTarget) {
+  const Shape shape{5, 12, 3};  // reduced over axis 1: rows are (n, w)
+  std::mt19937 rng(7);
+  std::vector<float> x(5 * 12 * 3);
+  for (float& v : x) v = static_cast<float>(static_cast<int>(rng() % 5) - 2);
+  auto at = [](int n, int i, int w) { return static_cast<size_t>((n * 12 + i) * 3 + w); };
+  x[at(1, 4, 2)] = NAN;
+  x[at(1, 9, 2)] = NAN;
+  x[at(3, 0, 0)] = NAN;
+  graph::GraphBuilder b;
+  const graph::ValueId in = b.input("x", shape, Layout::any);
+  const ReduceKind kinds[] = {ReduceKind::argmax, ReduceKind::argmin, ReduceKind::argmax_last,
+                              ReduceKind::argmin_last};
+  for (ReduceKind k : kinds)
+    b.output(b.op(graph::to_string(k), graph::Reduce{{1}, false, k}, {in}));
+  const graph::Graph g = b.finish();
+  // The expected indices, and proof that the data has ties that first and last tell apart.
+  std::vector<std::vector<float>> want(4);
+  int ties = 0;
+  for (int n = 0; n < 5; ++n)
+    for (int w = 0; w < 3; ++w) {
+      std::vector<float> row;
+      for (int i = 0; i < 12; ++i) row.push_back(x[at(n, i, w)]);
+      for (int k = 0; k < 4; ++k)
+        want[k].push_back(static_cast<float>(numpy_arg(row, k % 2 == 0, k >= 2)));
+      ties += want[0].back() != want[2].back();
+    }
+  ASSERT_GT(ties, 5);
+  EXPECT_EQ(want[0][1 * 3 + 2], 4.0f);  // the first NaN
+  EXPECT_EQ(want[2][1 * 3 + 2], 9.0f);  // the last NaN
+  const Tensor t{shape, Layout::any, x};
+  const std::vector<Tensor> ref = graph::run_reference(g, {t});
+  for (int k = 0; k < 4; ++k)
+    EXPECT_EQ(ref[k].data, want[k]) << graph::to_string(kinds[k]) << " (reference)";
+  for_each_cpu_target(g, {t}, [&](const Model& m) {
+    for (int k = 0; k < 4; ++k) {
+      EXPECT_EQ(m.output(k).shape, (Shape{5, 3}));
+      EXPECT_EQ(output_data(m, k), want[k]) << graph::to_string(kinds[k]);
+    }
+  });
+}
+
+TEST(ArgReduce, ImportsEveryAttributeAndRefusesHugeAxes) {
+  for (int opset : {11, 12, 13, 21}) {
+    ModelBuilder m(opset);
+    m.input("x", {2, 3, 4});
+    auto& n = m.node("ArgMin", {"x"}, {"y"}, "argmin");
+    attr_i(n, "axis", -1);
+    attr_i(n, "keepdims", 0);
+    if (opset >= 12) attr_i(n, "select_last_index", 1);
+    m.output("y");
+    const graph::Graph g = import(m);
+    const auto& r = std::get<graph::Reduce>(g.node(graph::NodeId{0}).op);
+    EXPECT_EQ(r.axes, std::vector<int>{2});
+    EXPECT_FALSE(r.keepdims);
+    EXPECT_EQ(r.kind, opset >= 12 ? ReduceKind::argmin_last : ReduceKind::argmin);
+    EXPECT_EQ(g.value(g.outputs[0]).shape, (Shape{2, 3}));
+  }
+  ModelBuilder huge(13);
+  huge.input("x", {1, int64_t{1} << 24});
+  attr_i(huge.node("ArgMax", {"x"}, {"y"}, "am"), "axis", 1);
+  huge.output("y");
+  EXPECT_THAT(
+      import_error(huge.bytes()),
+      HasSubstr(
+          "node 'am' (ArgMax): axis 1 has 16777216 elements; Kiln returns indices as float32"));
+}
+
+// conv -> global pool -> flatten -> Gemm -> ArgMax, the class index declared INT64 as
+// exporters write it: Kiln's float32 index against the reference, and against the argmax of
+// the logits.
+TEST(ArgReduce, ClassifierEndingInArgMax) {
+  auto classifier = [](bool relu_int64) {
+    ModelBuilder m(13);
+    m.input("x", {3, 3, 10, 10});
+    m.init("w", {8, 3, 3, 3}, rnd(8 * 27, 11, -0.5f, 0.5f));
+    m.init("b", {8}, rnd(8, 12));
+    attr_ints(m.node("Conv", {"x", "w", "b"}, {"c"}, "conv"), "pads", {1, 1, 1, 1});
+    m.node("Relu", {"c"}, {"r"}, "relu");
+    m.node("GlobalAveragePool", {"r"}, {"p"}, "pool");
+    m.node("Flatten", {"p"}, {"f"}, "flatten");
+    m.init("fc_w", {6, 8}, rnd(48, 13, -2.0f, 2.0f));
+    m.init("fc_b", {6}, rnd(6, 14));
+    attr_i(m.node("Gemm", {"f", "fc_w", "fc_b"}, {"logits"}, "fc"), "transB", 1);
+    auto& am = m.node("ArgMax", {"logits"}, {"class"}, "argmax");
+    attr_i(am, "axis", 1);
+    attr_i(am, "keepdims", 0);
+    for (const char* name : {"class", "logits"}) {
+      auto* o = m.graph().add_output();
+      o->set_name(name);
+      o->mutable_type()->mutable_tensor_type()->set_elem_type(
+          name == std::string("class") ? TP::INT64 : TP::FLOAT);
+    }
+    if (relu_int64) {
+      auto* o = m.graph().add_output();
+      o->set_name("r");
+      o->mutable_type()->mutable_tensor_type()->set_elem_type(TP::INT64);
+    }
+    return m;
+  };
+  EXPECT_THAT(import_error(classifier(true).bytes()),
+              HasSubstr("graph output 'r' is declared INT64, but Kiln computes it as FLOAT (only "
+                        "ArgMax/ArgMin outputs may be INT64)"));
+  const graph::Graph g = import(classifier(false));
+  const Tensor x{{3, 3, 10, 10}, Layout::nchw, rnd(300 * 3, 15)};
+  const std::vector<Tensor> ref = graph::run_reference(g, {x});
+  ASSERT_EQ(ref[0].shape, (Shape{3}));
+  std::vector<float> from_logits;
+  for (int n = 0; n < 3; ++n)
+    from_logits.push_back(static_cast<float>(
+        numpy_arg(std::vector<float>(ref[1].data.begin() + n * 6, ref[1].data.begin() + n * 6 + 6),
+                  true, false)));
+  EXPECT_EQ(ref[0].data, from_logits);
+  for_each_cpu_target(g, {x}, [&](const Model& m) { EXPECT_EQ(output_data(m, 0), ref[0].data); });
+}
+
+// Resize's cubic attributes and tf_crop_and_resize's roi and extrapolation_value reach the IR;
+// the roi must be a full one; antialias stays refused in one line.
+TEST(ResizeImport, CubicAndCropAttributes) {
+  ModelBuilder m(13);
+  m.input("x", {1, 2, 4, 5});
+  m.init("roi", {8}, {0, 0, 0.1f, 0.2f, 1, 1, 0.8f, 1.1f});
+  m.init("scales", {0}, {});
+  m.init_i64("sizes", {4}, {1, 2, 3, 7});
+  auto& n = m.node("Resize", {"x", "roi", "scales", "sizes"}, {"y"}, "rs");
+  attr_s(n, "mode", "cubic");
+  attr_s(n, "coordinate_transformation_mode", "tf_crop_and_resize");
+  attr_f(n, "cubic_coeff_a", -0.5f);
+  attr_i(n, "exclude_outside", 1);
+  attr_f(n, "extrapolation_value", 3.5f);
+  m.output("y");
+  const graph::Graph g = import(m);
+  const auto& r = std::get<graph::Resize>(g.node(graph::NodeId{0}).op);
+  EXPECT_EQ(r.mode, graph::ResizeMode::cubic);
+  EXPECT_EQ(r.coordinates, graph::ResizeCoordinates::tf_crop_and_resize);
+  EXPECT_EQ(r.cubic_a, -0.5f);
+  EXPECT_TRUE(r.exclude_outside);
+  EXPECT_EQ(r.extrapolation, 3.5f);
+  EXPECT_EQ(r.roi, (std::vector<float>{0, 0, 0.1f, 0.2f, 1, 1, 0.8f, 1.1f}));
+  // Columns past 1.0 of the crop read outside the input: the extrapolation value.
+  const std::vector<float> xv = rnd(40, 16);
+  const Tensor y = graph::run_reference(g, {Tensor{{1, 2, 4, 5}, Layout::nchw, xv}})[0];
+  ASSERT_EQ(y.shape, (Shape{1, 2, 3, 7}));
+  EXPECT_EQ(y.data[6], 3.5f);
+  EXPECT_NE(y.data[0], 3.5f);
+
+  m.graph().mutable_initializer(0)->clear_float_data();
+  m.graph().mutable_initializer(0)->clear_dims();
+  m.graph().mutable_initializer(0)->add_dims(0);
+  EXPECT_THAT(import_error(m.bytes()), HasSubstr("input 'roi' has 0 entries"));
+  ModelBuilder aa(18);
+  aa.input("x", {1, 1, 4, 4});
+  aa.init("roi", {0}, {});
+  aa.init("scales", {4}, {1, 1, 0.5f, 0.5f});
+  attr_i(aa.node("Resize", {"x", "roi", "scales"}, {"y"}, "rs"), "antialias", 1);
+  aa.output("y");
+  EXPECT_THAT(import_error(aa.bytes()),
+              HasSubstr("node 'rs' (Resize): attribute 'antialias'=1 is not supported"));
+}
+
+}  // namespace
+}  // namespace kiln
