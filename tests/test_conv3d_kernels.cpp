@@ -101,8 +101,8 @@ graph::Graph video_model() {
 }
 
 // Branches of one input, one per kind of 3-D convolution: strided and dilated with uneven pads,
-// grouped without bias, depthwise, SAME_UPPER with a depth stride, and a grouped strided
-// ConvTranspose with output_padding.
+// grouped without bias, depthwise, SAME_UPPER with a depth stride, a grouped strided
+// ConvTranspose with output_padding, and BatchNorms of 5-D tensors that stay elementwise kernels.
 graph::Graph conv3d_spread_model() {
   ModelBuilder m(13);
   m.input("x", {2, 4, 5, 6, 6});
@@ -133,7 +133,15 @@ graph::Graph conv3d_spread_model() {
   attr_ints(e, "strides", {2, 2, 1});
   attr_ints(e, "pads", {0, 1, 1, 1, 0, 0});
   attr_ints(e, "output_padding", {1, 0, 0});
-  for (const char* y : {"ya", "yb", "yc", "yd", "ye"}) m.output(y);
+  // A BatchNormalization of 5-D tensors that cannot fold: of the input, and of a 3-D convolution
+  // whose output is also read elsewhere (an elementwise kernel, channel axis 1 of 5).
+  m.init("scale", {4}, rnd(4, 20, 0.5f, 1.5f));
+  m.init("shift", {4}, rnd(4, 21));
+  m.init("mean", {4}, rnd(4, 22));
+  m.init("var", {4}, rnd(4, 23, 0.5f, 2.0f));
+  m.node("BatchNormalization", {"x", "scale", "shift", "mean", "var"}, {"yf"}, "bn_input");
+  m.node("BatchNormalization", {"yc", "scale", "shift", "mean", "var"}, {"yg"}, "bn_shared");
+  for (const char* y : {"ya", "yb", "yc", "yd", "ye", "yf", "yg"}) m.output(y);
   return onnx_test::import(m);
 }
 
