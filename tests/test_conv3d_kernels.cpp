@@ -102,9 +102,10 @@ graph::Graph video_model() {
 
 // Branches of one input, one per kind of 3-D convolution: strided and dilated with uneven pads,
 // grouped without bias, depthwise, SAME_UPPER with a depth stride, a grouped strided
-// ConvTranspose with output_padding, and BatchNorms of 5-D tensors that stay elementwise kernels.
+// ConvTranspose with output_padding, BatchNorms of 5-D tensors that stay elementwise kernels, and
+// a 3-D LpPool with ceil_mode.
 graph::Graph conv3d_spread_model() {
-  ModelBuilder m(13);
+  ModelBuilder m(18);
   m.input("x", {2, 4, 5, 6, 6});
   m.init("wa", {6, 4, 3, 2, 3}, rnd(432, 11, -0.4f, 0.4f));
   m.init("ba", {6}, rnd(6, 12));
@@ -141,7 +142,14 @@ graph::Graph conv3d_spread_model() {
   m.init("var", {4}, rnd(4, 23, 0.5f, 2.0f));
   m.node("BatchNormalization", {"x", "scale", "shift", "mean", "var"}, {"yf"}, "bn_input");
   m.node("BatchNormalization", {"yc", "scale", "shift", "mean", "var"}, {"yg"}, "bn_shared");
-  for (const char* y : {"ya", "yb", "yc", "yd", "ye", "yf", "yg"}) m.output(y);
+  // LpPool with ceil_mode (opset 18): the last windows reach past the end padding.
+  auto& lp = m.node("LpPool", {"x"}, {"yh"}, "lp_ceil");
+  attr_ints(lp, "kernel_shape", {2, 3, 2});
+  attr_ints(lp, "strides", {2, 2, 2});
+  attr_ints(lp, "pads", {0, 1, 0, 0, 0, 1});
+  attr_i(lp, "p", 2);
+  attr_i(lp, "ceil_mode", 1);
+  for (const char* y : {"ya", "yb", "yc", "yd", "ye", "yf", "yg", "yh"}) m.output(y);
   return onnx_test::import(m);
 }
 
