@@ -286,5 +286,49 @@ TEST(OnnxLowering, LpPoolMatchesItsDefinition) {
   }
 }
 
+// LpPool with ceil_mode (opset 18): the last windows reach past the end padding and sum what they
+// cover, against the definition; 1-D to 3-D.
+TEST(OnnxLowering, LpPoolCeilModeMatchesItsDefinition) {
+  struct Case {
+    Shape in;
+    Window w;
+    int64_t p;
+  };
+  for (const Case& t : {Case{{2, 3, 8}, {{3}, {2}, {0}, {0}}, 2},
+                        Case{{1, 2, 7, 6}, {{3, 2}, {2, 3}, {1, 0}, {0, 1}}, 3},
+                        Case{{1, 2, 5, 4, 6}, {{2, 3, 2}, {2, 2, 3}, {0, 1, 0}, {1, 0, 0}}, 1}}) {
+    const size_t axes = t.in.size() - 2;
+    Shape out = {t.in[0], t.in[1]};
+    for (size_t a = 0; a < axes; ++a) {
+      const int64_t room = t.in[a + 2] + t.w.pad_begin[a] + t.w.pad_end[a] - t.w.k[a];
+      int64_t o = (room + t.w.stride[a] - 1) / t.w.stride[a] + 1;
+      if ((o - 1) * t.w.stride[a] >= t.in[a + 2] + t.w.pad_begin[a]) --o;
+      out.push_back(o);
+    }
+    ModelBuilder m(18);
+    m.input("x", t.in);
+    auto& n = m.node("LpPool", {"x"}, {"y"}, "lp");
+    attr_ints(n, "kernel_shape", t.w.k);
+    attr_ints(n, "strides", t.w.stride);
+    std::vector<int64_t> pads = t.w.pad_begin;
+    pads.insert(pads.end(), t.w.pad_end.begin(), t.w.pad_end.end());
+    attr_ints(n, "pads", pads);
+    attr_i(n, "p", t.p);
+    attr_i(n, "ceil_mode", 1);
+    m.output("y");
+    const Graph g = import(m);
+    const std::vector<float> x = rnd(num_elements(t.in), 47);
+    const std::vector<Tensor> y =
+        run_reference(g, {Tensor{t.in, t.in.size() == 4 ? Layout::nchw : Layout::any, x}});
+    ASSERT_EQ(y[0].shape, out);
+    const double p = static_cast<double>(t.p);
+    for_each_window(t.in, out, t.w, x, [&](size_t o, const std::vector<double>& v, int64_t) {
+      double sum = 0;
+      for (double e : v) sum += std::pow(std::fabs(e), p);
+      EXPECT_NEAR(y[0].data[o], std::pow(sum, 1 / p), 1e-5) << "LpPool p " << t.p << " at " << o;
+    });
+  }
+}
+
 }  // namespace
 }  // namespace kiln::graph

@@ -2,6 +2,7 @@
 // ONNX names, attribute access and node emission. Not part of the public API.
 #pragma once
 
+#include <array>
 #include <functional>
 #include <map>
 #include <memory>
@@ -175,6 +176,18 @@ void convert_resize(Importer& im, const NodeCtx& c);
 void convert_upsample(Importer& im, const NodeCtx& c);
 // ops_conv_transpose.cpp
 void convert_conv_transpose(Importer& im, const NodeCtx& c);
+// ops_conv3d.cpp: 3-D convolution as 2-D convolutions over the depth-gathered input.
+struct Conv3dParams {
+  int64_t groups = 1;
+  std::array<int64_t, 3> stride{1, 1, 1}, dilation{1, 1, 1};  // (D, H, W)
+  std::array<int64_t, 3> pad_begin{0, 0, 0}, pad_end{0, 0, 0};  // non-negative
+};
+// Emits the convolution of 5-D `x` by `weights` ([M, C / groups, KD, KH, KW] as `wdims`) plus
+// `bias` ([M]); returns the [N, M, Do, Ho, Wo] result named `out_name`.
+ValueId emit_conv3d(Importer& im, const NodeCtx& c, ValueId x, const Shape& wdims,
+                    std::vector<float> weights, ValueId bias, const Conv3dParams& p,
+                    const std::string& out_name);
+void convert_conv_3d(Importer& im, const NodeCtx& c);
 // ops_pool.cpp
 void convert_pool_3d(Importer& im, const NodeCtx& c);
 void convert_global_pool_3d(Importer& im, const NodeCtx& c);

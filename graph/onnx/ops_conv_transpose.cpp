@@ -1,10 +1,11 @@
 // ONNX ConvTranspose -> IR, lowered onto the generated convolution: the input with stride - 1
-// zeros inserted between its pixels (a Reshape to [N, C, H, 1, W, 1], a zero Pad of the unit axes
-// to the stride, a Reshape back), then a stride-1 convolution with the weights flipped in space
-// and their channel axes swapped per group, padded by dilation * (k - 1) - pad on each side
-// (plus output_padding at the end; a negative amount crops, through a Pad). This is the
-// transposed convolution's definition rewritten as a convolution (the gradient of the forward
-// one); it multiplies stride_h * stride_w times more zeros than a direct kernel would.
+// zeros inserted between its pixels (a Reshape to [N, C, H, 1, W, 1], or [N, C, D, 1, H, 1, W, 1],
+// a zero Pad of the unit axes to the stride, a Reshape back), then a stride-1 convolution with the
+// weights flipped in space and their channel axes swapped per group, padded by dilation * (k - 1) -
+// pad on each side (plus output_padding at the end; a negative amount crops, through a Pad). This
+// is the transposed convolution's definition rewritten as a convolution (the gradient of the
+// forward one); it multiplies the product of the strides times more zeros than a direct kernel
+// would. A 3-D one ends in the 3-D convolution of ops_conv3d.cpp (depth taps folded into channels).
 #include <algorithm>
 
 #include "graph/onnx/importer.h"
@@ -14,11 +15,12 @@ namespace {
 
 constexpr int64_t kMaxParam = int64_t{1} << 20;
 
-// Attribute `name` with `dims` entries (1 or 2) as (H, W); H is `def` for a 1-D op.
-std::pair<int64_t, int64_t> hw_attr(const NodeCtx& c, const char* name, int64_t def, int64_t lo,
-                                    int dims) {
-  const std::vector<int64_t> v = attr_ints(c, name);
-  if (v.empty()) return {def, def};
+// Attribute `name` with `dims` entries (1, 2 or 3) as one entry per axis of the lowered
+// convolution (`axes`: 2 for 1-D and 2-D, whose 1-D H is `def`; 3 for 3-D).
+std::vector<int64_t> axis_attr(const NodeCtx& c, const char* name, int64_t def, int64_t lo,
+                               int dims, size_t axes) {
+  std::vector<int64_t> v = attr_ints(c, name);
+  if (v.empty()) return std::vector<int64_t>(axes, def);
   if (v.size() != static_cast<size_t>(dims))
     node_error(c, std::string("attribute '") + name + "' has " + std::to_string(v.size()) +
                       " entries, expected " + std::to_string(dims));
@@ -26,7 +28,8 @@ std::pair<int64_t, int64_t> hw_attr(const NodeCtx& c, const char* name, int64_t 
     if (e < lo || e > kMaxParam)
       node_error(c, std::string("attribute '") + name + "' holds " + std::to_string(e) +
                         ", expected " + std::to_string(lo) + ".." + std::to_string(kMaxParam));
-  return {dims == 1 ? def : v[0], v.back()};
+  if (v.size() < axes) v.insert(v.begin(), def);
+  return v;
 }
 
 // Begin and end padding of one spatial axis from output_shape or auto_pad SAME_*, as ONNX's
@@ -49,19 +52,22 @@ std::pair<int64_t, int64_t> derived_pads(const NodeCtx& c, int64_t in, int64_t o
 void convert_conv_transpose(Importer& im, const NodeCtx& c) {
   expect_inputs(c, 2, 3);
   const Shape xs = im.input_shape(c, 0);
-  if (xs.size() != 3 && xs.size() != 4)
-    node_error(c, "only 1-D and 2-D transposed convolutions are supported: input '" +
+  if (xs.size() < 3 || xs.size() > 5)
+    node_error(c, "only 1-D, 2-D and 3-D transposed convolutions are supported: input '" +
                       im.input_name(c, 0) + "' is " + to_string(xs) +
-                      ", expected 3-D NCL or 4-D NCHW");
+                      ", expected 3-D NCL, 4-D NCHW or 5-D NCDHW");
   const int dims = static_cast<int>(xs.size()) - 2;
-  const Shape x4 = dims == 1 ? Shape{xs[0], xs[1], 1, xs[2]} : xs;
+  const size_t axes = dims == 3 ? 3 : 2;  // spatial axes of the lowered convolution
+  const Shape xl = dims == 1 ? Shape{xs[0], xs[1], 1, xs[2]} : xs;  // [N, C, spatial...]
   const HostTensor& w = im.constant_input(c, 1, "weights");
   if (!w.is_float() || w.dims.size() != xs.size() || w.f.empty())
     node_error(c,
                "weights '" + im.input_name(c, 1) + "' are " + to_string(w.dims) +
                    ", expected non-empty FLOAT [in channels, out channels / group, k...] of rank " +
                    std::to_string(xs.size()));
-  const int64_t ci = x4[1], kh = dims == 1 ? 1 : w.dims[2], kw = w.dims.back();
+  const int64_t ci = xl[1];
+  std::vector<int64_t> k(w.dims.begin() + 2, w.dims.end());
+  if (dims == 1) k.insert(k.begin(), 1);
   const int64_t groups = attr_int(c, "group", 1);
   if (groups < 1 || ci % groups != 0 || w.dims[0] != ci)
     node_error(c, "weights " + to_string(w.dims) + " and group " + std::to_string(groups) +
@@ -70,14 +76,15 @@ void convert_conv_transpose(Importer& im, const NodeCtx& c) {
   const std::vector<int64_t> ks = attr_ints(c, "kernel_shape");
   if (!ks.empty() && ks != Shape(w.dims.begin() + 2, w.dims.end()))
     node_error(c, "attribute 'kernel_shape' does not match the weights " + to_string(w.dims));
-  const auto [sh, sw] = hw_attr(c, "strides", 1, 1, dims);
-  const auto [dh, dw] = hw_attr(c, "dilations", 1, 1, dims);
-  const auto [oph, opw] = hw_attr(c, "output_padding", 0, 0, dims);
-  if (oph >= std::max(sh, dh) || opw >= std::max(sw, dw))
-    node_error(c, "attribute 'output_padding' must be smaller than the stride or the dilation");
+  const std::vector<int64_t> st = axis_attr(c, "strides", 1, 1, dims, axes);
+  const std::vector<int64_t> dl = axis_attr(c, "dilations", 1, 1, dims, axes);
+  const std::vector<int64_t> op = axis_attr(c, "output_padding", 0, 0, dims, axes);
+  for (size_t a = 0; a < axes; ++a)
+    if (op[a] >= std::max(st[a], dl[a]))
+      node_error(c, "attribute 'output_padding' must be smaller than the stride or the dilation");
 
-  // Padding [top, left, bottom, right]: given, or derived from output_shape or SAME_*.
-  int64_t pt = 0, pl = 0, pb = 0, pr = 0;
+  // Padding per axis, begin and end: given, or derived from output_shape or SAME_*.
+  std::vector<int64_t> pb(axes, 0), pe(axes, 0);
   const std::string auto_pad = attr_string(c, "auto_pad", "NOTSET");
   const std::vector<int64_t> out_shape = attr_ints(c, "output_shape");
   if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" &&
@@ -85,17 +92,19 @@ void convert_conv_transpose(Importer& im, const NodeCtx& c) {
     node_error(c, "attribute 'auto_pad' is '" + auto_pad +
                       "', expected NOTSET, VALID, SAME_UPPER or SAME_LOWER");
   if (!out_shape.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-    int64_t oh = x4[2] * sh, ow = x4[3] * sw;  // SAME: the input times the stride
-    if (!out_shape.empty()) {
-      if (out_shape.size() != static_cast<size_t>(dims) && out_shape.size() != xs.size())
-        node_error(c,
-                   "attribute 'output_shape' has " + std::to_string(out_shape.size()) + " entries");
-      ow = out_shape.back();
-      oh = dims == 1 ? 1 : out_shape[out_shape.size() - 2];
+    if (!out_shape.empty() && out_shape.size() != static_cast<size_t>(dims) &&
+        out_shape.size() != xs.size())
+      node_error(c,
+                 "attribute 'output_shape' has " + std::to_string(out_shape.size()) + " entries");
+    for (size_t a = 0; a < axes; ++a) {
+      int64_t out = xl[a + 2] * st[a];  // SAME: the input times the stride
+      if (!out_shape.empty()) {
+        const size_t from_end = axes - a;  // the trailing entries are the spatial sizes
+        out = from_end > static_cast<size_t>(dims) ? 1 : out_shape[out_shape.size() - from_end];
+      }
+      std::tie(pb[a], pe[a]) =
+          derived_pads(c, xl[a + 2], out, k[a], st[a], dl[a], op[a], auto_pad == "SAME_UPPER");
     }
-    const bool upper = auto_pad == "SAME_UPPER";
-    std::tie(pt, pb) = derived_pads(c, x4[2], oh, kh, sh, dh, oph, upper);
-    std::tie(pl, pr) = derived_pads(c, x4[3], ow, kw, sw, dw, opw, upper);
   } else if (auto_pad == "NOTSET") {
     const std::vector<int64_t> p = attr_ints(c, "pads");
     if (!p.empty()) {
@@ -104,32 +113,29 @@ void convert_conv_transpose(Importer& im, const NodeCtx& c) {
                           std::to_string(2 * dims));
       for (int64_t v : p)
         if (v < 0 || v > kMaxParam) node_error(c, "attribute 'pads' holds " + std::to_string(v));
-      if (dims == 1)
-        pl = p[0], pr = p[1];
-      else
-        pt = p[0], pl = p[1], pb = p[2], pr = p[3];
+      const size_t skip = axes - static_cast<size_t>(dims);  // 1-D: H has no padding
+      for (size_t a = 0; a < static_cast<size_t>(dims); ++a)
+        pb[a + skip] = p[a], pe[a + skip] = p[a + static_cast<size_t>(dims)];
     }
   }
 
-  const int64_t ho = sh * (x4[2] - 1) + oph + (kh - 1) * dh + 1 - pt - pb;
-  const int64_t wo = sw * (x4[3] - 1) + opw + (kw - 1) * dw + 1 - pl - pr;
-  if (ho < 1 || wo < 1)
-    node_error(c,
-               "the padding leaves an output of " + std::to_string(ho) + "x" + std::to_string(wo));
+  Shape out_sp;
+  for (size_t a = 0; a < axes; ++a) {
+    out_sp.push_back(st[a] * (xl[a + 2] - 1) + op[a] + (k[a] - 1) * dl[a] + 1 - pb[a] - pe[a]);
+    if (out_sp.back() < 1) node_error(c, "the padding leaves an output of " + to_string(out_sp));
+  }
 
   // The stride-1 convolution's weights: out channel (group, o) reads in channel (group, i) at
-  // the spatially flipped tap.
-  std::vector<float> flipped(static_cast<size_t>(co * ci_g * kh * kw));
+  // the spatially flipped tap (flipping every spatial axis reverses the row-major tap index).
+  int64_t taps = 1;
+  for (int64_t e : k) taps *= e;
+  std::vector<float> flipped(static_cast<size_t>(co * ci_g * taps));
   for (int64_t g = 0; g < groups; ++g)
     for (int64_t o = 0; o < co_g; ++o)
       for (int64_t i = 0; i < ci_g; ++i)
-        for (int64_t y = 0; y < kh; ++y)
-          for (int64_t x = 0; x < kw; ++x)
-            flipped[static_cast<size_t>((((g * co_g + o) * ci_g + i) * kh + y) * kw + x)] =
-                w.f[static_cast<size_t>((((g * ci_g + i) * co_g + o) * kh + (kh - 1 - y)) * kw +
-                                        (kw - 1 - x))];
-  const ValueId wv = im.add_constant(c.name + "/flipped_weights", {co, ci_g, kh, kw},
-                                     std::move(flipped), Layout::oihw);
+        for (int64_t t = 0; t < taps; ++t)
+          flipped[static_cast<size_t>(((g * co_g + o) * ci_g + i) * taps + t)] =
+              w.f[static_cast<size_t>(((g * ci_g + i) * co_g + o) * taps + (taps - 1 - t))];
   ValueId b;
   if (im.has_input(c, 2)) {
     im.constant_input(c, 2, "bias");
@@ -141,36 +147,61 @@ void convert_conv_transpose(Importer& im, const NodeCtx& c) {
 
   ValueId x = im.value_input(c, 0);
   const std::string base = c.name + "/";
-  if (dims == 1) x = im.emit(c, Reshape{x4}, {x}, base + "input_2d", base + "input_2d");
-  if (sh > 1 || sw > 1) {  // stride - 1 zeros after every pixel, along both axes
-    const Shape split = {x4[0], ci, x4[2], 1, x4[3], 1};
+  const size_t rank = axes + 2;
+  if (dims == 1) x = im.emit(c, Reshape{xl}, {x}, base + "input_2d", base + "input_2d");
+  if (std::any_of(st.begin(), st.end(), [](int64_t s) { return s > 1; })) {
+    // stride - 1 zeros after every element, along every spatial axis
+    Shape split = {xl[0], ci}, merged = {xl[0], ci};
+    std::vector<int64_t> pads(2 * (2 + 2 * axes), 0);
+    for (size_t a = 0; a < axes; ++a) {
+      split.push_back(xl[a + 2]);
+      split.push_back(1);
+      merged.push_back(xl[a + 2] * st[a]);
+      pads[2 + 2 * axes + 3 + 2 * a] = st[a] - 1;  // the end of the unit axis after axis a
+    }
     x = im.emit(c, Reshape{split}, {x}, base + "split", base + "split");
-    x = im.emit(c, Pad{{0, 0, 0, 0, 0, 0, 0, 0, 0, sh - 1, 0, sw - 1}, 0.0f}, {x},
-                base + "zero_inserted", base + "insert_zeros");
-    x = im.emit(c, Reshape{{x4[0], ci, x4[2] * sh, x4[3] * sw}}, {x}, base + "upsampled",
-                base + "merge");
+    x = im.emit(c, Pad{pads, 0.0f}, {x}, base + "zero_inserted", base + "insert_zeros");
+    x = im.emit(c, Reshape{merged}, {x}, base + "upsampled", base + "merge");
   }
   // The convolution's padding on each side; the zero-inserted input ends in stride - 1 zeros
   // the transposed convolution does not have, hence the end's - (stride - 1).
-  const int64_t pads[4] = {dh * (kh - 1) - pt, dw * (kw - 1) - pl,
-                           dh * (kh - 1) - pb + oph - (sh - 1),
-                           dw * (kw - 1) - pr + opw - (sw - 1)};
-  if (std::any_of(std::begin(pads), std::end(pads), [](int64_t p) { return p < 0; })) {
-    // More padding than the window reaches: the first or last outputs are dropped (a crop).
-    x = im.emit(c,
-                Pad{{0, 0, std::min<int64_t>(pads[0], 0), std::min<int64_t>(pads[1], 0), 0, 0,
-                     std::min<int64_t>(pads[2], 0), std::min<int64_t>(pads[3], 0)},
-                    0.0f},
-                {x}, base + "cropped", base + "crop");
+  std::vector<int64_t> cb(axes), ce(axes);
+  for (size_t a = 0; a < axes; ++a) {
+    cb[a] = dl[a] * (k[a] - 1) - pb[a];
+    ce[a] = dl[a] * (k[a] - 1) - pe[a] + op[a] - (st[a] - 1);
   }
+  if (std::any_of(cb.begin(), cb.end(), [](int64_t p) { return p < 0; }) ||
+      std::any_of(ce.begin(), ce.end(), [](int64_t p) { return p < 0; })) {
+    // More padding than the window reaches: the first or last outputs are dropped (a crop).
+    std::vector<int64_t> crop(2 * rank, 0);
+    for (size_t a = 0; a < axes; ++a) {
+      crop[a + 2] = std::min<int64_t>(cb[a], 0);
+      crop[rank + a + 2] = std::min<int64_t>(ce[a], 0);
+    }
+    x = im.emit(c, Pad{crop, 0.0f}, {x}, base + "cropped", base + "crop");
+  }
+  for (size_t a = 0; a < axes; ++a)
+    cb[a] = std::max<int64_t>(cb[a], 0), ce[a] = std::max<int64_t>(ce[a], 0);
+  if (dims == 3) {
+    Conv3dParams p;
+    p.groups = groups;
+    for (size_t a = 0; a < 3; ++a)
+      p.dilation[a] = dl[a], p.pad_begin[a] = cb[a], p.pad_end[a] = ce[a];
+    const Shape wd = {co, ci_g, k[0], k[1], k[2]};
+    im.define_value(c, 0,
+                    emit_conv3d(im, c, x, wd, std::move(flipped), b, p, im.output_name(c, 0)));
+    return;
+  }
+  const ValueId wv = im.add_constant(c.name + "/flipped_weights", {co, ci_g, k[0], k[1]},
+                                     std::move(flipped), Layout::oihw);
   Conv2d conv;
   conv.groups = to_int(c, groups, "attribute 'group'", 1, kMaxParam);
-  conv.dilation_h = to_int(c, dh, "dilation", 1, kMaxParam);
-  conv.dilation_w = to_int(c, dw, "dilation", 1, kMaxParam);
-  conv.pad_top = to_int(c, std::max<int64_t>(pads[0], 0), "padding", 0, kMaxParam);
-  conv.pad_left = to_int(c, std::max<int64_t>(pads[1], 0), "padding", 0, kMaxParam);
-  conv.pad_bottom = to_int(c, std::max<int64_t>(pads[2], 0), "padding", 0, kMaxParam);
-  conv.pad_right = to_int(c, std::max<int64_t>(pads[3], 0), "padding", 0, kMaxParam);
+  conv.dilation_h = to_int(c, dl[0], "dilation", 1, kMaxParam);
+  conv.dilation_w = to_int(c, dl[1], "dilation", 1, kMaxParam);
+  conv.pad_top = to_int(c, cb[0], "padding", 0, kMaxParam);
+  conv.pad_left = to_int(c, cb[1], "padding", 0, kMaxParam);
+  conv.pad_bottom = to_int(c, ce[0], "padding", 0, kMaxParam);
+  conv.pad_right = to_int(c, ce[1], "padding", 0, kMaxParam);
   if (dims == 2) {
     im.define_value(c, 0, im.emit(c, conv, {x, wv, b}, im.output_name(c, 0)));
     return;

@@ -83,9 +83,9 @@ ImageInput image_input(Importer& im, const NodeCtx& c, const char* what) {
   const Shape xs = im.input_shape(c, 0);
   if (xs.size() == 3) return {{xs[0], xs[1], 1, xs[2]}, 1};
   if (xs.size() != 4)
-    node_error(c, std::string("only 1-D and 2-D ") + what + " are supported: input '" +
+    node_error(c, std::string("only 1-D, 2-D and 3-D ") + what + " are supported: input '" +
                       im.input_name(c, 0) + "' is " + to_string(xs) +
-                      ", expected 3-D NCL or 4-D NCHW");
+                      ", expected 3-D NCL, 4-D NCHW or 5-D NCDHW");
   return {xs, 2};
 }
 
@@ -146,6 +146,7 @@ void check_legacy_broadcast(Importer& im, const NodeCtx& c) {
 
 void convert_conv(Importer& im, const NodeCtx& c) {
   expect_inputs(c, 2, 3);
+  if (im.input_shape(c, 0).size() == 5) return convert_conv_3d(im, c);
   const ImageInput in = image_input(im, c, "convolutions");
   const HostTensor& w = im.constant_input(c, 1, "weights");
   if (w.dims.size() != static_cast<size_t>(in.dims + 2))

@@ -180,19 +180,30 @@ void convert_global_pool_3d(Importer& im, const NodeCtx& c) {
                           c.name + "/output_3d"));
 }
 
-// LpPool: (sum over the window of |x|^p)^(1/p), the padding contributing 0. Without ceil_mode
-// every window lies inside the padded input, so the sum is the window size times an average pool
-// that counts the padding: |x|^p (a chain), that pool, then a chain scaling by the window size
-// and taking the p-th root.
+// LpPool: (sum over the window of |x|^p)^(1/p), the padding contributing 0. Every window lies
+// inside the padded input (with ceil_mode, once the end padding is extended to the last window),
+// so the sum is the window size times an average pool that counts the padding: |x|^p (a chain),
+// that pool, then a chain scaling by the window size and taking the p-th root.
 void convert_lp_pool(Importer& im, const NodeCtx& c) {
   expect_inputs(c, 1, 1);
   const Shape xs = im.input_shape(c, 0);
   if (xs.size() < 3 || xs.size() > 5)
     node_error(c, "input '" + im.input_name(c, 0) + "' is " + to_string(xs) +
                       ", expected [N, C, L], [N, C, H, W] or [N, C, D, H, W]");
-  if (attr_int(c, "ceil_mode", 0) != 0)
-    node_error(c, "attribute 'ceil_mode'=1 is not supported for LpPool");
-  const NdWindow w = nd_window(c, xs);
+  NdWindow w = nd_window(c, xs);
+  if (attr_int(c, "ceil_mode", 0) != 0) {
+    // The outputs ceil_mode adds have windows that reach past the end padding: more zero padding
+    // at the end makes every window whole again, so the average still counts the full window.
+    for (size_t a = 0; a + 2 < xs.size(); ++a) {
+      const int64_t in = xs[a + 2], span = w.dil[a] * (w.k[a] - 1) + 1;
+      const int64_t room = in + w.pad_begin[a] + w.pad_end[a] - span;
+      if (room < 0) continue;  // the pool's own error names it
+      int64_t out = (room + w.stride[a] - 1) / w.stride[a] + 1;
+      // ONNX: the last window must start inside the input or the left padding.
+      if ((out - 1) * w.stride[a] >= in + w.pad_begin[a]) --out;
+      w.pad_end[a] += std::max<int64_t>(0, (out - 1) * w.stride[a] - room);
+    }
+  }
   int64_t window = 1;
   for (int64_t k : w.k) window *= k;
   const ValueId powered = lp_power(im, c);

@@ -20,6 +20,12 @@ Graph fuse_gelu(const Graph& g);
 // Runs before sink_transposes.
 Graph matmul_to_conv(const Graph& g);
 
+// Moves a BatchNorm or unary elementwise op that reads a 3-D convolution's output (a 2-D
+// convolution over [N * Do, ...], a Reshape and a Transpose back to [N, M, Do, Ho, Wo]) in front
+// of the Reshape and Transpose, so that it folds or fuses into the convolution. Runs before
+// sink_transposes.
+Graph hoist_conv3d_epilogue(const Graph& g);
+
 // Moves Transposes below the elementwise ops that alone read them (re-laying out their
 // broadcast constants), and merges or cancels Transposes that meet. Runs before the folds and
 // fusions, so that ops freed from a Transpose join their producer's epilogue.

@@ -11,6 +11,7 @@ const std::vector<Pass>& default_passes() {
       {"fuse_layer_norm", fuse_layer_norm},
       {"fuse_gelu", fuse_gelu},
       {"matmul_to_conv", matmul_to_conv},
+      {"hoist_conv3d_epilogue", hoist_conv3d_epilogue},
       {"sink_transposes", sink_transposes},
       {"fold_pad_into_conv", fold_pad_into_conv},
       {"fold_batch_norm", fold_batch_norm},
