@@ -19,6 +19,10 @@ namespace kiln::graph {
 //   u64 checksum of every byte before it
 // where str = u32 length + bytes, ids = u32 count + u32 value ids. Value::producer is not
 // stored: it follows from the nodes' outputs.
+// Version 9: op tag 25 is Where (no attributes), Binary ops 6-14 are pow, equal, less, greater,
+// less_equal, greater_equal, and, or, xor, and chain step kinds 25-33 are floor, ceil, round,
+// not, greater, less, equal, greater_equal, less_equal (the comparisons with the constant a).
+// Version 8 is read as well.
 // Version 8: Softmax's and Reduce's (tag 19, ReduceMean before) attributes end with their kind
 // (u8: SoftmaxKind, ReduceKind), Binary ops 4-5 are max and min, chain step kind 24 is mish, and
 // op tag 24 is Tile (i64s repeats). Version 7 (Softmax and ReduceMean only) is read as well.
@@ -32,7 +36,7 @@ namespace kiln::graph {
 // Version 4: Conv2d's attributes end with its post steps (u32 count, each u8 kind, f32 a, f32 b).
 // Version 3 (op tags fixed per op, ElementwiseChain is 21; no post steps) and version 1 (no
 // ElementwiseChain) are read as well; version 2 (tags by position in graph::Op) is refused.
-constexpr uint32_t kGraphFormatVersion = 8;
+constexpr uint32_t kGraphFormatVersion = 9;
 
 std::string serialize(const Graph& g);
 

@@ -106,15 +106,21 @@ ShapeBindings bind_shapes(const std::vector<std::pair<std::string, Shape>>& shap
 }
 
 // A graph output's declared type, where the model gives one, must be what Kiln computes: FLOAT
-// and the inferred shape (symbolic and missing dimensions match anything).
-void check_declared_output(const ::onnx::ValueInfoProto& v, const Shape& computed) {
+// and the inferred shape (symbolic and missing dimensions match anything). BOOL is accepted for
+// a boolean (`boolean`: a comparison's or logic op's result, or a BOOL input), which the
+// caller receives as float32 0.0/1.0.
+void check_declared_output(const ::onnx::ValueInfoProto& v, const Shape& computed, bool boolean) {
   const std::string what = "graph output '" + v.name() + "' is declared ";
   if (!v.has_type()) return;
   if (!v.type().has_tensor_type())
     throw Error(what + "as something other than a tensor (a sequence, map or optional)");
   const auto& t = v.type().tensor_type();
   const int32_t dtype = t.elem_type();
-  if (dtype != ::onnx::TensorProto::UNDEFINED && dtype != ::onnx::TensorProto::FLOAT)
+  if (dtype == ::onnx::TensorProto::BOOL && !boolean)
+    throw Error(what + "BOOL, but Kiln computes it as FLOAT (not from a comparison, logic op or "
+                "BOOL input)");
+  if (dtype != ::onnx::TensorProto::UNDEFINED && dtype != ::onnx::TensorProto::FLOAT &&
+      dtype != ::onnx::TensorProto::BOOL)
     throw Error(what + dtype_name(dtype) + ", but Kiln computes it as FLOAT");
   if (!t.has_shape()) return;
   bool agree = t.shape().dim_size() == static_cast<int>(computed.size());
@@ -270,13 +276,16 @@ void Importer::add_graph_inputs() {
       slot->host = std::make_shared<HostTensor>(bound_input(in, *b->second));
       bound.erase(b);
     } else {
+      // A BOOL input is exchanged as float32 0.0/1.0 (docs/onnx.md, "Booleans").
       const int32_t dtype = in.type().tensor_type().elem_type();
-      if (dtype != ::onnx::TensorProto::FLOAT)
+      if (dtype != ::onnx::TensorProto::FLOAT && dtype != ::onnx::TensorProto::BOOL)
         throw Error("graph input '" + name + "' has dtype " + dtype_name(dtype) +
-                    "; Kiln graph tensors are FLOAT (bind shape-like inputs as constants)");
+                    "; Kiln graph tensors are FLOAT, or BOOL as float 0/1 (bind shape-like "
+                    "inputs as constants)");
       Shape s = static_shape(in, shapes);
       const Layout l = s.size() == 4 ? Layout::nchw : Layout::any;
       slot->value = g_.add_value(Value{name, std::move(s), DType::f32, l});
+      if (dtype == ::onnx::TensorProto::BOOL) mark_boolean(slot->value);
       g_.inputs.push_back(slot->value);
     }
     add_entry(name, {slot, "a graph input"}, "graph input");
@@ -335,7 +344,7 @@ void Importer::add_graph_outputs() {
     Slot& s = *it->second.slot;
     const Layout l = logical_layout(s.host && !s.value.valid() ? s.host->dims.size() : 0);
     g_.outputs.push_back(slot_value(out.name(), s, l, nullptr));
-    check_declared_output(out, g_.value(g_.outputs.back()).shape);
+    check_declared_output(out, g_.value(g_.outputs.back()).shape, is_boolean(g_.outputs.back()));
   }
 }
 
@@ -405,7 +414,8 @@ ValueId Importer::slot_value(const std::string& name, Slot& s, Layout layout, co
     if (c) node_error(*c, what);
     throw Error(what);
   };
-  if (h.dtype != ::onnx::TensorProto::FLOAT)
+  const bool boolean = h.dtype == ::onnx::TensorProto::BOOL;  // float 0/1 in the graph
+  if (h.dtype != ::onnx::TensorProto::FLOAT && !boolean)
     fail("tensor '" + name + "' is " + dtype_name(h.dtype) +
          "; Kiln graph tensors are FLOAT "
          "(integer tensors may only feed shape-like inputs)");
@@ -418,7 +428,11 @@ ValueId Importer::slot_value(const std::string& name, Slot& s, Layout layout, co
   bool renamed = false;
   for (const auto& [key, v] : constants_) renamed |= key.first == &s;
   const std::string vname = renamed ? name + "#" + to_string(layout) : name;
-  const ValueId v = add_constant(vname, h.dims, h.f, layout);
+  std::vector<float> data = h.f;
+  if (boolean)
+    for (int64_t b : h.i) data.push_back(b != 0 ? 1.0f : 0.0f);
+  const ValueId v = add_constant(vname, h.dims, std::move(data), layout);
+  if (boolean) mark_boolean(v);
   constants_[{&s, layout}] = v;
   return v;
 }

@@ -233,7 +233,8 @@ void convert_chain_step(Importer& im, const NodeCtx& c) {
       {"Log", K::log},           {"Sqrt", K::sqrt},         {"Abs", K::abs},
       {"Neg", K::neg},           {"Reciprocal", K::reciprocal}, {"Softplus", K::softplus},
       {"Softsign", K::softsign}, {"Elu", K::elu},           {"Selu", K::selu},
-      {"Celu", K::celu},         {"ThresholdedRelu", K::thresholded_relu}, {"Mish", K::mish}};
+      {"Celu", K::celu},         {"ThresholdedRelu", K::thresholded_relu}, {"Mish", K::mish},
+      {"Floor", K::floor},       {"Ceil", K::ceil},         {"Round", K::round}};
   ChainStep step;
   bool found = false;
   for (const auto& [name, kind] : kinds)
@@ -258,17 +259,6 @@ void convert_chain_step(Importer& im, const NodeCtx& c) {
   }
   if (step.kind == K::celu && step.a == 0.0f) node_error(c, "Celu's alpha must not be 0");
   emit_single(im, c, ElementwiseChain{{step}}, {im.value_input(c, 0)});
-}
-
-// Pow with a constant scalar exponent (LayerNorm's square, GELU's cube): a chain step. A
-// tensor exponent is refused.
-void convert_pow(Importer& im, const NodeCtx& c) {
-  expect_inputs(c, 2, 2);
-  if (im.input_shape(c, 1).size() > im.input_shape(c, 0).size())
-    node_error(c, "an exponent of higher rank than the base is not supported");
-  const float p = scalar_input(im, c, 1, "exponent (Kiln supports a constant scalar exponent)");
-  emit_single(im, c, ElementwiseChain{{ChainStep{ChainStepKind::pow, p, 0.0f}}},
-              {im.value_input(c, 0)});
 }
 
 // PRelu: max(x, 0) + slope * min(x, 0), slope broadcast to x (a constant or a tensor): exact,
