@@ -53,8 +53,9 @@ TEST_P(GeneratedLogic, MatchesReferenceOnEveryCpuTarget) {
   for (uint64_t seed : {1u, 2u}) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     const std::vector<graph::Tensor> ins = logic_inputs(c, g, seed);
-    // Rounding, comparisons, logic and Where are exact; Pow within float's rounding.
-    expect_matches_on_every_target(g, g, ins, 1, 1e-6, 0.0);
+    // Rounding, comparisons, logic and Where are exact; Pow within a few float roundings.
+    const bool pow = c.name.rfind("pow", 0) == 0;
+    expect_matches_on_every_target(g, g, ins, 1, pow ? 1e-5 : 0.0, 0.0);
   }
 }
 
@@ -68,6 +69,7 @@ TEST(GeneratedLogic, InputsHoldHalvesAndEqualElements) {
     const graph::Graph g = logic_graph(c);
     const std::vector<graph::Tensor> ins = logic_inputs(c, g, 1);
     for (size_t i = 0; i < ins.size(); ++i) {
+      if (ins[i].data.size() < 40) continue;  // too few to count on
       int halves_pos = 0, halves_neg = 0, equal = 0;
       for (size_t k = 0; k < ins[i].data.size(); ++k) {
         const float v = ins[i].data[k];

@@ -220,6 +220,24 @@ TEST(OnnxLogic, PowWithATensorExponent) {
     EXPECT_FLOAT_EQ(y[1].data[k], k < 5 ? x[k] * x[k] * x[k] : 1.0f / (x[k] * x[k]));
     EXPECT_FLOAT_EQ(y[2].data[k], x[k] * x[k]);
   }
+  // Before opset 7: numpy broadcasting through the broadcast attribute, as Add has it.
+  ModelBuilder legacy(6);
+  legacy.input("x", {2, 5});
+  legacy.input("e", {5});
+  onnx_test::attr_i(legacy.node("Pow", {"x", "e"}, {"p"}), "broadcast", 1);
+  legacy.node("Less", {"x", "x"}, {"l"}, "lt");
+  legacy.output("p");
+  legacy.output("l");
+  const Graph lg = import(legacy);
+  EXPECT_EQ(op_at<Binary>(lg, 0).op, BinaryOp::pow);
+  ModelBuilder no_broadcast(6);
+  no_broadcast.input("x", {2, 5});
+  no_broadcast.input("e", {5});
+  no_broadcast.node("Pow", {"x", "e"}, {"p"}, "pw");
+  no_broadcast.output("p");
+  EXPECT_THAT(
+      import_error(no_broadcast.bytes()),
+      HasSubstr("node 'pw' (Pow): shapes [2, 5] and [5] differ and attribute 'broadcast' is 0"));
   ModelBuilder huge(13);
   huge.input("x", {2});
   huge.init_i64("e", {2}, {1, (int64_t{1} << 24) + 1});

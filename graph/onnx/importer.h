@@ -221,6 +221,9 @@ void convert_size(Importer& im, const NodeCtx& c);
 void convert_constant_of_shape(Importer& im, const NodeCtx& c);
 void convert_range(Importer& im, const NodeCtx& c);
 
+// ops_nn.cpp: opset < 7 binary ops broadcast by attribute: an Error unless it is numpy's.
+void check_legacy_broadcast(Importer& im, const NodeCtx& c);
+
 // op_table.cpp: what the importer supports, one row per ONNX op.
 struct OpInfo {
   const char* type;

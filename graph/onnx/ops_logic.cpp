@@ -52,11 +52,13 @@ void emit_boolean(Importer& im, const NodeCtx& c, Op op, std::vector<ValueId> in
 }  // namespace
 
 // Equal, Less, Greater, LessOrEqual, GreaterOrEqual (numpy broadcasting) and And, Or, Xor
-// (opset 7 on: before it they broadcast by attribute). Operands known at import fold (integers
-// compare exactly); otherwise both are graph tensors (float32; booleans as 0/1).
+// (before opset 7 they broadcast by attribute, accepted where that is numpy's). Operands known at
+// import fold (integers compare exactly); otherwise both are graph tensors (float32; booleans as
+// 0/1).
 void convert_compare(Importer& im, const NodeCtx& c) {
   expect_inputs(c, 2, 2);
   const BinaryOp op = binary_op_of(c);
+  if (c.opset < 7) check_legacy_broadcast(im, c);
   const HostTensor* a = im.host_input(c, 0);
   const HostTensor* b = im.host_input(c, 1);
   bool ok = false;
@@ -96,11 +98,13 @@ void convert_where(Importer& im, const NodeCtx& c) {
   im.define_value(c, 0, v);
 }
 
-// Pow (opset 7 on). A scalar exponent known at import (LayerNorm's square, GELU's cube) is a
-// chain step; any other exponent a broadcasting Binary pow. An integer exponent known at import
-// is converted to float32 (exact up to 2^24); integer base and exponent both known fold.
+// Pow (before opset 7 broadcasting by attribute, accepted where that is numpy's). A scalar exponent
+// known at import (LayerNorm's square, GELU's cube) is a chain step; any other exponent a
+// broadcasting Binary pow. An integer exponent known at import is converted to float32 (exact up to
+// 2^24); integer base and exponent both known fold.
 void convert_pow(Importer& im, const NodeCtx& c) {
   expect_inputs(c, 2, 2);
+  if (c.opset < 7) check_legacy_broadcast(im, c);
   const HostTensor* base = im.host_input(c, 0);
   const HostTensor* e = im.host_input(c, 1);
   if (base && e && !base->is_float() && !e->is_float())

@@ -121,7 +121,9 @@ void emit_single(Importer& im, const NodeCtx& c, Op op, std::vector<ValueId> inp
   im.define_value(c, 0, im.emit(c, std::move(op), std::move(inputs), im.output_name(c, 0)));
 }
 
-// Opset < 7 Add/Sub/Mul/Div broadcast only with broadcast=1, aligning B to A at `axis`. That
+}  // namespace
+
+// Opset < 7 Add/Sub/Mul/Div (and Pow, the comparisons and logic ops) broadcast only with broadcast=1, aligning B to A at `axis`. That
 // equals numpy broadcasting when B aligns with A's trailing dims, the only case accepted.
 void check_legacy_broadcast(Importer& im, const NodeCtx& c) {
   const Shape a = im.input_shape(c, 0), b = im.input_shape(c, 1);
@@ -141,8 +143,6 @@ void check_legacy_broadcast(Importer& im, const NodeCtx& c) {
                "attribute 'axis' with broadcast=1 aligns B to non-trailing dims of A; only "
                "trailing alignment (numpy broadcasting) is supported");
 }
-
-}  // namespace
 
 void convert_conv(Importer& im, const NodeCtx& c) {
   expect_inputs(c, 2, 3);
