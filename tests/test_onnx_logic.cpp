@@ -135,6 +135,15 @@ TEST(OnnxLogic, BoolBoundaryRefusesWhatIsNotBoolean) {
   declare_output(where, "bools", TP::BOOL);
   declare_output(where, "floats", TP::BOOL);
   EXPECT_THAT(import_error(where.bytes()), HasSubstr("graph output 'floats' is declared BOOL"));
+  // Data movement keeps a boolean one: an Unsqueeze (a Reshape) of a comparison.
+  ModelBuilder moved(13);
+  moved.input("a", {4});
+  moved.input("b", {4});
+  moved.node("Less", {"a", "b"}, {"l"});
+  moved.init_i64("axes", {1}, {0});
+  moved.node("Unsqueeze", {"l", "axes"}, {"u"});
+  declare_output(moved, "u", TP::BOOL);
+  EXPECT_EQ(import_error(moved.bytes()), "");
 }
 
 // Integer operands known at import (shape arithmetic) fold: Equal of a shape with a constant,

@@ -475,9 +475,15 @@ ValueId Importer::emit(const NodeCtx& c, Op op, std::vector<ValueId> inputs,
     if (d <= 0) node_error(c, "output '" + out_name + "' would be " + to_string(out.shape));
   if (checked_elements(out.shape, "output '" + out_name + "'") > kMaxGraphElements)
     node_error(c, "output '" + out_name + "' would be " + to_string(out.shape) + ", too large");
+  // Data movement of booleans gives booleans (docs/onnx.md, "Booleans").
+  bool boolean = std::holds_alternative<Reshape>(n.op) || std::holds_alternative<Transpose>(n.op) ||
+                 std::holds_alternative<Slice>(n.op) || std::holds_alternative<Tile>(n.op) ||
+                 std::holds_alternative<Concat>(n.op);
+  for (ValueId in : n.inputs) boolean = boolean && is_boolean(in);
   const ValueId v = g_.add_value(Value{out_name, out.shape, DType::f32, out.layout});
   n.outputs = {v};
   g_.add_node(std::move(n));
+  if (boolean) mark_boolean(v);
   return v;
 }
 
