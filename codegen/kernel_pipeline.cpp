@@ -71,6 +71,19 @@ Algorithm binary_algorithm(const graph::Binary& b, const std::vector<graph::Tens
           args[0].shape != out.shape || args[1].shape != out.shape};
 }
 
+Algorithm where_algorithm(const std::vector<graph::TensorDesc>& args,
+                          const std::vector<Halide::ImageParam>& inputs) {
+  const graph::TensorDesc& out = args[3];
+  std::vector<std::vector<int64_t>> extents;
+  bool broadcast = false;
+  for (size_t i = 0; i < 3; ++i) {
+    extents.push_back(dense_dims(args[i].shape).extents);
+    broadcast |= args[i].shape != out.shape;
+  }
+  const std::vector<Halide::Func> in(inputs.begin(), inputs.begin() + 3);
+  return {generators::ops::where(in, extents, static_cast<int>(out.shape.size())), broadcast};
+}
+
 // What the convolution schedules touch (schedules/conv_schedule.h), for an NHWC output `out` of
 // a convolution of an input with `in_channels` dense channels.
 schedules::ConvFuncs conv_funcs(const generators::ops::ConvAlgorithm& a, const Halide::Func& output,
@@ -670,13 +683,15 @@ static KernelPipeline build_scheduled(const graph::KernelSpec& spec, const Halid
   if (std::holds_alternative<graph::LayerNorm>(kind))
     return layer_norm_pipeline(op_spec, target, inputs);
   if (!std::holds_alternative<graph::ElementwiseChain>(kind) &&
-      !std::holds_alternative<graph::Binary>(kind))
+      !std::holds_alternative<graph::Binary>(kind) && !std::holds_alternative<graph::Where>(kind))
     return data_pipeline(op_spec, target, inputs);
   const graph::TensorDesc& out_desc = args.back();
 
   Algorithm a;
   if (const auto* chain = std::get_if<graph::ElementwiseChain>(&kind)) {
     a = chain_algorithm(*chain, out_desc, inputs);
+  } else if (std::holds_alternative<graph::Where>(kind)) {
+    a = where_algorithm(args, inputs);
   } else {
     a = binary_algorithm(std::get<graph::Binary>(kind), args, inputs);
   }

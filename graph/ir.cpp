@@ -26,6 +26,29 @@ const char* to_string(Layout l) {
   return "?";
 }
 
+bool is_boolean(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::add:
+    case BinaryOp::sub:
+    case BinaryOp::mul:
+    case BinaryOp::div:
+    case BinaryOp::max:
+    case BinaryOp::min:
+    case BinaryOp::pow:
+      return false;
+    case BinaryOp::equal:
+    case BinaryOp::less:
+    case BinaryOp::greater:
+    case BinaryOp::less_equal:
+    case BinaryOp::greater_equal:
+    case BinaryOp::logical_and:
+    case BinaryOp::logical_or:
+    case BinaryOp::logical_xor:
+      return true;
+  }
+  return false;
+}
+
 const char* to_string(ChainStepKind k) {
   switch (k) {
     case ChainStepKind::clamp: return "clamp";
@@ -53,6 +76,15 @@ const char* to_string(ChainStepKind k) {
     case ChainStepKind::gelu: return "gelu";
     case ChainStepKind::gelu_tanh: return "gelu_tanh";
     case ChainStepKind::mish: return "mish";
+    case ChainStepKind::floor: return "floor";
+    case ChainStepKind::ceil: return "ceil";
+    case ChainStepKind::round: return "round";
+    case ChainStepKind::logical_not: return "not";
+    case ChainStepKind::greater: return "greater";
+    case ChainStepKind::less: return "less";
+    case ChainStepKind::equal: return "equal";
+    case ChainStepKind::greater_equal: return "greater_equal";
+    case ChainStepKind::less_equal: return "less_equal";
   }
   return "?";
 }
@@ -203,6 +235,15 @@ const char* op_name(const Op& op) {
         case BinaryOp::div: return "Div";
         case BinaryOp::max: return "Max";
         case BinaryOp::min: return "Min";
+        case BinaryOp::pow: return "Pow";
+        case BinaryOp::equal: return "Equal";
+        case BinaryOp::less: return "Less";
+        case BinaryOp::greater: return "Greater";
+        case BinaryOp::less_equal: return "LessOrEqual";
+        case BinaryOp::greater_equal: return "GreaterOrEqual";
+        case BinaryOp::logical_and: return "And";
+        case BinaryOp::logical_or: return "Or";
+        case BinaryOp::logical_xor: return "Xor";
       }
       return "Binary";
     }
@@ -245,6 +286,7 @@ const char* op_name(const Op& op) {
       return "Reduce";
     }
     const char* operator()(const Tile&) { return "Tile"; }
+    const char* operator()(const Where&) { return "Where"; }
     const char* operator()(const LayerNorm&) { return "LayerNorm"; }
     const char* operator()(const Resize&) { return "Resize"; }
     const char* operator()(const ElementwiseChain&) { return "ElementwiseChain"; }

@@ -84,16 +84,19 @@ std::string to_string(const Activation& a);
 enum class ChainStepKind : uint8_t {  // append only: serialized
   clamp, leaky_relu, sigmoid, hard_sigmoid, hard_swish, affine, silu,
   tanh, erf, exp, log, sqrt, abs, neg, reciprocal, softplus, softsign, elu, selu, celu,
-  thresholded_relu, pow, gelu, gelu_tanh, mish
+  thresholded_relu, pow, gelu, gelu_tanh, mish,
+  floor, ceil, round, logical_not, greater, less, equal, greater_equal, less_equal
 };
-constexpr int kNumChainStepKinds = 25;
+constexpr int kNumChainStepKinds = 34;
 const char* to_string(ChainStepKind k);  // "clamp", "leaky_relu", ..., "thresholded_relu"
 struct ChainStep {
   ChainStepKind kind = ChainStepKind::clamp;
   // clamp: [a, b]; leaky_relu, elu, celu, thresholded_relu: alpha = a; hard_sigmoid: alpha = a,
   // beta = b; selu: alpha = a, gamma = b; pow: the exponent = a. gelu is
   // x * (1 + erf(x / sqrt 2)) / 2, gelu_tanh ONNX Gelu's approximate="tanh" form; mish is
-  // x * tanh(softplus(x)).
+  // x * tanh(softplus(x)). round rounds half to even (ONNX Round); logical_not is 1 where x is
+  // 0, else 0; greater ... less_equal compare x with the constant a (1 where true, else 0; a
+  // NaN x compares false).
   float a = 0.0f, b = 0.0f;
 };
 // Inputs: x, weights, bias[, residual][, post-step scales and shifts]. Weights are OIHW for an
@@ -135,8 +138,16 @@ struct HardSwish {};  // x * max(0, min(1, x / 6 + 1 / 2))
 
 // Elementwise binary ops with multidirectional (numpy) broadcasting. Inputs: a, b. max and min
 // propagate a NaN operand (ONNX Max and Min, whose variadic forms import as chains of them).
-enum class BinaryOp : uint8_t { add, sub, mul, div, max, min };  // append only: serialized
-constexpr int kNumBinaryOps = 6;
+// pow is ONNX Pow with a tensor exponent (std::pow's values). The comparisons and the logic ops
+// give a boolean as float 1 (true) or 0 (false); the logic ops read an operand as true where it
+// is not 0 (Kiln's tensors are float32: a boolean is 0.0 or 1.0).
+enum class BinaryOp : uint8_t {  // append only: serialized
+  add, sub, mul, div, max, min,
+  pow, equal, less, greater, less_equal, greater_equal, logical_and, logical_or, logical_xor
+};
+constexpr int kNumBinaryOps = 15;
+// Whether the op gives a boolean (0 or 1): the comparisons and the logic ops.
+bool is_boolean(BinaryOp op);
 struct Binary {
   BinaryOp op = BinaryOp::add;
 };
@@ -238,6 +249,9 @@ struct Reduce {
 struct Tile {
   std::vector<int64_t> repeats;  // one per axis, >= 1
 };
+// ONNX Where: out = cond != 0 ? x : y, the three inputs broadcast together (numpy). Inputs:
+// cond (a boolean as float 0/1), x, y.
+struct Where {};
 // ONNX LayerNormalization (opset 17) over the trailing axes [axis, rank): per row of the leading
 // axes, y = (x - mean) / sqrt(var + epsilon) * scale + bias with the biased variance. Inputs: x,
 // scale[, bias]; scale and bias hold the normalized shape x.shape[axis:] (leading 1s aside).
@@ -295,7 +309,7 @@ struct LayoutTransform {
 using Op = std::variant<Conv2d, BatchNorm, Relu, Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish,
                         Binary, Pool2d, GlobalPool, Gemm, MatMul, Reshape, Transpose, Concat,
                         Slice, Pad, Softmax, Reduce, LayerNorm, Resize, ElementwiseChain,
-                        LayoutTransform, Tile>;
+                        LayoutTransform, Tile, Where>;
 const char* op_name(const Op& op);
 // Lower-case label for descriptions: "conv2d", "relu", "relu6", "clip(0, 1)", ...
 std::string op_label(const Op& op);

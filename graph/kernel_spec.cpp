@@ -178,7 +178,7 @@ bool is_generated(const KernelSpec& k) {
          std::holds_alternative<Concat>(op) || std::holds_alternative<Slice>(op) ||
          std::holds_alternative<Pad>(op) || std::holds_alternative<Softmax>(op) ||
          std::holds_alternative<LayerNorm>(op) || std::holds_alternative<Resize>(op) ||
-         std::holds_alternative<Tile>(op);
+         std::holds_alternative<Tile>(op) || std::holds_alternative<Where>(op);
 }
 
 std::string not_generated_reason(const KernelSpec& k) {

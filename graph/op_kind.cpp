@@ -11,7 +11,7 @@ OpKind op_kind(const Op& op) {
       std::holds_alternative<Clip>(op) || std::holds_alternative<LeakyRelu>(op) ||
       std::holds_alternative<Sigmoid>(op) || std::holds_alternative<HardSigmoid>(op) ||
       std::holds_alternative<HardSwish>(op) || std::holds_alternative<Binary>(op) ||
-      std::holds_alternative<ElementwiseChain>(op))
+      std::holds_alternative<ElementwiseChain>(op) || std::holds_alternative<Where>(op))
     return OpKind::elementwise;
   if (std::holds_alternative<Reshape>(op) || std::holds_alternative<Transpose>(op) ||
       std::holds_alternative<Concat>(op) || std::holds_alternative<Slice>(op) ||

@@ -55,6 +55,24 @@ double binary(BinaryOp op, double a, double b) {
       return max_nan(a, b);
     case BinaryOp::min:
       return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
+    case BinaryOp::pow:
+      return std::pow(a, b);
+    case BinaryOp::equal:
+      return a == b ? 1.0 : 0.0;
+    case BinaryOp::less:
+      return a < b ? 1.0 : 0.0;
+    case BinaryOp::greater:
+      return a > b ? 1.0 : 0.0;
+    case BinaryOp::less_equal:
+      return a <= b ? 1.0 : 0.0;
+    case BinaryOp::greater_equal:
+      return a >= b ? 1.0 : 0.0;
+    case BinaryOp::logical_and:
+      return a != 0.0 && b != 0.0 ? 1.0 : 0.0;
+    case BinaryOp::logical_or:
+      return a != 0.0 || b != 0.0 ? 1.0 : 0.0;
+    case BinaryOp::logical_xor:
+      return (a != 0.0) != (b != 0.0) ? 1.0 : 0.0;
   }
   return a / b;
 }
@@ -74,6 +92,24 @@ Tensor broadcast_binary(BinaryOp op, const Tensor& a, const Tensor& b, const Sha
     const std::vector<int64_t> oi = unravel(i, out_shape);
     out.data[i] =
         static_cast<float>(binary(op, a.data[source(a.shape, oi)], b.data[source(b.shape, oi)]));
+  }
+  return out;
+}
+
+// Where: cond, x and y broadcast together as in broadcast_binary.
+Tensor where(const Tensor& c, const Tensor& x, const Tensor& y, const Shape& out_shape,
+             Layout layout) {
+  Tensor out = blank(out_shape, layout);
+  const size_t r = out_shape.size();
+  auto source = [&](const Shape& s, const std::vector<int64_t>& oi) {
+    std::vector<int64_t> idx(s.size());
+    for (size_t a = 0; a < s.size(); ++a) idx[a] = s[a] == 1 ? 0 : oi[r - s.size() + a];
+    return ravel(idx, s);
+  };
+  for (int64_t i = 0; i < num_elements(out_shape); ++i) {
+    const std::vector<int64_t> oi = unravel(i, out_shape);
+    const bool take_x = c.data[source(c.shape, oi)] != 0.0f;
+    out.data[i] = take_x ? x.data[source(x.shape, oi)] : y.data[source(y.shape, oi)];
   }
   return out;
 }
@@ -323,6 +359,15 @@ double reference_chain_step(const ChainStep& st, double v, double scale, double 
       return 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
     case ChainStepKind::mish:
       return v * std::tanh(std::log1p(std::exp(-std::fabs(v))) + std::max(v, 0.0));
+    case ChainStepKind::floor: return std::floor(v);
+    case ChainStepKind::ceil: return std::ceil(v);
+    case ChainStepKind::round: return std::nearbyint(v);  // the default mode: half to even
+    case ChainStepKind::logical_not: return v == 0.0 ? 1.0 : 0.0;
+    case ChainStepKind::greater: return v > st.a ? 1.0 : 0.0;
+    case ChainStepKind::less: return v < st.a ? 1.0 : 0.0;
+    case ChainStepKind::equal: return v == st.a ? 1.0 : 0.0;
+    case ChainStepKind::greater_equal: return v >= st.a ? 1.0 : 0.0;
+    case ChainStepKind::less_equal: return v <= st.a ? 1.0 : 0.0;
   }
   return v;
 }
@@ -381,6 +426,8 @@ Tensor reference_data_op(const Op& op, const std::vector<const Tensor*>& in, con
   if (const auto* rm = std::get_if<Reduce>(&op))
     return reference_reduce(*rm, *in[0], out_shape, out_layout);
   if (const auto* tl = std::get_if<Tile>(&op)) return tile(*tl, *in[0], out_shape, out_layout);
+  if (std::holds_alternative<Where>(op))
+    return where(*in[0], *in[1], *in[2], out_shape, out_layout);
   if (const auto* ln = std::get_if<LayerNorm>(&op)) return layer_norm(*ln, in);
   if (const auto* rs = std::get_if<Resize>(&op)) return resize(*rs, *in[0], out_shape, out_layout);
   if (const auto* ch = std::get_if<ElementwiseChain>(&op)) return chain(*ch, in);

@@ -30,7 +30,7 @@ struct OpList {};
 using TaggedOps = OpList<Conv2d, BatchNorm, Relu, Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish,
                          Binary, Pool2d, GlobalPool, Gemm, MatMul, Reshape, Transpose, Concat, Slice,
                          Pad, Softmax, Reduce, LayoutTransform, ElementwiseChain /* v3 */,
-                         LayerNorm, Resize /* v5 */, Tile /* v8 */>;
+                         LayerNorm, Resize /* v5 */, Tile /* v8 */, Where /* v9 */>;
 template <typename T, typename... Ts>
 constexpr size_t tag_in(OpList<Ts...>) {
   constexpr bool same[] = {std::is_same_v<T, Ts>...};
@@ -189,7 +189,8 @@ void chain_steps(IO& io, std::vector<ChainStep>& steps) {
     steps.resize(io.count(9, "chain steps"));
   }
   for (ChainStep& st : steps) {
-    io.enum8(st.kind, io.version >= 8 ? kNumChainStepKinds : 24);  // 8 added mish
+    // 8 added mish, 9 floor ... less_equal
+    io.enum8(st.kind, io.version >= 10 ? kNumChainStepKinds : io.version >= 8 ? 25 : 24);
     io.f32(st.a);
     io.f32(st.b);
   }
@@ -220,7 +221,9 @@ void attrs(IO& io, HardSigmoid& h) {
   io.f32(h.beta);
 }
 template <typename IO>
-void attrs(IO& io, Binary& b) { io.enum8(b.op, io.version >= 8 ? kNumBinaryOps : 4); }
+void attrs(IO& io, Binary& b) {  // 8 added max and min, 9 pow and the comparisons and logic ops
+  io.enum8(b.op, io.version >= 10 ? kNumBinaryOps : io.version >= 8 ? 6 : 4);
+}
 template <typename IO>
 void attrs(IO& io, Pool2d& p) {
   io.enum8(p.kind, 2);
@@ -423,10 +426,11 @@ Graph read_graph(const char* bytes, size_t size,
   // Version 1 is 3 without ElementwiseChain, 3 is 4 without Conv2d's post steps, 4 is 5
   // without LayerNorm and the gelu steps, 5 is 6 without Pad's mode, 6 is 7 without Reshape's
   // layout, 7 is 8 without the reduction and softmax kinds, Max/Min, mish and Tile, 8 is 9
-  // without cubic and tf_crop_and_resize Resize attributes and the arg reductions; version 2
+  // without cubic and tf_crop_and_resize Resize attributes and the arg reductions, 9 is 10
+  // without Where, the Binary ops from pow on and the chain steps from floor on; version 2
   // numbered ops by their order in graph::Op.
   if (version != 1 && version != 3 && version != 4 && version != 5 && version != 6 &&
-      version != 7 && version != 8 && version != kGraphFormatVersion)
+      version != 7 && version != 8 && version != 9 && version != kGraphFormatVersion)
     throw Error("graph file format version " + std::to_string(version) +
                 " is not supported (this Kiln reads versions 1, 3, 4, 5, 6, 7, 8 and " +
                 std::to_string(kGraphFormatVersion) + "; recompile the model)");

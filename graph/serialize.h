@@ -19,6 +19,10 @@ namespace kiln::graph {
 //   u64 checksum of every byte before it
 // where str = u32 length + bytes, ids = u32 count + u32 value ids. Value::producer is not
 // stored: it follows from the nodes' outputs.
+// Version 10: op tag 25 is Where (no attributes), Binary ops 6-14 are pow, equal, less,
+// greater, less_equal, greater_equal, and, or, xor, and chain step kinds 25-33 are floor, ceil,
+// round, not, greater, less, equal, greater_equal, less_equal (the comparisons with the
+// constant a). Version 9 is read as well.
 // Version 9: Resize's attributes end with f32 cubic_a, u8 exclude_outside, f32 extrapolation
 // and u32 count + f32 roi; Resize mode 2 is cubic, coordinates 5 tf_crop_and_resize, and
 // ReduceKind 10-13 are argmax, argmin, argmax_last, argmin_last. Version 8 is read as well.
@@ -35,7 +39,7 @@ namespace kiln::graph {
 // Version 4: Conv2d's attributes end with its post steps (u32 count, each u8 kind, f32 a, f32 b).
 // Version 3 (op tags fixed per op, ElementwiseChain is 21; no post steps) and version 1 (no
 // ElementwiseChain) are read as well; version 2 (tags by position in graph::Op) is refused.
-constexpr uint32_t kGraphFormatVersion = 9;
+constexpr uint32_t kGraphFormatVersion = 10;
 
 std::string serialize(const Graph& g);
 

@@ -122,6 +122,41 @@ TypedShape infer_binary(const Graph& g, const Node& n) {
   return {out, l};
 }
 
+// Where(cond, x, y): the three shapes broadcast together; the layout as for Binary (the operands
+// must agree; next to an NHWC operand the others are NHWC or a single element).
+TypedShape infer_where(const Graph& g, const Node& n) {
+  expect_inputs(n, 3);
+  Shape out;
+  for (size_t i = 0; i < 3; ++i) {
+    const Value& v = g.value(n.inputs[i]);
+    bool ok = true;
+    if (i > 0) out = broadcast_shapes(out, v.shape, &ok);
+    else out = v.shape;
+    if (!ok)
+      fail(n, "cannot broadcast '" + v.name + "' " + to_string(v.shape) + " with the shape " +
+                  to_string(out) + " of the inputs before it");
+  }
+  Layout l = out.size() == 4 ? Layout::nchw : logical_layout(out.size());
+  const Value* decides = nullptr;
+  for (ValueId id : n.inputs) {
+    const Value& v = g.value(id);
+    if (v.shape.size() != 4 || v.is_constant()) continue;
+    if (decides && v.layout != decides->layout)
+      fail(n, "operands '" + decides->name + "' (" + to_string(decides->layout) + ") and '" +
+                  v.name + "' (" + to_string(v.layout) + ") have different layouts");
+    if (!decides) decides = &v;
+  }
+  if (out.size() == 4 && decides) l = decides->layout;
+  if (l == Layout::nhwc)
+    for (ValueId id : n.inputs) {
+      const Value& v = g.value(id);
+      if (v.layout != Layout::nhwc && num_elements(v.shape) != 1)
+        fail(n, "operand '" + v.name + "' " + to_string(v.shape) + " " + to_string(v.layout) +
+                    " cannot broadcast against an NHWC operand");
+    }
+  return {out, l};
+}
+
 TypedShape infer_pool(const Graph& g, const Node& n, const Pool2d& p) {
   expect_inputs(n, 1);
   const Value& x = activation_input(g, n);
@@ -275,6 +310,7 @@ TypedShape infer_output(const Graph& g, const Node& n) {
     return {x.shape, x.layout};
   }
   if (std::holds_alternative<Binary>(n.op)) return infer_binary(g, n);
+  if (std::holds_alternative<Where>(n.op)) return infer_where(g, n);
   if (const auto* p = std::get_if<Pool2d>(&n.op)) return infer_pool(g, n, *p);
   if (std::holds_alternative<GlobalPool>(n.op)) {
     expect_inputs(n, 1);

@@ -135,9 +135,13 @@ bool is_index_output(const onnx::GraphProto& g, const std::string& name) {
   return false;
 }
 
+// Whether a tensor of this dtype crosses Kiln's graph boundary: FLOAT, and BOOL exchanged as
+// float32 0.0/1.0 (docs/onnx.md, "Booleans"; load_tensor_file reads BOOL data as 0/1).
+bool exchanged(const std::string& dtype) { return dtype == "FLOAT" || dtype == "BOOL"; }
+
 // Why Kiln cannot run this model at all, or "": an unsupported op, or a tensor crossing the
-// graph boundary that is not float32 (Kiln graph tensors are float32 only; an ArgMax or ArgMin
-// output may be INT64).
+// graph boundary that is not float32 (Kiln graph tensors are float32 only; BOOL as 0/1; an
+// ArgMax or ArgMin output may be INT64).
 std::string unsupported_reason(const onnx::ModelProto& m, const std::set<std::string>& bound) {
   for (const auto& n : m.graph().node()) {
     const bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
@@ -145,10 +149,11 @@ std::string unsupported_reason(const onnx::ModelProto& m, const std::set<std::st
       return "op " + (default_domain ? "" : n.domain() + ".") + n.op_type() + " not supported";
   }
   for (const auto& in : m.graph().input())
-    if (!bound.count(in.name()) && !is_initializer(m.graph(), in.name()) && dtype_of(in) != "FLOAT")
+    if (!bound.count(in.name()) && !is_initializer(m.graph(), in.name()) &&
+        !exchanged(dtype_of(in)))
       return "input '" + in.name() + "' is " + dtype_of(in) + " (Kiln tensors are float32)";
   for (const auto& out : m.graph().output())
-    if (dtype_of(out) != "FLOAT" &&
+    if (!exchanged(dtype_of(out)) &&
         !(dtype_of(out) == "INT64" && is_index_output(m.graph(), out.name())))
       return "output '" + out.name() + "' is " + dtype_of(out) + " (Kiln tensors are float32)";
   return "";

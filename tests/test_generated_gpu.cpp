@@ -12,6 +12,7 @@
 #include "codegen/kernel_library.h"
 #include "codegen/kernel_pipeline.h"
 #include "generated_cases.h"
+#include "logic_cases.h"
 #include "graph/builder.h"
 #include "graph/example.h"
 #include "graph/passes/passes.h"
@@ -30,9 +31,10 @@ using namespace testing_util;
 std::string test_cache_dir() { return KILN_TEST_CACHE_DIR; }
 
 // Runs the single generated kernel of `g` with its GPU schedule through Halide's OpenCL backend
-// (pocl runs it on the CPU) and compares with the reference. The output is poisoned first.
+// (pocl runs it on the CPU) and compares with the reference. The output is poisoned first. The
+// inputs are `given`, or random in [lo, hi).
 void expect_opencl_matches_reference(const graph::Graph& g, float lo, float hi, double rtol,
-                                     double atol) {
+                                     double atol, const std::vector<graph::Tensor>* given = nullptr) {
   ModelOptions lower;
   lower.lower_only = true;
   const graph::KernelSpec spec = Model(g, lower).kernels().at(0);
@@ -45,6 +47,7 @@ void expect_opencl_matches_reference(const graph::Graph& g, float lo, float hi, 
     ins.push_back({val.shape, val.layout,
                    graph::random_uniform(graph::num_elements(val.shape), lo, hi, 40 + v.index)});
   }
+  if (given) ins = *given;
   const std::vector<graph::TensorDesc> args = graph::generated_kernel_arguments(spec);
   std::vector<Halide::Buffer<float>> bufs;
   for (size_t i = 0; i < k.inputs.size(); ++i) {
@@ -123,6 +126,27 @@ TEST(GeneratedKernels, GpuScheduleRunsThroughOpenCl) {
   }
 }
 
+// Rounding, comparisons, logic ops, Pow and Where (logic_cases.h, with their drawn inputs:
+// halves, equal elements, booleans) and a convolution with Greater and Not in its epilogue,
+// through the GPU schedules on OpenCL. A subset: the other cases share these kernels' schedule.
+TEST(GeneratedKernels, LogicKernelsRunThroughOpenCl) {
+  const std::set<std::string> run = {"round_halves_negative", "compare_constant_each_kind",
+                                     "equal_same_shape",      "greater_both_broadcast",
+                                     "xor_scalar_operand",    "pow_integer_exponents",
+                                     "where_broadcast_all"};
+  for (const LogicCase& c : logic_cases()) {
+    if (!run.count(c.name)) continue;
+    SCOPED_TRACE(c.name);
+    const graph::Graph g = logic_graph(c);
+    const std::vector<graph::Tensor> ins = logic_inputs(c, g, 3);
+    expect_opencl_matches_reference(g, 0.0f, 0.0f, c.name.rfind("pow", 0) == 0 ? 1e-5 : 0.0, 0.0,
+                                    &ins);
+  }
+  const graph::Graph conv = conv_compare_graph(true);
+  expect_opencl_matches_reference(graph::fuse_elementwise_chains(graph::fuse_epilogues(conv)),
+                                  -1.0f, 1.0f, 0.0, 0.0);
+}
+
 // The CUDA objects of generated kernels, one of each kind (chain, binary, MatMul, pooling, the
 // layout transform, Gemm, a batched MatMul, Concat, Softmax, reductions (to a row, to a scalar,
 // Hardmax, ArgMax), Tile, LayerNorm, Resize (linear, cubic cropped), dense
@@ -148,6 +172,10 @@ TEST(GeneratedKernels, CudaObjectPtxAssemblesForSm90) {
                            "argmin_last_rank4_keepdims"})
     for (const OpCase& c : ops)
       if (c.name == name) specs.push_back(Model(op_graph(c), lower).kernels().at(0));
+  for (const LogicCase& c : logic_cases())  // a comparison, Pow and Where
+    if (c.name == "less_broadcast_row" || c.name == "pow_positive_broadcast" ||
+        c.name == "where_broadcast_all")
+      specs.push_back(Model(logic_graph(c), lower).kernels().at(0));
   for (size_t c : {0, 4, 7, 10}) {  // dense + SiLU, dense + residual, depthwise, grouped
     const graph::Graph conv = conv_graph(conv_cases()[c]);
     specs.push_back(

@@ -160,6 +160,9 @@ std::vector<Case> every_op() {
   add("hardmax coerce_2d", Softmax{1, true, SoftmaxKind::hardmax}, {{{2, 3, 4}, Layout::any}}, "Hardmax", k);
   add("max", Binary{BinaryOp::max}, {x, per_channel}, "Max");
   add("tile", Tile{{1, 1, 2, 1}}, {x}, "Tile");
+  add("pow", Binary{BinaryOp::pow}, {x, per_channel}, "Pow");
+  add("less", Binary{BinaryOp::less}, {x, per_channel}, "Less", k);  // float 0/1: Kiln's op
+  add("where", Where{}, {x, x, per_channel}, "Where", k);
   add("layer_norm", LayerNorm{3, 1e-6f}, {x, {{6}, Layout::any, true}}, "LayerNorm", k);
   add("resize", Resize{ResizeMode::linear, ResizeCoordinates::half_pixel, NearestRounding::floor,
                        {1, 4, 12, 12}, {1, 1, 2, 2}},

@@ -95,6 +95,12 @@ Graph every_op_graph() {
   t = b.op("tile", Tile{{2, 1}}, {t});                                         // since v8
   t = b.op("max", Binary{BinaryOp::max}, {t, constant(b, "mx", {1}, 22)});     // since v8
   t = b.op("sum_square", Reduce{{1}, true, ReduceKind::sum_square}, {t});      // since v8
+  t = b.op("pow", Binary{BinaryOp::pow}, {t, constant(b, "pw", {1}, 23)});      // since v9
+  const ValueId gt = b.op("gt", Binary{BinaryOp::greater_equal}, {t, constant(b, "th", {1}, 24)});
+  const ValueId lx = b.op("xor", Binary{BinaryOp::logical_xor}, {gt, gt});      // since v9
+  const ElementwiseChain round{{{ChainStepKind::round}, {ChainStepKind::less_equal, 0.5f},
+                                {ChainStepKind::logical_not}}};             // since v9
+  t = b.op("where", Where{}, {b.op("round", round, {lx}), t, gt});              // since v9
   t = b.op("mean", Reduce{{0}, false}, {t});
   const ValueId ln = b.op("layer_norm", LayerNorm{1, 1e-3f},
                           {b.op("flat", Reshape{{4, 36}}, {x}), constant(b, "lg", {36}, 18), constant(b, "lb", {36}, 19)});

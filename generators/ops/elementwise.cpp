@@ -68,6 +68,23 @@ Expr pow_constant(const Expr& v, float p) {
   return Halide::pow(v, p);
 }
 
+// x^y for a tensor exponent, with std::pow's values: |x|^y, negated for a negative x and an
+// odd integer y, NaN for a negative x and a non-integer y; y = 0 gives 1 (a NaN x too).
+Expr pow_tensor(const Expr& x, const Expr& y) {
+  const Expr magnitude = Halide::pow(Halide::abs(x), y);
+  const Expr integer = Halide::floor(y) == y;
+  const Expr odd = integer && (y - 2.0f * Halide::floor(y * 0.5f)) == 1.0f;
+  const Expr nan = Halide::reinterpret(Halide::Float(32), Halide::Expr(0x7fc00000u));
+  const Expr negative = Halide::select(odd, -magnitude, integer, magnitude, nan);
+  return Halide::select(y == 0.0f, 1.0f, x < 0.0f, negative, magnitude);
+}
+
+// 1 where `test` holds, else 0; false where either operand is NaN (tested on the bits, as the
+// fast-math comparisons may assume no NaN).
+Expr boolean(const Expr& test, const Expr& x, const Expr& y) {
+  return Halide::select(is_nan_bits(x) || is_nan_bits(y), 0.0f, Halide::select(test, 1.0f, 0.0f));
+}
+
 // log(1 + e^v), without overflow for large v.
 Expr softplus(const Expr& v) {
   return Halide::max(v, 0.0f) + Halide::log(1.0f + Halide::exp(-Halide::abs(v)));
@@ -132,6 +149,24 @@ Expr apply_chain_step(const graph::ChainStep& step, const Expr& v, const Expr& s
                                      (v + 0.044715f * v * v * v)));
     case K::mish:
       return v * tanh_vectorized(softplus(v));
+    case K::floor:
+      return Halide::floor(v);
+    case K::ceil:
+      return Halide::ceil(v);
+    case K::round:  // half to even, as ONNX Round
+      return Halide::round(v);
+    case K::logical_not:
+      return Halide::select(v == 0.0f, 1.0f, 0.0f);
+    case K::greater:
+      return boolean(v > step.a, v, step.a);
+    case K::less:
+      return boolean(v < step.a, v, step.a);
+    case K::equal:
+      return boolean(v == step.a, v, step.a);
+    case K::greater_equal:
+      return boolean(v >= step.a, v, step.a);
+    case K::less_equal:
+      return boolean(v <= step.a, v, step.a);
   }
   return v;
 }
@@ -210,9 +245,52 @@ Halide::Func binary(graph::BinaryOp op, const Halide::Func& a,
     case graph::BinaryOp::min:
       v = Halide::select(is_nan_bits(x), x, is_nan_bits(y), y, Halide::min(x, y));
       break;
+    case graph::BinaryOp::pow:
+      v = pow_tensor(x, y);
+      break;
+    case graph::BinaryOp::equal:
+      v = boolean(x == y, x, y);
+      break;
+    case graph::BinaryOp::less:
+      v = boolean(x < y, x, y);
+      break;
+    case graph::BinaryOp::greater:
+      v = boolean(x > y, x, y);
+      break;
+    case graph::BinaryOp::less_equal:
+      v = boolean(x <= y, x, y);
+      break;
+    case graph::BinaryOp::greater_equal:
+      v = boolean(x >= y, x, y);
+      break;
+    case graph::BinaryOp::logical_and:
+      v = Halide::select(x != 0.0f && y != 0.0f, 1.0f, 0.0f);
+      break;
+    case graph::BinaryOp::logical_or:
+      v = Halide::select(x != 0.0f || y != 0.0f, 1.0f, 0.0f);
+      break;
+    case graph::BinaryOp::logical_xor:
+      v = Halide::select((x != 0.0f) != (y != 0.0f), 1.0f, 0.0f);
+      break;
   }
   Halide::Func out("binary");
   out(dims) = v;
+  return out;
+}
+
+Halide::Func where(const std::vector<Halide::Func>& in,
+                   const std::vector<std::vector<int64_t>>& extents, int rank) {
+  std::vector<Halide::Var> dims;
+  for (int d = 0; d < rank; ++d) dims.emplace_back("d" + std::to_string(d));
+  std::vector<Expr> v;
+  for (size_t i = 0; i < 3; ++i) {
+    std::vector<Expr> idx;
+    for (size_t d = 0; d < extents[i].size(); ++d)
+      idx.push_back(extents[i][d] == 1 ? Expr(0) : Expr(dims[d]));
+    v.push_back(in[i](idx));
+  }
+  Halide::Func out("where");
+  out(dims) = Halide::select(v[0] != 0.0f, v[1], v[2]);
   return out;
 }
 

@@ -51,4 +51,9 @@ Halide::Func binary(graph::BinaryOp op, const Halide::Func& a,
                     const std::vector<int64_t>& a_extents, const Halide::Func& b,
                     const std::vector<int64_t>& b_extents, int rank);
 
+// out(dims) = in[0](dims) != 0 ? in[1](dims) : in[2](dims) (ONNX Where), the three broadcast
+// as `binary` broadcasts its two: extents[i] are in[i]'s extents, innermost first.
+Halide::Func where(const std::vector<Halide::Func>& in,
+                   const std::vector<std::vector<int64_t>>& extents, int rank);
+
 }  // namespace kiln::generators::ops

@@ -59,6 +59,42 @@ int64_t int_op(const NodeCtx& c, BinaryOp op, int64_t a, int64_t b) {
     case BinaryOp::min:
       r = std::min(a, b);
       break;
+    case BinaryOp::pow:  // by squaring, overflow-checked; a negative exponent truncates as C does
+      if (b < 0) {
+        if (a == 0) node_error(c, "integer 0 to a negative power in a constant expression");
+        r = a == 1 ? 1 : a == -1 ? (b % 2 == 0 ? 1 : -1) : 0;
+        break;
+      }
+      r = 1;
+      for (int64_t base = a, e = b; e > 0 && !overflow; e >>= 1) {
+        if (e & 1) overflow = __builtin_mul_overflow(r, base, &r);
+        if (e > 1 && !overflow) overflow = __builtin_mul_overflow(base, base, &base);
+      }
+      break;
+    case BinaryOp::equal:
+      r = a == b;
+      break;
+    case BinaryOp::less:
+      r = a < b;
+      break;
+    case BinaryOp::greater:
+      r = a > b;
+      break;
+    case BinaryOp::less_equal:
+      r = a <= b;
+      break;
+    case BinaryOp::greater_equal:
+      r = a >= b;
+      break;
+    case BinaryOp::logical_and:
+      r = a != 0 && b != 0;
+      break;
+    case BinaryOp::logical_or:
+      r = a != 0 || b != 0;
+      break;
+    case BinaryOp::logical_xor:
+      r = (a != 0) != (b != 0);
+      break;
   }
   if (overflow)
     node_error(c, "integer overflow in a constant expression (" + std::to_string(a) + ", " +
@@ -80,6 +116,24 @@ float float_op(BinaryOp op, float a, float b) {
       return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
     case BinaryOp::min:
       return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
+    case BinaryOp::pow:
+      return std::pow(a, b);
+    case BinaryOp::equal:
+      return a == b;
+    case BinaryOp::less:
+      return a < b;
+    case BinaryOp::greater:
+      return a > b;
+    case BinaryOp::less_equal:
+      return a <= b;
+    case BinaryOp::greater_equal:
+      return a >= b;
+    case BinaryOp::logical_and:
+      return a != 0.0f && b != 0.0f;
+    case BinaryOp::logical_or:
+      return a != 0.0f || b != 0.0f;
+    case BinaryOp::logical_xor:
+      return (a != 0.0f) != (b != 0.0f);
   }
   return 0.0f;
 }
@@ -175,8 +229,14 @@ HostTensor host_binary(const NodeCtx& c, BinaryOp op, const HostTensor& a, const
   if (a.dtype != b.dtype)
     node_error(c, "operands have different dtypes (" + dtype_name(a.dtype) + " and " +
                       dtype_name(b.dtype) + ")");
-  if (!a.is_float() && !is_int_dtype(a.dtype))
+  using TP = ::onnx::TensorProto;
+  const bool logic = op == BinaryOp::logical_and || op == BinaryOp::logical_or ||
+                     op == BinaryOp::logical_xor;
+  const bool bool_ok = a.dtype == TP::BOOL && (logic || is_boolean(op));
+  if (!a.is_float() && !is_int_dtype(a.dtype) && !bool_ok)
     node_error(c, "arithmetic on " + dtype_name(a.dtype) + " tensors is not supported");
+  if (logic && a.dtype != TP::BOOL)
+    node_error(c, "operands are " + dtype_name(a.dtype) + "; " + c.op() + " takes BOOL");
   bool ok = false;
   const Shape out = broadcast_shapes(a.dims, b.dims, &ok);
   if (!ok) node_error(c, "cannot broadcast " + to_string(a.dims) + " with " + to_string(b.dims));
@@ -185,15 +245,46 @@ HostTensor host_binary(const NodeCtx& c, BinaryOp op, const HostTensor& a, const
   const std::vector<int64_t> sa = broadcast_sources(a.dims, out);
   const std::vector<int64_t> sb = broadcast_sources(b.dims, out);
   HostTensor r;
-  r.dtype = a.dtype;
+  r.dtype = is_boolean(op) ? TP::BOOL : a.dtype;
   r.dims = out;
   for (size_t k = 0; k < sa.size(); ++k) {
-    if (a.is_float())
+    if (a.is_float() && is_boolean(op))
+      r.i.push_back(float_op(op, a.f[sa[k]], b.f[sb[k]]) != 0.0f);
+    else if (a.is_float())
       r.f.push_back(float_op(op, a.f[sa[k]], b.f[sb[k]]));
     else
       r.i.push_back(int_op(c, op, a.i[sa[k]], b.i[sb[k]]));
   }
   return r;
+}
+
+HostTensor host_where(const NodeCtx& c, const HostTensor& cond, const HostTensor& x,
+                      const HostTensor& y) {
+  bool ok = false;
+  const Shape out = broadcast_shapes(broadcast_shapes(cond.dims, x.dims, &ok), y.dims, &ok);
+  if (!ok)
+    node_error(c, "cannot broadcast " + to_string(cond.dims) + ", " + to_string(x.dims) + " and " +
+                      to_string(y.dims));
+  const std::vector<int64_t> sc = broadcast_sources(cond.dims, out);
+  const std::vector<int64_t> sx = broadcast_sources(x.dims, out);
+  const std::vector<int64_t> sy = broadcast_sources(y.dims, out);
+  HostTensor r;
+  r.dtype = x.dtype;
+  r.dims = out;
+  for (size_t k = 0; k < sc.size(); ++k) {
+    const bool take_x = cond.is_float() ? cond.f[sc[k]] != 0.0f : cond.i[sc[k]] != 0;
+    const HostTensor& from = take_x ? x : y;
+    const int64_t i = take_x ? sx[k] : sy[k];
+    if (r.is_float())
+      r.f.push_back(from.f[i]);
+    else
+      r.i.push_back(from.i[i]);
+  }
+  return r;
+}
+
+HostTensor host_broadcast(const HostTensor& t, const Shape& out) {
+  return host_gather_flat(t, out, broadcast_sources(t.dims, out));
 }
 
 HostTensor host_cast(const NodeCtx& c, const HostTensor& t, int32_t to) {

@@ -130,6 +130,10 @@ class Importer {
   void define_host(const NodeCtx& c, int k, HostTensor t,
                    std::function<ValueId()> materialize = {});
   void define_alias(const NodeCtx& c, int k, int input_index);
+  // Booleans (float 0/1 in the graph): values an ONNX BOOL tensor becomes (a graph input, a
+  // constant, a comparison's or logic op's result). A graph output declared BOOL must be one.
+  void mark_boolean(ValueId v) { boolean_values_.insert(v.index); }
+  bool is_boolean(ValueId v) const { return boolean_values_.count(v.index) != 0; }
 
  private:
   void check_opsets();
@@ -152,6 +156,7 @@ class Importer {
   std::map<std::pair<const Slot*, Layout>, ValueId> constants_;  // materialized host tensors
   std::set<std::string> used_names_;                             // node inputs, graph outputs
   int64_t folded_elements_ = 0;  // all host tensors the nodes produced, against kMaxFoldTotal
+  std::set<uint32_t> boolean_values_;
 };
 
 // Converters, one per ONNX op (or family); each defines the node's outputs in the table.
@@ -162,9 +167,9 @@ void convert_batch_norm(Importer& im, const NodeCtx& c);
 void convert_unary(Importer& im, const NodeCtx& c);
 void convert_clip(Importer& im, const NodeCtx& c);
 void convert_chain_step(Importer& im, const NodeCtx& c);
-void convert_pow(Importer& im, const NodeCtx& c);
 void convert_gelu(Importer& im, const NodeCtx& c);
 void convert_prelu(Importer& im, const NodeCtx& c);
+void convert_pow(Importer& im, const NodeCtx& c);  // ops_logic.cpp
 void convert_binary(Importer& im, const NodeCtx& c);
 void convert_pool(Importer& im, const NodeCtx& c);
 void convert_global_pool(Importer& im, const NodeCtx& c);
@@ -200,6 +205,11 @@ void convert_variadic(Importer& im, const NodeCtx& c);
 void convert_depth_to_space(Importer& im, const NodeCtx& c);
 void convert_space_to_depth(Importer& im, const NodeCtx& c);
 void convert_tile(Importer& im, const NodeCtx& c);
+// ops_logic.cpp
+void convert_compare(Importer& im, const NodeCtx& c);
+void convert_not(Importer& im, const NodeCtx& c);
+void convert_where(Importer& im, const NodeCtx& c);
+void convert_expand(Importer& im, const NodeCtx& c);
 // ops_norm.cpp
 void convert_instance_norm(Importer& im, const NodeCtx& c);
 void convert_group_norm(Importer& im, const NodeCtx& c);
@@ -225,6 +235,9 @@ void convert_size(Importer& im, const NodeCtx& c);
 void convert_constant_of_shape(Importer& im, const NodeCtx& c);
 void convert_range(Importer& im, const NodeCtx& c);
 
+// ops_nn.cpp: opset < 7 binary ops broadcast by attribute: an Error unless it is numpy's.
+void check_legacy_broadcast(Importer& im, const NodeCtx& c);
+
 // op_table.cpp: what the importer supports, one row per ONNX op.
 struct OpInfo {
   const char* type;
@@ -249,8 +262,14 @@ HostTensor host_reshape(const HostTensor& t, Shape dims);
 HostTensor host_gather_flat(const HostTensor& t, Shape dims, const std::vector<int64_t>& src);
 HostTensor host_slice(const HostTensor& t, const Slice& s);
 HostTensor host_concat(const std::vector<const HostTensor*>& parts, int axis);
-// numpy-broadcast Add/Sub/Mul/Div/Max/Min: exact (overflow-checked) on integers, float otherwise.
+// numpy-broadcast Add/Sub/Mul/Div/Max/Min/Pow: exact (overflow-checked) on integers, float
+// otherwise; the comparisons and logic ops give a BOOL tensor (the logic ops also take BOOL).
 HostTensor host_binary(const NodeCtx& c, BinaryOp op, const HostTensor& a, const HostTensor& b);
+// Where(cond, x, y) with numpy broadcasting; x and y of one dtype.
+HostTensor host_where(const NodeCtx& c, const HostTensor& cond, const HostTensor& x,
+                      const HostTensor& y);
+// t broadcast to `out` (numpy; out is broadcast(t.dims, something)).
+HostTensor host_broadcast(const HostTensor& t, const Shape& out);
 HostTensor host_cast(const NodeCtx& c, const HostTensor& t, int32_t to);
 // Output dims of a normalized slice (0 on an axis where it is empty).
 Shape slice_dims(const Shape& in, const Slice& s);

@@ -157,7 +157,13 @@ class NodeWriter {
   void operator()(const HardSwish&) { kiln("HardSwish"); }
   // Next to an NHWC operand the layout pass re-laid the other one out, so numpy broadcasting
   // of the stored shapes is exactly what Kiln computes.
-  void operator()(const Binary&) { plain(op_name(n_.op)); }
+  // The comparisons and logic ops give (and read) booleans as float 0/1, which ONNX's typed
+  // versions do not: they are Kiln's ops, and so is Where (its condition is a float).
+  void operator()(const Binary& b) {
+    if (is_boolean(b.op)) kiln(op_name(n_.op), false);
+    else plain(op_name(n_.op));
+  }
+  void operator()(const Where&) { kiln("Where", false); }
   void operator()(const Pool2d& p) {
     // ONNX pools are NCHW, and AveragePool has no dilations before opset 19.
     const bool dilated = p.dilation_h != 1 || p.dilation_w != 1;

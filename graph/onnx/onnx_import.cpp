@@ -106,18 +106,23 @@ ShapeBindings bind_shapes(const std::vector<std::pair<std::string, Shape>>& shap
 }
 
 // A graph output's declared type, where the model gives one, must be what Kiln computes: FLOAT
-// and the inferred shape (symbolic and missing dimensions match anything). An `index` output
-// (one an ArgMax or ArgMin produces) may be declared INT64: Kiln returns it as FLOAT holding
-// the exact index.
-void check_declared_output(const ::onnx::ValueInfoProto& v, const Shape& computed, bool index) {
+// and the inferred shape (symbolic and missing dimensions match anything). BOOL is accepted for
+// a boolean (`boolean`: a comparison's or logic op's result, or a BOOL input), which the
+// caller receives as float32 0.0/1.0; INT64 for an `index` output (one an ArgMax or ArgMin
+// produces), returned as FLOAT holding the exact index.
+void check_declared_output(const ::onnx::ValueInfoProto& v, const Shape& computed, bool boolean,
+                           bool index) {
   const std::string what = "graph output '" + v.name() + "' is declared ";
   if (!v.has_type()) return;
   if (!v.type().has_tensor_type())
     throw Error(what + "as something other than a tensor (a sequence, map or optional)");
   const auto& t = v.type().tensor_type();
   const int32_t dtype = t.elem_type();
+  if (dtype == ::onnx::TensorProto::BOOL && !boolean)
+    throw Error(what + "BOOL, but Kiln computes it as FLOAT (not from a comparison, logic op or "
+                "BOOL input)");
   if (dtype != ::onnx::TensorProto::UNDEFINED && dtype != ::onnx::TensorProto::FLOAT &&
-      !(index && dtype == ::onnx::TensorProto::INT64))
+      dtype != ::onnx::TensorProto::BOOL && !(index && dtype == ::onnx::TensorProto::INT64))
     throw Error(what + dtype_name(dtype) + ", but Kiln computes it as FLOAT" +
                 (dtype == ::onnx::TensorProto::INT64 ? " (only ArgMax/ArgMin outputs may be INT64)"
                                                      : ""));
@@ -275,13 +280,16 @@ void Importer::add_graph_inputs() {
       slot->host = std::make_shared<HostTensor>(bound_input(in, *b->second));
       bound.erase(b);
     } else {
+      // A BOOL input is exchanged as float32 0.0/1.0 (docs/onnx.md, "Booleans").
       const int32_t dtype = in.type().tensor_type().elem_type();
-      if (dtype != ::onnx::TensorProto::FLOAT)
+      if (dtype != ::onnx::TensorProto::FLOAT && dtype != ::onnx::TensorProto::BOOL)
         throw Error("graph input '" + name + "' has dtype " + dtype_name(dtype) +
-                    "; Kiln graph tensors are FLOAT (bind shape-like inputs as constants)");
+                    "; Kiln graph tensors are FLOAT, or BOOL as float 0/1 (bind shape-like "
+                    "inputs as constants)");
       Shape s = static_shape(in, shapes);
       const Layout l = s.size() == 4 ? Layout::nchw : Layout::any;
       slot->value = g_.add_value(Value{name, std::move(s), DType::f32, l});
+      if (dtype == ::onnx::TensorProto::BOOL) mark_boolean(slot->value);
       g_.inputs.push_back(slot->value);
     }
     add_entry(name, {slot, "a graph input"}, "graph input");
@@ -342,7 +350,7 @@ void Importer::add_graph_outputs() {
     g_.outputs.push_back(slot_value(out.name(), s, l, nullptr));
     const Value& v = g_.value(g_.outputs.back());
     const Reduce* r = v.producer.valid() ? std::get_if<Reduce>(&g_.node(v.producer).op) : nullptr;
-    check_declared_output(out, v.shape, r && is_arg_reduce(r->kind));
+    check_declared_output(out, v.shape, is_boolean(g_.outputs.back()), r && is_arg_reduce(r->kind));
   }
 }
 
@@ -412,7 +420,8 @@ ValueId Importer::slot_value(const std::string& name, Slot& s, Layout layout, co
     if (c) node_error(*c, what);
     throw Error(what);
   };
-  if (h.dtype != ::onnx::TensorProto::FLOAT)
+  const bool boolean = h.dtype == ::onnx::TensorProto::BOOL;  // float 0/1 in the graph
+  if (h.dtype != ::onnx::TensorProto::FLOAT && !boolean)
     fail("tensor '" + name + "' is " + dtype_name(h.dtype) +
          "; Kiln graph tensors are FLOAT "
          "(integer tensors may only feed shape-like inputs)");
@@ -425,7 +434,11 @@ ValueId Importer::slot_value(const std::string& name, Slot& s, Layout layout, co
   bool renamed = false;
   for (const auto& [key, v] : constants_) renamed |= key.first == &s;
   const std::string vname = renamed ? name + "#" + to_string(layout) : name;
-  const ValueId v = add_constant(vname, h.dims, h.f, layout);
+  std::vector<float> data = h.f;
+  if (boolean)
+    for (int64_t b : h.i) data.push_back(b != 0 ? 1.0f : 0.0f);
+  const ValueId v = add_constant(vname, h.dims, std::move(data), layout);
+  if (boolean) mark_boolean(v);
   constants_[{&s, layout}] = v;
   return v;
 }
@@ -468,9 +481,15 @@ ValueId Importer::emit(const NodeCtx& c, Op op, std::vector<ValueId> inputs,
     if (d <= 0) node_error(c, "output '" + out_name + "' would be " + to_string(out.shape));
   if (checked_elements(out.shape, "output '" + out_name + "'") > kMaxGraphElements)
     node_error(c, "output '" + out_name + "' would be " + to_string(out.shape) + ", too large");
+  // Data movement of booleans gives booleans (docs/onnx.md, "Booleans").
+  bool boolean = std::holds_alternative<Reshape>(n.op) || std::holds_alternative<Transpose>(n.op) ||
+                 std::holds_alternative<Slice>(n.op) || std::holds_alternative<Tile>(n.op) ||
+                 std::holds_alternative<Concat>(n.op);
+  for (ValueId in : n.inputs) boolean = boolean && is_boolean(in);
   const ValueId v = g_.add_value(Value{out_name, out.shape, DType::f32, out.layout});
   n.outputs = {v};
   g_.add_node(std::move(n));
+  if (boolean) mark_boolean(v);
   return v;
 }
 

@@ -73,6 +73,13 @@ void convert_cast(Importer& im, const NodeCtx& c) {
   const HostTensor* h = im.host_input(c, 0);
   if (h && h->dtype != to) return im.define_host(c, 0, host_cast(c, *h, static_cast<int32_t>(to)));
   if (h || to == TP::FLOAT) return im.define_alias(c, 0, 0);
+  if (to == TP::BOOL) {  // x != 0 as float 0/1 (docs/onnx.md, "Booleans"): Not twice
+    const ChainStep no{ChainStepKind::logical_not, 0, 0};
+    const ValueId v =
+        im.emit(c, ElementwiseChain{{no, no}}, {im.value_input(c, 0)}, im.output_name(c, 0));
+    im.mark_boolean(v);
+    return im.define_value(c, 0, v);
+  }
   node_error(c, "casting the runtime tensor '" + im.input_name(c, 0) + "' to " +
                     dtype_name(static_cast<int32_t>(to)) +
                     " is not supported; Kiln graph tensors are FLOAT");

@@ -121,7 +121,9 @@ void emit_single(Importer& im, const NodeCtx& c, Op op, std::vector<ValueId> inp
   im.define_value(c, 0, im.emit(c, std::move(op), std::move(inputs), im.output_name(c, 0)));
 }
 
-// Opset < 7 Add/Sub/Mul/Div broadcast only with broadcast=1, aligning B to A at `axis`. That
+}  // namespace
+
+// Opset < 7 Add/Sub/Mul/Div (and Pow, the comparisons and logic ops) broadcast only with broadcast=1, aligning B to A at `axis`. That
 // equals numpy broadcasting when B aligns with A's trailing dims, the only case accepted.
 void check_legacy_broadcast(Importer& im, const NodeCtx& c) {
   const Shape a = im.input_shape(c, 0), b = im.input_shape(c, 1);
@@ -141,8 +143,6 @@ void check_legacy_broadcast(Importer& im, const NodeCtx& c) {
                "attribute 'axis' with broadcast=1 aligns B to non-trailing dims of A; only "
                "trailing alignment (numpy broadcasting) is supported");
 }
-
-}  // namespace
 
 void convert_conv(Importer& im, const NodeCtx& c) {
   expect_inputs(c, 2, 3);
@@ -234,7 +234,8 @@ void convert_chain_step(Importer& im, const NodeCtx& c) {
       {"Log", K::log},           {"Sqrt", K::sqrt},         {"Abs", K::abs},
       {"Neg", K::neg},           {"Reciprocal", K::reciprocal}, {"Softplus", K::softplus},
       {"Softsign", K::softsign}, {"Elu", K::elu},           {"Selu", K::selu},
-      {"Celu", K::celu},         {"ThresholdedRelu", K::thresholded_relu}, {"Mish", K::mish}};
+      {"Celu", K::celu},         {"ThresholdedRelu", K::thresholded_relu}, {"Mish", K::mish},
+      {"Floor", K::floor},       {"Ceil", K::ceil},         {"Round", K::round}};
   ChainStep step;
   bool found = false;
   for (const auto& [name, kind] : kinds)
@@ -259,17 +260,6 @@ void convert_chain_step(Importer& im, const NodeCtx& c) {
   }
   if (step.kind == K::celu && step.a == 0.0f) node_error(c, "Celu's alpha must not be 0");
   emit_single(im, c, ElementwiseChain{{step}}, {im.value_input(c, 0)});
-}
-
-// Pow with a constant scalar exponent (LayerNorm's square, GELU's cube): a chain step. A
-// tensor exponent is refused.
-void convert_pow(Importer& im, const NodeCtx& c) {
-  expect_inputs(c, 2, 2);
-  if (im.input_shape(c, 1).size() > im.input_shape(c, 0).size())
-    node_error(c, "an exponent of higher rank than the base is not supported");
-  const float p = scalar_input(im, c, 1, "exponent (Kiln supports a constant scalar exponent)");
-  emit_single(im, c, ElementwiseChain{{ChainStep{ChainStepKind::pow, p, 0.0f}}},
-              {im.value_input(c, 0)});
 }
 
 // PRelu: max(x, 0) + slope * min(x, 0), slope broadcast to x (a constant or a tensor): exact,

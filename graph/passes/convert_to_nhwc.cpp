@@ -103,7 +103,9 @@ class LayoutRewriter {
   bool can_stay_nhwc(const Node& n) const {
     // A one-input ElementwiseChain (an imported unary op, gelu) has no per-channel parameters.
     const bool unary_chain = std::holds_alternative<ElementwiseChain>(n.op) && n.inputs.size() == 1;
-    const bool agnostic = op_is_unary(n.op) || unary_chain || std::holds_alternative<Binary>(n.op) ||
+    // Where broadcasts its three operands as Binary does its two.
+    const bool broadcasting = std::holds_alternative<Binary>(n.op) || std::holds_alternative<Where>(n.op);
+    const bool agnostic = op_is_unary(n.op) || unary_chain || broadcasting ||
                           std::holds_alternative<BatchNorm>(n.op) ||
                           std::holds_alternative<Pool2d>(n.op) ||
                           std::holds_alternative<GlobalPool>(n.op) ||
@@ -114,8 +116,8 @@ class LayoutRewriter {
       const Value& v = g_.value(n.inputs[i]);
       if (std::holds_alternative<BatchNorm>(n.op) && i > 0) continue;  // 1-D parameters
       if (v.is_constant()) {
-        // Only Binary's broadcast constants can be re-laid-out; at most rank 4.
-        if (!std::holds_alternative<Binary>(n.op) || v.shape.size() > 4) return false;
+        // Only Binary's and Where's broadcast constants can be re-laid-out; at most rank 4.
+        if (!broadcasting || v.shape.size() > 4) return false;
         continue;
       }
       if (v.shape.size() != 4) return false;  // a lower-rank runtime operand broadcasts in NCHW
@@ -208,7 +210,8 @@ class LayoutRewriter {
       // A conv's data input or residual may be a constant too (an initializer): re-laid-out
       // ahead of time.
       const bool image_operand = conv && (i == 0 || (i == 3 && std::get<Conv2d>(n.op).residual));
-      const bool relayout_constant = std::holds_alternative<Binary>(n.op) || image_operand;
+      const bool relayout_constant = std::holds_alternative<Binary>(n.op) ||
+                                     std::holds_alternative<Where>(n.op) || image_operand;
       if (is_activation_4d(v)) n.inputs[i] = nhwc_version(n.inputs[i]);
       else if (v.is_constant() && relayout_constant) n.inputs[i] = nhwc_constant(n.inputs[i]);
     }

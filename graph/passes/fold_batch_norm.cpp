@@ -75,6 +75,15 @@ std::optional<Affine> binary_affine(const Graph& g, const Node& n, const Binary&
         break;
       case BinaryOp::max:
       case BinaryOp::min:
+      case BinaryOp::pow:
+      case BinaryOp::equal:
+      case BinaryOp::less:
+      case BinaryOp::greater:
+      case BinaryOp::less_equal:
+      case BinaryOp::greater_equal:
+      case BinaryOp::logical_and:
+      case BinaryOp::logical_or:
+      case BinaryOp::logical_xor:
         return std::nullopt;  // not affine
     }
   }

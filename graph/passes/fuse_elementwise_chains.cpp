@@ -39,6 +39,37 @@ struct Step {
   std::vector<float> scale, shift;  // affine only
 };
 
+// A comparison of x with a scalar constant (either side), or x to the power of a scalar
+// constant: one step with the constant in a. Other Binary ops: nullopt.
+std::optional<ChainStep> scalar_step(const Binary& b, const Value& c, bool const_right) {
+  if (num_elements(c.shape) != 1) return std::nullopt;
+  const float v = (*c.data)[0];
+  using K = ChainStepKind;
+  switch (b.op) {
+    case BinaryOp::pow:
+      if (!const_right) return std::nullopt;
+      return ChainStep{K::pow, v, 0};
+    case BinaryOp::equal: return ChainStep{K::equal, v, 0};
+    case BinaryOp::less: return ChainStep{const_right ? K::less : K::greater, v, 0};
+    case BinaryOp::greater: return ChainStep{const_right ? K::greater : K::less, v, 0};
+    case BinaryOp::less_equal:
+      return ChainStep{const_right ? K::less_equal : K::greater_equal, v, 0};
+    case BinaryOp::greater_equal:
+      return ChainStep{const_right ? K::greater_equal : K::less_equal, v, 0};
+    case BinaryOp::add:
+    case BinaryOp::sub:
+    case BinaryOp::mul:
+    case BinaryOp::div:
+    case BinaryOp::max:
+    case BinaryOp::min:
+    case BinaryOp::logical_and:
+    case BinaryOp::logical_or:
+    case BinaryOp::logical_xor:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 // The chain step a node computes on its activation input `x`, if it is chainable.
 std::optional<Step> as_step(const Graph& g, const Node& n, ValueId* x) {
   *x = n.inputs[0];
@@ -77,6 +108,8 @@ std::optional<Step> as_step(const Graph& g, const Node& n, ValueId* x) {
   *x = const_right ? n.inputs[0] : n.inputs[1];
   const Value& act = g.value(*x);
   if (g.value(n.outputs[0]).shape != act.shape) return std::nullopt;  // the constant widens x
+  const Value& constant = g.value(const_right ? n.inputs[1] : n.inputs[0]);
+  if (std::optional<ChainStep> st = scalar_step(*b, constant, const_right)) return Step{*st, {}, {}};
   std::vector<float> c = per_channel(g.value(const_right ? n.inputs[1] : n.inputs[0]), act);
   if (c.empty()) return std::nullopt;
   Step s{{ChainStepKind::affine, 0, 0}, std::vector<float>(c.size(), 1.0f), std::vector<float>(c.size(), 0.0f)};
@@ -94,6 +127,15 @@ std::optional<Step> as_step(const Graph& g, const Node& n, ValueId* x) {
         break;
       case BinaryOp::max:
       case BinaryOp::min:
+      case BinaryOp::pow:
+      case BinaryOp::equal:
+      case BinaryOp::less:
+      case BinaryOp::greater:
+      case BinaryOp::less_equal:
+      case BinaryOp::greater_equal:
+      case BinaryOp::logical_and:
+      case BinaryOp::logical_or:
+      case BinaryOp::logical_xor:
         return std::nullopt;  // not affine
     }
   }

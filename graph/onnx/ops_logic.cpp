@@ -1,0 +1,163 @@
+// Comparisons (Equal, Less, Greater, LessOrEqual, GreaterOrEqual), logic (Not, And, Or, Xor),
+// Where, Pow with a tensor exponent and Expand. Booleans are float 0/1 in the graph
+// (docs/onnx.md, "Booleans"); comparisons of tensors known at import (shape arithmetic) fold.
+#include <cmath>
+
+#include "graph/onnx/importer.h"
+#include "graph/shape_inference.h"
+
+namespace kiln::graph::onnx {
+namespace {
+
+using TP = ::onnx::TensorProto;
+
+BinaryOp binary_op_of(const NodeCtx& c) {
+  static const std::vector<std::pair<std::string, BinaryOp>> ops = {
+      {"Equal", BinaryOp::equal},
+      {"Less", BinaryOp::less},
+      {"Greater", BinaryOp::greater},
+      {"LessOrEqual", BinaryOp::less_equal},
+      {"GreaterOrEqual", BinaryOp::greater_equal},
+      {"And", BinaryOp::logical_and},
+      {"Or", BinaryOp::logical_or},
+      {"Xor", BinaryOp::logical_xor},
+      {"Pow", BinaryOp::pow}};
+  for (const auto& [name, op] : ops)
+    if (c.op() == name) return op;
+  KILN_CHECK(false, "no binary op for " + c.op());
+  return BinaryOp::add;
+}
+
+// An integer tensor known at import as float32, where every value converts exactly (|v| <=
+// 2^24); anything else is an error naming `role`.
+HostTensor exact_float(const NodeCtx& c, const HostTensor& h, const std::string& role) {
+  if (h.is_float()) return h;
+  HostTensor r;
+  r.dims = h.dims;
+  for (int64_t v : h.i) {
+    if (v > (int64_t{1} << 24) || v < -(int64_t{1} << 24))
+      node_error(c, role + " value " + std::to_string(v) +
+                        " is not exactly a float32 (Kiln converts integer values up to 2^24)");
+    r.f.push_back(static_cast<float>(v));
+  }
+  return r;
+}
+
+void emit_boolean(Importer& im, const NodeCtx& c, Op op, std::vector<ValueId> inputs) {
+  const ValueId v = im.emit(c, std::move(op), std::move(inputs), im.output_name(c, 0));
+  im.mark_boolean(v);
+  im.define_value(c, 0, v);
+}
+
+}  // namespace
+
+// Equal, Less, Greater, LessOrEqual, GreaterOrEqual (numpy broadcasting) and And, Or, Xor
+// (before opset 7 they broadcast by attribute, accepted where that is numpy's). Operands known at
+// import fold (integers compare exactly); otherwise both are graph tensors (float32; booleans as
+// 0/1).
+void convert_compare(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 2, 2);
+  const BinaryOp op = binary_op_of(c);
+  if (c.opset < 7) check_legacy_broadcast(im, c);
+  const HostTensor* a = im.host_input(c, 0);
+  const HostTensor* b = im.host_input(c, 1);
+  bool ok = false;
+  if (a && b && fits_fold(broadcast_shapes(a->dims, b->dims, &ok)))
+    return im.define_host(c, 0, host_binary(c, op, *a, *b));
+  emit_boolean(im, c, Binary{op}, {im.value_input(c, 0), im.value_input(c, 1)});
+}
+
+// Not: 1 where x is 0, else 0 (a chain step); folded for a tensor known at import.
+void convert_not(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 1, 1);
+  if (const HostTensor* h = im.host_input(c, 0); h && !h->is_float()) {
+    HostTensor r = *h;
+    for (int64_t& v : r.i) v = v == 0;
+    r.dtype = TP::BOOL;
+    return im.define_host(c, 0, std::move(r));
+  }
+  emit_boolean(im, c, ElementwiseChain{{ChainStep{ChainStepKind::logical_not, 0, 0}}},
+               {im.value_input(c, 0)});
+}
+
+// Where(cond, x, y), the three broadcast together (opset 9 on). Folded when all three are
+// known at import; the result is a boolean when x and y are.
+void convert_where(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 3, 3);
+  const HostTensor* cond = im.host_input(c, 0);
+  const HostTensor* x = im.host_input(c, 1);
+  const HostTensor* y = im.host_input(c, 2);
+  if (cond && x && y && x->dtype == y->dtype) {
+    bool ok = false;
+    const Shape out = broadcast_shapes(broadcast_shapes(cond->dims, x->dims, &ok), y->dims, &ok);
+    if (ok && fits_fold(out)) return im.define_host(c, 0, host_where(c, *cond, *x, *y));
+  }
+  const ValueId xv = im.value_input(c, 1), yv = im.value_input(c, 2);
+  const ValueId v = im.emit(c, Where{}, {im.value_input(c, 0), xv, yv}, im.output_name(c, 0));
+  if (im.is_boolean(xv) && im.is_boolean(yv)) im.mark_boolean(v);
+  im.define_value(c, 0, v);
+}
+
+// Pow (before opset 7 broadcasting by attribute, accepted where that is numpy's). A scalar exponent
+// known at import (LayerNorm's square, GELU's cube) is a chain step; any other exponent a
+// broadcasting Binary pow. An integer exponent known at import is converted to float32 (exact up to
+// 2^24); integer base and exponent both known fold.
+void convert_pow(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 2, 2);
+  if (c.opset < 7) check_legacy_broadcast(im, c);
+  const HostTensor* base = im.host_input(c, 0);
+  const HostTensor* e = im.host_input(c, 1);
+  if (base && e && !base->is_float() && !e->is_float())
+    return im.define_host(c, 0, host_binary(c, BinaryOp::pow, *base, *e));
+  const Shape xs = im.input_shape(c, 0), es = im.input_shape(c, 1);
+  if (e && e->size() == 1 && es.size() <= xs.size()) {
+    const float p = exact_float(c, *e, "exponent").f[0];
+    const ValueId v = im.emit(c, ElementwiseChain{{ChainStep{ChainStepKind::pow, p, 0.0f}}},
+                              {im.value_input(c, 0)}, im.output_name(c, 0));
+    return im.define_value(c, 0, v);
+  }
+  ValueId exponent;
+  if (e && !e->is_float()) {
+    const HostTensor f = exact_float(c, *e, "exponent");
+    exponent =
+        im.add_constant(im.input_name(c, 1) + "#float", f.dims, f.f, logical_layout(f.dims.size()));
+  } else {
+    exponent = im.value_input(c, 1);
+  }
+  const ValueId v =
+      im.emit(c, Binary{BinaryOp::pow}, {im.value_input(c, 0), exponent}, im.output_name(c, 0));
+  im.define_value(c, 0, v);
+}
+
+// Expand (opset 8 on) with a constant shape: x broadcast to broadcast(x.shape, shape). A
+// Reshape (a view) gives x the output's rank, then a Tile repeats each size-1 axis; a tensor
+// known at import folds.
+void convert_expand(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 2, 2);
+  const std::vector<int64_t> shape = im.int_list_input(c, 1, "shape");
+  const Shape xs = im.input_shape(c, 0);
+  bool ok = false;
+  const Shape out = broadcast_shapes(xs, shape, &ok);
+  if (!ok) node_error(c, "cannot broadcast the input " + to_string(xs) + " to " + to_string(shape));
+  for (int64_t d : out)
+    if (d <= 0) node_error(c, "the output " + to_string(out) + " is empty; Kiln tensors cannot be");
+  if (const HostTensor* h = im.host_input(c, 0); h && fits_fold(out))
+    return im.define_host(c, 0, host_broadcast(*h, out));
+  if (out == xs) return im.define_alias(c, 0, 0);
+  Shape padded(out.size() - xs.size(), 1);
+  padded.insert(padded.end(), xs.begin(), xs.end());
+  std::vector<int64_t> repeats;
+  for (size_t a = 0; a < out.size(); ++a) repeats.push_back(out[a] / padded[a]);
+  ValueId x = im.value_input(c, 0);
+  const bool boolean = im.is_boolean(x);
+  if (padded != xs) {
+    const std::string name = padded == out ? im.output_name(c, 0) : c.name + "/ranked";
+    x = im.emit(c, Reshape{padded}, {x}, name, c.name + "/ranked");
+  }
+  ValueId v = x;
+  if (padded != out) v = im.emit(c, Tile{repeats}, {x}, im.output_name(c, 0));
+  if (boolean) im.mark_boolean(v);
+  im.define_value(c, 0, v);
+}
+
+}  // namespace kiln::graph::onnx
