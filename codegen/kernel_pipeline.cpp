@@ -346,7 +346,8 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
       // (co % 16, ci, kx, ky, co / 16), innermost first, dense.
       Halide::ImageParam p(Halide::Float(32), 5, "arg1");
       const int extents[5] = {kBlock, static_cast<int>(w[2]), static_cast<int>(w[1]),
-                              static_cast<int>(w[0]), static_cast<int>(w[3]) / kBlock};
+                              static_cast<int>(w[0]),
+                              static_cast<int>(runtime::conv_weight_blocks(w[3]))};
       int stride = 1;
       for (int d = 0; d < 5; ++d) p.dim(d).set_bounds(0, extents[d]).set_stride(stride), stride *= extents[d];
       inputs.push_back(p);

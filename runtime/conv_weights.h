@@ -10,19 +10,25 @@
 namespace kiln::runtime {
 
 // Dense convolutions on CPUs read their constant weights blocked by output channels:
-// [Co / 16][Kh][Kw][Ci][16], Halide dimensions (co % 16, ci, kx, ky, co / 16), innermost first.
-// A kernel's register tile covers one or two such blocks of output channels and walks the
-// reduction input channel by input channel, so each block's weights are one sequential stream
-// (64 bytes per input channel) instead of a 64-byte piece of every Co-wide HWIO row: weights
-// that come from DRAM (a network's late layers, megabytes each) then stream with the hardware
-// prefetchers, and no power-of-two row stride maps the loads to the same L1 sets.
+// [ceil(Co / 16)][Kh][Kw][Ci][16], Halide dimensions (co % 16, ci, kx, ky, co / 16), innermost
+// first, the last block zero-padded when Co is not a multiple of 16 (the kernels never read
+// the padding). A kernel's register tile covers one or two such blocks of output channels and
+// walks the reduction input channel by input channel, so each block's weights are one
+// sequential stream (64 bytes per input channel) instead of a 64-byte piece of every Co-wide
+// HWIO row: weights that come from DRAM (a network's late layers, megabytes each) then stream
+// with the hardware prefetchers, and no power-of-two row stride maps the loads to the same L1
+// sets.
 constexpr int kConvWeightBlock = 16;
 
 // Whether a convolution's CPU kernel reads its weights blocked (above): dense (one group, not
-// depthwise), constant weights, output channels a multiple of the block, and not Winograd
-// (whose kernels read transformed weights; the caller knows that from the kernel). Codegen and
+// depthwise), constant weights, and output channels in whole blocks or at least 128 of them
+// (the padding then costs at most 12%: a 1000-class classifier's 1008). Not for Winograd
+// kernels, which read transformed weights (the caller knows that from the kernel). Codegen and
 // the runtime both decide with this.
 bool blocks_conv_weights(const graph::ConvKernelSpec& c);
+
+// The number of blocks of output channels: ceil(out_channels / 16).
+int64_t conv_weight_blocks(int64_t out_channels);
 
 // HWIO weights [Kh, Kw, Ci, Co] -> the blocked layout above.
 std::vector<float> block_conv_weights(const float* hwio, int64_t kh, int64_t kw, int64_t ci,

@@ -69,20 +69,26 @@ int best_cpu_target() {
 }
 
 bool blocks_conv_weights(const graph::ConvKernelSpec& c) {
+  const int64_t co = c.output.shape[3];
   return !c.depthwise && c.groups == 1 && c.constant_weights &&
-         c.output.shape[3] % kConvWeightBlock == 0;
+         (co % kConvWeightBlock == 0 || co >= 8 * kConvWeightBlock);
+}
+
+int64_t conv_weight_blocks(int64_t out_channels) {
+  return (out_channels + kConvWeightBlock - 1) / kConvWeightBlock;
 }
 
 std::vector<float> block_conv_weights(const float* hwio, int64_t kh, int64_t kw, int64_t ci,
                                       int64_t co) {
   constexpr int64_t kB = kConvWeightBlock;
-  KILN_CHECK(co % kB == 0, "blocked conv weights need whole blocks of output channels");
   const int64_t rows = kh * kw * ci;  // (ky, kx, ci), outermost first, in both layouts
-  std::vector<float> out(static_cast<size_t>(rows * co));
-  for (int64_t b = 0; b < co / kB; ++b)
+  std::vector<float> out(static_cast<size_t>(conv_weight_blocks(co) * rows * kB), 0.0f);
+  for (int64_t b = 0; b < conv_weight_blocks(co); ++b) {
+    const int64_t width = std::min(kB, co - b * kB);  // the last block may be partly zeros
     for (int64_t r = 0; r < rows; ++r)
-      std::copy(hwio + r * co + b * kB, hwio + r * co + (b + 1) * kB,
+      std::copy(hwio + r * co + b * kB, hwio + r * co + b * kB + width,
                 out.begin() + (b * rows + r) * kB);
+  }
   return out;
 }
 

@@ -148,7 +148,7 @@ std::vector<float> run_kernel(const Problem& p, const std::string& schedule, int
   } else if (runtime::blocks_conv_weights(std::get<graph::ConvKernelSpec>(spec))) {
     copy = runtime::block_conv_weights(w.data->data(), kh, kw, ci, co);
     constexpr int kB = runtime::kConvWeightBlock;
-    w_b = HalideBuffer(copy.data(), {kB, ci, kw, kh, co / kB});
+    w_b = HalideBuffer(copy.data(), {kB, ci, kw, kh, static_cast<int>(runtime::conv_weight_blocks(co))});
   }
   HalideBuffer b_b = wrap(bias.data->data(), bias.shape);
   HalideBuffer out_b = wrap(out.data(), p.expected.shape);
@@ -289,24 +289,31 @@ TEST(ConvKernelResidual, AllEpilogues) {
 // convolutions read it. The kernel tests above run blocked kernels on every dense case with
 // output channels in whole blocks.
 TEST(ConvKernelWeights, BlockedLayout) {
-  const int64_t kh = 3, kw = 2, ci = 5, co = 32, block = runtime::kConvWeightBlock;
-  std::vector<float> hwio(static_cast<size_t>(kh * kw * ci * co));
-  for (size_t i = 0; i < hwio.size(); ++i) hwio[i] = static_cast<float>(i) * 0.5f + 1.0f;
-  const std::vector<float> blocked = runtime::block_conv_weights(hwio.data(), kh, kw, ci, co);
-  ASSERT_EQ(blocked.size(), hwio.size());
-  for (int64_t y = 0; y < kh; ++y)
-    for (int64_t x = 0; x < kw; ++x)
-      for (int64_t i = 0; i < ci; ++i)
-        for (int64_t o = 0; o < co; ++o)
-          ASSERT_EQ(blocked[static_cast<size_t>((((o / block * kh + y) * kw + x) * ci + i) * block + o % block)],
-                    hwio[static_cast<size_t>(((y * kw + x) * ci + i) * co + o)]);
+  const int64_t block = runtime::kConvWeightBlock;
+  for (const int64_t co : {32, 136}) {  // whole blocks; a last block half zeros
+    const int64_t kh = 3, kw = 2, ci = 5;
+    std::vector<float> hwio(static_cast<size_t>(kh * kw * ci * co));
+    for (size_t i = 0; i < hwio.size(); ++i) hwio[i] = static_cast<float>(i) * 0.5f + 1.0f;
+    const std::vector<float> blocked = runtime::block_conv_weights(hwio.data(), kh, kw, ci, co);
+    const int64_t blocks = runtime::conv_weight_blocks(co);
+    ASSERT_EQ(blocks, (co + block - 1) / block);
+    ASSERT_EQ(blocked.size(), static_cast<size_t>(blocks * kh * kw * ci * block));
+    for (int64_t y = 0; y < kh; ++y)
+      for (int64_t x = 0; x < kw; ++x)
+        for (int64_t i = 0; i < ci; ++i)
+          for (int64_t o = 0; o < blocks * block; ++o)
+            ASSERT_EQ(blocked[static_cast<size_t>((((o / block * kh + y) * kw + x) * ci + i) * block + o % block)],
+                      o < co ? hwio[static_cast<size_t>(((y * kw + x) * ci + i) * co + o)] : 0.0f)
+                << "co " << co << " o " << o;
+  }
   graph::ConvKernelSpec c;
   c.output.shape = {1, 7, 7, 48};
   c.groups = 1;
   EXPECT_TRUE(runtime::blocks_conv_weights(c));
-  c.output.shape[3] = 40;  // not whole blocks
+  c.output.shape[3] = 40;  // not whole blocks, and too few channels to pad
   EXPECT_FALSE(runtime::blocks_conv_weights(c));
-  c.output.shape[3] = 48;
+  c.output.shape[3] = 1000;  // a classifier: 1008 with the padding
+  EXPECT_TRUE(runtime::blocks_conv_weights(c));
   c.constant_weights = false;  // weights bound at run time as they come
   EXPECT_FALSE(runtime::blocks_conv_weights(c));
   c.constant_weights = true;
