@@ -487,7 +487,13 @@ KernelPipeline data_pipeline(const graph::OpKernelSpec& k, const Halide::Target&
   } else if (const auto* sl = std::get_if<graph::Slice>(&k.op)) {
     out = generators::ops::slice(inputs[0], in, *sl);
   } else if (const auto* rs = std::get_if<graph::Resize>(&k.op)) {
-    out = generators::ops::resize(inputs[0], in, *rs);
+    const generators::ops::ResizeAlgorithm a = generators::ops::resize(inputs[0], in, *rs);
+    for (size_t i = 0; i < a.passes.size(); ++i) {  // each one-axis pass ahead, whole
+      Halide::Func pass = a.passes[i];
+      pass.compute_root();
+      schedule_elementwise(elementwise_funcs(pass, a.pass_shapes[i], true), target);
+    }
+    out = a.out;
   } else if (std::holds_alternative<graph::Tile>(k.op)) {
     out = generators::ops::tile(inputs[0], in);
   } else {

@@ -77,7 +77,7 @@ void crop_line(const graph::Resize& r, size_t a, int64_t in_len, double& c0, dou
 
 }  // namespace
 
-Halide::Func resize(const Halide::Func& x, const graph::Shape& in_shape, const graph::Resize& r) {
+ResizeAlgorithm resize(const Halide::Func& x, const graph::Shape& in_shape, const graph::Resize& r) {
   const size_t rank = in_shape.size();
   const bool crop = r.coordinates == graph::ResizeCoordinates::tf_crop_and_resize;
   std::vector<Halide::Var> o;
@@ -87,12 +87,13 @@ Halide::Func resize(const Halide::Func& x, const graph::Shape& in_shape, const g
     Expr index, weight;
   };
   std::vector<std::vector<Tap>> taps(rank);
+  std::vector<bool> identity(rank, false);  // an axis the resize leaves alone
   Expr inside;  // tf_crop_and_resize: whether every axis' coordinate lies within the input
   for (size_t a = 0; a < rank; ++a) {
     const size_t d = rank - 1 - a;
     const int last = static_cast<int>(in_shape[a]) - 1;
     if (graph::resize_axis_is_identity(r, a, in_shape[a])) {
-      taps[d] = {{o[d], Expr()}};
+      identity[d] = true;
       continue;
     }
     auto clamp_index = [&](const Expr& i) { return Halide::clamp(i, 0, last); };
@@ -170,27 +171,34 @@ Halide::Func resize(const Halide::Func& x, const graph::Shape& in_shape, const g
     }
     for (int k = 0; k < 4; ++k) taps[d].push_back({clamp_index(base + (k - 1)), w[k]});
   }
-  // The sum over every combination of taps of x(taps) * the product of their weights.
-  std::vector<size_t> count(rank, 0);
-  Expr value;
-  while (true) {
-    std::vector<Expr> at(rank);
-    Expr weight;
-    for (size_t d = 0; d < rank; ++d) {
-      const Tap& t = taps[d][count[d]];
+  // Separable: one pass per interpolated axis, innermost first, each reading the previous pass
+  // at its taps along its own axis only. An outer axis' taps are the same across a vector of
+  // the innermost axis, so its pass reads whole rows; only the innermost axis' pass gathers,
+  // and on the input's rows rather than the output's (bilinear 8x upsampling: 1/8 of them).
+  ResizeAlgorithm result;
+  Halide::Func cur = x;
+  graph::Shape shape = in_shape;
+  for (size_t d = 0; d < rank; ++d) {
+    if (identity[d]) continue;
+    std::vector<Expr> at(o.begin(), o.end());
+    Expr value;
+    for (const Tap& t : taps[d]) {
       at[d] = t.index;
-      if (t.weight.defined()) weight = weight.defined() ? weight * t.weight : t.weight;
+      const Expr term = t.weight.defined() ? cur(at) * t.weight : cur(at);
+      value = value.defined() ? value + term : term;
     }
-    const Expr term = weight.defined() ? x(at) * weight : x(at);
-    value = value.defined() ? value + term : term;
-    size_t d = 0;
-    while (d < rank && ++count[d] == taps[d].size()) count[d++] = 0;
-    if (d == rank) break;
+    Halide::Func pass("resize_axis" + std::to_string(rank - 1 - d));
+    pass(o) = value;
+    shape[rank - 1 - d] = r.sizes[rank - 1 - d];
+    result.passes.push_back(pass);
+    result.pass_shapes.push_back(shape);
+    cur = pass;
   }
-  if (inside.defined()) value = Halide::select(inside, value, r.extrapolation);
-  Halide::Func out("resize");
-  out(o) = value;
-  return out;
+  result.out = Halide::Func("resize");
+  result.out(o) = inside.defined() ? Halide::select(inside, cur(o), r.extrapolation) : cur(o);
+  // The last pass is computed inline in the output.
+  if (!result.passes.empty()) result.passes.pop_back(), result.pass_shapes.pop_back();
+  return result;
 }
 
 }  // namespace kiln::generators::ops
