@@ -358,6 +358,12 @@ TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
   EXPECT_EQ(choice(14, 14, 1024, 1, true), "wide block=2x14 rows=1 split=0 stage=copy");
   EXPECT_EQ(choice(7, 7, 512, 1, false), "deep block=3x7 chunk=288 tasks=16");
   EXPECT_EQ(choice(9, 9, 32, 3, true), "wide block=4x7 rows=2 split=1 stage=copy");
+  // 16 registers (AVX2): 7-wide deep layers take 1x7 tiles, 14-wide ones 2x6.
+  const Halide::Target avx2("x86-64-linux-avx-avx2-f16c-fma-sse41");
+  EXPECT_EQ(schedules::to_string(schedules::default_conv_params(layer(7, 7, 512, 3, true), avx2)),
+            "deep block=1x7 chunk=288 tasks=16");
+  EXPECT_EQ(schedules::to_string(schedules::default_direct_conv_params(layer(14, 14, 256, 3, true), avx2)),
+            "deep block=2x6 chunk=288 tasks=16");
 }
 
 // Text form: canonical order, partial overrides over a base, and clear refusals.
