@@ -1,7 +1,7 @@
 // What the builders of generated kernels' pipelines share (kernel_pipeline.cpp and the op
-// families built in files of their own, e.g. reduce_pipeline.cpp): dense shapes as Halide
-// dimensions, inputs with fixed shapes and strides, and the elementwise schedule's view of an
-// output. Internal to codegen/.
+// families built in files of their own: conv_pipeline.cpp, reduce_pipeline.cpp): dense shapes
+// as Halide dimensions, inputs with fixed shapes and strides, the elementwise schedule's view
+// of an output, and the convolution entry points. Internal to codegen/.
 #pragma once
 
 #include <string>
@@ -10,6 +10,7 @@
 #include "Halide.h"
 #include "codegen/kernel_pipeline.h"
 #include "graph/kernel_spec.h"
+#include "schedules/conv_params.h"
 #include "schedules/elementwise_schedule.h"
 
 namespace kiln::codegen {
@@ -64,6 +65,30 @@ inline void schedule_elementwise(const schedules::ElementwiseFuncs& f,
     schedules::schedule_elementwise_cpu(f, target);
   }
 }
+
+// "auto:NAME": the pipeline left unscheduled for Halide's autoscheduler NAME.
+constexpr const char* kAutoPrefix = "auto:";
+inline bool is_autoscheduler(const std::string& schedule) {
+  return schedule.rfind(kAutoPrefix, 0) == 0;
+}
+
+// Convolutions (conv_pipeline.cpp). What the convolution schedules are chosen for, of a dense
+// or grouped ConvKernelSpec (`merge` groups per block, runtime/conv_weights.h) or of a MatMul
+// run as a 1x1 convolution.
+schedules::ConvShape conv_shape(const graph::ConvKernelSpec& k, const Halide::Target& target);
+schedules::ConvShape matmul_shape(const graph::OpKernelSpec& k);
+// A MatMul of a 4-D tensor by a matrix: run as a 1x1 convolution (matmul_pipeline).
+bool is_conv_matmul(const graph::OpKernelSpec& k);
+// The parameters a convolution is generated with: `text` (resolved by codegen: a tuned
+// record, or the spec's own ConvKernelSpec::schedule) read over the default, or the default.
+schedules::ConvParams conv_params(const std::string& kernel, const schedules::ConvShape& shape,
+                                  const std::string& text, const Halide::Target& target);
+// A generated convolution with its epilogue and the schedule `schedule` names.
+KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Target& target,
+                             const std::string& schedule);
+// [N, H, W, K] x [K, M] as the 1x1 convolution it is.
+KernelPipeline matmul_pipeline(const graph::OpKernelSpec& k, const Halide::Target& target,
+                               const std::string& schedule);
 
 // Reduce (every kind), Softmax (every kind) and global average pooling of an NCHW tensor
 // (reduce_pipeline.cpp). `inputs`: the dense inputs, in argument order.

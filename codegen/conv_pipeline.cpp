@@ -1,0 +1,306 @@
+// Generated convolutions' pipelines (dense, grouped, depthwise, Winograd, and MatMuls run as
+// 1x1 convolutions) and the schedule parameters they are built with.
+#include <string>
+#include <vector>
+
+#include "codegen/pipeline_parts.h"
+#include "generators/ops/conv.h"
+#include "generators/ops/elementwise.h"
+#include "generators/ops/winograd.h"
+#include "runtime/conv_weights.h"
+#include "runtime/kernels.h"
+#include "schedules/conv_params.h"
+#include "schedules/conv_schedule.h"
+#include "schedules/depthwise_schedule.h"
+
+namespace kiln::codegen {
+namespace {
+
+// What the convolution schedules touch (schedules/conv_schedule.h), for an NHWC output `out` of
+// a convolution of an input with `in_channels` dense channels.
+schedules::ConvFuncs conv_funcs(const generators::ops::ConvAlgorithm& a, const Halide::Func& output,
+                                const graph::Shape& out, int64_t in_channels, bool stage_input) {
+  return {a.input_padded,
+          a.acc,
+          output,
+          a.co,
+          a.x,
+          a.y,
+          a.n,
+          a.c,
+          a.r,
+          static_cast<int>(out[3]),
+          static_cast<int>(out[2]),
+          static_cast<int>(out[1]),
+          static_cast<int>(in_channels),
+          static_cast<int>(in_channels),
+          stage_input};
+}
+
+// The schedule of a generated convolution: the naive one when asked for; else CUDA's on a GPU
+// target; on the CPU the family's schedule with its knobs.
+void schedule_conv(const schedules::ConvFuncs& f, const Halide::Target& target,
+                   const schedules::ConvParams& p) {
+  if (p.family == schedules::ConvFamily::naive) {
+    schedules::schedule_conv_naive(f, target);
+  } else if (target.has_gpu_feature()) {
+    schedules::schedule_conv_cuda(f, target);
+  } else if (p.family == schedules::ConvFamily::grouped) {
+    schedules::schedule_conv_cpu_grouped(f, target);
+  } else if (p.family == schedules::ConvFamily::deep) {
+    schedules::schedule_conv_cpu_deep(f, p, target);
+  } else {
+    schedules::schedule_conv_cpu(f, p, target);
+  }
+}
+
+// The conv's epilogue on its accumulator value v at (co, x, y, n): the residual (inputs[3] when
+// present), the activation, then the post steps with their scale and shift inputs.
+Halide::Expr conv_epilogue(const graph::ConvKernelSpec& k, Halide::Expr v,
+                           const std::vector<Halide::ImageParam>& inputs,
+                           const std::vector<Halide::Expr>& at) {
+  size_t next = 3;
+  if (k.residual) v += inputs[next++](at);
+  v = generators::ops::apply_activation(k.activation, v);
+  const std::vector<Halide::Func> params(inputs.begin() + static_cast<std::ptrdiff_t>(next),
+                                         inputs.end());
+  return generators::ops::apply_chain(k.post, v, params, at[0]);
+}
+
+void constrain_conv_output(Halide::Func output, const graph::Shape& out) {
+  const DenseDims od = dense_dims(out);
+  for (int d = 0; d < 4; ++d)
+    output.output_buffer().dim(d).set_bounds(0,
+                                             static_cast<int>(od.extents[static_cast<size_t>(d)]));
+  output.output_buffer().dim(0).set_stride(1);
+}
+
+KernelPipeline depthwise_pipeline(const graph::ConvKernelSpec& k, const Halide::Target& target,
+                                  const std::vector<Halide::ImageParam>& inputs,
+                                  const std::string& schedule) {
+  const graph::Shape& in = k.input.shape;    // NHWC
+  const graph::Shape& w = k.weights.shape;   // [Kh, Kw, 1, C]
+  const graph::Shape& out = k.output.shape;  // NHWC
+  if (!schedule.empty())
+    throw graph::Error("kernel '" + k.name + "': a depthwise convolution has one schedule; '" +
+                       schedule + "' is for dense convolutions");
+  const generators::ops::DepthwiseAlgorithm a = generators::ops::depthwise_conv2d(
+      inputs[0], static_cast<int>(in[2]), static_cast<int>(in[1]), inputs[1], inputs[2],
+      static_cast<int>(w[1]), static_cast<int>(w[0]),
+      {k.stride_w, k.stride_h, k.pad_left, k.pad_top, k.dilation_w, k.dilation_h});
+  Halide::Func output("output");
+  output(a.c, a.x, a.y, a.n) =
+      conv_epilogue(k, a.acc(a.c, a.x, a.y, a.n), inputs, {a.c, a.x, a.y, a.n});
+  constrain_conv_output(output, out);
+  const schedules::DepthwiseFuncs f{a.input_padded,
+                                    a.acc,
+                                    output,
+                                    a.c,
+                                    a.x,
+                                    a.y,
+                                    a.n,
+                                    a.r,
+                                    static_cast<int>(out[3]),
+                                    static_cast<int>(out[2]),
+                                    static_cast<int>(out[1]),
+                                    k.stride_w,
+                                    k.dilation_w};
+  if (target.has_gpu_feature()) {
+    schedules::schedule_depthwise_cuda(f, target);
+  } else {
+    schedules::schedule_depthwise_cpu(f, target);
+  }
+  return KernelPipeline{Halide::Pipeline(output), inputs};
+}
+
+}  // namespace
+
+// What the convolution schedules are chosen for, of a dense or grouped ConvKernelSpec
+// (`merge` groups per block, runtime/conv_weights.h) or of a MatMul run as a 1x1 convolution.
+schedules::ConvShape conv_shape(const graph::ConvKernelSpec& k, const Halide::Target& target) {
+  const graph::Shape& w = k.weights.shape;  // HWIO
+  const graph::Shape& out = k.output.shape;  // NHWC
+  const int merge = runtime::grouped_conv_merge(k.groups, out[3]);
+  const int out_per_group = static_cast<int>(out[3]) / k.groups * merge;
+  schedules::ConvShape s;
+  s.out_channels = static_cast<int>(out[3]);
+  s.out_width = static_cast<int>(out[2]);
+  s.out_height = static_cast<int>(out[1]);
+  s.batch = static_cast<int>(out[0]);
+  s.reduction_channels = static_cast<int>(w[2]) * merge;
+  s.kernel_w = static_cast<int>(w[1]);
+  s.kernel_h = static_cast<int>(w[0]);
+  s.padded = k.pad_top || k.pad_left || k.pad_bottom || k.pad_right;
+  // Groups of whole vectors keep each vector of output channels in one group, so the dense
+  // schedules apply (their input loads are broadcasts); narrower groups vectorize pixels.
+  s.narrow_groups = k.groups > 1 && out_per_group % target.natural_vector_size<float>() != 0;
+  s.grouped = k.groups > 1;
+  s.constant_weights = k.constant_weights;
+  s.stride_w = k.stride_w, s.stride_h = k.stride_h;
+  s.dilation_w = k.dilation_w, s.dilation_h = k.dilation_h;
+  return s;
+}
+
+schedules::ConvShape matmul_shape(const graph::OpKernelSpec& k) {
+  const graph::Shape& out = k.output.shape;  // [N, H, W, M]
+  schedules::ConvShape s;
+  s.out_channels = static_cast<int>(out[3]);
+  s.out_width = static_cast<int>(out[2]);
+  s.out_height = static_cast<int>(out[1]);
+  s.batch = static_cast<int>(out[0]);
+  s.reduction_channels = static_cast<int>(k.inputs[0].shape[3]);
+  return s;
+}
+
+// A MatMul of a 4-D tensor by a matrix: run as a 1x1 convolution (matmul_pipeline).
+bool is_conv_matmul(const graph::OpKernelSpec& k) {
+  return std::holds_alternative<graph::MatMul>(k.op) && k.inputs[0].shape.size() == 4 &&
+         k.inputs[1].shape.size() == 2;
+}
+
+// The parameters a convolution is generated with: `text` (resolved by codegen: a tuned
+// record, or the spec's own ConvKernelSpec::schedule) read over the default, or the default.
+schedules::ConvParams conv_params(const std::string& kernel, const schedules::ConvShape& shape,
+                                  const std::string& text, const Halide::Target& target) {
+  using schedules::ConvFamily;
+  const schedules::ConvParams base = schedules::default_conv_params(shape, target);
+  schedules::ConvParams p = base;
+  if (text.empty()) return p;
+  std::string error = schedules::parse_conv_params(text, &p);
+  // Winograd's register block counts tiles, not pixels, and its rows are tile rows: a text that
+  // gives a Winograd schedule reads its knobs over Winograd's default for the layer and the tile
+  // it names (after its last "winograd", when it switches from another family, as `kiln tune
+  // --set` writes "wide block=2x6 ... winograd tile=2"); a text that switches from Winograd to
+  // a direct family, over the direct default.
+  const bool to_winograd = p.family == ConvFamily::winograd;
+  if (error.empty() && (to_winograd || base.family == ConvFamily::winograd)) {
+    const size_t switch_at = (" " + text).rfind(" winograd");
+    const std::string knobs =
+        to_winograd && switch_at != std::string::npos ? text.substr(switch_at) : text;
+    p = to_winograd ? schedules::default_winograd_params(shape, target)
+                    : schedules::default_direct_conv_params(shape, target);
+    error = schedules::parse_conv_params(knobs, &p);
+    if (error.empty() && to_winograd) {  // the default block depends on the tile
+      p = schedules::default_winograd_params(shape, target, p.tile);
+      error = schedules::parse_conv_params(knobs, &p);
+    }
+  }
+  if (error.empty()) error = schedules::conv_params_error(p, shape, target);
+  if (!error.empty())
+    throw graph::Error("kernel '" + kernel + "': schedule '" + text + "': " + error);
+  return p;
+}
+
+// A generated convolution: the algorithm from generators/ops/conv.h, the residual, activation
+// and post steps applied to the accumulator in registers, and the schedule `schedule` names
+// (read over the default for the layer, schedules::default_conv_params) or the CUDA one.
+// The output keeps run-time strides beyond the innermost dimension: it may be a slice of a
+// Concat's (memory_plan.h).
+KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Target& target,
+                             const std::string& schedule) {
+  const graph::Shape& in = k.input.shape;    // NHWC
+  const graph::Shape& w = k.weights.shape;   // HWIO
+  const graph::Shape& out = k.output.shape;  // NHWC
+  // Narrow groups run as blocks of `merge` groups (runtime/conv_weights.h).
+  const int merge = k.depthwise ? 1 : runtime::grouped_conv_merge(k.groups, out[3]);
+  const bool automatic = is_autoscheduler(schedule);
+  const schedules::ConvParams params =
+      k.depthwise ? schedules::ConvParams{}
+                  : conv_params(k.name, conv_shape(k, target), automatic ? "" : schedule, target);
+  const bool winograd = params.family == schedules::ConvFamily::winograd;
+  // The weights, as the runtime binds them: narrow groups' widened to blocks of groups,
+  // Winograd's transformed to [alpha, alpha, Ci, Co] (runtime::winograd_conv_weights), dense
+  // ones on CPUs blocked by output channels (runtime::block_conv_weights). Dense in memory but
+  // for the HWIO forms' strides beyond the innermost dimension, which stay run-time.
+  graph::Shape weight_shape = {w[0], w[1], w[2] * merge, w[3]};
+  if (winograd) {
+    const int64_t alpha = runtime::winograd_matrices(params.tile).alpha;
+    weight_shape = {alpha, alpha, w[2], w[3]};
+  }
+  const bool blocked = !winograd && !target.has_gpu_feature() && runtime::blocks_conv_weights(k);
+  constexpr int kBlock = runtime::kConvWeightBlock;
+  std::vector<Halide::ImageParam> inputs;
+  const std::vector<graph::TensorDesc> args = graph::generated_kernel_arguments(k);
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    if (i == 1 && blocked) {
+      // (co % 16, ci, kx, ky, co / 16), innermost first, dense.
+      Halide::ImageParam p(Halide::Float(32), 5, "arg1");
+      const int extents[5] = {kBlock, static_cast<int>(w[2]), static_cast<int>(w[1]),
+                              static_cast<int>(w[0]),
+                              static_cast<int>(runtime::conv_weight_blocks(w[3]))};
+      int stride = 1;
+      for (int d = 0; d < 5; ++d) p.dim(d).set_bounds(0, extents[d]).set_stride(stride), stride *= extents[d];
+      inputs.push_back(p);
+    } else if (i == 1) {
+      Halide::ImageParam p(Halide::Float(32), 4, "arg1");
+      const DenseDims dd = dense_dims(weight_shape);
+      for (int d = 0; d < 4; ++d)
+        p.dim(d).set_bounds(0, static_cast<int>(dd.extents[static_cast<size_t>(d)]));
+      p.dim(0).set_stride(1);
+      inputs.push_back(p);
+    } else {
+      inputs.push_back(dense_input(args[i], static_cast<int>(i)));
+    }
+  }
+  if (k.depthwise) return depthwise_pipeline(k, target, inputs, schedule);
+  Halide::Func output("output");
+  if (winograd) {
+    const generators::ops::WinogradAlgorithm a = generators::ops::winograd_conv2d(
+        inputs[0], static_cast<int>(in[2]), static_cast<int>(in[1]), static_cast<int>(in[3]),
+        inputs[1], inputs[2], k.pad_left, k.pad_top, static_cast<int>(out[2]), params.tile);
+    output(a.co, a.x, a.y, a.n) =
+        conv_epilogue(k, a.acc(a.co, a.x, a.y, a.n), inputs, {a.co, a.x, a.y, a.n});
+    constrain_conv_output(output, out);
+    schedules::schedule_conv_cpu_winograd(a, output, params, target);
+    return KernelPipeline{Halide::Pipeline(output), inputs};
+  }
+  const bool pointwise = !params.stage_input && params.family == schedules::ConvFamily::wide &&
+                         !target.has_gpu_feature();
+  const int out_per_group = static_cast<int>(out[3]) / k.groups * merge;
+  // Blocked weights read back in HWIO order: the algorithm sees (co, ci, kx, ky) either way.
+  Halide::Func weights = inputs[1];
+  if (blocked) {
+    Halide::Var co("co"), ci("ci"), kx("kx"), ky("ky");
+    weights = Halide::Func("weights");
+    weights(co, ci, kx, ky) = inputs[1](co % kBlock, ci, kx, ky, co / kBlock);
+  }
+  const generators::ops::ConvAlgorithm a = generators::ops::conv2d(
+      inputs[0], static_cast<int>(in[2]), static_cast<int>(in[1]), weights, inputs[2],
+      static_cast<int>(w[2]) * merge, static_cast<int>(w[1]), static_cast<int>(w[0]),
+      {k.stride_w, k.stride_h, k.pad_left, k.pad_top, k.dilation_w, k.dilation_h}, !pointwise,
+      k.groups > 1 ? Halide::Expr(out_per_group) : Halide::Expr());
+  output(a.co, a.x, a.y, a.n) =
+      conv_epilogue(k, a.acc(a.co, a.x, a.y, a.n), inputs, {a.co, a.x, a.y, a.n});
+  constrain_conv_output(output, out);
+
+  if (!automatic) schedule_conv(conv_funcs(a, output, out, in[3], !pointwise), target, params);
+  return KernelPipeline{Halide::Pipeline(output), inputs};
+}
+
+// [N, H, W, K] x [K, M] (a linear layer on the last axis, as ConvNeXt's MLP exports): the 1x1
+// convolution it is, through the convolution builder and schedules, with zero bias.
+KernelPipeline matmul_pipeline(const graph::OpKernelSpec& k, const Halide::Target& target,
+                               const std::string& schedule) {
+  const Halide::ImageParam a = dense_input(k.inputs[0], 0), b = dense_input(k.inputs[1], 1);
+  const graph::Shape& in = k.inputs[0].shape;  // [N, H, W, K]: Halide (k, w, h, n)
+  const graph::Shape& out = k.output.shape;    // [N, H, W, M]
+  Halide::Var co("co"), ci("ci"), kx("kx"), ky("ky");
+  Halide::Func weights("weights"), bias("bias");
+  weights(co, ci, kx, ky) = b(co, ci);  // HWIO [1, 1, K, M]
+  bias(co) = 0.0f;
+  const bool automatic = is_autoscheduler(schedule);
+  const schedules::ConvParams params =
+      conv_params(k.name, matmul_shape(k), automatic ? "" : schedule, target);
+  const bool pointwise = !params.stage_input && params.family == schedules::ConvFamily::wide &&
+                         !target.has_gpu_feature();
+  const generators::ops::ConvAlgorithm alg =
+      generators::ops::conv2d(a, static_cast<int>(in[2]), static_cast<int>(in[1]), weights, bias,
+                              static_cast<int>(in[3]), 1, 1, {1, 1, 0, 0, 1, 1}, !pointwise);
+  Halide::Func output("output");
+  output(alg.co, alg.x, alg.y, alg.n) = alg.acc(alg.co, alg.x, alg.y, alg.n);
+  constrain([&](int d) { return output.output_buffer().dim(d); }, out);
+  if (!automatic) schedule_conv(conv_funcs(alg, output, out, in[3], !pointwise), target, params);
+  return KernelPipeline{Halide::Pipeline(output), {a, b}};
+}
+
+}  // namespace kiln::codegen

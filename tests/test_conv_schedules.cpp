@@ -1,0 +1,160 @@
+// Convolution schedule parameters without generating a kernel: the default choice per layer
+// and target, the text form, validation and the tuner's candidates (schedules/conv_params.h);
+// and the blocked weight layout the CPU kernels read (runtime/conv_weights.h). The kernels
+// themselves are tested against the reference in test_conv_kernels.cpp.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "Halide.h"
+#include "conv_weights.h"
+#include "schedules/conv_params.h"
+
+namespace {
+
+using namespace kiln;
+
+// The blocked weight layout (runtime::block_conv_weights) against HWIO indexing, and which
+// convolutions read it. The kernel tests above run blocked kernels on every dense case with
+// output channels in whole blocks.
+TEST(ConvKernelWeights, BlockedLayout) {
+  const int64_t block = runtime::kConvWeightBlock;
+  for (const int64_t co : {32, 136}) {  // whole blocks; a last block half zeros
+    const int64_t kh = 3, kw = 2, ci = 5;
+    std::vector<float> hwio(static_cast<size_t>(kh * kw * ci * co));
+    for (size_t i = 0; i < hwio.size(); ++i) hwio[i] = static_cast<float>(i) * 0.5f + 1.0f;
+    const std::vector<float> blocked = runtime::block_conv_weights(hwio.data(), kh, kw, ci, co);
+    const int64_t blocks = runtime::conv_weight_blocks(co);
+    ASSERT_EQ(blocks, (co + block - 1) / block);
+    ASSERT_EQ(blocked.size(), static_cast<size_t>(blocks * kh * kw * ci * block));
+    for (int64_t y = 0; y < kh; ++y)
+      for (int64_t x = 0; x < kw; ++x)
+        for (int64_t i = 0; i < ci; ++i)
+          for (int64_t o = 0; o < blocks * block; ++o)
+            ASSERT_EQ(blocked[static_cast<size_t>((((o / block * kh + y) * kw + x) * ci + i) * block + o % block)],
+                      o < co ? hwio[static_cast<size_t>(((y * kw + x) * ci + i) * co + o)] : 0.0f)
+                << "co " << co << " o " << o;
+  }
+  graph::ConvKernelSpec c;
+  c.output.shape = {1, 7, 7, 48};
+  c.groups = 1;
+  EXPECT_TRUE(runtime::blocks_conv_weights(c));
+  c.output.shape[3] = 40;  // not whole blocks, and too few channels to pad
+  EXPECT_FALSE(runtime::blocks_conv_weights(c));
+  c.output.shape[3] = 1000;  // a classifier: 1008 with the padding
+  EXPECT_TRUE(runtime::blocks_conv_weights(c));
+  c.constant_weights = false;  // weights bound at run time as they come
+  EXPECT_FALSE(runtime::blocks_conv_weights(c));
+  c.constant_weights = true;
+  c.groups = 2;
+  EXPECT_FALSE(runtime::blocks_conv_weights(c));
+}
+
+// The default choice among the families (schedules/conv_params.h), on an AVX-512 target:
+// Winograd for 3x3 stride-1 layers of 64+ channels with outputs of 14x14 or more, F(4x4) from
+// 28 pixels wide; the direct default elsewhere, and as the alternative there.
+TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
+  const Halide::Target avx512("x86-64-linux-avx-avx2-avx512-f16c-fma-sse41");
+  const auto layer = [](int h, int w, int ci, int k, bool padded) {
+    schedules::ConvShape s;
+    s.out_height = h, s.out_width = w, s.out_channels = 64, s.reduction_channels = ci;
+    s.kernel_h = s.kernel_w = k, s.padded = padded;
+    return s;
+  };
+  const auto choice = [&](int h, int w, int ci, int k, bool padded) {
+    return schedules::to_string(schedules::default_conv_params(layer(h, w, ci, k, padded), avx512));
+  };
+  const auto direct = [&](int h, int w, int ci, int k, bool padded) {
+    return schedules::to_string(
+        schedules::default_direct_conv_params(layer(h, w, ci, k, padded), avx512));
+  };
+  EXPECT_EQ(choice(56, 56, 64, 3, true), "winograd tile=4 block=2x14 rows=1");
+  EXPECT_EQ(choice(28, 28, 128, 3, true), "winograd tile=4 block=2x7 rows=1");
+  EXPECT_EQ(choice(14, 14, 256, 3, true), "winograd tile=2 block=2x7 rows=1");
+  EXPECT_EQ(choice(7, 7, 512, 3, true), "deep block=3x7 chunk=288 tasks=16");
+  EXPECT_EQ(choice(56, 56, 32, 3, true), "wide block=2x14 rows=2 split=0 stage=copy");
+  schedules::ConvShape strided = layer(56, 56, 64, 3, true);
+  strided.stride_w = strided.stride_h = 2;
+  EXPECT_EQ(schedules::default_conv_params(strided, avx512).family, schedules::ConvFamily::wide);
+  schedules::ConvShape weights_input = layer(56, 56, 64, 3, true);
+  weights_input.constant_weights = false;
+  EXPECT_EQ(schedules::default_conv_params(weights_input, avx512).family,
+            schedules::ConvFamily::wide);
+  EXPECT_EQ(direct(56, 56, 64, 3, true), "wide block=2x14 rows=2 split=0 stage=copy");
+  EXPECT_EQ(direct(28, 28, 128, 3, true), "wide block=2x14 rows=2 split=0 stage=copy");
+  EXPECT_EQ(direct(14, 14, 256, 3, true), "deep block=2x14 chunk=288 tasks=16");
+  EXPECT_EQ(choice(14, 14, 1024, 1, false), "wide block=2x14 rows=1 split=0 stage=in_place");
+  EXPECT_EQ(choice(14, 14, 1024, 1, true), "wide block=2x14 rows=1 split=0 stage=copy");
+  EXPECT_EQ(choice(7, 7, 512, 1, false), "deep block=3x7 chunk=288 tasks=16");
+  EXPECT_EQ(choice(9, 9, 32, 3, true), "wide block=4x7 rows=2 split=1 stage=copy");
+  // 16 registers (AVX2): 7-wide deep layers take 1x7 tiles, 14-wide ones 2x6.
+  const Halide::Target avx2("x86-64-linux-avx-avx2-f16c-fma-sse41");
+  EXPECT_EQ(schedules::to_string(schedules::default_conv_params(layer(7, 7, 512, 3, true), avx2)),
+            "deep block=1x7 chunk=288 tasks=16");
+  EXPECT_EQ(schedules::to_string(schedules::default_direct_conv_params(layer(14, 14, 256, 3, true), avx2)),
+            "deep block=2x6 chunk=288 tasks=16");
+}
+
+// Text form: canonical order, partial overrides over a base, and clear refusals.
+TEST(ConvKernelSchedules, ParamsTextRoundTripsAndRefusesNonsense) {
+  schedules::ConvParams p;
+  ASSERT_EQ(schedules::parse_conv_params("deep chunk=144 block=1x7 tasks=32", &p), "");
+  EXPECT_EQ(schedules::to_string(p), "deep block=1x7 chunk=144 tasks=32");
+  schedules::ConvParams q;
+  ASSERT_EQ(schedules::parse_conv_params(schedules::to_string(p), &q), "");
+  EXPECT_EQ(q, p);
+  ASSERT_EQ(schedules::parse_conv_params("tasks=8", &q), "");  // the other knobs stay
+  EXPECT_EQ(schedules::to_string(q), "deep block=1x7 chunk=144 tasks=8");
+  const schedules::ConvParams before = q;
+  for (const char* bad : {"fastest", "deep rows=2", "deep block=2", "deep block=2x0",
+                          "wide split=2", "deep chunk=-1", "wide stage=maybe", "", "deep wide chunk=8"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_NE(schedules::parse_conv_params(bad, &q), "");
+    EXPECT_EQ(q, before) << "a refused text changed the parameters";
+  }
+}
+
+// Validation against the layer and the target: tiles that do not fit the output or the
+// register file, and in-place inputs of spatial windows.
+TEST(ConvKernelSchedules, ParamsThatDoNotFitAreRefused) {
+  const Halide::Target avx512("x86-64-linux-avx-avx2-avx512-f16c-fma-sse41");
+  const Halide::Target avx2("x86-64-linux-avx-avx2-f16c-fma-sse41");
+  schedules::ConvShape s;
+  s.out_height = s.out_width = 7, s.out_channels = 64, s.reduction_channels = 64;
+  s.kernel_h = s.kernel_w = 3, s.padded = true;
+  const auto error = [&](const std::string& text, const Halide::Target& t) {
+    schedules::ConvParams p = schedules::default_conv_params(s, t);
+    const std::string e = schedules::parse_conv_params(text, &p);
+    return e.empty() ? schedules::conv_params_error(p, s, t) : e;
+  };
+  EXPECT_EQ(error("wide block=2x7", avx512), "");
+  EXPECT_NE(error("wide block=2x14", avx512), "");   // wider than the output
+  EXPECT_NE(error("wide block=5x7", avx512), "");    // 80 channels of 64
+  EXPECT_NE(error("wide block=3x7", avx2), "");      // 21 accumulators of 14
+  EXPECT_NE(error("wide stage=in_place", avx512), "");
+  EXPECT_NE(error("grouped", avx512), "");
+  EXPECT_EQ(error("deep block=2x7", avx2), "");
+}
+
+// Every candidate the tuner would try is valid for the layer, the default comes first, and
+// both tunable families are represented.
+TEST(ConvKernelSchedules, CandidatesAreValidAndIncludeTheDefault) {
+  const Halide::Target avx512("x86-64-linux-avx-avx2-avx512-f16c-fma-sse41");
+  schedules::ConvShape s;
+  s.out_height = s.out_width = 14, s.out_channels = 256, s.reduction_channels = 256;
+  s.kernel_h = s.kernel_w = 3, s.padded = true;
+  const std::vector<schedules::ConvParams> c = schedules::conv_candidates(s, avx512, 2, 24);
+  ASSERT_EQ(c.size(), 24u);
+  EXPECT_EQ(c.front(), schedules::default_conv_params(s, avx512));
+  int wide = 0, deep = 0;
+  for (const schedules::ConvParams& p : c) {
+    EXPECT_EQ(schedules::conv_params_error(p, s, avx512), "") << schedules::to_string(p);
+    wide += p.family == schedules::ConvFamily::wide;
+    deep += p.family == schedules::ConvFamily::deep;
+  }
+  EXPECT_GT(wide, 4);
+  EXPECT_GT(deep, 4);
+}
+
+}  // namespace
