@@ -161,6 +161,9 @@ class Importer {
 
 // Converters, one per ONNX op (or family); each defines the node's outputs in the table.
 using Converter = void (*)(Importer&, const NodeCtx&);
+// A convolution's bias (Conv, ConvTranspose): its constant input 2, or zeros for
+// `out_channels` outputs when the node has none (ops_nn.cpp).
+ValueId conv_bias(Importer& im, const NodeCtx& c, int64_t out_channels);
 // ops_nn.cpp
 void convert_conv(Importer& im, const NodeCtx& c);
 void convert_batch_norm(Importer& im, const NodeCtx& c);

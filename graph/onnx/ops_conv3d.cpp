@@ -140,14 +140,7 @@ void convert_conv_3d(Importer& im, const NodeCtx& c) {
     node_error(c, "attribute 'auto_pad' is '" + auto_pad +
                       "', expected NOTSET, VALID, SAME_UPPER or SAME_LOWER");
   }
-  ValueId b;
-  if (im.has_input(c, 2)) {
-    im.constant_input(c, 2, "bias");
-    b = im.constant_value(c, 2, Layout::any);
-  } else {
-    b = im.add_constant(c.name + "/zero_bias", {w.dims[0]},
-                        std::vector<float>(static_cast<size_t>(w.dims[0]), 0.0f), Layout::any);
-  }
+  const ValueId b = conv_bias(im, c, w.dims[0]);
   im.define_value(
       c, 0, emit_conv3d(im, c, im.value_input(c, 0), w.dims, w.f, b, p, im.output_name(c, 0)));
 }

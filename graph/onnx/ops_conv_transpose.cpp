@@ -136,14 +136,7 @@ void convert_conv_transpose(Importer& im, const NodeCtx& c) {
         for (int64_t t = 0; t < taps; ++t)
           flipped[static_cast<size_t>(((g * co_g + o) * ci_g + i) * taps + t)] =
               w.f[static_cast<size_t>(((g * ci_g + i) * co_g + o) * taps + (taps - 1 - t))];
-  ValueId b;
-  if (im.has_input(c, 2)) {
-    im.constant_input(c, 2, "bias");
-    b = im.constant_value(c, 2, Layout::any);
-  } else {
-    b = im.add_constant(c.name + "/zero_bias", {co},
-                        std::vector<float>(static_cast<size_t>(co), 0.0f), Layout::any);
-  }
+  const ValueId b = conv_bias(im, c, co);
 
   ValueId x = im.value_input(c, 0);
   const std::string base = c.name + "/";

@@ -144,6 +144,15 @@ void check_legacy_broadcast(Importer& im, const NodeCtx& c) {
                "trailing alignment (numpy broadcasting) is supported");
 }
 
+ValueId conv_bias(Importer& im, const NodeCtx& c, int64_t out_channels) {
+  if (im.has_input(c, 2)) {
+    im.constant_input(c, 2, "bias");
+    return im.constant_value(c, 2, Layout::any);
+  }
+  return im.add_constant(c.name + "/zero_bias", {out_channels},
+                         std::vector<float>(static_cast<size_t>(out_channels), 0.0f), Layout::any);
+}
+
 void convert_conv(Importer& im, const NodeCtx& c) {
   expect_inputs(c, 2, 3);
   if (im.input_shape(c, 0).size() == 5) return convert_conv_3d(im, c);
@@ -175,14 +184,7 @@ void convert_conv(Importer& im, const NodeCtx& c) {
     wv = im.add_constant(c.name + "/weight_2d", {w.dims[0], w.dims[1], 1, w.dims[2]}, w.f,
                          Layout::oihw);
   }
-  ValueId b;
-  if (im.has_input(c, 2)) {
-    im.constant_input(c, 2, "bias");
-    b = im.constant_value(c, 2, Layout::any);
-  } else {
-    b = im.add_constant(c.name + "/zero_bias", {w.dims[0]},
-                        std::vector<float>(static_cast<size_t>(w.dims[0]), 0.0f), Layout::any);
-  }
+  const ValueId b = conv_bias(im, c, w.dims[0]);
   emit_image_op(im, c, in, a, {x, wv, b});
 }
 
