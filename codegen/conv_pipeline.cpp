@@ -239,7 +239,7 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
       p.dim(0).set_stride(1);
       inputs.push_back(p);
     } else {
-      inputs.push_back(dense_input(args[i], static_cast<int>(i)));
+      inputs.push_back(input_param(args[i], static_cast<int>(i)));
     }
   }
   if (k.depthwise) return depthwise_pipeline(k, target, inputs, schedule);
@@ -281,7 +281,7 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
 // convolution it is, through the convolution builder and schedules, with zero bias.
 KernelPipeline matmul_pipeline(const graph::OpKernelSpec& k, const Halide::Target& target,
                                const std::string& schedule) {
-  const Halide::ImageParam a = dense_input(k.inputs[0], 0), b = dense_input(k.inputs[1], 1);
+  const Halide::ImageParam a = input_param(k.inputs[0], 0), b = input_param(k.inputs[1], 1);
   const graph::Shape& in = k.inputs[0].shape;  // [N, H, W, K]: Halide (k, w, h, n)
   const graph::Shape& out = k.output.shape;    // [N, H, W, M]
   Halide::Var co("co"), ci("ci"), kx("kx"), ky("ky");

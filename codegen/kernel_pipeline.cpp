@@ -130,7 +130,7 @@ std::optional<schedules::ConvShape> tunable_shape(const graph::KernelSpec& spec,
 
 // Pooling of an NHWC tensor (graph::is_generated only takes those).
 KernelPipeline pool_pipeline(const graph::OpKernelSpec& k, const Halide::Target& target) {
-  const Halide::ImageParam input = dense_input(k.inputs[0], 0);
+  const Halide::ImageParam input = input_param(k.inputs[0], 0);
   const graph::Shape& in = k.inputs[0].shape;  // NHWC
   const graph::Shape& out = k.output.shape;    // NHWC
   const int in_w = static_cast<int>(in[2]), in_h = static_cast<int>(in[1]);
@@ -150,7 +150,7 @@ KernelPipeline pool_pipeline(const graph::OpKernelSpec& k, const Halide::Target&
 
 // NCHW -> NHWC.
 KernelPipeline layout_pipeline(const graph::LayoutKernelSpec& k, const Halide::Target& target) {
-  const Halide::ImageParam input = dense_input(k.input, 0);
+  const Halide::ImageParam input = input_param(k.input, 0);
   const schedules::LayoutFuncs f = generators::ops::nchw_to_nhwc(input);
   constrain([&](int d) { return f.output.output_buffer().dim(d); }, k.output.shape);
   if (target.has_gpu_feature()) {
@@ -385,7 +385,7 @@ static KernelPipeline build_scheduled(const graph::KernelSpec& spec, const Halid
     return pool_pipeline(op_spec, target);
   std::vector<Halide::ImageParam> inputs;
   for (size_t i = 0; i + 1 < args.size(); ++i)
-    inputs.push_back(dense_input(args[i], static_cast<int>(i)));
+    inputs.push_back(input_param(args[i], static_cast<int>(i)));
   if (std::holds_alternative<graph::MatMul>(kind) || std::holds_alternative<graph::Gemm>(kind))
     return product_pipeline(op_spec, target, inputs);
   if (std::holds_alternative<graph::Softmax>(kind) ||
@@ -407,6 +407,9 @@ static KernelPipeline build_scheduled(const graph::KernelSpec& spec, const Halid
   } else {
     a = binary_algorithm(std::get<graph::Binary>(kind), args, inputs);
   }
+  // An input read at a larger tensor's strides is contiguous along its innermost axis only:
+  // fusing the dimensions would make its loads gathers.
+  for (size_t i = 0; i + 1 < args.size(); ++i) a.keep_innermost |= !args[i].strides.empty();
   schedule_elementwise(elementwise_funcs(a.out, out_desc.shape, a.keep_innermost), target);
   constrain([&](int d) { return a.out.output_buffer().dim(d); }, out_desc.shape);
   return KernelPipeline{Halide::Pipeline(a.out), inputs};

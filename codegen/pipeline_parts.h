@@ -41,10 +41,16 @@ void constrain(Dims&& dim_of, const graph::Shape& shape) {
         .set_stride(static_cast<int>(dd.strides[d]));
 }
 
-inline Halide::ImageParam dense_input(const graph::TensorDesc& t, int index) {
+// Argument `index` of a kernel: the tensor's constant shape, at its constant strides (dense,
+// or those of the larger tensor it is a slice of: TensorDesc::strides).
+inline Halide::ImageParam input_param(const graph::TensorDesc& t, int index) {
   Halide::ImageParam p(Halide::Float(32), static_cast<int>(t.shape.size()),
                        "arg" + std::to_string(index));
   constrain([&](int d) { return p.dim(d); }, t.shape);
+  const size_t rank = t.shape.size();
+  if (!t.strides.empty())
+    for (size_t d = 0; d < rank; ++d)
+      p.dim(static_cast<int>(d)).set_stride(static_cast<int>(t.strides[rank - 1 - d]));
   return p;
 }
 

@@ -29,13 +29,18 @@ std::string epilogue_line(const Activation& a, bool residual) {
   return s.str();
 }
 
+// For an input stored inside a larger tensor (TensorDesc::strides); empty for a dense one.
+std::string strides_note(const TensorDesc& t) {
+  return t.strides.empty() ? "" : ", read at strides " + to_string(t.strides) + " (a slice of a larger tensor)";
+}
+
 std::string describe_conv(const ConvKernelSpec& k) {
   std::ostringstream s;
   s << "kernel: ";
   for (size_t i = 0; i < k.computes.size(); ++i) s << (i ? " + " : "") << k.computes[i];
   s << "\n";
   s << "input:  " << k.input.name << ", shape [N, H, W, C] = " << to_string(k.input.shape)
-    << " (NHWC), " << to_string(k.input.dtype) << "\n";
+    << " (NHWC), " << to_string(k.input.dtype) << strides_note(k.input) << "\n";
   s << "weight: " << k.weights.name
     << (k.depthwise ? ", shape [Kh, Kw, 1, C] = "
                     : k.groups > 1 ? ", shape [Kh, Kw, Ci / groups, Co] = " : ", shape [Kh, Kw, Ci, Co] = ")
@@ -58,7 +63,7 @@ std::string describe_conv(const ConvKernelSpec& k) {
   s << ", dilation " << pair_or_one(k.dilation_h, k.dilation_w) << "\n";
   if (k.residual)
     s << "residual: " << k.residual->name << ", shape " << to_string(k.residual->shape)
-      << " (NHWC), added before the epilogue\n";
+      << " (NHWC)" << strides_note(*k.residual) << ", added before the epilogue\n";
   s << "epilogue: " << epilogue_line(k.activation, k.residual.has_value()) << "\n";
   if (!k.post.empty()) {
     s << "then:    ";
@@ -296,8 +301,10 @@ std::string kernel_signature(const KernelSpec& k) {
   } else if (const auto* lt = op ? std::get_if<LayoutTransform>(&op->op) : nullptr) {
     s << "[" << to_string(lt->from) << "->" << to_string(lt->to) << "]";
   }
-  for (const TensorDesc& t : generated_kernel_arguments(k))
+  for (const TensorDesc& t : generated_kernel_arguments(k)) {
     s << " " << to_string(t.shape) << to_string(t.layout) << to_string(t.dtype);
+    if (!t.strides.empty()) s << "@" << to_string(t.strides);
+  }
   return s.str();
 }
 
@@ -313,7 +320,8 @@ std::string describe(const KernelSpec& k) {
     s += is_generated(k) ? " (Halide, generated for these shapes)\n" : " (no kernel: " + not_generated_reason(k) + ")\n";
     for (const TensorDesc& in : o->inputs)
       s += "input:  " + in.name + ", shape " + to_string(in.shape) +
-           (in.layout == Layout::any ? "" : std::string(" (") + to_string(in.layout) + ")") + "\n";
+           (in.layout == Layout::any ? "" : std::string(" (") + to_string(in.layout) + ")") +
+           strides_note(in) + "\n";
     s += "output: " + o->output.name + ", shape " + to_string(o->output.shape) +
          (o->output.layout == Layout::any ? "" : std::string(" (") + to_string(o->output.layout) + ")") +
          "\n";

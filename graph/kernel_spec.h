@@ -17,6 +17,10 @@ struct TensorDesc {
   Shape shape;
   Layout layout = Layout::any;
   DType dtype = DType::f32;
+  // Element strides per axis, row-major like `shape`; empty: dense. Set by planned_kernels
+  // (graph/memory_plan.h) on an input stored as a slice of a larger tensor (an in-place
+  // Concat's output), which the kernel then reads at these constant strides.
+  std::vector<int64_t> strides;
 };
 
 // A convolution, generated for its shapes: NHWC input, HWIO weights, groups == 1, depthwise

@@ -38,10 +38,24 @@ std::vector<int> producers(const Graph& g) {
   return producer;
 }
 
-// The Concats whose inputs can all be written in place (see PlanOptions::in_place_concat).
+// Whether node n's kernel reads every input through a Halide buffer at whatever constant
+// strides the input's TensorDesc gives, so an input may be a slice of a larger tensor.
+bool reads_strided_inputs(const Graph& g, const Node& n) {
+  return lowers_to_halide_conv(g, n) || std::holds_alternative<ElementwiseChain>(n.op) ||
+         std::holds_alternative<Binary>(n.op) || std::holds_alternative<Pool2d>(n.op) ||
+         std::holds_alternative<GlobalPool>(n.op) || std::holds_alternative<Concat>(n.op);
+}
+
+// The Concats whose inputs can all be written in place (see PlanOptions::in_place_concat),
+// in node order. An input qualifies when its producer writes strided outputs (a Halide conv
+// kernel, or an earlier Concat along the same axis that is itself in place: nested slices, as
+// in a dense block's chain of Concats) and every other reader reads strided inputs. Each alias
+// is of the outermost tensor, its offset the sum along the shared axis.
 std::vector<ArenaAlias> in_place_concats(const Graph& g, const std::vector<int>& producer,
                                          const std::vector<std::vector<NodeId>>& uses) {
   std::vector<ArenaAlias> aliases;
+  std::vector<bool> sliced(g.values().size(), false);
+  std::vector<int> in_place_axis(g.num_nodes(), ArenaAlias::kWhole);  // of each in-place Concat
   for (uint32_t i = 0; i < g.num_nodes(); ++i) {
     const Node& n = g.node(NodeId{i});
     const auto* concat = std::get_if<Concat>(&n.op);
@@ -51,15 +65,24 @@ std::vector<ArenaAlias> in_place_concats(const Graph& g, const std::vector<int>&
     bool ok = true;
     for (ValueId v : n.inputs) {
       const int p = producer[v.index];
-      ok = ok && p >= 0 && uses[v.index].size() == 1 && !g.is_graph_output(v) &&
-           g.node(NodeId{static_cast<uint32_t>(p)}).outputs.size() == 1 &&
-           lowers_to_halide_conv(g, g.node(NodeId{static_cast<uint32_t>(p)}));
+      const Node* from = p >= 0 ? &g.node(NodeId{static_cast<uint32_t>(p)}) : nullptr;
+      ok = ok && from && from->outputs.size() == 1 && !g.is_graph_output(v) && !sliced[v.index] &&
+           (lowers_to_halide_conv(g, *from) || in_place_axis[static_cast<size_t>(p)] == concat->axis);
+      for (NodeId u : uses[v.index])
+        ok = ok && (u.index == i || reads_strided_inputs(g, g.node(u)));
       for (const ArenaAlias& a : mine) ok = ok && a.value != v;  // an input used twice
       if (!ok) break;
       mine.push_back({v, n.outputs[0], concat->axis, offset, NodeId{i}});
       offset += g.value(v).shape[static_cast<size_t>(concat->axis)];
     }
-    if (ok) aliases.insert(aliases.end(), mine.begin(), mine.end());
+    if (!ok) continue;
+    in_place_axis[i] = concat->axis;
+    for (const ArenaAlias& m : mine) {
+      sliced[m.value.index] = true;
+      for (ArenaAlias& a : aliases)  // slices of an input are slices of this output now
+        if (a.base == m.value) a.base = m.base, a.offset += m.offset;
+    }
+    aliases.insert(aliases.end(), mine.begin(), mine.end());
   }
   return aliases;
 }
@@ -111,14 +134,12 @@ ArenaPlan plan_arena(const Graph& g, const PlanOptions& options) {
       plan.buffers.push_back(b);
     }
   }
-  // A Concat output written in place is alive from its first input's producer on; a buffer
-  // viewed by Reshapes until the last reader of any view.
+  // A Concat output written in place is alive from its first slice's producer on, and until
+  // the last reader of any slice; a buffer viewed by Reshapes until the last reader of any
+  // view.
   for (const ArenaAlias& a : plan.aliases) {
     ArenaBuffer& base = plan.buffers[buffer_of[a.base.index]];
-    if (!a.is_view()) {
-      base.first = std::min(base.first, producer[a.value.index]);
-      continue;
-    }
+    if (!a.is_view()) base.first = std::min(base.first, producer[a.value.index]);
     for (NodeId u : uses[a.value.index]) base.last = std::max(base.last, static_cast<int>(u.index));
     if (g.is_graph_output(a.value)) base.last = end;
   }
@@ -151,6 +172,31 @@ ArenaPlan plan_arena(const Graph& g, const PlanOptions& options) {
   }
   plan.arena_bytes = (plan.arena_bytes + alignment - 1) / alignment * alignment;
   return plan;
+}
+
+std::vector<KernelSpec> planned_kernels(const Graph& g, const ArenaPlan& plan) {
+  std::vector<KernelSpec> lowered = lower_to_kernels(g);
+  std::vector<KernelSpec> kernels;
+  const auto strided = [&](TensorDesc& t) {
+    const ArenaAlias* a = plan.find_alias(t.value);
+    if (!a || a->is_view()) return;
+    const Shape& base = g.value(a->base).shape;
+    t.strides.assign(base.size(), 1);
+    for (size_t d = base.size() - 1; d > 0; --d) t.strides[d - 1] = t.strides[d] * base[d];
+  };
+  for (size_t i = 0; i < lowered.size(); ++i) {
+    if (plan.elides(NodeId{static_cast<uint32_t>(i)})) continue;
+    KernelSpec& k = lowered[i];
+    if (auto* c = std::get_if<ConvKernelSpec>(&k)) {
+      strided(c->input);
+      if (c->residual) strided(*c->residual);
+      for (TensorDesc& t : c->post_params) strided(t);
+    } else if (auto* o = std::get_if<OpKernelSpec>(&k)) {
+      for (TensorDesc& t : o->inputs) strided(t);
+    }
+    kernels.push_back(std::move(k));
+  }
+  return kernels;
 }
 
 int64_t naive_activation_bytes(const Graph& g) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "graph/ir.h"
+#include "graph/kernel_spec.h"
 
 namespace kiln::graph {
 
@@ -53,12 +54,26 @@ struct PlanOptions {
   bool reshape_views = true;
 };
 
+// The plan of a backend: the CPU's aliases tensors (in-place Concats, Reshape views); a GPU's
+// buffers are device allocations of their own, so nothing is aliased there.
+inline PlanOptions plan_options_for(bool aliasing_buffers) {
+  PlanOptions o;
+  o.in_place_concat = o.reshape_views = aliasing_buffers;
+  return o;
+}
+
 // Graph inputs are bound by the caller and constants live with the model: neither is in the
 // arena. Fused intermediates do not exist as values after fusion, so they get nothing.
 ArenaPlan plan_arena(const Graph& g, const PlanOptions& options);
 inline ArenaPlan plan_arena(const Graph& g, int64_t alignment = 64) {
   return plan_arena(g, PlanOptions{alignment, true});
 }
+
+// The kernels that run under `plan`: lower_to_kernels(g) less the nodes the plan elides, each
+// input stored as a slice of a larger tensor given that tensor's strides (TensorDesc::strides),
+// so its kernel is compiled for them. Outputs keep dense descriptions: the kernels that write
+// slices (convolutions) take their output strides at run time.
+std::vector<KernelSpec> planned_kernels(const Graph& g, const ArenaPlan& plan);
 
 // Bytes of every activation tensor (non-constant, non-input) of a graph, each in its own
 // buffer: what an engine without fusion or reuse would allocate.

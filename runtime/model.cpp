@@ -318,7 +318,6 @@ Model::Model(graph::Graph optimized, const ModelOptions& options)
   graph::verify(optimized, "given to the runtime");
   m.g = std::move(optimized);
   m.options = options;
-  m.kernels = graph::lower_to_kernels(m.g);
 
   const int num_targets = static_cast<int>(runtime::cpu_targets().size());
   if (options.cpu_target >= num_targets || options.cpu_target < -1)
@@ -327,6 +326,20 @@ Model::Model(graph::Graph optimized, const ModelOptions& options)
   if (options.cpu_target >= 0 && !runtime::cpu_target_supported(options.cpu_target))
     throw graph::Error("this CPU lacks features that target " +
                        runtime::cpu_targets()[options.cpu_target] + " needs");
+  if (is_gpu(options.backend)) {
+    const std::string why = gpu_unusable_reason(options.backend);
+    if (!why.empty()) {
+      if (!options.fallback_to_cpu)
+        throw graph::Error(why + "; choose the cpu backend, or allow fallback to the CPU");
+      m.options.backend = Backend::cpu;
+      m.fallback_reason = why;
+    }
+  }
+  // Concats whose inputs are written in place, and Reshapes stored as views, are not kernels
+  // any more; a kernel reading a slice is compiled for its strides. GPU buffers are device
+  // allocations of their own: no aliasing there.
+  m.plan = graph::plan_arena(m.g, graph::plan_options_for(m.options.backend == Backend::cpu));
+  m.kernels = graph::planned_kernels(m.g, m.plan);  // one kernel per node left, in node order
   for (graph::KernelSpec& k : m.kernels) {
     if (const auto* op = std::get_if<graph::OpKernelSpec>(&k))
       if (!graph::is_generated(k))
@@ -338,29 +351,9 @@ Model::Model(graph::Graph optimized, const ModelOptions& options)
       if (options.schedule == Schedule::naive && options.backend == Backend::cpu && !conv->depthwise)
         conv->schedule = "naive";
   }
-  if (is_gpu(options.backend)) {
-    const std::string why = gpu_unusable_reason(options.backend);
-    if (!why.empty()) {
-      if (!options.fallback_to_cpu)
-        throw graph::Error(why + "; choose the cpu backend, or allow fallback to the CPU");
-      m.options.backend = Backend::cpu;
-      m.fallback_reason = why;
-    }
-  }
-  // Concats whose inputs the conv kernels write in place, and Reshapes stored as views, are
-  // not kernels any more. GPU buffers are device allocations of their own: no aliasing there.
-  graph::PlanOptions plan_options;
-  plan_options.in_place_concat = plan_options.reshape_views = m.options.backend == Backend::cpu;
-  m.plan = graph::plan_arena(m.g, plan_options);
-  if (!options.lower_only)  // nothing is allocated then; kiln compile may target a larger machine
-    graph::check_memory_limit(m.plan.arena_bytes, options.max_memory_bytes,
-                              "the model's arena (its intermediate tensors and outputs)");
-  std::vector<graph::KernelSpec> kept;
-  for (size_t i = 0; i < m.kernels.size(); ++i)  // one kernel per node, in node order
-    if (!m.plan.elides(graph::NodeId{static_cast<uint32_t>(i)}))
-      kept.push_back(std::move(m.kernels[i]));
-  m.kernels = std::move(kept);
-  if (options.lower_only) return;
+  if (options.lower_only) return;  // nothing is allocated; kiln compile may target a larger machine
+  graph::check_memory_limit(m.plan.arena_bytes, options.max_memory_bytes,
+                            "the model's arena (its intermediate tensors and outputs)");
   m.load_generated_kernels();
   if (options.threads > 0) halide_set_num_threads(options.threads);
   const char* env_poison = std::getenv("KILN_POISON_ARENA");

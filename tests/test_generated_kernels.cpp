@@ -308,6 +308,60 @@ TEST(GeneratedKernels, DepthwiseConvolutionWithAResidual) {
   expect_whole_graph_matches_reference(input, optimized);
 }
 
+// A dense block (DenseNet's pattern, in preact_se): each layer's BN + ReLU chain reads the
+// running Concat, and its conv's output joins it. Every Concat is stored in place, nested in
+// the last one, so the chains, the bottleneck convs and a pooling of a middle Concat read
+// slices at the full tensor's strides, and the stem and each layer's 3x3 conv write theirs.
+// Poisoned arena (the test preset's environment), random inputs, reference interpreter.
+TEST(GeneratedKernels, DenseBlockReadsAndWritesSlicesInPlace) {
+  graph::GraphBuilder b;
+  auto vec = [&](const std::string& name, int64_t n, float lo, float hi, uint64_t seed) {
+    return b.constant(name, {n}, graph::random_uniform(n, lo, hi, seed));
+  };
+  auto conv = [&](const std::string& name, graph::ValueId x, int64_t ci, int64_t co, int k, uint64_t seed) {
+    graph::Conv2d attrs;
+    attrs.pad_top = attrs.pad_left = attrs.pad_bottom = attrs.pad_right = k / 2;
+    const float r = 1.0f / std::sqrt(static_cast<float>(ci * k * k));
+    return b.conv2d(name, x,
+                    b.constant(name + "_w", {co, ci, k, k},
+                               graph::random_uniform(co * ci * k * k, -r, r, seed), Layout::oihw),
+                    vec(name + "_b", co, -0.2f, 0.2f, seed + 1), attrs);
+  };
+  const graph::ValueId x = b.input("x", {1, 3, 11, 13});
+  graph::ValueId cat = b.relu("stem_relu", conv("stem", x, 3, 16, 3, 1));
+  int64_t channels = 16;
+  const int64_t growth = 12;  // not a multiple of a vector: slices start mid-vector
+  graph::ValueId middle;
+  for (int layer = 0; layer < 3; ++layer) {
+    const std::string p = "l" + std::to_string(layer);
+    const uint64_t seed = 10 * static_cast<uint64_t>(layer) + 100;
+    const graph::ValueId act = b.relu(p + "_relu", b.batch_norm(p + "_bn", cat,
+        vec(p + "_g", channels, 0.5f, 1.5f, seed), vec(p + "_be", channels, -0.5f, 0.5f, seed + 1),
+        vec(p + "_m", channels, -0.3f, 0.3f, seed + 2), vec(p + "_v", channels, 0.5f, 2.0f, seed + 3)));
+    const graph::ValueId bottleneck = b.relu(p + "_relu2", conv(p + "_conv1", act, channels, 24, 1, seed + 4));
+    cat = b.op(p + "_cat", graph::Concat{1}, {cat, conv(p + "_conv2", bottleneck, 24, growth, 3, seed + 6)});
+    channels += growth;
+    if (layer == 1) middle = cat;
+  }
+  b.output(conv("transition", cat, channels, 8, 1, 200));
+  b.output(b.op("pool", graph::Pool2d{graph::PoolKind::max, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false, false},
+                {middle}));
+  const graph::Graph input = b.finish();
+  const graph::Graph optimized = graph::run_passes(input);
+
+  ModelOptions lower;
+  lower.lower_only = true;
+  const Model probe(optimized, lower);
+  int strided = 0;
+  for (const graph::KernelSpec& k : probe.kernels()) {
+    const auto* o = std::get_if<graph::OpKernelSpec>(&k);
+    EXPECT_FALSE(o && std::holds_alternative<graph::Concat>(o->op)) << graph::kernel_name(k) << " copies";
+    for (const graph::TensorDesc& t : graph::generated_kernel_arguments(k)) strided += !t.strides.empty();
+  }
+  EXPECT_EQ(strided, 4) << "three BN + ReLU chains and the pooling read slices";
+  expect_whole_graph_matches_reference(input, optimized);
+}
+
 // ONNX's NaN semantics: max(0, NaN) is NaN. A NaN in the input must reach the output through a
 // conv with fused ReLU or Clip(0, 6), max pooling, global max pooling, HardSigmoid, ReduceMax,
 // ReduceMin and Max, as it does

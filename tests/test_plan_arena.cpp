@@ -39,13 +39,18 @@ std::map<uint32_t, Interval> live_intervals(const Graph& g) {
 void expect_valid_plan(const Graph& g, const ArenaPlan& plan, int64_t alignment = 64) {
   std::map<uint32_t, Interval> live = live_intervals(g);
   // A tensor written in place into a Concat's output makes that output alive from the
-  // tensor's producer on; a Reshape's view keeps the viewed buffer alive until its own last
-  // reader. Neither owns a buffer.
+  // tensor's producer on and until the tensor's last reader; a Reshape's view keeps the viewed
+  // buffer alive until its own last reader. Neither owns a buffer. Bases are buffers of their
+  // own (a slice of a slice is of the outermost tensor).
+  std::map<uint32_t, Interval> own = live;
   for (const ArenaAlias& a : plan.aliases) {
     Interval& base = live.at(a.base.index);
-    const Interval& v = live.at(a.value.index);
-    if (a.is_view()) base.last = std::max(base.last, v.last);
-    else base.first = std::min(base.first, v.first);
+    const Interval& v = own.at(a.value.index);
+    base.last = std::max(base.last, v.last);
+    if (!a.is_view()) base.first = std::min(base.first, v.first);
+  }
+  for (const ArenaAlias& a : plan.aliases) {
+    EXPECT_EQ(plan.find_alias(a.base), nullptr) << "'" << g.value(a.base).name << "' is itself an alias";
     live.erase(a.value.index);
   }
   ASSERT_EQ(plan.buffers.size(), live.size()) << "one buffer per tensor a node writes\n"
@@ -227,20 +232,24 @@ TEST(PlanArena, NhwcInputExampleOnlyOutputGetsMemory) {
 }
 
 // Two convs concatenated along channels, then read by a third: after the passes (NHWC) both
-// convs write straight into their channel slices of the Concat's output.
-Graph concat_of_two_convs(bool extra_reader) {
+// convs write straight into their channel slices of the Concat's output. `extra_reader`: the
+// right conv's output is also read by another conv (which reads it as a slice), or by a
+// Softmax (whose kernel reads dense inputs only, so the Concat copies).
+enum class ExtraReader { none, conv, softmax };
+Graph concat_of_two_convs(ExtraReader extra_reader) {
   GraphBuilder b;
   const ValueId x = b.input("x", {1, 8, 12, 12});
   const ValueId left = b.relu("left_relu", add_conv(b, "left", x, 8, 16, 1, 1, 1));
   const ValueId right = b.relu("right_relu", add_conv(b, "right", x, 8, 24, 3, 1, 2));
   const ValueId cat = b.op("cat", Concat{1}, {left, right});
   b.output(add_conv(b, "after", cat, 40, 8, 3, 1, 3));
-  if (extra_reader) b.output(add_conv(b, "also_reads_right", right, 24, 8, 1, 1, 4));
+  if (extra_reader == ExtraReader::conv) b.output(add_conv(b, "also_reads_right", right, 24, 8, 1, 1, 4));
+  if (extra_reader == ExtraReader::softmax) b.output(b.op("softmax", Softmax{1}, {right}));
   return run_passes(b.finish());
 }
 
 TEST(PlanArena, ConcatInputsAreWrittenInPlace) {
-  const Graph g = concat_of_two_convs(false);
+  const Graph g = concat_of_two_convs(ExtraReader::none);
   const ArenaPlan plan = plan_arena(g);
   expect_valid_plan(g, plan);
   ASSERT_EQ(plan.aliases.size(), 2u) << describe(plan, g);
@@ -265,11 +274,90 @@ TEST(PlanArena, ConcatInputsAreWrittenInPlace) {
   expect_valid_plan(g, copied);
 }
 
-TEST(PlanArena, ConcatInputWithAnotherReaderIsCopied) {
-  const Graph g = concat_of_two_convs(true);
+// Another reader of a slice reads it at the Concat output's strides: planned_kernels gives its
+// input those strides, and the Concat's output stays alive until that reader has run.
+TEST(PlanArena, ConcatInputReadByAnotherConvIsStillInPlace) {
+  const Graph g = concat_of_two_convs(ExtraReader::conv);
+  const ArenaPlan plan = plan_arena(g);
+  expect_valid_plan(g, plan);
+  ASSERT_EQ(plan.aliases.size(), 2u) << describe(plan, g);
+  int strided = 0;
+  for (const KernelSpec& k : planned_kernels(g, plan)) {
+    if (std::holds_alternative<LayoutKernelSpec>(k)) continue;  // the entry transform
+    const auto* c = std::get_if<ConvKernelSpec>(&k);
+    ASSERT_NE(c, nullptr) << kernel_name(k) << ": the Concat runs no kernel";
+    if (c->name != "also_reads_right") {
+      EXPECT_TRUE(c->input.strides.empty()) << c->name;
+      continue;
+    }
+    ++strided;
+    EXPECT_EQ(c->input.shape, (Shape{1, 12, 12, 24}));
+    EXPECT_EQ(c->input.strides, (std::vector<int64_t>{12 * 12 * 40, 12 * 40, 40, 1}));
+    EXPECT_NE(kernel_signature(k).find("@[5760, 480, 40, 1]"), std::string::npos)
+        << "the strides are part of what the kernel is compiled for: " << kernel_signature(k);
+  }
+  EXPECT_EQ(strided, 1);
+}
+
+TEST(PlanArena, ConcatInputWithADenseOnlyReaderIsCopied) {
+  const Graph g = concat_of_two_convs(ExtraReader::softmax);
   const ArenaPlan plan = plan_arena(g);
   expect_valid_plan(g, plan);
   EXPECT_TRUE(plan.aliases.empty()) << describe(plan, g);
+}
+
+// A dense block: each layer's BN + ReLU + conv reads the running Concat and its output is
+// concatenated to it. Every Concat is in place, nested: each slice is of the last Concat's
+// output, at the sum of the offsets, and that buffer lives from the block's first conv on.
+TEST(PlanArena, DenseBlockConcatsNestInPlace) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {1, 3, 10, 10});
+  ValueId cat = add_conv(b, "stem", x, 3, 8, 3, 1, 1);
+  int64_t channels = 8;
+  const int64_t growth = 6;
+  for (int layer = 0; layer < 3; ++layer) {
+    const std::string p = "l" + std::to_string(layer);
+    const ValueId act = b.relu(p + "_relu", b.batch_norm(p + "_bn", cat,
+        b.constant(p + "_g", {channels}, random_uniform(channels, 0.5f, 1.5f, 10 + layer)),
+        b.constant(p + "_be", {channels}, random_uniform(channels, -0.5f, 0.5f, 20 + layer)),
+        b.constant(p + "_m", {channels}, random_uniform(channels, -0.3f, 0.3f, 30 + layer)),
+        b.constant(p + "_v", {channels}, random_uniform(channels, 0.5f, 2.0f, 40 + layer))));
+    const ValueId y = add_conv(b, p + "_conv", act, channels, growth, 3, 1, 50 + layer);
+    cat = b.op(p + "_cat", Concat{1}, {cat, y});
+    channels += growth;
+  }
+  b.output(add_conv(b, "transition", cat, channels, 4, 1, 1, 60));
+  const Graph g = run_passes(b.finish());
+  const ArenaPlan plan = plan_arena(g);
+  expect_valid_plan(g, plan);
+  ASSERT_EQ(plan.aliases.size(), 6u) << describe(plan, g);  // two inputs of each Concat
+  const ValueId root = plan.aliases.back().base;
+  std::map<std::string, int64_t> offset;
+  for (const ArenaAlias& a : plan.aliases) {
+    EXPECT_EQ(a.base, root) << describe(plan, g);
+    EXPECT_EQ(a.axis, 3);
+    offset[g.value(a.value).name] = a.offset;
+  }
+  EXPECT_EQ(offset.at("stem"), 0);
+  EXPECT_EQ(offset.at("l0_conv"), 8);
+  EXPECT_EQ(offset.at("l1_conv"), 14);
+  EXPECT_EQ(offset.at("l2_conv"), 20);
+  EXPECT_EQ(offset.at("l0_cat"), 0);
+  EXPECT_EQ(offset.at("l1_cat"), 0);
+  const ArenaBuffer* base = plan.find(root);
+  ASSERT_NE(base, nullptr);
+  EXPECT_EQ(g.node(NodeId{static_cast<uint32_t>(base->first)}).name, "stem") << "alive from the stem conv on";
+  // The BN + ReLU chains read the running Concat at the full tensor's strides.
+  int strided = 0;
+  for (const KernelSpec& k : planned_kernels(g, plan)) {
+    const auto* o = std::get_if<OpKernelSpec>(&k);
+    EXPECT_TRUE(!o || !std::holds_alternative<Concat>(o->op)) << "a Concat still copies";
+    if (o && !o->inputs[0].strides.empty()) {
+      EXPECT_EQ(o->inputs[0].strides[2], channels) << kernel_name(k);
+      ++strided;
+    }
+  }
+  EXPECT_EQ(strided, 3);
 }
 
 // Reshapes of tensors the arena holds are views: two in a chain both view the conv's output,

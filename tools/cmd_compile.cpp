@@ -313,9 +313,15 @@ int run_compile(const CompileArgs& a) {
   write_file(tmp / (a.name + ".h"),
              model_header(a.name, graph::printable(fs::path(a.model).filename().string()),
                           graph::with_printable_names(g), a.threads));
-  std::vector<graph::KernelSpec> generated;
+  std::vector<graph::KernelSpec> generated, generated_gpu;
   for (const graph::KernelSpec& k : probe.kernels())
     if (graph::is_generated(k)) generated.push_back(k);
+  // The GPU runtime aliases no buffers: its kernels are the unaliased plan's (every Concat is
+  // one, and no input is read at a larger tensor's strides).
+  if (a.targets.cuda)
+    for (const graph::KernelSpec& k :
+         graph::planned_kernels(g, graph::plan_arena(g, graph::plan_options_for(false))))
+      if (graph::is_generated(k)) generated_gpu.push_back(k);
   std::vector<std::string> cpu_targets;
   for (int t : a.targets.cpu) cpu_targets.push_back(runtime::cpu_targets()[t]);
   if (cpu_targets.empty()) cpu_targets = runtime::cpu_targets();
@@ -325,7 +331,7 @@ int run_compile(const CompileArgs& a) {
              model_source(a.name, a.targets, weights_checksum) + "\n" +
                  codegen::kernel_table_source(generated, a.name, cpu_targets,
                                               a.schedules ? a.schedules->lookup() : nullptr) +
-                 (a.targets.cuda ? "\n" + codegen::kernel_table_source(generated, a.name + "_cuda",
+                 (a.targets.cuda ? "\n" + codegen::kernel_table_source(generated_gpu, a.name + "_cuda",
                                                                       {cfg::kCudaTarget})
                                  : ""));
   std::vector<std::string> outputs = {a.name + ".weights", a.name + ".h"};
@@ -370,7 +376,7 @@ int run_compile(const CompileArgs& a) {
       codegen::write_kernel_archives(generated, cpu_targets, a.name, tmp, progress, schedules);
   if (a.targets.cuda) {
     std::cout << "      and the same kernels for CUDA (" << cfg::kCudaTarget << ")\n";
-    for (fs::path& p : codegen::write_kernel_archives(generated, {cfg::kCudaTarget},
+    for (fs::path& p : codegen::write_kernel_archives(generated_gpu, {cfg::kCudaTarget},
                                                       a.name + "_cuda", tmp, progress))
       kernel_archives.push_back(std::move(p));
   }

@@ -136,12 +136,9 @@ int cmd_inspect(int argc, char** argv) {
     std::cout << "== after " << stage << " (" << g.num_nodes() << " nodes) ==\n" << graph::dump(g) << "\n";
   };
   const graph::Graph optimized = graph::run_passes(input, popts);
-  const std::vector<graph::KernelSpec> lowered = graph::lower_to_kernels(optimized);
   // The CPU runtime's plan: Concats written in place and Reshapes stored as views run nothing.
   const graph::ArenaPlan plan = graph::plan_arena(optimized);
-  std::vector<graph::KernelSpec> kernels;
-  for (size_t i = 0; i < lowered.size(); ++i)
-    if (!plan.elides(graph::NodeId{static_cast<uint32_t>(i)})) kernels.push_back(lowered[i]);
+  const std::vector<graph::KernelSpec> kernels = graph::planned_kernels(optimized, plan);
 
   std::cout << "== fusion groups (" << kernels.size() << " kernels from " << input.num_nodes()
             << " nodes) ==\n";
