@@ -62,9 +62,25 @@ Halide::Expr conv_epilogue(const graph::ConvKernelSpec& k, Halide::Expr v,
   size_t next = 3;
   if (k.residual) v += inputs[next++](at);
   v = generators::ops::apply_activation(k.activation, v);
-  const std::vector<Halide::Func> params(inputs.begin() + static_cast<std::ptrdiff_t>(next),
-                                         inputs.end());
+  const auto first = inputs.begin() + static_cast<std::ptrdiff_t>(next);
+  const std::vector<Halide::Func> params(first,
+                                         first + static_cast<std::ptrdiff_t>(k.post_params.size()));
   return generators::ops::apply_chain(k.post, v, params, at[0]);
+}
+
+// What the convolution reads: inputs[0], through the pre steps (the prologue) when there are
+// any, with their scale and shift inputs (after the post steps'). Inline here; the schedules
+// compute it where they stage the padded input.
+Halide::Func conv_source(const graph::ConvKernelSpec& k, const std::vector<Halide::ImageParam>& inputs) {
+  if (k.pre.empty()) return inputs[0];
+  const auto first = inputs.begin() + static_cast<std::ptrdiff_t>(3 + (k.residual ? 1 : 0) +
+                                                                 k.post_params.size());
+  const std::vector<Halide::Func> params(first,
+                                         first + static_cast<std::ptrdiff_t>(k.pre_params.size()));
+  Halide::Var c("c"), x("x"), y("y"), n("n");
+  Halide::Func pre("prologue");
+  pre(c, x, y, n) = generators::ops::apply_chain(k.pre, inputs[0](c, x, y, n), params, c);
+  return pre;
 }
 
 void constrain_conv_output(Halide::Func output, const graph::Shape& out) {
@@ -85,7 +101,7 @@ KernelPipeline depthwise_pipeline(const graph::ConvKernelSpec& k, const Halide::
     throw graph::Error("kernel '" + k.name + "': a depthwise convolution has one schedule; '" +
                        schedule + "' is for dense convolutions");
   const generators::ops::DepthwiseAlgorithm a = generators::ops::depthwise_conv2d(
-      inputs[0], static_cast<int>(in[2]), static_cast<int>(in[1]), inputs[1], inputs[2],
+      conv_source(k, inputs), static_cast<int>(in[2]), static_cast<int>(in[1]), inputs[1], inputs[2],
       static_cast<int>(w[1]), static_cast<int>(w[0]),
       {k.stride_w, k.stride_h, k.pad_left, k.pad_top, k.dilation_w, k.dilation_h});
   Halide::Func output("output");
@@ -246,7 +262,7 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
   Halide::Func output("output");
   if (winograd) {
     const generators::ops::WinogradAlgorithm a = generators::ops::winograd_conv2d(
-        inputs[0], static_cast<int>(in[2]), static_cast<int>(in[1]), static_cast<int>(in[3]),
+        conv_source(k, inputs), static_cast<int>(in[2]), static_cast<int>(in[1]), static_cast<int>(in[3]),
         inputs[1], inputs[2], k.pad_left, k.pad_top, static_cast<int>(out[2]), params.tile);
     output(a.co, a.x, a.y, a.n) =
         conv_epilogue(k, a.acc(a.co, a.x, a.y, a.n), inputs, {a.co, a.x, a.y, a.n});
@@ -254,8 +270,9 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
     schedules::schedule_conv_cpu_winograd(a, output, params, target);
     return KernelPipeline{Halide::Pipeline(output), inputs};
   }
+  // A prologue is computed as the input is staged, once per element, not once per use.
   const bool pointwise = !params.stage_input && params.family == schedules::ConvFamily::wide &&
-                         !target.has_gpu_feature();
+                         !target.has_gpu_feature() && k.pre.empty();
   const int out_per_group = static_cast<int>(out[3]) / k.groups * merge;
   // Blocked weights read back in HWIO order: the algorithm sees (co, ci, kx, ky) either way.
   Halide::Func weights = inputs[1];
@@ -265,7 +282,7 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
     weights(co, ci, kx, ky) = inputs[1](co % kBlock, ci, kx, ky, co / kBlock);
   }
   const generators::ops::ConvAlgorithm a = generators::ops::conv2d(
-      inputs[0], static_cast<int>(in[2]), static_cast<int>(in[1]), weights, inputs[2],
+      conv_source(k, inputs), static_cast<int>(in[2]), static_cast<int>(in[1]), weights, inputs[2],
       static_cast<int>(w[2]) * merge, static_cast<int>(w[1]), static_cast<int>(w[0]),
       {k.stride_w, k.stride_h, k.pad_left, k.pad_top, k.dilation_w, k.dilation_h}, !pointwise,
       k.groups > 1 ? Halide::Expr(out_per_group) : Halide::Expr());

@@ -419,6 +419,11 @@ std::string attrs(const Op& op) {
       for (size_t i = 0; i < c->post.size(); ++i) s << (i ? "," : "") << to_string(c->post[i].kind);
       s << "]";
     }
+    if (!c->pre.empty()) {
+      s << " pre=[";
+      for (size_t i = 0; i < c->pre.size(); ++i) s << (i ? "," : "") << to_string(c->pre[i].kind);
+      s << "]";
+    }
   } else if (const auto* bn = std::get_if<BatchNorm>(&op)) {
     s << "epsilon=" << bn->epsilon;
   } else if (const auto* cl = std::get_if<Clip>(&op)) {

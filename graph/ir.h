@@ -99,10 +99,16 @@ struct ChainStep {
   // NaN x compares false).
   float a = 0.0f, b = 0.0f;
 };
-// Inputs: x, weights, bias[, residual][, post-step scales and shifts]. Weights are OIHW for an
-// NCHW input and HWIO for NHWC; with groups > 1 the weights' input-channel dimension is
-// Ci / groups. A residual input (same shape as the output) is added before the activation:
-// out = post(act(conv(x) + b + residual)).
+// The number of affine steps: each takes two per-channel inputs (scale, shift).
+inline size_t affine_steps(const std::vector<ChainStep>& steps) {
+  size_t n = 0;
+  for (const ChainStep& s : steps) n += s.kind == ChainStepKind::affine;
+  return n;
+}
+// Inputs: x, weights, bias[, residual][, post-step scales and shifts][, pre-step scales and
+// shifts]. Weights are OIHW for an NCHW input and HWIO for NHWC; with groups > 1 the weights'
+// input-channel dimension is Ci / groups. A residual input (same shape as the output) is added
+// before the activation: out = post(act(conv(pad(pre(x))) + b + residual)).
 struct Conv2d {
   int stride_h = 1, stride_w = 1;
   int pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
@@ -115,6 +121,13 @@ struct Conv2d {
   // generated for this conv. Each affine step's [Co] scale and shift are inputs after the
   // residual, in step order.
   std::vector<ChainStep> post;
+  // Elementwise steps applied to the input before the zero padding and the convolution (a
+  // prologue), absorbed by fuse_conv_prologues: the BatchNorm + ReLU of a pre-activation block,
+  // computed by the kernel as it stages its input, so the activated tensor never reaches
+  // memory. Each affine step's [Ci] scale and shift are inputs after the post steps'.
+  std::vector<ChainStep> pre;
+  size_t first_post_input() const { return residual ? 4 : 3; }
+  size_t first_pre_input() const { return first_post_input() + 2 * affine_steps(post); }
 };
 
 // Inference BatchNormalization. Inputs: x, scale (gamma), bias (beta), mean, variance.

@@ -70,6 +70,11 @@ std::string describe_conv(const ConvKernelSpec& k) {
     for (size_t i = 0; i < k.post.size(); ++i) s << (i ? ", " : " ") << to_string(k.post[i].kind);
     s << " (in registers)\n";
   }
+  if (!k.pre.empty()) {
+    s << "prologue:";
+    for (size_t i = 0; i < k.pre.size(); ++i) s << (i ? ", " : " ") << to_string(k.pre[i].kind);
+    s << " (on the input, as the kernel stages it; then the zero padding)\n";
+  }
   return s.str();
 }
 
@@ -124,7 +129,9 @@ ConvKernelSpec conv_spec(const Graph& g, const Node& n, const Conv2d& c) {
   k.dilation_w = c.dilation_w;
   k.activation = c.activation;
   k.post = c.post;
-  for (size_t i = c.residual ? 4 : 3; i < n.inputs.size(); ++i) k.post_params.push_back(desc(g, n.inputs[i]));
+  for (size_t i = c.first_post_input(); i < c.first_pre_input(); ++i) k.post_params.push_back(desc(g, n.inputs[i]));
+  k.pre = c.pre;
+  for (size_t i = c.first_pre_input(); i < n.inputs.size(); ++i) k.pre_params.push_back(desc(g, n.inputs[i]));
   return k;
 }
 
@@ -205,6 +212,7 @@ std::vector<TensorDesc> generated_kernel_arguments(const KernelSpec& k) {
     std::vector<TensorDesc> args = {c->input, c->weights, c->bias};
     if (c->residual) args.push_back(*c->residual);
     args.insert(args.end(), c->post_params.begin(), c->post_params.end());
+    args.insert(args.end(), c->pre_params.begin(), c->pre_params.end());
     args.push_back(c->output);
     return args;
   }
@@ -238,6 +246,10 @@ std::string kernel_signature(const KernelSpec& k) {
       << (c->schedule.empty() ? "" : ",schedule=" + c->schedule)
       << "]";
     write_steps(s, c->post);
+    if (!c->pre.empty()) {  // absent otherwise, so kernels without pre steps keep their signature
+      s << "pre";
+      write_steps(s, c->pre);
+    }
   }
   if (std::holds_alternative<LayoutKernelSpec>(k)) s << "LayoutTransform[nchw->nhwc]";
   const auto* op = std::get_if<OpKernelSpec>(&k);

@@ -42,6 +42,10 @@ struct ConvKernelSpec {
   // Steps after the activation (Conv2d::post) and each affine step's scale and shift ([Co]).
   std::vector<ChainStep> post;
   std::vector<TensorDesc> post_params;
+  // Steps on the input before the zero padding (Conv2d::pre) and each affine step's scale and
+  // shift ([Ci]). Argument order: input, weights, bias, residual, post_params, pre_params.
+  std::vector<ChainStep> pre;
+  std::vector<TensorDesc> pre_params;
   // The schedule of a dense or grouped convolution, in the text form of
   // schedules/conv_params.h ("naive", "deep chunk=144", ...), read over the default for the
   // layer; empty: the default, or a tuned record (codegen::ScheduleLookup). Part of the

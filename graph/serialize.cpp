@@ -205,6 +205,7 @@ void attrs(IO& io, Conv2d& c) {
   io.i32(c.groups);
   io.flag(c.residual);
   if (io.version >= 4) chain_steps(io, c.post);  // versions 1 and 3 have no post steps
+  if (io.version >= 11) chain_steps(io, c.pre);
 }
 template <typename IO>
 void attrs(IO& io, BatchNorm& b) { io.f32(b.epsilon); }
@@ -427,12 +428,12 @@ Graph read_graph(const char* bytes, size_t size,
   // without LayerNorm and the gelu steps, 5 is 6 without Pad's mode, 6 is 7 without Reshape's
   // layout, 7 is 8 without the reduction and softmax kinds, Max/Min, mish and Tile, 8 is 9
   // without cubic and tf_crop_and_resize Resize attributes and the arg reductions, 9 is 10
-  // without Where, the Binary ops from pow on and the chain steps from floor on; version 2
-  // numbered ops by their order in graph::Op.
+  // without Where, the Binary ops from pow on and the chain steps from floor on, 10 is 11
+  // without Conv2d's pre steps; version 2 numbered ops by their order in graph::Op.
   if (version != 1 && version != 3 && version != 4 && version != 5 && version != 6 &&
-      version != 7 && version != 8 && version != 9 && version != kGraphFormatVersion)
+      version != 7 && version != 8 && version != 9 && version != 10 && version != kGraphFormatVersion)
     throw Error("graph file format version " + std::to_string(version) +
-                " is not supported (this Kiln reads versions 1, 3, 4, 5, 6, 7, 8 and " +
+                " is not supported (this Kiln reads versions 1, 3, 4, 5, 6, 7, 8, 9, 10 and " +
                 std::to_string(kGraphFormatVersion) + "; recompile the model)");
   r.version = version;
   if (stored_checksum(bytes, size) != format_checksum(bytes, size - 8))

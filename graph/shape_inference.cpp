@@ -36,10 +36,8 @@ void expect_vector(const Graph& g, const Node& n, size_t i, int64_t length, cons
 }
 
 TypedShape infer_conv(const Graph& g, const Node& n, const Conv2d& c) {
-  size_t post_affine = 0;
-  for (const ChainStep& st : c.post) post_affine += st.kind == ChainStepKind::affine;
-  const size_t first_post = c.residual ? 4 : 3;
-  expect_inputs(n, first_post + 2 * post_affine);
+  const size_t first_post = c.first_post_input(), first_pre = c.first_pre_input();
+  expect_inputs(n, first_pre + 2 * affine_steps(c.pre));
   const Value& x = activation_input(g, n);
   const Value& w = g.value(n.inputs[1]);
   const Layout wl = filter_layout_for(x.layout);
@@ -68,7 +66,8 @@ TypedShape infer_conv(const Graph& g, const Node& n, const Conv2d& c) {
   if (h < 0 || wd < 0)
     fail(n, "the " + std::to_string(f.kh) + "x" + std::to_string(f.kw) +
                 " kernel (with dilation) is larger than the padded input " + to_string(x.shape));
-  for (size_t i = first_post; i < n.inputs.size(); ++i) expect_vector(g, n, i, f.co, "post-step scale/shift");
+  for (size_t i = first_post; i < first_pre; ++i) expect_vector(g, n, i, f.co, "post-step scale/shift");
+  for (size_t i = first_pre; i < n.inputs.size(); ++i) expect_vector(g, n, i, in.c, "pre-step scale/shift");
   ImageDims out{in.n, f.co, h / c.stride_h + 1, wd / c.stride_w + 1};
   const Shape out_shape = image_shape(out, x.layout);
   if (c.residual) {

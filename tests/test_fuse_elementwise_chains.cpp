@@ -187,3 +187,51 @@ TEST(FuseElementwiseChains, ChainsGoIntoTheDenseConvBeforeThem) {
 
 }  // namespace
 }  // namespace kiln::graph
+
+namespace kiln::graph {
+namespace {
+
+// fuse_conv_prologues: a BN + ReLU chain goes into the convolution that alone reads it, as its
+// input; a chain with two readers, or before a depthwise convolution (which would compute it
+// once per tap), stays a kernel of its own. The numbers are the unfused graph's.
+TEST(FuseConvPrologues, OnlyIntoTheDenseOrGroupedConvThatAloneReadsTheChain) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {1, 3, 7, 9});
+  auto conv = [&](const std::string& name, ValueId in, int64_t ci, int64_t co, int groups, uint64_t seed) {
+    Conv2d attrs;
+    attrs.groups = groups;
+    attrs.pad_top = attrs.pad_left = attrs.pad_bottom = attrs.pad_right = 1;
+    return b.conv2d(name, in,
+                    b.constant(name + "_w", {co, ci / groups, 3, 3},
+                               random_uniform(co * ci / groups * 9, -0.3f, 0.3f, seed), Layout::oihw),
+                    vec(b, name + "_b", co, -0.1f, 0.1f, seed + 1), attrs);
+  };
+  auto bn_relu = [&](const std::string& name, ValueId in, uint64_t seed) {
+    return b.relu(name + "_relu", b.batch_norm(name, in, vec(b, name + "_g", 8, 0.5f, 1.5f, seed),
+                                               vec(b, name + "_be", 8, 0.2f, 0.8f, seed + 1),
+                                               vec(b, name + "_m", 8, -0.3f, 0.3f, seed + 2),
+                                               vec(b, name + "_v", 8, 0.5f, 2.0f, seed + 3)));
+  };
+  const ValueId stem = conv("stem", x, 3, 8, 1, 1);  // read by three BNs: none folds
+  const ValueId shared = bn_relu("shared", stem, 10);
+  b.output(conv("reads_shared_a", shared, 8, 4, 1, 20));
+  b.output(conv("reads_shared_b", shared, 8, 4, 1, 30));
+  b.output(conv("depthwise", bn_relu("before_dw", stem, 40), 8, 8, 8, 50));
+  b.output(conv("grouped", bn_relu("before_grouped", stem, 60), 8, 8, 2, 70));
+  b.output(conv("dense", bn_relu("before_dense", stem, 80), 8, 6, 1, 90));
+  const Graph g = b.finish();
+  const Graph opt = run_passes(g);
+  verify(opt);
+  EXPECT_EQ(count_ops<ElementwiseChain>(opt), 2) << dump(opt);  // shared, before_dw
+  for (const Node& n : opt.nodes()) {
+    const auto* c = std::get_if<Conv2d>(&n.op);
+    if (!c) continue;
+    const bool fused = n.name == "grouped" || n.name == "dense";
+    EXPECT_EQ(c->pre.size(), fused ? 2u : 0u) << n.name;
+    if (fused) EXPECT_EQ(n.computes.front(), "batchnorm") << n.name;
+  }
+  expect_same_outputs(g, opt, random_inputs(g, 14, -2.0f, 2.0f), 1e-5, 1e-5);
+}
+
+}  // namespace
+}  // namespace kiln::graph

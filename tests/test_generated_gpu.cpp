@@ -203,7 +203,7 @@ TEST(GeneratedKernels, CudaObjectPtxAssemblesForSm90) {
 
 
 // A whole model on the OpenCL backend (the GPU schedules through pocl on the CPU): the layout
-// transform, convs with ReLU, a residual branch, global pooling, Flatten, Gemm, a MatMul by a
+// transform, convs with ReLU, one with a BatchNorm + ReLU prologue, a residual branch, global pooling, Flatten, Gemm, a MatMul by a
 // vector (its matrix form between Reshapes, which are device copies where views are off) and a
 // Sigmoid, every one a GPU kernel. Outputs poisoned; compared with the unfused reference.
 TEST(GeneratedKernels, WholeModelRunsOnTheOpenClBackend) {
@@ -221,7 +221,14 @@ TEST(GeneratedKernels, WholeModelRunsOnTheOpenClBackend) {
                     attrs);
   };
   const graph::ValueId c1 = b.relu("relu1", conv("conv1", x, 5, 24, 3, 1));
-  const graph::ValueId c2 = conv("conv2", c1, 24, 24, 3, 3);
+  // A pre-activation: c1 has two readers, so the BN cannot fold; it is conv2's prologue.
+  auto vec = [&](const std::string& name, float lo, float hi, uint64_t seed) {
+    return b.constant(name, {24}, graph::random_uniform(24, lo, hi, seed));
+  };
+  const graph::ValueId act = b.relu("bn_relu", b.batch_norm("bn", c1, vec("g", 0.5f, 1.5f, 11),
+                                                         vec("be", 0.2f, 0.8f, 12), vec("m", -0.3f, 0.3f, 13),
+                                                         vec("v", 0.5f, 2.0f, 14)));
+  const graph::ValueId c2 = conv("conv2", act, 24, 24, 3, 3);
   const graph::ValueId sum = b.relu("relu2", b.op("add", graph::Binary{graph::BinaryOp::add}, {c2, c1}));
   const graph::ValueId pooled = b.op("gap", graph::GlobalPool{graph::PoolKind::avg}, {sum});
   const graph::ValueId flat = b.op("flatten", graph::Reshape{{2, 24}}, {pooled});
@@ -245,6 +252,10 @@ TEST(GeneratedKernels, WholeModelRunsOnTheOpenClBackend) {
   }
   ASSERT_EQ(m->backend(), Backend::opencl);
   EXPECT_GE(m->kernels().size(), 8u);
+  size_t prologues = 0;
+  for (const graph::KernelSpec& k : m->kernels())
+    if (const auto* c = std::get_if<graph::ConvKernelSpec>(&k)) prologues += !c->pre.empty();
+  EXPECT_EQ(prologues, 1u) << "conv2 reads relu1's output through the BN + ReLU";
   for (uint64_t seed : {1u, 2u}) {
     const graph::Tensor in{{2, 5, 9, 11}, Layout::nchw, graph::random_uniform(990, -1.0f, 1.0f, seed)};
     const size_t nout = graph::num_elements(m->output(0).shape);

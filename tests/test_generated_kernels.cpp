@@ -308,10 +308,11 @@ TEST(GeneratedKernels, DepthwiseConvolutionWithAResidual) {
   expect_whole_graph_matches_reference(input, optimized);
 }
 
-// A dense block (DenseNet's pattern, in preact_se): each layer's BN + ReLU chain reads the
-// running Concat, and its conv's output joins it. Every Concat is stored in place, nested in
-// the last one, so the chains, the bottleneck convs and a pooling of a middle Concat read
-// slices at the full tensor's strides, and the stem and each layer's 3x3 conv write theirs.
+// A dense block (DenseNet's pattern, in preact_se): each layer's BN + ReLU reads the running
+// Concat, and its conv's output joins it. Every Concat is stored in place, nested in the last
+// one, and each BN + ReLU is the prologue of its bottleneck conv (fuse_conv_prologues), so the
+// bottleneck convs and a pooling of a middle Concat read slices at the full tensor's strides,
+// and the stem and each layer's 3x3 conv write theirs.
 // Poisoned arena (the test preset's environment), random inputs, reference interpreter.
 TEST(GeneratedKernels, DenseBlockReadsAndWritesSlicesInPlace) {
   graph::GraphBuilder b;
@@ -352,13 +353,67 @@ TEST(GeneratedKernels, DenseBlockReadsAndWritesSlicesInPlace) {
   ModelOptions lower;
   lower.lower_only = true;
   const Model probe(optimized, lower);
-  int strided = 0;
+  int strided = 0, prologues = 0;
   for (const graph::KernelSpec& k : probe.kernels()) {
     const auto* o = std::get_if<graph::OpKernelSpec>(&k);
     EXPECT_FALSE(o && std::holds_alternative<graph::Concat>(o->op)) << graph::kernel_name(k) << " copies";
+    EXPECT_FALSE(o && std::holds_alternative<graph::ElementwiseChain>(o->op))
+        << graph::kernel_name(k) << " runs on its own";
     for (const graph::TensorDesc& t : graph::generated_kernel_arguments(k)) strided += !t.strides.empty();
+    if (const auto* c = std::get_if<graph::ConvKernelSpec>(&k)) prologues += !c->pre.empty();
   }
-  EXPECT_EQ(strided, 4) << "three BN + ReLU chains and the pooling read slices";
+  EXPECT_EQ(prologues, 3) << "each layer's BN + ReLU is its bottleneck conv's prologue";
+  EXPECT_EQ(strided, 4) << "the three bottleneck convs and the pooling read slices";
+  expect_whole_graph_matches_reference(input, optimized);
+}
+
+// BatchNorm + ReLU before convolutions of each schedule family become their prologues
+// (fuse_conv_prologues): 3x3 with padding (the padding is zero after the prologue, and the BN's
+// shift makes the prologue of zero nonzero, so the order shows), strided, grouped, 1x1, and a
+// layer large enough for Winograd. Each BN reads one conv's output, which the others read too,
+// so none folds. On every CPU target, against the unfused reference.
+TEST(GeneratedKernels, ConvProloguesMatchTheReference) {
+  graph::GraphBuilder b;
+  auto vec = [&](const std::string& name, int64_t n, float lo, float hi, uint64_t seed) {
+    return b.constant(name, {n}, graph::random_uniform(n, lo, hi, seed));
+  };
+  // Read by every case's BN, so none folds into it.
+  const graph::ValueId x = b.conv2d("stem", b.input("input", {1, 8, 20, 22}),
+                                    b.constant("stem_w", {32, 8, 1, 1}, graph::random_uniform(256, -0.4f, 0.4f, 1), Layout::oihw),
+                                    vec("stem_b", 32, -0.2f, 0.2f, 2), graph::Conv2d{});
+  struct Case {
+    const char* name;
+    int64_t co;
+    int k, stride, groups;
+  };
+  const Case cases[] = {{"pad3x3", 24, 3, 1, 1}, {"stride2", 16, 3, 2, 1}, {"grouped", 32, 3, 1, 4},
+                        {"pointwise", 40, 1, 1, 1}, {"wide3x3", 64, 3, 1, 1}};
+  uint64_t seed = 300;
+  for (const Case& c : cases) {
+    const std::string p = c.name;
+    const graph::ValueId act = b.relu(p + "_relu", b.batch_norm(p + "_bn", x,
+        vec(p + "_g", 32, 0.5f, 1.5f, seed), vec(p + "_be", 32, 0.2f, 0.8f, seed + 1),
+        vec(p + "_m", 32, -0.3f, 0.3f, seed + 2), vec(p + "_v", 32, 0.5f, 2.0f, seed + 3)));
+    graph::Conv2d attrs;
+    attrs.stride_h = attrs.stride_w = c.stride;
+    attrs.groups = c.groups;
+    attrs.pad_top = attrs.pad_left = attrs.pad_bottom = attrs.pad_right = c.k / 2;
+    const int64_t ci = 32 / c.groups;
+    const float r = 1.0f / std::sqrt(static_cast<float>(ci * c.k * c.k));
+    b.output(b.conv2d(p, act,
+                      b.constant(p + "_w", {c.co, ci, c.k, c.k},
+                                 graph::random_uniform(c.co * ci * c.k * c.k, -r, r, seed + 4), Layout::oihw),
+                      vec(p + "_b", c.co, -0.2f, 0.2f, seed + 5), attrs));
+    seed += 10;
+  }
+  const graph::Graph input = b.finish();
+  const graph::Graph optimized = graph::run_passes(input);
+  size_t prologues = 0;
+  for (const graph::Node& n : optimized.nodes()) {
+    EXPECT_FALSE(std::holds_alternative<graph::ElementwiseChain>(n.op)) << n.name << " runs on its own";
+    if (const auto* c = std::get_if<graph::Conv2d>(&n.op)) prologues += c->pre.size() == 2;
+  }
+  EXPECT_EQ(prologues, std::size(cases)) << graph::dump(optimized);
   expect_whole_graph_matches_reference(input, optimized);
 }
 

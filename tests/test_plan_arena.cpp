@@ -347,13 +347,15 @@ TEST(PlanArena, DenseBlockConcatsNestInPlace) {
   const ArenaBuffer* base = plan.find(root);
   ASSERT_NE(base, nullptr);
   EXPECT_EQ(g.node(NodeId{static_cast<uint32_t>(base->first)}).name, "stem") << "alive from the stem conv on";
-  // The BN + ReLU chains read the running Concat at the full tensor's strides.
+  // Each layer's convolution (its BN + ReLU the prologue, fuse_conv_prologues) reads the
+  // running Concat at the full tensor's strides.
   int strided = 0;
   for (const KernelSpec& k : planned_kernels(g, plan)) {
     const auto* o = std::get_if<OpKernelSpec>(&k);
     EXPECT_TRUE(!o || !std::holds_alternative<Concat>(o->op)) << "a Concat still copies";
-    if (o && !o->inputs[0].strides.empty()) {
-      EXPECT_EQ(o->inputs[0].strides[2], channels) << kernel_name(k);
+    for (const TensorDesc& t : generated_kernel_arguments(k)) {
+      if (t.strides.empty()) continue;
+      EXPECT_EQ(t.strides[2], channels) << kernel_name(k);
       ++strided;
     }
   }

@@ -63,9 +63,11 @@ Graph every_op_graph() {
                           {h, constant(b, "w2", {8, 4, 3, 3}, 7, Layout::oihw), constant(b, "b2", {8}, 8)});
   Conv2d with_post = conv_attrs(1, 0, 1, Activation{0.0f}, true);
   with_post.post = {{ChainStepKind::silu}, {ChainStepKind::affine}, {ChainStepKind::clamp, -1.0f, 3.0f}};
+  with_post.pre = {{ChainStepKind::affine}, {ChainStepKind::clamp, 0.0f, 6.0f}};
   const ValueId c3 = b.op("residual", with_post,
                           {h, constant(b, "w3", {8, 8, 1, 1}, 9, Layout::oihw), constant(b, "b3", {8}, 10), c1,
-                           constant(b, "ps", {8}, 20), constant(b, "pt", {8}, 21)});
+                           constant(b, "ps", {8}, 20), constant(b, "pt", {8}, 21),
+                           constant(b, "qs", {8}, 22), constant(b, "qt", {8}, 23)});
   ValueId e = b.op("add", Binary{BinaryOp::add}, {c3, h});
   e = b.op("sub", Binary{BinaryOp::sub}, {e, constant(b, "k1", {8, 1, 1}, 11)});
   e = b.op("mul", Binary{BinaryOp::mul}, {e, constant(b, "k2", {1}, 12)});
@@ -317,6 +319,27 @@ TEST(Serialize, Version8ResizeStillRead) {
   ASSERT_EQ(body.substr(extra + 9, 4), std::string(4, '\0'));
   body.erase(extra, 4 + 1 + 4 + 4);
   body[8] = 8;
+  EXPECT_EQ(dump(deserialize(reseal(body))), dump(g));
+}
+
+// Version 10 had Conv2d without pre steps: such a file reads as the convolution it holds.
+TEST(Serialize, Version10ConvStillRead) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {1, 4, 5, 5});
+  b.output(b.op("cv", conv_attrs(1, 1, 1, Activation{0.0f}, false),
+                {x, constant(b, "w", {6, 4, 3, 3}, 1, Layout::oihw), constant(b, "b", {6}, 2)}));
+  const Graph g = b.finish();
+  std::string body = serialize(g);
+  body.resize(body.size() - 8);
+  const std::string name = "cv";
+  const size_t at = body.rfind(std::string(1, static_cast<char>(name.size())) + std::string(3, '\0') + name);
+  ASSERT_NE(at, std::string::npos);
+  // The op tag; 8 i32 window fields, f32 activation bounds, i32 groups, flag residual; u32
+  // post-step count (0); then the u32 pre-step count (0) that version 10 lacks.
+  const size_t pre = at + 4 + name.size() + 1 + 32 + 8 + 4 + 1 + 4;
+  ASSERT_EQ(body.substr(pre - 4, 8), std::string(8, '\0'));
+  body.erase(pre, 4);
+  body[8] = 10;
   EXPECT_EQ(dump(deserialize(reseal(body))), dump(g));
 }
 

@@ -127,6 +127,7 @@ class NodeWriter {
     attr_float(p_, "activation_min", c.activation.lo);
     attr_float(p_, "activation_max", c.activation.hi);
     if (!c.post.empty()) steps("post", c.post);
+    if (!c.pre.empty()) steps("pre", c.pre);
     attr_string(p_, "weight_layout", to_string(w.layout));
   }
   void operator()(const BatchNorm& b) {

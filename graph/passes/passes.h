@@ -57,4 +57,9 @@ Graph convert_to_nhwc(const Graph& g);
 // Add/Sub/Mul/Div by a constant) into one ElementwiseChain node. Runs after convert_to_nhwc.
 Graph fuse_elementwise_chains(const Graph& g);
 
+// Moves each ElementwiseChain whose output only a dense or grouped convolution reads, as its
+// input, into that convolution as its pre steps (Conv2d::pre): the BatchNorm + ReLU of
+// pre-activation blocks, computed as the convolution stages its input. Runs last.
+Graph fuse_conv_prologues(const Graph& g);
+
 }  // namespace kiln::graph

@@ -18,6 +18,7 @@ const std::vector<Pass>& default_passes() {
       {"fuse_epilogues", fuse_epilogues},
       {"convert_to_nhwc", convert_to_nhwc},
       {"fuse_elementwise_chains", fuse_elementwise_chains},
+      {"fuse_conv_prologues", fuse_conv_prologues},
   };
   return passes;
 }
