@@ -248,9 +248,11 @@ std::string kernel_table_source(const std::vector<graph::KernelSpec>& specs,
        "edit.\n#include <cstddef>\n\n#include \"kiln/generated_kernels.h\"\n\nextern \"C\" {\n";
   for (size_t u = 0; u < d.kernels.size(); ++u)
     s << "int " << entry_point(prefix, u) << "(void**);\n";
+  // Named after the prefix: a model's CPU and CUDA tables share one source file.
+  const std::string table = "k_" + prefix + "_table";
   s << "}\n\nnamespace {\n";
   if (!specs.empty()) {
-    s << "const kiln::GeneratedKernel kTable[] = {\n";
+    s << "const kiln::GeneratedKernel " << table << "[] = {\n";
     for (size_t i = 0; i < specs.size(); ++i)
       s << "    {" << cpp_string(graph::kernel_signature(specs[i])) << ", "
         << entry_point(prefix, d.kernel_of[i]) << ", "
@@ -260,7 +262,7 @@ std::string kernel_table_source(const std::vector<graph::KernelSpec>& specs,
   }
   s << "}  // namespace\n\nextern \"C\" const kiln::GeneratedKernel* " << prefix
     << "_kernel_table(std::size_t* count) {\n  *count = " << specs.size() << ";\n  return "
-    << (specs.empty() ? "nullptr" : "kTable") << ";\n}\n";
+    << (specs.empty() ? "nullptr" : table) << ";\n}\n";
   return s.str();
 }
 
