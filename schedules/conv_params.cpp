@@ -290,11 +290,19 @@ ConvParams default_direct_conv_params(const ConvShape& s, const Halide::Target& 
     // LLVM spills in the inner loop; on the 7x7, 512 -> 512 layer 3x7 measured 226 GFLOP/s
     // against 217 for 4x7 (1 thread).
     p.block = preferred_block(s, t, 3);
-    // 7-wide outputs (ResNet's stage 4) on 16-register targets: a 2x6 tile row computes 12
-    // columns for 7 (the second tile shifted inwards onto the first), a 1x7 row none twice.
-    // kiln tune --set, 2 threads, AVX2: 1.05-1.22x on ResNet-18's and -50's 7x7 layers, cold
-    // and warm; no gain at 14 wide (0.97x), where 2x6 wastes 4 columns of 18.
-    if (!t.has_feature(Halide::Target::AVX512) && s.out_width == 7 && p.block.vectors >= 1)
+    if (t.has_feature(Halide::Target::AVX512) || p.block.vectors < 1) return p;
+    // 16-register targets: 3x4 tiles (12 accumulators) where they fit and compute no more
+    // columns than the preferred tile (a 2x6 row computes 12 columns for 7: its second tile
+    // shifts inwards onto the first; 3x4 computes 8, and 16 for 14 against 18). kiln tune
+    // --set, 2 threads, AVX2, against the 1x7 tiles 7-wide layers had: ResNet-18's and -50's
+    // and MobileNetV2's 7x7 layers 1.12-1.48x warm and 1.07-1.26x with the caches evicted;
+    // ResNet-50's 14-wide 3x3/s2 layer 1.09x against 2x6. (The wide family measured 0.96-1.08x
+    // with 3x4 on ResNet-50's 1x1 layers and keeps 2x6.)
+    const auto columns = [&](int pixels) { return ceil_div(s.out_width, pixels) * pixels; };
+    if (s.out_channels >= 3 * vector_lanes(t) && s.out_width >= 4 &&
+        columns(4) <= columns(p.block.pixels))
+      p.block = {3, 4};
+    else if (s.out_width == 7)  // too few channels for 3 vectors: 1x7 computes no column twice
       p.block = {1, 7};
     return p;
   }

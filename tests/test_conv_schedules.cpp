@@ -88,12 +88,19 @@ TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
   EXPECT_EQ(choice(14, 14, 1024, 1, true), "wide block=2x14 rows=1 split=0 stage=copy");
   EXPECT_EQ(choice(7, 7, 512, 1, false), "deep block=3x7 chunk=288 tasks=16");
   EXPECT_EQ(choice(9, 9, 32, 3, true), "wide block=4x7 rows=2 split=1 stage=copy");
-  // 16 registers (AVX2): 7-wide deep layers take 1x7 tiles, 14-wide ones 2x6.
+  // 16 registers (AVX2): deep layers take 3x4 tiles where they compute no more columns than
+  // 2x6 (7 and 14 wide), 1x7 at 7 wide with fewer than 3 vectors of channels, else 2x6.
   const Halide::Target avx2("x86-64-linux-avx-avx2-f16c-fma-sse41");
+  const auto deep_avx2 = [&](int w, int out_channels, int k) {
+    schedules::ConvShape s = layer(w, w, 512, k, k > 1);
+    s.out_channels = out_channels;
+    return schedules::to_string(schedules::default_direct_conv_params(s, avx2));
+  };
   EXPECT_EQ(schedules::to_string(schedules::default_conv_params(layer(7, 7, 512, 3, true), avx2)),
-            "deep block=1x7 chunk=288 tasks=16");
-  EXPECT_EQ(schedules::to_string(schedules::default_direct_conv_params(layer(14, 14, 256, 3, true), avx2)),
-            "deep block=2x6 chunk=288 tasks=16");
+            "deep block=3x4 chunk=288 tasks=16");
+  EXPECT_EQ(deep_avx2(14, 64, 3), "deep block=3x4 chunk=288 tasks=16");
+  EXPECT_EQ(deep_avx2(7, 16, 1), "deep block=1x7 chunk=288 tasks=16");
+  EXPECT_EQ(deep_avx2(6, 512, 1), "deep block=2x6 chunk=288 tasks=16");
 }
 
 // Text form: canonical order, partial overrides over a base, and clear refusals.
