@@ -415,7 +415,11 @@ TEST(ConvKernelSchedules, WinogradKnobsAndRefusals) {
   s.out_height = s.out_width = 14, s.out_channels = 64, s.reduction_channels = 64;
   s.kernel_h = s.kernel_w = 3, s.padded = true;
   EXPECT_EQ(schedules::to_string(schedules::default_winograd_params(s, avx2)),
-            "winograd tile=2 block=2x4 rows=1");  // F(2x2) below 28 pixels wide; 7 tiles: 4 + 3
+            "winograd tile=2 block=3x4 rows=1");  // F(2x2) below 28 pixels wide; 7 tiles: 4 + 3
+  s.out_channels = 16;  // too few channels for 3 vectors
+  EXPECT_EQ(schedules::to_string(schedules::default_winograd_params(s, avx2)),
+            "winograd tile=2 block=2x4 rows=1");
+  s.out_channels = 64;
   const schedules::ConvParams w = schedules::default_winograd_params(s, avx2, 4);
   EXPECT_EQ(schedules::to_string(w), "winograd tile=4 block=2x4 rows=1");
   EXPECT_EQ(schedules::conv_params_error(w, s, avx2), "");
