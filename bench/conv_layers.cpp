@@ -146,13 +146,14 @@ std::map<LayerKey, Found> model_convs(const std::string& path) {
     }
     const auto* c = std::get_if<graph::ConvKernelSpec>(&k);
     if (!c) continue;
-    const graph::Shape& in = c->input.shape;
+    // A stem reading its NCHW input in place is the same layer as far as the table goes.
+    const graph::Shape in = graph::conv_input_nhwc(*c);
     const graph::Shape& w = c->weights.shape;
     const bool square = in.size() == 4 && w.size() == 4 && in[0] == 1 && w[0] == w[1] &&
                         c->stride_h == c->stride_w && c->pad_top == c->pad_left &&
                         c->pad_top == c->pad_bottom && c->pad_top == c->pad_right &&
                         c->dilation_h == 1 && c->dilation_w == 1 &&
-                        c->input.layout == graph::Layout::nhwc;
+                        (c->input.layout == graph::Layout::nhwc || c->nchw_input);
     if (!square || !graph::conv_epilogue_supported(c->activation))
       throw graph::Error("conv '" + c->name +
                          "' is not in the table's form (batch 1, NHWC, square "

@@ -121,7 +121,7 @@ int measure(const std::string& path) {
   for (const graph::KernelSpec& k : lowered.kernels()) {
     const auto* c = std::get_if<graph::ConvKernelSpec>(&k);
     if (!c || !eligible(*c)) continue;
-    const graph::Shape& in = c->input.shape;  // NHWC
+    const graph::Shape in = graph::conv_input_nhwc(*c);
     graph::GraphBuilder b;
     const graph::ValueId x = b.input("x", in, graph::Layout::nhwc);
     const graph::ValueId w = b.constant("w", c->weights.shape, *g.value(c->weights.value).data,

@@ -19,7 +19,8 @@ namespace {
 // What the convolution schedules touch (schedules/conv_schedule.h), for an NHWC output `out` of
 // a convolution of an input with `in_channels` dense channels.
 schedules::ConvFuncs conv_funcs(const generators::ops::ConvAlgorithm& a, const Halide::Func& output,
-                                const graph::Shape& out, int64_t in_channels, bool stage_input) {
+                                const graph::Shape& out, int64_t in_channels, bool stage_input,
+                                bool input_nchw = false) {
   return {a.input_padded,
           a.acc,
           output,
@@ -34,7 +35,8 @@ schedules::ConvFuncs conv_funcs(const generators::ops::ConvAlgorithm& a, const H
           static_cast<int>(out[1]),
           static_cast<int>(in_channels),
           static_cast<int>(in_channels),
-          stage_input};
+          stage_input,
+          input_nchw};
 }
 
 // The schedule of a generated convolution: the naive one when asked for; else CUDA's on a GPU
@@ -68,18 +70,23 @@ Halide::Expr conv_epilogue(const graph::ConvKernelSpec& k, Halide::Expr v,
   return generators::ops::apply_chain(k.post, v, params, at[0]);
 }
 
-// What the convolution reads: inputs[0], through the pre steps (the prologue) when there are
-// any, with their scale and shift inputs (after the post steps'). Inline here; the schedules
-// compute it where they stage the padded input.
+// What the convolution reads, as (c, x, y, n): inputs[0] (NHWC, or NCHW read in place), through
+// the pre steps (the prologue) when there are any, with their scale and shift inputs (after
+// the post steps'). Inline here; the schedules compute it where they stage the padded input.
 Halide::Func conv_source(const graph::ConvKernelSpec& k, const std::vector<Halide::ImageParam>& inputs) {
-  if (k.pre.empty()) return inputs[0];
+  Halide::Var c("c"), x("x"), y("y"), n("n");
+  Halide::Func source = inputs[0];
+  if (k.nchw_input) {  // read as (c, x, y, n) from the NCHW buffer's (x, y, c, n)
+    source = Halide::Func("input_nhwc");
+    source(c, x, y, n) = inputs[0](x, y, c, n);
+  }
+  if (k.pre.empty()) return source;
   const auto first = inputs.begin() + static_cast<std::ptrdiff_t>(3 + (k.residual ? 1 : 0) +
                                                                  k.post_params.size());
   const std::vector<Halide::Func> params(first,
                                          first + static_cast<std::ptrdiff_t>(k.pre_params.size()));
-  Halide::Var c("c"), x("x"), y("y"), n("n");
   Halide::Func pre("prologue");
-  pre(c, x, y, n) = generators::ops::apply_chain(k.pre, inputs[0](c, x, y, n), params, c);
+  pre(c, x, y, n) = generators::ops::apply_chain(k.pre, source(c, x, y, n), params, c);
   return pre;
 }
 
@@ -94,7 +101,7 @@ void constrain_conv_output(Halide::Func output, const graph::Shape& out) {
 KernelPipeline depthwise_pipeline(const graph::ConvKernelSpec& k, const Halide::Target& target,
                                   const std::vector<Halide::ImageParam>& inputs,
                                   const std::string& schedule) {
-  const graph::Shape& in = k.input.shape;    // NHWC
+  const graph::Shape in = graph::conv_input_nhwc(k);  // NHWC
   const graph::Shape& w = k.weights.shape;   // [Kh, Kw, 1, C]
   const graph::Shape& out = k.output.shape;  // NHWC
   if (!schedule.empty())
@@ -214,7 +221,7 @@ schedules::ConvParams conv_params(const std::string& kernel, const schedules::Co
 // Concat's (memory_plan.h).
 KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Target& target,
                              const std::string& schedule) {
-  const graph::Shape& in = k.input.shape;    // NHWC
+  const graph::Shape in = graph::conv_input_nhwc(k);  // NHWC
   const graph::Shape& w = k.weights.shape;   // HWIO
   const graph::Shape& out = k.output.shape;  // NHWC
   // Narrow groups run as blocks of `merge` groups (runtime/conv_weights.h).
@@ -270,9 +277,10 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
     schedules::schedule_conv_cpu_winograd(a, output, params, target);
     return KernelPipeline{Halide::Pipeline(output), inputs};
   }
-  // A prologue is computed as the input is staged, once per element, not once per use.
+  // A prologue is computed as the input is staged, once per element, not once per use; an
+  // NCHW input is staged NHWC.
   const bool pointwise = !params.stage_input && params.family == schedules::ConvFamily::wide &&
-                         !target.has_gpu_feature() && k.pre.empty();
+                         !target.has_gpu_feature() && k.pre.empty() && !k.nchw_input;
   const int out_per_group = static_cast<int>(out[3]) / k.groups * merge;
   // Blocked weights read back in HWIO order: the algorithm sees (co, ci, kx, ky) either way.
   Halide::Func weights = inputs[1];
@@ -290,7 +298,8 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
       conv_epilogue(k, a.acc(a.co, a.x, a.y, a.n), inputs, {a.co, a.x, a.y, a.n});
   constrain_conv_output(output, out);
 
-  if (!automatic) schedule_conv(conv_funcs(a, output, out, in[3], !pointwise), target, params);
+  if (!automatic)
+    schedule_conv(conv_funcs(a, output, out, in[3], !pointwise, k.nchw_input), target, params);
   return KernelPipeline{Halide::Pipeline(output), inputs};
 }
 

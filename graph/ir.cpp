@@ -419,6 +419,7 @@ std::string attrs(const Op& op) {
       for (size_t i = 0; i < c->post.size(); ++i) s << (i ? "," : "") << to_string(c->post[i].kind);
       s << "]";
     }
+    if (c->nchw_input) s << " nchw_input";
     if (!c->pre.empty()) {
       s << " pre=[";
       for (size_t i = 0; i < c->pre.size(); ++i) s << (i ? "," : "") << to_string(c->pre[i].kind);

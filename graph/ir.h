@@ -126,6 +126,9 @@ struct Conv2d {
   // computed by the kernel as it stages its input, so the activated tensor never reaches
   // memory. Each affine step's [Ci] scale and shift are inputs after the post steps'.
   std::vector<ChainStep> pre;
+  // The input is NCHW (a graph input read where it lies; the weights are HWIO and the output
+  // NHWC): the kernel reads it in place of a layout transform (fuse_conv_prologues).
+  bool nchw_input = false;
   size_t first_post_input() const { return residual ? 4 : 3; }
   size_t first_pre_input() const { return first_post_input() + 2 * affine_steps(post); }
 };

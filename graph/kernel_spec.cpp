@@ -39,8 +39,12 @@ std::string describe_conv(const ConvKernelSpec& k) {
   s << "kernel: ";
   for (size_t i = 0; i < k.computes.size(); ++i) s << (i ? " + " : "") << k.computes[i];
   s << "\n";
-  s << "input:  " << k.input.name << ", shape [N, H, W, C] = " << to_string(k.input.shape)
-    << " (NHWC), " << to_string(k.input.dtype) << strides_note(k.input) << "\n";
+  if (k.nchw_input)
+    s << "input:  " << k.input.name << ", shape [N, C, H, W] = " << to_string(k.input.shape)
+      << " (NCHW, read in place of a layout transform), " << to_string(k.input.dtype) << "\n";
+  else
+    s << "input:  " << k.input.name << ", shape [N, H, W, C] = " << to_string(k.input.shape)
+      << " (NHWC), " << to_string(k.input.dtype) << strides_note(k.input) << "\n";
   s << "weight: " << k.weights.name
     << (k.depthwise ? ", shape [Kh, Kw, 1, C] = "
                     : k.groups > 1 ? ", shape [Kh, Kw, Ci / groups, Co] = " : ", shape [Kh, Kw, Ci, Co] = ")
@@ -93,9 +97,12 @@ bool is_depthwise(const Graph& g, const Node& n, const Conv2d& c) {
          c.groups == g.value(n.outputs[0]).shape[3];
 }
 
-// NHWC with constant weights and bias: what every Halide convolution kernel takes.
+// NHWC (or an NCHW input read in place, Conv2d::nchw_input) with constant weights and bias:
+// what every Halide convolution kernel takes.
 bool nhwc_constant_conv(const Graph& g, const Node& n) {
-  return g.value(n.inputs[0]).layout == Layout::nhwc && g.value(n.inputs[1]).is_constant() &&
+  const auto* c = std::get_if<Conv2d>(&n.op);
+  const Layout input = c && c->nchw_input ? Layout::nchw : Layout::nhwc;
+  return g.value(n.inputs[0]).layout == input && g.value(n.inputs[1]).is_constant() &&
          g.value(n.inputs[2]).is_constant();
 }
 
@@ -131,6 +138,7 @@ ConvKernelSpec conv_spec(const Graph& g, const Node& n, const Conv2d& c) {
   k.post = c.post;
   for (size_t i = c.first_post_input(); i < c.first_pre_input(); ++i) k.post_params.push_back(desc(g, n.inputs[i]));
   k.pre = c.pre;
+  k.nchw_input = c.nchw_input;
   for (size_t i = c.first_pre_input(); i < n.inputs.size(); ++i) k.pre_params.push_back(desc(g, n.inputs[i]));
   return k;
 }
@@ -153,6 +161,11 @@ std::vector<KernelSpec> lower_to_kernels(const Graph& g) {
     }
   }
   return kernels;
+}
+
+Shape conv_input_nhwc(const ConvKernelSpec& k) {
+  const Shape& s = k.input.shape;
+  return k.nchw_input ? Shape{s[0], s[2], s[3], s[1]} : s;
 }
 
 bool lowers_to_halide_conv(const Graph& g, const Node& n) {
@@ -244,6 +257,7 @@ std::string kernel_signature(const KernelSpec& k) {
       << "," << std::hexfloat << c->activation.lo << "," << c->activation.hi << std::defaultfloat
       << (c->residual ? ",residual" : "") << (c->constant_weights ? "" : ",weights=input")
       << (c->schedule.empty() ? "" : ",schedule=" + c->schedule)
+      << (c->nchw_input ? ",nchw_input" : "")
       << "]";
     write_steps(s, c->post);
     if (!c->pre.empty()) {  // absent otherwise, so kernels without pre steps keep their signature

@@ -46,6 +46,8 @@ struct ConvKernelSpec {
   // shift ([Ci]). Argument order: input, weights, bias, residual, post_params, pre_params.
   std::vector<ChainStep> pre;
   std::vector<TensorDesc> pre_params;
+  // The input is NCHW, read in place of a layout transform (Conv2d::nchw_input).
+  bool nchw_input = false;
   // The schedule of a dense or grouped convolution, in the text form of
   // schedules/conv_params.h ("naive", "deep chunk=144", ...), read over the default for the
   // layer; empty: the default, or a tuned record (codegen::ScheduleLookup). Part of the
@@ -84,6 +86,8 @@ bool conv_accepts_post_steps(const Graph& g, const Node& n);
 // supported epilogue) become ConvKernelSpec, NCHW -> NHWC transforms LayoutKernelSpec,
 // everything else OpKernelSpec.
 std::vector<KernelSpec> lower_to_kernels(const Graph& g);
+// The convolution's input shape as [N, H, W, C], whichever layout the kernel reads it in.
+Shape conv_input_nhwc(const ConvKernelSpec& k);
 // Whether lower_to_kernels makes node n a Halide convolution kernel (ConvKernelSpec). Those
 // kernels take their output as a strided buffer, so they can write into a slice of a larger
 // tensor (see the in-place Concat of plan_arena).

@@ -57,9 +57,10 @@ Tensor conv(const Conv2d& c, const std::vector<const Tensor*>& in, const Shape& 
   const size_t first_post = c.first_post_input();  // post steps' scale and shift inputs
   const ImageIndex xi{image_dims(x.shape, x.layout), x.layout};
   const FilterIndex wi{filter_dims(w.shape, w.layout), w.layout};
-  const ImageIndex oi{image_dims(out_shape, x.layout), x.layout};
+  const Layout out_layout = c.nchw_input ? Layout::nhwc : x.layout;
+  const ImageIndex oi{image_dims(out_shape, out_layout), out_layout};
   const int64_t co_per_group = oi.d.c / c.groups;
-  Tensor out = blank(out_shape, x.layout);
+  Tensor out = blank(out_shape, out_layout);
   for (int64_t n = 0; n < oi.d.n; ++n)
     for (int64_t o = 0; o < oi.d.c; ++o)
       for (int64_t oy = 0; oy < oi.d.h; ++oy)

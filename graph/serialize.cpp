@@ -205,7 +205,10 @@ void attrs(IO& io, Conv2d& c) {
   io.i32(c.groups);
   io.flag(c.residual);
   if (io.version >= 4) chain_steps(io, c.post);  // versions 1 and 3 have no post steps
-  if (io.version >= 11) chain_steps(io, c.pre);
+  if (io.version >= 11) {
+    chain_steps(io, c.pre);
+    io.flag(c.nchw_input);
+  }
 }
 template <typename IO>
 void attrs(IO& io, BatchNorm& b) { io.f32(b.epsilon); }

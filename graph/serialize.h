@@ -36,8 +36,8 @@ namespace kiln::graph {
 // Version 5: op tag 22 is LayerNorm (i32 axis, f32 epsilon), 23 Resize (u8 mode, u8 coordinates,
 // u8 nearest rounding, i64s sizes, u32 count + f32 scales), and chain step kinds 22-23 are the
 // gelu steps. Version 4 (the same without them) is read as well.
-// Version 11: Conv2d's attributes end with its pre steps (as its post steps). Version 10 (the
-// same without them) is read as well.
+// Version 11: Conv2d's attributes end with its pre steps (as its post steps) and a flag
+// nchw_input. Version 10 (the same without them) is read as well.
 // Version 4: Conv2d's attributes end with its post steps (u32 count, each u8 kind, f32 a, f32 b).
 // Version 3 (op tags fixed per op, ElementwiseChain is 21; no post steps) and version 1 (no
 // ElementwiseChain) are read as well; version 2 (tags by position in graph::Op) is refused.

@@ -40,7 +40,11 @@ TypedShape infer_conv(const Graph& g, const Node& n, const Conv2d& c) {
   expect_inputs(n, first_pre + 2 * affine_steps(c.pre));
   const Value& x = activation_input(g, n);
   const Value& w = g.value(n.inputs[1]);
-  const Layout wl = filter_layout_for(x.layout);
+  if (c.nchw_input && x.layout != Layout::nchw)
+    fail(n, "nchw_input: input '" + x.name + "' must be NCHW, got " + to_string(x.layout));
+  // The output's layout: the input's, or NHWC for an NCHW input read in place.
+  const Layout out_layout = c.nchw_input ? Layout::nhwc : x.layout;
+  const Layout wl = filter_layout_for(out_layout);
   if (w.shape.size() != 4 || w.layout != wl)
     fail(n, "weights '" + w.name + "' must be 4-D " + to_string(wl) + " for a " +
                 to_string(x.layout) + " input, got " + to_string(w.shape) + " " +
@@ -69,14 +73,14 @@ TypedShape infer_conv(const Graph& g, const Node& n, const Conv2d& c) {
   for (size_t i = first_post; i < first_pre; ++i) expect_vector(g, n, i, f.co, "post-step scale/shift");
   for (size_t i = first_pre; i < n.inputs.size(); ++i) expect_vector(g, n, i, in.c, "pre-step scale/shift");
   ImageDims out{in.n, f.co, h / c.stride_h + 1, wd / c.stride_w + 1};
-  const Shape out_shape = image_shape(out, x.layout);
+  const Shape out_shape = image_shape(out, out_layout);
   if (c.residual) {
     const Value& r = g.value(n.inputs[3]);
-    if (r.shape != out_shape || r.layout != x.layout)
+    if (r.shape != out_shape || r.layout != out_layout)
       fail(n, "residual '" + r.name + "' is " + to_string(r.shape) + " " + to_string(r.layout) +
-                  ", the output is " + to_string(out_shape) + " " + to_string(x.layout));
+                  ", the output is " + to_string(out_shape) + " " + to_string(out_layout));
   }
-  return {out_shape, x.layout};
+  return {out_shape, out_layout};
 }
 
 

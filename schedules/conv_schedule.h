@@ -24,6 +24,9 @@ struct ConvFuncs {
   // false: input_padded is the input itself (1x1 windows, no padding) and stays inline; no
   // staged copy is needed.
   bool stage_input = true;
+  // The input is NCHW (read in place of a layout transform): contiguous along x, so the staged
+  // copy is vectorized over pixels with the channels unrolled.
+  bool input_nchw = false;
 };
 
 // Halide's default: everything inlined or at root, nothing vectorized or parallel.

@@ -75,6 +75,10 @@ void schedule_conv_cpu(const ConvFuncs& f, const ConvParams& p, const Target& ta
   // of oneDNN).
   if (!f.stage_input) return;
   input_padded.compute_at(output, task).bound(f.c, 0, f.in_channels);
+  if (f.input_nchw) {
+    input_padded.unroll(f.c).vectorize(f.x, vec);
+    return;
+  }
   // Dense RGB inputs: vectorized over channels, the copy would fill 3 of 16 lanes and take
   // more time than the convolution (perf: half of a 3x3/s2 first layer's cycles). Vectorized
   // over pixels with the 3 channels unrolled, the strided loads and stores merge into dense

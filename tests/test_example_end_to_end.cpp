@@ -54,7 +54,8 @@ TEST_P(ExampleEndToEnd, MatchesUnfusedReference) {
   graph::PipelineOptions opts;
   opts.verify_each = true;
   const graph::Graph optimized = graph::run_passes(input, opts);
-  ASSERT_EQ(optimized.num_nodes(), 2u);  // layout transform + fused conv
+  // Layout transform + fused conv; an input of at most 4 channels is read NCHW by the conv.
+  ASSERT_EQ(optimized.num_nodes(), p.shape.c <= 4 ? 1u : 2u) << graph::dump(optimized);
 
   ModelOptions mo;
   mo.schedule = p.schedule;

@@ -335,10 +335,11 @@ TEST(Serialize, Version10ConvStillRead) {
   const size_t at = body.rfind(std::string(1, static_cast<char>(name.size())) + std::string(3, '\0') + name);
   ASSERT_NE(at, std::string::npos);
   // The op tag; 8 i32 window fields, f32 activation bounds, i32 groups, flag residual; u32
-  // post-step count (0); then the u32 pre-step count (0) that version 10 lacks.
+  // post-step count (0); then what version 10 lacks: the u32 pre-step count (0) and the flag
+  // nchw_input (0).
   const size_t pre = at + 4 + name.size() + 1 + 32 + 8 + 4 + 1 + 4;
-  ASSERT_EQ(body.substr(pre - 4, 8), std::string(8, '\0'));
-  body.erase(pre, 4);
+  ASSERT_EQ(body.substr(pre - 4, 9), std::string(9, '\0'));
+  body.erase(pre, 5);
   body[8] = 10;
   EXPECT_EQ(dump(deserialize(reseal(body))), dump(g));
 }

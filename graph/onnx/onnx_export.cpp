@@ -128,6 +128,7 @@ class NodeWriter {
     attr_float(p_, "activation_max", c.activation.hi);
     if (!c.post.empty()) steps("post", c.post);
     if (!c.pre.empty()) steps("pre", c.pre);
+    if (c.nchw_input) attr_int(p_, "nchw_input", 1);
     attr_string(p_, "weight_layout", to_string(w.layout));
   }
   void operator()(const BatchNorm& b) {

@@ -4,13 +4,18 @@
 // chain: it could not fold (no convolution produces its input alone) and ran as a kernel of its
 // own, writing the activated tensor to memory for the convolution to read back. The
 // convolution's kernel computes the steps as it stages its input instead. The chain's input
-// is then the convolution's input, so a slice of an in-place Concat stays a slice. Runs last.
+// is then the convolution's input, so a slice of an in-place Concat stays a slice. Then the
+// NCHW -> NHWC transform of a network's image input goes into the stem convolution that alone
+// reads it (Conv2d::nchw_input): the kernel reads the NCHW input as it stages it. Runs last.
 #include "graph/kernel_spec.h"
 #include "graph/passes/passes.h"
 
 namespace kiln::graph {
 
-Graph fuse_conv_prologues(const Graph& input) {
+namespace {
+
+// Chains into the convolutions that alone read them (Conv2d::pre).
+Graph absorb_chains(const Graph& input) {
   Graph g = input;
   const auto uses = g.consumers();
   std::vector<Node> nodes = g.nodes();
@@ -25,8 +30,7 @@ Graph fuse_conv_prologues(const Graph& input) {
     bool constant_params = true;
     for (size_t k = 1; k < nodes[i].inputs.size(); ++k)
       constant_params = constant_params && g.value(nodes[i].inputs[k]).is_constant();
-    const size_t j = uses[v.index][0].index;
-    Node& conv = nodes[j];
+    Node& conv = nodes[uses[v.index][0].index];
     auto* attrs = std::get_if<Conv2d>(&conv.op);
     // Dense and grouped convolutions stage their input once per task; a depthwise one reads
     // each element for every tap and would compute the steps that many times.
@@ -42,5 +46,43 @@ Graph fuse_conv_prologues(const Graph& input) {
   g.rebuild(std::move(nodes), dead);
   return g;
 }
+
+// The NCHW -> NHWC transform of an image with at most this many channels (a network's RGB or
+// grayscale input), read by a convolution alone, is read in place by that convolution: its
+// staged input strip is contiguous along x in NCHW, so it loads whole vectors of pixels.
+constexpr int64_t kMaxInPlaceNchwChannels = 4;
+
+Graph absorb_input_transforms(const Graph& input) {
+  Graph g = input;
+  const auto uses = g.consumers();
+  std::vector<Node> nodes = g.nodes();
+  std::vector<bool> dead(nodes.size(), false);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const auto* t = std::get_if<LayoutTransform>(&nodes[i].op);
+    if (!t || t->from != Layout::nchw || t->to != Layout::nhwc || nodes[i].inputs.size() != 1 ||
+        nodes[i].outputs.size() != 1)
+      continue;
+    const ValueId v = nodes[i].outputs[0];
+    const Value& x = g.value(nodes[i].inputs[0]);
+    if (g.is_graph_output(v) || uses[v.index].size() != 1 || x.shape.size() != 4 ||
+        x.shape[1] > kMaxInPlaceNchwChannels)
+      continue;
+    Node& conv = nodes[uses[v.index][0].index];
+    auto* attrs = std::get_if<Conv2d>(&conv.op);
+    if (!attrs || attrs->nchw_input || conv.inputs[0] != v || !lowers_to_halide_conv(g, conv) ||
+        (attrs->groups > 1 && attrs->groups == x.shape[1]))
+      continue;
+    attrs->nchw_input = true;
+    conv.inputs[0] = nodes[i].inputs[0];
+    conv.computes.insert(conv.computes.begin(), nodes[i].computes.begin(), nodes[i].computes.end());
+    dead[i] = true;
+  }
+  g.rebuild(std::move(nodes), dead);
+  return g;
+}
+
+}  // namespace
+
+Graph fuse_conv_prologues(const Graph& input) { return absorb_input_transforms(absorb_chains(input)); }
 
 }  // namespace kiln::graph

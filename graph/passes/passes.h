@@ -59,7 +59,9 @@ Graph fuse_elementwise_chains(const Graph& g);
 
 // Moves each ElementwiseChain whose output only a dense or grouped convolution reads, as its
 // input, into that convolution as its pre steps (Conv2d::pre): the BatchNorm + ReLU of
-// pre-activation blocks, computed as the convolution stages its input. Runs last.
+// pre-activation blocks, computed as the convolution stages its input. Then an NCHW -> NHWC
+// transform of an image of at most 4 channels that only such a convolution reads goes into it
+// (Conv2d::nchw_input): the stem reads the NCHW input in place. Runs last.
 Graph fuse_conv_prologues(const Graph& g);
 
 }  // namespace kiln::graph
