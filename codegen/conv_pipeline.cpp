@@ -56,18 +56,25 @@ void schedule_conv(const schedules::ConvFuncs& f, const Halide::Target& target,
   }
 }
 
+// The scale and shift inputs of the post steps, or of the pre steps (after the post steps'), in
+// the argument order of graph::generated_kernel_arguments.
+std::vector<Halide::Func> step_params(const std::vector<Halide::ImageParam>& inputs,
+                                      const graph::ConvKernelSpec& k, bool pre) {
+  const size_t post = 3 + (k.residual ? 1 : 0);
+  const size_t first = pre ? post + k.post_params.size() : post;
+  const size_t count = pre ? k.pre_params.size() : k.post_params.size();
+  return std::vector<Halide::Func>(inputs.begin() + static_cast<std::ptrdiff_t>(first),
+                                   inputs.begin() + static_cast<std::ptrdiff_t>(first + count));
+}
+
 // The conv's epilogue on its accumulator value v at (co, x, y, n): the residual (inputs[3] when
 // present), the activation, then the post steps with their scale and shift inputs.
 Halide::Expr conv_epilogue(const graph::ConvKernelSpec& k, Halide::Expr v,
                            const std::vector<Halide::ImageParam>& inputs,
                            const std::vector<Halide::Expr>& at) {
-  size_t next = 3;
-  if (k.residual) v += inputs[next++](at);
+  if (k.residual) v += inputs[3](at);
   v = generators::ops::apply_activation(k.activation, v);
-  const auto first = inputs.begin() + static_cast<std::ptrdiff_t>(next);
-  const std::vector<Halide::Func> params(first,
-                                         first + static_cast<std::ptrdiff_t>(k.post_params.size()));
-  return generators::ops::apply_chain(k.post, v, params, at[0]);
+  return generators::ops::apply_chain(k.post, v, step_params(inputs, k, false), at[0]);
 }
 
 // What the convolution reads, as (c, x, y, n): inputs[0] (NHWC, or NCHW read in place), through
@@ -81,12 +88,9 @@ Halide::Func conv_source(const graph::ConvKernelSpec& k, const std::vector<Halid
     source(c, x, y, n) = inputs[0](x, y, c, n);
   }
   if (k.pre.empty()) return source;
-  const auto first = inputs.begin() + static_cast<std::ptrdiff_t>(3 + (k.residual ? 1 : 0) +
-                                                                 k.post_params.size());
-  const std::vector<Halide::Func> params(first,
-                                         first + static_cast<std::ptrdiff_t>(k.pre_params.size()));
   Halide::Func pre("prologue");
-  pre(c, x, y, n) = generators::ops::apply_chain(k.pre, source(c, x, y, n), params, c);
+  pre(c, x, y, n) =
+      generators::ops::apply_chain(k.pre, source(c, x, y, n), step_params(inputs, k, true), c);
   return pre;
 }
 

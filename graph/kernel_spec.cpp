@@ -163,6 +163,11 @@ std::vector<KernelSpec> lower_to_kernels(const Graph& g) {
   return kernels;
 }
 
+bool is_depthwise_conv(const Graph& g, const Node& n) {
+  const auto* c = std::get_if<Conv2d>(&n.op);
+  return c && is_depthwise(g, n, *c);
+}
+
 Shape conv_input_nhwc(const ConvKernelSpec& k) {
   const Shape& s = k.input.shape;
   return k.nchw_input ? Shape{s[0], s[2], s[3], s[1]} : s;

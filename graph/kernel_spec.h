@@ -86,6 +86,9 @@ bool conv_accepts_post_steps(const Graph& g, const Node& n);
 // supported epilogue) become ConvKernelSpec, NCHW -> NHWC transforms LayoutKernelSpec,
 // everything else OpKernelSpec.
 std::vector<KernelSpec> lower_to_kernels(const Graph& g);
+// Whether node n is a depthwise convolution (groups == input channels == output channels of an
+// NHWC convolution): the kernels read each of its input elements once per tap.
+bool is_depthwise_conv(const Graph& g, const Node& n);
 // The convolution's input shape as [N, H, W, C], whichever layout the kernel reads it in.
 Shape conv_input_nhwc(const ConvKernelSpec& k);
 // Whether lower_to_kernels makes node n a Halide convolution kernel (ConvKernelSpec). Those

@@ -33,7 +33,11 @@ inline double max_nan(double a, double b) { return std::isnan(a) || std::isnan(b
 // scale and shift: the step's per-channel values (affine steps only).
 double reference_chain_step(const ChainStep& step, double v, double scale, double shift);
 
-// Conv2d (any groups, residual, activation, post steps), BatchNorm, Pool2d, GlobalPool, Gemm, MatMul.
+// An ElementwiseChain: inputs x, then each affine step's per-channel scale and shift. Each step
+// is rounded to float, as the unfused ops would store it. Also a convolution's pre steps.
+Tensor reference_chain(const ElementwiseChain& ch, const std::vector<const Tensor*>& inputs);
+
+// Conv2d (any groups, residual, activation, pre and post steps), BatchNorm, Pool2d, GlobalPool, Gemm, MatMul.
 bool is_compute_op(const Op& op);
 Tensor reference_compute_op(const Op& op, const std::vector<const Tensor*>& inputs,
                             const Shape& out_shape, Layout out_layout);

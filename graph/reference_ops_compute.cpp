@@ -26,30 +26,17 @@ Tensor blank(const Shape& shape, Layout layout) {
   return Tensor{shape, layout, std::vector<float>(num_elements(shape))};
 }
 
-// Output channel o of group g = o / (Co / groups) reads input channels
-// [g * ci_per_group, (g + 1) * ci_per_group); the weights hold ci_per_group input channels.
-// The input after a convolution's pre steps (Conv2d::pre), each value rounded to float as the
-// unfused ops would store it; channel axis 1 (3 for NHWC).
+// The input after a convolution's pre steps (Conv2d::pre): the chain they came from, on x and
+// the pre steps' scale and shift inputs.
 Tensor pre_steps(const Conv2d& c, const std::vector<const Tensor*>& in) {
-  Tensor x = *in[0];
-  const ImageIndex xi{image_dims(x.shape, x.layout), x.layout};
-  for (int64_t n = 0; n < xi.d.n; ++n)
-    for (int64_t ch = 0; ch < xi.d.c; ++ch)
-      for (int64_t y = 0; y < xi.d.h; ++y)
-        for (int64_t xx = 0; xx < xi.d.w; ++xx) {
-          float& v = x.data[xi(n, ch, y, xx)];
-          size_t affine = 0;
-          for (const ChainStep& st : c.pre) {
-            const bool aff = st.kind == ChainStepKind::affine;
-            const size_t p = c.first_pre_input() + 2 * affine;
-            affine += aff;
-            v = static_cast<float>(reference_chain_step(st, v, aff ? in[p]->data[ch] : 1.0,
-                                                        aff ? in[p + 1]->data[ch] : 0.0));
-          }
-        }
-  return x;
+  std::vector<const Tensor*> chain_in = {in[0]};
+  chain_in.insert(chain_in.end(), in.begin() + static_cast<std::ptrdiff_t>(c.first_pre_input()),
+                  in.end());
+  return reference_chain(ElementwiseChain{c.pre}, chain_in);
 }
 
+// Output channel o of group g = o / (Co / groups) reads input channels
+// [g * ci_per_group, (g + 1) * ci_per_group); the weights hold ci_per_group input channels.
 Tensor conv(const Conv2d& c, const std::vector<const Tensor*>& in, const Shape& out_shape) {
   const Tensor pre = c.pre.empty() ? Tensor{} : pre_steps(c, in);
   const Tensor &x = c.pre.empty() ? *in[0] : pre, &w = *in[1], &b = *in[2];

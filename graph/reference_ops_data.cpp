@@ -372,10 +372,8 @@ double reference_chain_step(const ChainStep& st, double v, double scale, double 
   return v;
 }
 
-namespace {
-
 // Each step as its own op would compute it, in double.
-Tensor chain(const ElementwiseChain& ch, const std::vector<const Tensor*>& in) {
+Tensor reference_chain(const ElementwiseChain& ch, const std::vector<const Tensor*>& in) {
   Tensor out = *in[0];
   const Shape& s = out.shape;
   const size_t axis = out.layout == Layout::nhwc ? 3 : 1;
@@ -399,8 +397,6 @@ Tensor chain(const ElementwiseChain& ch, const std::vector<const Tensor*>& in) {
   }
   return out;
 }
-
-}  // namespace
 
 Tensor reference_data_op(const Op& op, const std::vector<const Tensor*>& in, const Shape& out_shape,
                          Layout out_layout) {
@@ -430,7 +426,7 @@ Tensor reference_data_op(const Op& op, const std::vector<const Tensor*>& in, con
     return where(*in[0], *in[1], *in[2], out_shape, out_layout);
   if (const auto* ln = std::get_if<LayerNorm>(&op)) return layer_norm(*ln, in);
   if (const auto* rs = std::get_if<Resize>(&op)) return resize(*rs, *in[0], out_shape, out_layout);
-  if (const auto* ch = std::get_if<ElementwiseChain>(&op)) return chain(*ch, in);
+  if (const auto* ch = std::get_if<ElementwiseChain>(&op)) return reference_chain(*ch, in);
   if (const auto* t = std::get_if<LayoutTransform>(&op)) return to_layout(*in[0], t->to);
   throw Error(std::string("reference: no implementation of ") + op_name(op) + " yet");
 }

@@ -35,7 +35,7 @@ Graph absorb_chains(const Graph& input) {
     // Dense and grouped convolutions stage their input once per task; a depthwise one reads
     // each element for every tap and would compute the steps that many times.
     if (!constant_params || !attrs || !attrs->pre.empty() || conv.inputs[0] != v ||
-        !lowers_to_halide_conv(g, conv) || attrs->groups == x.shape[3])
+        !lowers_to_halide_conv(g, conv) || is_depthwise_conv(g, conv))
       continue;
     attrs->pre = chain->steps;
     conv.inputs[0] = nodes[i].inputs[0];
@@ -70,7 +70,7 @@ Graph absorb_input_transforms(const Graph& input) {
     Node& conv = nodes[uses[v.index][0].index];
     auto* attrs = std::get_if<Conv2d>(&conv.op);
     if (!attrs || attrs->nchw_input || conv.inputs[0] != v || !lowers_to_halide_conv(g, conv) ||
-        (attrs->groups > 1 && attrs->groups == x.shape[1]))
+        is_depthwise_conv(g, conv))
       continue;
     attrs->nchw_input = true;
     conv.inputs[0] = nodes[i].inputs[0];
