@@ -159,7 +159,7 @@ schedules::ConvShape conv_shape(const graph::ConvKernelSpec& k, const Halide::Ta
   s.kernel_h = static_cast<int>(w[0]);
   s.padded = k.pad_top || k.pad_left || k.pad_bottom || k.pad_right;
   // Groups of whole vectors keep each vector of output channels in one group, so the dense
-  // schedules apply (their input loads are broadcasts); narrower groups vectorize pixels.
+  // schedules apply (their input loads are broadcasts); narrower groups permute their inputs.
   s.narrow_groups = k.groups > 1 && out_per_group % target.natural_vector_size<float>() != 0;
   s.grouped = k.groups > 1;
   s.constant_weights = k.constant_weights;

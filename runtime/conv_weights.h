@@ -34,13 +34,15 @@ int64_t conv_weight_blocks(int64_t out_channels);
 std::vector<float> block_conv_weights(const float* hwio, int64_t kh, int64_t kw, int64_t ci,
                                       int64_t co);
 
-// Grouped convolutions whose groups are not whole vectors of 16 output channels (ResNeXt's 4,
-// RegNet's 8, 24 or 56) run as convolutions of blocks of `merge` consecutive groups, the
-// smallest number (up to 8) whose output channels are whole vectors: weights widened to the
-// block's input channels, zero where an output channel's group does not read the input. Each
-// vector of output channels then reads one block's inputs as broadcasts instead of gathering
-// them, for merge x the multiply-adds. Returns merge; 1 when the groups are whole vectors
-// already or no such block exists. Codegen and the runtime both decide with this.
+// Grouped convolutions whose groups neither fill nor tile a vector of 16 output channels
+// (RegNet's 24 or 56) run as convolutions of blocks of `merge` consecutive groups, the smallest
+// number (up to 8) whose output channels are whole vectors: weights widened to the block's
+// input channels, zero where an output channel's group does not read the input. Each vector of
+// output channels then reads one block's inputs as broadcasts instead of gathering them, for
+// merge x the multiply-adds. Groups of 1, 2, 4 or 8 channels (ResNeXt's 4) tile a vector and
+// take the grouped schedule's permuted inputs instead (conv_schedule_cpu_grouped.cpp). Returns
+// merge; 1 when the groups are whole vectors already, tile one, or no block exists. Codegen and
+// the runtime both decide with this.
 int grouped_conv_merge(int groups, int64_t out_channels);
 
 // HWIO weights [Kh, Kw, Ci / groups, Co] -> [Kh, Kw, merge * Ci / groups, Co] (see above).

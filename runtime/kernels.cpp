@@ -97,6 +97,9 @@ int grouped_conv_merge(int groups, int64_t out_channels) {
   constexpr int kMaxMerge = 8;     // at most 8x the multiply-adds
   if (groups <= 1 || out_channels % groups != 0) return 1;
   const int64_t per_group = out_channels / groups;
+  // Groups that tile a vector exactly (1, 2, 4 or 8 channels) take the grouped schedule's
+  // permuted inputs instead, with no multiply-add on zeros.
+  if (kVector % per_group == 0) return 1;
   for (int merge = 1; merge <= kMaxMerge; ++merge)
     if (merge * per_group % kVector == 0 && groups % merge == 0) return merge;
   return 1;

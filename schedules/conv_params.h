@@ -27,7 +27,7 @@ struct ConvShape {
 
 // naive: Halide's default (a baseline). wide: register tiles, parallel over row strips
 // (conv_schedule_cpu.cpp). deep: register tiles over a chunked reduction, parallel over channel
-// blocks (conv_schedule_cpu_deep.cpp). grouped: pixels in vectors, for narrow groups
+// blocks (conv_schedule_cpu_deep.cpp). grouped: vectors spanning groups, for narrow groups
 // (conv_schedule_cpu_grouped.cpp). winograd: Winograd F(2x2, 3x3) or F(4x4, 3x3) for dense 3x3
 // stride-1 layers, a batched matrix multiply over tiles (conv_schedule_cpu_winograd.cpp).
 // GPU targets have one schedule: only `naive` changes them.

@@ -1,32 +1,70 @@
 // x86 CPU schedule for grouped convolutions whose groups have fewer output channels than a
-// vector (ResNeXt's 4-channel groups, a depthwise conv with a channel multiplier): a vector of
-// output channels would span several groups and gather its input, so the accumulators run in
-// vectors along output pixels, each lane reading its own pixel of the same input channel.
+// vector (ResNeXt's 4-channel groups, RegNet's 8 on AVX-512, a depthwise convolution with a
+// channel multiplier). A vector of output channels spans several groups and each lane reads
+// its own group's input channel: input_padded(co / per_group * group_in + ci) over a vector of
+// co. Halide emits that as one dense load of the groups' input channels and a permute
+// (vpermps) per input channel of the group, not a gather, when a vector holds whole groups.
+// Every multiply-add is useful, unlike blocks of merged groups (runtime::grouped_conv_merge),
+// which multiply zeros for (merge - 1) / merge of theirs.
+//
+// The tiling is the depthwise one (depthwise_schedule.cpp): per task a band of rows with its
+// zero-padded input staged once; a register tile of one channel vector by `pixels` output
+// pixels with the group's input channels and the kernel's columns unrolled, so each input
+// vector is loaded and permuted once for the up to three pixels whose taps read it.
 #include "conv_schedule.h"
 
 namespace kiln::schedules {
+namespace {
+constexpr int kTasks = 8;  // parallel tasks to aim for: 2 threads get 4 each
+}  // namespace
 
 void schedule_conv_cpu_grouped(const ConvFuncs& f, const Halide::Target& target) {
+  using Halide::Expr;
+  using Halide::Stage;
   using Halide::TailStrategy;
   using Halide::Var;
   Halide::Func output = f.output, acc = f.acc, input_padded = f.input_padded;
-  const Var &co = f.co, &x = f.x, &y = f.y, &n = f.n;
   const int vec = target.natural_vector_size<float>();
-  Var xo("xo"), xi("xi"), task("task");
+  // Accumulators plus the weight vector and the permuted inputs in flight: 8 of 32 registers on
+  // AVX-512, 4 of 16 below it.
+  const int pixels = target.has_feature(Halide::Target::AVX512) ? 8 : 4;
+  Var coo("coo"), coi("coi"), xo("xo"), xi("xi"), yo("yo"), yi("yi"), task("task");
+  const Expr rows = Halide::max(2, (f.out_height + kTasks - 1) / kTasks);
 
-  // One task per output row (x batch); in a row, tiles of one vector of pixels by every output
-  // channel: Co x vec accumulators (16 KB for 256 channels on AVX-512), in L1.
-  output.fuse(y, n, task).parallel(task);
-  output.split(x, xo, xi, vec, TailStrategy::GuardWithIf).reorder(co, xi, xo, task);
-  output.vectorize(co, vec, TailStrategy::GuardWithIf);
-  acc.compute_at(output, xo)
-      .reorder_storage(x, co, y, n)
-      .vectorize(x, vec, TailStrategy::GuardWithIf);
-  // Taps outermost, then output channels, then the group's input channels: each weight is a
-  // broadcast, each input load a gather of vec pixels at the same channel.
-  acc.update().reorder(x, f.r.x, co, f.r.y, f.r.z).vectorize(x, vec, TailStrategy::GuardWithIf);
+  auto tile = [&](Stage s, int channels, int tile_pixels) {
+    s.split(f.co, coo, coi, channels, TailStrategy::ShiftInwards)
+        .split(f.x, xo, xi, tile_pixels, TailStrategy::ShiftInwards)
+        .split(f.y, yo, yi, rows, TailStrategy::GuardWithIf)
+        .reorder(coi, xi, xo, coo, yi, yo, f.n)
+        .fuse(yo, f.n, task)
+        .parallel(task);
+  };
+  // Full tiles only (ShiftInwards never clips one); fewer channels than a vector or narrower
+  // rows than a tile take one output at a time.
+  for (int p : {pixels, 1}) {
+    Stage s = output.specialize(f.out_channels >= vec && f.out_width >= p);
+    tile(s, vec, p);
+    s.vectorize(coi).unroll(xi);
+  }
+  tile(output, 1, 1);
 
-  // The zero-padded rows a task reads, staged once per task: no boundary test in the loop.
+  acc.compute_at(output, xo).vectorize(f.co, vec, TailStrategy::GuardWithIf).unroll(f.x);
+  // The group's input channels and the kernel's columns unrolled when the body stays small
+  // (up to 8 x 3 multiply-adds per pixel); the rows loop.
+  const Expr small = f.r.x.extent() <= 8 && f.r.y.extent() <= 3;
+  acc.update()
+      .specialize(small)
+      .reorder(f.co, f.x, f.r.x, f.r.y, f.r.z)
+      .vectorize(f.co, vec, TailStrategy::GuardWithIf)
+      .unroll(f.x)
+      .unroll(f.r.x)
+      .unroll(f.r.y);
+  acc.update()
+      .reorder(f.co, f.x, f.r.x, f.r.y, f.r.z)
+      .vectorize(f.co, vec, TailStrategy::GuardWithIf)
+      .unroll(f.x);
+
+  // The zero-padded rows a task reads (with its prologue), staged once per task.
   if (!f.stage_input) return;
   input_padded.compute_at(output, task)
       .bound(f.c, 0, f.in_channels)

@@ -308,6 +308,55 @@ TEST(GeneratedKernels, DepthwiseConvolutionWithAResidual) {
   expect_whole_graph_matches_reference(input, optimized);
 }
 
+// Grouped convolutions of every group width the schedules treat differently, on every CPU
+// target against the reference: groups that tile a vector (1, 2, 4 and 8 output channels: the
+// grouped schedule's permuted inputs), a channel multiplier (one input channel per group), groups
+// that fit no vector (3 channels: gathered), groups merged into blocks (24 channels), strides,
+// asymmetric padding, dilation, a 5x5 kernel, batch 2, and rows narrower than a register tile.
+TEST(GeneratedKernels, GroupedConvolutionsOfEveryGroupWidth) {
+  graph::GraphBuilder b;
+  const graph::ValueId x = b.input("x", {2, 48, 13, 15});
+  const graph::ValueId narrow = b.input("narrow", {1, 16, 6, 3});
+  struct Case {
+    const char* name;
+    bool narrow_input;
+    int64_t co;
+    int groups, k, stride, dilation, pad_top, pad_left, pad_bottom, pad_right;
+  };
+  const Case cases[] = {
+      {"resnext_4", false, 48, 12, 3, 1, 1, 1, 1, 1, 1},
+      {"resnext_4_stride2", false, 48, 12, 3, 2, 1, 0, 1, 1, 0},
+      {"expand_4_to_8", false, 96, 12, 3, 1, 1, 1, 1, 1, 1},
+      {"out_2_in_8", false, 12, 6, 3, 1, 1, 1, 1, 1, 1},
+      {"multiplier_2", false, 96, 48, 3, 1, 1, 1, 1, 1, 1},
+      {"groups_of_3", false, 48, 16, 3, 1, 1, 1, 1, 1, 1},
+      {"merged_24", false, 48, 2, 3, 1, 1, 1, 1, 1, 1},
+      {"k5_dilation2", false, 48, 12, 5, 1, 2, 4, 3, 4, 5},
+      {"pointwise_4", false, 48, 12, 1, 1, 1, 0, 0, 0, 0},
+      {"width_3", true, 16, 4, 3, 1, 1, 1, 1, 1, 1},
+  };
+  uint64_t seed = 500;
+  for (const Case& c : cases) {
+    const std::string p = c.name;
+    const int64_t ci = (c.narrow_input ? 16 : 48) / c.groups;
+    graph::Conv2d attrs;
+    attrs.groups = c.groups;
+    attrs.stride_h = attrs.stride_w = c.stride;
+    attrs.dilation_h = attrs.dilation_w = c.dilation;
+    attrs.pad_top = c.pad_top, attrs.pad_left = c.pad_left;
+    attrs.pad_bottom = c.pad_bottom, attrs.pad_right = c.pad_right;
+    const float r = 1.0f / std::sqrt(static_cast<float>(ci * c.k * c.k));
+    b.output(b.conv2d(p, c.narrow_input ? narrow : x,
+                      b.constant(p + "_w", {c.co, ci, c.k, c.k},
+                                 graph::random_uniform(c.co * ci * c.k * c.k, -r, r, seed), Layout::oihw),
+                      b.constant(p + "_b", {c.co}, graph::random_uniform(c.co, -0.2f, 0.2f, seed + 1)),
+                      attrs));
+    seed += 10;
+  }
+  const graph::Graph input = b.finish();
+  expect_whole_graph_matches_reference(input, graph::run_passes(input));
+}
+
 // A dense block (DenseNet's pattern, in preact_se): each layer's BN + ReLU reads the running
 // Concat, and its conv's output joins it. Every Concat is stored in place, nested in the last
 // one, and each BN + ReLU is the prologue of its bottleneck conv (fuse_conv_prologues), so the
