@@ -48,7 +48,7 @@ void schedule_conv(const schedules::ConvFuncs& f, const Halide::Target& target,
   } else if (target.has_gpu_feature()) {
     schedules::schedule_conv_cuda(f, target);
   } else if (p.family == schedules::ConvFamily::grouped) {
-    schedules::schedule_conv_cpu_grouped(f, target);
+    schedules::schedule_conv_cpu_grouped(f, p, target);
   } else if (p.family == schedules::ConvFamily::deep) {
     schedules::schedule_conv_cpu_deep(f, p, target);
   } else {

@@ -20,7 +20,7 @@ const std::vector<FamilyInfo>& families() {
       {ConvFamily::naive, "naive", {}},
       {ConvFamily::wide, "wide", {"block", "rows", "split", "stage"}},
       {ConvFamily::deep, "deep", {"block", "chunk", "tasks"}},
-      {ConvFamily::grouped, "grouped", {}},
+      {ConvFamily::grouped, "grouped", {"block"}},
       {ConvFamily::winograd, "winograd", {"tile", "block", "rows"}},
   };
   return f;
@@ -97,6 +97,7 @@ std::string to_string(const ConvParams& p) {
       << " stage=" << (p.stage_input ? "copy" : "in_place");
   if (p.family == ConvFamily::deep)
     s << " block=" << block << " chunk=" << p.chunk << " tasks=" << p.tasks;
+  if (p.family == ConvFamily::grouped) s << " block=" << block;
   if (p.family == ConvFamily::winograd)
     s << " tile=" << p.tile << " block=" << block << " rows=" << p.rows;
   return s.str();
@@ -249,10 +250,19 @@ std::string conv_params_error(const ConvParams& p, const ConvShape& s, const Hal
   if (s.narrow_groups != (p.family == ConvFamily::grouped))
     return s.narrow_groups ? "groups narrower than a vector take the grouped (or naive) schedule"
                            : "the grouped schedule is for groups narrower than a vector";
-  if (p.family == ConvFamily::grouped) return "";
   const int vec = vector_lanes(t);
   const RegisterBlock& b = p.block;
   const std::string tile = std::to_string(b.vectors) + "x" + std::to_string(b.pixels);
+  // The grouped schedule's tile is one vector of output channels (its inputs are permuted per
+  // vector) by `pixels`; narrower outputs than the tile take one output at a time.
+  if (p.family == ConvFamily::grouped) {
+    if (b.vectors != 1)
+      return "the grouped schedule's block is 1xP (one vector by P pixels), not " + tile;
+    if (b.pixels > accumulator_registers(t))
+      return "block " + tile + " needs " + std::to_string(b.pixels) +
+             " accumulator registers; the target has " + std::to_string(accumulator_registers(t));
+    return "";
+  }
   if (b.vectors == 0 && s.out_channels >= vec)
     return "block " + tile + " leaves the output channels unvectorized";
   if (b.vectors * vec > s.out_channels || b.pixels > s.out_width)
@@ -284,7 +294,11 @@ ConvParams default_conv_params(const ConvShape& s, const Halide::Target& t) {
 ConvParams default_direct_conv_params(const ConvShape& s, const Halide::Target& t) {
   ConvParams p;
   if (s.narrow_groups) {
+    // One vector by 4 pixels on AVX2 (4 of 16 registers hold accumulators, the rest the
+    // permuted inputs and weights; 1x3 to 2x8 measured no faster on ResNeXt's 4-channel
+    // groups), 8 on AVX-512 (the depthwise tile).
     p.family = ConvFamily::grouped;
+    p.block = {1, t.has_feature(Halide::Target::AVX512) ? 8 : 4};
     return p;
   }
   const int64_t pixels = int64_t{s.out_height} * s.out_width;
@@ -382,7 +396,17 @@ std::vector<ConvParams> conv_candidates(const ConvShape& s, const Halide::Target
   const ConvParams base = default_direct_conv_params(s, t);
   std::vector<ConvParams> out = {chosen};
   if (!(base == chosen) && limit > 1) out.push_back(base);
-  if (base.family == ConvFamily::grouped || t.has_gpu_feature()) return out;
+  if (t.has_gpu_feature()) return out;
+  if (base.family == ConvFamily::grouped) {  // no cost model: the widths in order
+    for (int px : {2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16}) {
+      ConvParams p = base;
+      p.block = {1, px};
+      if (out.size() < limit && std::find(out.begin(), out.end(), p) == out.end() &&
+          px <= std::max(s.out_width, 1) && conv_params_error(p, s, t).empty())
+        out.push_back(p);
+    }
+    return out;
+  }
   const int vec = vector_lanes(t);
   std::vector<RegisterBlock> blocks;
   if (s.out_channels < vec) {

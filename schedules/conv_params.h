@@ -35,7 +35,8 @@ enum class ConvFamily { naive, wide, deep, grouped, winograd };
 
 struct ConvParams {
   ConvFamily family = ConvFamily::wide;
-  // wide, deep: the register tile, output-channel vectors x output pixels along x. 0 vectors:
+  // wide, deep, grouped: the register tile, output-channel vectors x output pixels along x
+  // (grouped: one vector; an output narrower than the tile goes one pixel at a time). 0 vectors:
   // one output channel per tile, not vectorized (layers with fewer channels than a vector).
   RegisterBlock block{1, 1};
   int rows = 2;                 // wide: output rows per parallel task

@@ -54,9 +54,11 @@ void schedule_conv_cpu(const ConvFuncs& f, const ConvParams& p, const Halide::Ta
 // blocks, the reduction chunked so each chunk of weights is reused from L1 by the whole task.
 void schedule_conv_cpu_deep(const ConvFuncs& f, const ConvParams& p, const Halide::Target& target);
 
-// x86 CPU, grouped convolutions with fewer output channels per group than a vector:
-// accumulators vectorized along output pixels, parallel over rows.
-void schedule_conv_cpu_grouped(const ConvFuncs& f, const Halide::Target& target);
+// x86 CPU, grouped convolutions with fewer output channels per group than a vector (family
+// grouped): one vector of output channels spanning several groups, each lane's input permuted
+// in registers, by p.block.pixels output pixels; parallel over bands of rows.
+void schedule_conv_cpu_grouped(const ConvFuncs& f, const ConvParams& p,
+                               const Halide::Target& target);
 
 // x86 CPU, Winograd (family winograd): tasks of p.rows tile rows, per task the transformed
 // input, the batched matrix multiply in p.block register tiles (channel vectors x tiles) and

@@ -11,6 +11,7 @@
 // zero-padded input staged once; a register tile of one channel vector by `pixels` output
 // pixels with the group's input channels and the kernel's columns unrolled, so each input
 // vector is loaded and permuted once for the up to three pixels whose taps read it.
+#include "conv_params.h"
 #include "conv_schedule.h"
 
 namespace kiln::schedules {
@@ -18,16 +19,15 @@ namespace {
 constexpr int kTasks = 8;  // parallel tasks to aim for: 2 threads get 4 each
 }  // namespace
 
-void schedule_conv_cpu_grouped(const ConvFuncs& f, const Halide::Target& target) {
+void schedule_conv_cpu_grouped(const ConvFuncs& f, const ConvParams& p,
+                               const Halide::Target& target) {
   using Halide::Expr;
   using Halide::Stage;
   using Halide::TailStrategy;
   using Halide::Var;
   Halide::Func output = f.output, acc = f.acc, input_padded = f.input_padded;
   const int vec = target.natural_vector_size<float>();
-  // Accumulators plus the weight vector and the permuted inputs in flight: 8 of 32 registers on
-  // AVX-512, 4 of 16 below it.
-  const int pixels = target.has_feature(Halide::Target::AVX512) ? 8 : 4;
+  const int pixels = p.block.pixels;  // schedules::default_direct_conv_params: 4 on AVX2
   Var coo("coo"), coi("coi"), xo("xo"), xi("xi"), yo("yo"), yi("yi"), task("task");
   const Expr rows = Halide::max(2, (f.out_height + kTasks - 1) / kTasks);
 
@@ -41,9 +41,9 @@ void schedule_conv_cpu_grouped(const ConvFuncs& f, const Halide::Target& target)
   };
   // Full tiles only (ShiftInwards never clips one); fewer channels than a vector or narrower
   // rows than a tile take one output at a time.
-  for (int p : {pixels, 1}) {
-    Stage s = output.specialize(f.out_channels >= vec && f.out_width >= p);
-    tile(s, vec, p);
+  for (int px : {pixels, 1}) {
+    Stage s = output.specialize(f.out_channels >= vec && f.out_width >= px);
+    tile(s, vec, px);
     s.vectorize(coi).unroll(xi);
   }
   tile(output, 1, 1);

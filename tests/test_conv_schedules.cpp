@@ -142,6 +142,27 @@ TEST(ConvKernelSchedules, ParamsThatDoNotFitAreRefused) {
   EXPECT_NE(error("wide stage=in_place", avx512), "");
   EXPECT_NE(error("grouped", avx512), "");
   EXPECT_EQ(error("deep block=2x7", avx2), "");
+  // Groups narrower than a vector take the grouped family only, with one vector per tile.
+  schedules::ConvShape narrow = s;
+  narrow.grouped = narrow.narrow_groups = true, narrow.reduction_channels = 4;
+  const auto narrow_error = [&](const std::string& text, const Halide::Target& t) {
+    schedules::ConvParams p = schedules::default_conv_params(narrow, t);
+    EXPECT_EQ(p.family, schedules::ConvFamily::grouped);
+    const std::string e = schedules::parse_conv_params(text, &p);
+    return e.empty() ? schedules::conv_params_error(p, narrow, t) : e;
+  };
+  EXPECT_EQ(narrow_error("grouped block=1x6", avx2), "");
+  EXPECT_NE(narrow_error("grouped block=2x4", avx2), "");   // two vectors
+  EXPECT_NE(narrow_error("grouped block=1x20", avx2), "");  // 20 accumulators of 14
+  EXPECT_NE(narrow_error("wide block=1x4", avx2), "");
+  const std::vector<schedules::ConvParams> c = schedules::conv_candidates(narrow, avx2, 2, 16);
+  ASSERT_GT(c.size(), 3u);
+  EXPECT_EQ(c.front(), schedules::default_conv_params(narrow, avx2));
+  for (const schedules::ConvParams& p : c) {
+    EXPECT_EQ(p.family, schedules::ConvFamily::grouped) << schedules::to_string(p);
+    EXPECT_EQ(schedules::conv_params_error(p, narrow, avx2), "") << schedules::to_string(p);
+    EXPECT_LE(p.block.pixels, narrow.out_width) << schedules::to_string(p);
+  }
 }
 
 // Every candidate the tuner would try is valid for the layer, the default comes first, and
