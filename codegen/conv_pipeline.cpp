@@ -131,7 +131,8 @@ KernelPipeline depthwise_pipeline(const graph::ConvKernelSpec& k, const Halide::
                                     static_cast<int>(out[2]),
                                     static_cast<int>(out[1]),
                                     k.stride_w,
-                                    k.dilation_w};
+                                    k.dilation_w,
+                                    !k.pre.empty() || k.nchw_input};
   if (target.has_gpu_feature()) {
     schedules::schedule_depthwise_cuda(f, target);
   } else {

@@ -1,5 +1,5 @@
-// Schedules of the depthwise convolution (generators/depthwise_generator.cpp): the Funcs and
-// loop variables a schedule may touch.
+// Schedules of the depthwise convolution (generators/ops/conv.h, depthwise_conv2d): the Funcs
+// and loop variables a schedule may touch.
 #pragma once
 
 #include "Halide.h"
@@ -14,11 +14,15 @@ struct DepthwiseFuncs {
   Halide::RDom r;  // r.x = kx, r.y = ky
   Halide::Expr channels, out_width, out_height;
   Halide::Expr stride_x, dilation_x;
+  // The input is computed, not read (a prologue, or an NCHW input read in place): stage it once
+  // per task instead of computing it once per use.
+  bool stage_input = false;
 };
 
 // Memory-bound: a channel vector by a row of pixels held in registers over the taps, the taps
-// of a 3x3 kernel unrolled so neighbouring pixels share their input loads, bands of rows in
-// parallel, the padded input band staged once per task.
+// of a 3x3 kernel unrolled so neighbouring pixels share their input loads, every channel
+// vector of a pixel tile before the next tile (its input rows stay in L1), bands of rows in
+// parallel; the zero padding read in place (Halide splits off the border pixels' loops).
 void schedule_depthwise_cpu(const DepthwiseFuncs& f, const Halide::Target& target);
 // One thread per channel and pixel column, blocks of 32 channels x 8 pixels.
 void schedule_depthwise_cuda(const DepthwiseFuncs& f, const Halide::Target& target);
