@@ -132,7 +132,9 @@ KernelPipeline depthwise_pipeline(const graph::ConvKernelSpec& k, const Halide::
                                     static_cast<int>(out[1]),
                                     k.stride_w,
                                     k.dilation_w,
-                                    !k.pre.empty() || k.nchw_input};
+                                    !k.pre.empty() || k.nchw_input,
+                                    static_cast<int>(w[1]),
+                                    static_cast<int>(w[0])};
   if (target.has_gpu_feature()) {
     schedules::schedule_depthwise_cuda(f, target);
   } else {

@@ -20,18 +20,25 @@ void schedule_depthwise_cpu(const DepthwiseFuncs& f, const Halide::Target& targe
   // bands waste less: 2-row bands re-read 2 of every 4 input rows of a 3x3 stride-1 layer).
   const Expr rows = Halide::max(2, (f.out_height + kTasks - 1) / kTasks);
 
+  // 3x3 kernels read the input in place, tile by tile (below); others (ConvNeXt's 7x7: 0.117
+  // -> 0.33 ms that way, its border tests left in the untiled tap loops) stage it.
+  const bool in_place = !f.stage_input && f.kernel_w == 3 && f.kernel_h == 3;
   auto tile = [&](Stage s, int channels, int pixels) {
     s.split(f.c, co, ci, channels, TailStrategy::ShiftInwards)
         .split(f.x, xo, xi, pixels, TailStrategy::ShiftInwards)
-        .split(f.y, yo, yi, rows, TailStrategy::GuardWithIf)
-        .reorder(ci, xi, co, xo, yi, yo, f.n)
-        .fuse(yo, f.n, task)
-        .parallel(task);
+        .split(f.y, yo, yi, rows, TailStrategy::GuardWithIf);
+    if (in_place) {
+      s.reorder(ci, xi, co, xo, yi, yo, f.n);
+    } else {
+      s.reorder(ci, xi, xo, co, yi, yo, f.n);
+    }
+    s.fuse(yo, f.n, task).parallel(task);
   };
-  // One channel vector x 8 pixels: 8 accumulators. The channel loop is inside the pixel-tile
-  // loop, so a tile's input pixels (10 x 3 rows x all channels for a 3x3) are read by every
-  // channel vector in turn while they are in L1, each cache line used whole. Full tiles only in
-  // the fast branches (ShiftInwards never clips a tile).
+  // One channel vector x 8 pixels: 8 accumulators. In place, the channel loop is inside the
+  // pixel-tile loop, so a tile's input pixels (10 x 3 rows x all channels for a 3x3) are read
+  // by every channel vector in turn while they are in L1, each cache line used whole; staged,
+  // the pixel loop is inside, and a 3x3's 9 weight vectors stay in registers along the row.
+  // Full tiles only in the fast branches (ShiftInwards never clips a tile).
   struct Block {
     int vectors, pixels;
   };
@@ -45,7 +52,7 @@ void schedule_depthwise_cpu(const DepthwiseFuncs& f, const Halide::Target& targe
   tile(output, 1, 1);
 
   // Per (pixel tile, channel vector): the accumulators of one register tile.
-  acc.compute_at(output, co).vectorize(f.c, vec, TailStrategy::GuardWithIf).unroll(f.c).unroll(f.x);
+  acc.compute_at(output, in_place ? co : xo).vectorize(f.c, vec, TailStrategy::GuardWithIf).unroll(f.c).unroll(f.x);
   // 3x3 kernels unroll their taps; at stride 1 or 2 (dilation 1) the pixels of a tile then
   // read overlapping input columns at constant offsets, and each input vector is loaded once
   // for up to 3 pixels (stride 1) or 2 (stride 2) instead of once per (pixel, tap).
@@ -66,15 +73,14 @@ void schedule_depthwise_cpu(const DepthwiseFuncs& f, const Halide::Target& targe
       .vectorize(f.c, vec, TailStrategy::GuardWithIf)
       .unroll(f.c)
       .unroll(f.x);
-  // The zero padding is read in place: Halide's boundary condition marks the interior as likely,
-  // so the loops over the border pixels are split off and the rest run without a test. The
-  // schedule before staged the padded band per task, an extra read and write of the input, and
-  // put the pixel loop inside the channel loop (the weights in registers along a row, the band's
-  // rows re-read from L2 by each channel vector): MobileNetV2's depthwise layers took 1.24-2.0x
-  // as long (bench_conv, AVX2, 2 threads; either change alone gained nothing or 1.36x on the
-  // stride-2 112x112 layer only). A computed input (a prologue) is staged, so it is computed
-  // once per element, not once per tap.
-  if (f.stage_input)
+  // In place, the zero padding is read where it is: Halide's boundary condition marks the
+  // interior as likely, so the loops over the border pixels are split off and the rest run
+  // without a test. Against the staged padded band (an extra read and write of the input) with
+  // the pixel loop inside the channel loop (the band's rows re-read from L2 by each channel
+  // vector), MobileNetV2's 3x3 depthwise layers took 0.50-0.81x the time (bench_conv, AVX2, 2
+  // threads; either change alone gained nothing, or 1.36x on the stride-2 112x112 layer only).
+  // A computed input (a prologue) is staged, so it is computed once per element, not per tap.
+  if (!in_place)
     input_padded.compute_at(output, task).vectorize(f.c, vec, TailStrategy::GuardWithIf);
 }
 

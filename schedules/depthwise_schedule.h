@@ -17,12 +17,14 @@ struct DepthwiseFuncs {
   // The input is computed, not read (a prologue, or an NCHW input read in place): stage it once
   // per task instead of computing it once per use.
   bool stage_input = false;
+  int kernel_w = 3, kernel_h = 3;
 };
 
-// Memory-bound: a channel vector by a row of pixels held in registers over the taps, the taps
-// of a 3x3 kernel unrolled so neighbouring pixels share their input loads, every channel
-// vector of a pixel tile before the next tile (its input rows stay in L1), bands of rows in
-// parallel; the zero padding read in place (Halide splits off the border pixels' loops).
+// Memory-bound: a channel vector by a row of pixels held in registers over the taps, bands of
+// rows in parallel. 3x3 kernels unroll their taps so neighbouring pixels share their input
+// loads, run every channel vector of a pixel tile before the next tile (its input rows stay in
+// L1) and read the zero padding in place (Halide splits off the border pixels' loops); other
+// kernels stage the padded band per task and walk each channel vector along the rows.
 void schedule_depthwise_cpu(const DepthwiseFuncs& f, const Halide::Target& target);
 // One thread per channel and pixel column, blocks of 32 channels x 8 pixels.
 void schedule_depthwise_cuda(const DepthwiseFuncs& f, const Halide::Target& target);
