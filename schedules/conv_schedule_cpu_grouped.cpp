@@ -14,6 +14,8 @@
 // so each input vector is loaded and permuted once for the up to three pixels whose taps read
 // it. (The depthwise 3x3 order, channel vectors inside pixel tiles with the input read in
 // place, measured 0.255 -> 0.262 ms on ResNeXt's 4-channel 3x3: not taken.)
+#include <vector>
+
 #include "conv_params.h"
 #include "conv_schedule.h"
 
@@ -42,9 +44,11 @@ void schedule_conv_cpu_grouped(const ConvFuncs& f, const ConvParams& p,
         .fuse(yo, f.n, task)
         .parallel(task);
   };
-  // Full tiles only (ShiftInwards never clips one); fewer channels than a vector or narrower
-  // rows than a tile take one output at a time.
-  for (int px : {pixels, 1}) {
+  // Full tiles only (ShiftInwards never clips one): rows narrower than the tile take one pixel
+  // at a time, fewer channels than a vector one output at a time.
+  std::vector<int> widths = {pixels};
+  if (pixels > 1) widths.push_back(1);
+  for (int px : widths) {
     Stage s = output.specialize(f.out_channels >= vec && f.out_width >= px);
     tile(s, vec, px);
     s.vectorize(coi).unroll(xi);

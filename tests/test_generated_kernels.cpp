@@ -312,33 +312,36 @@ TEST(GeneratedKernels, DepthwiseConvolutionWithAResidual) {
 // target against the reference: groups that tile a vector (1, 2, 4 and 8 output channels: the
 // grouped schedule's permuted inputs), a channel multiplier (one input channel per group), groups
 // that fit no vector (3 channels: gathered), groups merged into blocks (24 channels), strides,
-// asymmetric padding, dilation, a 5x5 kernel, batch 2, and rows narrower than a register tile.
+// asymmetric padding, dilation, a 5x5 kernel, batch 2, rows narrower than a register tile, and
+// a one-pixel column (whose default tile is one pixel wide).
 TEST(GeneratedKernels, GroupedConvolutionsOfEveryGroupWidth) {
   graph::GraphBuilder b;
   const graph::ValueId x = b.input("x", {2, 48, 13, 15});
   const graph::ValueId narrow = b.input("narrow", {1, 16, 6, 3});
+  const graph::ValueId column = b.input("column", {1, 16, 5, 1});
   struct Case {
     const char* name;
-    bool narrow_input;
+    int input;  // 0: x, 1: narrow, 2: column
     int64_t co;
     int groups, k, stride, dilation, pad_top, pad_left, pad_bottom, pad_right;
   };
   const Case cases[] = {
-      {"resnext_4", false, 48, 12, 3, 1, 1, 1, 1, 1, 1},
-      {"resnext_4_stride2", false, 48, 12, 3, 2, 1, 0, 1, 1, 0},
-      {"expand_4_to_8", false, 96, 12, 3, 1, 1, 1, 1, 1, 1},
-      {"out_2_in_8", false, 12, 6, 3, 1, 1, 1, 1, 1, 1},
-      {"multiplier_2", false, 96, 48, 3, 1, 1, 1, 1, 1, 1},
-      {"groups_of_3", false, 48, 16, 3, 1, 1, 1, 1, 1, 1},
-      {"merged_24", false, 48, 2, 3, 1, 1, 1, 1, 1, 1},
-      {"k5_dilation2", false, 48, 12, 5, 1, 2, 4, 3, 4, 5},
-      {"pointwise_4", false, 48, 12, 1, 1, 1, 0, 0, 0, 0},
-      {"width_3", true, 16, 4, 3, 1, 1, 1, 1, 1, 1},
+      {"resnext_4", 0, 48, 12, 3, 1, 1, 1, 1, 1, 1},
+      {"resnext_4_stride2", 0, 48, 12, 3, 2, 1, 0, 1, 1, 0},
+      {"expand_4_to_8", 0, 96, 12, 3, 1, 1, 1, 1, 1, 1},
+      {"out_2_in_8", 0, 12, 6, 3, 1, 1, 1, 1, 1, 1},
+      {"multiplier_2", 0, 96, 48, 3, 1, 1, 1, 1, 1, 1},
+      {"groups_of_3", 0, 48, 16, 3, 1, 1, 1, 1, 1, 1},
+      {"merged_24", 0, 48, 2, 3, 1, 1, 1, 1, 1, 1},
+      {"k5_dilation2", 0, 48, 12, 5, 1, 2, 4, 3, 4, 5},
+      {"pointwise_4", 0, 48, 12, 1, 1, 1, 0, 0, 0, 0},
+      {"width_3", 1, 16, 4, 3, 1, 1, 1, 1, 1, 1},
+      {"width_1", 2, 16, 4, 3, 1, 1, 1, 1, 1, 1},  // a one-pixel tile: one specialization
   };
   uint64_t seed = 500;
   for (const Case& c : cases) {
     const std::string p = c.name;
-    const int64_t ci = (c.narrow_input ? 16 : 48) / c.groups;
+    const int64_t ci = (c.input == 0 ? 48 : 16) / c.groups;
     graph::Conv2d attrs;
     attrs.groups = c.groups;
     attrs.stride_h = attrs.stride_w = c.stride;
@@ -346,7 +349,7 @@ TEST(GeneratedKernels, GroupedConvolutionsOfEveryGroupWidth) {
     attrs.pad_top = c.pad_top, attrs.pad_left = c.pad_left;
     attrs.pad_bottom = c.pad_bottom, attrs.pad_right = c.pad_right;
     const float r = 1.0f / std::sqrt(static_cast<float>(ci * c.k * c.k));
-    b.output(b.conv2d(p, c.narrow_input ? narrow : x,
+    b.output(b.conv2d(p, c.input == 0 ? x : c.input == 1 ? narrow : column,
                       b.constant(p + "_w", {c.co, ci, c.k, c.k},
                                  graph::random_uniform(c.co * ci * c.k * c.k, -r, r, seed), Layout::oihw),
                       b.constant(p + "_b", {c.co}, graph::random_uniform(c.co, -0.2f, 0.2f, seed + 1)),
