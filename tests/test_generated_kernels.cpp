@@ -309,7 +309,7 @@ TEST(GeneratedKernels, DepthwiseConvolutionWithAResidual) {
 }
 
 // Grouped convolutions of every group width the schedules treat differently, on every CPU
-// target against the reference: groups that tile a vector (1, 2, 4 and 8 output channels: the
+// target against the reference: groups that tile a vector (2, 4 and 8 output channels: the
 // grouped schedule's permuted inputs), a channel multiplier (one input channel per group), groups
 // that fit no vector (3 channels: gathered), groups merged into blocks (24 channels), strides,
 // asymmetric padding, dilation, a 5x5 kernel, batch 2, rows narrower than a register tile, and
