@@ -14,48 +14,24 @@
 // so each input vector is loaded and permuted once for the up to three pixels whose taps read
 // it. (The depthwise 3x3 order, channel vectors inside pixel tiles with the input read in
 // place, measured 0.255 -> 0.262 ms on ResNeXt's 4-channel 3x3: not taken.)
-#include <vector>
-
 #include "conv_params.h"
 #include "conv_schedule.h"
+#include "depthwise_schedule.h"
 
 namespace kiln::schedules {
-namespace {
-constexpr int kTasks = 8;  // parallel tasks to aim for: 2 threads get 4 each
-}  // namespace
 
 void schedule_conv_cpu_grouped(const ConvFuncs& f, const ConvParams& p,
                                const Halide::Target& target) {
   using Halide::Expr;
-  using Halide::Stage;
   using Halide::TailStrategy;
-  using Halide::Var;
   Halide::Func output = f.output, acc = f.acc, input_padded = f.input_padded;
   const int vec = target.natural_vector_size<float>();
-  const int pixels = p.block.pixels;  // schedules::default_direct_conv_params: 8
-  Var coo("coo"), coi("coi"), xo("xo"), xi("xi"), yo("yo"), yi("yi"), task("task");
-  const Expr rows = Halide::max(2, (f.out_height + kTasks - 1) / kTasks);
+  // The tile's pixels (schedules::default_direct_conv_params: 8), one pixel at a time on rows
+  // narrower than that.
+  const BandLoops loops = tile_bands(output, f.co, f.x, f.y, f.n, f.out_channels, f.out_width,
+                                     f.out_height, vec, {p.block.pixels, 1}, false);
 
-  auto tile = [&](Stage s, int channels, int tile_pixels) {
-    s.split(f.co, coo, coi, channels, TailStrategy::ShiftInwards)
-        .split(f.x, xo, xi, tile_pixels, TailStrategy::ShiftInwards)
-        .split(f.y, yo, yi, rows, TailStrategy::GuardWithIf)
-        .reorder(coi, xi, xo, coo, yi, yo, f.n)
-        .fuse(yo, f.n, task)
-        .parallel(task);
-  };
-  // Full tiles only (ShiftInwards never clips one): rows narrower than the tile take one pixel
-  // at a time, fewer channels than a vector one output at a time.
-  std::vector<int> widths = {pixels};
-  if (pixels > 1) widths.push_back(1);
-  for (int px : widths) {
-    Stage s = output.specialize(f.out_channels >= vec && f.out_width >= px);
-    tile(s, vec, px);
-    s.vectorize(coi).unroll(xi);
-  }
-  tile(output, 1, 1);
-
-  acc.compute_at(output, xo).vectorize(f.co, vec, TailStrategy::GuardWithIf).unroll(f.x);
+  acc.compute_at(output, loops.xo).vectorize(f.co, vec, TailStrategy::GuardWithIf).unroll(f.x);
   // The group's input channels and the kernel's columns unrolled when the body stays small
   // (up to 8 x 3 multiply-adds per pixel); the rows loop.
   const Expr small = f.r.x.extent() <= 8 && f.r.y.extent() <= 3;
@@ -73,7 +49,7 @@ void schedule_conv_cpu_grouped(const ConvFuncs& f, const ConvParams& p,
 
   // The zero-padded rows a task reads (with its prologue), staged once per task.
   if (!f.stage_input) return;
-  input_padded.compute_at(output, task)
+  input_padded.compute_at(output, loops.task)
       .bound(f.c, 0, f.in_channels)
       .vectorize(f.c, vec, TailStrategy::GuardWithIf);
 }

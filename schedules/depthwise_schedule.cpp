@@ -1,58 +1,68 @@
 // Depthwise convolution schedules. Each output element needs only Kh*Kw multiply-adds, so the
-// kernel is bound by memory: the goal is to read the input once (a staged, zero-padded strip
-// per task), stream the output once, and keep the per-channel weights in registers.
+// kernel is bound by memory: the goal is to read each input line from memory once, stream the
+// output once, and keep the accumulators in registers.
 #include "depthwise_schedule.h"
+
+#include <set>
 
 namespace kiln::schedules {
 namespace {
 constexpr int kTasks = 8;  // parallel tasks to aim for: 2 threads get 4 each
 }  // namespace
 
+BandLoops tile_bands(Halide::Func output, const Halide::Var& c, const Halide::Var& x,
+                     const Halide::Var& y, const Halide::Var& n, const Halide::Expr& channels,
+                     const Halide::Expr& out_width, const Halide::Expr& out_height, int vec,
+                     const std::vector<int>& pixels, bool channels_inside) {
+  using Halide::TailStrategy;
+  BandLoops v;
+  Halide::Var yo("yo"), yi("yi");
+  // About kTasks bands (a staged band re-reads Kh - 1 halo rows, so taller bands waste less:
+  // 2-row bands re-read 2 of every 4 input rows of a 3x3 stride-1 layer).
+  const Halide::Expr rows = Halide::max(2, (out_height + kTasks - 1) / kTasks);
+  auto tile = [&](Halide::Stage s, int tile_channels, int tile_pixels) {
+    s.split(c, v.co, v.ci, tile_channels, TailStrategy::ShiftInwards)
+        .split(x, v.xo, v.xi, tile_pixels, TailStrategy::ShiftInwards)
+        .split(y, yo, yi, rows, TailStrategy::GuardWithIf);
+    if (channels_inside) {
+      s.reorder(v.ci, v.xi, v.co, v.xo, yi, yo, n);
+    } else {
+      s.reorder(v.ci, v.xi, v.xo, v.co, yi, yo, n);
+    }
+    s.fuse(yo, n, v.task).parallel(v.task);
+  };
+  std::set<int> done;  // one specialization per width: Halide refuses a repeated condition
+  for (int px : pixels) {
+    if (!done.insert(px).second) continue;
+    Halide::Stage s = output.specialize(channels >= vec && out_width >= px);
+    tile(s, vec, px);
+    s.vectorize(v.ci, vec).unroll(v.xi);
+  }
+  tile(output, 1, 1);
+  return v;
+}
+
 void schedule_depthwise_cpu(const DepthwiseFuncs& f, const Halide::Target& target) {
   using Halide::Expr;
-  using Halide::Stage;
   using Halide::TailStrategy;
-  using Halide::Var;
   const int vec = target.natural_vector_size<float>();
   Halide::Func output = f.output, acc = f.acc, input_padded = f.input_padded;
-  Var co("co"), ci("ci"), xo("xo"), xi("xi"), yo("yo"), yi("yi"), task("task");
-  // Bands of rows, about kTasks of them (a staged band re-reads Kh - 1 halo rows, so taller
-  // bands waste less: 2-row bands re-read 2 of every 4 input rows of a 3x3 stride-1 layer).
-  const Expr rows = Halide::max(2, (f.out_height + kTasks - 1) / kTasks);
-
   // 3x3 kernels read the input in place, tile by tile (below); others (ConvNeXt's 7x7: 0.117
   // -> 0.33 ms that way, its border tests left in the untiled tap loops) stage it.
   const bool in_place = !f.stage_input && f.kernel_w == 3 && f.kernel_h == 3;
-  auto tile = [&](Stage s, int channels, int pixels) {
-    s.split(f.c, co, ci, channels, TailStrategy::ShiftInwards)
-        .split(f.x, xo, xi, pixels, TailStrategy::ShiftInwards)
-        .split(f.y, yo, yi, rows, TailStrategy::GuardWithIf);
-    if (in_place) {
-      s.reorder(ci, xi, co, xo, yi, yo, f.n);
-    } else {
-      s.reorder(ci, xi, xo, co, yi, yo, f.n);
-    }
-    s.fuse(yo, f.n, task).parallel(task);
-  };
-  // One channel vector x 8 pixels: 8 accumulators. In place, the channel loop is inside the
-  // pixel-tile loop, so a tile's input pixels (10 x 3 rows x all channels for a 3x3) are read
-  // by every channel vector in turn while they are in L1, each cache line used whole; staged,
-  // the pixel loop is inside, and a 3x3's 9 weight vectors stay in registers along the row.
-  // Full tiles only in the fast branches (ShiftInwards never clips a tile).
-  struct Block {
-    int vectors, pixels;
-  };
-  for (const Block b : {Block{1, 8}, Block{1, 4}, Block{1, 1}}) {
-    const int channels = b.vectors * vec;
-    Stage s = output.specialize(f.channels >= channels && f.out_width >= b.pixels);
-    tile(s, channels, b.pixels);
-    s.vectorize(ci, vec).unroll(ci).unroll(xi);
-  }
-  // Fewer channels than a vector: one channel, one pixel at a time.
-  tile(output, 1, 1);
+  // One channel vector x 8 pixels: 8 accumulators (then 4- and 1-pixel tiles for narrow rows).
+  // In place, the channel loop is inside the pixel-tile loop, so a tile's input pixels (10 x 3
+  // rows x all channels for a 3x3) are read by every channel vector in turn while they are in
+  // L1, each cache line used whole; staged, the pixel loop is inside, and a 3x3's 9 weight
+  // vectors stay in registers along the row.
+  const BandLoops loops = tile_bands(output, f.c, f.x, f.y, f.n, f.channels, f.out_width,
+                                     f.out_height, vec, {8, 4, 1}, in_place);
 
   // Per (pixel tile, channel vector): the accumulators of one register tile.
-  acc.compute_at(output, in_place ? co : xo).vectorize(f.c, vec, TailStrategy::GuardWithIf).unroll(f.c).unroll(f.x);
+  acc.compute_at(output, in_place ? loops.co : loops.xo)
+      .vectorize(f.c, vec, TailStrategy::GuardWithIf)
+      .unroll(f.c)
+      .unroll(f.x);
   // 3x3 kernels unroll their taps; at stride 1 or 2 (dilation 1) the pixels of a tile then
   // read overlapping input columns at constant offsets, and each input vector is loaded once
   // for up to 3 pixels (stride 1) or 2 (stride 2) instead of once per (pixel, tap).
@@ -81,7 +91,7 @@ void schedule_depthwise_cpu(const DepthwiseFuncs& f, const Halide::Target& targe
   // threads; either change alone gained nothing, or 1.36x on the stride-2 112x112 layer only).
   // A computed input (a prologue) is staged, so it is computed once per element, not per tap.
   if (!in_place)
-    input_padded.compute_at(output, task).vectorize(f.c, vec, TailStrategy::GuardWithIf);
+    input_padded.compute_at(output, loops.task).vectorize(f.c, vec, TailStrategy::GuardWithIf);
 }
 
 void schedule_depthwise_cuda(const DepthwiseFuncs& f, const Halide::Target& /*target*/) {

@@ -2,6 +2,8 @@
 // and loop variables a schedule may touch.
 #pragma once
 
+#include <vector>
+
 #include "Halide.h"
 
 namespace kiln::schedules {
@@ -19,6 +21,23 @@ struct DepthwiseFuncs {
   bool stage_input = false;
   int kernel_w = 3, kernel_h = 3;
 };
+
+// The loop variables of a banded tiling (tile_bands).
+struct BandLoops {
+  Halide::Var co{"co"}, ci{"ci"}, xo{"xo"}, xi{"xi"}, task{"task"};
+};
+
+// The tiling the depthwise and grouped schedules share, of `output` (c, x, y, n): parallel
+// tasks of bands of rows (about 8 bands per image, at least 2 rows each); in a band, tiles of
+// one vector of `vec` channels (ci, vectorized) by `pixels` pixels (xi, unrolled), with the
+// channel-vector loop co inside the pixel-tile loop xo when `channels_inside`, outside it
+// otherwise. Each width of `pixels` (widest first) is a specialization for rows at least that
+// wide, on full tiles only (ShiftInwards never clips one); fewer channels than a vector take one
+// output at a time.
+BandLoops tile_bands(Halide::Func output, const Halide::Var& c, const Halide::Var& x,
+                     const Halide::Var& y, const Halide::Var& n, const Halide::Expr& channels,
+                     const Halide::Expr& out_width, const Halide::Expr& out_height, int vec,
+                     const std::vector<int>& pixels, bool channels_inside);
 
 // Memory-bound: a channel vector by a row of pixels held in registers over the taps, bands of
 // rows in parallel. 3x3 kernels unroll their taps so neighbouring pixels share their input
