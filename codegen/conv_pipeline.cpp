@@ -104,13 +104,10 @@ void constrain_conv_output(Halide::Func output, const graph::Shape& out) {
 
 KernelPipeline depthwise_pipeline(const graph::ConvKernelSpec& k, const Halide::Target& target,
                                   const std::vector<Halide::ImageParam>& inputs,
-                                  const std::string& schedule) {
+                                  const schedules::ConvParams& params) {
   const graph::Shape in = graph::conv_input_nhwc(k);  // NHWC
   const graph::Shape& w = k.weights.shape;   // [Kh, Kw, 1, C]
   const graph::Shape& out = k.output.shape;  // NHWC
-  if (!schedule.empty())
-    throw graph::Error("kernel '" + k.name + "': a depthwise convolution has one schedule; '" +
-                       schedule + "' is for dense convolutions");
   const generators::ops::DepthwiseAlgorithm a = generators::ops::depthwise_conv2d(
       conv_source(k, inputs), static_cast<int>(in[2]), static_cast<int>(in[1]), inputs[1], inputs[2],
       static_cast<int>(w[1]), static_cast<int>(w[0]),
@@ -131,14 +128,11 @@ KernelPipeline depthwise_pipeline(const graph::ConvKernelSpec& k, const Halide::
                                     static_cast<int>(out[2]),
                                     static_cast<int>(out[1]),
                                     k.stride_w,
-                                    k.dilation_w,
-                                    !k.pre.empty() || k.nchw_input,
-                                    static_cast<int>(w[1]),
-                                    static_cast<int>(w[0])};
+                                    k.dilation_w};
   if (target.has_gpu_feature()) {
     schedules::schedule_depthwise_cuda(f, target);
   } else {
-    schedules::schedule_depthwise_cpu(f, target);
+    schedules::schedule_depthwise_cpu(f, params, target);
   }
   return KernelPipeline{Halide::Pipeline(output), inputs};
 }
@@ -148,9 +142,9 @@ KernelPipeline depthwise_pipeline(const graph::ConvKernelSpec& k, const Halide::
 // What the convolution schedules are chosen for, of a dense or grouped ConvKernelSpec
 // (`merge` groups per block, runtime/conv_weights.h) or of a MatMul run as a 1x1 convolution.
 schedules::ConvShape conv_shape(const graph::ConvKernelSpec& k, const Halide::Target& target) {
-  const graph::Shape& w = k.weights.shape;  // HWIO
+  const graph::Shape& w = k.weights.shape;  // HWIO ([Kh, Kw, 1, C] if depthwise)
   const graph::Shape& out = k.output.shape;  // NHWC
-  const int merge = runtime::grouped_conv_merge(k.groups, out[3]);
+  const int merge = k.depthwise ? 1 : runtime::grouped_conv_merge(k.groups, out[3]);
   const int out_per_group = static_cast<int>(out[3]) / k.groups * merge;
   schedules::ConvShape s;
   s.out_channels = static_cast<int>(out[3]);
@@ -163,8 +157,11 @@ schedules::ConvShape conv_shape(const graph::ConvKernelSpec& k, const Halide::Ta
   s.padded = k.pad_top || k.pad_left || k.pad_bottom || k.pad_right;
   // Groups of whole vectors keep each vector of output channels in one group, so the dense
   // schedules apply (their input loads are broadcasts); narrower groups permute their inputs.
-  s.narrow_groups = k.groups > 1 && out_per_group % target.natural_vector_size<float>() != 0;
-  s.grouped = k.groups > 1;
+  s.narrow_groups = !k.depthwise && k.groups > 1 &&
+                    out_per_group % target.natural_vector_size<float>() != 0;
+  s.grouped = k.groups > 1 || k.depthwise;
+  s.depthwise = k.depthwise;
+  s.computed_input = !k.pre.empty() || k.nchw_input;
   s.constant_weights = k.constant_weights;
   s.stride_w = k.stride_w, s.stride_h = k.stride_h;
   s.dilation_w = k.dilation_w, s.dilation_h = k.dilation_h;
@@ -235,8 +232,7 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
   const int merge = k.depthwise ? 1 : runtime::grouped_conv_merge(k.groups, out[3]);
   const bool automatic = is_autoscheduler(schedule);
   const schedules::ConvParams params =
-      k.depthwise ? schedules::ConvParams{}
-                  : conv_params(k.name, conv_shape(k, target), automatic ? "" : schedule, target);
+      conv_params(k.name, conv_shape(k, target), automatic ? "" : schedule, target);
   const bool winograd = params.family == schedules::ConvFamily::winograd;
   // The weights, as the runtime binds them: narrow groups' widened to blocks of groups,
   // Winograd's transformed to [alpha, alpha, Ci, Co] (runtime::winograd_conv_weights), dense
@@ -272,7 +268,7 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
       inputs.push_back(input_param(args[i], static_cast<int>(i)));
     }
   }
-  if (k.depthwise) return depthwise_pipeline(k, target, inputs, schedule);
+  if (k.depthwise) return depthwise_pipeline(k, target, inputs, params);
   Halide::Func output("output");
   if (winograd) {
     const generators::ops::WinogradAlgorithm a = generators::ops::winograd_conv2d(

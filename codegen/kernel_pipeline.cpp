@@ -121,8 +121,7 @@ void autoschedule(KernelPipeline& kp, const graph::KernelSpec& spec, const Halid
 // The knob-bearing shape of a kernel, if it has one.
 std::optional<schedules::ConvShape> tunable_shape(const graph::KernelSpec& spec,
                                                   const Halide::Target& target) {
-  if (const auto* c = std::get_if<graph::ConvKernelSpec>(&spec))
-    return c->depthwise ? std::nullopt : std::optional(conv_shape(*c, target));
+  if (const auto* c = std::get_if<graph::ConvKernelSpec>(&spec)) return conv_shape(*c, target);
   if (const auto* o = std::get_if<graph::OpKernelSpec>(&spec))
     if (is_conv_matmul(*o)) return matmul_shape(*o);
   return std::nullopt;

@@ -22,6 +22,7 @@ const std::vector<FamilyInfo>& families() {
       {ConvFamily::deep, "deep", {"block", "chunk", "tasks"}},
       {ConvFamily::grouped, "grouped", {"block"}},
       {ConvFamily::winograd, "winograd", {"tile", "block", "rows"}},
+      {ConvFamily::depthwise, "depthwise", {"block", "rows", "inner", "stage"}},
   };
   return f;
 }
@@ -100,6 +101,10 @@ std::string to_string(const ConvParams& p) {
   if (p.family == ConvFamily::grouped) s << " block=" << block;
   if (p.family == ConvFamily::winograd)
     s << " tile=" << p.tile << " block=" << block << " rows=" << p.rows;
+  if (p.family == ConvFamily::depthwise)
+    s << " block=" << block << " rows=" << p.rows
+      << " inner=" << (p.channels_inside ? "channels" : "pixels")
+      << " stage=" << (p.stage_input ? "copy" : "in_place");
   return s.str();
 }
 
@@ -147,6 +152,9 @@ std::string parse_conv_params(const std::string& text, ConvParams* out) {
       if (!parse_int(value, 8, 65536, &p.chunk)) return bad + " (8..65536)";
     } else if (key == "tasks") {
       if (!parse_int(value, 1, 4096, &p.tasks)) return bad + " (1..4096)";
+    } else if (key == "inner") {
+      if (value != "channels" && value != "pixels") return bad + " (channels or pixels)";
+      p.channels_inside = value == "channels";
     } else if (key == "tile") {
       if (value != "2" && value != "4") return bad + " (2 or 4)";
       p.tile = value == "2" ? 2 : 4;
@@ -247,17 +255,28 @@ std::string conv_params_error(const ConvParams& p, const ConvShape& s, const Hal
   if (p.family == ConvFamily::naive) return "";
   if (p.family == ConvFamily::winograd) return winograd_error(p, s, t);
   if (t.has_gpu_feature()) return "";  // the GPU schedule has no knobs
+  if (s.depthwise != (p.family == ConvFamily::depthwise))
+    return s.depthwise ? "a depthwise convolution takes the depthwise (or naive) schedule"
+                       : "the depthwise schedule is for depthwise convolutions";
   if (s.narrow_groups != (p.family == ConvFamily::grouped))
     return s.narrow_groups ? "groups narrower than a vector take the grouped (or naive) schedule"
                            : "the grouped schedule is for groups narrower than a vector";
   const int vec = vector_lanes(t);
   const RegisterBlock& b = p.block;
   const std::string tile = std::to_string(b.vectors) + "x" + std::to_string(b.pixels);
-  // The grouped schedule's tile is one vector of output channels (its inputs are permuted per
-  // vector) by `pixels`; narrower outputs than the tile take one output at a time.
-  if (p.family == ConvFamily::grouped) {
+  // The grouped and depthwise schedules' tile is one vector of output channels (the grouped
+  // one permutes its inputs per vector) by `pixels`; narrower outputs than the tile take one
+  // output at a time.
+  if (p.family == ConvFamily::grouped || p.family == ConvFamily::depthwise) {
+    const std::string family = info(p.family).name;
     if (b.vectors != 1)
-      return "the grouped schedule's block is 1xP (one vector by P pixels), not " + tile;
+      return "the " + family + " schedule's block is 1xP (one vector by P pixels), not " + tile;
+    if (p.family == ConvFamily::depthwise && b.pixels > s.out_width)
+      return "block " + tile + " is wider than the output (" + std::to_string(s.out_width) +
+             " pixels)";
+    if (p.family == ConvFamily::depthwise && p.rows > s.out_height)
+      return "rows=" + std::to_string(p.rows) + " is more than the output's " +
+             std::to_string(s.out_height) + " rows";
     if (b.pixels > accumulator_registers(t))
       return "block " + tile + " needs " + std::to_string(b.pixels) +
              " accumulator registers; the target has " + std::to_string(accumulator_registers(t));
@@ -291,7 +310,25 @@ ConvParams default_conv_params(const ConvShape& s, const Halide::Target& t) {
   return default_direct_conv_params(s, t);
 }
 
+ConvParams default_depthwise_params(const ConvShape& s) {
+  ConvParams p;
+  p.family = ConvFamily::depthwise;
+  p.block = {1, s.out_width >= 8 ? 8 : s.out_width >= 4 ? 4 : 1};
+  // About 8 bands of at least 2 rows: 2 threads get 4 each, and a staged band re-reads Kh - 1
+  // halo rows, so taller bands waste less (2-row bands re-read 2 of every 4 input rows of a 3x3
+  // stride-1 layer).
+  p.rows = std::min(s.out_height, std::max(2, static_cast<int>(ceil_div(s.out_height, 8))));
+  // In place, the channel loop inside the pixel-tile loop: MobileNetV2's 3x3 layers took
+  // 0.50-0.81x the time of the staged band walked channel vector by channel vector (bench_conv,
+  // AVX2, 2 threads; docs/benchmarks.md). Not for other kernels: ConvNeXt's 7x7 took 0.33 ms
+  // in place against 0.117 staged (its untiled tap loops keep the border tests).
+  p.stage_input = s.computed_input || s.kernel_w != 3 || s.kernel_h != 3;
+  p.channels_inside = !p.stage_input;
+  return p;
+}
+
 ConvParams default_direct_conv_params(const ConvShape& s, const Halide::Target& t) {
+  if (s.depthwise) return default_depthwise_params(s);
   ConvParams p;
   if (s.narrow_groups) {
     // One vector by 8 pixels (the depthwise tile), or the whole row when it is narrower.
@@ -397,6 +434,34 @@ std::vector<ConvParams> conv_candidates(const ConvShape& s, const Halide::Target
   std::vector<ConvParams> out = {chosen};
   if (!(base == chosen) && limit > 1) out.push_back(base);
   if (t.has_gpu_feature()) return out;
+  if (base.family == ConvFamily::depthwise) {
+    // No cost model (the kernel is bound by memory traffic the model does not see): each knob
+    // varied alone, then the tile widths with the other loop order and staging.
+    const auto add = [&](const ConvParams& p) {
+      if (out.size() < limit && std::find(out.begin(), out.end(), p) == out.end() &&
+          conv_params_error(p, s, t).empty())
+        out.push_back(p);
+    };
+    ConvParams p = base;
+    p.stage_input = !base.stage_input, p.channels_inside = !p.stage_input;
+    add(p);
+    p = base;
+    p.channels_inside = !base.channels_inside;
+    add(p);
+    for (int rows : {1, 2, 4, 8}) {
+      p = base;
+      p.rows = rows;
+      add(p);
+    }
+    for (int px : {4, 6, 8, 12, 16, 2})
+      for (bool stage : {base.stage_input, !base.stage_input}) {
+        p = base;
+        p.block = {1, px};
+        p.stage_input = stage, p.channels_inside = !stage;
+        add(p);
+      }
+    return out;
+  }
   if (base.family == ConvFamily::grouped) {  // no cost model: the widths in order
     for (int px : {2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16}) {
       ConvParams p = base;

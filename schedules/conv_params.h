@@ -21,6 +21,11 @@ struct ConvShape {
   // Groups with fewer output channels than a vector: only `grouped` (and `naive`) apply.
   bool narrow_groups = false;
   bool grouped = false;  // groups > 1 (Winograd takes dense convolutions only)
+  // One input channel per output channel (ConvKernelSpec::depthwise): only `depthwise` (and
+  // `naive`) apply. `computed_input`: its input is computed (a prologue, or NCHW read in
+  // place), which the depthwise default stages once per task rather than recomputing per tap.
+  bool depthwise = false;
+  bool computed_input = false;
   bool constant_weights = true;  // Winograd transforms them once, when the model binds them
   int stride_w = 1, stride_h = 1, dilation_w = 1, dilation_h = 1;
 };
@@ -30,20 +35,26 @@ struct ConvShape {
 // blocks (conv_schedule_cpu_deep.cpp). grouped: vectors spanning groups, for narrow groups
 // (conv_schedule_cpu_grouped.cpp). winograd: Winograd F(2x2, 3x3) or F(4x4, 3x3) for dense 3x3
 // stride-1 layers, a batched matrix multiply over tiles (conv_schedule_cpu_winograd.cpp).
-// GPU targets have one schedule: only `naive` changes them.
-enum class ConvFamily { naive, wide, deep, grouped, winograd };
+// depthwise: one channel vector by a row of pixels over the taps, bands of rows in parallel
+// (depthwise_schedule.cpp). GPU targets have one schedule: only `naive` changes them.
+enum class ConvFamily { naive, wide, deep, grouped, winograd, depthwise };
 
 struct ConvParams {
   ConvFamily family = ConvFamily::wide;
-  // wide, deep, grouped: the register tile, output-channel vectors x output pixels along x
-  // (grouped: one vector; an output narrower than the tile goes one pixel at a time). 0 vectors:
-  // one output channel per tile, not vectorized (layers with fewer channels than a vector).
+  // wide, deep, grouped, depthwise: the register tile, output-channel vectors x output pixels
+  // along x (grouped, depthwise: one vector; an output narrower than the tile goes one pixel at
+  // a time). 0 vectors: one output channel per tile, not vectorized (layers with fewer channels
+  // than a vector).
   RegisterBlock block{1, 1};
-  int rows = 2;                 // wide: output rows per parallel task
+  int rows = 2;                 // wide, depthwise: output rows per parallel task
   bool split_channels = false;  // wide: one task per (channel block, row strip), not per strip
-  // wide: each task stages a zero-padded copy of its input rows; false reads the input in
-  // place, which only unpadded 1x1 windows allow.
+  // wide, depthwise: each task stages a zero-padded copy of its input rows; false reads the
+  // input in place, which wide allows only for unpadded 1x1 windows (depthwise reads the zero
+  // padding through a boundary condition).
   bool stage_input = true;
+  // depthwise: the channel-vector loop inside the pixel-tile loop (a tile's input pixels
+  // reused by every channel vector from L1), or outside it (each channel vector walks the row).
+  bool channels_inside = true;
   int chunk = 288;  // deep: reduction steps (input channel x tap) per chunk of weights
   int tasks = 16;   // deep: parallel tasks to aim for (row bands split channel blocks)
   // winograd: output tile side m of F(m x m, 3 x 3), 2 or 4. `block` is then output-channel
@@ -93,6 +104,12 @@ int winograd_min_task_tiles(const ConvShape& s, int tile, int rows);
 // targets (measured 1.3-3.5x the direct schedule on ResNet-18's, AVX2, docs/benchmarks.md);
 // otherwise default_direct_conv_params.
 ConvParams default_conv_params(const ConvShape& s, const Halide::Target& target);
+
+// The depthwise default (the heuristic schedule_depthwise_cpu measured): one vector by 8
+// pixels (4 or 1 on narrower rows), about 8 bands of rows; 3x3 kernels with an input that is
+// read, not computed, read it in place with the channel loop inside the pixel-tile loop,
+// others stage the padded band and walk each channel vector along the rows.
+ConvParams default_depthwise_params(const ConvShape& s);
 
 // The direct convolution's default: deep for outputs of at most 64 pixels, or at most 196 pixels (14x14) from
 // a spatial kernel with at least 1024 (input channel x tap) steps; grouped for narrow groups;

@@ -5,6 +5,8 @@
 
 #include <set>
 
+#include "conv_params.h"
+
 namespace kiln::schedules {
 namespace {
 constexpr int kTasks = 8;  // parallel tasks to aim for: 2 threads get 4 each
@@ -13,13 +15,14 @@ constexpr int kTasks = 8;  // parallel tasks to aim for: 2 threads get 4 each
 BandLoops tile_bands(Halide::Func output, const Halide::Var& c, const Halide::Var& x,
                      const Halide::Var& y, const Halide::Var& n, const Halide::Expr& channels,
                      const Halide::Expr& out_width, const Halide::Expr& out_height, int vec,
-                     const std::vector<int>& pixels, bool channels_inside) {
+                     const std::vector<int>& pixels, bool channels_inside, int band_rows) {
   using Halide::TailStrategy;
   BandLoops v;
   Halide::Var yo("yo"), yi("yi");
   // About kTasks bands (a staged band re-reads Kh - 1 halo rows, so taller bands waste less:
   // 2-row bands re-read 2 of every 4 input rows of a 3x3 stride-1 layer).
-  const Halide::Expr rows = Halide::max(2, (out_height + kTasks - 1) / kTasks);
+  const Halide::Expr rows =
+      band_rows > 0 ? Halide::Expr(band_rows) : Halide::max(2, (out_height + kTasks - 1) / kTasks);
   auto tile = [&](Halide::Stage s, int tile_channels, int tile_pixels) {
     s.split(c, v.co, v.ci, tile_channels, TailStrategy::ShiftInwards)
         .split(x, v.xo, v.xi, tile_pixels, TailStrategy::ShiftInwards)
@@ -42,24 +45,27 @@ BandLoops tile_bands(Halide::Func output, const Halide::Var& c, const Halide::Va
   return v;
 }
 
-void schedule_depthwise_cpu(const DepthwiseFuncs& f, const Halide::Target& target) {
+void schedule_depthwise_cpu(const DepthwiseFuncs& f, const ConvParams& p,
+                            const Halide::Target& target) {
   using Halide::Expr;
   using Halide::TailStrategy;
+  if (p.family == ConvFamily::naive) return;  // Halide's default
   const int vec = target.natural_vector_size<float>();
   Halide::Func output = f.output, acc = f.acc, input_padded = f.input_padded;
-  // 3x3 kernels read the input in place, tile by tile (below); others (ConvNeXt's 7x7: 0.117
-  // -> 0.33 ms that way, its border tests left in the untiled tap loops) stage it.
-  const bool in_place = !f.stage_input && f.kernel_w == 3 && f.kernel_h == 3;
-  // One channel vector x 8 pixels: 8 accumulators (then 4- and 1-pixel tiles for narrow rows).
-  // In place, the channel loop is inside the pixel-tile loop, so a tile's input pixels (10 x 3
-  // rows x all channels for a 3x3) are read by every channel vector in turn while they are in
-  // L1, each cache line used whole; staged, the pixel loop is inside, and a 3x3's 9 weight
-  // vectors stay in registers along the row.
+  // The defaults (default_depthwise_params): one channel vector x 8 pixels, 8 accumulators
+  // (4- and 1-pixel tiles for narrower rows). 3x3 kernels read the input in place with the
+  // channel loop inside the pixel-tile loop, so a tile's input pixels (10 x 3 rows x all
+  // channels for a 3x3) are read by every channel vector in turn while they are in L1, each
+  // cache line used whole. Others stage the band with the pixel loop inside, and a 3x3's 9
+  // weight vectors stay in registers along the row.
+  std::vector<int> widths = {p.block.pixels};
+  if (p.block.pixels > 4) widths.push_back(4);
+  widths.push_back(1);
   const BandLoops loops = tile_bands(output, f.c, f.x, f.y, f.n, f.channels, f.out_width,
-                                     f.out_height, vec, {8, 4, 1}, in_place);
+                                     f.out_height, vec, widths, p.channels_inside, p.rows);
 
   // Per (pixel tile, channel vector): the accumulators of one register tile.
-  acc.compute_at(output, in_place ? loops.co : loops.xo)
+  acc.compute_at(output, p.channels_inside ? loops.co : loops.xo)
       .vectorize(f.c, vec, TailStrategy::GuardWithIf)
       .unroll(f.c)
       .unroll(f.x);
@@ -89,8 +95,9 @@ void schedule_depthwise_cpu(const DepthwiseFuncs& f, const Halide::Target& targe
   // the pixel loop inside the channel loop (the band's rows re-read from L2 by each channel
   // vector), MobileNetV2's 3x3 depthwise layers took 0.50-0.81x the time (bench_conv, AVX2, 2
   // threads; either change alone gained nothing, or 1.36x on the stride-2 112x112 layer only).
-  // A computed input (a prologue) is staged, so it is computed once per element, not per tap.
-  if (!in_place)
+  // A computed input (a prologue) is staged by default, so it is computed once per element,
+  // not per tap.
+  if (p.stage_input)
     input_padded.compute_at(output, loops.task).vectorize(f.c, vec, TailStrategy::GuardWithIf);
 }
 

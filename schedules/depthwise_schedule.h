@@ -8,6 +8,8 @@
 
 namespace kiln::schedules {
 
+struct ConvParams;  // schedules/conv_params.h: a schedule's family and knobs
+
 struct DepthwiseFuncs {
   Halide::Func input_padded;  // zero-padded NHWC input, (c, x, y, n)
   Halide::Func acc;           // bias + sum over (kx, ky), (c, x, y, n)
@@ -16,10 +18,6 @@ struct DepthwiseFuncs {
   Halide::RDom r;  // r.x = kx, r.y = ky
   Halide::Expr channels, out_width, out_height;
   Halide::Expr stride_x, dilation_x;
-  // The input is computed, not read (a prologue, or an NCHW input read in place): stage it once
-  // per task instead of computing it once per use.
-  bool stage_input = false;
-  int kernel_w = 3, kernel_h = 3;
 };
 
 // The loop variables of a banded tiling (tile_bands).
@@ -28,7 +26,8 @@ struct BandLoops {
 };
 
 // The tiling the depthwise and grouped schedules share, of `output` (c, x, y, n): parallel
-// tasks of bands of rows (about 8 bands per image, at least 2 rows each); in a band, tiles of
+// tasks of bands of `rows` rows (0: about 8 bands per image, at least 2 rows each); in a band,
+// tiles of
 // one vector of `vec` channels (ci, vectorized) by `pixels` pixels (xi, unrolled), with the
 // channel-vector loop co inside the pixel-tile loop xo when `channels_inside`, outside it
 // otherwise. Each width of `pixels` (widest first) is a specialization for rows at least that
@@ -37,14 +36,17 @@ struct BandLoops {
 BandLoops tile_bands(Halide::Func output, const Halide::Var& c, const Halide::Var& x,
                      const Halide::Var& y, const Halide::Var& n, const Halide::Expr& channels,
                      const Halide::Expr& out_width, const Halide::Expr& out_height, int vec,
-                     const std::vector<int>& pixels, bool channels_inside);
+                     const std::vector<int>& pixels, bool channels_inside, int rows = 0);
 
-// Memory-bound: a channel vector by a row of pixels held in registers over the taps, bands of
-// rows in parallel. 3x3 kernels unroll their taps so neighbouring pixels share their input
-// loads, run every channel vector of a pixel tile before the next tile (its input rows stay in
-// L1) and read the zero padding in place (Halide splits off the border pixels' loops); other
-// kernels stage the padded band per task and walk each channel vector along the rows.
-void schedule_depthwise_cpu(const DepthwiseFuncs& f, const Halide::Target& target);
+// Memory-bound: a channel vector by a row of p.block.pixels pixels held in registers over the
+// taps, bands of p.rows rows in parallel. 3x3 kernels unroll their taps so neighbouring pixels
+// share their input loads. p.stage_input stages the padded band per task, else the zero
+// padding is read in place (Halide splits off the border pixels' loops); p.channels_inside
+// runs every channel vector of a pixel tile before the next tile (its input rows stay in L1),
+// else each channel vector walks the band. Family naive: Halide's default. `p` must pass
+// conv_params_error (schedules/conv_params.h).
+void schedule_depthwise_cpu(const DepthwiseFuncs& f, const ConvParams& p,
+                            const Halide::Target& target);
 // One thread per channel and pixel column, blocks of 32 channels x 8 pixels.
 void schedule_depthwise_cuda(const DepthwiseFuncs& f, const Halide::Target& target);
 

@@ -4,6 +4,7 @@
 // themselves are tested against the reference in test_conv_kernels.cpp.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -163,6 +164,55 @@ TEST(ConvKernelSchedules, ParamsThatDoNotFitAreRefused) {
     EXPECT_EQ(schedules::conv_params_error(p, narrow, avx2), "") << schedules::to_string(p);
     EXPECT_LE(p.block.pixels, narrow.out_width) << schedules::to_string(p);
   }
+}
+
+// The depthwise family: the default per kernel and input, the text form, refusals and the
+// tuner's candidates (every one valid, the default first).
+TEST(ConvKernelSchedules, DepthwiseParams) {
+  const Halide::Target avx2("x86-64-linux-avx-avx2-f16c-fma-sse41");
+  schedules::ConvShape s;
+  s.out_height = 28, s.out_width = 28, s.out_channels = 192, s.reduction_channels = 1;
+  s.kernel_h = s.kernel_w = 3, s.padded = true, s.grouped = s.depthwise = true;
+  EXPECT_EQ(schedules::to_string(schedules::default_conv_params(s, avx2)),
+            "depthwise block=1x8 rows=4 inner=channels stage=in_place");
+  schedules::ConvShape computed = s;
+  computed.computed_input = true;  // a prologue: staged once, not recomputed per tap
+  EXPECT_EQ(schedules::to_string(schedules::default_conv_params(computed, avx2)),
+            "depthwise block=1x8 rows=4 inner=pixels stage=copy");
+  schedules::ConvShape seven = s;
+  seven.kernel_h = seven.kernel_w = 7, seven.out_width = seven.out_height = 7;
+  EXPECT_EQ(schedules::to_string(schedules::default_conv_params(seven, avx2)),
+            "depthwise block=1x4 rows=2 inner=pixels stage=copy");
+  schedules::ConvParams p = schedules::default_conv_params(s, avx2);
+  ASSERT_EQ(schedules::parse_conv_params("block=1x6 rows=3 inner=pixels stage=copy", &p), "");
+  EXPECT_EQ(schedules::to_string(p), "depthwise block=1x6 rows=3 inner=pixels stage=copy");
+  EXPECT_NE(schedules::parse_conv_params("inner=rows", &p), "");
+  EXPECT_NE(schedules::parse_conv_params("depthwise chunk=144", &p), "");  // a deep knob
+  const auto error = [&](const std::string& text, const schedules::ConvShape& shape) {
+    schedules::ConvParams q = schedules::default_conv_params(shape, avx2);
+    const std::string e = schedules::parse_conv_params(text, &q);
+    return e.empty() ? schedules::conv_params_error(q, shape, avx2) : e;
+  };
+  EXPECT_EQ(error("depthwise block=1x14 rows=28", s), "");
+  EXPECT_EQ(error("naive", s), "");
+  EXPECT_NE(error("wide block=2x6", s), "");        // dense families refuse depthwise layers
+  EXPECT_NE(error("depthwise block=2x8", s), "");   // one vector per tile
+  EXPECT_NE(error("depthwise block=1x16", s), "");  // 16 accumulators of 14
+  EXPECT_NE(error("depthwise block=1x8", seven), "");   // wider than the 7-pixel row
+  EXPECT_NE(error("depthwise rows=8", seven), "");      // taller than the output
+  schedules::ConvShape dense = s;
+  dense.depthwise = dense.grouped = false, dense.reduction_channels = 192;
+  EXPECT_NE(error("depthwise", dense), "");
+  const std::vector<schedules::ConvParams> c = schedules::conv_candidates(s, avx2, 2, 16);
+  ASSERT_GT(c.size(), 8u);
+  EXPECT_EQ(c.front(), schedules::default_conv_params(s, avx2));
+  std::set<std::string> distinct;
+  for (const schedules::ConvParams& q : c) {
+    EXPECT_EQ(q.family, schedules::ConvFamily::depthwise) << schedules::to_string(q);
+    EXPECT_EQ(schedules::conv_params_error(q, s, avx2), "") << schedules::to_string(q);
+    distinct.insert(schedules::to_string(q));
+  }
+  EXPECT_EQ(distinct.size(), c.size());
 }
 
 // Every candidate the tuner would try is valid for the layer, the default comes first, and

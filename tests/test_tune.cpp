@@ -217,6 +217,100 @@ TEST_F(TuneTest, WinogradCandidatesOnlyForEligibleLayers) {
   EXPECT_GT(in_cut, 0u);
 }
 
+// Depthwise convolutions are tunable (family depthwise): each knob away from its default, and
+// Halide's default (naive), applied through a schedule database to every depthwise kernel of
+// a model (3x3 at stride 1 and 2 with asymmetric padding, a 5x5 with dilation 2, a 7x7, and one
+// on a 6-pixel-wide row with 12 channels, less than two vectors), runs the schedule it names
+// and matches the reference on the best CPU target.
+TEST_F(TuneTest, DepthwiseKnobsMatchTheReference) {
+  graph::GraphBuilder b;
+  struct Case {
+    const char* name;
+    int64_t c, h, w;
+    int k, stride, dilation, pad_top, pad_left, pad_bottom, pad_right;
+  };
+  const Case cases[] = {{"dw3", 40, 14, 17, 3, 1, 1, 1, 1, 1, 1},
+                        {"dw3_s2", 40, 15, 18, 3, 2, 1, 0, 1, 1, 0},
+                        {"dw5_d2", 24, 13, 16, 5, 1, 2, 4, 4, 4, 4},
+                        {"dw7", 16, 11, 12, 7, 1, 1, 3, 3, 3, 3},
+                        {"dw3_narrow", 12, 7, 6, 3, 1, 1, 1, 1, 1, 1}};
+  std::vector<graph::Tensor> inputs;
+  uint64_t seed = 40;
+  for (const Case& c : cases) {
+    const graph::ValueId x = b.input(std::string(c.name) + "_x", {1, c.h, c.w, c.c}, graph::Layout::nhwc);
+    inputs.push_back({{1, c.h, c.w, c.c}, graph::Layout::nhwc,
+                      graph::random_uniform(c.h * c.w * c.c, -2.0f, 2.0f, seed)});
+    graph::Conv2d attrs{c.stride, c.stride, c.pad_top, c.pad_left, c.pad_bottom, c.pad_right,
+                        c.dilation, c.dilation, {}};
+    attrs.groups = static_cast<int>(c.c);
+    const graph::ValueId w = b.constant(std::string(c.name) + "_w", {c.k, c.k, 1, c.c},
+                                        graph::random_uniform(c.k * c.k * c.c, -0.5f, 0.5f, seed + 1),
+                                        graph::Layout::hwio);
+    const graph::ValueId bias = b.constant(std::string(c.name) + "_b", {c.c},
+                                           graph::random_uniform(c.c, -0.2f, 0.2f, seed + 2));
+    b.output(b.op(c.name, attrs, {x, w, bias}));
+    seed += 10;
+  }
+  const graph::Graph g = graph::run_passes(b.finish());
+  const std::vector<graph::Tensor> want = graph::run_reference(g, inputs);
+  ModelOptions lower;
+  lower.lower_only = true;
+  const Model lowered(g, lower);
+  std::vector<graph::KernelSpec> depthwise;
+  for (const graph::KernelSpec& k : lowered.kernels())
+    if (const auto* c = std::get_if<graph::ConvKernelSpec>(&k); c && c->depthwise) depthwise.push_back(k);
+  ASSERT_EQ(depthwise.size(), std::size(cases));
+  const std::string target = best_target();
+  const Halide::Target t(target);
+  // The defaults: 3x3 kernels read in place with the channel loop inside; others staged.
+  for (const graph::KernelSpec& k : depthwise) {
+    const std::string d = codegen::default_schedule(k, t);
+    const bool three = graph::kernel_name(k).rfind("dw3", 0) == 0;
+    EXPECT_EQ(d.rfind("depthwise block=", 0), 0u) << d;
+    EXPECT_NE(d.find(three ? "inner=channels stage=in_place" : "inner=pixels stage=copy"),
+              std::string::npos)
+        << graph::kernel_name(k) << ": " << d;
+    EXPECT_GT(codegen::schedule_candidates(k, t, 2, 16).size(), 5u) << graph::kernel_name(k);
+  }
+  for (const std::string text :
+       {"depthwise stage=copy inner=channels", "depthwise stage=in_place inner=pixels",
+        "depthwise block=1x2 rows=1", "depthwise block=1x6 rows=3 stage=copy", "naive"}) {
+    SCOPED_TRACE(text);
+    codegen::ScheduleDb db;
+    for (const graph::KernelSpec& k : depthwise)
+      db.put(record_for(k, target, codegen::resolve_schedule(k, t, text)));
+    codegen::CodegenOptions c;
+    c.cache_dir = path("cache");
+    c.schedules = db.lookup();
+    ModelOptions o;
+    o.generate_kernels = codegen::kernel_generator(c);
+    Model m(g, o);
+    ASSERT_TRUE(m.run(inputs));
+    for (size_t i = 0; i < want.size(); ++i) {
+      const TensorView out = m.output(i);
+      const std::vector<float> got(out.data, out.data + want[i].data.size());
+      EXPECT_LE(graph::worst_error_ratio(got, want[i].data, 1e-4, 1e-5), 1.0) << cases[i].name;
+    }
+  }
+  // The knobs reach the loop nest: the staged band is a stage of its own, in place it is not;
+  // naive leaves Halide's default (nothing parallel).
+  const auto statement = [&](const std::string& text) {
+    codegen::KernelPipeline kp = codegen::build_kernel_pipeline(depthwise[0], t, text);
+    const std::string file = path("dw.stmt");
+    kp.pipeline.compile_to_lowered_stmt(file, kp.arguments(), Halide::Text, t);
+    return slurp(file);
+  };
+  EXPECT_EQ(statement("").find("produce input_padded"), std::string::npos);
+  EXPECT_NE(statement("depthwise stage=copy").find("produce input_padded"), std::string::npos);
+  EXPECT_NE(statement("").find("parallel"), std::string::npos);
+  EXPECT_EQ(statement("naive").find("parallel"), std::string::npos);
+  // Knobs the depthwise family refuses.
+  const graph::KernelSpec& narrow = depthwise.back();  // 6 pixels x 7 rows
+  for (const char* bad : {"wide", "depthwise block=2x4", "depthwise block=1x8", "depthwise rows=8",
+                          "depthwise inner=rows"})
+    EXPECT_THROW(codegen::resolve_schedule(narrow, t, bad), graph::Error) << bad;
+}
+
 // `kiln tune` on the reference model with a budget of seconds: a record per tunable kernel,
 // then a rerun that measures nothing, a schedule tried by hand, and refusals.
 TEST_F(TuneTest, TuneWritesResumesAndTriesByHand) {

@@ -26,7 +26,7 @@ namespace {
 constexpr const char* kHelp = R"(usage: kiln tune MODEL --db FILE [options]
 
 Searches the schedule of each kernel of MODEL (an .onnx file, or "example") that has schedule
-knobs (today: dense and grouped convolutions, and MatMuls run as 1x1 convolutions; see
+knobs (today: dense, grouped and depthwise convolutions, and MatMuls run as 1x1 convolutions; see
 docs/tuning.md) for one CPU target, and records the fastest in FILE, a schedule database of one
 JSON record per line keyed by the kernel's signature and the target. `kiln compile`, `run` and
 `bench` apply it with --schedules FILE.
@@ -401,8 +401,8 @@ int cmd_tune(int argc, char** argv) {
     found = true;
     if (codegen::default_schedule(k, t).empty()) {
       if (!a.kernel.empty())
-        throw graph::Error("kernel '" + name + "' has no schedule knobs (only dense and grouped "
-                           "convolutions and MatMuls run as 1x1 convolutions have)");
+        throw graph::Error("kernel '" + name + "' has no schedule knobs (only convolutions "
+                           "and MatMuls run as 1x1 convolutions have)");
       continue;
     }
     todo.push_back(k);
