@@ -1,17 +1,20 @@
 // Generated convolutions' pipelines (dense, grouped, depthwise, Winograd, and MatMuls run as
 // 1x1 convolutions) and the schedule parameters they are built with.
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "codegen/pipeline_parts.h"
 #include "generators/ops/conv.h"
 #include "generators/ops/elementwise.h"
+#include "generators/ops/pool.h"
 #include "generators/ops/winograd.h"
 #include "runtime/conv_weights.h"
 #include "runtime/kernels.h"
 #include "schedules/conv_params.h"
 #include "schedules/conv_schedule.h"
 #include "schedules/depthwise_schedule.h"
+#include "schedules/pool_schedule.h"
 
 namespace kiln::codegen {
 namespace {
@@ -37,6 +40,42 @@ schedules::ConvFuncs conv_funcs(const generators::ops::ConvAlgorithm& a, const H
           static_cast<int>(in_channels),
           stage_input,
           input_nchw};
+}
+
+// The pipeline's output: the convolution's `conv` (its epilogue applied), or the pooling of it
+// (ConvKernelSpec::pool), with the output buffer's constant bounds.
+struct ConvOutput {
+  Halide::Func conv, out;
+  std::optional<generators::ops::PoolAlgorithm> pool;
+};
+
+ConvOutput conv_output(const graph::ConvKernelSpec& k, const Halide::Func& conv);
+
+// Whether the convolution is computed inside the tasks of its pooling (schedule_pooling): the
+// wide family on CPUs, whose row strips fit bands of the pooled rows.
+bool pooled_in_bands(const graph::ConvKernelSpec& k, const schedules::ConvParams& p,
+                     const Halide::Target& target) {
+  return k.pool && !target.has_gpu_feature() && p.family == schedules::ConvFamily::wide;
+}
+
+// The pooling's schedule, after the convolution's. Wide convolutions on CPUs are computed per
+// task of the pooling, a band of rows at a time (pooled_in_bands); every other schedule computes
+// the whole convolution first (into a buffer of the kernel's own), then pools it.
+void schedule_pooling(const graph::ConvKernelSpec& k, const ConvOutput& o,
+                      const schedules::ConvParams& p, const Halide::Target& target) {
+  if (!o.pool) return;
+  const graph::Shape& out = k.output.shape;
+  const schedules::PoolShape shape{out[3], out[2], out[1], out[0]};
+  if (pooled_in_bands(k, p, target)) {
+    schedules::schedule_pool_cpu_bands(*o.pool, shape, o.conv, target);
+    return;
+  }
+  Halide::Func(o.conv).compute_root();
+  if (target.has_gpu_feature()) {
+    schedules::schedule_pool_gpu(*o.pool, shape, target);
+  } else {
+    schedules::schedule_pool_cpu(*o.pool, shape, target);
+  }
 }
 
 // The schedule of a generated convolution: the naive one when asked for; else CUDA's on a GPU
@@ -102,12 +141,24 @@ void constrain_conv_output(Halide::Func output, const graph::Shape& out) {
   output.output_buffer().dim(0).set_stride(1);
 }
 
+ConvOutput conv_output(const graph::ConvKernelSpec& k, const Halide::Func& conv) {
+  if (!k.pool) {
+    constrain_conv_output(conv, k.output.shape);
+    return {conv, conv, std::nullopt};
+  }
+  const graph::Shape c = graph::conv_output_nhwc(k);
+  generators::ops::PoolAlgorithm a =
+      generators::ops::pool2d(conv, static_cast<int>(c[2]), static_cast<int>(c[1]), *k.pool);
+  constrain_conv_output(a.out, k.output.shape);
+  return {conv, a.out, a};
+}
+
 KernelPipeline depthwise_pipeline(const graph::ConvKernelSpec& k, const Halide::Target& target,
                                   const std::vector<Halide::ImageParam>& inputs,
                                   const schedules::ConvParams& params) {
   const graph::Shape in = graph::conv_input_nhwc(k);  // NHWC
   const graph::Shape& w = k.weights.shape;   // [Kh, Kw, 1, C]
-  const graph::Shape& out = k.output.shape;  // NHWC
+  const graph::Shape out = graph::conv_output_nhwc(k);  // NHWC, before any pooling
   const generators::ops::DepthwiseAlgorithm a = generators::ops::depthwise_conv2d(
       conv_source(k, inputs), static_cast<int>(in[2]), static_cast<int>(in[1]), inputs[1], inputs[2],
       static_cast<int>(w[1]), static_cast<int>(w[0]),
@@ -115,7 +166,7 @@ KernelPipeline depthwise_pipeline(const graph::ConvKernelSpec& k, const Halide::
   Halide::Func output("output");
   output(a.c, a.x, a.y, a.n) =
       conv_epilogue(k, a.acc(a.c, a.x, a.y, a.n), inputs, {a.c, a.x, a.y, a.n});
-  constrain_conv_output(output, out);
+  const ConvOutput o = conv_output(k, output);
   const schedules::DepthwiseFuncs f{a.input_padded,
                                     a.acc,
                                     output,
@@ -134,7 +185,8 @@ KernelPipeline depthwise_pipeline(const graph::ConvKernelSpec& k, const Halide::
   } else {
     schedules::schedule_depthwise_cpu(f, params, target);
   }
-  return KernelPipeline{Halide::Pipeline(output), inputs};
+  schedule_pooling(k, o, params, target);
+  return KernelPipeline{Halide::Pipeline(o.out), inputs};
 }
 
 }  // namespace
@@ -143,7 +195,7 @@ KernelPipeline depthwise_pipeline(const graph::ConvKernelSpec& k, const Halide::
 // (`merge` groups per block, runtime/conv_weights.h) or of a MatMul run as a 1x1 convolution.
 schedules::ConvShape conv_shape(const graph::ConvKernelSpec& k, const Halide::Target& target) {
   const graph::Shape& w = k.weights.shape;  // HWIO ([Kh, Kw, 1, C] if depthwise)
-  const graph::Shape& out = k.output.shape;  // NHWC
+  const graph::Shape out = graph::conv_output_nhwc(k);  // NHWC, before any pooling
   const int merge = k.depthwise ? 1 : runtime::grouped_conv_merge(k.groups, out[3]);
   const int out_per_group = static_cast<int>(out[3]) / k.groups * merge;
   schedules::ConvShape s;
@@ -227,7 +279,7 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
                              const std::string& schedule) {
   const graph::Shape in = graph::conv_input_nhwc(k);  // NHWC
   const graph::Shape& w = k.weights.shape;   // HWIO
-  const graph::Shape& out = k.output.shape;  // NHWC
+  const graph::Shape out = graph::conv_output_nhwc(k);  // NHWC, before any pooling
   // Narrow groups run as blocks of `merge` groups (runtime/conv_weights.h).
   const int merge = k.depthwise ? 1 : runtime::grouped_conv_merge(k.groups, out[3]);
   const bool automatic = is_autoscheduler(schedule);
@@ -276,9 +328,10 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
         inputs[1], inputs[2], k.pad_left, k.pad_top, static_cast<int>(out[2]), params.tile);
     output(a.co, a.x, a.y, a.n) =
         conv_epilogue(k, a.acc(a.co, a.x, a.y, a.n), inputs, {a.co, a.x, a.y, a.n});
-    constrain_conv_output(output, out);
+    const ConvOutput o = conv_output(k, output);
     schedules::schedule_conv_cpu_winograd(a, output, params, target);
-    return KernelPipeline{Halide::Pipeline(output), inputs};
+    schedule_pooling(k, o, params, target);
+    return KernelPipeline{Halide::Pipeline(o.out), inputs};
   }
   // A prologue is computed as the input is staged, once per element, not once per use; an
   // NCHW input is staged NHWC.
@@ -299,11 +352,15 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
       k.groups > 1 ? Halide::Expr(out_per_group) : Halide::Expr());
   output(a.co, a.x, a.y, a.n) =
       conv_epilogue(k, a.acc(a.co, a.x, a.y, a.n), inputs, {a.co, a.x, a.y, a.n});
-  constrain_conv_output(output, out);
+  const ConvOutput o = conv_output(k, output);
 
-  if (!automatic)
-    schedule_conv(conv_funcs(a, output, out, in[3], !pointwise, k.nchw_input), target, params);
-  return KernelPipeline{Halide::Pipeline(output), inputs};
+  if (!automatic) {
+    schedules::ConvFuncs f = conv_funcs(a, output, out, in[3], !pointwise, k.nchw_input);
+    f.in_task = pooled_in_bands(k, params, target);
+    schedule_conv(f, target, params);
+    schedule_pooling(k, o, params, target);
+  }
+  return KernelPipeline{Halide::Pipeline(o.out), inputs};
 }
 
 // [N, H, W, K] x [K, M] (a linear layer on the last axis, as ConvNeXt's MLP exports): the 1x1

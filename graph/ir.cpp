@@ -425,6 +425,7 @@ std::string attrs(const Op& op) {
       for (size_t i = 0; i < c->pre.size(); ++i) s << (i ? "," : "") << to_string(c->pre[i].kind);
       s << "]";
     }
+    if (c->pool) s << " pool=[" << op_name(Op{*c->pool}) << " " << attrs(Op{*c->pool}) << "]";
   } else if (const auto* bn = std::get_if<BatchNorm>(&op)) {
     s << "epsilon=" << bn->epsilon;
   } else if (const auto* cl = std::get_if<Clip>(&op)) {
@@ -484,6 +485,8 @@ std::string attrs(const Op& op) {
 }
 
 }  // namespace
+
+std::string op_attributes(const Op& op) { return attrs(op); }
 
 std::string dump(const Graph& g) {
   std::ostringstream s;

@@ -6,6 +6,7 @@
 #include <limits>
 #include <memory>
 #include <stdexcept>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -105,6 +106,17 @@ inline size_t affine_steps(const std::vector<ChainStep>& steps) {
   for (const ChainStep& s : steps) n += s.kind == ChainStepKind::affine;
   return n;
 }
+enum class PoolKind : uint8_t { max, avg };
+// 2-D pooling over the H and W axes of an NCHW or NHWC tensor. Input: x.
+struct Pool2d {
+  PoolKind kind = PoolKind::max;
+  int kernel_h = 1, kernel_w = 1;
+  int stride_h = 1, stride_w = 1;
+  int pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  int dilation_h = 1, dilation_w = 1;
+  bool ceil_mode = false;          // output size rounds up (windows may start in the padding)
+  bool count_include_pad = false;  // avg: divide by the full window, padding included
+};
 // Inputs: x, weights, bias[, residual][, post-step scales and shifts][, pre-step scales and
 // shifts]. Weights are OIHW for an NCHW input and HWIO for NHWC; with groups > 1 the weights'
 // input-channel dimension is Ci / groups. A residual input (same shape as the output) is added
@@ -129,6 +141,10 @@ struct Conv2d {
   // The input is NCHW (a graph input read where it lies; the weights are HWIO and the output
   // NHWC): the kernel reads it in place of a layout transform (fuse_conv_prologues).
   bool nchw_input = false;
+  // A 2-D pooling of the result (after the post steps), absorbed by fuse_conv_pooling: the
+  // node's output is the pooled tensor, and the convolution's own output never reaches memory
+  // (its kernel computes it a band of rows at a time and pools the band). NHWC only.
+  std::optional<Pool2d> pool;
   size_t first_post_input() const { return residual ? 4 : 3; }
   size_t first_pre_input() const { return first_post_input() + 2 * affine_steps(post); }
 };
@@ -168,17 +184,6 @@ struct Binary {
   BinaryOp op = BinaryOp::add;
 };
 
-enum class PoolKind : uint8_t { max, avg };
-// 2-D pooling over the H and W axes of an NCHW or NHWC tensor. Input: x.
-struct Pool2d {
-  PoolKind kind = PoolKind::max;
-  int kernel_h = 1, kernel_w = 1;
-  int stride_h = 1, stride_w = 1;
-  int pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
-  int dilation_h = 1, dilation_w = 1;
-  bool ceil_mode = false;          // output size rounds up (windows may start in the padding)
-  bool count_include_pad = false;  // avg: divide by the full window, padding included
-};
 // Pooling over all of H and W: [N, C, H, W] -> [N, C, 1, 1] (or the NHWC equivalent).
 struct GlobalPool {
   PoolKind kind = PoolKind::avg;
@@ -327,6 +332,8 @@ using Op = std::variant<Conv2d, BatchNorm, Relu, Clip, LeakyRelu, Sigmoid, HardS
                         Slice, Pad, Softmax, Reduce, LayerNorm, Resize, ElementwiseChain,
                         LayoutTransform, Tile, Where>;
 const char* op_name(const Op& op);
+// Its attributes as `dump` prints them ("kernel=3x3 stride=2x2 pads=[1,1,1,1]"), or "".
+std::string op_attributes(const Op& op);
 // Lower-case label for descriptions: "conv2d", "relu", "relu6", "clip(0, 1)", ...
 std::string op_label(const Op& op);
 

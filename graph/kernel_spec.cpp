@@ -79,6 +79,10 @@ std::string describe_conv(const ConvKernelSpec& k) {
     for (size_t i = 0; i < k.pre.size(); ++i) s << (i ? ", " : " ") << to_string(k.pre[i].kind);
     s << " (on the input, as the kernel stages it; then the zero padding)\n";
   }
+  if (k.pool)
+    s << "pooling: " << op_name(Op{*k.pool}) << " " << op_attributes(Op{*k.pool}) << " of the convolution's "
+      << to_string(conv_output_nhwc(k)) << " output, computed a band of rows at a time and never "
+      << "stored\n";
   return s.str();
 }
 
@@ -139,6 +143,7 @@ ConvKernelSpec conv_spec(const Graph& g, const Node& n, const Conv2d& c) {
   for (size_t i = c.first_post_input(); i < c.first_pre_input(); ++i) k.post_params.push_back(desc(g, n.inputs[i]));
   k.pre = c.pre;
   k.nchw_input = c.nchw_input;
+  k.pool = c.pool;
   for (size_t i = c.first_pre_input(); i < n.inputs.size(); ++i) k.pre_params.push_back(desc(g, n.inputs[i]));
   return k;
 }
@@ -171,6 +176,15 @@ bool is_depthwise_conv(const Graph& g, const Node& n) {
 Shape conv_input_nhwc(const ConvKernelSpec& k) {
   const Shape& s = k.input.shape;
   return k.nchw_input ? Shape{s[0], s[2], s[3], s[1]} : s;
+}
+
+Shape conv_output_nhwc(const ConvKernelSpec& k) {
+  if (!k.pool) return k.output.shape;
+  const Shape in = conv_input_nhwc(k);
+  const Shape& w = k.weights.shape;  // [Kh, Kw, ., Co]
+  const int64_t h = in[1] + k.pad_top + k.pad_bottom - (int64_t{k.dilation_h} * (w[0] - 1) + 1);
+  const int64_t wd = in[2] + k.pad_left + k.pad_right - (int64_t{k.dilation_w} * (w[1] - 1) + 1);
+  return {in[0], h / k.stride_h + 1, wd / k.stride_w + 1, k.output.shape[3]};
 }
 
 bool lowers_to_halide_conv(const Graph& g, const Node& n) {
@@ -262,8 +276,13 @@ std::string kernel_signature(const KernelSpec& k) {
       << "," << std::hexfloat << c->activation.lo << "," << c->activation.hi << std::defaultfloat
       << (c->residual ? ",residual" : "") << (c->constant_weights ? "" : ",weights=input")
       << (c->schedule.empty() ? "" : ",schedule=" + c->schedule)
-      << (c->nchw_input ? ",nchw_input" : "")
-      << "]";
+      << (c->nchw_input ? ",nchw_input" : "");
+    if (const std::optional<Pool2d>& p = c->pool)
+      s << ",pool=" << static_cast<int>(p->kind) << ":" << p->kernel_h << ":" << p->kernel_w << ":"
+        << p->stride_h << ":" << p->stride_w << ":" << p->pad_top << ":" << p->pad_left << ":"
+        << p->pad_bottom << ":" << p->pad_right << ":" << p->dilation_h << ":" << p->dilation_w
+        << ":" << p->ceil_mode << ":" << p->count_include_pad;
+    s << "]";
     write_steps(s, c->post);
     if (!c->pre.empty()) {  // absent otherwise, so kernels without pre steps keep their signature
       s << "pre";

@@ -48,6 +48,9 @@ struct ConvKernelSpec {
   std::vector<TensorDesc> pre_params;
   // The input is NCHW, read in place of a layout transform (Conv2d::nchw_input).
   bool nchw_input = false;
+  // The pooling of the result (Conv2d::pool): `output` is the pooled tensor; the convolution's
+  // own output (conv_output_nhwc) is computed a band of rows at a time inside the kernel.
+  std::optional<Pool2d> pool;
   // The schedule of a dense or grouped convolution, in the text form of
   // schedules/conv_params.h ("naive", "deep chunk=144", ...), read over the default for the
   // layer; empty: the default, or a tuned record (codegen::ScheduleLookup). Part of the
@@ -91,6 +94,8 @@ std::vector<KernelSpec> lower_to_kernels(const Graph& g);
 bool is_depthwise_conv(const Graph& g, const Node& n);
 // The convolution's input shape as [N, H, W, C], whichever layout the kernel reads it in.
 Shape conv_input_nhwc(const ConvKernelSpec& k);
+// The convolution's own output, NHWC: `output`'s shape, or the shape before the pooling.
+Shape conv_output_nhwc(const ConvKernelSpec& k);
 // Whether lower_to_kernels makes node n a Halide convolution kernel (ConvKernelSpec). Those
 // kernels take their output as a strided buffer, so they can write into a slice of a larger
 // tensor (see the in-place Concat of plan_arena).

@@ -35,9 +35,12 @@ Tensor pre_steps(const Conv2d& c, const std::vector<const Tensor*>& in) {
   return reference_chain(ElementwiseChain{c.pre}, chain_in);
 }
 
+Tensor pool(const Pool2d& p, const Tensor& x, const Shape& out_shape);
+
 // Output channel o of group g = o / (Co / groups) reads input channels
 // [g * ci_per_group, (g + 1) * ci_per_group); the weights hold ci_per_group input channels.
-Tensor conv(const Conv2d& c, const std::vector<const Tensor*>& in, const Shape& out_shape) {
+// Without the pooling (Conv2d::pool): out_shape is the convolution's.
+Tensor unpooled_conv(const Conv2d& c, const std::vector<const Tensor*>& in, const Shape& out_shape) {
   const Tensor pre = c.pre.empty() ? Tensor{} : pre_steps(c, in);
   const Tensor &x = c.pre.empty() ? *in[0] : pre, &w = *in[1], &b = *in[2];
   const Tensor* residual = c.residual ? in[3] : nullptr;
@@ -79,6 +82,20 @@ Tensor conv(const Conv2d& c, const std::vector<const Tensor*>& in, const Shape& 
           out.data[k] = static_cast<float>(v);
         }
   return out;
+}
+
+// The convolution, then its pooling (Conv2d::pool) when it has one: out_shape is the pooled
+// shape, and the convolution's is worked out here from the input, the weights and the attributes.
+Tensor conv(const Conv2d& c, const std::vector<const Tensor*>& in, const Shape& out_shape) {
+  if (!c.pool) return unpooled_conv(c, in, out_shape);
+  const Tensor &x = *in[0], &w = *in[1];
+  const ImageDims xd = image_dims(x.shape, x.layout);
+  const FilterDims f = filter_dims(w.shape, w.layout);
+  const int64_t h = xd.h + c.pad_top + c.pad_bottom - (int64_t{c.dilation_h} * (f.kh - 1) + 1);
+  const int64_t wd = xd.w + c.pad_left + c.pad_right - (int64_t{c.dilation_w} * (f.kw - 1) + 1);
+  const ImageDims od{xd.n, f.co, h / c.stride_h + 1, wd / c.stride_w + 1};
+  const Layout out_layout = c.nchw_input ? Layout::nhwc : x.layout;
+  return pool(*c.pool, unpooled_conv(c, in, image_shape(od, out_layout)), out_shape);
 }
 
 // Any rank >= 2: the channel axis is 1 (3 for NHWC); every other axis is just iterated.

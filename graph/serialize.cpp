@@ -196,6 +196,8 @@ void chain_steps(IO& io, std::vector<ChainStep>& steps) {
   }
 }
 template <typename IO>
+void attrs(IO& io, Pool2d& p);
+template <typename IO>
 void attrs(IO& io, Conv2d& c) {
   for (int* v : {&c.stride_h, &c.stride_w, &c.pad_top, &c.pad_left, &c.pad_bottom, &c.pad_right,
                  &c.dilation_h, &c.dilation_w})
@@ -208,6 +210,14 @@ void attrs(IO& io, Conv2d& c) {
   if (io.version >= 11) {
     chain_steps(io, c.pre);
     io.flag(c.nchw_input);
+  }
+  if (io.version >= 12) {
+    bool pooled = c.pool.has_value();
+    io.flag(pooled);
+    if (pooled) {
+      if (!c.pool) c.pool.emplace();
+      attrs(io, *c.pool);
+    }
   }
 }
 template <typename IO>
@@ -432,11 +442,13 @@ Graph read_graph(const char* bytes, size_t size,
   // layout, 7 is 8 without the reduction and softmax kinds, Max/Min, mish and Tile, 8 is 9
   // without cubic and tf_crop_and_resize Resize attributes and the arg reductions, 9 is 10
   // without Where, the Binary ops from pow on and the chain steps from floor on, 10 is 11
-  // without Conv2d's pre steps; version 2 numbered ops by their order in graph::Op.
+  // without Conv2d's pre steps, 11 is 12 without Conv2d's pooling; version 2 numbered ops by
+  // their order in graph::Op.
   if (version != 1 && version != 3 && version != 4 && version != 5 && version != 6 &&
-      version != 7 && version != 8 && version != 9 && version != 10 && version != kGraphFormatVersion)
+      version != 7 && version != 8 && version != 9 && version != 10 && version != 11 &&
+      version != kGraphFormatVersion)
     throw Error("graph file format version " + std::to_string(version) +
-                " is not supported (this Kiln reads versions 1, 3, 4, 5, 6, 7, 8, 9, 10 and " +
+                " is not supported (this Kiln reads versions 1, 3, 4, 5, 6, 7, 8, 9, 10, 11 and " +
                 std::to_string(kGraphFormatVersion) + "; recompile the model)");
   r.version = version;
   if (stored_checksum(bytes, size) != format_checksum(bytes, size - 8))

@@ -41,7 +41,9 @@ namespace kiln::graph {
 // Version 4: Conv2d's attributes end with its post steps (u32 count, each u8 kind, f32 a, f32 b).
 // Version 3 (op tags fixed per op, ElementwiseChain is 21; no post steps) and version 1 (no
 // ElementwiseChain) are read as well; version 2 (tags by position in graph::Op) is refused.
-constexpr uint32_t kGraphFormatVersion = 11;
+// Version 12: Conv2d's attributes end with a flag and, when set, its pooling (Pool2d's
+// attributes). Version 11 (the same without them) is read as well.
+constexpr uint32_t kGraphFormatVersion = 12;
 
 std::string serialize(const Graph& g);
 

@@ -35,6 +35,26 @@ void expect_vector(const Graph& g, const Node& n, size_t i, int64_t length, cons
                 "], got " + to_string(v.shape));
 }
 
+// The output of pooling `p` over an image of dims `d` (shape `shape`, for messages).
+ImageDims pooled_dims(const Node& n, const Pool2d& p, ImageDims d, const Shape& shape) {
+  if (p.kernel_h < 1 || p.kernel_w < 1 || p.stride_h < 1 || p.stride_w < 1 || p.dilation_h < 1 ||
+      p.dilation_w < 1)
+    fail(n, "kernel, strides and dilations must be >= 1");
+  if (p.pad_top < 0 || p.pad_left < 0 || p.pad_bottom < 0 || p.pad_right < 0)
+    fail(n, "pads must be >= 0");
+  auto out_dim = [&](int64_t in, int pad0, int pad1, int k, int stride, int dil) {
+    const int64_t span = in + pad0 + pad1 - (int64_t{dil} * (k - 1) + 1);
+    if (span < 0) fail(n, "the pooling window is larger than the padded input " + to_string(shape));
+    int64_t o = (p.ceil_mode ? (span + stride - 1) / stride : span / stride) + 1;
+    // ONNX: with ceil_mode the last window must start inside the input or the left padding.
+    if (p.ceil_mode && (o - 1) * stride >= in + pad0) --o;
+    return o;
+  };
+  d.h = out_dim(d.h, p.pad_top, p.pad_bottom, p.kernel_h, p.stride_h, p.dilation_h);
+  d.w = out_dim(d.w, p.pad_left, p.pad_right, p.kernel_w, p.stride_w, p.dilation_w);
+  return d;
+}
+
 TypedShape infer_conv(const Graph& g, const Node& n, const Conv2d& c) {
   const size_t first_post = c.first_post_input(), first_pre = c.first_pre_input();
   expect_inputs(n, first_pre + 2 * affine_steps(c.pre));
@@ -79,6 +99,10 @@ TypedShape infer_conv(const Graph& g, const Node& n, const Conv2d& c) {
     if (r.shape != out_shape || r.layout != out_layout)
       fail(n, "residual '" + r.name + "' is " + to_string(r.shape) + " " + to_string(r.layout) +
                   ", the output is " + to_string(out_shape) + " " + to_string(out_layout));
+  }
+  if (c.pool) {  // the node's output is the pooled convolution (fuse_conv_pooling)
+    if (out_layout != Layout::nhwc) fail(n, "a pooled convolution must have an NHWC output");
+    return {image_shape(pooled_dims(n, *c.pool, out, out_shape), out_layout), out_layout};
   }
   return {out_shape, out_layout};
 }
@@ -163,23 +187,7 @@ TypedShape infer_where(const Graph& g, const Node& n) {
 TypedShape infer_pool(const Graph& g, const Node& n, const Pool2d& p) {
   expect_inputs(n, 1);
   const Value& x = activation_input(g, n);
-  if (p.kernel_h < 1 || p.kernel_w < 1 || p.stride_h < 1 || p.stride_w < 1 || p.dilation_h < 1 ||
-      p.dilation_w < 1)
-    fail(n, "kernel, strides and dilations must be >= 1");
-  if (p.pad_top < 0 || p.pad_left < 0 || p.pad_bottom < 0 || p.pad_right < 0)
-    fail(n, "pads must be >= 0");
-  ImageDims d = image_dims(x.shape, x.layout);
-  auto out_dim = [&](int64_t in, int pad0, int pad1, int k, int stride, int dil) {
-    const int64_t span = in + pad0 + pad1 - (int64_t{dil} * (k - 1) + 1);
-    if (span < 0) fail(n, "the pooling window is larger than the padded input " + to_string(x.shape));
-    int64_t o = (p.ceil_mode ? (span + stride - 1) / stride : span / stride) + 1;
-    // ONNX: with ceil_mode the last window must start inside the input or the left padding.
-    if (p.ceil_mode && (o - 1) * stride >= in + pad0) --o;
-    return o;
-  };
-  d.h = out_dim(d.h, p.pad_top, p.pad_bottom, p.kernel_h, p.stride_h, p.dilation_h);
-  d.w = out_dim(d.w, p.pad_left, p.pad_right, p.kernel_w, p.stride_w, p.dilation_w);
-  return {image_shape(d, x.layout), x.layout};
+  return {image_shape(pooled_dims(n, p, image_dims(x.shape, x.layout), x.shape), x.layout), x.layout};
 }
 
 TypedShape infer_gemm(const Graph& g, const Node& n, const Gemm& gm) {

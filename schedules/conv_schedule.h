@@ -27,6 +27,9 @@ struct ConvFuncs {
   // The input is NCHW (read in place of a layout transform): contiguous along x, so the staged
   // copy is vectorized over pixels with the channels unrolled.
   bool input_nchw = false;
+  // `output` is computed inside a parallel task of the pipeline's real output (a fused pooling,
+  // a band of rows at a time): it gets no parallel loop of its own.
+  bool in_task = false;
 };
 
 // Halide's default: everything inlined or at root, nothing vectorized or parallel.

@@ -51,11 +51,17 @@ void schedule_conv_cpu(const ConvFuncs& f, const ConvParams& p, const Target& ta
       .split(x, xo, xi, p.block.pixels, TailStrategy::ShiftInwards)
       .split(y, yo, yi, p.rows, TailStrategy::GuardWithIf)
       .reorder(coi, xi, xo, yi, coo, yo, n);
-  if (p.split_channels)
+  // Computed inside a consumer's task (f.in_task: a band of rows of a fused pooling), the
+  // strips run one after another: no parallel loop, and no fused one (Halide computed wrong
+  // batch bounds for a strip loop fused with the batch over a band that starts mid-image).
+  Var strip = task;
+  if (f.in_task)
+    strip = yo;
+  else if (p.split_channels)
     output.fuse(coo, yo, task).fuse(task, n, task);
   else
     output.fuse(yo, n, task);
-  output.parallel(task);
+  if (!f.in_task) output.parallel(task);
   if (p.block.vectors > 0) output.vectorize(coi, vec).unroll(coi);
   output.unroll(xi);
 
@@ -74,7 +80,7 @@ void schedule_conv_cpu(const ConvFuncs& f, const ConvParams& p, const Target& ta
   // on the reference layer at 2 threads (75.7% -> 92% of peak with this order; 0.81x -> 0.93x
   // of oneDNN).
   if (!f.stage_input) return;
-  input_padded.compute_at(output, task).bound(f.c, 0, f.in_channels);
+  input_padded.compute_at(output, strip).bound(f.c, 0, f.in_channels);
   if (f.input_nchw) {
     input_padded.unroll(f.c).vectorize(f.x, vec);
     return;

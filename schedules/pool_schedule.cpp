@@ -36,6 +36,26 @@ void schedule_pool_cpu(const generators::ops::PoolAlgorithm& a, const PoolShape&
   }
 }
 
+void schedule_pool_cpu_bands(const generators::ops::PoolAlgorithm& a, const PoolShape& out,
+                             Halide::Func producer, const Halide::Target& target) {
+  Halide::Func f = a.out;
+  const int vec = target.natural_vector_size<float>();
+  f.vectorize(a.c, vec, out.channels >= vec ? TailStrategy::ShiftInwards : TailStrategy::GuardWithIf);
+  // About 8 bands per image: 2 threads get 4 each, and a 3x3/s2 pooling recomputes one
+  // convolution row per band (7% of a 56-row pooled output in bands of 7). The last band
+  // shifts inwards (it overlaps the one before) rather than stopping short: bounds inference
+  // then never asks the convolution for rows past the image, which a convolution reading its
+  // input in place (1x1, unpadded) could not give.
+  const int rows = static_cast<int>(std::max<int64_t>(1, (out.height + 7) / 8));
+  Var yo("yo"), yi("yi"), task("task");
+  f.split(a.y, yo, yi, rows, TailStrategy::ShiftInwards).fuse(yo, a.n, task).parallel(task);
+  producer.compute_at(f, task);
+  if (a.count_x.defined()) {  // Func is a handle: scheduling a copy schedules the Func
+    Halide::Func(a.count_x).compute_root();
+    Halide::Func(a.count_y).compute_root();
+  }
+}
+
 void schedule_pool_gpu(const generators::ops::PoolAlgorithm& a, const PoolShape& /*out*/,
                        const Halide::Target& /*target*/) {
   Halide::Func f = a.out;

@@ -226,6 +226,95 @@ inline graph::Graph conv_graph(const ConvCase& c) {
   return b.finish();
 }
 
+// A convolution whose output only a pooling reads (graph::fuse_conv_pooling): the kernel pools
+// bands of the convolution's rows in cache (the wide schedule), or the whole output first (every
+// other schedule). ResNet's stem (7x7/s2 on an NCHW RGB input read in place, then max 3x3/s2
+// pad 1), Inception's 1x1 conv read in place then max 3x3/s2 unpadded (the last band shifts
+// inwards), an average pool counting the padding with ceil_mode, a 2x2/s2 max pool after a
+// residual + ReLU, and convolutions that take the deep, Winograd, depthwise and grouped
+// schedules.
+struct ConvPoolCase {
+  std::string name;
+  int64_t n, h, w, ci, co, k;
+  int stride, pad, groups;
+  bool nchw_input, residual;
+  graph::Pool2d pool;
+};
+inline void PrintTo(const ConvPoolCase& c, std::ostream* os) { *os << c.name; }
+
+inline std::vector<ConvPoolCase> conv_pool_cases() {
+  using graph::Pool2d;
+  using graph::PoolKind;
+  const Pool2d max3s2p1{PoolKind::max, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false, false};
+  const Pool2d max3s2{PoolKind::max, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, false, false};
+  return {
+      {"stem_7x7_s2_nchw_max", 1, 45, 38, 3, 24, 7, 2, 3, 1, true, false, max3s2p1},
+      {"pointwise_in_place_max", 1, 23, 19, 16, 32, 1, 1, 0, 1, false, false, max3s2},  // 11 rows
+      {"avg_include_pad_ceil", 2, 17, 15, 8, 20, 3, 1, 1, 1, false, false,
+       Pool2d{PoolKind::avg, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true, true}},
+      {"residual_relu_max_2x2", 1, 16, 18, 16, 16, 3, 1, 1, 1, false, true,
+       Pool2d{PoolKind::max, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, false, false}},
+      {"deep_7x7_max", 1, 7, 7, 256, 32, 3, 1, 1, 1, false, false, max3s2p1},
+      {"winograd_14x14_max", 1, 14, 14, 64, 64, 3, 1, 1, 1, false, false, max3s2p1},
+      {"depthwise_max", 1, 14, 13, 24, 24, 3, 1, 1, 24, false, false, max3s2p1},
+      {"grouped_narrow_max", 1, 12, 12, 32, 32, 3, 1, 1, 8, false, false, max3s2},
+  };
+}
+
+// One graph of all the cases side by side (each conv + ReLU + pool on its own input), as the
+// user would give it: NCHW, OIHW weights. The passes fuse every pooling into its convolution.
+inline graph::Graph conv_pool_graph(const std::vector<ConvPoolCase>& cases) {
+  graph::GraphBuilder b;
+  uint64_t seed = 70;
+  for (const ConvPoolCase& c : cases) {
+    const graph::ValueId x = b.input(c.name + "_x", {c.n, c.ci, c.h, c.w});
+    const int64_t ci_per_group = c.ci / c.groups;
+    const float bound = std::sqrt(3.0f / static_cast<float>(ci_per_group * c.k * c.k));
+    const graph::ValueId w = b.constant(
+        c.name + "_w", {c.co, ci_per_group, c.k, c.k},
+        graph::random_uniform(static_cast<size_t>(c.co * ci_per_group * c.k * c.k), -bound, bound, seed),
+        Layout::oihw);
+    const graph::ValueId bias = b.constant(
+        c.name + "_b", {c.co}, graph::random_uniform(static_cast<size_t>(c.co), -0.5f, 0.5f, seed + 1));
+    graph::Conv2d attrs;
+    attrs.stride_h = attrs.stride_w = c.stride;
+    attrs.pad_top = attrs.pad_left = attrs.pad_bottom = attrs.pad_right = c.pad;
+    attrs.groups = c.groups;
+    graph::ValueId y = b.conv2d(c.name + "_conv", x, w, bias, attrs);
+    if (c.residual) {
+      const graph::ValueId r = b.input(c.name + "_r", {c.n, c.co, c.h, c.w});
+      y = b.op(c.name + "_add", graph::Binary{graph::BinaryOp::add}, {y, r});
+    }
+    y = b.relu(c.name + "_relu", y);
+    b.output(b.op(c.name + "_pool", c.pool, {y}));
+    seed += 10;
+  }
+  return b.finish();
+}
+
+// One case as the fused node alone (NHWC input, HWIO weights, ReLU, Conv2d::pool set): a single
+// kernel, for the GPU tests. The residual is left out.
+inline graph::Graph conv_pool_nhwc_graph(const ConvPoolCase& c) {
+  graph::GraphBuilder b;
+  const graph::ValueId x = b.input("x", {c.n, c.h, c.w, c.ci}, Layout::nhwc);
+  const int64_t ci_per_group = c.ci / c.groups;
+  const float bound = std::sqrt(3.0f / static_cast<float>(ci_per_group * c.k * c.k));
+  const graph::ValueId w = b.constant(
+      "w", {c.k, c.k, ci_per_group, c.co},
+      graph::random_uniform(static_cast<size_t>(c.k * c.k * ci_per_group * c.co), -bound, bound, 81),
+      Layout::hwio);
+  const graph::ValueId bias =
+      b.constant("bias", {c.co}, graph::random_uniform(static_cast<size_t>(c.co), -0.5f, 0.5f, 82));
+  graph::Conv2d attrs;
+  attrs.stride_h = attrs.stride_w = c.stride;
+  attrs.pad_top = attrs.pad_left = attrs.pad_bottom = attrs.pad_right = c.pad;
+  attrs.groups = c.groups;
+  attrs.activation = graph::Activation{0.0f};
+  attrs.pool = c.pool;
+  b.output(b.op("conv", attrs, {x, w, bias}));
+  return b.finish();
+}
+
 // Pooling of NHWC tensors: ResNet's and SqueezeNet's max pools, DenseNet's average pool,
 // padding counted or not, dilation, ceil_mode windows that start in the padding, and global
 // pooling; channel counts below, at and above a vector.

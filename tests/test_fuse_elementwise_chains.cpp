@@ -233,5 +233,53 @@ TEST(FuseConvPrologues, OnlyIntoTheDenseOrGroupedConvThatAloneReadsTheChain) {
   expect_same_outputs(g, opt, random_inputs(g, 14, -2.0f, 2.0f), 1e-5, 1e-5);
 }
 
+// fuse_conv_pooling: a pooling goes into the convolution whose output it alone reads, after the
+// epilogue (here BN folded, ReLU); a convolution whose output has another reader or is a graph
+// output keeps its pooling a kernel of its own, and so does a pooling of what no convolution
+// produced. The numbers are the unfused graph's.
+TEST(FuseConvPooling, OnlyThePoolingThatAloneReadsAConvolution) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {1, 8, 11, 10});
+  auto conv_relu = [&](const std::string& name, ValueId in, uint64_t seed) {
+    Conv2d attrs;
+    attrs.pad_top = attrs.pad_left = attrs.pad_bottom = attrs.pad_right = 1;
+    const ValueId c = b.conv2d(name, in,
+                               b.constant(name + "_w", {8, 8, 3, 3},
+                                          random_uniform(8 * 8 * 9, -0.3f, 0.3f, seed), Layout::oihw),
+                               vec(b, name + "_b", 8, -0.1f, 0.1f, seed + 1), attrs);
+    return b.relu(name + "_relu", b.batch_norm(name + "_bn", c, vec(b, name + "_g", 8, 0.5f, 1.5f, seed + 2),
+                                               vec(b, name + "_be", 8, -0.2f, 0.2f, seed + 3),
+                                               vec(b, name + "_m", 8, -0.3f, 0.3f, seed + 4),
+                                               vec(b, name + "_v", 8, 0.5f, 2.0f, seed + 5)));
+  };
+  const Pool2d max3{PoolKind::max, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false, false};
+  const Pool2d avg2{PoolKind::avg, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, true, false};
+  b.output(b.op("fused_max", max3, {conv_relu("alone", x, 10)}));
+  b.output(b.op("fused_avg", avg2, {conv_relu("alone_avg", x, 20)}));
+  const ValueId shared = conv_relu("shared", x, 30);
+  b.output(b.op("pool_of_shared", max3, {shared}));
+  b.output(b.relu("other_reader", shared));
+  const ValueId out = conv_relu("graph_output", x, 40);
+  b.output(out);
+  b.output(b.op("pool_of_output", max3, {out}));
+  b.output(b.op("pool_of_input", avg2, {x}));
+  const Graph g = b.finish();
+  const Graph opt = run_passes(g);
+  verify(opt);
+  EXPECT_EQ(count_ops<Pool2d>(opt), 3) << dump(opt);  // pool_of_shared, _of_output, _of_input
+  for (const Node& n : opt.nodes()) {
+    const auto* c = std::get_if<Conv2d>(&n.op);
+    if (!c) continue;
+    const bool fused = n.name == "alone" || n.name == "alone_avg";
+    EXPECT_EQ(c->pool.has_value(), fused) << n.name;
+    if (fused) {
+      EXPECT_EQ(c->pool->kind, n.name == "alone" ? PoolKind::max : PoolKind::avg) << n.name;
+      EXPECT_TRUE(c->activation.is_relu()) << n.name;
+      EXPECT_EQ(n.computes.back(), n.name == "alone" ? "maxpool" : "averagepool") << n.name;
+    }
+  }
+  expect_same_outputs(g, opt, random_inputs(g, 15, -2.0f, 2.0f), 1e-5, 1e-5);
+}
+
 }  // namespace
 }  // namespace kiln::graph

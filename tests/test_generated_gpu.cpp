@@ -124,6 +124,12 @@ TEST(GeneratedKernels, GpuScheduleRunsThroughOpenCl) {
     expect_opencl_matches_reference(graph::fuse_elementwise_chains(graph::fuse_epilogues(g)), -2.0f,
                                     2.0f, 1e-4, 1e-5);
   }
+  // A convolution with its pooling fused: on a GPU the whole convolution, then the pooling.
+  for (const ConvPoolCase& c : conv_pool_cases()) {
+    if (c.name != "pointwise_in_place_max" && c.name != "avg_include_pad_ceil") continue;
+    SCOPED_TRACE(c.name);
+    expect_opencl_matches_reference(conv_pool_nhwc_graph(c), -2.0f, 2.0f, 1e-4, 1e-5);
+  }
 }
 
 // Rounding, comparisons, logic ops, Pow and Where (logic_cases.h, with their drawn inputs:

@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "codegen/kernel_library.h"
+#include "codegen/kernel_pipeline.h"
 #include "generated_cases.h"
 #include "graph/builder.h"
 #include "graph/passes/passes.h"
@@ -358,6 +359,40 @@ TEST(GeneratedKernels, GroupedConvolutionsOfEveryGroupWidth) {
   }
   const graph::Graph input = b.finish();
   expect_whole_graph_matches_reference(input, graph::run_passes(input));
+}
+
+// Convolutions with their pooling fused (graph::fuse_conv_pooling, the cases of
+// generated_cases.h): every pooling goes into its convolution, the stem reads its NCHW input in
+// place as well, the schedules the cases are named for are the defaults on the best CPU target
+// (so the banded and the whole-output paths both run), and the model matches the reference on
+// every CPU target with poisoned outputs.
+TEST(GeneratedKernels, ConvolutionsWithTheirPoolingFused) {
+  const std::vector<ConvPoolCase> cases = conv_pool_cases();
+  const graph::Graph input = conv_pool_graph(cases);
+  const graph::Graph optimized = graph::run_passes(input);
+  size_t pooled = 0;
+  for (const graph::Node& n : optimized.nodes()) {
+    EXPECT_FALSE(std::holds_alternative<graph::Pool2d>(n.op)) << n.name << " was not fused";
+    if (const auto* c = std::get_if<graph::Conv2d>(&n.op)) {
+      pooled += c->pool.has_value();
+      EXPECT_EQ(c->nchw_input, n.name.rfind("stem", 0) == 0) << n.name;
+    }
+  }
+  EXPECT_EQ(pooled, cases.size()) << graph::dump(optimized);
+  ModelOptions lower;
+  lower.lower_only = true;
+  const Model lowered(optimized, lower);
+  const Halide::Target best(runtime::cpu_targets()[static_cast<size_t>(runtime::best_cpu_target())]);
+  for (const graph::KernelSpec& k : lowered.kernels()) {
+    if (!std::holds_alternative<graph::ConvKernelSpec>(k)) continue;  // the inputs' transforms
+    const std::string& name = graph::kernel_name(k);
+    const std::string schedule = codegen::default_schedule(k, best);
+    for (const char* family : {"deep", "winograd", "depthwise", "grouped"})
+      if (name.rfind(family, 0) == 0) EXPECT_EQ(schedule.rfind(family, 0), 0u) << name << ": " << schedule;
+    if (name.rfind("stem", 0) == 0 || name.rfind("pointwise", 0) == 0)
+      EXPECT_EQ(schedule.rfind("wide", 0), 0u) << name << ": " << schedule;
+  }
+  expect_whole_graph_matches_reference(input, optimized);
 }
 
 // A dense block (DenseNet's pattern, in preact_se): each layer's BN + ReLU reads the running

@@ -120,7 +120,11 @@ Graph every_op_graph() {
   cubic_crop.roi = {0, 0, 0.1f, -0.2f, 1, 1, 0.9f, 1.3f};
   const ValueId cc = b.op("cubic_crop", cubic_crop, {x});
   const ValueId am = b.op("argmax", Reduce{{1}, false, ReduceKind::argmin_last}, {x});  // since v9
-  for (ValueId out : {t, c2, mp, ga, ln, rs, rl, cc, am}) b.output(out);
+  Conv2d pooled = conv_attrs(1, 1, 1, Activation{0.0f}, false);  // since v12
+  pooled.pool = Pool2d{PoolKind::avg, 3, 3, 2, 2, 1, 0, 1, 1, 1, 1, true, true};
+  const ValueId pc = b.op("pooled_conv", pooled,
+                          {lt, constant(b, "w4", {3, 3, 4, 8}, 25, Layout::hwio), constant(b, "b4", {8}, 26)});
+  for (ValueId out : {t, c2, mp, ga, ln, rs, rl, cc, am, pc}) b.output(out);
   return b.finish();
 }
 
@@ -323,25 +327,30 @@ TEST(Serialize, Version8ResizeStillRead) {
 }
 
 // Version 10 had Conv2d without pre steps: such a file reads as the convolution it holds.
-TEST(Serialize, Version10ConvStillRead) {
+TEST(Serialize, Versions10And11ConvStillRead) {
   GraphBuilder b;
   const ValueId x = b.input("x", {1, 4, 5, 5});
   b.output(b.op("cv", conv_attrs(1, 1, 1, Activation{0.0f}, false),
                 {x, constant(b, "w", {6, 4, 3, 3}, 1, Layout::oihw), constant(b, "b", {6}, 2)}));
   const Graph g = b.finish();
-  std::string body = serialize(g);
-  body.resize(body.size() - 8);
+  std::string current = serialize(g);
+  current.resize(current.size() - 8);
   const std::string name = "cv";
-  const size_t at = body.rfind(std::string(1, static_cast<char>(name.size())) + std::string(3, '\0') + name);
+  const size_t at = current.rfind(std::string(1, static_cast<char>(name.size())) + std::string(3, '\0') + name);
   ASSERT_NE(at, std::string::npos);
   // The op tag; 8 i32 window fields, f32 activation bounds, i32 groups, flag residual; u32
   // post-step count (0); then what version 10 lacks: the u32 pre-step count (0) and the flag
-  // nchw_input (0).
+  // nchw_input (0); then what version 11 lacks: the flag of a pooling (0).
   const size_t pre = at + 4 + name.size() + 1 + 32 + 8 + 4 + 1 + 4;
-  ASSERT_EQ(body.substr(pre - 4, 9), std::string(9, '\0'));
-  body.erase(pre, 5);
-  body[8] = 10;
-  EXPECT_EQ(dump(deserialize(reseal(body))), dump(g));
+  ASSERT_EQ(current.substr(pre - 4, 10), std::string(10, '\0'));
+  std::string v11 = current;
+  v11.erase(pre + 5, 1);
+  v11[8] = 11;
+  EXPECT_EQ(dump(deserialize(reseal(v11))), dump(g));
+  std::string v10 = current;
+  v10.erase(pre, 6);
+  v10[8] = 10;
+  EXPECT_EQ(dump(deserialize(reseal(v10))), dump(g));
 }
 
 TEST(Serialize, MessagesNameTheProblem) {

@@ -234,7 +234,9 @@ KernelWork kernel_work(const graph::KernelSpec& k) {
     if (c->residual) r.op += " +add";
     if (!c->activation.is_identity()) r.op += c->activation.is_relu6() ? " +relu6" : " +relu";
     for (const graph::ChainStep& st : c->post) r.op += std::string(" +") + graph::to_string(st.kind);
-    r.flops = 2.0 * graph::num_elements(c->output.shape) * conv_macs_per_output(c->weights);
+    if (c->pool) r.op += c->pool->kind == graph::PoolKind::max ? " +maxpool" : " +avgpool";
+    // A pooled convolution computes its whole output (conv_output_nhwc) and writes the pooled one.
+    r.flops = 2.0 * graph::num_elements(graph::conv_output_nhwc(*c)) * conv_macs_per_output(c->weights);
     r.bytes = bytes_of(c->input) + bytes_of(c->weights) + bytes_of(c->bias) + bytes_of(c->output) +
               (c->residual ? bytes_of(*c->residual) : 0.0);
     return r;

@@ -40,11 +40,32 @@ PoolAlgorithm pool2d(const Halide::Func& input, int in_width, int in_height,
   const Expr outside = is_max ? std::numeric_limits<float>::lowest() : 0.0f;
   const Halide::Func padded = Halide::BoundaryConditions::constant_exterior(
       input, outside, {{Expr(), Expr()}, {0, in_width}, {0, in_height}, {Expr(), Expr()}});
-  Halide::RDom r(0, p.kernel_w, 0, p.kernel_h, "r");
-  const Expr v = padded(a.c, a.x * p.stride_w + r.x * p.dilation_w - p.pad_left,
-                        a.y * p.stride_h + r.y * p.dilation_h - p.pad_top, a.n);
+  const auto tap = [&](const Expr& kx, const Expr& ky) {
+    return padded(a.c, a.x * p.stride_w + kx * p.dilation_w - p.pad_left,
+                  a.y * p.stride_h + ky * p.dilation_h - p.pad_top, a.n);
+  };
+  // Windows of up to kUnrolledTaps taps (3x3, 2x2, 5x5) as one expression over the taps, which
+  // compiles to straight-line vector code; larger ones reduce over an RDom (a loop per window,
+  // several times the instructions of the taps themselves on a 3x3).
+  constexpr int kUnrolledTaps = 25;
+  Halide::RDom r(0, p.kernel_w, 0, p.kernel_h, "pool_r");
+  const bool unrolled = p.kernel_w * p.kernel_h <= kUnrolledTaps;
+  const Expr v = tap(r.x, r.y);
+  Expr total, largest, any_nan;
+  if (unrolled) {
+    for (int ky = 0; ky < p.kernel_h; ++ky)
+      for (int kx = 0; kx < p.kernel_w; ++kx) {
+        const Expr t = tap(kx, ky);
+        total = total.defined() ? total + t : t;
+        largest = largest.defined() ? Halide::max(largest, t) : t;
+        any_nan = any_nan.defined() ? any_nan || is_nan_bits(t) : is_nan_bits(t);
+      }
+  }
   if (is_max) {
-    a.out(a.c, a.x, a.y, a.n) = nan_propagating_maximum(v);
+    // NaN if any tap is NaN (ONNX; Halide's max drops a NaN operand).
+    a.out(a.c, a.x, a.y, a.n) =
+        unrolled ? Halide::select(any_nan, Expr(std::numeric_limits<float>::quiet_NaN()), largest)
+                 : nan_propagating_maximum(v);
     return a;
   }
   // The window is a product of its rows and columns, so is the count.
@@ -53,8 +74,8 @@ PoolAlgorithm pool2d(const Halide::Func& input, int in_width, int in_height,
   a.count_y = window_count(a.y, p.kernel_h, p.stride_h, p.dilation_h, p.pad_top, p.pad_bottom,
                            in_height, p.count_include_pad, "count_y");
   const Expr count = a.count_x(a.x) * a.count_y(a.y);
-  a.out(a.c, a.x, a.y, a.n) =
-      Halide::select(count > 0, Halide::sum(v) / Halide::cast<float>(count), 0.0f);
+  a.out(a.c, a.x, a.y, a.n) = Halide::select(
+      count > 0, (unrolled ? total : Halide::sum(v)) / Halide::cast<float>(count), 0.0f);
   return a;
 }
 

@@ -129,6 +129,15 @@ class NodeWriter {
     if (!c.post.empty()) steps("post", c.post);
     if (!c.pre.empty()) steps("pre", c.pre);
     if (c.nchw_input) attr_int(p_, "nchw_input", 1);
+    if (const std::optional<Pool2d>& p = c.pool) {  // the pooling of the result
+      attr_string(p_, "pool_kind", pool_kind(p->kind));
+      attr_ints(p_, "pool_kernel_shape", std::vector<int>{p->kernel_h, p->kernel_w});
+      attr_ints(p_, "pool_strides", std::vector<int>{p->stride_h, p->stride_w});
+      attr_ints(p_, "pool_pads", std::vector<int>{p->pad_top, p->pad_left, p->pad_bottom, p->pad_right});
+      attr_ints(p_, "pool_dilations", std::vector<int>{p->dilation_h, p->dilation_w});
+      attr_int(p_, "pool_ceil_mode", p->ceil_mode);
+      attr_int(p_, "pool_count_include_pad", p->count_include_pad);
+    }
     attr_string(p_, "weight_layout", to_string(w.layout));
   }
   void operator()(const BatchNorm& b) {

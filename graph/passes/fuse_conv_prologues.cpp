@@ -6,7 +6,8 @@
 // convolution's kernel computes the steps as it stages its input instead. The chain's input
 // is then the convolution's input, so a slice of an in-place Concat stays a slice. Then the
 // NCHW -> NHWC transform of a network's image input goes into the stem convolution that alone
-// reads it (Conv2d::nchw_input): the kernel reads the NCHW input as it stages it. Runs last.
+// reads it (Conv2d::nchw_input): the kernel reads the NCHW input as it stages it. Runs after the
+// epilogue fusions.
 #include "graph/kernel_spec.h"
 #include "graph/passes/passes.h"
 

@@ -61,7 +61,12 @@ Graph fuse_elementwise_chains(const Graph& g);
 // input, into that convolution as its pre steps (Conv2d::pre): the BatchNorm + ReLU of
 // pre-activation blocks, computed as the convolution stages its input. Then an NCHW -> NHWC
 // transform of an image of at most 4 channels that only such a convolution reads goes into it
-// (Conv2d::nchw_input): the stem reads the NCHW input in place. Runs last.
+// (Conv2d::nchw_input): the stem reads the NCHW input in place.
 Graph fuse_conv_prologues(const Graph& g);
+
+// Moves each MaxPool or AveragePool that alone reads an NHWC Halide convolution's output into
+// that convolution (Conv2d::pool): the kernel pools bands of its output in cache and writes only
+// the pooled tensor. Runs last.
+Graph fuse_conv_pooling(const Graph& g);
 
 }  // namespace kiln::graph
