@@ -175,23 +175,34 @@ inline std::vector<ConvCase> conv_cases() {
   };
 }
 
+// The constants and window of an NHWC convolution: HWIO weights uniform in +-sqrt(3 / fan-in)
+// (seed), a bias in [-0.5, 0.5) (seed + 1), symmetric padding.
+struct NhwcConvParts {
+  graph::ValueId w, bias;
+  graph::Conv2d attrs;
+};
+inline NhwcConvParts nhwc_conv_parts(graph::GraphBuilder& b, int64_t k, int64_t ci, int64_t co,
+                                     int groups, int stride, int pad, uint64_t seed) {
+  const int64_t ci_per_group = ci / groups;
+  const float bound = std::sqrt(3.0f / static_cast<float>(ci_per_group * k * k));
+  NhwcConvParts p;
+  p.w = b.constant("w", {k, k, ci_per_group, co},
+                   graph::random_uniform(static_cast<size_t>(k * k * ci_per_group * co), -bound,
+                                         bound, seed),
+                   Layout::hwio);
+  p.bias = b.constant("bias", {co},
+                      graph::random_uniform(static_cast<size_t>(co), -0.5f, 0.5f, seed + 1));
+  p.attrs.stride_h = p.attrs.stride_w = stride;
+  p.attrs.pad_top = p.attrs.pad_left = p.attrs.pad_bottom = p.attrs.pad_right = pad;
+  p.attrs.groups = groups;
+  return p;
+}
+
 inline graph::Graph conv_graph(const ConvCase& c) {
   graph::GraphBuilder b;
   const graph::ValueId x = b.input("x", {c.n, c.h, c.w, c.ci}, Layout::nhwc);
-  const int64_t ci_per_group = c.ci / c.groups;
-  const float bound = std::sqrt(3.0f / static_cast<float>(ci_per_group * c.k * c.k));
-  const graph::ValueId w =
-      b.constant("w", {c.k, c.k, ci_per_group, c.co},
-                 graph::random_uniform(static_cast<size_t>(c.k * c.k * ci_per_group * c.co), -bound,
-                                       bound, 31),
-                 Layout::hwio);
-  const graph::ValueId bias =
-      b.constant("bias", {c.co}, graph::random_uniform(static_cast<size_t>(c.co), -0.5f, 0.5f, 32));
-  graph::Conv2d attrs;
-  attrs.stride_h = attrs.stride_w = c.stride;
-  attrs.pad_top = attrs.pad_left = attrs.pad_bottom = attrs.pad_right = c.pad;
-  attrs.groups = c.groups;
-  graph::ValueId y = b.conv2d("conv", x, w, bias, attrs);
+  const NhwcConvParts p = nhwc_conv_parts(b, c.k, c.ci, c.co, c.groups, c.stride, c.pad, 31);
+  graph::ValueId y = b.conv2d("conv", x, p.w, p.bias, p.attrs);
   auto vec = [&](const std::string& name, float lo, float hi, uint64_t seed) {
     return b.constant(name, {c.co}, graph::random_uniform(static_cast<size_t>(c.co), lo, hi, seed));
   };
@@ -297,21 +308,10 @@ inline graph::Graph conv_pool_graph(const std::vector<ConvPoolCase>& cases) {
 inline graph::Graph conv_pool_nhwc_graph(const ConvPoolCase& c) {
   graph::GraphBuilder b;
   const graph::ValueId x = b.input("x", {c.n, c.h, c.w, c.ci}, Layout::nhwc);
-  const int64_t ci_per_group = c.ci / c.groups;
-  const float bound = std::sqrt(3.0f / static_cast<float>(ci_per_group * c.k * c.k));
-  const graph::ValueId w = b.constant(
-      "w", {c.k, c.k, ci_per_group, c.co},
-      graph::random_uniform(static_cast<size_t>(c.k * c.k * ci_per_group * c.co), -bound, bound, 81),
-      Layout::hwio);
-  const graph::ValueId bias =
-      b.constant("bias", {c.co}, graph::random_uniform(static_cast<size_t>(c.co), -0.5f, 0.5f, 82));
-  graph::Conv2d attrs;
-  attrs.stride_h = attrs.stride_w = c.stride;
-  attrs.pad_top = attrs.pad_left = attrs.pad_bottom = attrs.pad_right = c.pad;
-  attrs.groups = c.groups;
-  attrs.activation = graph::Activation{0.0f};
-  attrs.pool = c.pool;
-  b.output(b.op("conv", attrs, {x, w, bias}));
+  NhwcConvParts p = nhwc_conv_parts(b, c.k, c.ci, c.co, c.groups, c.stride, c.pad, 81);
+  p.attrs.activation = graph::Activation{0.0f};
+  p.attrs.pool = c.pool;
+  b.output(b.op("conv", p.attrs, {x, p.w, p.bias}));
   return b.finish();
 }
 
