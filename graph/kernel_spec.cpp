@@ -81,8 +81,8 @@ std::string describe_conv(const ConvKernelSpec& k) {
   }
   if (k.pool)
     s << "pooling: " << op_name(Op{*k.pool}) << " " << op_attributes(Op{*k.pool}) << " of the convolution's "
-      << to_string(conv_output_nhwc(k)) << " output, computed a band of rows at a time and never "
-      << "stored\n";
+      << to_string(conv_output_nhwc(k)) << " output, in the same kernel (the wide CPU schedule "
+      << "computes it a band of rows at a time, never stored whole)\n";
   return s.str();
 }
 

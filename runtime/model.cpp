@@ -62,6 +62,10 @@ std::string gpu_unusable_reason(Backend b) {
   const int rc = halide_device_malloc(nullptr, probe.raw_buffer(), device);
   if (rc == 0) {
     probe.device_free();
+    // Buffers a kernel allocates on the device for itself (a fused convolution's output before
+    // its pooling, an average pooling's window counts) come from a cache after the first call
+    // instead of a device allocation per call.
+    halide_reuse_device_allocations(nullptr, true);
     return "";
   }
   std::string why = runtime::last_halide_error();

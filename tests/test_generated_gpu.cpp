@@ -167,7 +167,8 @@ TEST(GeneratedKernels, CudaObjectPtxAssemblesForSm90) {
   std::vector<graph::KernelSpec> specs =
       Model(chain_graph({"cuda", {1, 14, 14, 96}, Layout::nhwc, kEveryStep}, 8), lower).kernels();
   for (const graph::Graph& g : {binary_graph(binary_cases()[1]), matmul_graph(matmul_cases()[0]),
-                                pool_graph(pool_cases()[0])})
+                                pool_graph(pool_cases()[0]),
+                                conv_pool_nhwc_graph(conv_pool_cases()[2])})  // conv + avg pool
     specs.push_back(Model(g, lower).kernels().at(0));
   const std::vector<OpCase> ops = op_cases();
   for (const char* name : {"gemm_fc_transposed_b_bias", "matmul_batched_broadcast",
@@ -236,7 +237,10 @@ TEST(GeneratedKernels, WholeModelRunsOnTheOpenClBackend) {
                                                          vec("v", 0.5f, 2.0f, 14)));
   const graph::ValueId c2 = conv("conv2", act, 24, 24, 3, 3);
   const graph::ValueId sum = b.relu("relu2", b.op("add", graph::Binary{graph::BinaryOp::add}, {c2, c1}));
-  const graph::ValueId pooled = b.op("gap", graph::GlobalPool{graph::PoolKind::avg}, {sum});
+  // A max pooling of conv2's output alone: fused into conv2's kernel (fuse_conv_pooling).
+  const graph::ValueId max_pooled = b.op(
+      "maxpool", graph::Pool2d{graph::PoolKind::max, 2, 2, 2, 2, 0, 0, 1, 1, 1, 1, false, false}, {sum});
+  const graph::ValueId pooled = b.op("gap", graph::GlobalPool{graph::PoolKind::avg}, {max_pooled});
   const graph::ValueId flat = b.op("flatten", graph::Reshape{{2, 24}}, {pooled});
   const graph::ValueId fc = b.op("fc", graph::Gemm{false, true, 1.0f, 1.0f},
                                  {flat, b.constant("fc_w", {10, 24}, graph::random_uniform(240, -0.3f, 0.3f, 5)),
@@ -258,10 +262,14 @@ TEST(GeneratedKernels, WholeModelRunsOnTheOpenClBackend) {
   }
   ASSERT_EQ(m->backend(), Backend::opencl);
   EXPECT_GE(m->kernels().size(), 8u);
-  size_t prologues = 0;
+  size_t prologues = 0, pooled_convs = 0;
   for (const graph::KernelSpec& k : m->kernels())
-    if (const auto* c = std::get_if<graph::ConvKernelSpec>(&k)) prologues += !c->pre.empty();
+    if (const auto* c = std::get_if<graph::ConvKernelSpec>(&k)) {
+      prologues += !c->pre.empty();
+      pooled_convs += c->pool.has_value();
+    }
   EXPECT_EQ(prologues, 1u) << "conv2 reads relu1's output through the BN + ReLU";
+  EXPECT_EQ(pooled_convs, 1u) << "conv2's kernel pools its output";
   for (uint64_t seed : {1u, 2u}) {
     const graph::Tensor in{{2, 5, 9, 11}, Layout::nchw, graph::random_uniform(990, -1.0f, 1.0f, seed)};
     const size_t nout = graph::num_elements(m->output(0).shape);
