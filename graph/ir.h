@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
-#include <stdexcept>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <variant>
 #include <vector>
@@ -142,8 +142,9 @@ struct Conv2d {
   // NHWC): the kernel reads it in place of a layout transform (fuse_conv_prologues).
   bool nchw_input = false;
   // A 2-D pooling of the result (after the post steps), absorbed by fuse_conv_pooling: the
-  // node's output is the pooled tensor, and the convolution's own output never reaches memory
-  // (its kernel computes it a band of rows at a time and pools the band). NHWC only.
+  // node's output is the pooled tensor, computed by the convolution's own kernel (the wide CPU
+  // schedule computes the convolution a band of rows at a time and pools each band in cache,
+  // never storing the whole output). NHWC only.
   std::optional<Pool2d> pool;
   size_t first_post_input() const { return residual ? 4 : 3; }
   size_t first_pre_input() const { return first_post_input() + 2 * affine_steps(post); }

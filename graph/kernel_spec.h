@@ -49,7 +49,8 @@ struct ConvKernelSpec {
   // The input is NCHW, read in place of a layout transform (Conv2d::nchw_input).
   bool nchw_input = false;
   // The pooling of the result (Conv2d::pool): `output` is the pooled tensor; the convolution's
-  // own output (conv_output_nhwc) is computed a band of rows at a time inside the kernel.
+  // own output (conv_output_nhwc) lives inside the kernel (a band of rows at a time with the
+  // wide CPU schedule).
   std::optional<Pool2d> pool;
   // The schedule of a dense or grouped convolution, in the text form of
   // schedules/conv_params.h ("naive", "deep chunk=144", ...), read over the default for the

@@ -1,9 +1,9 @@
 // fuse_conv_pooling: a 2-D pooling that alone reads a convolution's output goes into that
 // convolution (Conv2d::pool). The stems of ResNets (7x7/s2 conv, then a 3x3/s2 max pool) and
 // Inception networks (3x3 convs, then a 3x3/s2 max pool) write their largest activation only for
-// the pooling to read it back; the fused kernel computes the convolution a band of rows at a
-// time, pools the band while it is in cache, and writes the pooled tensor alone (a quarter of
-// the bytes for a stride-2 pool). Runs after every pass that adds to a convolution's epilogue:
+// the pooling to read it back; the fused kernel (with the wide CPU schedule, which such stems
+// take) computes the convolution a band of rows at a time, pools the band while it is in
+// cache, and writes the pooled tensor alone (a quarter of the bytes for a stride-2 pool). Runs after every pass that adds to a convolution's epilogue:
 // the pooling comes after all of it.
 #include "graph/kernel_spec.h"
 #include "graph/passes/passes.h"

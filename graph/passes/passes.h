@@ -65,8 +65,8 @@ Graph fuse_elementwise_chains(const Graph& g);
 Graph fuse_conv_prologues(const Graph& g);
 
 // Moves each MaxPool or AveragePool that alone reads an NHWC Halide convolution's output into
-// that convolution (Conv2d::pool): the kernel pools bands of its output in cache and writes only
-// the pooled tensor. Runs last.
+// that convolution (Conv2d::pool): its kernel writes only the pooled tensor (with the wide CPU
+// schedule, pooling bands of the convolution's rows in cache). Runs last.
 Graph fuse_conv_pooling(const Graph& g);
 
 }  // namespace kiln::graph
