@@ -62,10 +62,6 @@ std::string gpu_unusable_reason(Backend b) {
   const int rc = halide_device_malloc(nullptr, probe.raw_buffer(), device);
   if (rc == 0) {
     probe.device_free();
-    // Buffers a kernel allocates on the device for itself (a fused convolution's output before
-    // its pooling, an average pooling's window counts) come from a cache after the first call
-    // instead of a device allocation per call.
-    halide_reuse_device_allocations(nullptr, true);
     return "";
   }
   std::string why = runtime::last_halide_error();
@@ -337,6 +333,11 @@ Model::Model(graph::Graph optimized, const ModelOptions& options)
         throw graph::Error(why + "; choose the cpu backend, or allow fallback to the CPU");
       m.options.backend = Backend::cpu;
       m.fallback_reason = why;
+    } else {
+      // Buffers a kernel allocates on the device for itself (a fused convolution's output before
+      // its pooling, an average pooling's window counts) come from a cache after the first call
+      // instead of a device allocation per call.
+      halide_reuse_device_allocations(nullptr, true);
     }
   }
   // Concats whose inputs are written in place, and Reshapes stored as views, are not kernels

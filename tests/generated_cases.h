@@ -348,6 +348,9 @@ inline std::vector<PoolCase> pool_cases() {
       {"max_dilated_3x2",
        {1, 12, 14, 16},
        Pool2d{PoolKind::max, 3, 2, 1, 2, 0, 1, 0, 1, 2, 2, false, false}},
+      // Windows of more than 25 taps reduce over an RDom (smaller ones are unrolled).
+      {"avg_7x7_rdom_padded", {1, 9, 8, 12}, Pool2d{PoolKind::avg, 7, 7, 2, 2, 2, 3, 2, 3, 1, 1, false, false}},
+      {"max_6x5_rdom", {1, 11, 10, 9}, Pool2d{PoolKind::max, 6, 5, 1, 2, 0, 0, 0, 0, 1, 1, false, false}},
       {"global_avg", {1, 7, 7, 2048}, GlobalPool{PoolKind::avg}},
       {"global_max_batch2", {2, 5, 9, 40}, GlobalPool{PoolKind::max}},
       {"global_avg_large", {1, 56, 56, 24}, GlobalPool{PoolKind::avg}},

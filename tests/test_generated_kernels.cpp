@@ -395,6 +395,43 @@ TEST(GeneratedKernels, ConvolutionsWithTheirPoolingFused) {
   expect_whole_graph_matches_reference(input, optimized);
 }
 
+// A pooled convolution whose output is one input of a channel Concat (a DenseNet transition
+// feeding the next block, an Inception branch): the fused kernel writes the pooled tensor into
+// its slice of the Concat, which copies nothing, and the model matches the reference.
+TEST(GeneratedKernels, PooledConvolutionWritesItsConcatSlice) {
+  graph::GraphBuilder b;
+  const graph::ValueId x = b.input("x", {1, 16, 18, 16});
+  graph::Conv2d attrs;
+  attrs.pad_top = attrs.pad_left = attrs.pad_bottom = attrs.pad_right = 1;
+  const graph::ValueId conv = b.relu(
+      "relu", b.conv2d("conv", x,
+                       b.constant("w", {24, 16, 3, 3}, graph::random_uniform(24 * 16 * 9, -0.2f, 0.2f, 91),
+                                  Layout::oihw),
+                       b.constant("b", {24}, graph::random_uniform(24, -0.2f, 0.2f, 92)), attrs));
+  const graph::ValueId pooled =
+      b.op("pool", graph::Pool2d{graph::PoolKind::avg, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, false, false}, {conv});
+  graph::Conv2d strided;  // the other branch: a 1x1 stride-2 convolution, the same 9x8 output
+  strided.stride_h = strided.stride_w = 2;
+  const graph::ValueId other = b.conv2d(
+      "other", x,
+      b.constant("w2", {8, 16, 1, 1}, graph::random_uniform(8 * 16, -0.3f, 0.3f, 93), Layout::oihw),
+      b.constant("b2", {8}, graph::random_uniform(8, -0.2f, 0.2f, 94)), strided);
+  b.output(b.op("concat", graph::Concat{1}, {pooled, other}));
+  const graph::Graph input = b.finish();
+  const graph::Graph optimized = graph::run_passes(input);
+  ModelOptions lower;
+  lower.lower_only = true;
+  const Model probe(optimized, lower);
+  size_t pooled_convs = 0;
+  for (const graph::KernelSpec& k : probe.kernels()) {
+    const auto* o = std::get_if<graph::OpKernelSpec>(&k);
+    EXPECT_FALSE(o && std::holds_alternative<graph::Concat>(o->op)) << graph::kernel_name(k) << " copies";
+    if (const auto* c = std::get_if<graph::ConvKernelSpec>(&k)) pooled_convs += c->pool.has_value();
+  }
+  EXPECT_EQ(pooled_convs, 1u);
+  expect_whole_graph_matches_reference(input, optimized);
+}
+
 // A dense block (DenseNet's pattern, in preact_se): each layer's BN + ReLU reads the running
 // Concat, and its conv's output joins it. Every Concat is stored in place, nested in the last
 // one, and each BN + ReLU is the prologue of its bottleneck conv (fuse_conv_prologues), so the

@@ -48,11 +48,12 @@ PoolAlgorithm pool2d(const Halide::Func& input, int in_width, int in_height,
   // compiles to straight-line vector code; larger ones reduce over an RDom (a loop per window,
   // several times the instructions of the taps themselves on a 3x3).
   constexpr int kUnrolledTaps = 25;
-  Halide::RDom r(0, p.kernel_w, 0, p.kernel_h, "pool_r");
   const bool unrolled = p.kernel_w * p.kernel_h <= kUnrolledTaps;
-  const Expr v = tap(r.x, r.y);
-  Expr total, largest, any_nan;
-  if (unrolled) {
+  Expr v, total, largest, any_nan;  // v: one tap of the RDom; the rest over every tap
+  if (!unrolled) {
+    Halide::RDom r(0, p.kernel_w, 0, p.kernel_h, "pool_r");
+    v = tap(r.x, r.y);
+  } else {
     for (int ky = 0; ky < p.kernel_h; ++ky)
       for (int kx = 0; kx < p.kernel_w; ++kx) {
         const Expr t = tap(kx, ky);

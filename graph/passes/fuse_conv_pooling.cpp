@@ -15,18 +15,15 @@ Graph fuse_conv_pooling(const Graph& input) {
   const auto uses = g.consumers();
   std::vector<Node> nodes = g.nodes();
   std::vector<bool> dead(nodes.size(), false);
-  std::vector<int> producer(g.values().size(), -1);
-  for (size_t i = 0; i < nodes.size(); ++i)
-    for (ValueId v : nodes[i].outputs) producer[v.index] = static_cast<int>(i);
   for (size_t i = 0; i < nodes.size(); ++i) {
     const auto* pool = std::get_if<Pool2d>(&nodes[i].op);
     if (!pool || nodes[i].inputs.size() != 1 || nodes[i].outputs.size() != 1) continue;
     const ValueId v = nodes[i].inputs[0];
     const Value& x = g.value(v);
     if (x.layout != Layout::nhwc || x.shape.size() != 4 || g.is_graph_output(v) ||
-        uses[v.index].size() != 1 || producer[v.index] < 0)
+        uses[v.index].size() != 1 || !x.producer.valid())
       continue;
-    Node& conv = nodes[static_cast<size_t>(producer[v.index])];
+    Node& conv = nodes[x.producer.index];
     auto* attrs = std::get_if<Conv2d>(&conv.op);
     if (!attrs || attrs->pool || conv.outputs.size() != 1 || !lowers_to_halide_conv(g, conv))
       continue;
