@@ -215,6 +215,7 @@ schedules::ConvShape conv_shape(const graph::ConvKernelSpec& k, const Halide::Ta
   s.depthwise = k.depthwise;
   s.computed_input = !k.pre.empty() || k.nchw_input;
   s.constant_weights = k.constant_weights;
+  s.bf16 = k.bf16;
   s.stride_w = k.stride_w, s.stride_h = k.stride_h;
   s.dilation_w = k.dilation_w, s.dilation_h = k.dilation_h;
   return s;
@@ -295,12 +296,25 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
     const int64_t alpha = runtime::winograd_matrices(params.tile).alpha;
     weight_shape = {alpha, alpha, w[2], w[3]};
   }
+  if (k.bf16 && target.has_gpu_feature())
+    throw graph::Error("kernel '" + k.name + "' runs in bf16, which Kiln generates for CPUs only; "
+                       "compile the model with precision f32 for " + target.to_string());
   const bool blocked = !winograd && !target.has_gpu_feature() && runtime::blocks_conv_weights(k);
   constexpr int kBlock = runtime::kConvWeightBlock;
   std::vector<Halide::ImageParam> inputs;
   const std::vector<graph::TensorDesc> args = graph::generated_kernel_arguments(k);
   for (size_t i = 0; i + 1 < args.size(); ++i) {
-    if (i == 1 && blocked) {
+    if (i == 1 && k.bf16) {
+      // (k % 2, co % 16, k / 2, co / 16), innermost first, dense, k = ci + Ci * (kx + Kw * ky)
+      // (runtime::pack_bf16_conv_weights).
+      Halide::ImageParam p(Halide::BFloat(16), 4, "arg1");
+      const int extents[4] = {2, kBlock,
+                              static_cast<int>(runtime::bf16_conv_reduction(w[0], w[1], w[2]) / 2),
+                              static_cast<int>(runtime::conv_weight_blocks(w[3]))};
+      int stride = 1;
+      for (int d = 0; d < 4; ++d) p.dim(d).set_bounds(0, extents[d]).set_stride(stride), stride *= extents[d];
+      inputs.push_back(p);
+    } else if (i == 1 && blocked) {
       // (co % 16, ci, kx, ky, co / 16), innermost first, dense.
       Halide::ImageParam p(Halide::Float(32), 5, "arg1");
       const int extents[5] = {kBlock, static_cast<int>(w[2]), static_cast<int>(w[1]),
@@ -340,7 +354,17 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
   const int out_per_group = static_cast<int>(out[3]) / k.groups * merge;
   // Blocked weights read back in HWIO order: the algorithm sees (co, ci, kx, ky) either way.
   Halide::Func weights = inputs[1];
-  if (blocked) {
+  using generators::ops::Bf16Widen;
+  const Bf16Widen widen = !k.bf16 ? Bf16Widen::none
+                          : target.has_feature(Halide::Target::AVX512_SapphireRapids) ? Bf16Widen::cast
+                                                                                      : Bf16Widen::bits;
+  if (k.bf16) {
+    Halide::Var co("co"), ci("ci"), kx("kx"), ky("ky");
+    weights = Halide::Func("weights");
+    const Halide::Expr pair = ci / 2 + static_cast<int>(w[2] / 2) * (kx + static_cast<int>(w[1]) * ky);
+    weights(co, ci, kx, ky) =
+        generators::ops::widen_bf16(inputs[1](ci % 2, co % kBlock, pair, co / kBlock), widen);
+  } else if (blocked) {
     Halide::Var co("co"), ci("ci"), kx("kx"), ky("ky");
     weights = Halide::Func("weights");
     weights(co, ci, kx, ky) = inputs[1](co % kBlock, ci, kx, ky, co / kBlock);
@@ -349,7 +373,7 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
       conv_source(k, inputs), static_cast<int>(in[2]), static_cast<int>(in[1]), weights, inputs[2],
       static_cast<int>(w[2]) * merge, static_cast<int>(w[1]), static_cast<int>(w[0]),
       {k.stride_w, k.stride_h, k.pad_left, k.pad_top, k.dilation_w, k.dilation_h}, !pointwise,
-      k.groups > 1 ? Halide::Expr(out_per_group) : Halide::Expr());
+      k.groups > 1 ? Halide::Expr(out_per_group) : Halide::Expr(), widen);
   output(a.co, a.x, a.y, a.n) =
       conv_epilogue(k, a.acc(a.co, a.x, a.y, a.n), inputs, {a.co, a.x, a.y, a.n});
   const ConvOutput o = conv_output(k, output);
@@ -357,6 +381,7 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
   if (!automatic) {
     schedules::ConvFuncs f = conv_funcs(a, output, out, in[3], !pointwise, k.nchw_input);
     f.in_task = pooled_in_bands(k, params, target);
+    f.bf16 = k.bf16;
     schedule_conv(f, target, params);
     schedule_pooling(k, o, params, target);
   }

@@ -30,13 +30,34 @@ Halide::Target parse_target(const std::string& name) {
   return Halide::Target(name).with_feature(Halide::Target::NoRuntime);
 }
 
-void compile_kernel(const graph::KernelSpec& spec, const std::vector<std::string>& target_names,
+// The targets the kernel of `spec` is compiled for, best first, with the schedule text of each:
+// `targets` with library_schedules' texts, and for a bf16 convolution, before each AVX-512
+// target, its AVX512_BF16 variant (runtime::bf16_target) with that target's schedule.
+struct KernelTargets {
+  std::vector<std::string> names, schedules;
+};
+KernelTargets kernel_targets(const graph::KernelSpec& spec, const std::vector<std::string>& targets,
+                             const ScheduleLookup& schedules) {
+  const std::vector<std::string> texts = library_schedules(spec, targets, schedules);
+  const auto* conv = std::get_if<graph::ConvKernelSpec>(&spec);
+  KernelTargets out;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const std::string variant = conv && conv->bf16 ? runtime::bf16_target(targets[i]) : "";
+    if (!variant.empty()) out.names.push_back(variant), out.schedules.push_back(texts[i]);
+    out.names.push_back(targets[i]), out.schedules.push_back(texts[i]);
+  }
+  return out;
+}
+
+void compile_kernel(const graph::KernelSpec& spec, const std::vector<std::string>& requested,
                     const std::string& fn_name, const fs::path& archive,
                     const ScheduleLookup& schedules) {
   std::vector<Halide::Target> targets;
   std::vector<std::string> suffixes;
   std::map<std::string, std::string> schedule_of;  // by the parsed target's string
-  const std::vector<std::string> texts = library_schedules(spec, target_names, schedules);
+  const KernelTargets kt = kernel_targets(spec, requested, schedules);
+  const std::vector<std::string>& target_names = kt.names;
+  const std::vector<std::string>& texts = kt.schedules;
   for (size_t i = 0; i < target_names.size(); ++i) {
     targets.push_back(parse_target(target_names[i]));
     suffixes.push_back(targets.back().to_string());
@@ -217,9 +238,10 @@ int write_kernel_listings(const std::vector<graph::KernelSpec>& all_specs,
   int written = 0;
   for (size_t i = 0; i < specs.size(); ++i) {
     if (progress) progress(i, specs.size(), graph::kernel_name(specs[i]));
-    const std::vector<std::string> texts = library_schedules(specs[i], targets, schedules);
-    for (size_t ti = 0; ti < targets.size(); ++ti) {
-      const std::string& name = targets[ti];
+    const KernelTargets kt = kernel_targets(specs[i], targets, schedules);
+    const std::vector<std::string>& texts = kt.schedules;
+    for (size_t ti = 0; ti < kt.names.size(); ++ti) {
+      const std::string& name = kt.names[ti];
       const Halide::Target t = parse_target(name);
       const std::string fn = prefix + "_k" + std::to_string(i);
       const fs::path file = dir / (fn + "-" + name + (assembly ? ".s" : ".stmt"));

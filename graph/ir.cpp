@@ -420,6 +420,7 @@ std::string attrs(const Op& op) {
       s << "]";
     }
     if (c->nchw_input) s << " nchw_input";
+    if (c->bf16) s << " bf16";
     if (!c->pre.empty()) {
       s << " pre=[";
       for (size_t i = 0; i < c->pre.size(); ++i) s << (i ? "," : "") << to_string(c->pre[i].kind);

@@ -146,6 +146,11 @@ struct Conv2d {
   // schedule computes the convolution a band of rows at a time and pools each band in cache,
   // never storing the whole output). NHWC only.
   std::optional<Pool2d> pool;
+  // bfloat16 multiply-adds (PipelineOptions::precision bf16, set by use_bf16): the kernel
+  // rounds its input (after any pre steps) and its weights to bfloat16, to nearest even, and
+  // accumulates their exact products in float32; the epilogue stays float32. Dense NHWC
+  // convolutions with an even number of input channels only (graph::bf16_conv_refusal).
+  bool bf16 = false;
   size_t first_post_input() const { return residual ? 4 : 3; }
   size_t first_pre_input() const { return first_post_input() + 2 * affine_steps(post); }
 };

@@ -83,6 +83,9 @@ std::string describe_conv(const ConvKernelSpec& k) {
     s << "pooling: " << op_name(Op{*k.pool}) << " " << op_attributes(Op{*k.pool}) << " of the convolution's "
       << to_string(conv_output_nhwc(k)) << " output, in the same kernel (the wide CPU schedule "
       << "computes it a band of rows at a time, never stored whole)\n";
+  if (k.bf16)
+    s << "precision: bf16 multiply-adds (input and weights rounded to bfloat16, to nearest even; "
+      << "float32 sums and epilogue)\n";
   return s.str();
 }
 
@@ -144,6 +147,7 @@ ConvKernelSpec conv_spec(const Graph& g, const Node& n, const Conv2d& c) {
   k.pre = c.pre;
   k.nchw_input = c.nchw_input;
   k.pool = c.pool;
+  k.bf16 = c.bf16;
   for (size_t i = c.first_pre_input(); i < n.inputs.size(); ++i) k.pre_params.push_back(desc(g, n.inputs[i]));
   return k;
 }
@@ -190,6 +194,19 @@ Shape conv_output_nhwc(const ConvKernelSpec& k) {
 bool lowers_to_halide_conv(const Graph& g, const Node& n) {
   const auto* c = std::get_if<Conv2d>(&n.op);
   return c && halide_conv(g, n, *c);
+}
+
+std::string bf16_conv_refusal(const Graph& g, const Node& n) {
+  const auto* c = std::get_if<Conv2d>(&n.op);
+  if (!c) return "not a convolution";
+  if (!lowers_to_halide_conv(g, n)) return "not a generated NHWC convolution with constant weights";
+  if (c->groups != 1) return "grouped or depthwise (bf16 covers dense convolutions)";
+  if (c->nchw_input) return "reads an NCHW input in place";
+  const Value& w = g.value(n.inputs[1]);
+  if (w.layout != Layout::hwio) return "weights not HWIO";
+  if (w.shape[2] % 2 != 0)
+    return std::to_string(w.shape[2]) + " input channels (bf16 takes them in pairs)";
+  return "";
 }
 
 bool conv_accepts_post_steps(const Graph& g, const Node& n) {
@@ -276,7 +293,7 @@ std::string kernel_signature(const KernelSpec& k) {
       << "," << std::hexfloat << c->activation.lo << "," << c->activation.hi << std::defaultfloat
       << (c->residual ? ",residual" : "") << (c->constant_weights ? "" : ",weights=input")
       << (c->schedule.empty() ? "" : ",schedule=" + c->schedule)
-      << (c->nchw_input ? ",nchw_input" : "");
+      << (c->nchw_input ? ",nchw_input" : "") << (c->bf16 ? ",bf16" : "");
     if (const std::optional<Pool2d>& p = c->pool)
       s << ",pool=" << static_cast<int>(p->kind) << ":" << p->kernel_h << ":" << p->kernel_w << ":"
         << p->stride_h << ":" << p->stride_w << ":" << p->pad_top << ":" << p->pad_left << ":"

@@ -52,6 +52,9 @@ struct ConvKernelSpec {
   // own output (conv_output_nhwc) lives inside the kernel (a band of rows at a time with the
   // wide CPU schedule).
   std::optional<Pool2d> pool;
+  // Multiply-adds in bfloat16 (Conv2d::bf16): the kernel reads its weights as bfloat16 pairs
+  // of input channels (runtime::pack_bf16_conv_weights) and rounds its input to bfloat16.
+  bool bf16 = false;
   // The schedule of a dense or grouped convolution, in the text form of
   // schedules/conv_params.h ("naive", "deep chunk=144", ...), read over the default for the
   // layer; empty: the default, or a tuned record (codegen::ScheduleLookup). Part of the
@@ -101,6 +104,10 @@ Shape conv_output_nhwc(const ConvKernelSpec& k);
 // kernels take their output as a strided buffer, so they can write into a slice of a larger
 // tensor (see the in-place Concat of plan_arena).
 bool lowers_to_halide_conv(const Graph& g, const Node& n);
+// Why node n cannot run its multiply-adds in bfloat16 (Conv2d::bf16), or "" when it can: a
+// Halide convolution (lowers_to_halide_conv), dense (one group), NHWC input, HWIO weights with
+// an even number of input channels (the dot-product instruction takes channel pairs).
+std::string bf16_conv_refusal(const Graph& g, const Node& n);
 
 // Kernels generated per model by codegen/: a Halide pipeline built for this spec's exact shapes,
 // compiled ahead of time (`kiln compile`) or into a cached shared object (`kiln run`, `bench`,

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "graph/bf16.h"
 #include "graph/reference_ops.h"
 #include "graph/shape_inference.h"
 
@@ -42,7 +43,16 @@ Tensor pool(const Pool2d& p, const Tensor& x, const Shape& out_shape);
 // Without the pooling (Conv2d::pool): out_shape is the convolution's.
 Tensor unpooled_conv(const Conv2d& c, const std::vector<const Tensor*>& in, const Shape& out_shape) {
   const Tensor pre = c.pre.empty() ? Tensor{} : pre_steps(c, in);
-  const Tensor &x = c.pre.empty() ? *in[0] : pre, &w = *in[1], &b = *in[2];
+  // A bf16 convolution multiplies its input and weights rounded to bfloat16 (Conv2d::bf16).
+  const auto rounded = [&](const Tensor& t) {
+    Tensor r = t;
+    for (float& v : r.data) v = round_to_bf16(v);
+    return r;
+  };
+  const Tensor bf16_x = c.bf16 ? rounded(c.pre.empty() ? *in[0] : pre) : Tensor{};
+  const Tensor bf16_w = c.bf16 ? rounded(*in[1]) : Tensor{};
+  const Tensor &x = c.bf16 ? bf16_x : c.pre.empty() ? *in[0] : pre;
+  const Tensor &w = c.bf16 ? bf16_w : *in[1], &b = *in[2];
   const Tensor* residual = c.residual ? in[3] : nullptr;
   const size_t first_post = c.first_post_input();  // post steps' scale and shift inputs
   const ImageIndex xi{image_dims(x.shape, x.layout), x.layout};

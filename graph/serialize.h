@@ -43,7 +43,9 @@ namespace kiln::graph {
 // ElementwiseChain) are read as well; version 2 (tags by position in graph::Op) is refused.
 // Version 12: Conv2d's attributes end with a flag and, when set, its pooling (Pool2d's
 // attributes). Version 11 (the same without them) is read as well.
-constexpr uint32_t kGraphFormatVersion = 12;
+// Version 13: Conv2d's attributes end with its bf16 flag (the precision of its multiply-adds).
+// Version 12 (all float32) is read as well.
+constexpr uint32_t kGraphFormatVersion = 13;
 
 std::string serialize(const Graph& g);
 

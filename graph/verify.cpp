@@ -1,6 +1,7 @@
 // The graph verifier.
 #include "graph/verify.h"
 
+#include "graph/kernel_spec.h"
 #include "graph/shape_inference.h"
 
 namespace kiln::graph {
@@ -75,6 +76,11 @@ std::vector<std::string> verify_problems(const Graph& g) {
         problems.push_back(where + " output '" + out.name + "' is " + to_string(out.shape) + " " +
                            to_string(out.layout) + ", shape inference says " +
                            to_string(expected.shape) + " " + to_string(expected.layout));
+      const auto* conv = std::get_if<Conv2d>(&n.op);
+      if (conv && conv->bf16) {
+        const std::string why = bf16_conv_refusal(g, n);
+        if (!why.empty()) problems.push_back(where + " is marked bf16 but cannot be: " + why);
+      }
     } catch (const Error& e) {
       problems.push_back(e.what());
     }

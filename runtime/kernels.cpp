@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "conv_weights.h"
+#include "graph/bf16.h"
 
 namespace kiln::runtime {
 namespace {
@@ -36,8 +37,32 @@ bool feature_supported(const std::string& f) {
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
            __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
            __builtin_cpu_supports("avx512vl");
+  // Halide's run-time check (halide_can_use_target_features) admits the two below on the same
+  // CPUs: Cannon Lake's AVX-512 (IFMA, VBMI), then Sapphire Rapids' (AVX512_BF16 and AVX-VNNI,
+  // with Zen 4's VNNI, VBMI2, BITALG and VPOPCNTDQ, which Halide may use at that level).
+  if (f == "avx512_cannonlake")
+    return feature_supported("avx512_skylake") && __builtin_cpu_supports("avx512ifma") &&
+           __builtin_cpu_supports("avx512vbmi");
+  if (f == "avx512_sapphirerapids")
+    return feature_supported("avx512_cannonlake") && __builtin_cpu_supports("avx512bf16") &&
+           __builtin_cpu_supports("avxvnni") && __builtin_cpu_supports("avx512vnni") &&
+           __builtin_cpu_supports("avx512vbmi2") && __builtin_cpu_supports("avx512bitalg") &&
+           __builtin_cpu_supports("avx512vpopcntdq");
   if (f == "tsan") return true;  // instrumentation for ThreadSanitizer (the tsan preset), not a CPU feature
   return false;  // a feature this table does not know: never claim support
+}
+
+// Whether this CPU has every feature of Halide target string `target`.
+bool target_supported(const std::string& target) {
+  std::istringstream parts(target);
+  std::string part;
+  int field = 0;
+  while (std::getline(parts, part, '-')) {
+    // x86-64-linux-<features...>: the first three fields are arch, bits and OS.
+    if (field++ < 3) continue;
+    if (!feature_supported(part)) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -51,15 +76,19 @@ const std::string& cuda_target() {
 
 bool cpu_target_supported(int index) {
   KILN_CHECK(index >= 0 && index < static_cast<int>(target_table().size()), "CPU target index");
-  std::istringstream parts(target_table()[static_cast<size_t>(index)]);
-  std::string part;
-  int field = 0;
-  while (std::getline(parts, part, '-')) {
-    // x86-64-linux-<features...>: the first three fields are arch, bits and OS.
-    if (field++ < 3) continue;
-    if (!feature_supported(part)) return false;
-  }
-  return true;
+  return target_supported(target_table()[static_cast<size_t>(index)]);
+}
+
+std::string bf16_target(const std::string& target) {
+  if (target.find("-avx512_skylake") == std::string::npos ||
+      target.find("avx512_sapphirerapids") != std::string::npos)
+    return "";
+  return target + "-avx512_cannonlake-avx512_sapphirerapids";
+}
+
+bool bf16_dot_products_supported(int index) {
+  const std::string variant = bf16_target(target_table().at(static_cast<size_t>(index)));
+  return !variant.empty() && target_supported(variant);
 }
 
 int best_cpu_target() {
@@ -89,6 +118,26 @@ std::vector<float> block_conv_weights(const float* hwio, int64_t kh, int64_t kw,
       std::copy(hwio + r * co + b * kB, hwio + r * co + b * kB + width,
                 out.begin() + (b * rows + r) * kB);
   }
+  return out;
+}
+
+int64_t bf16_conv_reduction(int64_t kh, int64_t kw, int64_t ci) {
+  constexpr int64_t kTileSteps = 32;  // bf16 steps of one AMX tile row (64 bytes)
+  return (kh * kw * ci + kTileSteps - 1) / kTileSteps * kTileSteps;
+}
+
+std::vector<uint16_t> pack_bf16_conv_weights(const float* hwio, int64_t kh, int64_t kw,
+                                             int64_t ci, int64_t co) {
+  KILN_CHECK(ci % 2 == 0, "bf16 weights need an even number of input channels");
+  constexpr int64_t kB = kConvWeightBlock;
+  const int64_t steps = kh * kw * ci, padded = bf16_conv_reduction(kh, kw, ci);
+  std::vector<uint16_t> out(static_cast<size_t>(conv_weight_blocks(co) * padded * kB), 0);
+  // HWIO is [Kh][Kw][Ci][Co]: step k = ci + Ci * (kx + Kw * ky) is row k of a [K][Co] matrix.
+  for (int64_t b = 0; b < conv_weight_blocks(co); ++b)
+    for (int64_t k = 0; k < steps; ++k)
+      for (int64_t o = 0; o < std::min(kB, co - b * kB); ++o)
+        out[static_cast<size_t>(((b * padded / 2 + k / 2) * kB + o) * 2 + k % 2)] =
+            graph::to_bf16_bits(hwio[k * co + b * kB + o]);
   return out;
 }
 

@@ -17,6 +17,15 @@ const std::vector<std::string>& cpu_targets();
 bool cpu_target_supported(int index);
 // The best target this CPU supports: the one the multi-target wrappers pick.
 int best_cpu_target();
+// bf16 convolutions (ConvKernelSpec::bf16) are compiled, before each AVX-512 target of the
+// list, for this variant of it with AVX512_BF16 (Halide's avx512_sapphirerapids level, whose
+// vdpbf16ps the bf16 schedules use); the dispatch wrapper runs the variant where the CPU has
+// it, and the target itself elsewhere (the same bf16 arithmetic, products converted to
+// float32 multiply-adds). "" for a target that gets no variant.
+std::string bf16_target(const std::string& target);
+// Whether bf16 kernels run the dot-product instruction (the bf16 variant) on this CPU when
+// CPU target `index` is the one chosen.
+bool bf16_dot_products_supported(int index);
 // The Halide target of the CUDA kernels (KILN_CUDA_TARGET).
 const std::string& cuda_target();
 

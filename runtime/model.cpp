@@ -23,6 +23,9 @@ namespace {
 
 using HalideBuffer = Halide::Runtime::Buffer<float>;
 
+// The form of a weight copy (Model::Impl::weight_copies) a bf16 kernel reads: bfloat16 pairs.
+constexpr int kBf16Form = -1;
+
 // Halide dimensions are innermost first: the reverse of the row-major shape. A rank-0 tensor is
 // one element of shape [1], as the kernels see it (graph::lower_to_kernels).
 HalideBuffer wrap(float* data, const graph::Shape& shape) {
@@ -92,10 +95,11 @@ struct Model::Impl {
   // to blocks, dense weights blocked by output channels, Winograd-transformed weights (owned
   // here).
   std::vector<std::vector<float>> restrided_weights;
-  // Buffers over the blocked and the Winograd-transformed copies, one per (weights, form: the
-  // Winograd tile, or 0 for blocked), bound to those calls only; a list, so the buffers never
-  // move once calls point at them.
-  std::list<std::pair<std::pair<uint32_t, int>, HalideBuffer>> weight_copies;
+  std::vector<std::vector<uint16_t>> bf16_weights;  // packed for bf16 kernels (owned here)
+  // Buffers over the blocked, the bf16-packed and the Winograd-transformed copies, one per
+  // (weights, form: the Winograd tile, 0 for blocked, kBf16Form for bf16), bound to those calls
+  // only; a list, so the buffers never move once calls point at them.
+  std::list<std::pair<std::pair<uint32_t, int>, Halide::Runtime::Buffer<>>> weight_copies;
   std::vector<Call> calls;
   std::shared_ptr<const GeneratedKernels> generated;  // for the graph::is_generated specs
   std::string fallback_reason;
@@ -200,7 +204,8 @@ void Model::Impl::widen_grouped_weights(const graph::ConvKernelSpec& c) {
 }
 
 // A kernel compiled with Winograd (tile > 0) reads its weights transformed
-// (runtime::winograd_conv_weights), a dense CPU kernel otherwise blocked by output channels
+// (runtime::winograd_conv_weights), a bf16 kernel packed as bfloat16 pairs (tile kBf16Form,
+// runtime::pack_bf16_conv_weights), a dense CPU kernel otherwise blocked by output channels
 // (tile 0, runtime::block_conv_weights). The copy is made here once for all calls; kernels
 // that read the same weights in the same form share it. Returns the kernel's argument vector
 // with the copy in the weights' place.
@@ -208,7 +213,7 @@ std::vector<void*> Model::Impl::copied_weight_args(const graph::ConvKernelSpec& 
   const graph::Value& w = g.value(c.weights.value);
   if (!w.is_constant())
     throw graph::Error("kernel '" + c.name + "' reads its weights " +
-                       (tile > 0 ? "Winograd-transformed" : "blocked") +
+                       (tile > 0 ? "Winograd-transformed" : tile == kBf16Form ? "as bf16" : "blocked") +
                        ", which needs constant weights; '" + w.name + "' is an input");
   const std::pair<uint32_t, int> key{c.weights.value.index, tile};
   auto it = std::find_if(weight_copies.begin(), weight_copies.end(),
@@ -218,8 +223,15 @@ std::vector<void*> Model::Impl::copied_weight_args(const graph::ConvKernelSpec& 
     KILN_CHECK(w.data, "conv weights released before every form of them was made");
     const auto i32 = [](int64_t v) { return static_cast<int>(v); };
     std::vector<float> copy;
-    HalideBuffer buffer;
-    if (tile > 0) {
+    Halide::Runtime::Buffer<> buffer;
+    if (tile == kBf16Form) {
+      std::vector<uint16_t> packed = runtime::pack_bf16_conv_weights(w.data->data(), s[0], s[1], s[2], s[3]);
+      buffer = Halide::Runtime::Buffer<>(
+          halide_type_t(halide_type_bfloat, 16), packed.data(),
+          {2, runtime::kConvWeightBlock, i32(runtime::bf16_conv_reduction(s[0], s[1], s[2]) / 2),
+           i32(runtime::conv_weight_blocks(s[3]))});
+      bf16_weights.push_back(std::move(packed));
+    } else if (tile > 0) {
       copy = runtime::winograd_conv_weights(w.data->data(), s[2], s[3], tile);
       buffer = HalideBuffer(copy.data(), {i32(s[3]), i32(s[2]), tile + 2, tile + 2});
     } else {
@@ -262,6 +274,8 @@ void Model::Impl::make_calls() {
       if (conv && gk.winograd_tile > 0) {
         winograd_tiles.back() = gk.winograd_tile;
         c.args = copied_weight_args(*conv, gk.winograd_tile);
+      } else if (conv && conv->bf16) {
+        c.args = copied_weight_args(*conv, kBf16Form);
       } else if (conv && options.backend == Backend::cpu && runtime::blocks_conv_weights(*conv)) {
         c.args = copied_weight_args(*conv, 0);
       } else if (conv) {

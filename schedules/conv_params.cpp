@@ -253,6 +253,8 @@ ConvParams default_winograd_params(const ConvShape& s, const Halide::Target& t, 
 
 std::string conv_params_error(const ConvParams& p, const ConvShape& s, const Halide::Target& t) {
   if (p.family == ConvFamily::naive) return "";
+  if (s.bf16 && p.family != ConvFamily::wide && p.family != ConvFamily::deep)
+    return "a bf16 convolution takes the wide, deep or naive schedule";
   if (p.family == ConvFamily::winograd) return winograd_error(p, s, t);
   if (t.has_gpu_feature()) return "";  // the GPU schedule has no knobs
   if (s.depthwise != (p.family == ConvFamily::depthwise))
@@ -294,6 +296,8 @@ std::string conv_params_error(const ConvParams& p, const ConvShape& s, const Hal
   if (p.family == ConvFamily::wide) {
     if (!p.stage_input && (s.kernel_w != 1 || s.kernel_h != 1 || s.padded))
       return "stage=in_place takes only 1x1 windows without padding";
+    if (!p.stage_input && s.bf16)
+      return "stage=in_place: a bf16 convolution stages its input (rounded to bf16 once)";
   }
   return "";
 }
@@ -304,7 +308,7 @@ ConvParams default_conv_params(const ConvShape& s, const Halide::Target& t) {
   // direct schedule, AVX2, 2 threads; docs/benchmarks.md). Not on 7x7 outputs (F(4x4) 0.7-0.9x,
   // F(2x2) 1.0-1.2x) nor where no measurement was made.
   const ConvParams winograd = default_winograd_params(s, t);
-  if (!t.has_gpu_feature() && s.reduction_channels >= 64 && s.out_channels >= 64 &&
+  if (!t.has_gpu_feature() && !s.bf16 && s.reduction_channels >= 64 && s.out_channels >= 64 &&
       s.out_width >= 14 && s.out_height >= 14 && winograd_error(winograd, s, t).empty())
     return winograd;
   return default_direct_conv_params(s, t);
@@ -373,7 +377,7 @@ ConvParams default_direct_conv_params(const ConvShape& s, const Halide::Target& 
   p.rows = std::min(p.rows, s.out_height);
   // Short outputs have too few row strips to keep 2 threads busy: split channel blocks too.
   p.split_channels = p.block.vectors > 0 && s.out_height < 10;
-  p.stage_input = !(taps == 1 && !s.padded);
+  p.stage_input = s.bf16 || !(taps == 1 && !s.padded);
   return p;
 }
 

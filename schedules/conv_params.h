@@ -27,6 +27,9 @@ struct ConvShape {
   bool depthwise = false;
   bool computed_input = false;
   bool constant_weights = true;  // Winograd transforms them once, when the model binds them
+  // bfloat16 multiply-adds (ConvKernelSpec::bf16): only the wide, deep and naive schedules,
+  // which take the reduction in pairs of input channels, and the input is always staged.
+  bool bf16 = false;
   int stride_w = 1, stride_h = 1, dilation_w = 1, dilation_h = 1;
 };
 

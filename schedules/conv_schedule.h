@@ -30,6 +30,10 @@ struct ConvFuncs {
   // `output` is computed inside a parallel task of the pipeline's real output (a fused pooling,
   // a band of rows at a time): it gets no parallel loop of its own.
   bool in_task = false;
+  // bfloat16 multiply-adds: input_padded is bfloat16 and the update sums f32(bf16) products.
+  // The schedule takes r.x (even) in pairs, innermost and vectorized with the output channels
+  // under atomic(), which Halide lowers to vdpbf16ps on targets with AVX512_BF16.
+  bool bf16 = false;
 };
 
 // Halide's default: everything inlined or at root, nothing vectorized or parallel.

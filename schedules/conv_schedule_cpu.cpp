@@ -69,11 +69,19 @@ void schedule_conv_cpu(const ConvFuncs& f, const ConvParams& p, const Target& ta
       .vectorize(co, vec, TailStrategy::GuardWithIf)
       .unroll(co)
       .unroll(x);
-  acc.update()
-      .reorder(co, x, f.r.x, f.r.y, f.r.z)
-      .vectorize(co, vec, TailStrategy::GuardWithIf)
-      .unroll(co)
-      .unroll(x);
+  Halide::Stage update = acc.update();
+  if (f.bf16) {
+    // Input-channel pairs innermost: each 2-lane pair times a vector of output channels is one
+    // dot-product instruction (vdpbf16ps) on a weight vector and a broadcast input pair.
+    Halide::RVar pair("pair"), pairs("pairs");
+    update.split(f.r.x, pairs, pair, 2)
+        .reorder(pair, co, x, pairs, f.r.y, f.r.z)
+        .atomic()
+        .vectorize(pair);
+  } else {
+    update.reorder(co, x, f.r.x, f.r.y, f.r.z);
+  }
+  update.vectorize(co, vec, TailStrategy::GuardWithIf).unroll(co).unroll(x);
 
   // The zero-padded input strip for one task, shared by all its channel blocks: removes the
   // boundary test from the inner loop. Staging it per (strip, channel block) instead cost 9%

@@ -58,13 +58,21 @@ void schedule_conv_cpu_deep(const ConvFuncs& f, const ConvParams& p, const Targe
   // The accumulator covers the task's channel block, rows and full width; per chunk, every
   // register tile of it runs the chunk's reduction with its sums in registers.
   acc.compute_at(output, task).vectorize(co, vec, TailStrategy::GuardWithIf).unroll(co);
-  acc.update()
-      .split(x, xo, xi, p.block.pixels, TailStrategy::RoundUp)
-      .split(f.r.x, rco, rci, chunk, TailStrategy::GuardWithIf)
-      .reorder(co, xi, rci, f.r.y, f.r.z, xo, y, rco)
-      .vectorize(co, vec, TailStrategy::GuardWithIf)
-      .unroll(co)
-      .unroll(xi);
+  Halide::Stage update = acc.update();
+  update.split(x, xo, xi, p.block.pixels, TailStrategy::RoundUp);
+  if (f.bf16) {
+    // Input-channel pairs innermost (see schedule_conv_cpu): the chunk counts pairs.
+    RVar pair("pair"), pairs("pairs");
+    update.split(f.r.x, pairs, pair, 2)
+        .split(pairs, rco, rci, (chunk + 1) / 2, TailStrategy::GuardWithIf)
+        .reorder(pair, co, xi, rci, f.r.y, f.r.z, xo, y, rco)
+        .atomic()
+        .vectorize(pair);
+  } else {
+    update.split(f.r.x, rco, rci, chunk, TailStrategy::GuardWithIf)
+        .reorder(co, xi, rci, f.r.y, f.r.z, xo, y, rco);
+  }
+  update.vectorize(co, vec, TailStrategy::GuardWithIf).unroll(co).unroll(xi);
 
   Func input_padded = f.input_padded;
   input_padded.compute_root().parallel(f.y).vectorize(f.c, vec, TailStrategy::GuardWithIf);

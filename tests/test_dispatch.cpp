@@ -3,7 +3,8 @@
 // runtime::cpu_targets(); a custom halide_can_use_target_features admits only that target's
 // features. The wrapper decides once per process (Halide caches its choice), so each target is
 // a test process of its own (tests/CMakeLists.txt). A small network of several kernel kinds must
-// match the reference interpreter, and the wrappers must have picked exactly the forced target.
+// match the reference interpreter, and the wrappers must have admitted the forced target and no
+// better one.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -120,8 +121,12 @@ TEST(Dispatch, ForcedTargetRunsAndIsTheOnePicked) {
   if (base) {
     EXPECT_TRUE(g_accepted.empty()) << g_accepted.size() << " queries were admitted";
   } else {
-    EXPECT_FALSE(g_accepted.empty());
-    for (const std::vector<uint64_t>& a : g_accepted) EXPECT_EQ(a, g_allowed) << targets[t];
+    // A wrapper asks about every target it holds (the lower ones' features are a subset of the
+    // forced one's, and admitted too, as a real CPU would) and takes the first admitted, best
+    // first: the forced target's own query must be among the admitted ones.
+    bool forced_admitted = false;
+    for (const std::vector<uint64_t>& a : g_accepted) forced_admitted |= a == g_allowed;
+    EXPECT_TRUE(forced_admitted) << targets[t] << " was never admitted";
   }
 }
 

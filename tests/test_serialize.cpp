@@ -122,6 +122,7 @@ Graph every_op_graph() {
   const ValueId am = b.op("argmax", Reduce{{1}, false, ReduceKind::argmin_last}, {x});  // since v9
   Conv2d pooled = conv_attrs(1, 1, 1, Activation{0.0f}, false);  // since v12
   pooled.pool = Pool2d{PoolKind::avg, 3, 3, 2, 2, 1, 0, 1, 1, 1, 1, true, true};
+  pooled.bf16 = true;  // since v13
   const ValueId pc = b.op("pooled_conv", pooled,
                           {lt, constant(b, "w4", {3, 3, 4, 8}, 25, Layout::hwio), constant(b, "b4", {8}, 26)});
   for (ValueId out : {t, c2, mp, ga, ln, rs, rl, cc, am, pc}) b.output(out);
@@ -326,8 +327,9 @@ TEST(Serialize, Version8ResizeStillRead) {
   EXPECT_EQ(dump(deserialize(reseal(body))), dump(g));
 }
 
-// Version 10 had Conv2d without pre steps: such a file reads as the convolution it holds.
-TEST(Serialize, Versions10And11ConvStillRead) {
+// Version 10 had Conv2d without pre steps, 11 without pooling, 12 without the bf16 flag: such
+// files read as the convolution they hold.
+TEST(Serialize, Versions10To12ConvStillRead) {
   GraphBuilder b;
   const ValueId x = b.input("x", {1, 4, 5, 5});
   b.output(b.op("cv", conv_attrs(1, 1, 1, Activation{0.0f}, false),
@@ -340,15 +342,20 @@ TEST(Serialize, Versions10And11ConvStillRead) {
   ASSERT_NE(at, std::string::npos);
   // The op tag; 8 i32 window fields, f32 activation bounds, i32 groups, flag residual; u32
   // post-step count (0); then what version 10 lacks: the u32 pre-step count (0) and the flag
-  // nchw_input (0); then what version 11 lacks: the flag of a pooling (0).
+  // nchw_input (0); then what version 11 lacks: the flag of a pooling (0); then what version 12
+  // lacks: the flag bf16 (0).
   const size_t pre = at + 4 + name.size() + 1 + 32 + 8 + 4 + 1 + 4;
-  ASSERT_EQ(current.substr(pre - 4, 10), std::string(10, '\0'));
+  ASSERT_EQ(current.substr(pre - 4, 11), std::string(11, '\0'));
+  std::string v12 = current;
+  v12.erase(pre + 6, 1);
+  v12[8] = 12;
+  EXPECT_EQ(dump(deserialize(reseal(v12))), dump(g));
   std::string v11 = current;
-  v11.erase(pre + 5, 1);
+  v11.erase(pre + 5, 2);
   v11[8] = 11;
   EXPECT_EQ(dump(deserialize(reseal(v11))), dump(g));
   std::string v10 = current;
-  v10.erase(pre, 6);
+  v10.erase(pre, 7);
   v10[8] = 10;
   EXPECT_EQ(dump(deserialize(reseal(v10))), dump(g));
 }

@@ -244,8 +244,35 @@ KernelGenerator kernel_generator(std::shared_ptr<const codegen::ScheduleDb> db) 
 }
 
 
+graph::Precision parse_precision(const Args& args) {
+  const std::string p = args.get("--precision", "f32");
+  if (p != "f32" && p != "bf16") throw UsageError("--precision takes f32 or bf16, not '" + p + "'");
+  return graph::parse_precision(p);
+}
+
+bool has_bf16(const graph::Graph& optimized) {
+  for (const graph::Node& n : optimized.nodes())
+    if (const auto* c = std::get_if<graph::Conv2d>(&n.op); c && c->bf16) return true;
+  return false;
+}
+
+std::string precision_note(const graph::Graph& optimized, int cpu_target) {
+  int bf16 = 0, convs = 0;
+  for (const graph::Node& n : optimized.nodes())
+    if (const auto* c = std::get_if<graph::Conv2d>(&n.op)) ++convs, bf16 += c->bf16;
+  if (bf16 == 0) return "precision: f32";
+  const int t = cpu_target >= 0 ? cpu_target : runtime::best_cpu_target();
+  const bool native = t >= 0 && runtime::bf16_dot_products_supported(t);
+  return "precision: bf16 in " + std::to_string(bf16) + " of " + std::to_string(convs) +
+         " convolutions (the others, and every other op, f32); " +
+         (native ? "dot products on AVX512_BF16 (vdpbf16ps)"
+                 : "this CPU target has no AVX512_BF16: the same bf16 products as float32 "
+                   "multiply-adds (correct, not faster)");
+}
+
 graph::Graph compile_cached(const std::string& model, const InputShapes& shapes,
-                            const std::string& target, bool* from_cache) {
+                            const std::string& target, graph::Precision precision,
+                            bool* from_cache) {
   *from_cache = false;
   std::string bytes = "builtin:" + model;
   if (model != "example") {
@@ -257,7 +284,7 @@ graph::Graph compile_cached(const std::string& model, const InputShapes& shapes,
   std::ostringstream key;
   key << std::hex << graph::fnv1a(bytes) << "-"
       << graph::fnv1a(target + "|" KILN_VERSION "|" + std::to_string(graph::kGraphFormatVersion) +
-                      "|" + shape_key);
+                      "|" + shape_key + "|" + graph::to_string(precision));
   const std::string dir = cache_dir();
   const std::string path = dir.empty() ? "" : dir + "/compiled/" + key.str() + ".kiln";
   std::error_code ec;
@@ -270,7 +297,9 @@ graph::Graph compile_cached(const std::string& model, const InputShapes& shapes,
       // A damaged entry: compile again and overwrite it.
     }
   }
-  graph::Graph optimized = graph::run_passes(load_model(model, shapes));
+  graph::PipelineOptions passes;
+  passes.precision = precision;
+  graph::Graph optimized = graph::run_passes(load_model(model, shapes), passes);
   if (!path.empty()) {
     std::filesystem::create_directories(dir + "/compiled", ec);
     try {

@@ -10,6 +10,7 @@
 
 #include "codegen/schedule_db.h"
 #include "graph/ir.h"
+#include "graph/passes/pipeline.h"
 #include "kiln/runtime.h"
 
 namespace kiln::cli {
@@ -56,6 +57,16 @@ void parse_backend(const Args& args, ModelOptions* options);
 // leave every kernel at its default), or none.
 std::shared_ptr<const codegen::ScheduleDb> schedule_db(const Args& args);
 
+// --precision f32|bf16 (default f32): the arithmetic of the convolutions' multiply-adds
+// (graph::PipelineOptions::precision). UsageError for any other value.
+graph::Precision parse_precision(const Args& args);
+// Whether any convolution of the optimized graph runs in bf16 (Conv2d::bf16).
+bool has_bf16(const graph::Graph& optimized);
+// The line `kiln run` and `bench` print for a bf16 model: how many convolutions run in bf16 and
+// whether this CPU runs them with the dot-product instruction (AVX512_BF16) or converts the
+// products to float32 multiply-adds on CPU target `cpu_target` (-1: the best this CPU has).
+std::string precision_note(const graph::Graph& optimized, int cpu_target);
+
 // The CPU target a name means: a full Halide target string of the build's list, or a short
 // name: avx512 or avx2 for the first target of the list with that feature and none better,
 // baseline (also accepted as sse41) for the last one. UsageError for anything else; graph::Error when this CPU cannot run it.
@@ -88,11 +99,13 @@ std::string cache_dir();
 // the records that name a kernel of the model but do not apply are listed on stderr first.
 KernelGenerator kernel_generator(std::shared_ptr<const codegen::ScheduleDb> db = nullptr);
 
-// The optimized graph of `model` (import with `shapes` + run_passes), from the compile cache
-// when this model (its bytes), these input shapes, this target and this Kiln version were
+// The optimized graph of `model` (import with `shapes` + run_passes at `precision`), from the
+// compile cache when this model (its bytes), these input shapes, this target, this precision
+// and this Kiln version were
 // compiled before; stored there otherwise. A cache that cannot be read or written is skipped,
 // never an error. *from_cache says which.
 graph::Graph compile_cached(const std::string& model, const InputShapes& shapes,
-                            const std::string& target, bool* from_cache);
+                            const std::string& target, graph::Precision precision,
+                            bool* from_cache);
 
 }  // namespace kiln::cli

@@ -66,8 +66,14 @@ options:
                        median, and the speedup over the last target in the list (the
                        baseline). Implies --per-layer. A target this CPU cannot run is an
                        error.
-  --json FILE          also write the results as JSON: model, target, threads, latencies,
-                       per-layer rows and peaks (with --targets: one entry per target)
+  --precision P        f32 (default) or bf16: the convolutions' multiply-adds (see `kiln run
+                       --help`); printed with the results. A list, bf16,f32, compares them like
+                       --targets does (interleaved rounds, a table per kernel, the speedup over
+                       the last one); not together with --targets. % of peak is of the float32
+                       FMA peak either way
+  --json FILE          also write the results as JSON: model, target, precision, threads,
+                       latencies, per-layer rows and peaks (with --targets or a list of
+                       precisions: one entry per target or precision)
   -h, --help           this text
 )";
 
@@ -76,6 +82,7 @@ struct BenchArgs {
   InputShapes input_shapes;
   ModelOptions options;
   std::vector<std::string> targets;  // --targets: CPU target names, or "cuda"
+  std::vector<graph::Precision> precisions{graph::Precision::f32};
   int iterations = 50, warmup = 5;
   bool per_layer = false, remeasure = false;
 };
@@ -102,6 +109,21 @@ BenchArgs parse(const Args& args) {
     for (const std::string& t : a.targets)
       if (t != "cuda") parse_cpu_target("--targets", t);  // unknown or unrunnable: refused here
     a.per_layer = true;  // the per-kernel table is the point of the comparison
+  }
+  if (args.has("--precision")) {
+    a.precisions.clear();
+    std::stringstream list(args.get("--precision"));
+    for (std::string p; std::getline(list, p, ',');) {
+      if (p != "f32" && p != "bf16")
+        throw UsageError("--precision takes f32, bf16 or a list of them, not '" + p + "'");
+      a.precisions.push_back(graph::parse_precision(p));
+    }
+    if (a.precisions.empty() || a.precisions.size() > 2 ||
+        (a.precisions.size() == 2 && a.precisions[0] == a.precisions[1]))
+      throw UsageError("--precision takes f32, bf16, bf16,f32 or f32,bf16");
+    if (a.precisions.size() == 2 && !a.targets.empty())
+      throw UsageError("--targets and a list of precisions exclude each other");
+    if (a.precisions.size() == 2) a.per_layer = true;
   }
   a.options.profile = a.per_layer;
   return a;
@@ -135,6 +157,7 @@ struct Results {
   std::optional<Peaks> peaks;
   int threads = 0;
   std::string backend, cpu_target;
+  std::string precision;  // precision_note's line
 };
 
 // The p-th percentile by nearest rank.
@@ -226,6 +249,7 @@ void print_table(const Results& r) {
 nlohmann::json results_json(const Results& r) {
   nlohmann::json j = {{"target", r.backend},
                       {"cpu_target", r.cpu_target},
+                      {"precision", r.precision},
                       {"threads", r.threads},
                       {"latency_ms",
                        {{"median", r.ms[r.ms.size() / 2]},
@@ -300,11 +324,27 @@ void print_comparison(const std::vector<Results>& all, const std::vector<std::st
 }
 
 int run(const BenchArgs& a) {
-  const graph::Graph optimized = graph::run_passes(load_model(a.model, a.input_shapes));
+  const graph::Graph imported = load_model(a.model, a.input_shapes);
+  std::vector<graph::Graph> graphs;  // one per precision
+  for (graph::Precision p : a.precisions) {
+    graph::PipelineOptions passes;
+    passes.precision = p;
+    graphs.push_back(graph::run_passes(imported, passes));
+  }
+  const graph::Graph& optimized = graphs[0];
   std::vector<std::unique_ptr<Model>> models;
   std::vector<std::string> names = a.targets;
-  if (a.targets.empty()) {
+  std::vector<std::string> notes;  // precision_note per model
+  if (a.precisions.size() == 2) {
+    for (size_t i = 0; i < graphs.size(); ++i) {
+      names.push_back(graph::to_string(a.precisions[i]));
+      std::fprintf(stderr, "[bench] kernels for %s\n", names.back().c_str());
+      models.push_back(std::make_unique<Model>(graphs[i], a.options));
+      notes.push_back(precision_note(graphs[i], a.options.cpu_target));
+    }
+  } else if (a.targets.empty()) {
     models.push_back(std::make_unique<Model>(optimized, a.options));
+    notes.push_back(precision_note(optimized, a.options.cpu_target));
   } else {
     for (const std::string& t : a.targets) {
       ModelOptions o = a.options;
@@ -315,6 +355,7 @@ int run(const BenchArgs& a) {
       }
       std::fprintf(stderr, "[bench] kernels for %s\n", t.c_str());
       models.push_back(std::make_unique<Model>(optimized, o));
+      notes.push_back(precision_note(optimized, o.cpu_target));
     }
   }
   check_inputs_fit(optimized, a.options);
@@ -335,14 +376,16 @@ int run(const BenchArgs& a) {
     r.threads = threads;
     r.backend = to_string(model.backend());
     r.cpu_target = model.backend() == Backend::cpu ? model.cpu_target() : "";
+    r.precision = notes[m];
     std::printf("model    %s: %zu kernels on %s%s, %d threads\n", graph::printable(a.model).c_str(),
                 model.kernels().size(), r.backend.c_str(),
                 r.cpu_target.empty() ? "" : (" (" + r.cpu_target + ")").c_str(), r.threads);
     if (!model.fallback_reason().empty())
       std::printf("fallback %s\n", graph::printable(model.fallback_reason()).c_str());
+    std::printf("%s\n", r.precision.c_str());
     std::printf("latency  median %.3f ms, p90 %.3f ms, min %.3f ms over %d runs after %d warm-up%s\n",
                 r.ms[r.ms.size() / 2], percentile(r.ms, 90), r.ms.front(), a.iterations, a.warmup,
-                models.size() > 1 ? " (rounds interleaved with the other targets)" : "");
+                models.size() > 1 ? " (rounds interleaved with the others)" : "");
     if (a.per_layer && model.backend() == Backend::cpu) {
       r.peaks = machine_peaks(r.threads, a.remeasure);
       for (Row& row : r.rows) rate_against(*r.peaks, row);
@@ -365,7 +408,7 @@ int run(const BenchArgs& a) {
 int cmd_bench(int argc, char** argv) {
   const Args args(argc, argv, 2,
                   {"--threads", "--iterations", "--warmup", "--target", "--json", "--max-memory",
-                   "--schedules", "--targets", "--input-shape"},
+                   "--schedules", "--targets", "--input-shape", "--precision"},
                   {"--fallback", "--per-layer", "--remeasure-peaks"});
   if (args.help()) {
     print_help(kHelp);

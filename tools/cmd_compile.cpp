@@ -66,6 +66,13 @@ options:
                       signature and CPU target have a record gets its tuned schedule; records
                       that name a kernel of the model but were tuned for another target or a
                       changed kernel are listed as stale, and that kernel gets the default
+  --precision f32|bf16
+                      the convolutions' multiply-adds: f32 (default), or bf16 where a
+                      convolution can (dense, an even number of input channels): weights
+                      stored in NAME.weights as given and packed to bfloat16 when the model
+                      loads, inputs rounded to bfloat16, float32 sums and epilogues; each
+                      AVX-512 target gets a variant with AVX512_BF16 (vdpbf16ps), picked at
+                      run time where the CPU has it
   --depfile FILE      write a Makefile-style depfile of NAME.a (for build systems)
   -h, --help          this text
 )";
@@ -77,6 +84,7 @@ struct CompileArgs {
   Targets targets;
   int threads = 0;
   std::set<std::string> emit;
+  graph::Precision precision = graph::Precision::f32;
 };
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -156,6 +164,7 @@ CompileArgs parse(const Args& args) {
   a.targets = parse_targets(args.get("--targets", "cpu"));
   a.threads = args.get_int("--threads", 0, 0, 1024);
   a.depfile = args.get("--depfile");
+  a.precision = parse_precision(args);
   a.schedules = schedule_db(args);
   for (const std::string& e : split(args.get("--emit"), ',')) {
     if (e != "plan" && e != "dot" && e != "stmt" && e != "assembly" && e != "onnx")
@@ -296,7 +305,11 @@ void commit(const fs::path& staging, const fs::path& outdir, const std::vector<s
 int run_compile(const CompileArgs& a) {
   std::cout << "[1/3] optimizing " << graph::printable(a.model) << "\n";
   const graph::Graph input = load_model(a.model, a.input_shapes);
-  const graph::Graph g = graph::run_passes(input);
+  graph::PipelineOptions passes;
+  passes.precision = a.precision;
+  const graph::Graph g = graph::run_passes(input, passes);
+  if (a.precision == graph::Precision::bf16 && a.targets.cuda)
+    throw UsageError("--precision bf16 is for CPU targets only; compile a CUDA model in f32");
   // Lowering and the runtime's own checks now, so an unsupported model fails here, not in the
   // user's program.
   ModelOptions lower_only;
@@ -416,7 +429,7 @@ int cmd_compile(int argc, char** argv) {
     args.push_back(s.data());
   }
   const Args parsed(argc, args.data(), 2, {"--output", "--name", "--targets", "--threads", "--emit", "--depfile",
-                       "--schedules", "--input-shape"}, {});
+                       "--schedules", "--input-shape", "--precision"}, {});
   if (parsed.help()) {
     print_help(kHelp);
     return 0;

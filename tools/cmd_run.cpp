@@ -55,16 +55,27 @@ options:
                           inputs need more than SIZE bytes (e.g. 512M, 4G; default: this
                           machine's physical memory), before allocating them
   --seed N                seed of the random inputs (default 1)
+  --precision f32|bf16    the convolutions' multiply-adds: f32 (default), or bf16 where a
+                          convolution can (dense, an even number of input channels): input
+                          and weights rounded to bfloat16, float32 sums and epilogues. Prints
+                          whether this CPU runs them on AVX512_BF16 or converts them
   --check                 also run every kernel against the unfused reference interpreter and
                           print, per kernel, the max abs error and max rel error
                           (|got - ref| / max(|ref|, 1e-4)) of its output; a kernel beyond
                           rtol 1e-3 / atol 1e-4 is flagged OUT OF TOLERANCE, and then the
-                          command exits 1 without writing the outputs
+                          command exits 1 without writing the outputs. With bf16 the
+                          reference stays float32: each kernel's error relative to its
+                          output's largest magnitude (accumulated from the model's input on)
+                          is checked against 2e-2, and each bf16 convolution also shows the
+                          bound of its own rounding, (2u + u^2) max_co sum|w| max|x| over
+                          max|out| with u = 2^-8 (before its epilogue)
   -h, --help              this text
 )";
 
 constexpr int kTimedRuns = 5;
 constexpr double kRtol = 1e-3, kAtol = 1e-4;
+// bf16 models: the largest error of a kernel's output relative to its largest magnitude.
+constexpr double kBf16Tolerance = 2e-2;
 
 struct RunArgs {
   std::string model;
@@ -74,6 +85,7 @@ struct RunArgs {
   ModelOptions options;
   uint64_t seed = 1;
   bool check = false;
+  graph::Precision precision = graph::Precision::f32;
 };
 
 RunArgs parse(const Args& args) {
@@ -86,6 +98,7 @@ RunArgs parse(const Args& args) {
   parse_backend(args, &a.options);
   a.seed = static_cast<uint64_t>(args.get_int("--seed", 1, 0, 1 << 30));
   a.check = args.has("--check");
+  a.precision = parse_precision(args);
   return a;
 }
 
@@ -174,6 +187,8 @@ graph::Graph expose_all(graph::Graph g) {
 struct CheckRow {
   std::string kernel;
   double max_abs = 0, max_rel = 0;
+  double normwise = 0;  // max |got - ref| / max |ref|
+  double bf16_bound = -1;  // a bf16 convolution's own rounding bound (normwise), else < 0
   bool compared = false, ok = true;
 };
 
@@ -187,7 +202,8 @@ std::string reference_name(const graph::KernelSpec& k) {
   return "";
 }
 
-CheckRow compare(const std::string& kernel, const graph::Tensor& ref, const TensorView& view) {
+CheckRow compare(const std::string& kernel, const graph::Tensor& ref, const TensorView& view,
+                 bool bf16) {
   CheckRow r{graph::printable(kernel)};
   const graph::Tensor got = fetch(view, ref.layout);
   r.compared = true;
@@ -196,11 +212,34 @@ CheckRow compare(const std::string& kernel, const graph::Tensor& ref, const Tens
     return r;
   }
   r.max_abs = graph::max_abs_diff(got.data, ref.data);
-  for (size_t i = 0; i < got.data.size(); ++i)  // NaN where the reference has NaN is no error
+  double largest = 0;
+  for (size_t i = 0; i < got.data.size(); ++i) {  // NaN where the reference has NaN is no error
     r.max_rel = std::max(r.max_rel, graph::element_error(got.data[i], ref.data[i]) /
                                         std::max<double>(std::fabs(ref.data[i]), kAtol));
-  r.ok = graph::worst_error_ratio(got.data, ref.data, kRtol, kAtol) <= 1.0;
+    if (std::isfinite(ref.data[i])) largest = std::max<double>(largest, std::fabs(ref.data[i]));
+  }
+  r.normwise = r.max_abs / std::max(largest, kAtol);
+  r.ok = bf16 ? r.normwise <= kBf16Tolerance
+              : graph::worst_error_ratio(got.data, ref.data, kRtol, kAtol) <= 1.0;
   return r;
+}
+
+// The bound of a bf16 convolution's own rounding of its input x and weights w (exact inputs
+// assumed): |error| <= (2u + u^2) sum |w| |x| <= (2u + u^2) max_co sum |w| max |x|, u = 2^-8,
+// relative to the largest magnitude of its output `out` (the epilogue after the sums, ReLU or a
+// pooling, does not enlarge it; a SiLU step by at most 1.1x).
+double bf16_rounding_bound(const graph::Graph& g, const graph::ConvKernelSpec& k,
+                           const std::vector<float>& x, const graph::Tensor& out) {
+  const graph::Value& w = g.value(k.weights.value);  // HWIO [Kh, Kw, Ci, Co]
+  if (!w.data) return -1;
+  const int64_t co = w.shape[3];
+  std::vector<double> row(static_cast<size_t>(co), 0.0);
+  for (size_t i = 0; i < w.data->size(); ++i) row[i % static_cast<size_t>(co)] += std::fabs((*w.data)[i]);
+  double max_x = 0, max_out = 0;
+  for (float v : x) max_x = std::max<double>(max_x, std::fabs(v));
+  for (float v : out.data) max_out = std::max<double>(max_out, std::fabs(v));
+  const double u = std::ldexp(1.0, -8);
+  return (2 * u + u * u) * *std::max_element(row.begin(), row.end()) * max_x / std::max(max_out, kAtol);
 }
 
 std::vector<CheckRow> check_kernels(const graph::Graph& original, const graph::Graph& optimized,
@@ -227,6 +266,7 @@ std::vector<CheckRow> check_kernels(const graph::Graph& original, const graph::G
   Model probe(probe_graph, options);
   const Status s = probe.run(inputs);
   if (!s) throw graph::Error(s.message());
+  const bool bf16 = has_bf16(optimized);  // errors are judged normwise
   std::map<uint32_t, size_t> out_index;  // value id -> output index
   for (size_t i = 0; i < probe_graph.outputs.size(); ++i)
     out_index[probe_graph.outputs[i].index] = i;
@@ -238,18 +278,41 @@ std::vector<CheckRow> check_kernels(const graph::Graph& original, const graph::G
     std::string want = reference_name(k);
     if (want.empty()) want = out.name;
     auto it = ref.find(want);
-    rows.push_back(it == ref.end()
-                       ? CheckRow{graph::printable(name)}
-                       : compare(name, *it->second, probe.output(out_index.at(out.value.index))));
+    if (it == ref.end()) {
+      rows.push_back(CheckRow{graph::printable(name)});
+      continue;
+    }
+    rows.push_back(compare(name, *it->second, probe.output(out_index.at(out.value.index)), bf16));
+    // The bound takes the input as this run computed it (its name may be new: an NHWC copy).
+    const auto* conv = std::get_if<graph::ConvKernelSpec>(&k);
+    if (conv && conv->bf16 && conv->pre.empty()) {
+      const auto in = out_index.find(conv->input.value.index);
+      const auto graph_in = std::find(optimized.inputs.begin(), optimized.inputs.end(), conv->input.value);
+      std::vector<float> x;
+      if (in != out_index.end()) {
+        const TensorView v = probe.output(in->second);
+        x.assign(v.data, v.data + graph::num_elements(v.shape));
+      } else if (graph_in != optimized.inputs.end()) {
+        x = inputs[static_cast<size_t>(graph_in - optimized.inputs.begin())].data;
+      }
+      if (!x.empty()) rows.back().bf16_bound = bf16_rounding_bound(optimized, *conv, x, *it->second);
+    }
   }
   return rows;
 }
 
-int print_check(const std::vector<CheckRow>& rows) {
+int print_check(const std::vector<CheckRow>& rows, bool bf16) {
   size_t w = 6;
   for (const CheckRow& r : rows) w = std::max(w, r.kernel.size());
-  std::printf("\ncheck against the unfused reference (rtol %g, atol %g):\n", kRtol, kAtol);
-  std::printf("  %-*s  %13s  %13s\n", static_cast<int>(w), "kernel", "max abs err", "max rel err");
+  if (bf16) {
+    std::printf("\ncheck of the bf16 model against the float32 unfused reference (errors from the "
+                "input on; normwise = max abs err / max |ref|, at most %g):\n", kBf16Tolerance);
+    std::printf("  %-*s  %13s  %13s  %13s  %13s\n", static_cast<int>(w), "kernel", "max abs err",
+                "max rel err", "normwise", "bf16 bound");
+  } else {
+    std::printf("\ncheck against the unfused reference (rtol %g, atol %g):\n", kRtol, kAtol);
+    std::printf("  %-*s  %13s  %13s\n", static_cast<int>(w), "kernel", "max abs err", "max rel err");
+  }
   int bad = 0;
   for (const CheckRow& r : rows) {
     if (!r.compared) {
@@ -259,8 +322,15 @@ int print_check(const std::vector<CheckRow>& rows) {
       continue;
     }
     bad += !r.ok;
-    std::printf("  %-*s  %13.3e  %13.3e%s\n", static_cast<int>(w), r.kernel.c_str(), r.max_abs,
-                r.max_rel, r.ok ? "" : "  OUT OF TOLERANCE");
+    std::printf("  %-*s  %13.3e  %13.3e", static_cast<int>(w), r.kernel.c_str(), r.max_abs, r.max_rel);
+    if (bf16) {
+      std::printf("  %13.3e", r.normwise);
+      if (r.bf16_bound >= 0)
+        std::printf("  %13.3e", r.bf16_bound);
+      else
+        std::printf("  %13s", "-");
+    }
+    std::printf("%s\n", r.ok ? "" : "  OUT OF TOLERANCE");
   }
   return bad;
 }
@@ -322,7 +392,8 @@ int run(const RunArgs& a) {
     throw graph::Error("output directory '" + a.output_dir + "' exists and is not a directory");
   bool cached = false;
   const auto t0 = std::chrono::steady_clock::now();
-  const graph::Graph optimized = compile_cached(a.model, a.input_shapes, to_string(a.options.backend), &cached);
+  const graph::Graph optimized =
+      compile_cached(a.model, a.input_shapes, to_string(a.options.backend), a.precision, &cached);
   const double compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   // Graph inputs and output names survive the passes; outputs are written in logical order.
@@ -336,6 +407,8 @@ int run(const RunArgs& a) {
               graph::printable(a.model).c_str(), model.kernels().size(), to_string(model.backend()),
               model.fallback_reason().empty() ? "" : " (fell back to the CPU)",
               cached ? "compiled graph from the cache" : "compiled", compile_ms, kernels_ms);
+  if (a.precision == graph::Precision::bf16)
+    std::printf("%s\n", precision_note(optimized, a.options.cpu_target).c_str());
 
   const double first = run_ms(model, inputs);
   std::vector<double> ms;
@@ -346,7 +419,7 @@ int run(const RunArgs& a) {
 
   if (a.check) {
     const std::vector<CheckRow> rows = check_kernels(load_model(a.model, a.input_shapes), optimized, inputs, a.options);
-    if (const int bad = print_check(rows)) {
+    if (const int bad = print_check(rows, has_bf16(optimized))) {
       std::fprintf(stderr, "kiln run: %d of %zu kernels out of tolerance; outputs not written\n",
                    bad, rows.size());
       return 1;
@@ -361,7 +434,7 @@ int run(const RunArgs& a) {
 int cmd_run(int argc, char** argv) {
   const Args args(argc, argv, 2,
                   {"--input", "--output-dir", "--target", "--threads", "--seed", "--max-memory",
-                   "--schedules", "--input-shape"},
+                   "--schedules", "--input-shape", "--precision"},
                   {"--fallback", "--check"});
   if (args.help()) {
     print_help(kHelp);

@@ -54,6 +54,8 @@ options:
   --jobs N             candidates compiled at once (default: one per core)
   --candidates N       schedules tried per kernel, the default included (default 16)
   --rounds N           timed calls of each schedule per comparison (default 15)
+  --precision f32|bf16 tune the model's kernels at this precision (default f32): bf16 kernels
+                       have signatures, and records, of their own
   --kernel NAME        tune only this kernel (a name from `kiln inspect`)
   --set KNOB=VALUE     with --kernel: compile the kernel's current schedule (its record, else
                        the default) with this knob changed, check it, time it against the
@@ -377,7 +379,7 @@ void write_json(const std::string& path, const TuneArgs& a, const std::string& t
 int cmd_tune(int argc, char** argv) {
   const Args args(argc, argv, 2,
                   {"--db", "--target", "--budget", "--threads", "--jobs", "--candidates", "--rounds",
-                   "--kernel", "--set", "--autoschedulers", "--json", "--input-shape"},
+                   "--kernel", "--set", "--autoschedulers", "--json", "--input-shape", "--precision"},
                   {"--retune", "--cold"});
   if (args.help()) {
     print_help(kHelp);
@@ -388,7 +390,8 @@ int cmd_tune(int argc, char** argv) {
   codegen::ScheduleDb db = codegen::ScheduleDb::load(a.db);
 
   bool from_cache = false;
-  const graph::Graph optimized = compile_cached(a.model, a.input_shapes, "cpu", &from_cache);
+  const graph::Graph optimized =
+      compile_cached(a.model, a.input_shapes, "cpu", parse_precision(args), &from_cache);
   ModelOptions lower;
   lower.lower_only = true;
   const Model lowered(optimized, lower);

@@ -11,10 +11,25 @@ Halide::Func zero_padded(const Halide::Func& input, const Expr& in_width, const 
       input, 0.0f, {{Expr(), Expr()}, {0, in_width}, {0, in_height}, {Expr(), Expr()}});
 }
 
+Expr round_to_bf16(const Expr& v) {
+  const Expr bits = Halide::reinterpret(Halide::UInt(32), v);
+  const Expr rounded = (bits + 0x7fff + ((bits >> 16) & 1)) >> 16;
+  const Expr quiet_nan = (bits >> 16) | 0x40;
+  const Expr nan = (bits & 0x7fffffff) > 0x7f800000;
+  return Halide::reinterpret(Halide::BFloat(16),
+                             Halide::cast(Halide::UInt(16), Halide::select(nan, quiet_nan, rounded)));
+}
+
+Expr widen_bf16(const Expr& v, Bf16Widen how) {
+  if (how == Bf16Widen::cast) return Halide::cast<float>(v);
+  const Expr bits = Halide::cast(Halide::UInt(32), Halide::reinterpret(Halide::UInt(16), v));
+  return Halide::reinterpret(Halide::Float(32), bits << 16);
+}
+
 ConvAlgorithm conv2d(const Halide::Func& input, const Expr& in_width, const Expr& in_height,
                      const Halide::Func& weights, const Halide::Func& bias, const Expr& in_channels,
                      const Expr& kernel_w, const Expr& kernel_h, const ConvWindow& w,
-                     bool pad_input, const Expr& out_per_group) {
+                     bool pad_input, const Expr& out_per_group, Bf16Widen bf16) {
   ConvAlgorithm a{Halide::Func("input_padded"),
                   Halide::Func("acc"),
                   Halide::Var("co"),
@@ -23,20 +38,17 @@ ConvAlgorithm conv2d(const Halide::Func& input, const Expr& in_width, const Expr
                   Halide::Var("n"),
                   Halide::Var("c"),
                   Halide::RDom()};
-  if (pad_input) {
-    a.input_padded(a.c, a.x, a.y, a.n) =
-        zero_padded(input, in_width, in_height)(a.c, a.x, a.y, a.n);
-  } else {
-    a.input_padded(a.c, a.x, a.y, a.n) = input(a.c, a.x, a.y, a.n);
-  }
+  Expr in = pad_input ? zero_padded(input, in_width, in_height)(a.c, a.x, a.y, a.n)
+                      : input(a.c, a.x, a.y, a.n);
+  a.input_padded(a.c, a.x, a.y, a.n) = bf16 != Bf16Widen::none ? round_to_bf16(in) : in;
   a.r = Halide::RDom(0, in_channels, 0, kernel_w, 0, kernel_h, "r");
   a.acc(a.co, a.x, a.y, a.n) = bias(a.co);
   const Expr ci =
       out_per_group.defined() ? a.co / out_per_group * in_channels + a.r.x : Expr(a.r.x);
+  const Expr x_in = a.input_padded(ci, a.x * w.stride_x + a.r.y * w.dilation_x - w.pad_x,
+                                   a.y * w.stride_y + a.r.z * w.dilation_y - w.pad_y, a.n);
   a.acc(a.co, a.x, a.y, a.n) +=
-      weights(a.co, a.r.x, a.r.y, a.r.z) *
-      a.input_padded(ci, a.x * w.stride_x + a.r.y * w.dilation_x - w.pad_x,
-                     a.y * w.stride_y + a.r.z * w.dilation_y - w.pad_y, a.n);
+      weights(a.co, a.r.x, a.r.y, a.r.z) * (bf16 != Bf16Widen::none ? widen_bf16(x_in, bf16) : x_in);
   return a;
 }
 

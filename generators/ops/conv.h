@@ -17,6 +17,18 @@ struct ConvWindow {
 Halide::Func zero_padded(const Halide::Func& input, const Halide::Expr& in_width,
                          const Halide::Expr& in_height);
 
+// v (float32) rounded to the nearest bfloat16, ties to even, as a BFloat(16) value; a NaN stays
+// a NaN. Integer arithmetic on the bits (what graph::to_bf16_bits does in C++), so no target
+// needs a conversion instruction.
+Halide::Expr round_to_bf16(const Halide::Expr& v);
+
+// How a bf16 convolution widens its bfloat16 operands to float32: `cast`, the form Halide lowers
+// to vdpbf16ps on targets with AVX512_BF16; `bits` (the 16 bits moved to the top of a float32),
+// the same value for targets without it, where Halide would otherwise emulate the cast (and
+// warn about it).
+enum class Bf16Widen { none, cast, bits };
+Halide::Expr widen_bf16(const Halide::Expr& v, Bf16Widen how);
+
 struct ConvAlgorithm {
   Halide::Func input_padded;  // (c, x, y, n): the input, zero outside the image
   Halide::Func acc;           // (co, x, y, n): bias + sum over (ci, kx, ky); one update
@@ -32,12 +44,16 @@ struct ConvAlgorithm {
 // (out_per_group defined): output channel co belongs to group g(co) = co / out_per_group.
 // pad_input = false: the window never leaves the image (a 1x1 window without padding), so
 // input_padded is the input itself and needs no boundary condition.
+// bf16 (not none): input_padded holds the input rounded to bfloat16 and the update sums
+// widen_bf16(input_padded) * weights, for weights that are widened bfloat16 values alike:
+// exact products, summed in float32 (with `cast`, the form Halide lowers to vdpbf16ps).
 ConvAlgorithm conv2d(const Halide::Func& input, const Halide::Expr& in_width,
                      const Halide::Expr& in_height, const Halide::Func& weights,
                      const Halide::Func& bias, const Halide::Expr& in_channels,
                      const Halide::Expr& kernel_w, const Halide::Expr& kernel_h,
                      const ConvWindow& window, bool pad_input,
-                     const Halide::Expr& out_per_group = Halide::Expr());
+                     const Halide::Expr& out_per_group = Halide::Expr(),
+                     Bf16Widen bf16 = Bf16Widen::none);
 
 struct DepthwiseAlgorithm {
   Halide::Func input_padded;  // (c, x, y, n): the input, zero outside the image

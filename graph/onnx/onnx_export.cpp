@@ -129,6 +129,7 @@ class NodeWriter {
     if (!c.post.empty()) steps("post", c.post);
     if (!c.pre.empty()) steps("pre", c.pre);
     if (c.nchw_input) attr_int(p_, "nchw_input", 1);
+    if (c.bf16) attr_string(p_, "precision", "bf16");
     if (const std::optional<Pool2d>& p = c.pool) {  // the pooling of the result
       attr_string(p_, "pool_kind", pool_kind(p->kind));
       attr_ints(p_, "pool_kernel_shape", std::vector<int>{p->kernel_h, p->kernel_w});

@@ -69,4 +69,9 @@ Graph fuse_conv_prologues(const Graph& g);
 // schedule, pooling bands of the convolution's rows in cache). Runs last.
 Graph fuse_conv_pooling(const Graph& g);
 
+// use_bf16 (PipelineOptions::precision bf16, after every other pass): every convolution that
+// can (bf16_conv_refusal) runs its multiply-adds in bfloat16 (Conv2d::bf16). Its `computes`
+// list says so. Everything else stays float32.
+Graph use_bf16(const Graph& g);
+
 }  // namespace kiln::graph

@@ -24,6 +24,14 @@ const std::vector<Pass>& default_passes() {
   return passes;
 }
 
+const char* to_string(Precision p) { return p == Precision::bf16 ? "bf16" : "f32"; }
+
+Precision parse_precision(const std::string& text) {
+  if (text == "f32") return Precision::f32;
+  if (text == "bf16") return Precision::bf16;
+  throw Error("unknown precision '" + text + "' (f32 or bf16)");
+}
+
 Graph run_passes(const Graph& input, const PipelineOptions& options) {
   if (!options.stop_after.empty()) {
     bool known = false;
@@ -32,6 +40,7 @@ Graph run_passes(const Graph& input, const PipelineOptions& options) {
       known |= options.stop_after == p.name;
       names += std::string(names.empty() ? "" : ", ") + p.name;
     }
+    known |= options.stop_after == "use_bf16" && options.precision == Precision::bf16;
     if (!known) throw Error("unknown pass '" + options.stop_after + "' (passes: " + names + ")");
   }
   // User graphs are always verified: the passes assume a well-formed input.
@@ -42,7 +51,12 @@ Graph run_passes(const Graph& input, const PipelineOptions& options) {
     g = p.run(g);
     if (options.verify_each) verify(g, std::string("after ") + p.name);
     if (options.on_stage) options.on_stage(p.name, g);
-    if (options.stop_after == p.name) break;
+    if (options.stop_after == p.name) return g;
+  }
+  if (options.precision == Precision::bf16) {
+    g = use_bf16(g);
+    if (options.verify_each) verify(g, "after use_bf16");
+    if (options.on_stage) options.on_stage("use_bf16", g);
   }
   return g;
 }

@@ -19,6 +19,13 @@ struct Pass {
 // fuse_elementwise_chains.
 const std::vector<Pass>& default_passes();
 
+// The arithmetic of the convolutions' multiply-adds: float32, or bfloat16 where a convolution
+// can (the use_bf16 pass).
+enum class Precision { f32, bf16 };
+const char* to_string(Precision p);
+// "f32" or "bf16"; Error otherwise.
+Precision parse_precision(const std::string& text);
+
 struct PipelineOptions {
 #ifdef NDEBUG
   bool verify_each = false;
@@ -26,6 +33,7 @@ struct PipelineOptions {
   bool verify_each = true;
 #endif
   std::string stop_after;  // empty: run every pass; else a pass name (Error if unknown)
+  Precision precision = Precision::f32;  // bf16: the use_bf16 pass runs last
   // Called with "input" first, then after each pass.
   std::function<void(const std::string& stage, const Graph&)> on_stage;
 };
