@@ -189,6 +189,32 @@ KernelPipeline depthwise_pipeline(const graph::ConvKernelSpec& k, const Halide::
   return KernelPipeline{Halide::Pipeline(o.out), inputs};
 }
 
+// A bf16 convolution on AMX (family amx): the windows times the weights as a matrix multiply
+// (generators::ops::conv2d_as_matmul), then bias and epilogue per output element.
+KernelPipeline amx_pipeline(const graph::ConvKernelSpec& k, const Halide::Target& target,
+                            const std::vector<Halide::ImageParam>& inputs,
+                            const schedules::ConvParams& params) {
+  const graph::Shape in = graph::conv_input_nhwc(k);
+  const graph::Shape& w = k.weights.shape;  // HWIO
+  const graph::Shape out = graph::conv_output_nhwc(k);
+  Halide::Var co("co"), step("step");
+  Halide::Func weights("weights");  // (co, k): the packed pairs (runtime::pack_bf16_conv_weights)
+  weights(co, step) = Halide::cast<float>(inputs[1](step % 2, co, step / 2));
+  const auto i32 = [](int64_t v) { return static_cast<int>(v); };
+  const generators::ops::ConvMatmulAlgorithm a = generators::ops::conv2d_as_matmul(
+      conv_source(k, inputs), i32(in[2]), i32(in[1]), i32(in[0]), weights, i32(w[2]), i32(w[1]),
+      i32(w[0]), i32(runtime::bf16_conv_reduction(w[0], w[1], w[2])), i32(out[2]), i32(out[1]),
+      {k.stride_w, k.stride_h, k.pad_left, k.pad_top, k.dilation_w, k.dilation_h});
+  Halide::Var x("x"), y("y"), n("n");
+  Halide::Func output("output");
+  const Halide::Expr sum = a.acc(co, x + i32(out[2]) * (y + i32(out[1]) * n)) + inputs[2](co);
+  output(co, x, y, n) = conv_epilogue(k, sum, inputs, {co, x, y, n});
+  const ConvOutput o = conv_output(k, output);
+  schedules::schedule_conv_cpu_amx({a.windows, a.acc, output, a.co, a.k, a.p, co, y, n, a.r}, params);
+  schedule_pooling(k, o, params, target);
+  return KernelPipeline{Halide::Pipeline(o.out), inputs};
+}
+
 }  // namespace
 
 // What the convolution schedules are chosen for, of a dense or grouped ConvKernelSpec
@@ -305,14 +331,13 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
   const std::vector<graph::TensorDesc> args = graph::generated_kernel_arguments(k);
   for (size_t i = 0; i + 1 < args.size(); ++i) {
     if (i == 1 && k.bf16) {
-      // (k % 2, co % 16, k / 2, co / 16), innermost first, dense, k = ci + Ci * (kx + Kw * ky)
+      // (k % 2, co, k / 2), innermost first, dense, k = ci + Ci * (kx + Kw * ky)
       // (runtime::pack_bf16_conv_weights).
-      Halide::ImageParam p(Halide::BFloat(16), 4, "arg1");
-      const int extents[4] = {2, kBlock,
-                              static_cast<int>(runtime::bf16_conv_reduction(w[0], w[1], w[2]) / 2),
-                              static_cast<int>(runtime::conv_weight_blocks(w[3]))};
+      Halide::ImageParam p(Halide::BFloat(16), 3, "arg1");
+      const int extents[3] = {2, static_cast<int>(runtime::bf16_conv_columns(w[3])),
+                              static_cast<int>(runtime::bf16_conv_reduction(w[0], w[1], w[2]) / 2)};
       int stride = 1;
-      for (int d = 0; d < 4; ++d) p.dim(d).set_bounds(0, extents[d]).set_stride(stride), stride *= extents[d];
+      for (int d = 0; d < 3; ++d) p.dim(d).set_bounds(0, extents[d]).set_stride(stride), stride *= extents[d];
       inputs.push_back(p);
     } else if (i == 1 && blocked) {
       // (co % 16, ci, kx, ky, co / 16), innermost first, dense.
@@ -335,6 +360,7 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
     }
   }
   if (k.depthwise) return depthwise_pipeline(k, target, inputs, params);
+  if (params.family == schedules::ConvFamily::amx) return amx_pipeline(k, target, inputs, params);
   Halide::Func output("output");
   if (winograd) {
     const generators::ops::WinogradAlgorithm a = generators::ops::winograd_conv2d(
@@ -362,8 +388,7 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
     Halide::Var co("co"), ci("ci"), kx("kx"), ky("ky");
     weights = Halide::Func("weights");
     const Halide::Expr pair = ci / 2 + static_cast<int>(w[2] / 2) * (kx + static_cast<int>(w[1]) * ky);
-    weights(co, ci, kx, ky) =
-        generators::ops::widen_bf16(inputs[1](ci % 2, co % kBlock, pair, co / kBlock), widen);
+    weights(co, ci, kx, ky) = generators::ops::widen_bf16(inputs[1](ci % 2, co, pair), widen);
   } else if (blocked) {
     Halide::Var co("co"), ci("ci"), kx("kx"), ky("ky");
     weights = Halide::Func("weights");

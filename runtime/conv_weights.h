@@ -35,15 +35,17 @@ std::vector<float> block_conv_weights(const float* hwio, int64_t kh, int64_t kw,
                                       int64_t co);
 
 // bf16 convolutions (ConvKernelSpec::bf16) read their weights rounded to bfloat16 (to nearest
-// even) and blocked by 16 output channels like the float32 ones, with pairs of reduction steps
-// innermost: [ceil(Co / 16)][K' / 2][16][2], Halide dimensions (k % 2, co % 16, k / 2, co / 16),
-// where k = ci + Ci * (kx + Kw * ky) runs over the whole reduction (K = Kh * Kw * Ci steps) and
-// K' is K rounded up to a multiple of 32 (bf16_conv_reduction), zeros past K and past Co. One
-// 64-byte vector then holds 16 output channels x 2 steps, the operand of one vdpbf16ps (16
-// float32 sums of two products each) against a broadcast input pair, and 16 consecutive
-// 64-byte rows of a block are one AMX tile of 32 steps x 16 channels (tdpbf16ps). Ci must be
-// even (graph::bf16_conv_refusal), so a pair never spans two taps.
+// even) as pairs of reduction steps by output channel: [K' / 2][Co'][2], Halide dimensions
+// (k % 2, co, k / 2), where k = ci + Ci * (kx + Kw * ky) runs over the whole reduction
+// (K = Kh * Kw * Ci steps), K' is K rounded up to a multiple of 32 and Co' is Co rounded up to a
+// multiple of 16 (bf16_conv_reduction, bf16_conv_columns; zeros past K and Co). 16 output
+// channels of one pair are 64 contiguous bytes, the operand of one vdpbf16ps (16 float32 sums of
+// two products each) against a broadcast input pair, and 16 pairs of rows of 16 channels are one
+// AMX tile of 32 steps x 16 channels (tdpbf16ps), rows 4 * Co' bytes apart (Halide's AMX
+// pattern takes no blocked index). Ci must be even (graph::bf16_conv_refusal), so a pair never
+// spans two taps.
 int64_t bf16_conv_reduction(int64_t kh, int64_t kw, int64_t ci);
+int64_t bf16_conv_columns(int64_t co);
 std::vector<uint16_t> pack_bf16_conv_weights(const float* hwio, int64_t kh, int64_t kw,
                                              int64_t ci, int64_t co);
 

@@ -3,6 +3,8 @@
 #include "kernels.h"
 
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <sstream>
@@ -91,6 +93,19 @@ bool bf16_dot_products_supported(int index) {
   return !variant.empty() && target_supported(variant);
 }
 
+bool amx_usable() {
+  static const bool usable = [] {
+    unsigned eax, ebx, ecx, edx;
+    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+    constexpr unsigned kAmxBf16 = 1u << 22, kAmxTile = 1u << 24;
+    if ((edx & (kAmxBf16 | kAmxTile)) != (kAmxBf16 | kAmxTile)) return false;
+    constexpr long kReqXcompPerm = 0x1023;  // ARCH_REQ_XCOMP_PERM
+    constexpr long kXtileData = 18;         // XFEATURE_XTILEDATA
+    return syscall(SYS_arch_prctl, kReqXcompPerm, kXtileData) == 0;
+  }();
+  return usable;
+}
+
 int best_cpu_target() {
   for (int i = 0; i < static_cast<int>(target_table().size()); ++i)
     if (cpu_target_supported(i)) return i;
@@ -126,18 +141,17 @@ int64_t bf16_conv_reduction(int64_t kh, int64_t kw, int64_t ci) {
   return (kh * kw * ci + kTileSteps - 1) / kTileSteps * kTileSteps;
 }
 
+int64_t bf16_conv_columns(int64_t co) { return conv_weight_blocks(co) * kConvWeightBlock; }
+
 std::vector<uint16_t> pack_bf16_conv_weights(const float* hwio, int64_t kh, int64_t kw,
                                              int64_t ci, int64_t co) {
   KILN_CHECK(ci % 2 == 0, "bf16 weights need an even number of input channels");
-  constexpr int64_t kB = kConvWeightBlock;
-  const int64_t steps = kh * kw * ci, padded = bf16_conv_reduction(kh, kw, ci);
-  std::vector<uint16_t> out(static_cast<size_t>(conv_weight_blocks(co) * padded * kB), 0);
+  const int64_t steps = kh * kw * ci, columns = bf16_conv_columns(co);
+  std::vector<uint16_t> out(static_cast<size_t>(bf16_conv_reduction(kh, kw, ci) * columns), 0);
   // HWIO is [Kh][Kw][Ci][Co]: step k = ci + Ci * (kx + Kw * ky) is row k of a [K][Co] matrix.
-  for (int64_t b = 0; b < conv_weight_blocks(co); ++b)
-    for (int64_t k = 0; k < steps; ++k)
-      for (int64_t o = 0; o < std::min(kB, co - b * kB); ++o)
-        out[static_cast<size_t>(((b * padded / 2 + k / 2) * kB + o) * 2 + k % 2)] =
-            graph::to_bf16_bits(hwio[k * co + b * kB + o]);
+  for (int64_t k = 0; k < steps; ++k)
+    for (int64_t o = 0; o < co; ++o)
+      out[static_cast<size_t>(((k / 2) * columns + o) * 2 + k % 2)] = graph::to_bf16_bits(hwio[k * co + o]);
   return out;
 }
 

@@ -26,6 +26,10 @@ std::string bf16_target(const std::string& target);
 // Whether bf16 kernels run the dot-product instruction (the bf16 variant) on this CPU when
 // CPU target `index` is the one chosen.
 bool bf16_dot_products_supported(int index);
+// Whether this CPU has AMX with bfloat16 (AMX-TILE, AMX-BF16) and the OS lets this process use
+// the tile state (Linux: arch_prctl ARCH_REQ_XCOMP_PERM, asked once here). Where it does, the
+// runtime calls bf16 convolutions' AMX kernels (GeneratedKernel::amx_fn).
+bool amx_usable();
 // The Halide target of the CUDA kernels (KILN_CUDA_TARGET).
 const std::string& cuda_target();
 

@@ -228,8 +228,7 @@ std::vector<void*> Model::Impl::copied_weight_args(const graph::ConvKernelSpec& 
       std::vector<uint16_t> packed = runtime::pack_bf16_conv_weights(w.data->data(), s[0], s[1], s[2], s[3]);
       buffer = Halide::Runtime::Buffer<>(
           halide_type_t(halide_type_bfloat, 16), packed.data(),
-          {2, runtime::kConvWeightBlock, i32(runtime::bf16_conv_reduction(s[0], s[1], s[2]) / 2),
-           i32(runtime::conv_weight_blocks(s[3]))});
+          {2, i32(runtime::bf16_conv_columns(s[3])), i32(runtime::bf16_conv_reduction(s[0], s[1], s[2]) / 2)});
       bf16_weights.push_back(std::move(packed));
     } else if (tile > 0) {
       copy = runtime::winograd_conv_weights(w.data->data(), s[2], s[3], tile);
@@ -281,7 +280,7 @@ void Model::Impl::make_calls() {
       } else if (conv) {
         widen_grouped_weights(*conv);
       }
-      c.fn = gk.fn;
+      c.fn = gk.amx_fn && options.backend == Backend::cpu && runtime::amx_usable() ? gk.amx_fn : gk.fn;
       for (const graph::TensorDesc& t : graph::generated_kernel_arguments(k))
         c.buffers.push_back(t.value);
     }

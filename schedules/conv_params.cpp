@@ -23,6 +23,7 @@ const std::vector<FamilyInfo>& families() {
       {ConvFamily::grouped, "grouped", {"block"}},
       {ConvFamily::winograd, "winograd", {"tile", "block", "rows"}},
       {ConvFamily::depthwise, "depthwise", {"block", "rows", "inner", "stage"}},
+      {ConvFamily::amx, "amx", {"rows", "cols", "windows"}},
   };
   return f;
 }
@@ -101,6 +102,9 @@ std::string to_string(const ConvParams& p) {
   if (p.family == ConvFamily::grouped) s << " block=" << block;
   if (p.family == ConvFamily::winograd)
     s << " tile=" << p.tile << " block=" << block << " rows=" << p.rows;
+  if (p.family == ConvFamily::amx)
+    s << " rows=" << p.rows << " cols=" << p.columns
+      << " windows=" << (p.windows_per_task ? "task" : "root");
   if (p.family == ConvFamily::depthwise)
     s << " block=" << block << " rows=" << p.rows
       << " inner=" << (p.channels_inside ? "channels" : "pixels")
@@ -155,6 +159,12 @@ std::string parse_conv_params(const std::string& text, ConvParams* out) {
     } else if (key == "inner") {
       if (value != "channels" && value != "pixels") return bad + " (channels or pixels)";
       p.channels_inside = value == "channels";
+    } else if (key == "cols") {
+      if (!parse_int(value, 0, 65536, &p.columns) || p.columns % 16 != 0)
+        return bad + " (a multiple of 16; 0: every output channel)";
+    } else if (key == "windows") {
+      if (value != "task" && value != "root") return bad + " (task or root)";
+      p.windows_per_task = value == "task";
     } else if (key == "tile") {
       if (value != "2" && value != "4") return bad + " (2 or 4)";
       p.tile = value == "2" ? 2 : 4;
@@ -253,8 +263,20 @@ ConvParams default_winograd_params(const ConvShape& s, const Halide::Target& t, 
 
 std::string conv_params_error(const ConvParams& p, const ConvShape& s, const Halide::Target& t) {
   if (p.family == ConvFamily::naive) return "";
+  if (p.family == ConvFamily::amx) {
+    if (!s.bf16) return "the amx schedule is for bf16 convolutions (--precision bf16)";
+    if (!t.has_feature(Halide::Target::AVX512_SapphireRapids))
+      return "the amx schedule needs a target with avx512_sapphirerapids (AMX)";
+    if (p.rows < 1 || p.rows > s.out_height)
+      return "rows=" + std::to_string(p.rows) + " is not within the output's 1.." +
+             std::to_string(s.out_height) + " rows";
+    if (p.columns > 0 && p.windows_per_task && p.columns < s.out_channels)
+      return "cols=" + std::to_string(p.columns) +
+             " with windows=task would gather each task's windows once per column block";
+    return "";
+  }
   if (s.bf16 && p.family != ConvFamily::wide && p.family != ConvFamily::deep)
-    return "a bf16 convolution takes the wide, deep or naive schedule";
+    return "a bf16 convolution takes the wide, deep, amx or naive schedule";
   if (p.family == ConvFamily::winograd) return winograd_error(p, s, t);
   if (t.has_gpu_feature()) return "";  // the GPU schedule has no knobs
   if (s.depthwise != (p.family == ConvFamily::depthwise))
@@ -312,6 +334,21 @@ ConvParams default_conv_params(const ConvShape& s, const Halide::Target& t) {
       s.out_width >= 14 && s.out_height >= 14 && winograd_error(winograd, s, t).empty())
     return winograd;
   return default_direct_conv_params(s, t);
+}
+
+ConvParams default_amx_params(const ConvShape& s) {
+  ConvParams p;
+  p.family = ConvFamily::amx;
+  if (int64_t{s.out_height} * s.out_width > 196) {
+    p.rows = std::max(1, static_cast<int>(ceil_div(s.out_height, 16)));
+    return p;
+  }
+  p.rows = s.out_height;
+  p.windows_per_task = false;
+  const int64_t tiles = ceil_div(s.out_channels, 16);
+  p.columns = static_cast<int>(16 * std::max<int64_t>(1, ceil_div(tiles * s.batch, 16)));
+  if (p.columns >= s.out_channels) p.columns = 0;
+  return p;
 }
 
 ConvParams default_depthwise_params(const ConvShape& s) {

@@ -39,8 +39,11 @@ struct ConvShape {
 // (conv_schedule_cpu_grouped.cpp). winograd: Winograd F(2x2, 3x3) or F(4x4, 3x3) for dense 3x3
 // stride-1 layers, a batched matrix multiply over tiles (conv_schedule_cpu_winograd.cpp).
 // depthwise: one channel vector by a row of pixels over the taps, bands of rows in parallel
-// (depthwise_schedule.cpp). GPU targets have one schedule: only `naive` changes them.
-enum class ConvFamily { naive, wide, deep, grouped, winograd, depthwise };
+// (depthwise_schedule.cpp). amx: bf16 convolutions as matrix multiplies on Intel's AMX tiles,
+// the input's windows gathered per band of rows (conv_schedule_cpu_amx.cpp); only the kernels'
+// AMX entry points take it (codegen/kernel_library.h). GPU targets have one schedule: only
+// `naive` changes them.
+enum class ConvFamily { naive, wide, deep, grouped, winograd, depthwise, amx };
 
 struct ConvParams {
   ConvFamily family = ConvFamily::wide;
@@ -49,7 +52,7 @@ struct ConvParams {
   // a time). 0 vectors: one output channel per tile, not vectorized (layers with fewer channels
   // than a vector).
   RegisterBlock block{1, 1};
-  int rows = 2;                 // wide, depthwise: output rows per parallel task
+  int rows = 2;                 // wide, depthwise, amx: output rows per parallel task
   bool split_channels = false;  // wide: one task per (channel block, row strip), not per strip
   // wide, depthwise: each task stages a zero-padded copy of its input rows; false reads the
   // input in place, which wide allows only for unpadded 1x1 windows (depthwise reads the zero
@@ -59,6 +62,11 @@ struct ConvParams {
   // reused by every channel vector from L1), or outside it (each channel vector walks the row).
   bool channels_inside = true;
   int chunk = 288;  // deep: reduction steps (input channel x tap) per chunk of weights
+  // amx: output channels per parallel task (a multiple of 16; 0: all of them), and whether each
+  // task gathers the windows of its rows (true) or the whole input's are gathered first, in
+  // parallel, and shared by the tasks (small images split by channels).
+  int columns = 0;
+  bool windows_per_task = true;
   int tasks = 16;   // deep: parallel tasks to aim for (row bands split channel blocks)
   // winograd: output tile side m of F(m x m, 3 x 3), 2 or 4. `block` is then output-channel
   // vectors x tiles of the batched matrix multiply, and `rows` the tile rows per task.
@@ -107,6 +115,12 @@ int winograd_min_task_tiles(const ConvShape& s, int tile, int rows);
 // targets (measured 1.3-3.5x the direct schedule on ResNet-18's, AVX2, docs/benchmarks.md);
 // otherwise default_direct_conv_params.
 ConvParams default_conv_params(const ConvShape& s, const Halide::Target& target);
+
+// The AMX schedule of a bf16 convolution: for outputs of more than 196 pixels, bands of about
+// 1/16 of the output rows (at least one) per parallel task, each gathering its own windows; for
+// smaller ones, the windows gathered once and tasks of one image by 16 columns of output
+// channels or more (about 16 tasks), whose weights, not the windows, are what each task reads.
+ConvParams default_amx_params(const ConvShape& s);
 
 // The depthwise default (the heuristic schedule_depthwise_cpu measured): one vector by 8
 // pixels (4 or 1 on narrower rows), about 8 bands of rows; 3x3 kernels with an input that is

@@ -74,6 +74,19 @@ void schedule_conv_cpu_grouped(const ConvFuncs& f, const ConvParams& p,
 void schedule_conv_cpu_winograd(generators::ops::WinogradAlgorithm w, Halide::Func output,
                                 const ConvParams& p, const Halide::Target& target);
 
+// x86 CPU with AMX, a bf16 convolution as a matrix multiply (family amx,
+// generators::ops::conv2d_as_matmul): parallel tasks of p.rows output rows; per task the
+// windows (bf16) are gathered, then each 16 output channels x 16 pixels tile of the sums is one
+// AMX accumulator tile through the whole reduction (32 steps per tdpbf16ps), stored, and
+// `output` (the epilogue of `acc`, (co, x, y, n)) reads it. `p` must pass conv_params_error.
+struct ConvMatmulFuncs {
+  Halide::Func windows, acc, output;
+  Halide::Var co, k, p;              // of windows and acc
+  Halide::Var out_co, out_y, out_n;  // of output
+  Halide::RDom r;
+};
+void schedule_conv_cpu_amx(const ConvMatmulFuncs& f, const ConvParams& p);
+
 // CUDA: output tiles on GPU blocks, a small register tile per thread.
 void schedule_conv_cuda(const ConvFuncs& f, const Halide::Target& target);
 

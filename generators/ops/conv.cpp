@@ -52,6 +52,26 @@ ConvAlgorithm conv2d(const Halide::Func& input, const Expr& in_width, const Expr
   return a;
 }
 
+ConvMatmulAlgorithm conv2d_as_matmul(const Halide::Func& input, int in_width, int in_height,
+                                     int batch, const Halide::Func& weights, int in_channels,
+                                     int kernel_w, int kernel_h, int reduction, int out_width,
+                                     int out_height, const ConvWindow& w) {
+  ConvMatmulAlgorithm a{Halide::Func("windows"), Halide::Func("acc"), Halide::Var("co"),
+                        Halide::Var("k"), Halide::Var("p"), Halide::RDom()};
+  const Expr x = a.p % out_width, y = a.p / out_width % out_height;
+  const Expr n = Halide::min(a.p / (out_width * out_height), batch - 1);
+  const Expr ci = a.k % in_channels, tap = a.k / in_channels;
+  const Expr kx = tap % kernel_w, ky = tap / kernel_w;
+  const Expr v = zero_padded(input, in_width, in_height)(
+      ci, x * w.stride_x + kx * w.dilation_x - w.pad_x, y * w.stride_y + ky * w.dilation_y - w.pad_y, n);
+  a.windows(a.k, a.p) =
+      round_to_bf16(Halide::select(a.k < in_channels * kernel_w * kernel_h, v, 0.0f));
+  a.r = Halide::RDom(0, reduction, "r");
+  a.acc(a.co, a.p) = 0.0f;
+  a.acc(a.co, a.p) += Halide::cast<float>(a.windows(a.r.x, a.p)) * weights(a.co, a.r.x);
+  return a;
+}
+
 DepthwiseAlgorithm depthwise_conv2d(const Halide::Func& input, const Expr& in_width,
                                     const Expr& in_height, const Halide::Func& weights,
                                     const Halide::Func& bias, const Expr& kernel_w,

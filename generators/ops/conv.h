@@ -55,6 +55,24 @@ ConvAlgorithm conv2d(const Halide::Func& input, const Halide::Expr& in_width,
                      const Halide::Expr& out_per_group = Halide::Expr(),
                      Bf16Widen bf16 = Bf16Widen::none);
 
+struct ConvMatmulAlgorithm {
+  // (k, p): the zero-padded input's window of output pixel p = x + Wo * (y + Ho * n) at step
+  // k = ci + Ci * (kx + Kw * ky), rounded to bfloat16; zero for k past the Kh * Kw * Ci steps
+  // (up to `reduction`). Pixels past the batch read its last image: never stored.
+  Halide::Func windows;
+  Halide::Func acc;  // (co, p) = sum over k of windows(k, p) * weights(co, k); zero, one update
+  Halide::Var co, k, p;
+  Halide::RDom r;    // r.x = k, 0 .. reduction
+};
+
+// A convolution as a matrix multiply of gathered windows (im2col) by weights (co, k), float32
+// values of bfloat16 ones: the form Halide lowers to AMX tile instructions (tdpbf16ps). No bias:
+// the caller adds it after the sums. `input` as for conv2d, `batch` images.
+ConvMatmulAlgorithm conv2d_as_matmul(const Halide::Func& input, int in_width, int in_height,
+                                     int batch, const Halide::Func& weights, int in_channels,
+                                     int kernel_w, int kernel_h, int reduction, int out_width,
+                                     int out_height, const ConvWindow& window);
+
 struct DepthwiseAlgorithm {
   Halide::Func input_padded;  // (c, x, y, n): the input, zero outside the image
   Halide::Func acc;           // (c, x, y, n): bias + sum over (kx, ky); one update

@@ -22,6 +22,10 @@ struct GeneratedKernel {
   // runtime::winograd_conv_weights, which the runtime applies once when it binds them; 0: the
   // weights as the spec gives them.
   int winograd_tile = 0;
+  // A bf16 convolution's kernel on Intel's AMX tiles (the amx schedule), or null: the runtime
+  // calls it instead of `fn` where runtime::amx_usable() (the CPU has AMX-BF16 and the OS granted
+  // this process the tile state). Same arguments and weight layout as `fn`.
+  GeneratedKernelFn amx_fn = nullptr;
 };
 
 struct GeneratedKernels {
