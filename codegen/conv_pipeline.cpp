@@ -291,6 +291,13 @@ schedules::ConvParams conv_params(const std::string& kernel, const schedules::Co
       error = schedules::parse_conv_params(knobs, &p);
     }
   }
+  // An AMX schedule reads its knobs over the AMX default for the layer (the kernels' AMX entry
+  // points are compiled with the text "amx").
+  if (error.empty() && p.family == ConvFamily::amx) {
+    const size_t switch_at = (" " + text).rfind(" amx");
+    p = schedules::default_amx_params(shape);
+    error = schedules::parse_conv_params(text.substr(switch_at == std::string::npos ? 0 : switch_at), &p);
+  }
   if (error.empty()) error = schedules::conv_params_error(p, shape, target);
   if (!error.empty())
     throw graph::Error("kernel '" + kernel + "': schedule '" + text + "': " + error);

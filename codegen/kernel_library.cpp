@@ -13,10 +13,12 @@
 
 #include "Halide.h"
 #include "codegen/kernel_pipeline.h"
+#include "codegen/pipeline_parts.h"
 #include "codegen/process.h"
 #include "codegen_config.h"
 #include "graph/file_io.h"
 #include "runtime/kernels.h"
+#include "schedules/conv_params.h"
 
 namespace kiln::codegen {
 namespace {
@@ -50,13 +52,21 @@ KernelTargets kernel_targets(const graph::KernelSpec& spec, const std::vector<st
 }
 
 // The target of `spec`'s AMX kernel (GeneratedKernel::amx_fn) among `targets`, or "" when it has
-// none: a bf16 convolution without a schedule of its own, compiled for an AVX-512 target (whose
-// AVX512_BF16 variant, runtime::bf16_target, holds AMX in Halide's feature levels).
+// none: a bf16 convolution without a schedule of its own that the amx schedule takes, compiled
+// for an AVX-512 target (whose AVX512_BF16 variant, runtime::bf16_target, holds AMX in Halide's
+// feature levels).
 std::string amx_target(const graph::KernelSpec& spec, const std::vector<std::string>& targets) {
   const auto* conv = std::get_if<graph::ConvKernelSpec>(&spec);
   if (!conv || !conv->bf16 || !conv->schedule.empty()) return "";
-  for (const std::string& t : targets)
-    if (!runtime::bf16_target(t).empty()) return runtime::bf16_target(t);
+  for (const std::string& t : targets) {
+    const std::string variant = runtime::bf16_target(t);
+    if (variant.empty()) continue;
+    const Halide::Target target(variant);
+    const schedules::ConvShape shape = conv_shape(*conv, target);
+    return schedules::conv_params_error(schedules::default_amx_params(shape), shape, target).empty()
+               ? variant
+               : "";
+  }
   return "";
 }
 

@@ -23,7 +23,7 @@ void schedule_conv_cpu_amx(const ConvMatmulFuncs& f, const ConvParams& p) {
   RVar ko("ko"), ki("ki");
   output.split(f.out_y, yo, yi, p.rows, TailStrategy::GuardWithIf);
   if (p.columns > 0) {
-    output.split(f.out_co, cb, cc, p.columns, TailStrategy::GuardWithIf)
+    output.split(f.out_co, cb, cc, p.columns, TailStrategy::ShiftInwards)
         .reorder(cc, yi, cb, yo, f.out_n)
         .fuse(cb, yo, task)
         .fuse(task, f.out_n, task)

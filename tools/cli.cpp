@@ -263,11 +263,15 @@ std::string precision_note(const graph::Graph& optimized, int cpu_target) {
   if (bf16 == 0) return "precision: f32";
   const int t = cpu_target >= 0 ? cpu_target : runtime::best_cpu_target();
   const bool native = t >= 0 && runtime::bf16_dot_products_supported(t);
+  const std::string how =
+      native && runtime::amx_usable()
+          ? "AMX tiles (tdpbf16ps) where the layer takes the amx schedule, else AVX512_BF16 "
+            "dot products (vdpbf16ps)"
+      : native ? "dot products on AVX512_BF16 (vdpbf16ps)"
+               : "this CPU target has no AVX512_BF16: the same bf16 products as float32 "
+                 "multiply-adds (correct, not faster)";
   return "precision: bf16 in " + std::to_string(bf16) + " of " + std::to_string(convs) +
-         " convolutions (the others, and every other op, f32); " +
-         (native ? "dot products on AVX512_BF16 (vdpbf16ps)"
-                 : "this CPU target has no AVX512_BF16: the same bf16 products as float32 "
-                   "multiply-adds (correct, not faster)");
+         " convolutions (the others, and every other op, f32); " + how;
 }
 
 graph::Graph compile_cached(const std::string& model, const InputShapes& shapes,
