@@ -38,15 +38,29 @@ Halide::Target parse_target(const std::string& name) {
 struct KernelTargets {
   std::vector<std::string> names, schedules;
 };
+
+// Which kernels of a bf16 convolution are compiled: for a library that may run on any CPU
+// (`kiln compile`, several targets), all of them: the AVX512_BF16 variant of each AVX-512
+// target, the target itself and the AMX kernel. For the kernels of one target compiled on the
+// machine that runs them (`kiln run`, `bench`, the tests), only those this CPU runs.
+struct Bf16Kernels {
+  bool variant = true, base = true, amx = true;
+};
+Bf16Kernels bf16_kernels_for(const std::vector<std::string>& targets, bool this_cpu) {
+  if (!this_cpu || targets.size() != 1 || runtime::bf16_target(targets[0]).empty()) return {};
+  const bool variant = runtime::target_supported(runtime::bf16_target(targets[0]));
+  return {variant, !variant, variant && runtime::amx_usable()};
+}
+
 KernelTargets kernel_targets(const graph::KernelSpec& spec, const std::vector<std::string>& targets,
-                             const ScheduleLookup& schedules) {
+                             const ScheduleLookup& schedules, const Bf16Kernels& bf16) {
   const std::vector<std::string> texts = library_schedules(spec, targets, schedules);
   const auto* conv = std::get_if<graph::ConvKernelSpec>(&spec);
   KernelTargets out;
   for (size_t i = 0; i < targets.size(); ++i) {
     const std::string variant = conv && conv->bf16 ? runtime::bf16_target(targets[i]) : "";
-    if (!variant.empty()) out.names.push_back(variant), out.schedules.push_back(texts[i]);
-    out.names.push_back(targets[i]), out.schedules.push_back(texts[i]);
+    if (!variant.empty() && bf16.variant) out.names.push_back(variant), out.schedules.push_back(texts[i]);
+    if (variant.empty() || bf16.base) out.names.push_back(targets[i]), out.schedules.push_back(texts[i]);
   }
   return out;
 }
@@ -55,9 +69,10 @@ KernelTargets kernel_targets(const graph::KernelSpec& spec, const std::vector<st
 // none: a bf16 convolution without a schedule of its own that the amx schedule takes, compiled
 // for an AVX-512 target (whose AVX512_BF16 variant, runtime::bf16_target, holds AMX in Halide's
 // feature levels).
-std::string amx_target(const graph::KernelSpec& spec, const std::vector<std::string>& targets) {
+std::string amx_target(const graph::KernelSpec& spec, const std::vector<std::string>& targets,
+                       const Bf16Kernels& bf16 = {}) {
   const auto* conv = std::get_if<graph::ConvKernelSpec>(&spec);
-  if (!conv || !conv->bf16 || !conv->schedule.empty()) return "";
+  if (!bf16.amx || !conv || !conv->bf16 || !conv->schedule.empty()) return "";
   for (const std::string& t : targets) {
     const std::string variant = runtime::bf16_target(t);
     if (variant.empty()) continue;
@@ -77,11 +92,11 @@ std::string amx_entry_point(const std::string& prefix, size_t index) {
 
 void compile_kernel(const graph::KernelSpec& spec, const std::vector<std::string>& requested,
                     const std::string& fn_name, const fs::path& archive,
-                    const ScheduleLookup& schedules) {
+                    const ScheduleLookup& schedules, const Bf16Kernels& bf16 = {}) {
   std::vector<Halide::Target> targets;
   std::vector<std::string> suffixes;
   std::map<std::string, std::string> schedule_of;  // by the parsed target's string
-  const KernelTargets kt = kernel_targets(spec, requested, schedules);
+  const KernelTargets kt = kernel_targets(spec, requested, schedules, bf16);
   const std::vector<std::string>& target_names = kt.names;
   const std::vector<std::string>& texts = kt.schedules;
   for (size_t i = 0; i < target_names.size(); ++i) {
@@ -158,9 +173,10 @@ fs::path unique_dir(const fs::path& parent, const std::string& stem) {
 
 // Compiles the kernels into DIR/kernels.so.
 void build_shared_object(const std::vector<graph::KernelSpec>& specs, const CodegenOptions& o,
-                         const std::vector<std::string>& targets, const fs::path& dir) {
+                         const std::vector<std::string>& targets, bool this_cpu,
+                         const fs::path& dir) {
   const std::vector<fs::path> archives =
-      write_kernel_archives(specs, targets, "kiln", dir, o.progress, o.schedules);
+      write_kernel_archives(specs, targets, "kiln", dir, o.progress, o.schedules, this_cpu);
   std::vector<std::string> link = {config::kCxxCompiler, "-shared", "-o",
                                    (dir / "kernels.so").string(), "-Wl,--whole-archive"};
   for (const fs::path& a : archives) link.push_back(a.string());
@@ -172,7 +188,8 @@ void build_shared_object(const std::vector<graph::KernelSpec>& specs, const Code
 std::shared_ptr<const GeneratedKernels> load(const fs::path& so,
                                              const std::vector<graph::KernelSpec>& specs,
                                              const std::vector<std::string>& targets,
-                                             const ScheduleLookup& schedules) {
+                                             const ScheduleLookup& schedules, bool this_cpu) {
+  const Bf16Kernels bf16 = bf16_kernels_for(targets, this_cpu);
   void* handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle)
     throw graph::Error("cannot load the generated kernels " + so.string() + ": " + dlerror());
@@ -187,7 +204,7 @@ std::shared_ptr<const GeneratedKernels> load(const fs::path& so,
     void* fn = dlsym(handle, symbol.c_str());
     if (!fn) throw graph::Error("the generated kernels " + so.string() + " lack " + symbol);
     void* amx = nullptr;
-    if (!amx_target(specs[i], targets).empty()) {
+    if (!amx_target(specs[i], targets, bf16).empty()) {
       const std::string amx_symbol = amx_entry_point("kiln", d.kernel_of[i]);
       amx = dlsym(handle, amx_symbol.c_str());
       if (!amx) throw graph::Error("the generated kernels " + so.string() + " lack " + amx_symbol);
@@ -246,7 +263,8 @@ std::vector<fs::path> write_kernel_archives(const std::vector<graph::KernelSpec>
                                             const std::vector<std::string>& targets,
                                             const std::string& prefix, const fs::path& dir,
                                             const Progress& progress,
-                                            const ScheduleLookup& schedules) {
+                                            const ScheduleLookup& schedules, bool this_cpu) {
+  const Bf16Kernels bf16 = bf16_kernels_for(targets, this_cpu);
   if (targets.empty()) throw graph::Error("no target to generate kernels for");
   for (const std::string& t : targets) parse_target(t);  // every name checked before compiling
   const std::vector<graph::KernelSpec> kernels = distinct_kernels(specs).kernels;
@@ -255,8 +273,8 @@ std::vector<fs::path> write_kernel_archives(const std::vector<graph::KernelSpec>
     if (progress) progress(u, kernels.size(), graph::kernel_name(kernels[u]));
     const std::string fn = prefix + "_k" + std::to_string(u);
     archives.push_back(dir / (fn + ".a"));
-    compile_kernel(kernels[u], targets, fn, archives.back(), schedules);
-    const std::string amx = amx_target(kernels[u], targets);
+    compile_kernel(kernels[u], targets, fn, archives.back(), schedules, bf16);
+    const std::string amx = amx_target(kernels[u], targets, bf16);
     if (!amx.empty()) {
       archives.push_back(dir / (fn + "_amx.a"));
       compile_kernel(kernels[u], {amx}, fn + "_amx", archives.back(),
@@ -277,7 +295,7 @@ int write_kernel_listings(const std::vector<graph::KernelSpec>& all_specs,
   int written = 0;
   for (size_t i = 0; i < specs.size(); ++i) {
     if (progress) progress(i, specs.size(), graph::kernel_name(specs[i]));
-    KernelTargets kt = kernel_targets(specs[i], targets, schedules);
+    KernelTargets kt = kernel_targets(specs[i], targets, schedules, {});
     const std::string amx = amx_target(specs[i], targets);
     if (!amx.empty()) kt.names.push_back(amx), kt.schedules.push_back("amx");
     const std::vector<std::string>& texts = kt.schedules;
@@ -350,11 +368,18 @@ KernelGenerator kernel_generator(const CodegenOptions& options) {
   return [options](const std::vector<graph::KernelSpec>& specs, const KernelRequest& request)
              -> std::shared_ptr<const GeneratedKernels> {
     const std::vector<std::string> targets = request_targets(request, options);
+    // One target, compiled on the machine that runs it: a bf16 convolution gets only the
+    // kernels this CPU runs (not the variants a library for any CPU holds).
+    const bool this_cpu = request.backend == Backend::cpu &&
+                          (!request.cpu_target.empty() || options.targets.empty());
+    const Bf16Kernels bf16 = bf16_kernels_for(targets, this_cpu);
     std::string key = "kiln " KILN_VERSION " halide " + std::to_string(HALIDE_VERSION_MAJOR) + "." +
                       std::to_string(HALIDE_VERSION_MINOR) + "." +
                       std::to_string(HALIDE_VERSION_PATCH) + "\ngenerator " + generator_identity() +
                       "\ncompiler " + config::kCxxCompiler + "\ntargets";
     for (const std::string& t : targets) key += " " + t;
+    key += "\nbf16 kernels: " + std::string(bf16.variant ? "variant " : "") +
+           (bf16.base ? "base " : "") + (bf16.amx ? "amx" : "");
     for (const graph::KernelSpec& s : distinct_kernels(specs).kernels) {
       key += "\n" + graph::kernel_signature(s);
       const std::vector<std::string> texts = library_schedules(s, targets, options.schedules);
@@ -371,8 +396,8 @@ KernelGenerator kernel_generator(const CodegenOptions& options) {
     auto uncached = [&]() -> std::shared_ptr<const GeneratedKernels> {
       const fs::path tmp = unique_dir(fs::temp_directory_path(), "kiln-kernels");
       try {
-        build_shared_object(specs, options, targets, tmp);
-        auto k = load(tmp / "kernels.so", specs, targets, options.schedules);
+        build_shared_object(specs, options, targets, this_cpu, tmp);
+        auto k = load(tmp / "kernels.so", specs, targets, options.schedules, this_cpu);
         fs::remove_all(tmp, ec);
         return k;
       } catch (...) {
@@ -388,7 +413,7 @@ KernelGenerator kernel_generator(const CodegenOptions& options) {
     const fs::path entry = root / name;
     if (read_text(entry / "key.txt") == key && fs::exists(entry / "kernels.so", ec)) {
       try {
-        return load(entry / "kernels.so", specs, targets, options.schedules);
+        return load(entry / "kernels.so", specs, targets, options.schedules, this_cpu);
       } catch (const graph::Error&) {
         // A damaged entry: compile again below and replace it.
       }
@@ -399,16 +424,16 @@ KernelGenerator kernel_generator(const CodegenOptions& options) {
     if (ec || access(root.c_str(), W_OK) != 0) return uncached();
     const fs::path tmp = unique_dir(root, std::string(name) + ".tmp");
     try {
-      build_shared_object(specs, options, targets, tmp);
+      build_shared_object(specs, options, targets, this_cpu, tmp);
       std::ofstream(tmp / "key.txt", std::ios::binary) << key;
       fs::remove_all(entry, ec);
       fs::rename(tmp, entry, ec);  // fails if another process got there first: keep theirs,
       if (ec) {                    // load this build from where it is
-        auto k = load(tmp / "kernels.so", specs, targets, options.schedules);
+        auto k = load(tmp / "kernels.so", specs, targets, options.schedules, this_cpu);
         fs::remove_all(tmp, ec);
         return k;
       }
-      return load(entry / "kernels.so", specs, targets, options.schedules);
+      return load(entry / "kernels.so", specs, targets, options.schedules, this_cpu);
     } catch (...) {
       fs::remove_all(tmp, ec);
       throw;

@@ -55,10 +55,16 @@ DistinctKernels distinct_kernels(const std::vector<graph::KernelSpec>& specs);
 // whose entry point is entry_point(prefix, u), u its index in distinct_kernels(specs).kernels.
 // Returns the archives in that order; `progress` counts distinct kernels. Throws graph::Error.
 // `schedules` chooses each kernel's schedule per target (requested_schedule).
+// A bf16 convolution (ConvKernelSpec::bf16) is compiled, before each AVX-512 target, for that
+// target's AVX512_BF16 variant as well (runtime::bf16_target, picked by the dispatch wrapper
+// where the CPU has it), and into a second archive DIR/<prefix>_k<u>_amx.a with the amx
+// schedule (entry <prefix>_k<u>_amx_argv, GeneratedKernel::amx_fn), when the schedule takes the
+// layer. `this_cpu` (one target, for the machine compiling it): only the kernels this CPU runs.
 std::vector<std::filesystem::path> write_kernel_archives(
     const std::vector<graph::KernelSpec>& specs, const std::vector<std::string>& targets,
     const std::string& prefix, const std::filesystem::path& dir,
-    const Progress& progress = nullptr, const ScheduleLookup& schedules = nullptr);
+    const Progress& progress = nullptr, const ScheduleLookup& schedules = nullptr,
+    bool this_cpu = false);
 
 // Writes what Halide made of each distinct kernel for each target:
 // DIR/<prefix>_k<u>-<target>.stmt (kind "stmt", the lowered statement) or .s (kind "assembly").

@@ -201,11 +201,11 @@ std::string bf16_conv_refusal(const Graph& g, const Node& n) {
   if (!c) return "not a convolution";
   if (!lowers_to_halide_conv(g, n)) return "not a generated NHWC convolution with constant weights";
   if (c->groups != 1) return "grouped or depthwise (bf16 covers dense convolutions)";
-  if (c->nchw_input) return "reads an NCHW input in place";
   const Value& w = g.value(n.inputs[1]);
   if (w.layout != Layout::hwio) return "weights not HWIO";
   if (w.shape[2] % 2 != 0)
     return std::to_string(w.shape[2]) + " input channels (bf16 takes them in pairs)";
+  if (c->nchw_input) return "reads an NCHW input in place";
   return "";
 }
 

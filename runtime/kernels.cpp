@@ -54,7 +54,10 @@ bool feature_supported(const std::string& f) {
   return false;  // a feature this table does not know: never claim support
 }
 
-// Whether this CPU has every feature of Halide target string `target`.
+}  // namespace
+
+const std::vector<std::string>& cpu_targets() { return target_table(); }
+
 bool target_supported(const std::string& target) {
   std::istringstream parts(target);
   std::string part;
@@ -67,9 +70,6 @@ bool target_supported(const std::string& target) {
   return true;
 }
 
-}  // namespace
-
-const std::vector<std::string>& cpu_targets() { return target_table(); }
 
 const std::string& cuda_target() {
   static const std::string t = KILN_CUDA_TARGET;

@@ -15,6 +15,8 @@ namespace kiln::runtime {
 const std::vector<std::string>& cpu_targets();
 // Whether this CPU has every feature a target needs.
 bool cpu_target_supported(int index);
+// The same for a Halide target string of this form (x86-64-linux-<features>).
+bool target_supported(const std::string& target);
 // The best target this CPU supports: the one the multi-target wrappers pick.
 int best_cpu_target();
 // bf16 convolutions (ConvKernelSpec::bf16) are compiled, before each AVX-512 target of the

@@ -280,7 +280,8 @@ void Model::Impl::make_calls() {
       } else if (conv) {
         widen_grouped_weights(*conv);
       }
-      c.fn = gk.amx_fn && options.backend == Backend::cpu && runtime::amx_usable() ? gk.amx_fn : gk.fn;
+      const bool amx = gk.amx_fn && options.amx && options.backend == Backend::cpu && runtime::amx_usable();
+      c.fn = amx ? gk.amx_fn : gk.fn;
       for (const graph::TensorDesc& t : graph::generated_kernel_arguments(k))
         c.buffers.push_back(t.value);
     }

@@ -65,10 +65,11 @@ options:
                           rtol 1e-3 / atol 1e-4 is flagged OUT OF TOLERANCE, and then the
                           command exits 1 without writing the outputs. With bf16 the
                           reference stays float32: each kernel's error relative to its
-                          output's largest magnitude (accumulated from the model's input on)
-                          is checked against 2e-2, and each bf16 convolution also shows the
-                          bound of its own rounding, (2u + u^2) max_co sum|w| max|x| over
-                          max|out| with u = 2^-8 (before its epilogue)
+                          output's largest magnitude (normwise, accumulated from the model's
+                          input on) is printed, and the model's outputs must be within 2e-2;
+                          each bf16 convolution also shows the bound of its own rounding,
+                          (2u + u^2) max_co sum|w| max|x| over max|out| with u = 2^-8
+                          (before its epilogue)
   -h, --help              this text
 )";
 
@@ -190,6 +191,7 @@ struct CheckRow {
   double normwise = 0;  // max |got - ref| / max |ref|
   double bf16_bound = -1;  // a bf16 convolution's own rounding bound (normwise), else < 0
   bool compared = false, ok = true;
+  bool judged = true;  // false: reported only (a bf16 model's intermediate tensors)
 };
 
 // The reference value a kernel's output is compared with: the original tensor of the same
@@ -266,7 +268,9 @@ std::vector<CheckRow> check_kernels(const graph::Graph& original, const graph::G
   Model probe(probe_graph, options);
   const Status s = probe.run(inputs);
   if (!s) throw graph::Error(s.message());
-  const bool bf16 = has_bf16(optimized);  // errors are judged normwise
+  const bool bf16 = has_bf16(optimized);  // errors are judged normwise, at the outputs
+  std::set<std::string> outputs;
+  for (graph::ValueId v : original.outputs) outputs.insert(original.value(v).name);
   std::map<uint32_t, size_t> out_index;  // value id -> output index
   for (size_t i = 0; i < probe_graph.outputs.size(); ++i)
     out_index[probe_graph.outputs[i].index] = i;
@@ -283,6 +287,10 @@ std::vector<CheckRow> check_kernels(const graph::Graph& original, const graph::G
       continue;
     }
     rows.push_back(compare(name, *it->second, probe.output(out_index.at(out.value.index)), bf16));
+    // A bf16 model is judged by its outputs: an intermediate tensor's error, relative to its
+    // own largest magnitude, is reported, not judged (a small tensor after many bf16 layers can
+    // exceed the threshold while the outputs are well within it).
+    if (bf16 && !outputs.count(want)) rows.back().ok = true, rows.back().judged = false;
     // The bound takes the input as this run computed it (its name may be new: an NHWC copy).
     const auto* conv = std::get_if<graph::ConvKernelSpec>(&k);
     if (conv && conv->bf16 && conv->pre.empty()) {
@@ -306,7 +314,8 @@ int print_check(const std::vector<CheckRow>& rows, bool bf16) {
   for (const CheckRow& r : rows) w = std::max(w, r.kernel.size());
   if (bf16) {
     std::printf("\ncheck of the bf16 model against the float32 unfused reference (errors from the "
-                "input on; normwise = max abs err / max |ref|, at most %g):\n", kBf16Tolerance);
+                "input on; normwise = max abs err / max |ref|, at most %g at the model's "
+                "outputs):\n", kBf16Tolerance);
     std::printf("  %-*s  %13s  %13s  %13s  %13s\n", static_cast<int>(w), "kernel", "max abs err",
                 "max rel err", "normwise", "bf16 bound");
   } else {
@@ -330,7 +339,7 @@ int print_check(const std::vector<CheckRow>& rows, bool bf16) {
       else
         std::printf("  %13s", "-");
     }
-    std::printf("%s\n", r.ok ? "" : "  OUT OF TOLERANCE");
+    std::printf("%s\n", !r.ok ? "  OUT OF TOLERANCE" : bf16 && r.judged ? "  (model output: within)" : "");
   }
   return bad;
 }

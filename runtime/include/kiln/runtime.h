@@ -51,6 +51,10 @@ struct ModelOptions {
   // on in a runtime built without NDEBUG and wherever the environment sets KILN_POISON_ARENA=1
   // (the test presets do). Costs one write of the arena per run.
   bool poison_arena = false;
+  // bf16 convolutions call their AMX kernels (GeneratedKernel::amx_fn) where the CPU has AMX
+  // and the OS grants it (runtime::amx_usable); false: their AVX512_BF16 kernels (or, on
+  // targets without it, the same products as float32 multiply-adds).
+  bool amx = true;
 };
 
 // An error value: ok(), or a message naming what failed.

@@ -1,0 +1,280 @@
+// bf16 precision (graph::PipelineOptions::precision): which convolutions the use_bf16 pass
+// marks, the reference interpreter's emulation, the packed weight layout, and the generated
+// kernels (the AVX512_BF16 variant, the AMX kernel, and the same arithmetic converted on targets
+// without the instruction) against that reference on every CPU target this machine runs.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "codegen/kernel_library.h"
+#include "graph/bf16.h"
+#include "graph/builder.h"
+#include "graph/kernel_spec.h"
+#include "graph/passes/pipeline.h"
+#include "graph/reference.h"
+#include "graph/verify.h"
+#include "kiln/runtime.h"
+#include "runtime/conv_weights.h"
+#include "runtime/kernels.h"
+#include "test_generator.h"
+
+namespace kiln {
+namespace {
+
+using graph::Layout;
+using graph::ValueId;
+
+graph::Graph bf16_passes(const graph::Graph& g) {
+  graph::PipelineOptions o;
+  o.precision = graph::Precision::bf16;
+  return graph::run_passes(g, o);
+}
+
+const graph::Node& node_starting(const graph::Graph& g, const std::string& prefix) {
+  for (const graph::Node& n : g.nodes())
+    if (n.name.rfind(prefix, 0) == 0) return n;
+  throw std::runtime_error("no node named " + prefix + "...");
+}
+
+ValueId conv(graph::GraphBuilder& b, const std::string& name, ValueId x, int64_t ci, int64_t co,
+             int k, int stride, int groups, uint64_t seed) {
+  graph::Conv2d a;
+  a.stride_h = a.stride_w = stride;
+  a.pad_top = a.pad_left = a.pad_bottom = a.pad_right = k / 2;
+  a.groups = groups;
+  const int64_t n = co * ci / groups * k * k;
+  return b.conv2d(name, x,
+                  b.constant(name + "_w", {co, ci / groups, k, k},
+                             graph::random_uniform(static_cast<size_t>(n), -0.3f, 0.3f, seed), Layout::oihw),
+                  b.constant(name + "_b", {co}, graph::random_uniform(static_cast<size_t>(co), -0.2f, 0.2f, seed + 1)),
+                  a);
+}
+
+// A stem of 3 input channels, a dense 3x3, a depthwise 3x3 and a grouped 1x1: only the dense
+// one runs in bf16; the others say why not.
+TEST(Bf16Pass, MarksDenseConvolutionsWithAnEvenNumberOfInputChannelsOnly) {
+  graph::GraphBuilder b;
+  const ValueId x = b.input("x", {1, 3, 12, 12});
+  ValueId t = b.relu("stem_relu", conv(b, "stem", x, 3, 16, 3, 1, 1, 1));
+  t = b.relu("dense_relu", conv(b, "dense", t, 16, 32, 3, 1, 1, 3));
+  t = conv(b, "depthwise", t, 32, 32, 3, 1, 32, 5);
+  b.output(conv(b, "grouped", t, 32, 32, 1, 1, 2, 7));
+  const graph::Graph input = b.finish();
+  const graph::Graph g = bf16_passes(input);
+  for (const graph::Node& n : g.nodes()) {
+    const auto* c = std::get_if<graph::Conv2d>(&n.op);
+    if (!c) continue;
+    const std::string why = graph::bf16_conv_refusal(g, n);
+    EXPECT_EQ(c->bf16, n.name.rfind("dense", 0) == 0) << n.name << ": " << why;
+    EXPECT_EQ(why.empty(), c->bf16) << n.name;
+  }
+  EXPECT_NE(graph::bf16_conv_refusal(g, node_starting(g, "stem")).find("3 input channels"),
+            std::string::npos);
+  // f32 (the default) marks nothing.
+  for (const graph::Node& n : graph::run_passes(input).nodes())
+    if (const auto* c = std::get_if<graph::Conv2d>(&n.op)) EXPECT_FALSE(c->bf16) << n.name;
+  // A flag where the kernels cannot honour it is a verifier error, not a wrong kernel.
+  graph::Graph bad = g;
+  std::vector<graph::Node> nodes = bad.nodes();
+  for (graph::Node& n : nodes)
+    if (auto* c = std::get_if<graph::Conv2d>(&n.op); c && n.name.rfind("depthwise", 0) == 0) c->bf16 = true;
+  bad.rebuild(std::move(nodes), std::vector<bool>(g.nodes().size(), false));
+  const std::vector<std::string> problems = graph::verify_problems(bad);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("marked bf16 but cannot be"), std::string::npos) << problems[0];
+}
+
+TEST(Bf16Reference, IsTheFloatConvolutionOfTheRoundedOperands) {
+  EXPECT_EQ(graph::round_to_bf16(1.0f), 1.0f);
+  EXPECT_EQ(graph::round_to_bf16(1.0f + 1.0f / 256), 1.0f);             // a tie: to even
+  EXPECT_EQ(graph::round_to_bf16(1.0f + 3.0f / 256), 1.0f + 4.0f / 256);  // a tie: to even
+  EXPECT_EQ(graph::round_to_bf16(1.0f + 1.5f / 256), 1.0f + 2.0f / 256);
+  EXPECT_TRUE(std::isnan(graph::round_to_bf16(std::nanf(""))));
+
+  graph::GraphBuilder b;
+  const ValueId x = b.input("x", {1, 16, 9, 9});
+  b.output(b.relu("relu", conv(b, "dense", x, 16, 24, 3, 1, 1, 11)));
+  const graph::Graph g = bf16_passes(b.finish());
+  const graph::Value& in = g.value(g.inputs[0]);
+  const graph::Tensor xt{in.shape, in.layout, graph::random_uniform(graph::num_elements(in.shape), -1, 1, 12)};
+  const std::vector<float> emulated = graph::run_reference(g, {xt})[0].data;
+  // The same graph in f32, its operands rounded beforehand.
+  graph::Graph rounded = g;
+  std::vector<graph::Node> nodes = rounded.nodes();
+  for (graph::Node& n : nodes)
+    if (auto* c = std::get_if<graph::Conv2d>(&n.op)) {
+      c->bf16 = false;
+      graph::Value& w = rounded.value(n.inputs[1]);
+      std::vector<float> data = *w.data;
+      for (float& v : data) v = graph::round_to_bf16(v);
+      w.data = std::make_shared<const std::vector<float>>(std::move(data));
+    }
+  rounded.rebuild(std::move(nodes), std::vector<bool>(g.nodes().size(), false));
+  graph::Tensor xr = xt;
+  for (float& v : xr.data) v = graph::round_to_bf16(v);
+  EXPECT_EQ(emulated, graph::run_reference(rounded, {xr})[0].data);
+  EXPECT_NE(emulated, graph::run_reference(rounded, {xt})[0].data) << "the input was not rounded";
+}
+
+TEST(Bf16Weights, PackedAsPairsOfStepsByOutputChannel) {
+  const int64_t kh = 3, kw = 3, ci = 4, co = 20;  // K = 36 -> 64 steps, Co 20 -> 32 columns
+  const std::vector<float> hwio = graph::random_uniform(kh * kw * ci * co, -1, 1, 21);
+  ASSERT_EQ(runtime::bf16_conv_reduction(kh, kw, ci), 64);
+  ASSERT_EQ(runtime::bf16_conv_columns(co), 32);
+  const std::vector<uint16_t> packed = runtime::pack_bf16_conv_weights(hwio.data(), kh, kw, ci, co);
+  ASSERT_EQ(packed.size(), 64u * 32u);
+  for (int64_t k = 0; k < 64; ++k)
+    for (int64_t o = 0; o < 32; ++o) {
+      const uint16_t got = packed[static_cast<size_t>(((k / 2) * 32 + o) * 2 + k % 2)];
+      const uint16_t want = k < kh * kw * ci && o < co
+                                ? graph::to_bf16_bits(hwio[static_cast<size_t>(k * co + o)])
+                                : uint16_t{0};
+      ASSERT_EQ(got, want) << "step " << k << ", channel " << o;
+    }
+}
+
+struct Bf16Case {
+  const char* name;
+  int64_t batch, ci, co, size;
+  int kernel, stride;
+  bool residual, pool;
+};
+
+// 1x1 and 3x3, strides 1 and 2, a reduction that is not a multiple of 32 steps, output channels
+// that are not a multiple of 16, a small image (the AMX schedule's windows gathered once and
+// tasks split by channels), a residual, a fused pooling, a batch of 2.
+const Bf16Case kCases[] = {
+    {"pointwise_40", 1, 64, 40, 14, 1, 1, false, false},
+    {"3x3_residual", 1, 32, 32, 20, 3, 1, true, false},
+    {"3x3_s2_k144", 1, 16, 48, 17, 3, 2, false, false},
+    {"small_7x7", 1, 64, 96, 7, 3, 1, false, false},
+    {"pooled", 1, 32, 64, 16, 3, 1, false, true},
+    {"batch2", 2, 32, 64, 10, 3, 1, false, false},
+};
+
+void PrintTo(const Bf16Case& c, std::ostream* os) { *os << c.name; }
+
+graph::Graph case_graph(const Bf16Case& c) {
+  graph::GraphBuilder b;
+  const ValueId x = b.input("x", {c.batch, c.ci, c.size, c.size});
+  ValueId y = conv(b, "conv", x, c.ci, c.co, c.kernel, c.stride, 1, 31);
+  if (c.residual) y = b.op("add", graph::Binary{graph::BinaryOp::add}, {y, x});
+  y = b.relu("relu", y);
+  if (c.pool) {
+    graph::Pool2d p;
+    p.kind = graph::PoolKind::max;
+    p.kernel_h = p.kernel_w = 3;
+    p.stride_h = p.stride_w = 2;
+    y = b.op("pool", p, {y});
+  }
+  b.output(y);
+  return b.finish();
+}
+
+// The model's output against the reference run of the same optimized graph, which emulates the
+// bf16 arithmetic: the products are exact in float32, so only the order of the float32 sums
+// differs.
+void expect_matches_emulation(const graph::Graph& g, const ModelOptions& o) {
+  Model m(g, o);
+  for (uint64_t seed : {1u, 2u}) {
+    const graph::Value& in = g.value(g.inputs[0]);
+    const graph::Tensor x{in.shape, in.layout,
+                          graph::random_uniform(graph::num_elements(in.shape), -1, 1, seed)};
+    ASSERT_TRUE(m.run(std::vector<graph::Tensor>{x}).is_ok());
+    const graph::Tensor want = graph::run_reference(g, {x})[0];
+    const TensorView out = m.output(0);
+    graph::Tensor got{out.shape, out.layout, std::vector<float>(out.data, out.data + graph::num_elements(out.shape))};
+    got = graph::to_layout(got, want.layout);
+    EXPECT_LE(graph::worst_error_ratio(got.data, want.data, 1e-4, 1e-5), 1.0)
+        << "seed " << seed << ", max abs error " << graph::max_abs_diff(got.data, want.data);
+  }
+}
+
+class Bf16Kernels : public testing::TestWithParam<Bf16Case> {};
+
+TEST_P(Bf16Kernels, MatchTheEmulatingReferenceOnEveryTarget) {
+  const graph::Graph g = bf16_passes(case_graph(GetParam()));
+  size_t marked = 0;
+  for (const graph::Node& n : g.nodes())
+    if (const auto* c = std::get_if<graph::Conv2d>(&n.op)) marked += c->bf16;
+  ASSERT_EQ(marked, 1u) << graph::dump(g);
+  for (int t = 0; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
+    if (!testing_util::runs_target(t)) continue;
+    for (bool amx : {true, false}) {
+      if (!amx && !runtime::amx_usable()) continue;  // the same kernels as with amx
+      SCOPED_TRACE(runtime::cpu_targets()[t] + (amx ? "" : ", AMX off"));
+      ModelOptions o;
+      o.cpu_target = t;
+      o.amx = amx;
+      o.generate_kernels = testing_util::test_generator();
+      expect_matches_emulation(g, o);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, Bf16Kernels, testing::ValuesIn(kCases),
+                         [](const testing::TestParamInfo<Bf16Case>& i) { return std::string(i.param.name); });
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream f(p);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// What the kernels of an AVX-512 target are made of, whatever this CPU is: the AVX512_BF16
+// variant multiplies with vdpbf16ps, the AMX kernel with tdpbf16ps, the target itself with
+// neither.
+TEST(Bf16Kernels, InstructionsOfEachKernel) {
+  const graph::Graph g = bf16_passes(case_graph(kCases[1]));
+  ModelOptions lower;
+  lower.lower_only = true;
+  const Model lowered(g, lower);
+  std::vector<graph::KernelSpec> convs;
+  for (const graph::KernelSpec& k : lowered.kernels())
+    if (std::holds_alternative<graph::ConvKernelSpec>(k)) convs.push_back(k);
+  ASSERT_EQ(convs.size(), 1u);
+  const std::string avx512 = runtime::cpu_targets()[0];
+  ASSERT_NE(avx512.find("avx512_skylake"), std::string::npos) << avx512;
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("kiln-bf16-asm-" + std::to_string(::getpid()));
+  ASSERT_EQ(codegen::write_kernel_listings(convs, {avx512}, "t", "assembly", dir), 3);
+  const std::string variant = runtime::bf16_target(avx512);
+  const std::string dot = read_file(dir / ("t_k0-" + variant + ".s"));
+  const std::string amx = read_file(dir / ("t_k0_amx-" + variant + ".s"));
+  const std::string plain = read_file(dir / ("t_k0-" + avx512 + ".s"));
+  std::filesystem::remove_all(dir);
+  EXPECT_NE(dot.find("vdpbf16ps"), std::string::npos);
+  EXPECT_EQ(dot.find("tdpbf16ps"), std::string::npos);
+  EXPECT_NE(amx.find("tdpbf16ps"), std::string::npos);
+  EXPECT_EQ(plain.find("dpbf16ps"), std::string::npos);
+  EXPECT_FALSE(plain.empty());
+}
+
+// A bf16 graph never binds kernels compiled for its f32 form: the signatures differ.
+TEST(Bf16Kernels, AModelRefusesKernelsOfTheOtherPrecision) {
+  const graph::Graph input = case_graph(kCases[1]);
+  const graph::Graph f32 = graph::run_passes(input), bf16 = bf16_passes(input);
+  ModelOptions lower;
+  lower.lower_only = true;
+  const std::vector<graph::KernelSpec> f32_specs = Model(f32, lower).kernels();
+  const KernelGenerator inner = testing_util::test_generator();
+  ModelOptions o;
+  o.generate_kernels = [&](const std::vector<graph::KernelSpec>&, const KernelRequest& r) {
+    return inner(f32_specs, r);
+  };
+  try {
+    Model m(bf16, o);
+    FAIL() << "a bf16 model bound f32 kernels";
+  } catch (const graph::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("was compiled for another model"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace kiln
