@@ -47,7 +47,7 @@ constexpr bool kHaveCuda = ${have_cuda};
   target_include_directories(${TARGET} PRIVATE "${CMAKE_CURRENT_BINARY_DIR}/kiln_compile_config")
 endfunction()
 
-# kiln_add_model(NAME MODEL file.onnx [TARGETS target...] [SCHEDULES file]
+# kiln_add_model(NAME MODEL file.onnx [TARGETS target...] [SCHEDULES file] [PRECISION f32|bf16]
 #                [INPUT_SHAPES NAME=D0,D1,... ...])
 #
 # Runs `kiln compile` at build time into the current binary directory (NAME.a, NAME.h,
@@ -56,9 +56,10 @@ endfunction()
 # code includes, or the SCHEDULES file changes. SCHEDULES is a schedule database written by
 # `kiln tune`; its records for the model's kernels and targets apply (kiln compile --schedules).
 # INPUT_SHAPES bind the symbolic dimensions of the model's inputs (a dynamic batch), one
-# NAME=D0,D1,... per input (kiln compile --input-shape).
+# NAME=D0,D1,... per input (kiln compile --input-shape). PRECISION bf16 runs the convolutions that
+# can in bfloat16 (kiln compile --precision; default f32).
 function(kiln_add_model NAME)
-  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "MODEL;SCHEDULES" "TARGETS;INPUT_SHAPES")
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "MODEL;SCHEDULES;PRECISION" "TARGETS;INPUT_SHAPES")
   if (ARG_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "kiln_add_model(${NAME}): unknown arguments ${ARG_UNPARSED_ARGUMENTS}")
   endif ()
@@ -87,6 +88,12 @@ function(kiln_add_model NAME)
   set(options "")
   if (ARG_SCHEDULES)
     list(APPEND options --schedules "${schedules}")
+  endif ()
+  if (ARG_PRECISION)
+    if (NOT ARG_PRECISION MATCHES "^(f32|bf16)$")
+      message(FATAL_ERROR "kiln_add_model(${NAME}): PRECISION is f32 or bf16, not '${ARG_PRECISION}'")
+    endif ()
+    list(APPEND options --precision ${ARG_PRECISION})
   endif ()
   foreach (shape IN LISTS ARG_INPUT_SHAPES)
     list(APPEND options --input-shape "${shape}")

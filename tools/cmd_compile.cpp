@@ -269,9 +269,11 @@ std::string mb(int64_t bytes) {
 }
 
 void report_kernels(const graph::Graph& input, const Model& probe, const CompileArgs& a) {
-  int conv = 0, layout = 0;
+  int conv = 0, layout = 0, bf16 = 0;
   for (const graph::KernelSpec& k : probe.kernels()) {
-    conv += std::holds_alternative<graph::ConvKernelSpec>(k);
+    const auto* c = std::get_if<graph::ConvKernelSpec>(&k);
+    conv += c != nullptr;
+    bf16 += c && c->bf16;
     layout += std::holds_alternative<graph::LayoutKernelSpec>(k);
   }
   std::cout << "      " << input.num_nodes() << " nodes -> " << probe.kernels().size()
@@ -283,6 +285,11 @@ void report_kernels(const graph::Graph& input, const Model& probe, const Compile
             << (names.empty() ? "cpu (" + join(runtime::cpu_targets(), ", ") + "; the best this CPU supports)"
                               : join(names, ", ") + " (the first this CPU supports)")
             << "\n";
+  if (a.precision == graph::Precision::bf16)
+    std::cout << "      precision: bf16 in " << bf16 << " of " << conv
+              << " convolutions (each AVX-512 target also gets an AVX512_BF16 variant of them, and an "
+                 "AMX kernel where the amx schedule takes one, picked at run time where the CPU "
+                 "has them)\n";
 }
 
 bool same_file_content(const fs::path& a, const fs::path& b) {
