@@ -2,7 +2,8 @@
 """Kiln against onnxruntime and OpenVINO on the same ONNX files, alternating, in one script.
 
     python scripts/compare_engines.py --kiln build/release/tools/kiln --models DIR \
-        [--threads 2] [--rounds 5] [--iterations 20] [--engines ort,openvino] [--out docs/engines]
+        [--threads 2] [--rounds 5] [--iterations 20] [--engines ort,openvino] [--bf16] \
+        [--out docs/engines]
 
 For each round and each model it runs `kiln bench MODEL --json` (a subprocess: warm-up, then
 --iterations timed runs), then onnxruntime (all graph optimizations, the same thread count,
@@ -16,6 +17,11 @@ round per model (the share of kernels without a convolution or Gemm, the kernel 
 time furthest from its roofline), and OUT.png with the per-model
 latencies and, for every Kiln kernel of the last round (--per-layer), its fraction of this
 machine's peak.
+
+With --bf16 each round also runs `kiln bench --precision bf16` and OpenVINO at its default
+precision (no precision hint: bfloat16 where the CPU has it), and a second table gives their
+medians, the ratio, and the error of each one's output against onnxruntime's float32 output on
+the same input (max abs difference / max |reference|, as the bf16 issue measures it).
 """
 
 import argparse
@@ -73,7 +79,84 @@ def openvino_median_ms(path, threads, warmup, iterations):
     return statistics.median(times)
 
 
-PEERS = {"ort": ("onnxruntime", ort_median_ms), "openvino": ("OpenVINO f32", openvino_median_ms)}
+def openvino_compiled(path, threads, default_precision):
+    import openvino as ov
+    core = ov.Core()
+    config = {"INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY"}
+    if not default_precision:
+        config["INFERENCE_PRECISION_HINT"] = "f32"
+    return core.compile_model(core.read_model(path), "CPU", config)
+
+
+def model_input(shape):
+    return np.random.default_rng(1).random(shape, dtype=np.float32) * 2 - 1
+
+
+def openvino_default_median_ms(path, threads, warmup, iterations):
+    compiled = openvino_compiled(path, threads, True)
+    request = compiled.create_infer_request()
+    port = compiled.inputs[0]
+    x = model_input([d.get_length() if d.is_static else 1 for d in port.get_partial_shape()])
+    for _ in range(warmup):
+        request.infer({0: x})
+    times = []
+    for _ in range(iterations):
+        t0 = time.perf_counter()
+        request.infer({0: x})
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+PEERS = {"ort": ("onnxruntime", ort_median_ms), "openvino": ("OpenVINO f32", openvino_median_ms),
+         "openvino_default": ("OpenVINO default precision", openvino_default_median_ms)}
+
+
+def peer_output(engine, path, x_file, out_file, threads):
+    """Writes the first output of ENGINE (ort or openvino_default) on the input in x_file."""
+    x = np.load(x_file)
+    if engine == "ort":
+        import onnxruntime as ort
+        sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        y = sess.run(None, {sess.get_inputs()[0].name: x})[0]
+    else:
+        compiled = openvino_compiled(path, threads, True)
+        y = compiled.create_infer_request().infer({0: x})[compiled.outputs[0]]
+        hint = compiled.get_property("INFERENCE_PRECISION_HINT")
+        print(hint.get_type_name() if hasattr(hint, "get_type_name") else hint, file=sys.stderr)
+    np.save(out_file, np.asarray(y, dtype=np.float32))
+
+
+def bf16_errors(kiln, path, threads, cache):
+    """(Kiln bf16 error, OpenVINO default error, OpenVINO's inference precision) against
+    onnxruntime's float32 output on one seeded input."""
+    import onnx
+    dims = onnx.load(path, load_external_data=False).graph.input[0].type.tensor_type.shape.dim
+    x = model_input([d.dim_value if d.dim_value > 0 else 1 for d in dims])
+    work = tempfile.mkdtemp(prefix="kiln_bf16_")
+    x_file = os.path.join(work, "x.npy")
+    np.save(x_file, x)
+    outs = {}
+    precision = ""
+    for engine in ("ort", "openvino_default"):
+        out_file = os.path.join(work, engine + ".npy")
+        run = subprocess.run([sys.executable, __file__, "--peer-output", engine, path, x_file,
+                              out_file, "--threads", str(threads)],
+                             check=True, capture_output=True, text=True)
+        if engine == "openvino_default":
+            precision = run.stderr.strip().splitlines()[-1] if run.stderr.strip() else ""
+        outs[engine] = np.load(out_file)
+    kiln_dir = os.path.join(work, "kiln")
+    subprocess.run([kiln, "run", path, "--precision", "bf16", "--input", x_file, "--output-dir",
+                    kiln_dir, "--threads", str(threads)], check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, env=dict(os.environ, XDG_CACHE_HOME=cache))
+    files = sorted(f for f in os.listdir(kiln_dir) if f.endswith(".npy"))
+    outs["kiln"] = np.load(os.path.join(kiln_dir, files[0]))
+    ref = outs["ort"].astype(np.float64)
+    scale = np.abs(ref).max()
+
+    def err(y):
+        return float(np.abs(y.astype(np.float64).reshape(ref.shape) - ref).max() / scale)
+    return err(outs["kiln"]), err(outs["openvino_default"]), precision
 
 
 def peer_bench_subprocess(engine, path, threads, warmup, iterations):
@@ -84,11 +167,11 @@ def peer_bench_subprocess(engine, path, threads, warmup, iterations):
     return float(out.strip().splitlines()[-1])
 
 
-def kiln_bench(kiln, path, threads, warmup, iterations, per_layer, cache):
+def kiln_bench(kiln, path, threads, warmup, iterations, per_layer, cache, precision="f32"):
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
         out = f.name
     cmd = [kiln, "bench", path, "--threads", str(threads), "--warmup", str(warmup),
-           "--iterations", str(iterations), "--json", out]
+           "--iterations", str(iterations), "--json", out, "--precision", precision]
     if per_layer:
         cmd.append("--per-layer")
     env = dict(os.environ, XDG_CACHE_HOME=cache)
@@ -118,8 +201,19 @@ def kernel_summary(layers):
     return "\n".join(lines)
 
 
-def write_report(rows, peers, layers, threads, out):
-    """rows: (model, kiln_ms, {peer: ms}); peers: the peer keys, in column order."""
+def bf16_table(rows):
+    """rows: (model, kiln_bf16_ms, openvino_default_ms, kiln_error, openvino_error, precision)."""
+    lines = ["| model | Kiln bf16 median (ms) | OpenVINO default median (ms) | Kiln bf16 / OpenVINO "
+             "default | Kiln bf16 error | OpenVINO default error (precision) |",
+             "|---|---|---|---|---|---|"]
+    for name, k, o, ke, oe, prec in rows:
+        lines.append(f"| {name} | {k:.2f} | {o:.2f} | {k / o:.2f}x | {ke:.2e} | {oe:.2e} ({prec}) |")
+    return "\n".join(lines)
+
+
+def write_report(rows, peers, layers, threads, out, bf16_rows=None):
+    """rows: (model, kiln_ms, {peer: ms}); peers: the peer keys, in column order; bf16_rows:
+    bf16_table's rows, or None."""
     names = [PEERS[p][0] for p in peers]
     head = ["model", "Kiln median (ms)"] + [f"{n} median (ms)" for n in names]
     head += [f"Kiln / {n}" for n in names]
@@ -139,7 +233,13 @@ def write_report(rows, peers, layers, threads, out):
         f.write(table + "\n")
         if kernels:
             f.write("\nKiln's kernels in the last round (`kiln bench --per-layer`):\n\n" + kernels + "\n")
+        if bf16_rows:
+            f.write("\nbf16: Kiln `--precision bf16` and OpenVINO's default precision, errors against "
+                    "onnxruntime float32 (max abs difference / max |reference|):\n\n" +
+                    bf16_table(bf16_rows) + "\n")
     print(table)
+    if bf16_rows:
+        print("\n" + bf16_table(bf16_rows))
     if kernels:
         print("\n" + kernels)
     try:
@@ -173,8 +273,9 @@ def write_report(rows, peers, layers, threads, out):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--kiln", required="--peer-one" not in sys.argv)
-    ap.add_argument("--models", required="--peer-one" not in sys.argv,
+    internal = "--peer-one" in sys.argv or "--peer-output" in sys.argv
+    ap.add_argument("--kiln", required=not internal)
+    ap.add_argument("--models", required=not internal,
                     help="directory with <model>.onnx")
     ap.add_argument("--names", default=",".join(MODELS))
     ap.add_argument("--threads", type=int, default=2)
@@ -183,9 +284,17 @@ def main():
     ap.add_argument("--iterations", type=int, default=20)
     ap.add_argument("--engines", default="ort,openvino",
                     help="peers to compare with, in order: ort, openvino (default: both)")
+    ap.add_argument("--bf16", action="store_true",
+                    help="also Kiln --precision bf16 against OpenVINO's default precision, with "
+                         "both outputs' errors against onnxruntime float32")
     ap.add_argument("--out", default="engines")
-    # internal: one peer measurement, ENGINE MODEL
+    # internal: one peer measurement, ENGINE MODEL; one peer output, ENGINE MODEL X_NPY OUT_NPY
     ap.add_argument("--peer-one", nargs=2, help=argparse.SUPPRESS)
+    ap.add_argument("--peer-output", nargs=4, help=argparse.SUPPRESS)
+    if "--peer-output" in sys.argv:
+        a, _ = ap.parse_known_args()
+        peer_output(*a.peer_output, a.threads)
+        return
     if "--peer-one" in sys.argv:
         a, _ = ap.parse_known_args()
         engine, path = a.peer_one
@@ -201,6 +310,7 @@ def main():
     kiln_ms = {n: [] for n in names}
     peer_ms = {n: {e: [] for e in peers} for n in names}
     layers = {}
+    bf16_ms = {n: {"kiln": [], "openvino_default": []} for n in names}
     for r in range(args.rounds):
         for n in names:
             path = os.path.join(args.models, n + ".onnx")
@@ -214,10 +324,26 @@ def main():
                 peer_ms[n][e].append(
                     peer_bench_subprocess(e, path, args.threads, args.warmup, args.iterations))
                 line += f", {PEERS[e][0]} {peer_ms[n][e][-1]:.2f} ms"
+            if args.bf16:
+                bf16_ms[n]["kiln"].append(kiln_bench(args.kiln, path, args.threads, args.warmup,
+                                                     args.iterations, False, cache,
+                                                     "bf16")["latency_ms"]["median"])
+                bf16_ms[n]["openvino_default"].append(peer_bench_subprocess(
+                    "openvino_default", path, args.threads, args.warmup, args.iterations))
+                line += (f"; bf16: kiln {bf16_ms[n]['kiln'][-1]:.2f} ms, OpenVINO default "
+                         f"{bf16_ms[n]['openvino_default'][-1]:.2f} ms")
             print(line, flush=True)
     rows = [(n, statistics.median(kiln_ms[n]),
              {e: statistics.median(peer_ms[n][e]) for e in peers}) for n in names]
-    write_report(rows, peers, layers, args.threads, args.out)
+    bf16_rows = None
+    if args.bf16:
+        bf16_rows = []
+        for n in names:
+            ke, oe, prec = bf16_errors(args.kiln, os.path.join(args.models, n + ".onnx"),
+                                       args.threads, cache)
+            bf16_rows.append((n, statistics.median(bf16_ms[n]["kiln"]),
+                              statistics.median(bf16_ms[n]["openvino_default"]), ke, oe, prec))
+    write_report(rows, peers, layers, args.threads, args.out, bf16_rows)
 
 
 if __name__ == "__main__":
