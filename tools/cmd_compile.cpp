@@ -8,10 +8,13 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -23,7 +26,9 @@
 #include "codegen/process.h"
 #include "graph/memory_plan.h"
 #include "graph/onnx/onnx_export.h"
+#include "graph/builder.h"
 #include "graph/passes/pipeline.h"
+#include "graph/reference.h"
 #include "graph/serialize.h"
 #include "kiln/runtime.h"
 #include "kiln_compile_config.h"
@@ -71,8 +76,13 @@ options:
                       convolution can (dense, an even number of input channels): weights
                       stored in NAME.weights as given and packed to bfloat16 when the model
                       loads, inputs rounded to bfloat16, float32 sums and epilogues; each
-                      AVX-512 target gets a variant with AVX512_BF16 (vdpbf16ps), picked at
-                      run time where the CPU has it
+                      AVX-512 target gets a variant with AVX512_BF16 (vdpbf16ps) and an
+                      AMX kernel (tdpbf16ps) where the amx schedule takes the layer, picked
+                      at run time where the CPU has them. Prints the outputs' bf16 error
+                      against float32 (the reference interpreter on a seeded random input,
+                      max abs difference / max |float32 output|) and warns, naming the
+                      convolutions that add the most, above --max-bf16-error
+  --max-bf16-error E  the error above which --precision bf16 warns (default 0.02)
   --depfile FILE      write a Makefile-style depfile of NAME.a (for build systems)
   -h, --help          this text
 )";
@@ -85,6 +95,7 @@ struct CompileArgs {
   int threads = 0;
   std::set<std::string> emit;
   graph::Precision precision = graph::Precision::f32;
+  double max_bf16_error = 2e-2;
 };
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -165,6 +176,15 @@ CompileArgs parse(const Args& args) {
   a.threads = args.get_int("--threads", 0, 0, 1024);
   a.depfile = args.get("--depfile");
   a.precision = parse_precision(args);
+  if (args.has("--max-bf16-error")) {
+    const std::string v = args.get("--max-bf16-error");
+    char* end = nullptr;
+    a.max_bf16_error = std::strtod(v.c_str(), &end);
+    if (v.empty() || *end != '\0' || !(a.max_bf16_error > 0) || a.max_bf16_error >= 1)
+      throw UsageError("--max-bf16-error takes a number between 0 and 1, not '" + v + "'");
+    if (a.precision != graph::Precision::bf16)
+      throw UsageError("--max-bf16-error only applies with --precision bf16");
+  }
   a.schedules = schedule_db(args);
   for (const std::string& e : split(args.get("--emit"), ',')) {
     if (e != "plan" && e != "dot" && e != "stmt" && e != "assembly" && e != "onnx")
@@ -309,6 +329,76 @@ void commit(const fs::path& staging, const fs::path& outdir, const std::vector<s
   }
 }
 
+// Every node's output a graph output, so a reference run returns them all (in node order).
+graph::Graph expose_all(graph::Graph g) {
+  for (const graph::Node& n : g.nodes())
+    if (!g.is_graph_output(n.outputs[0])) g.outputs.push_back(n.outputs[0]);
+  return g;
+}
+
+// max |a - b| / max |b| over the finite elements of b.
+double normwise_error(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0, largest = 0;
+  for (size_t i = 0; i < b.size(); ++i) {
+    if (!std::isfinite(b[i])) continue;
+    diff = std::max(diff, std::fabs(static_cast<double>(a[i]) - b[i]));
+    largest = std::max(largest, std::fabs(static_cast<double>(b[i])));
+  }
+  return diff / std::max(largest, 1e-30);
+}
+
+// The bf16 model's error: the reference interpreter runs the optimized graph as it is (its bf16
+// convolutions rounding their operands, graph::Conv2d::bf16) and with every flag cleared, on one
+// seeded random input; the same arithmetic as the kernels up to the order of float32 sums.
+// Prints the outputs' error (max abs difference / max |float32 output|) and, above `limit`,
+// warns and names the convolutions that add the most error (their output's error less their
+// input's).
+void check_bf16_error(const graph::Graph& bf16, double limit) {
+  graph::Graph f32 = bf16;
+  std::vector<graph::Node> nodes = f32.nodes();
+  for (graph::Node& n : nodes)
+    if (auto* c = std::get_if<graph::Conv2d>(&n.op)) c->bf16 = false;
+  f32.rebuild(std::move(nodes), std::vector<bool>(f32.nodes().size(), false));
+  std::vector<graph::Tensor> inputs;
+  for (size_t i = 0; i < bf16.inputs.size(); ++i) {
+    const graph::Value& v = bf16.value(bf16.inputs[i]);
+    inputs.push_back({v.shape, v.layout, graph::random_uniform(graph::num_elements(v.shape), -1.0f, 1.0f, 1 + i)});
+  }
+  std::cout << "      bf16 accuracy: the reference interpreter on a seeded random input, bf16 "
+               "against float32 ...\n" << std::flush;
+  const graph::Graph a = expose_all(bf16), b = expose_all(f32);
+  const std::vector<graph::Tensor> got = graph::run_reference(a, inputs);
+  const std::vector<graph::Tensor> want = graph::run_reference(b, inputs);
+  std::map<uint32_t, double> error;  // by value id
+  for (size_t i = 0; i < got.size(); ++i) error[a.outputs[i].index] = normwise_error(got[i].data, want[i].data);
+  double worst = 0;
+  for (size_t i = 0; i < bf16.outputs.size(); ++i) {
+    const double e = error[bf16.outputs[i].index];
+    worst = std::max(worst, e);
+    std::cout << "      bf16 error of output '" << graph::printable(bf16.value(bf16.outputs[i]).name)
+              << "': " << std::setprecision(3) << e << " (max abs difference / max |float32|)\n";
+  }
+  if (worst <= limit) return;
+  std::vector<std::pair<double, std::string>> added;
+  for (const graph::Node& n : a.nodes()) {
+    const auto* c = std::get_if<graph::Conv2d>(&n.op);
+    if (!c || !c->bf16) continue;
+    const auto in = error.find(n.inputs[0].index);
+    added.emplace_back(error[n.outputs[0].index] - (in == error.end() ? 0.0 : in->second), n.name);
+  }
+  std::sort(added.rbegin(), added.rend());
+  std::string names;
+  for (size_t i = 0; i < std::min<size_t>(3, added.size()); ++i) {
+    std::ostringstream e;
+    e << std::setprecision(2) << added[i].first;
+    names += (i ? ", " : "") + graph::printable(added[i].second) + " (+" + e.str() + ")";
+  }
+  std::cerr << "kiln compile: warning: the bf16 model's outputs differ from float32 by up to "
+            << std::setprecision(3) << worst << ", more than " << limit
+            << " (--max-bf16-error); the convolutions adding the most error: " << names
+            << "; compile the model with --precision f32 if that is too much\n";
+}
+
 int run_compile(const CompileArgs& a) {
   std::cout << "[1/3] optimizing " << graph::printable(a.model) << "\n";
   const graph::Graph input = load_model(a.model, a.input_shapes);
@@ -323,6 +413,7 @@ int run_compile(const CompileArgs& a) {
   lower_only.lower_only = true;
   const Model probe(g, lower_only);
   report_kernels(input, probe, a);
+  if (a.precision == graph::Precision::bf16) check_bf16_error(g, a.max_bf16_error);
 
   const fs::path outdir = fs::absolute(a.outdir);
   fs::create_directories(outdir);
@@ -436,7 +527,7 @@ int cmd_compile(int argc, char** argv) {
     args.push_back(s.data());
   }
   const Args parsed(argc, args.data(), 2, {"--output", "--name", "--targets", "--threads", "--emit", "--depfile",
-                       "--schedules", "--input-shape", "--precision"}, {});
+                       "--schedules", "--input-shape", "--precision", "--max-bf16-error"}, {});
   if (parsed.help()) {
     print_help(kHelp);
     return 0;
