@@ -40,6 +40,9 @@ options:
                  the schedule database to take tuned records from (kiln tune writes one)
   --target T     the CPU target of --schedule: avx512, avx2, baseline or one of the build's
                  Halide target strings (default: the best this CPU runs)
+  --precision P  f32 (default) or bf16: optimize as `kiln compile --precision` does (the
+                 use_bf16 pass runs last; --after use_bf16 prints its graph), and each bf16
+                 convolution's task description says so
   -h, --help     this text
 )";
 
@@ -114,7 +117,8 @@ std::string to_svg(const graph::ArenaPlan& plan, const graph::Graph& g) {
 }  // namespace
 
 int cmd_inspect(int argc, char** argv) {
-  const Args args(argc, argv, 2, {"--after", "--dot", "--svg", "--schedules", "--target", "--input-shape"},
+  const Args args(argc, argv, 2,
+                  {"--after", "--dot", "--svg", "--schedules", "--target", "--input-shape", "--precision"},
                   {"--schedule"});
   if (args.help()) {
     print_help(kHelp);
@@ -125,12 +129,14 @@ int cmd_inspect(int argc, char** argv) {
   if (!after.empty() && after != "input") {
     bool known = false;
     for (const graph::Pass& p : graph::default_passes()) known |= after == p.name;
+    known |= after == "use_bf16" && parse_precision(args) == graph::Precision::bf16;
     if (!known) throw UsageError("--after: unknown pass '" + after + "'");
   }
   // Everything below prints names from the model: escaped once here.
   const graph::Graph input = graph::with_printable_names(load_model(args.positionals()[0], parse_input_shapes(args)));
   graph::PipelineOptions popts;
   popts.verify_each = true;
+  popts.precision = parse_precision(args);
   popts.on_stage = [&](const std::string& stage, const graph::Graph& g) {
     if (!after.empty() && after != stage) return;
     std::cout << "== after " << stage << " (" << g.num_nodes() << " nodes) ==\n" << graph::dump(g) << "\n";
