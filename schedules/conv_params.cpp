@@ -270,10 +270,6 @@ std::string conv_params_error(const ConvParams& p, const ConvShape& s, const Hal
     if (p.rows < 1 || p.rows > s.out_height)
       return "rows=" + std::to_string(p.rows) + " is not within the output's 1.." +
              std::to_string(s.out_height) + " rows";
-    // A task's tiles of exactly 16 channels are stored with a row stride of 16, which Halide
-    // folds into a 1-D index its AMX store pattern does not take.
-    if (s.out_channels <= 16) return "the amx schedule needs more than 16 output channels";
-    if (p.columns == 16) return "cols=16: the amx schedule needs at least 32 columns per task";
     if (p.columns > 0 && p.windows_per_task && p.columns < s.out_channels)
       return "cols=" + std::to_string(p.columns) +
              " with windows=task would gather each task's windows once per column block";
@@ -351,7 +347,6 @@ ConvParams default_amx_params(const ConvShape& s) {
   p.windows_per_task = false;
   const int64_t tiles = ceil_div(s.out_channels, 16);
   p.columns = static_cast<int>(16 * std::max<int64_t>(1, ceil_div(tiles * s.batch, 16)));
-  p.columns = std::max(p.columns, 32);  // see conv_params_error
   if (p.columns >= s.out_channels) p.columns = 0;
   return p;
 }

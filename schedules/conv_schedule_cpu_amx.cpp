@@ -35,7 +35,10 @@ void schedule_conv_cpu_amx(const ConvMatmulFuncs& f, const ConvParams& p) {
   // The tiles of the task's pixels and channels, rounded up to whole tiles (the extra pixels
   // read the windows of the next rows, or of the last image: computed, never stored).
   Func tiles = acc.in();
+  // Rows of the stored tiles at least 32 channels apart: a row stride of 16 would fold the
+  // store's 16 x 16 index into a 1-D one, which Halide's AMX pattern does not take.
   tiles.compute_at(output, task)
+      .align_storage(f.co, 2 * kTile)
       .tile(f.co, f.p, ci, pi, kTile, kTile, TailStrategy::RoundUp)
       .vectorize(ci)
       .vectorize(pi);

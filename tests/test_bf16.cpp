@@ -147,7 +147,8 @@ struct Bf16Case {
 
 // 1x1 and 3x3, strides 1 and 2, a reduction that is not a multiple of 32 steps, output channels
 // that are not a multiple of 16, a small image (the AMX schedule's windows gathered once and
-// tasks split by channels), a residual, a fused pooling, a batch of 2.
+// tasks split by channels), a residual, a fused pooling, a batch of 2, a single tile of 16
+// output channels (the AMX tiles' storage padded to 32).
 const Bf16Case kCases[] = {
     {"pointwise_40", 1, 64, 40, 14, 1, 1, false, false},
     {"3x3_residual", 1, 32, 32, 20, 3, 1, true, false},
@@ -155,6 +156,7 @@ const Bf16Case kCases[] = {
     {"small_7x7", 1, 64, 96, 7, 3, 1, false, false},
     {"pooled", 1, 32, 64, 16, 3, 1, false, true},
     {"batch2", 2, 32, 64, 10, 3, 1, false, false},
+    {"sixteen_out", 1, 32, 16, 12, 3, 1, false, false},
 };
 
 void PrintTo(const Bf16Case& c, std::ostream* os) { *os << c.name; }

@@ -124,6 +124,10 @@ BenchArgs parse(const Args& args) {
     if (a.precisions.size() == 2 && !a.targets.empty())
       throw UsageError("--targets and a list of precisions exclude each other");
     if (a.precisions.size() == 2) a.per_layer = true;
+    const bool cuda_target = std::find(a.targets.begin(), a.targets.end(), "cuda") != a.targets.end();
+    if (std::find(a.precisions.begin(), a.precisions.end(), graph::Precision::bf16) != a.precisions.end() &&
+        (a.options.backend != Backend::cpu || cuda_target))
+      throw UsageError("--precision bf16 is for CPU targets only");
   }
   a.options.profile = a.per_layer;
   return a;

@@ -100,6 +100,8 @@ RunArgs parse(const Args& args) {
   a.seed = static_cast<uint64_t>(args.get_int("--seed", 1, 0, 1 << 30));
   a.check = args.has("--check");
   a.precision = parse_precision(args);
+  if (a.precision == graph::Precision::bf16 && a.options.backend != Backend::cpu)
+    throw UsageError("--precision bf16 is for the cpu target only");
   return a;
 }
 

@@ -97,6 +97,7 @@ class LocalMeasurer : public Measurer {
     m.cpu_target = o_.cpu_target;
     m.threads = o_.threads;
     m.profile = true;
+    m.amx = false;  // a bf16 kernel's schedule is its main kernel's, not the AMX one's
     codegen::CodegenOptions c;
     c.cache_dir = o_.cache_dir;
     c.schedules = [schedule](const graph::KernelSpec&, const std::string&) { return schedule; };
