@@ -253,10 +253,13 @@ def write_report(rows, peers, layers, threads, out, bf16_rows=None):
     xs = np.arange(len(rows))
     series = [("Kiln", [r[1] for r in rows])]
     series += [(PEERS[e][0], [r[2][e] for r in rows]) for e in peers]
+    if bf16_rows:
+        series += [("Kiln bf16", [r[1] for r in bf16_rows]),
+                   ("OpenVINO default (bf16)", [r[2] for r in bf16_rows])]
     width = 0.8 / len(series)
     for i, (label, values) in enumerate(series):
         a.bar(xs + (i - (len(series) - 1) / 2) * width, values, width, label=label)
-    a.set_xticks(xs, [r[0] for r in rows])
+    a.set_xticks(xs, [r[0] for r in rows], rotation=30, ha="right")
     a.set_ylabel("latency (ms)")
     a.set_title(f"per-model latency, {threads} threads")
     a.legend()
