@@ -59,26 +59,6 @@ def ort_median_ms(path, threads, warmup, iterations):
     return statistics.median(times)
 
 
-def openvino_median_ms(path, threads, warmup, iterations):
-    import openvino as ov
-    core = ov.Core()
-    compiled = core.compile_model(core.read_model(path), "CPU", {
-        "INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY",
-        "INFERENCE_PRECISION_HINT": "f32"})
-    request = compiled.create_infer_request()
-    port = compiled.inputs[0]
-    shape = [d.get_length() if d.is_static else 1 for d in port.get_partial_shape()]
-    x = np.random.default_rng(1).random(shape, dtype=np.float32) * 2 - 1
-    for _ in range(warmup):
-        request.infer({0: x})
-    times = []
-    for _ in range(iterations):
-        t0 = time.perf_counter()
-        request.infer({0: x})
-        times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
-
-
 def openvino_compiled(path, threads, default_precision):
     import openvino as ov
     core = ov.Core()
@@ -92,8 +72,8 @@ def model_input(shape):
     return np.random.default_rng(1).random(shape, dtype=np.float32) * 2 - 1
 
 
-def openvino_default_median_ms(path, threads, warmup, iterations):
-    compiled = openvino_compiled(path, threads, True)
+def openvino_timed_ms(path, threads, warmup, iterations, default_precision):
+    compiled = openvino_compiled(path, threads, default_precision)
     request = compiled.create_infer_request()
     port = compiled.inputs[0]
     x = model_input([d.get_length() if d.is_static else 1 for d in port.get_partial_shape()])
@@ -105,6 +85,14 @@ def openvino_default_median_ms(path, threads, warmup, iterations):
         request.infer({0: x})
         times.append((time.perf_counter() - t0) * 1e3)
     return statistics.median(times)
+
+
+def openvino_median_ms(path, threads, warmup, iterations):
+    return openvino_timed_ms(path, threads, warmup, iterations, False)
+
+
+def openvino_default_median_ms(path, threads, warmup, iterations):
+    return openvino_timed_ms(path, threads, warmup, iterations, True)
 
 
 PEERS = {"ort": ("onnxruntime", ort_median_ms), "openvino": ("OpenVINO f32", openvino_median_ms),
