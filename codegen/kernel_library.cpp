@@ -32,13 +32,6 @@ Halide::Target parse_target(const std::string& name) {
   return Halide::Target(name).with_feature(Halide::Target::NoRuntime);
 }
 
-// The targets the kernel of `spec` is compiled for, best first, with the schedule text of each:
-// `targets` with library_schedules' texts, and for a bf16 convolution, before each AVX-512
-// target, its AVX512_BF16 variant (runtime::bf16_target) with that target's schedule.
-struct KernelTargets {
-  std::vector<std::string> names, schedules;
-};
-
 // Which kernels of a bf16 convolution are compiled: for a library that may run on any CPU
 // (`kiln compile`, several targets), all of them: the AVX512_BF16 variant of each AVX-512
 // target, the target itself and the AMX kernel. For the kernels of one target compiled on the
@@ -52,6 +45,13 @@ Bf16Kernels bf16_kernels_for(const std::vector<std::string>& targets, bool this_
   return {variant, !variant, variant && runtime::amx_usable()};
 }
 
+// The targets the kernel of `spec` is compiled for, best first, with the schedule text of each:
+// `targets` with library_schedules' texts, and for a bf16 convolution, before each AVX-512
+// target, its AVX512_BF16 variant (runtime::bf16_target) with that target's schedule (of the
+// two, those `bf16` asks for).
+struct KernelTargets {
+  std::vector<std::string> names, schedules;
+};
 KernelTargets kernel_targets(const graph::KernelSpec& spec, const std::vector<std::string>& targets,
                              const ScheduleLookup& schedules, const Bf16Kernels& bf16) {
   const std::vector<std::string> texts = library_schedules(spec, targets, schedules);
