@@ -76,14 +76,15 @@ TEST(Bf16Pass, MarksDenseConvolutionsWithAnEvenNumberOfInputChannelsOnly) {
   EXPECT_NE(graph::bf16_conv_refusal(g, node_starting(g, "stem")).find("3 input channels"),
             std::string::npos);
   // f32 (the default) marks nothing.
-  for (const graph::Node& n : graph::run_passes(input).nodes())
+  const graph::Graph f32 = graph::run_passes(input);
+  for (const graph::Node& n : f32.nodes())
     if (const auto* c = std::get_if<graph::Conv2d>(&n.op)) EXPECT_FALSE(c->bf16) << n.name;
   // A flag where the kernels cannot honour it is a verifier error, not a wrong kernel.
   graph::Graph bad = g;
   std::vector<graph::Node> nodes = bad.nodes();
   for (graph::Node& n : nodes)
     if (auto* c = std::get_if<graph::Conv2d>(&n.op); c && n.name.rfind("depthwise", 0) == 0) c->bf16 = true;
-  bad.rebuild(std::move(nodes), std::vector<bool>(g.nodes().size(), false));
+  bad.rebuild(std::move(nodes));
   const std::vector<std::string> problems = graph::verify_problems(bad);
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_NE(problems[0].find("marked bf16 but cannot be"), std::string::npos) << problems[0];
@@ -114,7 +115,7 @@ TEST(Bf16Reference, IsTheFloatConvolutionOfTheRoundedOperands) {
       for (float& v : data) v = graph::round_to_bf16(v);
       w.data = std::make_shared<const std::vector<float>>(std::move(data));
     }
-  rounded.rebuild(std::move(nodes), std::vector<bool>(g.nodes().size(), false));
+  rounded.rebuild(std::move(nodes));
   graph::Tensor xr = xt;
   for (float& v : xr.data) v = graph::round_to_bf16(v);
   EXPECT_EQ(emulated, graph::run_reference(rounded, {xr})[0].data);

@@ -358,7 +358,7 @@ void check_bf16_error(const graph::Graph& bf16, double limit) {
   std::vector<graph::Node> nodes = f32.nodes();
   for (graph::Node& n : nodes)
     if (auto* c = std::get_if<graph::Conv2d>(&n.op)) c->bf16 = false;
-  f32.rebuild(std::move(nodes), std::vector<bool>(f32.nodes().size(), false));
+  f32.rebuild(std::move(nodes));
   std::vector<graph::Tensor> inputs;
   for (size_t i = 0; i < bf16.inputs.size(); ++i) {
     const graph::Value& v = bf16.value(bf16.inputs[i]);

@@ -15,7 +15,7 @@ Graph use_bf16(const Graph& input) {
     c->bf16 = true;
     n.computes.push_back("bf16 multiply-adds");
   }
-  g.rebuild(std::move(nodes), std::vector<bool>(nodes.size(), false));
+  g.rebuild(std::move(nodes));
   return g;
 }
 
