@@ -210,7 +210,8 @@ KernelPipeline amx_pipeline(const graph::ConvKernelSpec& k, const Halide::Target
   const Halide::Expr sum = a.acc(co, x + i32(out[2]) * (y + i32(out[1]) * n)) + inputs[2](co);
   output(co, x, y, n) = conv_epilogue(k, sum, inputs, {co, x, y, n});
   const ConvOutput o = conv_output(k, output);
-  schedules::schedule_conv_cpu_amx({a.windows, a.acc, output, a.co, a.k, a.p, co, y, n, a.r}, params);
+  schedules::schedule_conv_cpu_amx({a.windows, a.acc, output, a.co, a.k, a.p, co, y, n, a.r, i32(w[2])},
+                                   params);
   schedule_pooling(k, o, params, target);
   return KernelPipeline{Halide::Pipeline(o.out), inputs};
 }

@@ -84,6 +84,7 @@ struct ConvMatmulFuncs {
   Halide::Var co, k, p;              // of windows and acc
   Halide::Var out_co, out_y, out_n;  // of output
   Halide::RDom r;
+  int in_channels;                   // the steps of one tap: k = ci + in_channels * tap
 };
 void schedule_conv_cpu_amx(const ConvMatmulFuncs& f, const ConvParams& p);
 

@@ -52,15 +52,18 @@ void schedule_conv_cpu_amx(const ConvMatmulFuncs& f, const ConvParams& p) {
       .vectorize(ki)
       .vectorize(aci)
       .vectorize(api);
+  // The windows a tap at a time: each tap's input channels are one contiguous run of the
+  // input, so the gather becomes dense vector loads (k vectorized across taps computed k / Ci
+  // and k % Ci per lane: 1.1-1.24x on 3x3 layers of 16-256 channels, the same on 1x1).
+  Var tap("tap"), ci_tap("ci_tap");
   if (p.windows_per_task) {
-    windows.compute_at(output, task).vectorize(f.k, kTile, TailStrategy::GuardWithIf);
+    windows.compute_at(output, task);
   } else {
     Var po("po"), pii("pii");
-    windows.compute_root()
-        .split(f.p, po, pii, kTile, TailStrategy::GuardWithIf)
-        .parallel(po)
-        .vectorize(f.k, kTile, TailStrategy::GuardWithIf);
+    windows.compute_root().split(f.p, po, pii, kTile, TailStrategy::GuardWithIf).parallel(po);
   }
+  windows.split(f.k, tap, ci_tap, f.in_channels, TailStrategy::GuardWithIf)
+      .vectorize(ci_tap, kTile, TailStrategy::GuardWithIf);
 }
 
 }  // namespace kiln::schedules
