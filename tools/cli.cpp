@@ -244,10 +244,22 @@ KernelGenerator kernel_generator(std::shared_ptr<const codegen::ScheduleDb> db) 
 }
 
 
+graph::Precision parse_precision_name(const std::string& name, const std::string& accepted) {
+  try {
+    return graph::parse_precision(name);
+  } catch (const graph::Error&) {
+    throw UsageError("--precision takes " + accepted + ", not '" + name + "'");
+  }
+}
+
 graph::Precision parse_precision(const Args& args) {
-  const std::string p = args.get("--precision", "f32");
-  if (p != "f32" && p != "bf16") throw UsageError("--precision takes f32 or bf16, not '" + p + "'");
-  return graph::parse_precision(p);
+  return parse_precision_name(args.get("--precision", "f32"), "f32 or bf16");
+}
+
+graph::Graph expose_all(graph::Graph g) {
+  for (const graph::Node& n : g.nodes())
+    if (!g.is_graph_output(n.outputs[0])) g.outputs.push_back(n.outputs[0]);
+  return g;
 }
 
 bool has_bf16(const graph::Graph& optimized) {

@@ -60,6 +60,11 @@ std::shared_ptr<const codegen::ScheduleDb> schedule_db(const Args& args);
 // --precision f32|bf16 (default f32): the arithmetic of the convolutions' multiply-adds
 // (graph::PipelineOptions::precision). UsageError for any other value.
 graph::Precision parse_precision(const Args& args);
+// One precision name given to --precision; a UsageError saying the flag takes `accepted`.
+graph::Precision parse_precision_name(const std::string& name, const std::string& accepted);
+// `g` with every node's output a graph output: each survives a run (the arena plan keeps graph
+// outputs alive to the end) and comes back from it, from the reference as from the kernels.
+graph::Graph expose_all(graph::Graph g);
 // Whether any convolution of the optimized graph runs in bf16 (Conv2d::bf16).
 bool has_bf16(const graph::Graph& optimized);
 // The line `kiln run` and `bench` print for a bf16 model: how many convolutions run in bf16 and

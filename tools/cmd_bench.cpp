@@ -113,11 +113,8 @@ BenchArgs parse(const Args& args) {
   if (args.has("--precision")) {
     a.precisions.clear();
     std::stringstream list(args.get("--precision"));
-    for (std::string p; std::getline(list, p, ',');) {
-      if (p != "f32" && p != "bf16")
-        throw UsageError("--precision takes f32, bf16 or a list of them, not '" + p + "'");
-      a.precisions.push_back(graph::parse_precision(p));
-    }
+    for (std::string p; std::getline(list, p, ',');)
+      a.precisions.push_back(parse_precision_name(p, "f32, bf16 or a list of them"));
     if (a.precisions.empty() || a.precisions.size() > 2 ||
         (a.precisions.size() == 2 && a.precisions[0] == a.precisions[1]))
       throw UsageError("--precision takes f32, bf16, bf16,f32 or f32,bf16");

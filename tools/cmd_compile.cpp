@@ -176,6 +176,8 @@ CompileArgs parse(const Args& args) {
   a.threads = args.get_int("--threads", 0, 0, 1024);
   a.depfile = args.get("--depfile");
   a.precision = parse_precision(args);
+  if (a.precision == graph::Precision::bf16 && a.targets.cuda)
+    throw UsageError("--precision bf16 is for CPU targets only; compile a CUDA model in f32");
   if (args.has("--max-bf16-error")) {
     const std::string v = args.get("--max-bf16-error");
     char* end = nullptr;
@@ -329,13 +331,6 @@ void commit(const fs::path& staging, const fs::path& outdir, const std::vector<s
   }
 }
 
-// Every node's output a graph output, so a reference run returns them all (in node order).
-graph::Graph expose_all(graph::Graph g) {
-  for (const graph::Node& n : g.nodes())
-    if (!g.is_graph_output(n.outputs[0])) g.outputs.push_back(n.outputs[0]);
-  return g;
-}
-
 // max |a - b| / max |b| over the finite elements of b.
 double normwise_error(const std::vector<float>& a, const std::vector<float>& b) {
   double diff = 0, largest = 0;
@@ -405,8 +400,6 @@ int run_compile(const CompileArgs& a) {
   graph::PipelineOptions passes;
   passes.precision = a.precision;
   const graph::Graph g = graph::run_passes(input, passes);
-  if (a.precision == graph::Precision::bf16 && a.targets.cuda)
-    throw UsageError("--precision bf16 is for CPU targets only; compile a CUDA model in f32");
   // Lowering and the runtime's own checks now, so an unsupported model fails here, not in the
   // user's program.
   ModelOptions lower_only;

@@ -179,14 +179,6 @@ graph::Tensor fetch(const TensorView& v, graph::Layout want) {
                           is_image(v.layout) && is_image(want) ? want : v.layout);
 }
 
-// Every node output also a graph output: each survives the run (the arena plan keeps graph
-// outputs alive to the end) and can be read back, for the reference as for the kernels.
-graph::Graph expose_all(graph::Graph g) {
-  for (const graph::Node& n : g.nodes())
-    if (!g.is_graph_output(n.outputs[0])) g.outputs.push_back(n.outputs[0]);
-  return g;
-}
-
 struct CheckRow {
   std::string kernel;
   double max_abs = 0, max_rel = 0;
