@@ -184,18 +184,7 @@ graph::Graph case_graph(const Bf16Case& c) {
 // differs.
 void expect_matches_emulation(const graph::Graph& g, const ModelOptions& o) {
   Model m(g, o);
-  for (uint64_t seed : {1u, 2u}) {
-    const graph::Value& in = g.value(g.inputs[0]);
-    const graph::Tensor x{in.shape, in.layout,
-                          graph::random_uniform(graph::num_elements(in.shape), -1, 1, seed)};
-    ASSERT_TRUE(m.run(std::vector<graph::Tensor>{x}).is_ok());
-    const graph::Tensor want = graph::run_reference(g, {x})[0];
-    const TensorView out = m.output(0);
-    graph::Tensor got{out.shape, out.layout, std::vector<float>(out.data, out.data + graph::num_elements(out.shape))};
-    got = graph::to_layout(got, want.layout);
-    EXPECT_LE(graph::worst_error_ratio(got.data, want.data, 1e-4, 1e-5), 1.0)
-        << "seed " << seed << ", max abs error " << graph::max_abs_diff(got.data, want.data);
-  }
+  for (uint64_t seed : {1u, 2u}) testing_util::expect_model_matches_reference(m, g, seed, 1e-4, 1e-5);
 }
 
 class Bf16Kernels : public testing::TestWithParam<Bf16Case> {};

@@ -89,25 +89,6 @@ graph::Graph small_classifier() {
   return b.finish();
 }
 
-// `optimized` run by a Model with options `o` on a seeded random input matches the reference run
-// of `reference` (its output re-laid-out to the reference's layout).
-void expect_matches_reference(const graph::Graph& optimized, const ModelOptions& o,
-                              const graph::Graph& reference, uint64_t seed) {
-  Model m(optimized, o);
-  const graph::Value& in = reference.value(reference.inputs[0]);
-  const graph::Tensor x{in.shape, in.layout,
-                        graph::random_uniform(graph::num_elements(in.shape), -1.0f, 1.0f, seed)};
-  ASSERT_TRUE(m.run(std::vector<graph::Tensor>{x}).is_ok());
-  const graph::Tensor want = graph::run_reference(reference, {x})[0];
-  const TensorView out = m.output(0);
-  const graph::Tensor got = graph::to_layout(
-      graph::Tensor{out.shape, out.layout,
-                    std::vector<float>(out.data, out.data + graph::num_elements(out.shape))},
-      want.layout);
-  EXPECT_LE(graph::worst_error_ratio(got.data, want.data, 1e-4, 1e-5), 1.0)
-      << "max abs error " << graph::max_abs_diff(got.data, want.data);
-}
-
 TEST(Dispatch, ForcedTargetRunsAndIsTheOnePicked) {
   const char* forced = std::getenv("KILN_TEST_FORCE_TARGET");
   ASSERT_NE(forced, nullptr) << "run through ctest, which sets KILN_TEST_FORCE_TARGET";
@@ -123,7 +104,8 @@ TEST(Dispatch, ForcedTargetRunsAndIsTheOnePicked) {
   const graph::Graph optimized = graph::run_passes(input);
   ModelOptions o;
   o.generate_kernels = testing_util::test_generator(/*dispatch=*/true);
-  expect_matches_reference(optimized, o, input, 9);
+  Model m(optimized, o);
+  testing_util::expect_model_matches_reference(m, input, 9, 1e-4, 1e-5);
 
   // A bf16 convolution: its AVX512_BF16 variant (a target above the forced one) is never
   // admitted, so on the forced AVX-512 target the wrapper runs the products converted to float32
@@ -146,7 +128,8 @@ TEST(Dispatch, ForcedTargetRunsAndIsTheOnePicked) {
     ModelOptions bo = o;
     bo.amx = false;
     SCOPED_TRACE("bf16");
-    expect_matches_reference(g, bo, g, 10);
+    Model bm(g, bo);
+    testing_util::expect_model_matches_reference(bm, g, 10, 1e-4, 1e-5);
   }
 
   const std::lock_guard<std::mutex> lock(g_mutex);

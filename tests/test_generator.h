@@ -1,12 +1,18 @@
 // The kernel generator the tests give their Models: kernels compiled by codegen/ and cached in
-// the build tree (KILN_TEST_CACHE_DIR), so a rerun loads them instead of compiling.
+// the build tree (KILN_TEST_CACHE_DIR), so a rerun loads them instead of compiling. Also the
+// check of a Model's output against the reference interpreter.
 #pragma once
 
 #include <cstdlib>
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "codegen/kernel_library.h"
+#include "graph/builder.h"
+#include "graph/reference.h"
+#include "kiln/runtime.h"
 #include "runtime/kernels.h"
 
 namespace kiln::testing_util {
@@ -43,6 +49,24 @@ inline KernelGenerator test_generator(bool dispatch = false) {
   o.cache_dir = KILN_TEST_CACHE_DIR;
   if (dispatch) o.targets = runtime::cpu_targets();
   return codegen::kernel_generator(o);
+}
+
+// Runs `m` on a random input in [-1, 1) (seeded) for `reference`'s first input and expects its
+// first output, re-laid-out to the reference's layout, within rtol / atol of `reference`'s.
+inline void expect_model_matches_reference(Model& m, const graph::Graph& reference, uint64_t seed,
+                                           double rtol, double atol) {
+  const graph::Value& in = reference.value(reference.inputs[0]);
+  const graph::Tensor x{in.shape, in.layout,
+                        graph::random_uniform(graph::num_elements(in.shape), -1.0f, 1.0f, seed)};
+  ASSERT_TRUE(m.run(std::vector<graph::Tensor>{x}).is_ok());
+  const graph::Tensor want = graph::run_reference(reference, {x})[0];
+  const TensorView out = m.output(0);
+  const graph::Tensor got = graph::to_layout(
+      graph::Tensor{out.shape, out.layout,
+                    std::vector<float>(out.data, out.data + graph::num_elements(out.shape))},
+      want.layout);
+  EXPECT_LE(graph::worst_error_ratio(got.data, want.data, rtol, atol), 1.0)
+      << "seed " << seed << ", max abs error " << graph::max_abs_diff(got.data, want.data);
 }
 
 }  // namespace kiln::testing_util
