@@ -2,6 +2,7 @@
 // two can never disagree, and a reader that checks every byte count before it reads.
 #include "graph/serialize.h"
 
+#include "graph/bf16.h"
 #include "graph/file_io.h"
 
 #include <array>
@@ -82,6 +83,12 @@ class Writer {
     out_.resize(at + v.size() * 4);
     if (!v.empty()) std::memcpy(&out_[at], v.data(), v.size() * 4);  // little-endian host
   }
+  // Each float rounded to the nearest bfloat16 (graph::to_bf16_bits), two bytes each.
+  void bf16s(const std::vector<float>& v) {
+    u64(v.size());
+    out_.reserve(out_.size() + v.size() * 2);
+    for (float f : v) le(to_bf16_bits(f), 2);
+  }
   std::string& bytes() { return out_; }
 
  private:
@@ -159,6 +166,18 @@ class Reader {
     if (n) std::memcpy(v.data(), p_ + pos_, n * 4);  // little-endian host
     if (consumed_) consumed_(pos_, pos_ + n * 4);
     pos_ += n * 4;
+  }
+  // bf16s()'s form, widened back to float32 (exactly).
+  void bf16s(std::vector<float>& v, uint64_t expected) {
+    const uint64_t n = u64();
+    if (n != expected) fail("constant holds " + std::to_string(n) + " bfloat16s, its shape needs " + std::to_string(expected));
+    need(n * 2, "constant data");
+    v.resize(n);
+    const auto* b = reinterpret_cast<const unsigned char*>(p_ + pos_);
+    for (uint64_t i = 0; i < n; ++i)
+      v[i] = from_bf16_bits(static_cast<uint16_t>(b[2 * i] | (b[2 * i + 1] << 8)));
+    if (consumed_) consumed_(pos_, pos_ + n * 2);
+    pos_ += n * 2;
   }
 
  private:
@@ -363,7 +382,11 @@ std::vector<ValueId> read_ids(Reader& r, size_t num_values, const char* what) {
   return ids;
 }
 
-void write_value(Writer& w, const Value& v) {
+// How a constant's data is stored (the byte after a value's shape; version 13 and before: a
+// flag, none or f32).
+enum class Storage : uint8_t { none = 0, f32 = 1, bf16 = 2 };
+
+void write_value(Writer& w, const Value& v, bool bf16) {
   w.str(v.name);
   DType dtype = v.dtype;
   Layout layout = v.layout;
@@ -371,8 +394,10 @@ void write_value(Writer& w, const Value& v) {
   w.enum8(layout, 5);
   Shape shape = v.shape;
   w.i64s(shape, 1, kMaxDim);
-  w.u8(v.is_constant() ? 1 : 0);
-  if (v.is_constant()) w.floats(*v.data);
+  const Storage storage = !v.is_constant() ? Storage::none : bf16 ? Storage::bf16 : Storage::f32;
+  w.u8(static_cast<uint8_t>(storage));
+  if (storage == Storage::f32) w.floats(*v.data);
+  if (storage == Storage::bf16) w.bf16s(*v.data);
 }
 
 Value read_value(Reader& r) {
@@ -386,11 +411,15 @@ Value read_value(Reader& r) {
     if (d > kMaxElements / elements) r.fail("value '" + v.name + "' has too many elements");
     elements *= d;
   }
-  bool constant = false;
-  r.flag(constant);
-  if (constant) {
+  const uint8_t storage = r.u8();
+  if (storage > (r.version >= 14 ? 2 : 1))
+    r.fail("value '" + v.name + "' has an unknown storage kind " + std::to_string(storage));
+  if (storage != static_cast<uint8_t>(Storage::none)) {
     auto data = std::make_shared<std::vector<float>>();
-    r.floats(*data, static_cast<uint64_t>(elements));
+    if (storage == static_cast<uint8_t>(Storage::bf16))
+      r.bf16s(*data, static_cast<uint64_t>(elements));
+    else
+      r.floats(*data, static_cast<uint64_t>(elements));
     v.data = std::move(data);
   }
   return v;
@@ -444,12 +473,13 @@ Graph read_graph(const char* bytes, size_t size,
   // without cubic and tf_crop_and_resize Resize attributes and the arg reductions, 9 is 10
   // without Where, the Binary ops from pow on and the chain steps from floor on, 10 is 11
   // without Conv2d's pre steps, 11 is 12 without Conv2d's pooling, 12 is 13 without Conv2d's
-  // bf16 flag; version 2 numbered ops by their order in graph::Op.
+  // bf16 flag, 13 is 14 without constants stored as bfloat16; version 2 numbered ops by their
+  // order in graph::Op.
   if (version != 1 && version != 3 && version != 4 && version != 5 && version != 6 &&
       version != 7 && version != 8 && version != 9 && version != 10 && version != 11 &&
-      version != 12 && version != kGraphFormatVersion)
+      version != 12 && version != 13 && version != kGraphFormatVersion)
     throw Error("graph file format version " + std::to_string(version) +
-                " is not supported (this Kiln reads versions 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12 and " +
+                " is not supported (this Kiln reads versions 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13 and " +
                 std::to_string(kGraphFormatVersion) + "; recompile the model)");
   r.version = version;
   if (stored_checksum(bytes, size) != format_checksum(bytes, size - 8))
@@ -486,12 +516,35 @@ uint64_t format_checksum(const char* data, size_t size) {
   return h ^ (h >> 33);
 }
 
+namespace {
+
+// The constants read only as the weights of bf16 convolutions (Conv2d::bf16), which round
+// them to bfloat16 before any use: stored as bfloat16, half the bytes, nothing lost.
+std::vector<bool> bf16_only_weights(const Graph& g) {
+  std::vector<int> readers(g.values().size(), 0), bf16_readers(g.values().size(), 0);
+  for (const Node& n : g.nodes()) {
+    const auto* c = std::get_if<Conv2d>(&n.op);
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      ++readers[n.inputs[i].index];
+      bf16_readers[n.inputs[i].index] += c && c->bf16 && i == 1;
+    }
+  }
+  for (ValueId out : g.outputs) readers[out.index] = -1;
+  std::vector<bool> out(g.values().size(), false);
+  for (size_t i = 0; i < out.size(); ++i)
+    out[i] = g.values()[i].is_constant() && readers[i] > 0 && readers[i] == bf16_readers[i];
+  return out;
+}
+
+}  // namespace
+
 std::string serialize(const Graph& g) {
   Writer w;
   for (char c : kMagic) w.u8(static_cast<uint8_t>(c));
   w.u32(kGraphFormatVersion);
   w.u32(static_cast<uint32_t>(g.values().size()));
-  for (const Value& v : g.values()) write_value(w, v);
+  const std::vector<bool> bf16 = bf16_only_weights(g);
+  for (size_t i = 0; i < g.values().size(); ++i) write_value(w, g.values()[i], bf16[i]);
   w.u32(static_cast<uint32_t>(g.nodes().size()));
   for (const Node& n : g.nodes()) write_node(w, n);
   write_ids(w, g.inputs);

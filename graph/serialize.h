@@ -12,7 +12,8 @@ namespace kiln::graph {
 // The format, all integers little-endian:
 //   "KILNGRF1"  u32 version
 //   u32 #values, each: str name, u8 dtype, u8 layout, u32 rank, i64 dims[rank],
-//                      u8 has_data, [u64 count, f32 data[count]]
+//                      u8 storage (0: no data, 1: f32, 2: bf16), [u64 count, f32 data[count]
+//                      or u16 bfloat16 data[count], the upper halves of the floats]
 //   u32 #nodes,  each: str name, u8 op tag (fixed per op in serialize.cpp), the op's attributes in
 //                      declaration order, ids inputs, ids outputs, u32 #computes, str computes
 //   ids graph inputs, ids graph outputs
@@ -45,7 +46,10 @@ namespace kiln::graph {
 // attributes). Version 11 (the same without them) is read as well.
 // Version 13: Conv2d's attributes end with its bf16 flag (the precision of its multiply-adds).
 // Version 12 (all float32) is read as well.
-constexpr uint32_t kGraphFormatVersion = 13;
+// Version 14: a constant read only as bf16 convolutions' weights (which round it to bfloat16
+// before any use) is stored as bfloat16 (storage 2), half the bytes and the same results.
+// Version 13 (storage 0 or 1 only) is read as well.
+constexpr uint32_t kGraphFormatVersion = 14;
 
 std::string serialize(const Graph& g);
 

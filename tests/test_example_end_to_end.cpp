@@ -208,4 +208,45 @@ TEST(CompiledModel, RunsAWeightsFileWithLogicalOutputs) {
   g_compiled_kernels.reset();
 }
 
+// A bf16 model's weights file holds its convolution's weights as bfloat16 (half the bytes of
+// the float32 file) and runs as the bf16 graph does in the reference interpreter, which rounds
+// the same operands.
+TEST(CompiledModel, RunsABf16WeightsFile) {
+  const graph::Graph input = graph::reference_example({1, 8, 12, 12, 32});
+  graph::PipelineOptions bf16;
+  bf16.precision = graph::Precision::bf16;
+  const graph::Graph optimized = graph::run_passes(input, bf16);
+  const std::string path = graph::testing_util::unique_temp_path("compiled_bf16.weights");
+  const std::string f32_path = graph::testing_util::unique_temp_path("compiled_f32.weights");
+  graph::write_graph_file(optimized, path);
+  graph::write_graph_file(graph::run_passes(input), f32_path);
+  const int64_t weights = 3 * 3 * 8 * 32;
+  // Two bytes less a weight, less the few bytes the bf16 flag adds (the node's notes).
+  const int64_t saved = static_cast<int64_t>(std::filesystem::file_size(f32_path)) -
+                        static_cast<int64_t>(std::filesystem::file_size(path));
+  EXPECT_LE(saved, 2 * weights);
+  EXPECT_GE(saved, 2 * weights - 64);
+  ModelOptions lower;
+  lower.lower_only = true;
+  std::vector<graph::KernelSpec> specs = Model(optimized, lower).kernels();
+  g_compiled_kernels = testing_util::test_generator(true)(specs, {});
+  const graph::Value& in = input.value(input.inputs[0]);
+  const graph::Tensor x{in.shape, in.layout,
+                        graph::random_uniform(graph::num_elements(in.shape), -1.0f, 1.0f, 6)};
+  // The optimized graph's output is NHWC; the compiled model's is the input graph's NCHW.
+  const graph::Tensor want = graph::to_layout(graph::run_reference(optimized, {x})[0], graph::Layout::nchw);
+  CompiledModelOptions o;
+  o.threads = 1;
+  o.kernel_table = compiled_kernel_table;
+  CompiledModel m(path, o);
+  m.run({x.data.data()});
+  const std::vector<float> got(m.output(0), m.output(0) + m.output_size(0));
+  EXPECT_LE(graph::worst_error_ratio(got, want.data, 1e-4, 1e-5), 1.0);
+  // The float32 file does not run with the bf16 kernels.
+  EXPECT_THROW(CompiledModel(f32_path, o), graph::Error);
+  std::filesystem::remove(path);
+  std::filesystem::remove(f32_path);
+  g_compiled_kernels.reset();
+}
+
 }  // namespace

@@ -74,8 +74,9 @@ options:
   --precision f32|bf16
                       the convolutions' multiply-adds: f32 (default), or bf16 where a
                       convolution can (dense, an even number of input channels): weights
-                      stored in NAME.weights as given and packed to bfloat16 when the model
-                      loads, inputs rounded to bfloat16, float32 sums and epilogues; each
+                      stored in NAME.weights as bfloat16 (half the bytes) and packed for
+                      the kernels when the model loads, inputs rounded to bfloat16,
+                      float32 sums and epilogues; each
                       AVX-512 target gets a variant with AVX512_BF16 (vdpbf16ps) and an
                       AMX kernel (tdpbf16ps) where the amx schedule takes the layer, picked
                       at run time where the CPU has them. Prints the outputs' bf16 error
