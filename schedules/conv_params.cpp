@@ -21,7 +21,7 @@ const std::vector<FamilyInfo>& families() {
       {ConvFamily::wide, "wide", {"block", "rows", "split", "stage"}},
       {ConvFamily::deep, "deep", {"block", "chunk", "tasks"}},
       {ConvFamily::grouped, "grouped", {"block"}},
-      {ConvFamily::winograd, "winograd", {"tile", "block", "rows"}},
+      {ConvFamily::winograd, "winograd", {"tile", "block", "rows", "split"}},
       {ConvFamily::depthwise, "depthwise", {"block", "rows", "inner", "stage"}},
       {ConvFamily::amx, "amx", {"rows", "cols", "windows"}},
   };
@@ -80,7 +80,8 @@ int64_t task_count(const ConvParams& p, const ConvShape& s, const Halide::Target
     return channel_blocks * ceil_div(s.out_height, ceil_div(s.out_height, bands)) * s.batch;
   }
   if (p.family == ConvFamily::winograd)
-    return ceil_div(winograd_tiles_y(s, p.tile), p.rows) * s.batch;
+    return ceil_div(winograd_tiles_y(s, p.tile), p.rows) * s.batch *
+           (p.split_channels ? channel_blocks : 1);
   const int64_t strips = ceil_div(s.out_height, p.rows) * s.batch;
   return p.split_channels ? strips * channel_blocks : strips;
 }
@@ -101,7 +102,8 @@ std::string to_string(const ConvParams& p) {
     s << " block=" << block << " chunk=" << p.chunk << " tasks=" << p.tasks;
   if (p.family == ConvFamily::grouped) s << " block=" << block;
   if (p.family == ConvFamily::winograd)
-    s << " tile=" << p.tile << " block=" << block << " rows=" << p.rows;
+    s << " tile=" << p.tile << " block=" << block << " rows=" << p.rows
+      << " split=" << (p.split_channels ? 1 : 0);
   if (p.family == ConvFamily::amx)
     s << " rows=" << p.rows << " cols=" << p.columns
       << " windows=" << (p.windows_per_task ? "task" : "root");
@@ -241,22 +243,48 @@ ConvParams default_winograd_params(const ConvShape& s, const Halide::Target& t, 
   // F(4x4) where it is accurate enough and the output is at least 28 pixels wide: on 14x14
   // outputs F(2x2) measured as fast or faster (docs/benchmarks.md).
   p.tile = tile > 0 ? tile : winograd_tile_error(4, s).empty() && s.out_width >= 28 ? 4 : 2;
-  p.rows = 1;
-  // 2 vectors by up to the direct schedules' widest tile (6 on AVX2, 14 on AVX-512) of tiles,
-  // the row's tiles split into equal blocks: a partial last block repeats its overlap with the
-  // one before (ShiftInwards). Equal blocks measured 1.0-3.0x the widest ones (2x4 against 2x6
-  // on 7-tile rows, 2x5 against 2x6 on 14-tile rows, AVX2; docs/benchmarks.md).
-  const int vectors = std::clamp(s.out_channels / vector_lanes(t), 1, 2);
-  const int widest = cpu_register_blocks(t, 2).front().pixels * 2 / vectors;
-  const int tiles = winograd_tiles_x(s, p.tile);
-  const int blocks = (tiles + widest - 1) / widest;
-  p.block = {vectors, std::max(1, (tiles + blocks - 1) / blocks)};
+  const int lanes = vector_lanes(t);
+  const bool avx512 = t.has_feature(Halide::Target::AVX512);
+  const int tiles_x = winograd_tiles_x(s, p.tile), tiles_y = winograd_tiles_y(s, p.tile);
+  // F(2x2) layers with 2 MiB or more of transformed weights and more output channels than
+  // tiles (ResNet's 14x14 stages: 49 tiles, 256 channels, 4 MiB) take a task per block of
+  // channels over the whole image (split=1), the input transformed once: a task per tile row
+  // read all of the weights, and ResNet-50's took 1.4-1.8 ms at 28-37% of the FMA peak.
+  // kiln tune --set, 2 threads, AVX-512, 4x7 blocks, split against not, warm / caches
+  // evicted: 4 MiB 1.37-1.56x / 1.09-1.19x, 8 MiB 1.52x / 1.43x, 2 MiB 1.05x / 1.18x; 1 MiB
+  // (128 -> 128, 256 -> 64 channels) lost, 0.6-0.8x. AVX2, 4 MiB, 3x4 blocks: 1.20x evicted.
+  const double weight_bytes =
+      4.0 * (p.tile + 2) * (p.tile + 2) * s.reduction_channels * s.out_channels;
+  p.split_channels = p.tile == 2 && s.out_channels > int64_t{tiles_x} * tiles_y &&
+                     weight_bytes >= 2 << 20;
+  p.rows = p.split_channels ? tiles_y : 1;
+  // Vectors of output channels: 2 (1 below 2 vectors). On AVX-512, 4 where a tile row has
+  // fewer tiles than the 2 x 14 block has columns, so that the block's 28 accumulators are
+  // all used (2x7 uses 14): 4x7 against 2x7, same runs, F(2x2) 14x14 128 -> 128 1.17-1.40x,
+  // 256 -> 64 1.47-1.94x, F(4x4) 28x28 128 -> 128 1.06-1.15x; 56x56 rows (14 tiles) keep 2x14
+  // (4x7 0.84-1.04x). With split=1, at most what leaves 2 blocks of channels (tasks) to share
+  // out, and 3 on 16-register targets (the 3x4 block below).
+  int vectors = std::clamp(s.out_channels / lanes, 1, 2);
+  const int most = avx512 && tiles_x < 14 ? 4 : p.split_channels && !avx512 ? 3 : 2;
+  while (vectors < most && ceil_div(s.out_channels, int64_t{vectors + 1} * lanes) >=
+                               (p.split_channels ? 2 : 1) &&
+         (vectors + 1) * lanes <= s.out_channels)
+    ++vectors;
+  // By up to the direct schedules' widest tile of accumulators (12 on AVX2, 28 on AVX-512)
+  // over `vectors` of tiles, a task's tiles split into equal blocks: a partial last block
+  // repeats its overlap with the one before (ShiftInwards). Equal blocks measured 1.0-3.0x the
+  // widest ones (2x4 against 2x6 on 7-tile rows, 2x5 against 2x6 on 14-tile rows, AVX2;
+  // docs/benchmarks.md).
+  const int widest = std::max(1, cpu_register_blocks(t, 2).front().pixels * 2 / vectors);
+  const int task_tiles = tiles_x * p.rows;
+  const int blocks = (task_tiles + widest - 1) / widest;
+  p.block = {vectors, std::max(1, (task_tiles + blocks - 1) / blocks)};
   // F(2x2) on 16-register targets: 3 vectors by up to 4 tiles (12 accumulators). kiln tune
   // --set, 2 threads, AVX2, 7-tile rows (14x14 outputs, ResNet-18's and -50's stage 3):
   // 1.09-1.16x warm and 1.20x with the caches evicted against 2x4. Not F(4x4): 0.91x on 28x28
   // and 56x56 layers.
-  if (p.tile == 2 && !t.has_feature(Halide::Target::AVX512) && p.block.pixels <= 4 &&
-      s.out_channels >= 3 * vector_lanes(t))
+  if (p.tile == 2 && !avx512 && !p.split_channels && p.block.pixels <= 4 &&
+      s.out_channels >= 3 * lanes)
     p.block.vectors = 3;
   return p;
 }
@@ -421,21 +449,27 @@ ConvParams default_direct_conv_params(const ConvShape& s, const Halide::Target& 
 namespace {
 
 // The Winograd schedule's cycles: the batched matrix multiply (alpha^2 products of a task's
-// tiles by Ci x Co, blocks repeating the overlap of the last one like the direct tiles) and
-// the two transforms, about 2 alpha^3 vector operations per tile and vector of channels.
+// tiles by Ci x Co, blocks repeating the overlap of the last one like the direct tiles), the
+// two transforms, about 2 alpha^3 vector operations per tile and vector of channels, and the
+// transformed weights each task reads (all of them per task of tile rows, its channels' with
+// split=1) at 16 bytes a cycle: a row task of a small image streams megabytes per call.
 double winograd_cycles(const ConvParams& p, const ConvShape& s, const Halide::Target& t) {
   const int vec = vector_lanes(t);
   const int alpha = p.tile + 2;
-  const double tasks = double(ceil_div(winograd_tiles_y(s, p.tile), p.rows)) * s.batch;
+  const int64_t channels = int64_t{p.block.vectors} * vec;
+  const int64_t task_channels = p.split_channels ? channels : s.out_channels;
+  const double tasks = double(task_count(p, s, t));
   const double task_tiles = double(winograd_tiles_x(s, p.tile)) * p.rows;
-  const double blocks = double(ceil_div(s.out_channels, int64_t{p.block.vectors} * vec)) *
+  const double blocks = double(ceil_div(task_channels, channels)) *
                         double(ceil_div(int64_t(task_tiles), p.block.pixels));
   const double steps = double(alpha) * alpha * s.reduction_channels * blocks * tasks;
   const double fmas = steps * p.block.vectors * p.block.pixels;
   const double loads = steps * (p.block.vectors + p.block.pixels);
-  const double transforms = 2.0 * alpha * alpha * alpha * task_tiles * tasks *
-                            double(ceil_div(s.reduction_channels + s.out_channels, vec));
-  return std::max(fmas / 2, loads / 3) + transforms / 2;
+  const double tiles = double(winograd_tiles_x(s, p.tile)) * winograd_tiles_y(s, p.tile) * s.batch;
+  const double transforms =
+      2.0 * alpha * alpha * alpha * tiles * double(ceil_div(s.reduction_channels + s.out_channels, vec));
+  const double weight_bytes = 4.0 * alpha * alpha * s.reduction_channels * task_channels * tasks;
+  return std::max(fmas / 2, loads / 3) + transforms / 2 + weight_bytes / 16;
 }
 
 }  // namespace
@@ -544,10 +578,14 @@ std::vector<ConvParams> conv_candidates(const ConvShape& s, const Halide::Target
     p = default_winograd_params(s, t);
     p.block = b;
     for (int tile : {2, 4})
-      for (int rows : {1, 2}) {
-        p.tile = tile, p.rows = rows;
-        if (conv_params_error(p, s, t).empty()) winograd.push_back(p);
-      }
+      for (int rows : {1, 2, 1 << 12})
+        for (bool split : {false, true}) {
+          p.tile = tile, p.split_channels = split;
+          p.rows = std::min(rows, winograd_tiles_y(s, tile));  // 1 << 12: the whole image
+          if (conv_params_error(p, s, t).empty() &&
+              std::find(winograd.begin(), winograd.end(), p) == winograd.end())
+            winograd.push_back(p);
+        }
   }
   // Each family ranked on its own: the model sees neither cache misses nor the reduction
   // chunk, which is what separates the families, so the measurement chooses between them.

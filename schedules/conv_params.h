@@ -53,7 +53,9 @@ struct ConvParams {
   // than a vector).
   RegisterBlock block{1, 1};
   int rows = 2;                 // wide, depthwise, amx: output rows per parallel task
-  bool split_channels = false;  // wide: one task per (channel block, row strip), not per strip
+  // wide: one task per (channel block, row strip), not per strip; winograd: one task per
+  // (register block of channels, `rows` tile rows), the input transformed once for all tasks.
+  bool split_channels = false;
   // wide, depthwise: each task stages a zero-padded copy of its input rows; false reads the
   // input in place, which wide allows only for unpadded 1x1 windows (depthwise reads the zero
   // padding through a boundary condition).
@@ -96,9 +98,12 @@ std::string winograd_tile_error(int tile, const ConvShape& s);
 inline constexpr int kWinograd4MaxChannels = 512;
 
 // The Winograd schedule for `s` on `target` with its default knobs: tile 4 where
-// winograd_tile_error allows it and the output is at least 28 pixels wide (else 2), a register
-// block of 2 vectors (1 below 16 channels on AVX2) by the tiles of a row split into equal blocks
-// of at most the direct schedule's pixels (6 on AVX2, 14 on AVX-512), one tile row per task.
+// winograd_tile_error allows it and the output is at least 28 pixels wide (else 2); one tile
+// row per task, or with tile 2, more output channels than tiles and 1 MiB or more of
+// transformed weights, a task per block of channels over the whole image (split=1); a register block of 2 vectors (1 below one vector
+// pair; 4 on AVX-512 for F(4x4) from 8 vectors; with split=1 up to 4 on AVX-512 or 3 while 4
+// channel blocks remain) by the task's tiles split into equal blocks of at most the direct
+// schedule's accumulators (12 on AVX2, 28 on AVX-512) over the vectors.
 // tile > 0: that tile, whatever the error rule says (conv_params_error still checks it).
 ConvParams default_winograd_params(const ConvShape& s, const Halide::Target& target,
                                    int tile = 0);

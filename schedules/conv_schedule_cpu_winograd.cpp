@@ -1,6 +1,10 @@
 // CPU schedule of Winograd convolution (family winograd, generators/ops/winograd.h): parallel
 // over tasks of `rows` tile rows; per task the input transform, then the batched matrix
-// multiply in register blocks, then the output transform and epilogue per tile.
+// multiply in register blocks, then the output transform and epilogue per tile. With split=1
+// a task is one register block of output channels of those rows, and the input is transformed
+// once, before the parallel loop: each task then reads only its channels' transformed weights,
+// not all of them (a small image's few row tasks each streamed the whole [alpha^2, Ci, Co]
+// block, megabytes, from memory).
 //
 // The matrix multiply is the direct schedule's outer product: per input channel it loads
 // `vectors` weight vectors (U is [alpha, alpha, Ci, Co], so a position's Ci x Co matrix has Co
@@ -28,16 +32,23 @@ void schedule_conv_cpu_winograd(generators::ops::WinogradAlgorithm w, Func outpu
   // tile (A^T along x for all channels, computed at the tile) is then read from L1. Tiles
   // overhanging the output's edge are guarded, never shifted: a shifted tile would not start
   // at a multiple of m and its pixels would fall into two tiles.
+  const int channels = p.block.vectors * vec;
   output.split(w.y, yo, yi, m * p.rows, TailStrategy::GuardWithIf)
       .split(yi, ty, yt, m)
-      .split(w.x, xo, xi, m, TailStrategy::GuardWithIf)
-      .split(w.co, coo, coi, vec, TailStrategy::ShiftInwards)
-      .reorder(coi, xi, yt, coo, xo, ty, yo, w.n)
-      .fuse(yo, w.n, task)
-      .parallel(task)
-      .vectorize(coi)
-      .unroll(xi)
-      .unroll(yt);
+      .split(w.x, xo, xi, m, TailStrategy::GuardWithIf);
+  if (p.split_channels) {
+    Var cot("cot"), cob("cob"), rows_task("rows_task");
+    output.split(w.co, cot, cob, channels, TailStrategy::ShiftInwards)
+        .split(cob, coo, coi, vec)
+        .reorder(coi, xi, yt, coo, xo, ty, cot, yo, w.n)
+        .fuse(cot, yo, rows_task)
+        .fuse(rows_task, w.n, task);
+  } else {
+    output.split(w.co, coo, coi, vec, TailStrategy::ShiftInwards)
+        .reorder(coi, xi, yt, coo, xo, ty, yo, w.n)
+        .fuse(yo, w.n, task);
+  }
+  output.parallel(task).vectorize(coi).unroll(xi).unroll(yt);
   w.output_x.compute_at(output, xo)
       .reorder(w.co, w.i, w.b)
       .vectorize(w.co, vec, TailStrategy::ShiftInwards)
@@ -47,7 +58,6 @@ void schedule_conv_cpu_winograd(generators::ops::WinogradAlgorithm w, Func outpu
   // The task's products M, alpha^2 x tiles x Co (at most ~150 KB on ResNet layers: L2): per
   // position (a, b), per block of channels, per block of tiles, one register tile.
   Var pco("pco"), pci("pci"), to("to"), ti("ti");
-  const int channels = p.block.vectors * vec;
   w.products.compute_at(output, task)
       .split(w.co, pco, pci, channels, TailStrategy::ShiftInwards)
       .split(w.t, to, ti, p.block.pixels, TailStrategy::ShiftInwards)
@@ -64,9 +74,13 @@ void schedule_conv_cpu_winograd(generators::ops::WinogradAlgorithm w, Func outpu
 
   // The task's transformed input V, alpha^2 x tiles x Ci, a vector of input channels at a time:
   // B^T along x (alpha^2 vectors) then along y, from the input read in place (zero outside).
+  // With split=1, all of it once, in parallel over tiles, before the tasks that share it.
   Var vco("vco"), vci("vci");
-  w.input.compute_at(output, task)
-      .split(w.c, vco, vci, vec, TailStrategy::GuardWithIf)
+  if (p.split_channels)
+    w.input.compute_root().parallel(w.t);
+  else
+    w.input.compute_at(output, task);
+  w.input.split(w.c, vco, vci, vec, TailStrategy::GuardWithIf)
       .reorder(vci, w.a, w.b, vco, w.t, w.n)
       .vectorize(vci)
       .unroll(w.a)

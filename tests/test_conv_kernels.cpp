@@ -341,7 +341,9 @@ TEST(ConvKernelErrors, MismatchedChannelsIsAnErrorNotACrash) {
 // Winograd (family winograd) against the reference: padding 0 and 1, outputs that are not
 // multiples of either tile (tiles overhang the right and bottom edges), channel counts that are
 // not multiples of a vector, batch 2, ReLU and ReLU6 epilogues and a residual; both tiles, each
-// register block the layer's default, on every CPU target; the weights transformed by
+// register block the layer's default, with and without a task per block of channels
+// (split=1: the last block shifted onto the one before where the channels are not whole
+// blocks), on every CPU target; the weights transformed by
 // runtime::winograd_conv_weights as the runtime binds them.
 const ConvCase kWinogradCases[] = {
     {"ci13_co20_9x8_pad0", 1, 13, 11, 10, 20, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1},
@@ -356,26 +358,29 @@ TEST(ConvKernelWinograd, MatchesReferenceOnEveryTarget) {
     const Problem prob = make_problem(c, kEpilogues[1 + i % 2], 700 + i, /*residual=*/i == 1);
     for (int t = 0; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
       if (!testing_util::runs_target(t)) continue;
-      for (const char* tile : {"2", "4"}) {
-        SCOPED_TRACE(std::string(c.name) + " tile " + tile + " on " + runtime::cpu_targets()[t]);
+      for (const char* tile : {"2", "4"})
+        for (const char* split : {"", " split=1"}) {
+        SCOPED_TRACE(std::string(c.name) + " tile " + tile + split + " on " + runtime::cpu_targets()[t]);
         std::shared_ptr<const GeneratedKernels> keep;
-        const std::string schedule = std::string("winograd tile=") + tile;
+        const std::string schedule = std::string("winograd tile=") + tile + split;
         EXPECT_EQ(generate_kernel(conv_spec(prob, schedule), t, &keep).winograd_tile,
                   std::stoi(tile));
         // F(4x4)'s transforms (entries up to 8, weights scaled by 1/24) round more: within
         // the model tolerance's atol (1e-4) on these outputs of up to ~10, 2-4e-5 measured.
         expect_close(run_kernel(prob, schedule, t), prob.expected, tile[0] == '4' ? 1e-4 : 1e-5);
-      }
+        }
     }
   }
 }
 
 // Non-default register blocks and tasks on the best target: blocks of 5 tiles running across
 // the rows of 7 tiles in tasks of 2 tile rows (the last task has one), and blocks of 3 of a
-// row's 4 tiles (the last block overlaps the one before).
+// row's 4 tiles (the last block overlaps the one before); each also with a task per block of
+// channels (split=1), whole-image tasks for F(4x4).
 TEST(ConvKernelWinograd, RegisterBlocksAndTasks) {
   const Problem prob = make_problem(kWinogradCases[1], kEpilogues[0], 720);
-  for (const char* schedule : {"winograd tile=2 block=1x5 rows=2", "winograd tile=4 block=1x3 rows=1"}) {
+  for (const char* schedule : {"winograd tile=2 block=1x5 rows=2", "winograd tile=4 block=1x3 rows=1",
+                               "winograd tile=2 block=1x5 rows=2 split=1", "winograd tile=4 block=1x3 rows=3 split=1"}) {
     SCOPED_TRACE(schedule);
     expect_close(run_kernel(prob, schedule, runtime::best_cpu_target()), prob.expected, 1e-4);
   }
@@ -406,7 +411,10 @@ TEST(ConvKernelSchedules, WinogradKnobsAndRefusals) {
   const Halide::Target avx2("x86-64-linux-avx-avx2-f16c-fma-sse41");
   schedules::ConvParams p;
   ASSERT_EQ(schedules::parse_conv_params("winograd rows=2 tile=2 block=1x5", &p), "");
-  EXPECT_EQ(schedules::to_string(p), "winograd tile=2 block=1x5 rows=2");
+  EXPECT_EQ(schedules::to_string(p), "winograd tile=2 block=1x5 rows=2 split=0");
+  schedules::ConvParams split = p;
+  ASSERT_EQ(schedules::parse_conv_params("split=1", &split), "");
+  EXPECT_EQ(schedules::to_string(split), "winograd tile=2 block=1x5 rows=2 split=1");
   for (const char* bad : {"winograd tile=3", "winograd tile=", "winograd chunk=8"}) {
     schedules::ConvParams q = p;
     EXPECT_NE(schedules::parse_conv_params(bad, &q), "") << bad;
@@ -415,13 +423,31 @@ TEST(ConvKernelSchedules, WinogradKnobsAndRefusals) {
   s.out_height = s.out_width = 14, s.out_channels = 64, s.reduction_channels = 64;
   s.kernel_h = s.kernel_w = 3, s.padded = true;
   EXPECT_EQ(schedules::to_string(schedules::default_winograd_params(s, avx2)),
-            "winograd tile=2 block=3x4 rows=1");  // F(2x2) below 28 pixels wide; 7 tiles: 4 + 3
+            "winograd tile=2 block=3x4 rows=1 split=0");  // F(2x2) below 28 pixels wide; 7 tiles: 4 + 3
   s.out_channels = 16;  // too few channels for 3 vectors
   EXPECT_EQ(schedules::to_string(schedules::default_winograd_params(s, avx2)),
-            "winograd tile=2 block=2x4 rows=1");
-  s.out_channels = 64;
+            "winograd tile=2 block=2x4 rows=1 split=0");
+  // More output channels than tiles and 2 MiB or more of transformed weights (16 x 256 x 256
+  // floats, 4 MiB): a task per block of channels over the whole image.
+  s.out_channels = s.reduction_channels = 256;
+  const Halide::Target avx512("x86-64-linux-avx-avx2-avx512-f16c-fma-sse41");
+  EXPECT_EQ(schedules::to_string(schedules::default_winograd_params(s, avx2)),
+            "winograd tile=2 block=3x4 rows=7 split=1");
+  EXPECT_EQ(schedules::to_string(schedules::default_winograd_params(s, avx512)),
+            "winograd tile=2 block=4x7 rows=7 split=1");
+  s.out_channels = 128;  // 2 MiB: 2 blocks of 4 vectors
+  EXPECT_EQ(schedules::to_string(schedules::default_winograd_params(s, avx512)),
+            "winograd tile=2 block=4x7 rows=7 split=1");
+  s.reduction_channels = 128;  // 1 MiB: a task per tile row, all 28 accumulators
+  EXPECT_EQ(schedules::to_string(schedules::default_winograd_params(s, avx512)),
+            "winograd tile=2 block=4x7 rows=1 split=0");
+  s.out_width = s.out_height = 56;  // F(4x4): 14 tiles a row, 2x14
+  EXPECT_EQ(schedules::to_string(schedules::default_winograd_params(s, avx512)),
+            "winograd tile=4 block=2x14 rows=1 split=0");
+  s.out_width = s.out_height = 14;
+  s.out_channels = s.reduction_channels = 64;
   const schedules::ConvParams w = schedules::default_winograd_params(s, avx2, 4);
-  EXPECT_EQ(schedules::to_string(w), "winograd tile=4 block=2x4 rows=1");
+  EXPECT_EQ(schedules::to_string(w), "winograd tile=4 block=2x4 rows=1 split=0");
   EXPECT_EQ(schedules::conv_params_error(w, s, avx2), "");
   const auto refused = [&](schedules::ConvShape layer, const Halide::Target& t,
                            const std::string& why, schedules::ConvParams q) {

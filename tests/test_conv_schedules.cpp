@@ -70,9 +70,9 @@ TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
     return schedules::to_string(
         schedules::default_direct_conv_params(layer(h, w, ci, k, padded), avx512));
   };
-  EXPECT_EQ(choice(56, 56, 64, 3, true), "winograd tile=4 block=2x14 rows=1");
-  EXPECT_EQ(choice(28, 28, 128, 3, true), "winograd tile=4 block=2x7 rows=1");
-  EXPECT_EQ(choice(14, 14, 256, 3, true), "winograd tile=2 block=2x7 rows=1");
+  EXPECT_EQ(choice(56, 56, 64, 3, true), "winograd tile=4 block=2x14 rows=1 split=0");
+  EXPECT_EQ(choice(28, 28, 128, 3, true), "winograd tile=4 block=4x7 rows=1 split=0");
+  EXPECT_EQ(choice(14, 14, 256, 3, true), "winograd tile=2 block=4x7 rows=1 split=0");
   EXPECT_EQ(choice(7, 7, 512, 3, true), "deep block=3x7 chunk=288 tasks=16");
   EXPECT_EQ(choice(56, 56, 32, 3, true), "wide block=2x14 rows=2 split=0 stage=copy");
   schedules::ConvShape strided = layer(56, 56, 64, 3, true);

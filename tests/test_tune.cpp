@@ -208,7 +208,7 @@ TEST_F(TuneTest, WinogradCandidatesOnlyForEligibleLayers) {
     const std::string text = codegen::default_schedule(k, target) + " winograd tile=" + tile;
     const std::string resolved = codegen::resolve_schedule(k, target, text);
     EXPECT_EQ(resolved.rfind(std::string("winograd tile=") + tile + " block=", 0), 0u) << resolved;
-    EXPECT_EQ(resolved.substr(resolved.size() - 6), "rows=1") << resolved;
+    EXPECT_EQ(resolved.substr(resolved.size() - 14), "rows=1 split=0") << resolved;
   }
   // Within the tuner's usual cut of 16, at least one.
   size_t in_cut = 0;
