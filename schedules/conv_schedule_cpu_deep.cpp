@@ -10,7 +10,9 @@
 // channels of a 3x3 kernel: 36 KB) is loaded once and applied to every register tile of the task
 // while it sits in L1, and the partial sums wait in a per-task accumulator (L1-sized) between
 // chunks. Each weight then leaves DRAM once per call. The zero-padded input is staged once for
-// the whole layer (it is small here), not once per task as in the wide schedule.
+// the whole layer (it is small here), not once per task as in the wide schedule; an unpadded
+// 1x1 window's float32 input is read in place (f.stage_input false) where the tiles cover the
+// width exactly (the update rounds the last tile up: it would read past an unstaged input).
 #include "conv_params.h"
 #include "conv_schedule.h"
 
@@ -74,6 +76,7 @@ void schedule_conv_cpu_deep(const ConvFuncs& f, const ConvParams& p, const Targe
   }
   update.vectorize(co, vec, TailStrategy::GuardWithIf).unroll(co).unroll(xi);
 
+  if (!f.stage_input) return;  // an unpadded 1x1 window's input, read in place
   Func input_padded = f.input_padded;
   input_padded.compute_root().parallel(f.y).vectorize(f.c, vec, TailStrategy::GuardWithIf);
 }

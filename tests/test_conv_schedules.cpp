@@ -73,7 +73,8 @@ TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
   EXPECT_EQ(choice(56, 56, 64, 3, true), "winograd tile=4 block=2x14 rows=1 split=0");
   EXPECT_EQ(choice(28, 28, 128, 3, true), "winograd tile=4 block=4x7 rows=1 split=0");
   EXPECT_EQ(choice(14, 14, 256, 3, true), "winograd tile=2 block=4x7 rows=1 split=0");
-  EXPECT_EQ(choice(7, 7, 512, 3, true), "deep block=3x7 chunk=288 tasks=16");
+  // 64 output channels: 2 blocks of 3 vectors would compute 96 of them; 2 of 2 compute 64.
+  EXPECT_EQ(choice(7, 7, 512, 3, true), "deep block=2x7 chunk=288 tasks=16");
   EXPECT_EQ(choice(56, 56, 32, 3, true), "wide block=2x14 rows=2 split=0 stage=copy");
   schedules::ConvShape strided = layer(56, 56, 64, 3, true);
   strided.stride_w = strided.stride_h = 2;
@@ -87,7 +88,14 @@ TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
   EXPECT_EQ(direct(14, 14, 256, 3, true), "deep block=2x14 chunk=288 tasks=16");
   EXPECT_EQ(choice(14, 14, 1024, 1, false), "wide block=2x14 rows=1 split=0 stage=in_place");
   EXPECT_EQ(choice(14, 14, 1024, 1, true), "wide block=2x14 rows=1 split=0 stage=copy");
-  EXPECT_EQ(choice(7, 7, 512, 1, false), "deep block=3x7 chunk=288 tasks=16");
+  EXPECT_EQ(choice(7, 7, 512, 1, false), "deep block=2x7 chunk=288 tasks=16");
+  schedules::ConvShape wider = layer(7, 7, 512, 3, true);
+  wider.out_channels = 512;  // 3x7 computes 33 vectors for 32: kept
+  EXPECT_EQ(schedules::to_string(schedules::default_conv_params(wider, avx512)),
+            "deep block=3x7 chunk=288 tasks=16");
+  wider.out_channels = 160;  // 12 for 10: 2x7
+  EXPECT_EQ(schedules::to_string(schedules::default_conv_params(wider, avx512)),
+            "deep block=2x7 chunk=288 tasks=16");
   EXPECT_EQ(choice(9, 9, 32, 3, true), "wide block=4x7 rows=2 split=1 stage=copy");
   // 16 registers (AVX2): deep layers take 3x4 tiles where they compute no more columns than
   // 2x6 (7 and 14 wide), 1x7 at 7 wide with fewer than 3 vectors of channels, else 2x6.
