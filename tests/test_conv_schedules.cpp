@@ -96,7 +96,9 @@ TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
   wider.out_channels = 160;  // 12 for 10: 2x7
   EXPECT_EQ(schedules::to_string(schedules::default_conv_params(wider, avx512)),
             "deep block=2x7 chunk=288 tasks=16");
-  EXPECT_EQ(choice(9, 9, 32, 3, true), "wide block=4x7 rows=2 split=1 stage=copy");
+  // 8..13 pixels wide: a row per tile (4x7 computed 14 columns of 9).
+  EXPECT_EQ(choice(9, 9, 32, 3, true), "wide block=2x9 rows=2 split=1 stage=copy");
+  EXPECT_EQ(choice(13, 13, 512, 1, false), "wide block=2x13 rows=1 split=0 stage=in_place");
   // 16 registers (AVX2): deep layers take 3x4 tiles where they compute no more columns than
   // 2x6 (7 and 14 wide), 1x7 at 7 wide with fewer than 3 vectors of channels, else 2x6.
   const Halide::Target avx2("x86-64-linux-avx-avx2-f16c-fma-sse41");
