@@ -353,13 +353,16 @@ std::string conv_params_error(const ConvParams& p, const ConvShape& s, const Hal
 }
 
 ConvParams default_conv_params(const ConvShape& s, const Halide::Target& t) {
-  // Winograd where it measured faster in every run: dense 3x3 stride-1 layers of at least 64
-  // channels in and out with outputs of at least 14x14 (ResNet-18's layers 1-3: 1.3-3.5x the
-  // direct schedule, AVX2, 2 threads; docs/benchmarks.md). Not on 7x7 outputs (F(4x4) 0.7-0.9x,
-  // F(2x2) 1.0-1.2x) nor where no measurement was made.
+  // Winograd where it measured faster in every run: dense 3x3 stride-1 layers with at least 16
+  // input channels, a vector of output channels and outputs of at least 13x13. ResNet-18's
+  // layers 1-3 (64-256 channels): 1.3-3.5x the direct schedule (AVX2, 2 threads); narrower
+  // layers, AVX-512, 2 threads, kiln tune: 32 -> 16 at 112x112 2.21x, 16 -> 64 at 55x55 2.08x,
+  // 16 -> 16 at 147x147 2.0x, 24 -> 24 at 17x17 1.69x, 32 -> 128 at 27x27 1.46x, 48 -> 192 at
+  // 13x13 1.22x (docs/benchmarks.md). Not on 7x7 outputs (F(4x4) 0.7-0.9x, F(2x2) 1.0-1.2x).
   const ConvParams winograd = default_winograd_params(s, t);
-  if (!t.has_gpu_feature() && !s.bf16 && s.reduction_channels >= 64 && s.out_channels >= 64 &&
-      s.out_width >= 14 && s.out_height >= 14 && winograd_error(winograd, s, t).empty())
+  if (!t.has_gpu_feature() && !s.bf16 && s.reduction_channels >= 16 &&
+      s.out_channels >= vector_lanes(t) && s.out_width >= 13 && s.out_height >= 13 &&
+      winograd_error(winograd, s, t).empty())
     return winograd;
   return default_direct_conv_params(s, t);
 }

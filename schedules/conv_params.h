@@ -116,9 +116,10 @@ int winograd_tiles_y(const ConvShape& s, int tile);
 int winograd_min_task_tiles(const ConvShape& s, int tile, int rows);
 
 // The default choice: winograd (default_winograd_params) for dense 3x3 stride-1 layers with
-// constant weights, at least 64 channels in and out and outputs of at least 14x14, on CPU
-// targets (measured 1.3-3.5x the direct schedule on ResNet-18's, AVX2, docs/benchmarks.md);
-// otherwise default_direct_conv_params.
+// constant weights, at least 16 input channels, a vector of output channels and outputs of at
+// least 13x13, on CPU targets (measured 1.2-3.5x the direct schedule on ResNet-18's, AVX2, and
+// on narrower layers of the zoo, AVX-512; docs/benchmarks.md); otherwise
+// default_direct_conv_params.
 ConvParams default_conv_params(const ConvShape& s, const Halide::Target& target);
 
 // The AMX schedule of a bf16 convolution: for outputs of more than 196 pixels, bands of about

@@ -53,7 +53,7 @@ TEST(ConvKernelWeights, BlockedLayout) {
 }
 
 // The default choice among the families (schedules/conv_params.h), on an AVX-512 target:
-// Winograd for 3x3 stride-1 layers of 64+ channels with outputs of 14x14 or more, F(4x4) from
+// Winograd for 3x3 stride-1 layers of 16+ input channels with outputs of 13x13 or more, F(4x4) from
 // 28 pixels wide; the direct default elsewhere, and as the alternative there.
 TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
   const Halide::Target avx512("x86-64-linux-avx-avx2-avx512-f16c-fma-sse41");
@@ -75,7 +75,10 @@ TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
   EXPECT_EQ(choice(14, 14, 256, 3, true), "winograd tile=2 block=4x7 rows=1 split=0");
   // 64 output channels: 2 blocks of 3 vectors would compute 96 of them; 2 of 2 compute 64.
   EXPECT_EQ(choice(7, 7, 512, 3, true), "deep block=2x7 chunk=288 tasks=16");
-  EXPECT_EQ(choice(56, 56, 32, 3, true), "wide block=2x14 rows=2 split=0 stage=copy");
+  EXPECT_EQ(choice(56, 56, 32, 3, true), "winograd tile=4 block=2x14 rows=1 split=0");
+  EXPECT_EQ(choice(56, 56, 8, 3, true), "wide block=2x14 rows=2 split=0 stage=copy");  // < 16 in
+  EXPECT_EQ(choice(13, 13, 64, 3, true), "winograd tile=2 block=4x7 rows=1 split=0");
+  EXPECT_EQ(choice(12, 12, 64, 3, true), "wide block=2x12 rows=2 split=0 stage=copy");  // < 13x13
   schedules::ConvShape strided = layer(56, 56, 64, 3, true);
   strided.stride_w = strided.stride_h = 2;
   EXPECT_EQ(schedules::default_conv_params(strided, avx512).family, schedules::ConvFamily::wide);

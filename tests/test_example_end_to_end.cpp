@@ -154,6 +154,17 @@ const GeneratedKernel* compiled_kernel_table(std::size_t* count) {
   return g_compiled_kernels->kernels.data();
 }
 
+// Generates `optimized`'s kernels into compiled_kernel_table's table, as a compiled model's
+// archive would link them, and returns a seeded random tensor for `input`'s first input.
+graph::Tensor link_kernels(const graph::Graph& input, const graph::Graph& optimized, uint64_t seed) {
+  ModelOptions lower;
+  lower.lower_only = true;
+  std::vector<graph::KernelSpec> specs = Model(optimized, lower).kernels();
+  g_compiled_kernels = testing_util::test_generator(true)(specs, {});
+  const graph::Value& in = input.value(input.inputs[0]);
+  return {in.shape, in.layout, graph::random_uniform(graph::num_elements(in.shape), -1.0f, 1.0f, seed)};
+}
+
 // The weights file of an optimized graph runs like the unoptimized graph in the reference
 // interpreter, with outputs converted back to NCHW (kiln::CompiledModel, the engine of the
 // classes `kiln compile` generates).
@@ -162,13 +173,8 @@ TEST(CompiledModel, RunsAWeightsFileWithLogicalOutputs) {
   const graph::Graph optimized = graph::run_passes(input);
   const std::string path = graph::testing_util::unique_temp_path("compiled_model.weights");
   graph::write_graph_file(optimized, path);
-  ModelOptions lower;
-  lower.lower_only = true;
-  std::vector<graph::KernelSpec> specs = Model(optimized, lower).kernels();
-  g_compiled_kernels = testing_util::test_generator(true)(specs, {});
+  const graph::Tensor x = link_kernels(input, optimized, 5);
   const graph::Value& in = input.value(input.inputs[0]);
-  const graph::Tensor x{in.shape, in.layout,
-                        graph::random_uniform(graph::num_elements(in.shape), -1.0f, 1.0f, 5)};
   const graph::Tensor want = graph::run_reference(input, {x})[0];
   for (const std::vector<int>& targets : {std::vector<int>{}, std::vector<int>{2, 1, 0}}) {
     CompiledModelOptions o;
@@ -226,13 +232,7 @@ TEST(CompiledModel, RunsABf16WeightsFile) {
                         static_cast<int64_t>(std::filesystem::file_size(path));
   EXPECT_LE(saved, 2 * weights);
   EXPECT_GE(saved, 2 * weights - 64);
-  ModelOptions lower;
-  lower.lower_only = true;
-  std::vector<graph::KernelSpec> specs = Model(optimized, lower).kernels();
-  g_compiled_kernels = testing_util::test_generator(true)(specs, {});
-  const graph::Value& in = input.value(input.inputs[0]);
-  const graph::Tensor x{in.shape, in.layout,
-                        graph::random_uniform(graph::num_elements(in.shape), -1.0f, 1.0f, 6)};
+  const graph::Tensor x = link_kernels(input, optimized, 6);
   // The optimized graph's output is NHWC; the compiled model's is the input graph's NCHW.
   const graph::Tensor want = graph::to_layout(graph::run_reference(optimized, {x})[0], graph::Layout::nchw);
   CompiledModelOptions o;
