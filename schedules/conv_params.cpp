@@ -416,17 +416,22 @@ ConvParams default_direct_conv_params(const ConvShape& s, const Halide::Target& 
       pixels <= 64 || (pixels <= 196 && taps > 1 && s.reduction_channels * taps >= 1024);
   if (deep) {
     p.family = ConvFamily::deep;
-    // 7-wide outputs take 3x7 tiles (21 accumulators) on AVX-512: 4x7 needs 33 registers and
-    // LLVM spills in the inner loop; on the 7x7, 512 -> 512 layer 3x7 measured 226 GFLOP/s
-    // against 217 for 4x7 (1 thread).
+    // 7-wide outputs take 3x7 tiles (21 accumulators) on AVX-512, refined below.
     p.block = preferred_block(s, t, 3);
     if (t.has_feature(Halide::Target::AVX512)) {
-      // 2 vectors where 3 would compute over 10% more channels than the layer has and 2 fit
-      // it exactly: MobileNetV2's 7x7 960 -> 160 layer (10 vectors; 3x7 computes 12) took
-      // 39.5 us with 3x7 and 33.6 with 2x7 (kiln tune --set, 2 threads).
+      // 4 vectors (4x7, though its 28 accumulators leave too few registers and one spills)
+      // where the channels are whole blocks of 4: ResNet-18's 7x7 512 -> 512 layer 1.01-1.04x
+      // warm, 1.15-1.19x with the caches evicted, against 3x7; kiln tune picked 4x7 on 5 of the
+      // 7x7 layers of ResNet-18 and -50 (1.05-1.25x; 2 threads, an Intel Xeon; on a Zen 5, 1
+      // thread, 3x7 had measured 226 GFLOP/s against 217). Else 2 vectors where 3 would
+      // compute over 10% more channels than the layer has and 2 fit it exactly: MobileNetV2's
+      // 7x7 960 -> 160 layer (10 vectors; 3x7 computes 12) took 39.5 us with 3x7 and 33.6
+      // with 2x7.
       const int64_t lanes = vector_lanes(t), vectors = ceil_div(s.out_channels, lanes);
-      if (p.block.vectors == 3 && ceil_div(vectors, 3) * 3 * 10 > vectors * 11 &&
-          s.out_channels % (2 * lanes) == 0)
+      if (p.block.vectors == 3 && s.out_channels % (4 * lanes) == 0)
+        p.block.vectors = 4;
+      else if (p.block.vectors == 3 && ceil_div(vectors, 3) * 3 * 10 > vectors * 11 &&
+               s.out_channels % (2 * lanes) == 0)
         p.block.vectors = 2;
       return p;
     }

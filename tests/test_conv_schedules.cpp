@@ -73,8 +73,8 @@ TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
   EXPECT_EQ(choice(56, 56, 64, 3, true), "winograd tile=4 block=2x14 rows=1 split=0");
   EXPECT_EQ(choice(28, 28, 128, 3, true), "winograd tile=4 block=4x7 rows=1 split=0");
   EXPECT_EQ(choice(14, 14, 256, 3, true), "winograd tile=2 block=4x7 rows=1 split=0");
-  // 64 output channels: 2 blocks of 3 vectors would compute 96 of them; 2 of 2 compute 64.
-  EXPECT_EQ(choice(7, 7, 512, 3, true), "deep block=2x7 chunk=288 tasks=16");
+  // 64 output channels: whole blocks of 4 vectors (4x7).
+  EXPECT_EQ(choice(7, 7, 512, 3, true), "deep block=4x7 chunk=288 tasks=16");
   EXPECT_EQ(choice(56, 56, 32, 3, true), "winograd tile=4 block=2x14 rows=1 split=0");
   EXPECT_EQ(choice(56, 56, 8, 3, true), "wide block=2x14 rows=2 split=0 stage=copy");  // < 16 in
   EXPECT_EQ(choice(13, 13, 64, 3, true), "winograd tile=2 block=4x7 rows=1 split=0");
@@ -91,9 +91,12 @@ TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
   EXPECT_EQ(direct(14, 14, 256, 3, true), "deep block=2x14 chunk=288 tasks=16");
   EXPECT_EQ(choice(14, 14, 1024, 1, false), "wide block=2x14 rows=1 split=0 stage=in_place");
   EXPECT_EQ(choice(14, 14, 1024, 1, true), "wide block=2x14 rows=1 split=0 stage=copy");
-  EXPECT_EQ(choice(7, 7, 512, 1, false), "deep block=2x7 chunk=288 tasks=16");
+  EXPECT_EQ(choice(7, 7, 512, 1, false), "deep block=4x7 chunk=288 tasks=16");
   schedules::ConvShape wider = layer(7, 7, 512, 3, true);
-  wider.out_channels = 512;  // 3x7 computes 33 vectors for 32: kept
+  wider.out_channels = 512;  // whole blocks of 4 vectors
+  EXPECT_EQ(schedules::to_string(schedules::default_conv_params(wider, avx512)),
+            "deep block=4x7 chunk=288 tasks=16");
+  wider.out_channels = 336;  // 21 vectors: not whole blocks of 4, whole blocks of 3
   EXPECT_EQ(schedules::to_string(schedules::default_conv_params(wider, avx512)),
             "deep block=3x7 chunk=288 tasks=16");
   wider.out_channels = 160;  // 12 for 10: 2x7
