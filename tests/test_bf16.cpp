@@ -35,6 +35,19 @@ graph::Graph bf16_passes(const graph::Graph& g) {
   return graph::run_passes(g, o);
 }
 
+// The optimized graph with every convolution that can run in bf16 marked so (the pass keeps
+// narrow Winograd layers float32, a speed choice): the kernel tests cover bf16 kernels of
+// every shape.
+graph::Graph bf16_everywhere(const graph::Graph& g) {
+  graph::Graph out = graph::run_passes(g);
+  std::vector<graph::Node> nodes = out.nodes();
+  for (graph::Node& n : nodes)
+    if (auto* c = std::get_if<graph::Conv2d>(&n.op); c && graph::bf16_conv_refusal(out, n).empty())
+      c->bf16 = true;
+  out.rebuild(std::move(nodes));
+  return out;
+}
+
 const graph::Node& node_starting(const graph::Graph& g, const std::string& prefix) {
   for (const graph::Node& n : g.nodes())
     if (n.name.rfind(prefix, 0) == 0) return n;
@@ -57,6 +70,27 @@ ValueId conv(graph::GraphBuilder& b, const std::string& name, ValueId x, int64_t
 
 // A stem of 3 input channels, a dense 3x3, a depthwise 3x3 and a grouped 1x1: only the dense
 // one runs in bf16; the others say why not.
+// Narrow 3x3 stride-1 layers whose float32 kernel is Winograd stay float32 (the bf16 kernels
+// measured slower there), with a note saying why; wider ones, and ones Winograd does not take,
+// run bf16.
+TEST(Bf16Pass, KeepsNarrowWinogradLayersFloat32) {
+  graph::GraphBuilder b;
+  const ValueId x = b.input("x", {1, 16, 20, 20});
+  ValueId t = b.relu("stem_relu", conv(b, "stem", x, 16, 16, 1, 1, 1, 20));  // reads the NCHW input
+  t = b.relu("narrow_relu", conv(b, "narrow", t, 16, 64, 3, 1, 1, 21));
+  t = b.relu("wide_relu", conv(b, "wide", t, 64, 128, 3, 1, 1, 22));
+  b.output(b.relu("strided_relu", conv(b, "strided", t, 128, 64, 3, 2, 1, 23)));
+  const graph::Graph g = bf16_passes(b.finish());
+  const graph::Node& narrow = node_starting(g, "narrow");
+  EXPECT_FALSE(std::get<graph::Conv2d>(narrow.op).bf16);
+  EXPECT_EQ(graph::bf16_conv_refusal(g, narrow), "");  // it could: a choice, not a refusal
+  bool noted = false;
+  for (const std::string& c : narrow.computes) noted |= c.find("Winograd") != std::string::npos;
+  EXPECT_TRUE(noted);
+  EXPECT_TRUE(std::get<graph::Conv2d>(node_starting(g, "wide").op).bf16);
+  EXPECT_TRUE(std::get<graph::Conv2d>(node_starting(g, "strided").op).bf16);
+}
+
 TEST(Bf16Pass, MarksDenseConvolutionsWithAnEvenNumberOfInputChannelsOnly) {
   graph::GraphBuilder b;
   const ValueId x = b.input("x", {1, 3, 12, 12});
@@ -190,7 +224,7 @@ void expect_matches_emulation(const graph::Graph& g, const ModelOptions& o) {
 class Bf16Kernels : public testing::TestWithParam<Bf16Case> {};
 
 TEST_P(Bf16Kernels, MatchTheEmulatingReferenceOnEveryTarget) {
-  const graph::Graph g = bf16_passes(case_graph(GetParam()));
+  const graph::Graph g = bf16_everywhere(case_graph(GetParam()));
   size_t marked = 0;
   for (const graph::Node& n : g.nodes())
     if (const auto* c = std::get_if<graph::Conv2d>(&n.op)) marked += c->bf16;
@@ -223,7 +257,7 @@ std::string read_file(const std::filesystem::path& p) {
 // variant multiplies with vdpbf16ps, the AMX kernel with tdpbf16ps, the target itself with
 // neither.
 TEST(Bf16Kernels, InstructionsOfEachKernel) {
-  const graph::Graph g = bf16_passes(case_graph(kCases[1]));
+  const graph::Graph g = bf16_everywhere(case_graph(kCases[1]));
   ModelOptions lower;
   lower.lower_only = true;
   const Model lowered(g, lower);
@@ -251,7 +285,7 @@ TEST(Bf16Kernels, InstructionsOfEachKernel) {
 // A bf16 graph never binds kernels compiled for its f32 form: the signatures differ.
 TEST(Bf16Kernels, AModelRefusesKernelsOfTheOtherPrecision) {
   const graph::Graph input = case_graph(kCases[1]);
-  const graph::Graph f32 = graph::run_passes(input), bf16 = bf16_passes(input);
+  const graph::Graph f32 = graph::run_passes(input), bf16 = bf16_everywhere(input);
   ModelOptions lower;
   lower.lower_only = true;
   const std::vector<graph::KernelSpec> f32_specs = Model(f32, lower).kernels();

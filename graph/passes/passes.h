@@ -70,8 +70,9 @@ Graph fuse_conv_prologues(const Graph& g);
 Graph fuse_conv_pooling(const Graph& g);
 
 // use_bf16 (PipelineOptions::precision bf16, after every other pass): every convolution that
-// can (bf16_conv_refusal) runs its multiply-adds in bfloat16 (Conv2d::bf16). Its `computes`
-// list says so. Everything else stays float32.
+// can (bf16_conv_refusal) runs its multiply-adds in bfloat16 (Conv2d::bf16), but for narrow
+// (64 or fewer output channels) 3x3 stride-1 layers whose float32 kernel is Winograd, which
+// stay float32. Its `computes` list says which. Everything else stays float32.
 Graph use_bf16(const Graph& g);
 
 }  // namespace kiln::graph
