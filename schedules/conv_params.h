@@ -99,11 +99,12 @@ inline constexpr int kWinograd4MaxChannels = 512;
 
 // The Winograd schedule for `s` on `target` with its default knobs: tile 4 where
 // winograd_tile_error allows it and the output is at least 28 pixels wide (else 2); one tile
-// row per task, or with tile 2, more output channels than tiles and 1 MiB or more of
-// transformed weights, a task per block of channels over the whole image (split=1); a register block of 2 vectors (1 below one vector
-// pair; 4 on AVX-512 for F(4x4) from 8 vectors; with split=1 up to 4 on AVX-512 or 3 while 4
-// channel blocks remain) by the task's tiles split into equal blocks of at most the direct
-// schedule's accumulators (12 on AVX2, 28 on AVX-512) over the vectors.
+// row per task, or with tile 2, more output channels than tiles and 2 MiB or more of
+// transformed weights, a task per block of channels over the whole image (split=1); a
+// register block of 2 vectors (1 below two; on AVX-512 up to 4 where a tile row has fewer
+// than 14 tiles; with split=1 up to 4 on AVX-512 and 3 elsewhere, while 2 channel blocks
+// remain) by the task's tiles split into equal blocks of at most the direct schedule's
+// accumulators (12 on AVX2, 28 on AVX-512) over the vectors.
 // tile > 0: that tile, whatever the error rule says (conv_params_error still checks it).
 ConvParams default_winograd_params(const ConvShape& s, const Halide::Target& target,
                                    int tile = 0);
