@@ -2,9 +2,9 @@
 // over tasks of `rows` tile rows; per task the input transform, then the batched matrix
 // multiply in register blocks, then the output transform and epilogue per tile. With split=1
 // a task is one register block of output channels of those rows, and the input is transformed
-// once, before the parallel loop: each task then reads only its channels' transformed weights,
-// not all of them (a small image's few row tasks each streamed the whole [alpha^2, Ci, Co]
-// block, megabytes, from memory).
+// once per image, before the image's parallel loop: each task then reads only its channels'
+// transformed weights, not all of them (a small image's few row tasks each streamed the whole
+// [alpha^2, Ci, Co] block, megabytes, from memory).
 //
 // The matrix multiply is the direct schedule's outer product: per input channel it loads
 // `vectors` weight vectors (U is [alpha, alpha, Ci, Co], so a position's Ci x Co matrix has Co
@@ -37,12 +37,13 @@ void schedule_conv_cpu_winograd(generators::ops::WinogradAlgorithm w, Func outpu
       .split(yi, ty, yt, m)
       .split(w.x, xo, xi, m, TailStrategy::GuardWithIf);
   if (p.split_channels) {
-    Var cot("cot"), cob("cob"), rows_task("rows_task");
+    // One image at a time (the batch loop outermost, serial), so the transformed input shared
+    // by the tasks is one image's, whatever the batch.
+    Var cot("cot"), cob("cob");
     output.split(w.co, cot, cob, channels, TailStrategy::ShiftInwards)
         .split(cob, coo, coi, vec)
         .reorder(coi, xi, yt, coo, xo, ty, cot, yo, w.n)
-        .fuse(cot, yo, rows_task)
-        .fuse(rows_task, w.n, task);
+        .fuse(cot, yo, task);
   } else {
     output.split(w.co, coo, coi, vec, TailStrategy::ShiftInwards)
         .reorder(coi, xi, yt, coo, xo, ty, yo, w.n)
@@ -74,10 +75,10 @@ void schedule_conv_cpu_winograd(generators::ops::WinogradAlgorithm w, Func outpu
 
   // The task's transformed input V, alpha^2 x tiles x Ci, a vector of input channels at a time:
   // B^T along x (alpha^2 vectors) then along y, from the input read in place (zero outside).
-  // With split=1, all of it once, in parallel over tiles, before the tasks that share it.
+  // With split=1, an image's at a time, in parallel over tiles, before the tasks that share it.
   Var vco("vco"), vci("vci");
   if (p.split_channels)
-    w.input.compute_root().parallel(w.t);
+    w.input.compute_at(output, w.n).parallel(w.t);
   else
     w.input.compute_at(output, task);
   w.input.split(w.c, vco, vci, vec, TailStrategy::GuardWithIf)
