@@ -153,9 +153,10 @@ ConvOutput conv_output(const graph::ConvKernelSpec& k, const Halide::Func& conv)
   return {conv, a.out, a};
 }
 
+// `automatic`: a Halide autoscheduler schedules the pipeline, so Kiln's schedule is not applied.
 KernelPipeline depthwise_pipeline(const graph::ConvKernelSpec& k, const Halide::Target& target,
                                   const std::vector<Halide::ImageParam>& inputs,
-                                  const schedules::ConvParams& params) {
+                                  const schedules::ConvParams& params, bool automatic) {
   const graph::Shape in = graph::conv_input_nhwc(k);  // NHWC
   const graph::Shape& w = k.weights.shape;   // [Kh, Kw, 1, C]
   const graph::Shape out = graph::conv_output_nhwc(k);  // NHWC, before any pooling
@@ -180,6 +181,7 @@ KernelPipeline depthwise_pipeline(const graph::ConvKernelSpec& k, const Halide::
                                     static_cast<int>(out[1]),
                                     k.stride_w,
                                     k.dilation_w};
+  if (automatic) return KernelPipeline{Halide::Pipeline(o.out), inputs};
   if (target.has_gpu_feature()) {
     schedules::schedule_depthwise_cuda(f, target);
   } else {
@@ -318,8 +320,10 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
   // Narrow groups run as blocks of `merge` groups (runtime/conv_weights.h).
   const int merge = k.depthwise ? 1 : runtime::grouped_conv_merge(k.groups, out[3]);
   const bool automatic = is_autoscheduler(schedule);
+  // An autoscheduler gets the direct algorithm (the weights as given: winograd_weight_tile).
   const schedules::ConvParams params =
-      conv_params(k.name, conv_shape(k, target), automatic ? "" : schedule, target);
+      automatic ? schedules::default_direct_conv_params(conv_shape(k, target), target)
+                : conv_params(k.name, conv_shape(k, target), schedule, target);
   const bool winograd = params.family == schedules::ConvFamily::winograd;
   // The weights, as the runtime binds them: narrow groups' widened to blocks of groups,
   // Winograd's transformed to [alpha, alpha, Ci, Co] (runtime::winograd_conv_weights), dense
@@ -367,7 +371,7 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
       inputs.push_back(input_param(args[i], static_cast<int>(i)));
     }
   }
-  if (k.depthwise) return depthwise_pipeline(k, target, inputs, params);
+  if (k.depthwise) return depthwise_pipeline(k, target, inputs, params, automatic);
   if (params.family == schedules::ConvFamily::amx) return amx_pipeline(k, target, inputs, params);
   Halide::Func output("output");
   if (winograd) {
@@ -377,8 +381,10 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
     output(a.co, a.x, a.y, a.n) =
         conv_epilogue(k, a.acc(a.co, a.x, a.y, a.n), inputs, {a.co, a.x, a.y, a.n});
     const ConvOutput o = conv_output(k, output);
-    schedules::schedule_conv_cpu_winograd(a, output, params, target);
-    schedule_pooling(k, o, params, target);
+    if (!automatic) {
+      schedules::schedule_conv_cpu_winograd(a, output, params, target);
+      schedule_pooling(k, o, params, target);
+    }
     return KernelPipeline{Halide::Pipeline(o.out), inputs};
   }
   // A prologue is computed as the input is staged, once per element, not once per use; an

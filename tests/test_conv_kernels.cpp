@@ -386,6 +386,19 @@ TEST(ConvKernelWinograd, RegisterBlocksAndTasks) {
   }
 }
 
+// A Halide autoscheduler on a layer whose default is Winograd gets the direct algorithm and the
+// weights as given (what the runtime binds for it: codegen::winograd_weight_tile is 0).
+TEST(ConvKernelWinograd, AutoschedulerGetsTheDirectAlgorithm) {
+  const ConvCase c{"ci16_co32_14x14_pad1", 1, 16, 14, 14, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+  const Problem prob = make_problem(c, kEpilogues[1], 740);
+  std::shared_ptr<const GeneratedKernels> keep;
+  EXPECT_EQ(generate_kernel(conv_spec(prob, ""), runtime::best_cpu_target(), &keep).winograd_tile, 2);
+  EXPECT_EQ(generate_kernel(conv_spec(prob, "auto:Mullapudi2016"), runtime::best_cpu_target(), &keep)
+                .winograd_tile,
+            0);
+  expect_close(run_kernel(prob, "auto:Mullapudi2016", runtime::best_cpu_target()), prob.expected);
+}
+
 // The runtime transforms the weights once when it binds them: a model whose kernel a schedule
 // lookup sends to Winograd runs twice and matches the reference both times.
 TEST(ConvKernelWinograd, ModelBindsTransformedWeights) {
