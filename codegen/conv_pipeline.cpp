@@ -153,6 +153,16 @@ ConvOutput conv_output(const graph::ConvKernelSpec& k, const Halide::Func& conv)
   return {conv, a.out, a};
 }
 
+// Whether a direct CPU schedule reads the convolution's input in place (no staged copy): the
+// wide family when its knob says so, the deep family for an unpadded 1x1 window (float32)
+// whose tiles cover the output's `width` exactly (it rounds the last tile up, which would read
+// past the edge of an unstaged input).
+bool reads_input_in_place(const schedules::ConvParams& params, int64_t width, bool unpadded_1x1) {
+  if (params.family == schedules::ConvFamily::wide) return !params.stage_input;
+  return params.family == schedules::ConvFamily::deep && unpadded_1x1 &&
+         width % params.block.pixels == 0;
+}
+
 // `automatic`: a Halide autoscheduler schedules the pipeline, so Kiln's schedule is not applied.
 KernelPipeline depthwise_pipeline(const graph::ConvKernelSpec& k, const Halide::Target& target,
                                   const std::vector<Halide::ImageParam>& inputs,
@@ -388,17 +398,13 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
     return KernelPipeline{Halide::Pipeline(o.out), inputs};
   }
   // A prologue is computed as the input is staged, once per element, not once per use; an
-  // NCHW input is staged NHWC. The deep family reads an unpadded 1x1 window's float32 input in
-  // place where its tiles cover the output's width exactly (it rounds the last tile up, which
-  // reads past the edge of an unstaged input): the staged copy was pure overhead there
-  // (MobileNetV2's 7x7 960 -> 160 layer, AVX-512, 3x7 tiles: 64 us staged, 40 in place).
-  const bool in_place_1x1 = w[0] == 1 && w[1] == 1 && !k.pad_left && !k.pad_top &&
-                            !k.pad_right && !k.pad_bottom && !k.bf16 &&
-                            out[2] % params.block.pixels == 0;
-  const bool in_place = params.family == schedules::ConvFamily::wide
-                            ? !params.stage_input
-                            : params.family == schedules::ConvFamily::deep && in_place_1x1;
-  const bool pointwise = in_place && !target.has_gpu_feature() && k.pre.empty() && !k.nchw_input;
+  // NCHW input is staged NHWC. Else reads_input_in_place decides: for the deep family the
+  // staged copy of an unpadded 1x1 window's input was pure overhead (MobileNetV2's 7x7
+  // 960 -> 160 layer, AVX-512, 3x7 tiles: 64 us staged, 40 in place).
+  const bool unpadded_1x1 = w[0] == 1 && w[1] == 1 && !k.pad_left && !k.pad_top &&
+                            !k.pad_right && !k.pad_bottom && !k.bf16;
+  const bool pointwise = reads_input_in_place(params, out[2], unpadded_1x1) &&
+                         !target.has_gpu_feature() && k.pre.empty() && !k.nchw_input;
   const int out_per_group = static_cast<int>(out[3]) / k.groups * merge;
   // Blocked weights read back in HWIO order: the algorithm sees (co, ci, kx, ky) either way.
   Halide::Func weights = inputs[1];
@@ -449,11 +455,7 @@ KernelPipeline matmul_pipeline(const graph::OpKernelSpec& k, const Halide::Targe
   const bool automatic = is_autoscheduler(schedule);
   const schedules::ConvParams params =
       conv_params(k.name, matmul_shape(k), automatic ? "" : schedule, target);
-  const bool pointwise =
-      (params.family == schedules::ConvFamily::wide
-           ? !params.stage_input
-           : params.family == schedules::ConvFamily::deep && out[2] % params.block.pixels == 0) &&
-      !target.has_gpu_feature();
+  const bool pointwise = reads_input_in_place(params, out[2], true) && !target.has_gpu_feature();
   const generators::ops::ConvAlgorithm alg =
       generators::ops::conv2d(a, static_cast<int>(in[2]), static_cast<int>(in[1]), weights, bias,
                               static_cast<int>(in[3]), 1, 1, {1, 1, 0, 0, 1, 1}, !pointwise);
