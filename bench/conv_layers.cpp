@@ -116,10 +116,10 @@ std::string describe_key(const LayerKey& k) {
 // "layer1.0.downsample.0.weight'_hwio" -> "layer1.0.downsample"; "features.2.conv.1.0.weight"
 // -> "features.2.conv.1": the torchvision module, without the index of the conv inside a
 // Sequential (Conv2dNormActivation, downsample).
-std::string layer_name(const graph::ConvKernelSpec& c) {
-  std::string n = c.weights.name;
+std::string layer_name(const graph::TensorDesc& weights, const std::string& node) {
+  std::string n = weights.name;
   const size_t dot = n.find(".weight");
-  if (dot == std::string::npos) return c.name;  // not a torch.onnx export: the node's name
+  if (dot == std::string::npos) return node;  // not a torch.onnx export: the node's name
   n.resize(dot);
   if (n.size() > 2 && n.compare(n.size() - 2, 2, ".0") == 0) n.resize(n.size() - 2);
   return n;
@@ -168,11 +168,22 @@ std::map<LayerKey, Found> model_convs(const std::string& path) {
                        c->pad_top,
                        conv_epilogue(c->activation),
                        c->residual.has_value()};
-    Found& f = found[key];
-    if (f.count++ == 0) {
-      f.name = layer_name(*c);
-      f.order = order++;
+    // A depthwise convolution's expansion (Conv2d::expand) is a 1x1 layer of the table too,
+    // timed on its own: listed before the depthwise convolution, as the model computes it.
+    const auto count = [&](const LayerKey& key, const graph::TensorDesc& weights) {
+      Found& f = found[key];
+      if (f.count++ == 0) {
+        f.name = layer_name(weights, c->name);
+        f.order = order++;
+      }
+    };
+    if (c->expand) {
+      if (!graph::conv_epilogue_supported(*c->expand))
+        throw graph::Error("conv '" + c->name + "': its expansion's activation is not in the table's form");
+      count({false, c->input.shape[3], in[1], in[2], in[3], 1, 1, 0, conv_epilogue(*c->expand), false},
+            *c->expand_weights);
     }
+    count(key, c->weights);
   }
   return found;
 }

@@ -427,6 +427,7 @@ std::string attrs(const Op& op) {
       s << "]";
     }
     if (c->pool) s << " pool=[" << op_name(Op{*c->pool}) << " " << attrs(Op{*c->pool}) << "]";
+    if (c->expand) s << " expand=[1x1 " << to_string(*c->expand) << "]";
   } else if (const auto* bn = std::get_if<BatchNorm>(&op)) {
     s << "epsilon=" << bn->epsilon;
   } else if (const auto* cl = std::get_if<Clip>(&op)) {

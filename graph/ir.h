@@ -151,8 +151,16 @@ struct Conv2d {
   // accumulates their exact products in float32; the epilogue stays float32. Dense NHWC
   // convolutions with an even number of input channels only (graph::bf16_conv_refusal).
   bool bf16 = false;
+  // A pointwise convolution (1x1, stride 1, unpadded, one group) computed into this depthwise
+  // convolution's input, with this activation, absorbed by fuse_expand_depthwise: the node reads
+  // the expansion's input (the narrow tensor of a MobileNet inverted-residual block) and its
+  // kernel computes the expanded channels a few rows at a time, so the expanded tensor is never
+  // stored whole. Its weights (HWIO [1, 1, Ci, C]) and bias ([C]) are the node's last two
+  // inputs. Depthwise NHWC convolutions without pre steps, a pooling or bf16 only.
+  std::optional<Activation> expand;
   size_t first_post_input() const { return residual ? 4 : 3; }
   size_t first_pre_input() const { return first_post_input() + 2 * affine_steps(post); }
+  size_t first_expand_input() const { return first_pre_input() + 2 * affine_steps(pre); }
 };
 
 // Inference BatchNormalization. Inputs: x, scale (gamma), bias (beta), mean, variance.

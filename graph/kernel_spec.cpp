@@ -83,6 +83,11 @@ std::string describe_conv(const ConvKernelSpec& k) {
     s << "pooling: " << op_name(Op{*k.pool}) << " " << op_attributes(Op{*k.pool}) << " of the convolution's "
       << to_string(conv_output_nhwc(k)) << " output, in the same kernel (the wide CPU schedule "
       << "computes it a band of rows at a time, never stored whole)\n";
+  if (k.expand)
+    s << "expansion: the input is computed in the kernel as a 1x1 convolution of " << k.input.name << " by "
+      << k.expand_weights->name << " " << to_string(k.expand_weights->shape) << " (HWIO) + bias "
+      << k.expand_bias->name << ", then " << to_string(*k.expand) << ": " << to_string(conv_input_nhwc(k))
+      << ", a few rows at a time on CPUs, never stored whole\n";
   if (k.bf16)
     s << "precision: bf16 multiply-adds (input and weights rounded to bfloat16, to nearest even; "
       << "float32 sums and epilogue)\n";
@@ -100,7 +105,10 @@ namespace {
 // Depthwise: one input and one output channel per group (no channel multiplier).
 bool is_depthwise(const Graph& g, const Node& n, const Conv2d& c) {
   const Value& x = g.value(n.inputs[0]);
-  return c.groups > 1 && x.layout == Layout::nhwc && c.groups == x.shape[3] &&
+  // With an expansion the convolution reads its output, not x (Conv2d::expand).
+  const int64_t channels =
+      c.expand ? g.value(n.inputs[c.first_expand_input()]).shape[3] : x.shape[3];
+  return c.groups > 1 && x.layout == Layout::nhwc && c.groups == channels &&
          c.groups == g.value(n.outputs[0]).shape[3];
 }
 
@@ -148,7 +156,12 @@ ConvKernelSpec conv_spec(const Graph& g, const Node& n, const Conv2d& c) {
   k.nchw_input = c.nchw_input;
   k.pool = c.pool;
   k.bf16 = c.bf16;
-  for (size_t i = c.first_pre_input(); i < n.inputs.size(); ++i) k.pre_params.push_back(desc(g, n.inputs[i]));
+  for (size_t i = c.first_pre_input(); i < c.first_expand_input(); ++i) k.pre_params.push_back(desc(g, n.inputs[i]));
+  if (c.expand) {
+    k.expand = c.expand;
+    k.expand_weights = desc(g, n.inputs[c.first_expand_input()]);
+    k.expand_bias = desc(g, n.inputs[c.first_expand_input() + 1]);
+  }
   return k;
 }
 
@@ -179,6 +192,7 @@ bool is_depthwise_conv(const Graph& g, const Node& n) {
 
 Shape conv_input_nhwc(const ConvKernelSpec& k) {
   const Shape& s = k.input.shape;
+  if (k.expand) return {s[0], s[1], s[2], k.expand_weights->shape[3]};
   return k.nchw_input ? Shape{s[0], s[2], s[3], s[1]} : s;
 }
 
@@ -262,6 +276,7 @@ std::vector<TensorDesc> generated_kernel_arguments(const KernelSpec& k) {
     if (c->residual) args.push_back(*c->residual);
     args.insert(args.end(), c->post_params.begin(), c->post_params.end());
     args.insert(args.end(), c->pre_params.begin(), c->pre_params.end());
+    if (c->expand) args.insert(args.end(), {*c->expand_weights, *c->expand_bias});
     args.push_back(c->output);
     return args;
   }
@@ -299,6 +314,8 @@ std::string kernel_signature(const KernelSpec& k) {
         << p->stride_h << ":" << p->stride_w << ":" << p->pad_top << ":" << p->pad_left << ":"
         << p->pad_bottom << ":" << p->pad_right << ":" << p->dilation_h << ":" << p->dilation_w
         << ":" << p->ceil_mode << ":" << p->count_include_pad;
+    if (c->expand)
+      s << ",expand=" << std::hexfloat << c->expand->lo << ":" << c->expand->hi << std::defaultfloat;
     s << "]";
     write_steps(s, c->post);
     if (!c->pre.empty()) {  // absent otherwise, so kernels without pre steps keep their signature

@@ -52,6 +52,11 @@ struct ConvKernelSpec {
   // own output (conv_output_nhwc) lives inside the kernel (a band of rows at a time with the
   // wide CPU schedule).
   std::optional<Pool2d> pool;
+  // A depthwise convolution's input computed in the kernel as the pointwise expansion of
+  // `input` (Conv2d::expand): its activation, and the expansion's weights (HWIO [1, 1, Ci, C])
+  // and bias ([C]), the last arguments. `input` then has Ci channels.
+  std::optional<Activation> expand;
+  std::optional<TensorDesc> expand_weights, expand_bias;
   // Multiply-adds in bfloat16 (Conv2d::bf16): the kernel reads its weights as bfloat16 pairs
   // of input channels (runtime::pack_bf16_conv_weights) and rounds its input to bfloat16.
   bool bf16 = false;
@@ -96,7 +101,8 @@ std::vector<KernelSpec> lower_to_kernels(const Graph& g);
 // Whether node n is a depthwise convolution (groups == input channels == output channels of an
 // NHWC convolution): the kernels read each of its input elements once per tap.
 bool is_depthwise_conv(const Graph& g, const Node& n);
-// The convolution's input shape as [N, H, W, C], whichever layout the kernel reads it in.
+// The convolution's input shape as [N, H, W, C], whichever layout the kernel reads it in; with
+// an expansion, the expanded tensor's (C = the expansion's output channels).
 Shape conv_input_nhwc(const ConvKernelSpec& k);
 // The convolution's own output, NHWC: `output`'s shape, or the shape before the pooling.
 Shape conv_output_nhwc(const ConvKernelSpec& k);

@@ -97,6 +97,19 @@ Tensor unpooled_conv(const Conv2d& c, const std::vector<const Tensor*>& in, cons
 // The convolution, then its pooling (Conv2d::pool) when it has one: out_shape is the pooled
 // shape, and the convolution's is worked out here from the input, the weights and the attributes.
 Tensor conv(const Conv2d& c, const std::vector<const Tensor*>& in, const Shape& out_shape) {
+  if (c.expand) {  // the pointwise expansion of the input first, as the unfused graph computes it
+    const size_t e = c.first_expand_input();
+    const Tensor& x = *in[0];
+    Conv2d pointwise;
+    pointwise.activation = *c.expand;
+    const Shape expanded_shape = {x.shape[0], x.shape[1], x.shape[2], in[e]->shape[3]};
+    const Tensor expanded = unpooled_conv(pointwise, {in[0], in[e], in[e + 1]}, expanded_shape);
+    Conv2d depthwise = c;
+    depthwise.expand.reset();
+    std::vector<const Tensor*> rest(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(e));
+    rest[0] = &expanded;
+    return conv(depthwise, rest, out_shape);
+  }
   if (!c.pool) return unpooled_conv(c, in, out_shape);
   const Tensor &x = *in[0], &w = *in[1];
   const ImageDims xd = image_dims(x.shape, x.layout);

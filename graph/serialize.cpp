@@ -239,6 +239,15 @@ void attrs(IO& io, Conv2d& c) {
     }
   }
   if (io.version >= 13) io.flag(c.bf16);
+  if (io.version >= 15) {
+    bool expanded = c.expand.has_value();
+    io.flag(expanded);
+    if (expanded) {
+      if (!c.expand) c.expand.emplace();
+      io.f32(c.expand->lo);
+      io.f32(c.expand->hi);
+    }
+  }
 }
 template <typename IO>
 void attrs(IO& io, BatchNorm& b) { io.f32(b.epsilon); }
@@ -473,13 +482,13 @@ Graph read_graph(const char* bytes, size_t size,
   // without cubic and tf_crop_and_resize Resize attributes and the arg reductions, 9 is 10
   // without Where, the Binary ops from pow on and the chain steps from floor on, 10 is 11
   // without Conv2d's pre steps, 11 is 12 without Conv2d's pooling, 12 is 13 without Conv2d's
-  // bf16 flag, 13 is 14 without constants stored as bfloat16; version 2 numbered ops by their
-  // order in graph::Op.
+  // bf16 flag, 13 is 14 without constants stored as bfloat16, 14 is 15 without Conv2d's
+  // expansion; version 2 numbered ops by their order in graph::Op.
   if (version != 1 && version != 3 && version != 4 && version != 5 && version != 6 &&
       version != 7 && version != 8 && version != 9 && version != 10 && version != 11 &&
-      version != 12 && version != 13 && version != kGraphFormatVersion)
+      version != 12 && version != 13 && version != 14 && version != kGraphFormatVersion)
     throw Error("graph file format version " + std::to_string(version) +
-                " is not supported (this Kiln reads versions 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13 and " +
+                " is not supported (this Kiln reads versions 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 and " +
                 std::to_string(kGraphFormatVersion) + "; recompile the model)");
   r.version = version;
   if (stored_checksum(bytes, size) != format_checksum(bytes, size - 8))

@@ -49,7 +49,9 @@ namespace kiln::graph {
 // Version 14: a constant read only as bf16 convolutions' weights (which round it to bfloat16
 // before any use) is stored as bfloat16 (storage 2), half the bytes and the same results.
 // Version 13 (storage 0 or 1 only) is read as well.
-constexpr uint32_t kGraphFormatVersion = 14;
+// Version 15: Conv2d's attributes end with a flag and, when set, its expansion's activation
+// (f32 lo, f32 hi). Version 14 (no expansions) is read as well.
+constexpr uint32_t kGraphFormatVersion = 15;
 
 std::string serialize(const Graph& g);
 

@@ -57,7 +57,8 @@ ImageDims pooled_dims(const Node& n, const Pool2d& p, ImageDims d, const Shape& 
 
 TypedShape infer_conv(const Graph& g, const Node& n, const Conv2d& c) {
   const size_t first_post = c.first_post_input(), first_pre = c.first_pre_input();
-  expect_inputs(n, first_pre + 2 * affine_steps(c.pre));
+  const size_t first_expand = c.first_expand_input();
+  expect_inputs(n, first_expand + (c.expand ? 2 : 0));
   const Value& x = activation_input(g, n);
   const Value& w = g.value(n.inputs[1]);
   if (c.nchw_input && x.layout != Layout::nchw)
@@ -69,8 +70,22 @@ TypedShape infer_conv(const Graph& g, const Node& n, const Conv2d& c) {
     fail(n, "weights '" + w.name + "' must be 4-D " + to_string(wl) + " for a " +
                 to_string(x.layout) + " input, got " + to_string(w.shape) + " " +
                 to_string(w.layout));
-  const ImageDims in = image_dims(x.shape, x.layout);
+  ImageDims in = image_dims(x.shape, x.layout);
+  if (c.expand) {  // the convolution reads x's pointwise expansion (fuse_expand_depthwise)
+    const Value& ew = g.value(n.inputs[first_expand]);
+    if (x.layout != Layout::nhwc || c.nchw_input || !c.pre.empty() || c.pool || c.bf16)
+      fail(n, "an expansion needs an NHWC input and no pre steps, pooling or bf16");
+    if (ew.layout != Layout::hwio || ew.shape.size() != 4 || ew.shape[0] != 1 || ew.shape[1] != 1 ||
+        ew.shape[2] != in.c)
+      fail(n, "expansion weights '" + ew.name + "' must be HWIO [1, 1, " + std::to_string(in.c) +
+                  ", C], got " + to_string(ew.shape) + " " + to_string(ew.layout));
+    in.c = ew.shape[3];
+    expect_vector(g, n, first_expand + 1, in.c, "expansion bias");
+  }
   const FilterDims f = filter_dims(w.shape, w.layout);
+  if (c.expand && (c.groups != in.c || f.co != in.c))
+    fail(n, "an expansion feeds a depthwise convolution only (groups = channels = " +
+                std::to_string(in.c) + ")");
   if (c.groups < 1 || in.c % c.groups != 0 || f.co % c.groups != 0)
     fail(n, "groups=" + std::to_string(c.groups) + " must divide the input channels (" +
                 std::to_string(in.c) + ") and the output channels (" + std::to_string(f.co) + ")");
@@ -91,7 +106,7 @@ TypedShape infer_conv(const Graph& g, const Node& n, const Conv2d& c) {
     fail(n, "the " + std::to_string(f.kh) + "x" + std::to_string(f.kw) +
                 " kernel (with dilation) is larger than the padded input " + to_string(x.shape));
   for (size_t i = first_post; i < first_pre; ++i) expect_vector(g, n, i, f.co, "post-step scale/shift");
-  for (size_t i = first_pre; i < n.inputs.size(); ++i) expect_vector(g, n, i, in.c, "pre-step scale/shift");
+  for (size_t i = first_pre; i < first_expand; ++i) expect_vector(g, n, i, in.c, "pre-step scale/shift");
   ImageDims out{in.n, f.co, h / c.stride_h + 1, wd / c.stride_w + 1};
   const Shape out_shape = image_shape(out, out_layout);
   if (c.residual) {

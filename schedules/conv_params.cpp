@@ -451,6 +451,12 @@ ConvParams default_direct_conv_params(const ConvShape& s, const Halide::Target& 
       p.block = {1, 7};
     return p;
   }
+  return default_wide_params(s, t);
+}
+
+ConvParams default_wide_params(const ConvShape& s, const Halide::Target& t) {
+  ConvParams p;
+  const int64_t taps = int64_t{s.kernel_h} * s.kernel_w;
   p.family = ConvFamily::wide;
   // Measured on the reference layer (1 thread): 2x14 and 4x7 are equal there, but 4x7 needs 33
   // registers (LLVM spills one accumulator) and streams twice the weight bytes per FMA: 64% vs

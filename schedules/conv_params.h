@@ -145,6 +145,10 @@ ConvParams default_depthwise_params(const ConvShape& s);
 // layers where the staged copy was a large share; in place inside deep measured 0.44-1.01x, so
 // deep 1x1 layers keep their copy.
 ConvParams default_direct_conv_params(const ConvShape& s, const Halide::Target& target);
+// The wide family's default for `s` (what default_direct_conv_params picks for outputs of more
+// than 196 pixels): the target's preferred register tile that fits, a whole row per tile for
+// 8..13-pixel rows on AVX-512, rows of 1 (1x1) or 2, inputs read in place where unpadded 1x1.
+ConvParams default_wide_params(const ConvShape& s, const Halide::Target& target);
 
 // The tuner's search space for `s`: every valid schedule of the families that apply, ranked by
 // estimated cost (conv_cost_estimate, best first) and cut to `limit`. The default is always

@@ -3,7 +3,10 @@
 // output once, and keep the accumulators in registers.
 #include "depthwise_schedule.h"
 
+#include <algorithm>
+#include <optional>
 #include <set>
+#include <stdexcept>
 
 #include "conv_params.h"
 
@@ -18,7 +21,8 @@ BandLoops tile_bands(Halide::Func output, const Halide::Var& c, const Halide::Va
                      const std::vector<int>& pixels, bool channels_inside, int band_rows) {
   using Halide::TailStrategy;
   BandLoops v;
-  Halide::Var yo("yo"), yi("yi");
+  Halide::Var yo("yo");
+  const Halide::Var& yi = v.yi;
   // About kTasks bands (a staged band re-reads Kh - 1 halo rows, so taller bands waste less:
   // 2-row bands re-read 2 of every 4 input rows of a 3x3 stride-1 layer).
   const Halide::Expr rows =
@@ -45,11 +49,69 @@ BandLoops tile_bands(Halide::Func output, const Halide::Var& c, const Halide::Va
   return v;
 }
 
+ExpansionTasks expansion_tasks(int channels, int out_height, int batch, const Halide::Target& target) {
+  const int vec = target.natural_vector_size<float>();
+  ExpansionTasks t;
+  t.channels = channels >= 2 * vec ? 2 * vec : channels >= vec ? vec : channels;
+  const int blocks = (channels + t.channels - 1) / t.channels;
+  const int per_image = (kTasks + blocks * batch - 1) / (blocks * batch);  // bands per image
+  const int bands = std::clamp(per_image, 1, std::max(1, out_height / 4));  // of 4+ rows
+  t.rows = (out_height + bands - 1) / bands;
+  return t;
+}
+
+namespace {
+
+// The tiling of a depthwise convolution with an expansion (expansion_tasks): tasks of a
+// channel block by a band of rows; in a task, row after row, the pixel tiles of the row, and in
+// a tile every channel vector of the block (its input pixels reused from L1). Full tiles only
+// (ShiftInwards), as tile_bands: the widest of `pixels` that fits the row.
+BandLoops tile_channel_blocks(const DepthwiseFuncs& f, const std::vector<int>& pixels,
+                              const Halide::Target& target) {
+  using Halide::TailStrategy;
+  const auto constant = [](const Halide::Expr& e) {
+    const std::optional<int64_t> v = Halide::Internal::as_const_int(e);
+    if (!v) throw std::logic_error("a depthwise convolution with an expansion needs constant shapes");
+    return static_cast<int>(*v);
+  };
+  const int channels = constant(f.channels), width = constant(f.out_width);
+  const ExpansionTasks t = expansion_tasks(channels, constant(f.out_height), f.batch, target);
+  const int vec = target.natural_vector_size<float>();
+  int px = 1;
+  for (int w : pixels)
+    if (w <= width) px = std::max(px, w);
+  BandLoops v;
+  Halide::Func output = f.output;
+  Halide::Var block("block"), vectors("vectors"), yo("yo");
+  // Vectors of channels first (the accumulators keep constant extents), then blocks of them.
+  if (channels >= vec) {
+    output.split(f.c, vectors, v.ci, vec, TailStrategy::ShiftInwards)
+        .split(vectors, block, v.co, t.channels / vec, TailStrategy::ShiftInwards);
+  } else {  // fewer channels than a vector: one masked vector, one block
+    output.split(f.c, vectors, v.ci, vec, TailStrategy::GuardWithIf)
+        .split(vectors, block, v.co, 1, TailStrategy::GuardWithIf);
+  }
+  output.split(f.x, v.xo, v.xi, px, TailStrategy::ShiftInwards)
+      .split(f.y, yo, v.yi, t.rows, TailStrategy::GuardWithIf)
+      .vectorize(v.ci)
+      .unroll(v.xi)
+      .reorder(v.ci, v.xi, v.co, v.xo, v.yi, block, yo, f.n)
+      .fuse(block, yo, v.task)
+      .fuse(v.task, f.n, v.task)
+      .parallel(v.task);
+  return v;
+}
+
+}  // namespace
+
 void schedule_depthwise_cpu(const DepthwiseFuncs& f, const ConvParams& p,
                             const Halide::Target& target) {
   using Halide::Expr;
   using Halide::TailStrategy;
-  if (p.family == ConvFamily::naive) return;  // Halide's default
+  if (p.family == ConvFamily::naive) {  // Halide's default, but a computed input is not inlined
+    if (f.computed_input.defined()) Halide::Func(f.computed_input).compute_root();
+    return;
+  }
   const int vec = target.natural_vector_size<float>();
   Halide::Func output = f.output, acc = f.acc, input_padded = f.input_padded;
   // The defaults (default_depthwise_params): one channel vector x 8 pixels, 8 accumulators
@@ -61,11 +123,15 @@ void schedule_depthwise_cpu(const DepthwiseFuncs& f, const ConvParams& p,
   std::vector<int> widths = {p.block.pixels};
   if (p.block.pixels > 4) widths.push_back(4);
   widths.push_back(1);
-  const BandLoops loops = tile_bands(output, f.c, f.x, f.y, f.n, f.channels, f.out_width,
-                                     f.out_height, vec, widths, p.channels_inside, p.rows);
+  // With an expansion: tasks of channel blocks (tile_channel_blocks), the channel loop inside.
+  const bool expanded = f.computed_input.defined();
+  const BandLoops loops =
+      expanded ? tile_channel_blocks(f, widths, target)
+               : tile_bands(output, f.c, f.x, f.y, f.n, f.channels, f.out_width, f.out_height,
+                            vec, widths, p.channels_inside, p.rows);
 
   // Per (pixel tile, channel vector): the accumulators of one register tile.
-  acc.compute_at(output, p.channels_inside ? loops.co : loops.xo)
+  acc.compute_at(output, p.channels_inside || expanded ? loops.co : loops.xo)
       .vectorize(f.c, vec, TailStrategy::GuardWithIf)
       .unroll(f.c)
       .unroll(f.x);
@@ -97,8 +163,13 @@ void schedule_depthwise_cpu(const DepthwiseFuncs& f, const ConvParams& p,
   // threads; either change alone gained nothing, or 1.36x on the stride-2 112x112 layer only).
   // A computed input (a prologue) is staged by default, so it is computed once per element,
   // not per tap.
-  if (p.stage_input)
+  if (expanded) {
+    // The task's channels a row at a time, as its output rows need them (Halide's sliding
+    // window: each row once per task).
+    Halide::Func(f.computed_input).store_at(output, loops.task).compute_at(output, loops.yi);
+  } else if (p.stage_input) {
     input_padded.compute_at(output, loops.task).vectorize(f.c, vec, TailStrategy::GuardWithIf);
+  }
 }
 
 void schedule_depthwise_cuda(const DepthwiseFuncs& f, const Halide::Target& /*target*/) {
@@ -109,6 +180,7 @@ void schedule_depthwise_cuda(const DepthwiseFuncs& f, const Halide::Target& /*ta
   output.fuse(f.y, f.n, yn).gpu_tile(f.c, f.x, bc, bx, tc, tx, 32, 8, TailStrategy::GuardWithIf);
   Halide::Func acc = f.acc;
   acc.compute_at(output, tc);
+  if (f.computed_input.defined()) Halide::Func(f.computed_input).compute_root();
 }
 
 }  // namespace kiln::schedules

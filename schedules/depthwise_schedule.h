@@ -18,11 +18,28 @@ struct DepthwiseFuncs {
   Halide::RDom r;  // r.x = kx, r.y = ky
   Halide::Expr channels, out_width, out_height;
   Halide::Expr stride_x, dilation_x;
+  // The input computed in the kernel, a row at a time (an expansion, Conv2d::expand), or
+  // undefined. The CPU schedule computes it per output row into a window stored per task
+  // (Halide's sliding window: each row once per band, the band's first needing the halo rows
+  // again), and reads its zero padding in place; the GPU schedule computes it first. Its own
+  // loops are the caller's to schedule.
+  Halide::Func computed_input;
+  int batch = 1;  // images (the tasks of an expansion's schedule are per image)
 };
+
+// The parallel tasks of a depthwise convolution with a computed_input (an expansion), on CPUs:
+// blocks of `channels` output channels (2 vectors, or 1, or all of them when fewer) by bands of
+// `rows` output rows, about 8 tasks per call. Each task computes the expansion of its own
+// channels only, row after row down its band, so only the rows above a band's first (the
+// window's halo) are computed twice; the expansion's register block fits the task's channels.
+struct ExpansionTasks {
+  int channels, rows;
+};
+ExpansionTasks expansion_tasks(int channels, int out_height, int batch, const Halide::Target& target);
 
 // The loop variables of a banded tiling (tile_bands).
 struct BandLoops {
-  Halide::Var co{"co"}, ci{"ci"}, xo{"xo"}, xi{"xi"}, task{"task"};
+  Halide::Var co{"co"}, ci{"ci"}, xo{"xo"}, xi{"xi"}, yi{"yi"}, task{"task"};
 };
 
 // The tiling the depthwise and grouped schedules share, of `output` (c, x, y, n): parallel
@@ -43,8 +60,9 @@ BandLoops tile_bands(Halide::Func output, const Halide::Var& c, const Halide::Va
 // share their input loads. p.stage_input stages the padded band per task, else the zero
 // padding is read in place (Halide splits off the border pixels' loops); p.channels_inside
 // runs every channel vector of a pixel tile before the next tile (its input rows stay in L1),
-// else each channel vector walks the band. Family naive: Halide's default. `p` must pass
-// conv_params_error (schedules/conv_params.h).
+// else each channel vector walks the band (a computed_input is never staged: p.stage_input is
+// ignored). Family naive: Halide's default. `p` must pass conv_params_error
+// (schedules/conv_params.h).
 void schedule_depthwise_cpu(const DepthwiseFuncs& f, const ConvParams& p,
                             const Halide::Target& target);
 // One thread per channel and pixel column, blocks of 32 channels x 8 pixels.

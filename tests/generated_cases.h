@@ -10,6 +10,8 @@
 
 #include "graph/builder.h"
 #include "graph/ir.h"
+#include "graph/passes/passes.h"
+#include "graph/passes/pipeline.h"
 #include "graph/reference.h"
 
 namespace kiln::testing_util {
@@ -235,6 +237,49 @@ inline graph::Graph conv_graph(const ConvCase& c) {
   }
   b.output(y);
   return b.finish();
+}
+
+// An inverted-residual block's expansion (1x1 convolution + activation) and the depthwise
+// convolution that alone reads it (graph::fuse_expand_depthwise): the kernel computes the
+// expanded rows per band of output rows. Stride 1 and 2, a 5x5 window, a batch of 2, odd
+// sizes, channels that are not whole vectors, an expansion without an activation, and 7x7.
+struct ExpandCase {
+  std::string name;
+  int64_t n, h, w, ci, c, k;
+  int stride, pad;
+  bool relu6 = true;  // the expansion's activation; else none
+};
+inline void PrintTo(const ExpandCase& c, std::ostream* os) { *os << c.name; }
+
+inline std::vector<ExpandCase> expand_cases() {
+  return {
+      {"stride1", 1, 14, 13, 16, 48, 3, 1, 1},
+      {"stride2_odd_height", 1, 15, 16, 24, 64, 3, 2, 1},
+      {"batch2_5x5_stride2_partial_vectors", 2, 11, 9, 8, 40, 5, 2, 2},
+      {"small_7x7", 1, 7, 7, 32, 96, 3, 1, 1},
+      {"no_activation_odd_channels", 1, 10, 12, 6, 19, 3, 1, 1, false},
+  };
+}
+
+// The block as the user gives it (NHWC, HWIO): 1x1 convolution, Clip(0, 6) unless !relu6, the
+// depthwise convolution, Clip(0, 6).
+inline graph::Graph expand_graph(const ExpandCase& c) {
+  graph::GraphBuilder b;
+  const graph::ValueId x = b.input("x", {c.n, c.h, c.w, c.ci}, Layout::nhwc);
+  const NhwcConvParts e = nhwc_conv_parts(b, 1, c.ci, c.c, 1, 1, 0, 91);
+  graph::ValueId y = b.conv2d("expand", x, e.w, e.bias, e.attrs);
+  if (c.relu6) y = b.op("expand_clip", graph::Clip{0.0f, 6.0f}, {y});
+  const NhwcConvParts d = nhwc_conv_parts(b, c.k, c.c, c.c, static_cast<int>(c.c), c.stride, c.pad, 93);
+  y = b.conv2d("depthwise", y, d.w, d.bias, d.attrs);
+  b.output(b.op("clip", graph::Clip{0.0f, 6.0f}, {y}));
+  return b.finish();
+}
+
+// The block fused into one kernel, whatever its shapes (fuse_expand_depthwise_everywhere).
+inline graph::Graph expand_fused_graph(const graph::Graph& block) {
+  graph::PipelineOptions until_last;
+  until_last.stop_after = "fuse_conv_pooling";
+  return graph::fuse_expand_depthwise_everywhere(graph::run_passes(block, until_last));
 }
 
 // A convolution whose output only a pooling reads (graph::fuse_conv_pooling): the kernel pools

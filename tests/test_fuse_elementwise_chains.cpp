@@ -281,5 +281,74 @@ TEST(FuseConvPooling, OnlyThePoolingThatAloneReadsAConvolution) {
   expect_same_outputs(g, opt, random_inputs(g, 15, -2.0f, 2.0f), 1e-5, 1e-5);
 }
 
+// MobileNet inverted-residual blocks as exported (NCHW, OIHW, BatchNorm, Clip): the expansion
+// goes into the depthwise convolution that alone reads it where expansion_fusion_pays, and
+// nowhere else; the fused graph computes what the unfused one does; bf16 mode keeps them apart.
+TEST(FuseExpandDepthwise, OnlyWhereTheRuleSaysAndTheDepthwiseAloneReadsIt) {
+  GraphBuilder b;
+  auto conv_bn = [&](const std::string& name, ValueId in, int64_t ci, int64_t co, int64_t k,
+                     int stride, int groups, bool clip, uint64_t seed) {
+    Conv2d attrs;
+    attrs.stride_h = attrs.stride_w = stride;
+    attrs.pad_top = attrs.pad_left = attrs.pad_bottom = attrs.pad_right = static_cast<int>(k / 2);
+    attrs.groups = groups;
+    const int64_t fan_in = ci / groups * k * k;
+    const ValueId c = b.conv2d(name, in,
+                               b.constant(name + "_w", {co, ci / groups, k, k},
+                                          random_uniform(co * fan_in, -0.5f, 0.5f, seed), Layout::oihw),
+                               vec(b, name + "_b", co, -0.1f, 0.1f, seed + 1), attrs);
+    const ValueId bn = b.batch_norm(name + "_bn", c, vec(b, name + "_g", co, 0.5f, 1.5f, seed + 2),
+                                    vec(b, name + "_be", co, -0.2f, 0.2f, seed + 3),
+                                    vec(b, name + "_m", co, -0.3f, 0.3f, seed + 4),
+                                    vec(b, name + "_v", co, 0.5f, 2.0f, seed + 5));
+    return clip ? b.op(name + "_clip", Clip{0.0f, 6.0f}, {bn}) : bn;
+  };
+  // expand -> depthwise -> project; `reader`: the expanded tensor has a second reader.
+  auto block = [&](const std::string& name, int64_t side, int stride, bool reader, uint64_t seed) {
+    const ValueId x = b.input(name + "_x", {1, 8, side, side});
+    const ValueId e = conv_bn(name + "_expand", x, 8, 32, 1, 1, 1, true, seed);
+    const ValueId d = conv_bn(name + "_dw", e, 32, 32, 3, stride, 32, true, seed + 10);
+    b.output(conv_bn(name + "_project", d, 32, 8, 1, 1, 1, false, seed + 20));
+    if (reader) b.output(b.relu(name + "_reader", e));
+  };
+  block("s1_28", 28, 1, false, 100);
+  block("s2_28", 28, 2, false, 200);
+  block("s2_56", 56, 2, false, 300);
+  block("s1_56", 56, 1, false, 400);  // more than 28x28 at stride 1
+  block("s1_7", 7, 1, false, 500);    // rows narrower than 14 pixels
+  block("shared", 28, 1, true, 600);
+  const Graph g = b.finish();
+  const Graph opt = run_passes(g);
+  verify(opt);
+  int expanded = 0;
+  for (const Node& n : opt.nodes()) {
+    const auto* c = std::get_if<Conv2d>(&n.op);
+    if (!c || n.name.find("_dw") == std::string::npos) continue;
+    const bool fused = n.name.rfind("s1_28", 0) == 0 || n.name.rfind("s2_", 0) == 0;
+    EXPECT_EQ(c->expand.has_value(), fused) << n.name << "\n" << dump(opt);
+    // The blocks the rule refuses say so in the kernel's list (kiln inspect's groups).
+    const bool refused = n.name.rfind("s1_56", 0) == 0 || n.name.rfind("s1_7", 0) == 0;
+    EXPECT_EQ(n.computes.back().rfind("its 1x1 expansion kept apart", 0) == 0, refused) << n.name;
+    if (!fused) continue;
+    ++expanded;
+    EXPECT_TRUE(c->expand->is_relu6()) << n.name;
+    EXPECT_EQ(n.computes.front().rfind("1x1 expansion (conv2d", 0), 0u) << n.name;
+    EXPECT_EQ(opt.value(n.inputs[0]).shape[3], 8) << n.name << ": reads the block input";
+  }
+  EXPECT_EQ(expanded, 3);
+  expect_same_outputs(g, opt, random_inputs(g, 16, -2.0f, 2.0f), 1e-4, 1e-5);
+
+  PipelineOptions bf16;
+  bf16.precision = Precision::bf16;
+  for (const Node& n : run_passes(g, bf16).nodes())
+    if (const auto* c = std::get_if<Conv2d>(&n.op)) EXPECT_FALSE(c->expand.has_value()) << n.name;
+
+  EXPECT_TRUE(expansion_fusion_pays({1, 112, 112, 96}, 2));
+  EXPECT_TRUE(expansion_fusion_pays({1, 14, 14, 576}, 1));
+  EXPECT_FALSE(expansion_fusion_pays({1, 56, 56, 144}, 1));
+  EXPECT_FALSE(expansion_fusion_pays({1, 7, 7, 960}, 1));
+  EXPECT_FALSE(expansion_fusion_pays({1, 13, 13, 64}, 2));
+}
+
 }  // namespace
 }  // namespace kiln::graph

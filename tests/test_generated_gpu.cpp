@@ -130,6 +130,14 @@ TEST(GeneratedKernels, GpuScheduleRunsThroughOpenCl) {
     SCOPED_TRACE(c.name);
     expect_opencl_matches_reference(conv_pool_nhwc_graph(c), -2.0f, 2.0f, 1e-4, 1e-5);
   }
+  // A depthwise convolution with its expansion (Conv2d::expand): on a GPU the expansion first.
+  for (const ExpandCase& c : expand_cases()) {
+    if (c.name != "batch2_5x5_stride2_partial_vectors") continue;
+    SCOPED_TRACE(c.name);
+    const graph::Graph fused = expand_fused_graph(expand_graph(c));
+    ASSERT_EQ(fused.num_nodes(), 1u);
+    expect_opencl_matches_reference(fused, -2.0f, 2.0f, 1e-4, 1e-5);
+  }
 }
 
 // Rounding, comparisons, logic ops, Pow and Where (logic_cases.h, with their drawn inputs:
@@ -156,7 +164,8 @@ TEST(GeneratedKernels, LogicKernelsRunThroughOpenCl) {
 // The CUDA objects of generated kernels, one of each kind (chain, binary, MatMul, pooling, the
 // layout transform, Gemm, a batched MatMul, Concat, Softmax, reductions (to a row, to a scalar,
 // Hardmax, ArgMax), Tile, LayerNorm, Resize (linear, cubic cropped), dense
-// convolutions with and without post steps or a residual, depthwise and grouped ones): their PTX
+// convolutions with and without post steps or a residual, depthwise (one with its expansion)
+// and grouped ones): their PTX
 // assembles for the H200 (sm_90).
 TEST(GeneratedKernels, CudaObjectPtxAssemblesForSm90) {
   if (!KILN_TESTS_NEED_PTXAS && !ptx_util::have_ptxas())
@@ -168,7 +177,8 @@ TEST(GeneratedKernels, CudaObjectPtxAssemblesForSm90) {
       Model(chain_graph({"cuda", {1, 14, 14, 96}, Layout::nhwc, kEveryStep}, 8), lower).kernels();
   for (const graph::Graph& g : {binary_graph(binary_cases()[1]), matmul_graph(matmul_cases()[0]),
                                 pool_graph(pool_cases()[0]),
-                                conv_pool_nhwc_graph(conv_pool_cases()[2])})  // conv + avg pool
+                                conv_pool_nhwc_graph(conv_pool_cases()[2]),  // conv + avg pool
+                                expand_fused_graph(expand_graph(expand_cases()[1]))})  // expand + dw
     specs.push_back(Model(g, lower).kernels().at(0));
   const std::vector<OpCase> ops = op_cases();
   for (const char* name : {"gemm_fc_transposed_b_bias", "matmul_batched_broadcast",

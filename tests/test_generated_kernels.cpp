@@ -94,6 +94,23 @@ TEST_P(GeneratedConv, FusedAndMatchesReferenceOnEveryCpuTarget) {
 INSTANTIATE_TEST_SUITE_P(Convs, GeneratedConv, testing::ValuesIn(conv_cases()),
                          [](const testing::TestParamInfo<ConvCase>& i) { return i.param.name; });
 
+class GeneratedExpand : public testing::TestWithParam<ExpandCase> {};
+
+// The passes fuse the block into one kernel (Conv2d::expand), which matches the unfused graph's
+// reference on every CPU target.
+TEST_P(GeneratedExpand, FusedAndMatchesReferenceOnEveryCpuTarget) {
+  const graph::Graph g = expand_graph(GetParam());
+  const graph::Graph fused = expand_fused_graph(g);
+  ASSERT_EQ(fused.num_nodes(), 1u) << graph::dump(fused);
+  const auto& c = std::get<graph::Conv2d>(fused.node(graph::NodeId{0}).op);
+  ASSERT_TRUE(c.expand.has_value()) << graph::dump(fused);
+  EXPECT_EQ(c.expand->is_relu6(), GetParam().relu6);
+  expect_generated_matches_reference(fused, -2.0f, 2.0f, 1e-4, 1e-5, &g);
+}
+
+INSTANTIATE_TEST_SUITE_P(Expansions, GeneratedExpand, testing::ValuesIn(expand_cases()),
+                         [](const testing::TestParamInfo<ExpandCase>& i) { return i.param.name; });
+
 class GeneratedPool : public testing::TestWithParam<PoolCase> {};
 
 TEST_P(GeneratedPool, MatchesReferenceOnEveryCpuTarget) {

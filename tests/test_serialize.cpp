@@ -126,7 +126,12 @@ Graph every_op_graph() {
   pooled.bf16 = true;  // since v13
   const ValueId pc = b.op("pooled_conv", pooled,
                           {lt, constant(b, "w4", {3, 3, 4, 8}, 25, Layout::hwio), constant(b, "b4", {8}, 26)});
-  for (ValueId out : {t, c2, mp, ga, ln, rs, rl, cc, am, pc}) b.output(out);
+  Conv2d expanded = conv_attrs(2, 1, 8, Activation{0.0f, 6.0f}, false);  // since v15
+  expanded.expand = Activation{0.0f};
+  const ValueId ec = b.op("expanded_depthwise", expanded,
+                          {lt, constant(b, "w5", {3, 3, 1, 8}, 27, Layout::hwio), constant(b, "b5", {8}, 28),
+                           constant(b, "w6", {1, 1, 4, 8}, 29, Layout::hwio), constant(b, "b6", {8}, 30)});
+  for (ValueId out : {t, c2, mp, ga, ln, rs, rl, cc, am, pc, ec}) b.output(out);
   return b.finish();
 }
 
@@ -382,9 +387,9 @@ TEST(Serialize, Version8ResizeStillRead) {
   EXPECT_EQ(dump(deserialize(reseal(body))), dump(g));
 }
 
-// Version 10 had Conv2d without pre steps, 11 without pooling, 12 without the bf16 flag: such
-// files read as the convolution they hold.
-TEST(Serialize, Versions10To12ConvStillRead) {
+// Version 10 had Conv2d without pre steps, 11 without pooling, 12 without the bf16 flag, 14
+// without the expansion: such files read as the convolution they hold.
+TEST(Serialize, Versions10To14ConvStillRead) {
   GraphBuilder b;
   const ValueId x = b.input("x", {1, 4, 5, 5});
   b.output(b.op("cv", conv_attrs(1, 1, 1, Activation{0.0f}, false),
@@ -398,21 +403,25 @@ TEST(Serialize, Versions10To12ConvStillRead) {
   // The op tag; 8 i32 window fields, f32 activation bounds, i32 groups, flag residual; u32
   // post-step count (0); then what version 10 lacks: the u32 pre-step count (0) and the flag
   // nchw_input (0); then what version 11 lacks: the flag of a pooling (0); then what version 12
-  // lacks: the flag bf16 (0).
+  // lacks: the flag bf16 (0); then what version 14 lacks: the flag of an expansion (0).
   const size_t pre = at + 4 + name.size() + 1 + 32 + 8 + 4 + 1 + 4;
-  ASSERT_EQ(current.substr(pre - 4, 11), std::string(11, '\0'));
-  std::string v13 = current;  // no constant stored as bfloat16: the same bytes
+  ASSERT_EQ(current.substr(pre - 4, 12), std::string(12, '\0'));
+  std::string v14 = current;
+  v14.erase(pre + 7, 1);
+  v14[8] = 14;
+  EXPECT_EQ(dump(deserialize(reseal(v14))), dump(g));
+  std::string v13 = v14;  // no constant stored as bfloat16: the same bytes
   v13[8] = 13;
   EXPECT_EQ(dump(deserialize(reseal(v13))), dump(g));
-  std::string v12 = current;
+  std::string v12 = v14;
   v12.erase(pre + 6, 1);
   v12[8] = 12;
   EXPECT_EQ(dump(deserialize(reseal(v12))), dump(g));
-  std::string v11 = current;
+  std::string v11 = v14;
   v11.erase(pre + 5, 2);
   v11[8] = 11;
   EXPECT_EQ(dump(deserialize(reseal(v11))), dump(g));
-  std::string v10 = current;
+  std::string v10 = v14;
   v10.erase(pre, 7);
   v10[8] = 10;
   EXPECT_EQ(dump(deserialize(reseal(v10))), dump(g));

@@ -226,7 +226,8 @@ double conv_macs_per_output(const graph::TensorDesc& w) {
 KernelWork kernel_work(const graph::KernelSpec& k) {
   KernelWork r;
   if (const auto* c = std::get_if<graph::ConvKernelSpec>(&k)) {
-    r.op =
+    r.op = c->expand ? "1x1 expand > " : "";  // Conv2d::expand
+    r.op +=
         "conv " + std::to_string(c->weights.shape[0]) + "x" + std::to_string(c->weights.shape[1]);
     if (c->stride_h > 1 || c->stride_w > 1) r.op += "/s" + std::to_string(c->stride_h);
     if (c->depthwise) r.op += " dw";
@@ -239,6 +240,10 @@ KernelWork kernel_work(const graph::KernelSpec& k) {
     r.flops = 2.0 * graph::num_elements(graph::conv_output_nhwc(*c)) * conv_macs_per_output(c->weights);
     r.bytes = bytes_of(c->input) + bytes_of(c->weights) + bytes_of(c->bias) + bytes_of(c->output) +
               (c->residual ? bytes_of(*c->residual) : 0.0);
+    if (c->expand) {  // the expanded input, computed in the kernel and never stored
+      r.flops += 2.0 * graph::num_elements(graph::conv_input_nhwc(*c)) * conv_macs_per_output(*c->expand_weights);
+      r.bytes += bytes_of(*c->expand_weights) + bytes_of(*c->expand_bias);
+    }
     return r;
   }
   if (const auto* t = std::get_if<graph::LayoutKernelSpec>(&k)) {

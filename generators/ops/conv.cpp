@@ -29,9 +29,10 @@ Expr widen_bf16(const Expr& v, Bf16Widen how) {
 ConvAlgorithm conv2d(const Halide::Func& input, const Expr& in_width, const Expr& in_height,
                      const Halide::Func& weights, const Halide::Func& bias, const Expr& in_channels,
                      const Expr& kernel_w, const Expr& kernel_h, const ConvWindow& w,
-                     bool pad_input, const Expr& out_per_group, Bf16Widen bf16) {
-  ConvAlgorithm a{Halide::Func("input_padded"),
-                  Halide::Func("acc"),
+                     bool pad_input, const Expr& out_per_group, Bf16Widen bf16,
+                     const std::string& prefix) {
+  ConvAlgorithm a{Halide::Func(prefix + "input_padded"),
+                  Halide::Func(prefix + "acc"),
                   Halide::Var("co"),
                   Halide::Var("x"),
                   Halide::Var("y"),

@@ -3,6 +3,8 @@
 // model (codegen/) both build their convolutions here; the epilogue is theirs to add.
 #pragma once
 
+#include <string>
+
 #include "Halide.h"
 
 namespace kiln::generators::ops {
@@ -47,13 +49,15 @@ struct ConvAlgorithm {
 // bf16 (not none): input_padded holds the input rounded to bfloat16 and the update sums
 // widen_bf16(input_padded) * weights, for weights that are widened bfloat16 values alike:
 // exact products, summed in float32 (with `cast`, the form Halide lowers to vdpbf16ps).
+// `prefix` starts the names of the Funcs made here: a pipeline with two convolutions needs
+// different ones (Halide tells Funcs apart by name).
 ConvAlgorithm conv2d(const Halide::Func& input, const Halide::Expr& in_width,
                      const Halide::Expr& in_height, const Halide::Func& weights,
                      const Halide::Func& bias, const Halide::Expr& in_channels,
                      const Halide::Expr& kernel_w, const Halide::Expr& kernel_h,
                      const ConvWindow& window, bool pad_input,
                      const Halide::Expr& out_per_group = Halide::Expr(),
-                     Bf16Widen bf16 = Bf16Widen::none);
+                     Bf16Widen bf16 = Bf16Widen::none, const std::string& prefix = "");
 
 struct ConvMatmulAlgorithm {
   // (k, p): the zero-padded input's window of output pixel p = x + Wo * (y + Ho * n) at step

@@ -139,6 +139,11 @@ class NodeWriter {
       attr_int(p_, "pool_ceil_mode", p->ceil_mode);
       attr_int(p_, "pool_count_include_pad", p->count_include_pad);
     }
+    if (c.expand) {  // the last two inputs are the 1x1 expansion's weights and bias
+      attr_string(p_, "expand_activation", to_string(*c.expand));
+      attr_float(p_, "expand_activation_min", c.expand->lo);
+      attr_float(p_, "expand_activation_max", c.expand->hi);
+    }
     attr_string(p_, "weight_layout", to_string(w.layout));
   }
   void operator()(const BatchNorm& b) {
