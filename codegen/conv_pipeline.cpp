@@ -224,7 +224,7 @@ void schedule_expansion(const graph::ConvKernelSpec& k, const Expansion& e,
 // `automatic`: a Halide autoscheduler schedules the pipeline, so Kiln's schedule is not applied.
 KernelPipeline depthwise_pipeline(const graph::ConvKernelSpec& k, const Halide::Target& target,
                                   const std::vector<Halide::ImageParam>& inputs,
-                                  schedules::ConvParams params, bool automatic) {
+                                  const schedules::ConvParams& params, bool automatic) {
   const graph::Shape in = graph::conv_input_nhwc(k);  // NHWC
   const graph::Shape& w = k.weights.shape;   // [Kh, Kw, 1, C]
   const graph::Shape out = graph::conv_output_nhwc(k);  // NHWC, before any pooling
@@ -254,10 +254,7 @@ KernelPipeline depthwise_pipeline(const graph::ConvKernelSpec& k, const Halide::
                                     e ? e->expanded : Halide::Func(),
                                     static_cast<int>(out[0])};
   if (automatic) return KernelPipeline{Halide::Pipeline(o.out), inputs};
-  if (e) {
-    schedule_expansion(k, *e, params, target);
-    params.stage_input = false;  // the expansion's rows are the staged input
-  }
+  if (e) schedule_expansion(k, *e, params, target);
   if (target.has_gpu_feature()) {
     schedules::schedule_depthwise_cuda(f, target);
   } else {
@@ -319,6 +316,7 @@ schedules::ConvShape conv_shape(const graph::ConvKernelSpec& k, const Halide::Ta
   s.grouped = k.groups > 1 || k.depthwise;
   s.depthwise = k.depthwise;
   s.computed_input = !k.pre.empty() || k.nchw_input;
+  s.expanded = k.expand.has_value();
   s.constant_weights = k.constant_weights;
   s.bf16 = k.bf16;
   s.stride_w = k.stride_w, s.stride_h = k.stride_h;

@@ -1,6 +1,7 @@
 // Convolution schedule parameters: text form, validation, the default choice and the tuner's
 // candidates.
 #include "schedules/conv_params.h"
+#include "schedules/depthwise_schedule.h"
 
 #include <algorithm>
 #include <cmath>
@@ -326,6 +327,9 @@ std::string conv_params_error(const ConvParams& p, const ConvShape& s, const Hal
     if (p.family == ConvFamily::depthwise && b.pixels > s.out_width)
       return "block " + tile + " is wider than the output (" + std::to_string(s.out_width) +
              " pixels)";
+    if (p.family == ConvFamily::depthwise && s.expanded && (p.stage_input || !p.channels_inside))
+      return "a depthwise convolution with an expansion reads its rows where the expansion "
+             "leaves them, with the channel loop inside (stage=in_place inner=channels)";
     if (p.family == ConvFamily::depthwise && p.rows > s.out_height)
       return "rows=" + std::to_string(p.rows) + " is more than the output's " +
              std::to_string(s.out_height) + " rows";
@@ -394,13 +398,17 @@ ConvParams default_depthwise_params(const ConvShape& s) {
   // 0.50-0.81x the time of the staged band walked channel vector by channel vector (bench_conv,
   // AVX2, 2 threads; docs/benchmarks.md). Not for other kernels: ConvNeXt's 7x7 took 0.33 ms
   // in place against 0.117 staged (its untiled tap loops keep the border tests).
-  p.stage_input = s.computed_input || s.kernel_w != 3 || s.kernel_h != 3;
+  p.stage_input = !s.expanded && (s.computed_input || s.kernel_w != 3 || s.kernel_h != 3);
   p.channels_inside = !p.stage_input;
   return p;
 }
 
 ConvParams default_direct_conv_params(const ConvShape& s, const Halide::Target& t) {
-  if (s.depthwise) return default_depthwise_params(s);
+  if (s.depthwise) {
+    ConvParams p = default_depthwise_params(s);
+    if (s.expanded) p.rows = expansion_tasks(s.out_channels, s.out_height, s.batch, t).rows;
+    return p;
+  }
   ConvParams p;
   if (s.narrow_groups) {
     // One vector by 8 pixels (the depthwise tile), or the whole row when it is narrower.

@@ -26,6 +26,10 @@ struct ConvShape {
   // place), which the depthwise default stages once per task rather than recomputing per tap.
   bool depthwise = false;
   bool computed_input = false;
+  // A depthwise convolution whose input its kernel computes by an expansion (Conv2d::expand):
+  // tasks of channel blocks by bands of p.rows rows (schedules::expansion_tasks), the input
+  // read where the expansion leaves it, the channel loop inside: only `block` and `rows` vary.
+  bool expanded = false;
   bool constant_weights = true;  // Winograd transforms them once, when the model binds them
   // bfloat16 multiply-adds (ConvKernelSpec::bf16): only the wide, deep and naive schedules,
   // which take the reduction in pairs of input channels, and the input is always staged.

@@ -65,9 +65,10 @@ namespace {
 // The tiling of a depthwise convolution with an expansion (expansion_tasks): tasks of a
 // channel block by a band of rows; in a task, row after row, the pixel tiles of the row, and in
 // a tile every channel vector of the block (its input pixels reused from L1). Full tiles only
-// (ShiftInwards), as tile_bands: the widest of `pixels` that fits the row.
-BandLoops tile_channel_blocks(const DepthwiseFuncs& f, const std::vector<int>& pixels,
-                              const Halide::Target& target) {
+// (ShiftInwards), as tile_bands: the widest of `pixels` that fits the row. Bands of p.rows rows
+// (0: expansion_tasks').
+BandLoops tile_channel_blocks(const DepthwiseFuncs& f, const ConvParams& p,
+                              const std::vector<int>& pixels, const Halide::Target& target) {
   using Halide::TailStrategy;
   const auto constant = [](const Halide::Expr& e) {
     const std::optional<int64_t> v = Halide::Internal::as_const_int(e);
@@ -75,7 +76,8 @@ BandLoops tile_channel_blocks(const DepthwiseFuncs& f, const std::vector<int>& p
     return static_cast<int>(*v);
   };
   const int channels = constant(f.channels), width = constant(f.out_width);
-  const ExpansionTasks t = expansion_tasks(channels, constant(f.out_height), f.batch, target);
+  ExpansionTasks t = expansion_tasks(channels, constant(f.out_height), f.batch, target);
+  if (p.rows > 0) t.rows = p.rows;
   const int vec = target.natural_vector_size<float>();
   int px = 1;
   for (int w : pixels)
@@ -126,7 +128,7 @@ void schedule_depthwise_cpu(const DepthwiseFuncs& f, const ConvParams& p,
   // With an expansion: tasks of channel blocks (tile_channel_blocks), the channel loop inside.
   const bool expanded = f.computed_input.defined();
   const BandLoops loops =
-      expanded ? tile_channel_blocks(f, widths, target)
+      expanded ? tile_channel_blocks(f, p, widths, target)
                : tile_bands(output, f.c, f.x, f.y, f.n, f.channels, f.out_width, f.out_height,
                             vec, widths, p.channels_inside, p.rows);
 

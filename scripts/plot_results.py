@@ -39,6 +39,8 @@ def main(argv):
         labels = [r["kernel"] for r in rows]
         series = [("default", [r["default_us"] for r in rows]),
                   ("tuned", [r["tuned_us"] for r in rows])]
+        if any(r.get("onednn_us") is not None for r in rows):
+            series.append(("oneDNN", [r.get("onednn_us") for r in rows]))
         names = sorted({n for r in rows for n in r["autoschedulers_over_tuned"]})
         for n in names:
             series.append((n, [r["tuned_us"] * r["autoschedulers_over_tuned"][n]

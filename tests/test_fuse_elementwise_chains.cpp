@@ -340,7 +340,8 @@ TEST(FuseExpandDepthwise, OnlyWhereTheRuleSaysAndTheDepthwiseAloneReadsIt) {
 
   PipelineOptions bf16;
   bf16.precision = Precision::bf16;
-  for (const Node& n : run_passes(g, bf16).nodes())
+  const Graph in_bf16 = run_passes(g, bf16);
+  for (const Node& n : in_bf16.nodes())
     if (const auto* c = std::get_if<Conv2d>(&n.op)) EXPECT_FALSE(c->expand.has_value()) << n.name;
 
   EXPECT_TRUE(expansion_fusion_pays({1, 112, 112, 96}, 2));

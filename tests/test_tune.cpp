@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
@@ -322,6 +323,16 @@ TEST_F(TuneTest, TuneWritesResumesAndTriesByHand) {
                            path("t.json") + "' '" + path("t.png") + "' >/dev/null";
   ASSERT_EQ(std::system(plot.c_str()), 0) << slurp(path("t.json"));
   EXPECT_EQ(slurp(path("t.png")).substr(1, 3), "PNG");
+  // oneDNN's time for the same convolution (+ bias + ReLU), where the build has oneDNN.
+  const nlohmann::json table = nlohmann::json::parse(slurp(path("t.json")));
+  const nlohmann::json& row = table.at("kernels").at(0);
+  EXPECT_NE(out.find("oneDNN us"), std::string::npos) << out;
+  if (KILN_TOOL_HAS_ONEDNN) {
+    EXPECT_GT(row.at("onednn_us").get<double>(), 0.0) << row.dump();
+  } else {
+    EXPECT_TRUE(row.at("onednn_us").is_null()) << row.dump();
+    EXPECT_EQ(row.at("onednn_note"), "this kiln was built without oneDNN");
+  }
   EXPECT_NE(out.find("[1/1] conv_out"), std::string::npos) << out;
   EXPECT_NE(out.find("geometric-mean speedup"), std::string::npos) << out;
   const codegen::ScheduleDb db = codegen::ScheduleDb::load(path("db.jsonl"));

@@ -41,7 +41,10 @@ and the default are timed again side by side; the default is kept unless the win
 there too. Kernels the database already holds for this target are kept (a rerun resumes), and
 the database is rewritten after each kernel, so an interrupted run loses only the kernel in
 progress. Ends with a table: the default and tuned schedule of each kernel, their times from
-the same run and the tuned one's share of the FMA peak.
+the same run, the tuned one's share of the FMA peak, and oneDNN's time for the same
+convolution (dense or depthwise, with bias, residual and ReLU/ReLU6 as post-ops, NHWC, on the
+same threads; timed right after the kernel, not interleaved with it; "-" where oneDNN has no
+such op, or where this kiln was built without oneDNN).
 
 options:
   --db FILE            the schedule database to extend (created if missing)
@@ -173,7 +176,22 @@ struct Outcome {
   // refused or failed; the note says why).
   std::vector<double> auto_ratio;
   bool measured = false;
+  // oneDNN's median for the same op (NAN where it has none, or this kiln has no oneDNN; the
+  // reason in onednn_note).
+  double onednn_us = NAN;
+  std::string onednn_note;
 };
+
+// Outcome::onednn_us for kernel `k`: timed now, right after the kernel's own comparison.
+void time_onednn(const graph::KernelSpec& k, int threads, const TuneArgs& a, Outcome* o) {
+#ifdef KILN_WITH_ONEDNN
+  const std::optional<Timing> t = onednn_time(k, threads, a.rounds, a.cold, &o->onednn_note);
+  if (t) o->onednn_us = t->median_us;
+#else
+  (void)k, (void)threads, (void)a;
+  o->onednn_note = "this kiln was built without oneDNN";
+#endif
+}
 
 // The local Measurer of kernel `spec` with the command's target, threads, jobs and caches.
 std::unique_ptr<Measurer> measurer_for(const graph::Graph& optimized, const graph::KernelSpec& spec,
@@ -258,6 +276,7 @@ Outcome tune_kernel(const graph::Graph& optimized, const graph::KernelSpec& spec
   }
   o.schedule = best;
   o.measured = true;
+  time_onednn(spec, threads, a, &o);
   if (refused) o.note += (o.note.empty() ? "" : "; ") + std::to_string(refused) + " refused";
   char line[256];
   std::snprintf(line, sizeof line, " done: %.1f us -> %.1f us (%.2fx)%s%s", o.default_us, o.tuned_us,
@@ -318,8 +337,8 @@ void print_table(const std::vector<Outcome>& rows, int threads,
     std::snprintf(head, sizeof head, "  %19s", (name + "/tuned").c_str());
     auto_heads += head;
   }
-  std::printf("\n%-*s  %-22s  %10s  %10s  %7s  %7s%s  %s\n", static_cast<int>(w), "kernel", "op",
-              "default us", "tuned us", "speedup", "% FMA", auto_heads.c_str(),
+  std::printf("\n%-*s  %-22s  %10s  %10s  %7s  %7s  %10s%s  %s\n", static_cast<int>(w), "kernel",
+              "op", "default us", "tuned us", "speedup", "% FMA", "oneDNN us", auto_heads.c_str(),
               "tuned schedule (default if '=')");
   double log_sum = 0;
   int n = 0;
@@ -336,9 +355,11 @@ void print_table(const std::vector<Outcome>& rows, int threads,
         std::snprintf(cell, sizeof cell, "  %19s", "-");
       autos += cell;
     }
-    std::printf("%-*s  %-22s  %10.1f  %10.1f  %6.2fx  %6.1f%%%s  %s\n", static_cast<int>(w),
+    char onednn[32] = "-";
+    if (std::isfinite(o.onednn_us)) std::snprintf(onednn, sizeof onednn, "%.1f", o.onednn_us);
+    std::printf("%-*s  %-22s  %10.1f  %10.1f  %6.2fx  %6.1f%%  %10s%s  %s\n", static_cast<int>(w),
                 graph::printable(o.kernel).c_str(), o.op.substr(0, 22).c_str(), o.default_us,
-                o.tuned_us, o.default_us / o.tuned_us, 100 * fraction, autos.c_str(),
+                o.tuned_us, o.default_us / o.tuned_us, 100 * fraction, onednn, autos.c_str(),
                 o.schedule == o.default_schedule ? "=" : o.schedule.c_str());
     log_sum += std::log(o.default_us / o.tuned_us);
     ++n;
@@ -368,6 +389,8 @@ void write_json(const std::string& path, const TuneArgs& a, const std::string& t
                             {"tuned_us", o.tuned_us},
                             {"fma_fraction", o.flops / (o.tuned_us * 1e-6) / 1e9 / peaks.fma_gflops},
                             {"autoschedulers_over_tuned", autos},
+                            {"onednn_us", o.onednn_us},  // NaN (none) is written as null
+                            {"onednn_note", o.onednn_note},
                             {"note", o.note}});
   }
   graph::write_file_atomically(
@@ -440,6 +463,7 @@ int cmd_tune(int argc, char** argv) {
       o.default_us = r->default_us, o.tuned_us = r->median_us, o.flops = kernel_work(k).flops;
       o.measured = o.tuned_us > 0 && o.default_us > 0;
       o.note = "from the database";
+      time_onednn(k, threads, a, &o);
       rows.push_back(o);
       continue;
     }

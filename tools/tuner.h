@@ -9,6 +9,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,5 +55,13 @@ struct LocalMeasurerOptions {
 // inputs; a candidate whose output is beyond rtol 1e-3 / atol 1e-4 of the reference
 // interpreter's is refused.
 std::unique_ptr<Measurer> local_measurer(graph::Graph kernel, const LocalMeasurerOptions& options);
+
+// oneDNN's time for the kernel's op on this machine, for the tuning table: its convolution
+// (dense or depthwise, with bias, a residual sum and ReLU/ReLU6 as post-ops, NHWC) on `threads`
+// OpenMP threads, `rounds` calls after a warm-up (the caches evicted before each when
+// `evict`); nullopt, with *why set, where it has no such op. Defined by bench/onednn_peer.cpp,
+// which the kiln tool is built with when the build has oneDNN (KILN_WITH_ONEDNN).
+std::optional<Timing> onednn_time(const graph::KernelSpec& kernel, int threads, int rounds,
+                                  bool evict, std::string* why);
 
 }  // namespace kiln::cli
