@@ -141,18 +141,6 @@ std::string read_text(const fs::path& p) {
   return f ? s.str() : "";
 }
 
-// Identifies the code generator itself: a hash of the running program, which links it. A
-// rebuilt Kiln (a changed algorithm or schedule) never loads kernels an older one compiled.
-std::string generator_identity() {
-  static const std::string id = [] {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%016llx",
-                  static_cast<unsigned long long>(graph::fnv1a(read_text("/proc/self/exe"))));
-    return std::string(buf);
-  }();
-  return id;
-}
-
 std::vector<std::string> default_targets() {
   const int best = runtime::best_cpu_target();
   if (best < 0) throw graph::Error("this CPU supports none of Kiln's CPU targets");
@@ -217,6 +205,16 @@ std::shared_ptr<const GeneratedKernels> load(const fs::path& so,
 }
 
 }  // namespace
+
+std::string generator_identity() {
+  static const std::string id = [] {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%016llx",
+                  static_cast<unsigned long long>(graph::fnv1a(read_text("/proc/self/exe"))));
+    return std::string(buf);
+  }();
+  return id;
+}
 
 std::string entry_point(const std::string& prefix, size_t index) {
   return prefix + "_k" + std::to_string(index) + "_argv";

@@ -42,6 +42,12 @@ int library_weight_tile(const graph::KernelSpec& spec, const std::vector<std::st
 // The C symbol of generated kernel `index`'s argv entry point.
 std::string entry_point(const std::string& prefix, size_t index);
 
+// Identifies the compiler itself: a hash of the running program, which links the passes and
+// the code generator. Part of the keys of the kernel cache and of the optimized-graph cache,
+// so a rebuilt Kiln (changed passes, algorithms or schedules) never reuses what an older one
+// made, whatever its version string.
+std::string generator_identity();
+
 // The distinct kernels of `specs`: specs with equal signatures (the repeated blocks of a
 // network) share one compiled kernel. `kernels` in order of first use; kernel_of[i] is spec i's.
 struct DistinctKernels {

@@ -300,7 +300,8 @@ graph::Graph compile_cached(const std::string& model, const InputShapes& shapes,
   std::ostringstream key;
   key << std::hex << graph::fnv1a(bytes) << "-"
       << graph::fnv1a(target + "|" KILN_VERSION "|" + std::to_string(graph::kGraphFormatVersion) +
-                      "|" + shape_key + "|" + graph::to_string(precision));
+                      "|" + codegen::generator_identity() + "|" + shape_key + "|" +
+                      graph::to_string(precision));
   const std::string dir = cache_dir();
   const std::string path = dir.empty() ? "" : dir + "/compiled/" + key.str() + ".kiln";
   std::error_code ec;

@@ -106,8 +106,8 @@ KernelGenerator kernel_generator(std::shared_ptr<const codegen::ScheduleDb> db =
 
 // The optimized graph of `model` (import with `shapes` + run_passes at `precision`), from the
 // compile cache when this model (its bytes), these input shapes, this target, this precision
-// and this Kiln version were
-// compiled before; stored there otherwise. A cache that cannot be read or written is skipped,
+// and this Kiln build (its version and codegen::generator_identity, the hash of the program)
+// were compiled before; stored there otherwise. A cache that cannot be read or written is skipped,
 // never an error. *from_cache says which.
 graph::Graph compile_cached(const std::string& model, const InputShapes& shapes,
                             const std::string& target, graph::Precision precision,

@@ -29,7 +29,7 @@ constexpr const char* kHelp = R"(usage: kiln run MODEL [options]
 
 Imports MODEL (an .onnx file, or "example" for the built-in Conv + BatchNorm + ReLU model),
 optimizes it (or takes the optimized graph from the compile cache, $XDG_CACHE_HOME/kiln or
-~/.cache/kiln, keyed by the model's bytes, the target and Kiln's version), compiles the kernels
+~/.cache/kiln, keyed by the model's bytes, the target and Kiln's build), compiles the kernels
 generated for its shapes (or loads them from the kernel cache in the same directory; one
 [codegen] line on stderr per kernel compiled), runs it once plus 5 timed runs, and writes each
 output as DIR/<name>.npy in the model's declared layout (NCHW for images). Characters of the output name other than

@@ -29,12 +29,13 @@ bool is_pointwise_expansion(const Graph& g, const Node& n) {
 }  // namespace
 
 bool expansion_fusion_pays(const Shape& expanded, int stride) {
-  // Measured on MobileNetV2 (AVX-512, 2 threads, kernel medians of the block with and without
-  // the fusion, three alternating runs; docs/benchmarks.md): stride-2 blocks gained 0.4-31%
-  // (the expanded tensor is 4x the depthwise output, so its round trip is most of the unfused
-  // pair's traffic), stride-1 blocks of 28x28 and 14x14 images 1-10%. The 7x7 blocks lost
-  // 0-9%: per row the expansion gets 7-pixel register tiles, where the unfused kernel runs the
-  // deep family. The 56x56 stride-1 block lost 25%, not explained yet.
+  // Measured on MobileNetV2 (AVX-512, 2 threads; the medians of the block's kernels unfused
+  // over fused, three alternating runs; docs/benchmarks.md): stride 2 1.04x (112x112 input),
+  // 1.45x (56x56), 1.16x (28x28), 0.98x (14x14): the expanded tensor is 4x the depthwise
+  // output, so its round trip is most of the unfused pair's traffic; stride 1 1.01-1.05x at
+  // 28x28, 1.01-1.12x at 14x14, but 0.92-1.00x at 7x7 (per row the expansion gets 7-pixel
+  // register tiles, where the unfused kernel runs the deep family) and 0.79x at 56x56 (not
+  // explained yet: the fused kernel's depthwise part runs slower than the depthwise kernel).
   const int64_t width = expanded[2], pixels = expanded[1] * expanded[2];
   return width >= 14 && (stride >= 2 || pixels <= 28 * 28);
 }
