@@ -5,8 +5,9 @@
 // fused, each task of the kernel (a block of channels by a band of rows) computes its
 // channels' expanded rows one at a time as its depthwise rows need them, and the expanded
 // tensor never leaves the cache. Runs after fuse_conv_pooling (a depthwise convolution with a
-// pooling keeps its producer) and only for float32 (in bf16 mode the expansion keeps its own
-// bf16 kernel).
+// pooling keeps its producer) and before use_bf16: in bf16 mode a fused expansion runs in
+// float32 (the depthwise family has no bf16 form), which measured faster than its own bf16
+// kernel plus the round trip (MobileNetV2 bf16: 2.96-3.01 -> 2.88-2.92 ms).
 #include "graph/kernel_spec.h"
 #include "graph/passes/passes.h"
 

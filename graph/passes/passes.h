@@ -72,7 +72,8 @@ Graph fuse_conv_pooling(const Graph& g);
 // Moves each pointwise expansion (a dense 1x1 stride-1 unpadded NHWC convolution with an
 // activation alone) whose output only a depthwise convolution reads into that convolution
 // (Conv2d::expand), where expansion_fusion_pays: the MobileNet inverted residual's expanded
-// tensor is computed by the depthwise kernel a row at a time and never stored whole.
+// tensor is computed by the depthwise kernel a row at a time and never stored whole. In bf16
+// mode too (before use_bf16): the fused expansion runs in float32.
 Graph fuse_expand_depthwise(const Graph& g);
 // The same for every such pair, whatever their shapes (the tests' small blocks).
 Graph fuse_expand_depthwise_everywhere(const Graph& g);

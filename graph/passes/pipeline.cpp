@@ -20,7 +20,7 @@ const std::vector<Pass>& default_passes() {
       {"fuse_elementwise_chains", fuse_elementwise_chains},
       {"fuse_conv_prologues", fuse_conv_prologues},
       {"fuse_conv_pooling", fuse_conv_pooling},
-      {"fuse_expand_depthwise", fuse_expand_depthwise, true},
+      {"fuse_expand_depthwise", fuse_expand_depthwise},
   };
   return passes;
 }
@@ -49,11 +49,9 @@ Graph run_passes(const Graph& input, const PipelineOptions& options) {
   if (options.on_stage) options.on_stage("input", input);
   Graph g = input;
   for (const Pass& p : default_passes()) {
-    if (!p.f32_only || options.precision == Precision::f32) {
-      g = p.run(g);
-      if (options.verify_each) verify(g, std::string("after ") + p.name);
-      if (options.on_stage) options.on_stage(p.name, g);
-    }
+    g = p.run(g);
+    if (options.verify_each) verify(g, std::string("after ") + p.name);
+    if (options.on_stage) options.on_stage(p.name, g);
     if (options.stop_after == p.name) return g;
   }
   if (options.precision == Precision::bf16) {

@@ -13,7 +13,6 @@ namespace kiln::graph {
 struct Pass {
   const char* name;
   Graph (*run)(const Graph&);
-  bool f32_only = false;  // skipped in bf16 mode (PipelineOptions::precision)
 };
 
 // fold_pad_into_conv -> fold_batch_norm -> fuse_epilogues -> convert_to_nhwc ->
