@@ -178,21 +178,20 @@ Expansion expansion(const graph::ConvKernelSpec& k, const std::vector<Halide::Im
   // select, which does not bound the region of the expansion computed, and Halide's bounds of
   // a task's rows overhang the image at the last task (never used, but the input's required
   // region must hold them).
-  const auto clamped = [&](const Halide::Func& f, const std::string& name) {
-    Halide::Var c("c"), xv("x"), y("y"), n("n");
-    Halide::Func g(name);
-    g(c, xv, y, n) = f(c, Halide::clamp(xv, 0, static_cast<int>(x[2]) - 1),
-                       Halide::clamp(y, 0, static_cast<int>(x[1]) - 1), n);
-    return g;
+  // Halide's repeat_edge: the function at coordinates clamped to the image.
+  const auto clamped = [&](const Halide::Func& f) {
+    return Halide::BoundaryConditions::repeat_edge(
+        f, {{Halide::Expr(), Halide::Expr()}, {0, static_cast<int>(x[2])}, {0, static_cast<int>(x[1])},
+            {Halide::Expr(), Halide::Expr()}});
   };
-  Expansion r{generators::ops::conv2d(clamped(inputs[0], "input_clamped"), static_cast<int>(x[2]), static_cast<int>(x[1]),
+  Expansion r{generators::ops::conv2d(clamped(inputs[0]), static_cast<int>(x[2]), static_cast<int>(x[1]),
                                       inputs[e], inputs[e + 1], static_cast<int>(x[3]), 1, 1,
                                       {1, 1, 0, 0, 1, 1}, /*pad_input=*/false, Halide::Expr(),
                                       generators::ops::Bf16Widen::none, "expansion_"),
               Halide::Func("expanded"), Halide::Func()};
   r.expanded(r.a.co, r.a.x, r.a.y, r.a.n) =
       generators::ops::apply_activation(*k.expand, r.a.acc(r.a.co, r.a.x, r.a.y, r.a.n));
-  r.source = clamped(r.expanded, "expanded_clamped");
+  r.source = clamped(r.expanded);
   return r;
 }
 
