@@ -1,6 +1,7 @@
 // The cases of the generated-kernel tests (test_generated_kernels.cpp, test_generated_gpu.cpp):
 // for each kind of generated kernel, the shapes and attributes it is tested on and a one-node
-// graph (or a small graph the passes fuse into one kernel) that holds it.
+// graph (or a small graph the passes fuse into one kernel) that holds it. The convolutions'
+// cases are in generated_conv_cases.h.
 #pragma once
 
 #include <cmath>
@@ -8,10 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "generated_conv_cases.h"
 #include "graph/builder.h"
 #include "graph/ir.h"
-#include "graph/passes/passes.h"
-#include "graph/passes/pipeline.h"
 #include "graph/reference.h"
 
 namespace kiln::testing_util {
@@ -136,227 +136,6 @@ inline graph::Graph binary_graph(const BinaryCase& c) {
           ? b.constant("b", c.b, graph::random_uniform(graph::num_elements(c.b), 0.5f, 2.0f, 9), lb)
           : b.input("b", c.b, lb);
   b.output(b.op("binary", graph::Binary{c.op}, {x, y}));
-  return b.finish();
-}
-
-// Convolutions with post steps (Conv2d::post): dense and depthwise NHWC convs followed by an
-// elementwise chain the prebuilt kernels lack, and grouped convs whatever follows them. Each is
-// fused by the passes and generated for its shapes, with the schedule the AOT kernels use for
-// its size (wide, deep, 1x1 in place, depthwise), or the grouped one.
-enum class Tail { none, relu, silu, hard_swish, sigmoid, residual_relu_bn };
-struct ConvCase {
-  std::string name;
-  int64_t n, h, w, ci, co, k;
-  int stride, pad;
-  Tail tail;
-  int groups = 1;  // == ci == co: depthwise
-};
-inline void PrintTo(const ConvCase& c, std::ostream* os) { *os << c.name; }
-
-inline std::vector<ConvCase> conv_cases() {
-  return {
-      {"wide_3x3_silu", 1, 14, 14, 16, 32, 3, 1, 1, Tail::silu},
-      {"stride2_odd_channels_hard_swish", 1, 15, 15, 24, 40, 3, 2, 1, Tail::hard_swish},
-      {"pointwise_sigmoid", 1, 10, 10, 64, 48, 1, 1, 0, Tail::sigmoid},
-      {"deep_7x7_silu", 1, 7, 7, 512, 64, 1, 1, 0, Tail::silu},
-      {"deep_3x3_residual_relu_bn", 1, 7, 7, 128, 64, 3, 1, 1, Tail::residual_relu_bn},
-      {"batch2_odd_residual_relu_bn", 2, 9, 11, 8, 20, 3, 1, 1, Tail::residual_relu_bn},
-      {"narrow_output_silu", 1, 12, 12, 8, 6, 3, 1, 1, Tail::silu},
-      {"depthwise_3x3_hard_swish", 1, 14, 14, 32, 32, 3, 1, 1, Tail::hard_swish, 32},
-      {"depthwise_5x5_stride2_silu", 2, 15, 15, 40, 40, 5, 2, 2, Tail::silu, 40},
-      {"depthwise_3x3_odd_channels_sigmoid", 1, 9, 9, 19, 19, 3, 1, 1, Tail::sigmoid, 19},
-      // Grouped: generated whatever follows them.
-      {"grouped_32x4_relu", 1, 14, 14, 128, 128, 3, 1, 1, Tail::relu, 32},
-      {"grouped_4x32_silu", 1, 10, 10, 64, 128, 3, 1, 1, Tail::silu, 4},
-      {"grouped_narrow_stride2_residual_relu_bn", 2, 9, 9, 48, 48, 3, 2, 1, Tail::residual_relu_bn,
-       8},
-      {"grouped_1x1_odd_width", 1, 7, 13, 24, 36, 1, 1, 0, Tail::none,
-       3},  // no block: own schedule
-      {"grouped_24_per_group_silu", 1, 14, 14, 48, 48, 3, 1, 1, Tail::silu, 2},  // blocks of 2
-      {"depthwise_multiplier_2", 1, 11, 11, 8, 16, 3, 1, 1, Tail::none, 8},
-  };
-}
-
-// The constants and window of an NHWC convolution: HWIO weights uniform in +-sqrt(3 / fan-in)
-// (seed), a bias in [-0.5, 0.5) (seed + 1), symmetric padding.
-struct NhwcConvParts {
-  graph::ValueId w, bias;
-  graph::Conv2d attrs;
-};
-inline NhwcConvParts nhwc_conv_parts(graph::GraphBuilder& b, int64_t k, int64_t ci, int64_t co,
-                                     int groups, int stride, int pad, uint64_t seed) {
-  const int64_t ci_per_group = ci / groups;
-  const float bound = std::sqrt(3.0f / static_cast<float>(ci_per_group * k * k));
-  NhwcConvParts p;
-  p.w = b.constant("w", {k, k, ci_per_group, co},
-                   graph::random_uniform(static_cast<size_t>(k * k * ci_per_group * co), -bound,
-                                         bound, seed),
-                   Layout::hwio);
-  p.bias = b.constant("bias", {co},
-                      graph::random_uniform(static_cast<size_t>(co), -0.5f, 0.5f, seed + 1));
-  p.attrs.stride_h = p.attrs.stride_w = stride;
-  p.attrs.pad_top = p.attrs.pad_left = p.attrs.pad_bottom = p.attrs.pad_right = pad;
-  p.attrs.groups = groups;
-  return p;
-}
-
-inline graph::Graph conv_graph(const ConvCase& c) {
-  graph::GraphBuilder b;
-  const graph::ValueId x = b.input("x", {c.n, c.h, c.w, c.ci}, Layout::nhwc);
-  const NhwcConvParts p = nhwc_conv_parts(b, c.k, c.ci, c.co, c.groups, c.stride, c.pad, 31);
-  graph::ValueId y = b.conv2d("conv", x, p.w, p.bias, p.attrs);
-  auto vec = [&](const std::string& name, float lo, float hi, uint64_t seed) {
-    return b.constant(name, {c.co}, graph::random_uniform(static_cast<size_t>(c.co), lo, hi, seed));
-  };
-  switch (c.tail) {
-    case Tail::none:
-      break;
-    case Tail::relu:
-      y = b.relu("relu", y);
-      break;
-    case Tail::silu:
-      y = b.op("silu", graph::Binary{graph::BinaryOp::mul},
-               {y, b.op("sig", graph::Sigmoid{}, {y})});
-      break;
-    case Tail::hard_swish:
-      y = b.op("hswish", graph::Binary{graph::BinaryOp::mul},
-               {b.op("hsig", graph::HardSigmoid{1.0f / 6.0f, 0.5f}, {y}), y});
-      break;
-    case Tail::sigmoid:
-      y = b.op("sig", graph::Sigmoid{}, {y});
-      break;
-    case Tail::residual_relu_bn: {
-      const int64_t ho = (c.h + 2 * c.pad - c.k) / c.stride + 1,
-                    wo = (c.w + 2 * c.pad - c.k) / c.stride + 1;
-      const graph::ValueId r = b.input("r", {c.n, ho, wo, c.co}, Layout::nhwc);
-      y = b.relu("relu", b.op("add", graph::Binary{graph::BinaryOp::add}, {y, r}));
-      y = b.batch_norm("bn", y, vec("g", 0.5f, 1.5f, 33), vec("be", -0.2f, 0.2f, 34),
-                       vec("m", -0.2f, 0.2f, 35), vec("v", 0.5f, 2.0f, 36));
-      break;
-    }
-  }
-  b.output(y);
-  return b.finish();
-}
-
-// An inverted-residual block's expansion (1x1 convolution + activation) and the depthwise
-// convolution that alone reads it (graph::fuse_expand_depthwise): the kernel computes the
-// expanded rows per band of output rows. Stride 1 and 2, a 5x5 window, a batch of 2, odd
-// sizes, channels that are not whole vectors, an expansion without an activation, and 7x7.
-struct ExpandCase {
-  std::string name;
-  int64_t n, h, w, ci, c, k;
-  int stride, pad;
-  bool relu6 = true;  // the expansion's activation; else none
-};
-inline void PrintTo(const ExpandCase& c, std::ostream* os) { *os << c.name; }
-
-inline std::vector<ExpandCase> expand_cases() {
-  return {
-      {"stride1", 1, 14, 13, 16, 48, 3, 1, 1},
-      {"stride2_odd_height", 1, 15, 16, 24, 64, 3, 2, 1},
-      {"batch2_5x5_stride2_partial_vectors", 2, 11, 9, 8, 40, 5, 2, 2},
-      {"small_7x7", 1, 7, 7, 32, 96, 3, 1, 1},
-      {"no_activation_odd_channels", 1, 10, 12, 6, 19, 3, 1, 1, false},
-  };
-}
-
-// The block as the user gives it (NHWC, HWIO): 1x1 convolution, Clip(0, 6) unless !relu6, the
-// depthwise convolution, Clip(0, 6).
-inline graph::Graph expand_graph(const ExpandCase& c) {
-  graph::GraphBuilder b;
-  const graph::ValueId x = b.input("x", {c.n, c.h, c.w, c.ci}, Layout::nhwc);
-  const NhwcConvParts e = nhwc_conv_parts(b, 1, c.ci, c.c, 1, 1, 0, 91);
-  graph::ValueId y = b.conv2d("expand", x, e.w, e.bias, e.attrs);
-  if (c.relu6) y = b.op("expand_clip", graph::Clip{0.0f, 6.0f}, {y});
-  const NhwcConvParts d = nhwc_conv_parts(b, c.k, c.c, c.c, static_cast<int>(c.c), c.stride, c.pad, 93);
-  y = b.conv2d("depthwise", y, d.w, d.bias, d.attrs);
-  b.output(b.op("clip", graph::Clip{0.0f, 6.0f}, {y}));
-  return b.finish();
-}
-
-// The block fused into one kernel, whatever its shapes (fuse_expand_depthwise_everywhere).
-inline graph::Graph expand_fused_graph(const graph::Graph& block) {
-  graph::PipelineOptions until_last;
-  until_last.stop_after = "fuse_conv_pooling";
-  return graph::fuse_expand_depthwise_everywhere(graph::run_passes(block, until_last));
-}
-
-// A convolution whose output only a pooling reads (graph::fuse_conv_pooling): the kernel pools
-// bands of the convolution's rows in cache (the wide schedule), or the whole output first (every
-// other schedule). ResNet's stem (7x7/s2 on an NCHW RGB input read in place, then max 3x3/s2
-// pad 1), Inception's 1x1 conv read in place then max 3x3/s2 unpadded (the last band shifts
-// inwards), an average pool counting the padding with ceil_mode, a 2x2/s2 max pool after a
-// residual + ReLU, and convolutions that take the deep, Winograd, depthwise and grouped
-// schedules.
-struct ConvPoolCase {
-  std::string name;
-  int64_t n, h, w, ci, co, k;
-  int stride, pad, groups;
-  bool nchw_input, residual;
-  graph::Pool2d pool;
-};
-inline void PrintTo(const ConvPoolCase& c, std::ostream* os) { *os << c.name; }
-
-inline std::vector<ConvPoolCase> conv_pool_cases() {
-  using graph::Pool2d;
-  using graph::PoolKind;
-  const Pool2d max3s2p1{PoolKind::max, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false, false};
-  const Pool2d max3s2{PoolKind::max, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, false, false};
-  return {
-      {"stem_7x7_s2_nchw_max", 1, 45, 38, 3, 24, 7, 2, 3, 1, true, false, max3s2p1},
-      {"pointwise_in_place_max", 1, 23, 19, 16, 32, 1, 1, 0, 1, false, false, max3s2},  // 11 rows
-      {"avg_include_pad_ceil", 2, 17, 15, 8, 20, 3, 1, 1, 1, false, false,
-       Pool2d{PoolKind::avg, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true, true}},
-      {"residual_relu_max_2x2", 1, 16, 18, 16, 16, 3, 1, 1, 1, false, true,
-       Pool2d{PoolKind::max, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, false, false}},
-      {"deep_7x7_max", 1, 7, 7, 256, 32, 3, 1, 1, 1, false, false, max3s2p1},
-      {"winograd_14x14_max", 1, 14, 14, 64, 64, 3, 1, 1, 1, false, false, max3s2p1},
-      {"depthwise_max", 1, 14, 13, 24, 24, 3, 1, 1, 24, false, false, max3s2p1},
-      {"grouped_narrow_max", 1, 12, 12, 32, 32, 3, 1, 1, 8, false, false, max3s2},
-  };
-}
-
-// One graph of all the cases side by side (each conv + ReLU + pool on its own input), as the
-// user would give it: NCHW, OIHW weights. The passes fuse every pooling into its convolution.
-inline graph::Graph conv_pool_graph(const std::vector<ConvPoolCase>& cases) {
-  graph::GraphBuilder b;
-  uint64_t seed = 70;
-  for (const ConvPoolCase& c : cases) {
-    const graph::ValueId x = b.input(c.name + "_x", {c.n, c.ci, c.h, c.w});
-    const int64_t ci_per_group = c.ci / c.groups;
-    const float bound = std::sqrt(3.0f / static_cast<float>(ci_per_group * c.k * c.k));
-    const graph::ValueId w = b.constant(
-        c.name + "_w", {c.co, ci_per_group, c.k, c.k},
-        graph::random_uniform(static_cast<size_t>(c.co * ci_per_group * c.k * c.k), -bound, bound, seed),
-        Layout::oihw);
-    const graph::ValueId bias = b.constant(
-        c.name + "_b", {c.co}, graph::random_uniform(static_cast<size_t>(c.co), -0.5f, 0.5f, seed + 1));
-    graph::Conv2d attrs;
-    attrs.stride_h = attrs.stride_w = c.stride;
-    attrs.pad_top = attrs.pad_left = attrs.pad_bottom = attrs.pad_right = c.pad;
-    attrs.groups = c.groups;
-    graph::ValueId y = b.conv2d(c.name + "_conv", x, w, bias, attrs);
-    if (c.residual) {
-      const graph::ValueId r = b.input(c.name + "_r", {c.n, c.co, c.h, c.w});
-      y = b.op(c.name + "_add", graph::Binary{graph::BinaryOp::add}, {y, r});
-    }
-    y = b.relu(c.name + "_relu", y);
-    b.output(b.op(c.name + "_pool", c.pool, {y}));
-    seed += 10;
-  }
-  return b.finish();
-}
-
-// One case as the fused node alone (NHWC input, HWIO weights, ReLU, Conv2d::pool set): a single
-// kernel, for the GPU tests. The residual is left out.
-inline graph::Graph conv_pool_nhwc_graph(const ConvPoolCase& c) {
-  graph::GraphBuilder b;
-  const graph::ValueId x = b.input("x", {c.n, c.h, c.w, c.ci}, Layout::nhwc);
-  NhwcConvParts p = nhwc_conv_parts(b, c.k, c.ci, c.co, c.groups, c.stride, c.pad, 81);
-  p.attrs.activation = graph::Activation{0.0f};
-  p.attrs.pool = c.pool;
-  b.output(b.op("conv", p.attrs, {x, p.w, p.bias}));
   return b.finish();
 }
 
