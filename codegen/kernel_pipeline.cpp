@@ -192,12 +192,24 @@ KernelPipeline data_pipeline(const graph::OpKernelSpec& k, const Halide::Target&
     out = generators::ops::slice(inputs[0], in, *sl);
   } else if (const auto* rs = std::get_if<graph::Resize>(&k.op)) {
     const generators::ops::ResizeAlgorithm a = generators::ops::resize(inputs[0], in, *rs);
+    // The innermost axis' pass with repeating taps gets its own CPU schedule; elsewhere (and on
+    // GPUs, `padded` then inline) the elementwise one.
+    auto schedule_pass = [&](const Halide::Func& pass, const graph::Shape& shape) {
+      const schedules::ElementwiseFuncs f = elementwise_funcs(pass, shape, true);
+      if (a.period > 0 && pass.name() == a.innermost.name() && !target.has_gpu_feature()) {
+        schedules::schedule_periodic_resize_cpu(f, a.padded, a.period, target);
+      } else {
+        schedule_elementwise(f, target);
+      }
+    };
     for (size_t i = 0; i < a.passes.size(); ++i) {  // each one-axis pass ahead, whole
       Halide::Func pass = a.passes[i];
       pass.compute_root();
-      schedule_elementwise(elementwise_funcs(pass, a.pass_shapes[i], true), target);
+      schedule_pass(pass, a.pass_shapes[i]);
     }
-    out = a.out;
+    schedule_pass(a.out, k.output.shape);
+    constrain([&](int d) { return a.out.output_buffer().dim(d); }, k.output.shape);
+    return KernelPipeline{Halide::Pipeline(a.out), inputs};
   } else if (std::holds_alternative<graph::Tile>(k.op)) {
     out = generators::ops::tile(inputs[0], in);
   } else {

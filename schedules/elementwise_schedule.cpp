@@ -61,6 +61,41 @@ void schedule_elementwise_cpu(const ElementwiseFuncs& f, const Halide::Target& t
   }
 }
 
+void schedule_periodic_resize_cpu(const ElementwiseFuncs& f, Halide::Func padded, int period,
+                                  const Halide::Target& target) {
+  Halide::Func out = f.out;
+  const Var x = f.dims.at(0);
+  const int64_t periods = f.extents.at(0) / period;
+  int lanes = target.natural_vector_size<float>();
+  while (lanes > 1 && lanes > periods) lanes /= 2;
+  Var xo("xo"), xi("xi"), xv("xv");
+  // Stores of one period position are `period` apart; unrolled side by side, Halide merges them
+  // into dense stores of the interleaved vectors.
+  out.split(x, xo, xi, period, TailStrategy::GuardWithIf)
+      .split(xo, xo, xv, lanes, TailStrategy::ShiftInwards)
+      .reorder(xv, xi, xo)
+      .vectorize(xv)
+      .unroll(xi);
+  if (f.dims.size() == 1) {
+    padded.compute_root();
+    return;
+  }
+  int64_t total = 1;
+  for (int64_t e : f.extents) total *= e;
+  const int64_t row_count = total / f.extents[0];
+  const Var rows = fuse_outer(out, f.dims, 1);
+  const int64_t tasks = std::min({kMaxTasks, total / kMinTaskElements, row_count});
+  if (tasks >= 2) {
+    Var task("task"), row("row");
+    out.split(rows, task, row, static_cast<int>((row_count + tasks - 1) / tasks),
+              TailStrategy::GuardWithIf)
+        .parallel(task);
+    padded.compute_at(out, row);
+  } else {
+    padded.compute_at(out, rows);
+  }
+}
+
 void schedule_elementwise_gpu(const ElementwiseFuncs& f, const Halide::Target& /*target*/) {
   Halide::Func out = f.out;
   if (f.dims.empty()) {  // a scalar (a reduction's): one thread

@@ -26,6 +26,15 @@ struct ElementwiseFuncs {
 // blocks of rows of at least 16K elements.
 void schedule_elementwise_cpu(const ElementwiseFuncs& f, const Halide::Target& target);
 
+// x86 CPU, a Resize's pass along the innermost dimension whose taps repeat every `period`
+// outputs (generators/ops/resize.h, ResizeAlgorithm::period): that dimension split by the
+// period, the positions within a period unrolled and the periods vectorized, so each tap is a
+// contiguous load and a period's stores interleave into dense ones; `padded`, the pass' input
+// repeated past the row's ends, computed once per row; parallel over rows as
+// schedule_elementwise_cpu.
+void schedule_periodic_resize_cpu(const ElementwiseFuncs& f, Halide::Func padded, int period,
+                                  const Halide::Target& target);
+
 // GPU: the tensor fused to one dimension, 256 threads per block.
 void schedule_elementwise_gpu(const ElementwiseFuncs& f, const Halide::Target& target);
 

@@ -355,6 +355,21 @@ inline std::vector<OpCase> op_cases() {
        resize_op(ResizeMode::linear, ResizeCoordinates::half_pixel, NearestRounding::floor,
                  {1, 21, 28, 28}, {1, 21, 112, 112}),
        {{1, 21, 28, 28}}, Layout::any, {}, 1e-5, 1e-6},
+      // Whole-factor upsampling of the innermost axis (taps repeating every 8, 2, 3 outputs:
+      // the periodic schedule, its vectors of periods not a multiple of the input width), an
+      // innermost axis alone, and a rank-1 tensor.
+      {"resize_linear_pytorch_half_pixel_x8_segmentation",
+       resize_op(ResizeMode::linear, ResizeCoordinates::pytorch_half_pixel, NearestRounding::floor,
+                 {1, 5, 6, 40}, {1, 5, 48, 320}),
+       {{1, 5, 6, 40}}, Layout::any, {}, 1e-5, 1e-6},
+      {"resize_cubic_asymmetric_x2_innermost_only",
+       cubic(resize_op(ResizeMode::nearest, ResizeCoordinates::asymmetric, NearestRounding::floor,
+                       {2, 3, 4, 19}, {2, 3, 4, 38}), -0.75f, true),
+       {{2, 3, 4, 19}}, Layout::any, {}, 1e-5, 1e-5},
+      {"resize_nearest_prefer_floor_x3_rank1",
+       resize_op(ResizeMode::nearest, ResizeCoordinates::half_pixel, NearestRounding::round_prefer_floor,
+                 {37}, {111}),
+       {{37}}},
       // Cubic: up and down, each coordinate mode, both coefficients, exclude_outside (its
       // renormalized taps at the edges), a rank-3 tensor; tf_crop_and_resize with a crop that
       // leaves the input on some axes (the extrapolation value there) with each mode.

@@ -88,6 +88,7 @@ ResizeAlgorithm resize(const Halide::Func& x, const graph::Shape& in_shape, cons
   };
   std::vector<std::vector<Tap>> taps(rank);
   std::vector<bool> identity(rank, false);  // an axis the resize leaves alone
+  int innermost_period = 0;                 // ResizeAlgorithm::period
   Expr inside;  // tf_crop_and_resize: whether every axis' coordinate lies within the input
   for (size_t a = 0; a < rank; ++a) {
     const size_t d = rank - 1 - a;
@@ -96,7 +97,8 @@ ResizeAlgorithm resize(const Halide::Func& x, const graph::Shape& in_shape, cons
       identity[d] = true;
       continue;
     }
-    auto clamp_index = [&](const Expr& i) { return Halide::clamp(i, 0, last); };
+    bool periodic = false;  // this axis' taps repeat (see below): they read `padded` unclamped
+    auto clamp_index = [&](const Expr& i) { return periodic ? i : Halide::clamp(i, 0, last); };
     Expr base, ratio;  // floor of the source coordinate (int) and its fraction (float)
     if (crop) {
       double c0 = 0, c1 = 0;
@@ -134,7 +136,18 @@ ResizeAlgorithm resize(const Halide::Func& x, const graph::Shape& in_shape, cons
       const int64_t largest = 2 * (f.a * (r.sizes[a] - 1) + std::abs(f.b)) + f.d;
       const Halide::Type t = largest < (int64_t{1} << 31) ? Halide::Int(32) : Halide::Int(64);
       auto constant = [&](int64_t v) { return Halide::cast(t, Expr(static_cast<int64_t>(v))); };
-      const Expr num = constant(f.a) * Halide::cast(t, o[d]) + constant(f.b);
+      // The innermost axis' taps repeat every `period` outputs when f.a * period is a multiple
+      // of f.d: num = step * f.d * (x / period) + f.a * (x % period) + f.b, so each index below
+      // is step * (x / period) plus the same index of the remainder's numerator, and the
+      // ratio is the remainder's alone.
+      const int64_t period = f.a > 0 ? f.d / std::gcd(f.a, f.d) : 0;
+      periodic = d == 0 && period >= 1 && period <= kMaxResizePeriod && r.sizes[a] % period == 0;
+      if (periodic) innermost_period = static_cast<int>(period);
+      const Expr xp = Halide::cast(t, o[d]);
+      const Expr shift =
+          periodic ? constant(f.a * period / f.d) * (xp / constant(period)) : constant(0);
+      const Expr num = periodic ? constant(f.a) * (xp % constant(period)) + constant(f.b)
+                                : constant(f.a) * xp + constant(f.b);
       const Expr den = constant(f.d);
       if (r.mode == graph::ResizeMode::nearest) {
         Expr n;
@@ -144,12 +157,16 @@ ResizeAlgorithm resize(const Halide::Func& x, const graph::Shape& in_shape, cons
           case graph::NearestRounding::floor: n = num / den; break;
           case graph::NearestRounding::ceil: n = -((-num) / den); break;
         }
-        taps[d] = {{Halide::cast<int>(Halide::clamp(n, constant(0), constant(last))), Expr()}};
+        n = shift + n;
+        taps[d] = {{Halide::cast<int>(periodic ? n : Halide::clamp(n, constant(0), constant(last))),
+                    Expr()}};
         continue;
       }
       const Expr q = num / den;
-      // Clamped far enough out that every tap clamps the same, and an int.
-      base = Halide::cast<int>(Halide::clamp(q, constant(-3), constant(last + 3)));
+      // Clamped far enough out that every tap clamps the same, and an int; periodic taps read
+      // `padded` wherever they land.
+      base = periodic ? Halide::cast<int>(shift + q)
+                      : Halide::cast<int>(Halide::clamp(q, constant(-3), constant(last + 3)));
       ratio = Halide::cast<float>(num - q * den) / static_cast<float>(f.d);
     }
     if (r.mode == graph::ResizeMode::linear) {
@@ -174,17 +191,27 @@ ResizeAlgorithm resize(const Halide::Func& x, const graph::Shape& in_shape, cons
   // Separable: one pass per interpolated axis, innermost first, each reading the previous pass
   // at its taps along its own axis only. An outer axis' taps are the same across a vector of
   // the innermost axis, so its pass reads whole rows; only the innermost axis' pass gathers,
-  // and on the input's rows rather than the output's (bilinear 8x upsampling: 1/8 of them).
+  // and on the input's rows rather than the output's (bilinear 8x upsampling: 1/8 of them),
+  // unless its taps repeat (period > 0): then it reads `padded` at indices whose schedule makes
+  // them contiguous loads (seg_tiny's 8x upsampling, AVX-512: the Resize kernel 0.29 -> 0.17 ms).
   ResizeAlgorithm result;
+  result.period = innermost_period;
+  if (result.period > 0) {
+    std::vector<Expr> at(o.begin(), o.end());
+    at[0] = Halide::clamp(o[0], 0, static_cast<int>(in_shape[rank - 1]) - 1);
+    result.padded = Halide::Func("resize_padded");
+    result.padded(o) = x(at);
+  }
   Halide::Func cur = x;
   graph::Shape shape = in_shape;
   for (size_t d = 0; d < rank; ++d) {
     if (identity[d]) continue;
+    const Halide::Func source = d == 0 && result.period > 0 ? result.padded : cur;
     std::vector<Expr> at(o.begin(), o.end());
     Expr value;
     for (const Tap& t : taps[d]) {
       at[d] = t.index;
-      const Expr term = t.weight.defined() ? cur(at) * t.weight : cur(at);
+      const Expr term = t.weight.defined() ? source(at) * t.weight : source(at);
       value = value.defined() ? value + term : term;
     }
     Halide::Func pass("resize_axis" + std::to_string(rank - 1 - d));
@@ -196,6 +223,7 @@ ResizeAlgorithm resize(const Halide::Func& x, const graph::Shape& in_shape, cons
   }
   result.out = Halide::Func("resize");
   result.out(o) = inside.defined() ? Halide::select(inside, cur(o), r.extrapolation) : cur(o);
+  if (result.period > 0) result.innermost = result.passes.size() == 1 ? result.out : result.passes[0];
   // The last pass is computed inline in the output.
   if (!result.passes.empty()) result.passes.pop_back(), result.pass_shapes.pop_back();
   return result;

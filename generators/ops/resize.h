@@ -19,7 +19,21 @@ struct ResizeAlgorithm {
   Halide::Func out;
   std::vector<Halide::Func> passes;
   std::vector<graph::Shape> pass_shapes;
+  // period > 0: the innermost axis is resized with taps that repeat every `period` outputs (an
+  // upsampling by a whole factor, most often), the output's extent a multiple of it. Its pass,
+  // `innermost` (one of `passes`, or `out` when it is the last), then reads `padded` (its input
+  // repeated past both ends along that axis) at unclamped indices that are affine in
+  // x / period for each x % period. A schedule that splits x by the period, unrolls the part
+  // within a period and vectorizes the periods turns every tap into a contiguous (or strided)
+  // load and the stores of a period into interleaved dense ones; `padded` must then be
+  // computed (inline, its clamps would make the taps gathers again). period 0: the taps clamp
+  // their indices and `padded` is undefined.
+  int period = 0;
+  Halide::Func innermost, padded;
 };
+// The longest period ResizeAlgorithm takes (its schedule unrolls one).
+inline constexpr int kMaxResizePeriod = 16;
+
 ResizeAlgorithm resize(const Halide::Func& x, const graph::Shape& in_shape, const graph::Resize& r);
 
 }  // namespace kiln::generators::ops
