@@ -105,6 +105,31 @@ TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
   // 8..13 pixels wide: a row per tile (4x7 computed 14 columns of 9).
   EXPECT_EQ(choice(9, 9, 32, 3, true), "wide block=2x9 rows=2 split=1 stage=copy");
   EXPECT_EQ(choice(13, 13, 512, 1, false), "wide block=2x13 rows=1 split=0 stage=in_place");
+  // Tiles fitted to the edges where the preferred one computes over 10% more than the layer
+  // (fitted_block): Inception's 17x17x48 3x3/s2 (2x14: 28 columns, 64 channels) takes 3x9; 17
+  // wide with 24 channels 1x17; 56 wide with 144 channels (2x14: 160) 3x8; layers the preferred
+  // tile fits keep it; every choice is valid and fits the register file unspilled.
+  const auto fitted = [&](int w, int out_channels, int k, int stride, const Halide::Target& t) {
+    schedules::ConvShape s = layer(w, w, 64, k, k > 1);
+    s.out_channels = out_channels, s.stride_w = s.stride_h = stride;
+    return schedules::to_string(schedules::default_conv_params(s, t));
+  };
+  EXPECT_EQ(fitted(17, 48, 3, 2, avx512), "wide block=3x9 rows=2 split=0 stage=copy");
+  EXPECT_EQ(fitted(17, 24, 1, 1, avx512), "wide block=1x17 rows=1 split=0 stage=in_place");
+  EXPECT_EQ(fitted(56, 144, 1, 1, avx512), "wide block=3x8 rows=1 split=0 stage=in_place");
+  EXPECT_EQ(fitted(56, 128, 1, 1, avx512), "wide block=2x14 rows=1 split=0 stage=in_place");
+  EXPECT_EQ(fitted(28, 96, 3, 2, avx512), "wide block=2x14 rows=2 split=0 stage=copy");
+  for (int w = 14; w <= 80; ++w)
+    for (int co : {16, 24, 48, 80, 144}) {
+      schedules::ConvShape s = layer(w, w, 64, 1, false);
+      s.out_channels = co;
+      for (const Halide::Target& t : {avx512, Halide::Target("x86-64-linux-avx-avx2-f16c-fma-sse41")}) {
+        const schedules::ConvParams p = schedules::default_conv_params(s, t);
+        const int regs = t.has_feature(Halide::Target::AVX512) ? 32 : 16;
+        EXPECT_EQ(schedules::conv_params_error(p, s, t), "") << w << " " << co;
+        EXPECT_LE(p.block.vectors * p.block.pixels + p.block.vectors + 1, regs) << w << " " << co;
+      }
+    }
   // 16 registers (AVX2): deep layers take 3x4 tiles where they compute no more columns than
   // 2x6 (7 and 14 wide), 1x7 at 7 wide with fewer than 3 vectors of channels, else 2x6.
   const Halide::Target avx2("x86-64-linux-avx-avx2-f16c-fma-sse41");
