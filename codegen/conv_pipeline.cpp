@@ -39,7 +39,10 @@ schedules::ConvFuncs conv_funcs(const generators::ops::ConvAlgorithm& a, const H
           static_cast<int>(in_channels),
           static_cast<int>(in_channels),
           stage_input,
-          input_nchw};
+          input_nchw,
+          false,
+          false,
+          a.group_input};
 }
 
 // The pipeline's output: the convolution's `conv` (its epilogue applied), or the pooling of it
