@@ -39,10 +39,7 @@ schedules::ConvFuncs conv_funcs(const generators::ops::ConvAlgorithm& a, const H
           static_cast<int>(in_channels),
           static_cast<int>(in_channels),
           stage_input,
-          input_nchw,
-          false,
-          false,
-          a.group_input};
+          input_nchw};
 }
 
 // The pipeline's output: the convolution's `conv` (its epilogue applied), or the pooling of it

@@ -21,7 +21,7 @@ const std::vector<FamilyInfo>& families() {
       {ConvFamily::naive, "naive", {}},
       {ConvFamily::wide, "wide", {"block", "rows", "split", "stage"}},
       {ConvFamily::deep, "deep", {"block", "chunk", "tasks"}},
-      {ConvFamily::grouped, "grouped", {"block", "spread"}},
+      {ConvFamily::grouped, "grouped", {"block"}},
       {ConvFamily::winograd, "winograd", {"tile", "block", "rows", "split"}},
       {ConvFamily::depthwise, "depthwise", {"block", "rows", "inner", "stage"}},
       {ConvFamily::amx, "amx", {"rows", "cols", "windows"}},
@@ -133,8 +133,7 @@ std::string to_string(const ConvParams& p) {
       << " stage=" << (p.stage_input ? "copy" : "in_place");
   if (p.family == ConvFamily::deep)
     s << " block=" << block << " chunk=" << p.chunk << " tasks=" << p.tasks;
-  if (p.family == ConvFamily::grouped)
-    s << " block=" << block << " spread=" << (p.spread_groups ? 1 : 0);
+  if (p.family == ConvFamily::grouped) s << " block=" << block;
   if (p.family == ConvFamily::winograd)
     s << " tile=" << p.tile << " block=" << block << " rows=" << p.rows
       << " split=" << (p.split_channels ? 1 : 0);
@@ -192,9 +191,6 @@ std::string parse_conv_params(const std::string& text, ConvParams* out) {
       if (!parse_int(value, 8, 65536, &p.chunk)) return bad + " (8..65536)";
     } else if (key == "tasks") {
       if (!parse_int(value, 1, 4096, &p.tasks)) return bad + " (1..4096)";
-    } else if (key == "spread") {
-      if (value != "0" && value != "1") return bad + " (0 or 1)";
-      p.spread_groups = value == "1";
     } else if (key == "inner") {
       if (value != "channels" && value != "pixels") return bad + " (channels or pixels)";
       p.channels_inside = value == "channels";
@@ -452,9 +448,6 @@ ConvParams default_direct_conv_params(const ConvShape& s, const Halide::Target& 
     // each): 1x8 1.11-1.22x and 1x7 1.06-1.17x the speed of 1x4, 1x6 0.99-1.04x.
     p.family = ConvFamily::grouped;
     p.block = {1, std::clamp(s.out_width, 1, 8)};
-    // Not spread (a tuner's candidate): on ResNeXt's stride-1 3x3 g16 layers, AVX-512, 2
-    // threads, spreading measured 1.12x and 1.30x alone (kiln tune --set; AVX2 0.99x) but in
-    // the network 1.05x and 0.80x (3 alternating runs); at stride 2 it cost 2x alone (0.48x).
     return p;
   }
   const int64_t pixels = int64_t{s.out_height} * s.out_width;
@@ -616,15 +609,14 @@ std::vector<ConvParams> conv_candidates(const ConvShape& s, const Halide::Target
       }
     return out;
   }
-  if (base.family == ConvFamily::grouped) {  // no cost model: the widths in order, each spread or not
-    for (int px : {2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16})
-      for (bool spread : {base.spread_groups, !base.spread_groups}) {
-        ConvParams p = base;
-        p.block = {1, px}, p.spread_groups = spread;
-        if (out.size() < limit && std::find(out.begin(), out.end(), p) == out.end() &&
-            px <= std::max(s.out_width, 1) && conv_params_error(p, s, t).empty())
-          out.push_back(p);
-      }
+  if (base.family == ConvFamily::grouped) {  // no cost model: the widths in order
+    for (int px : {2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16}) {
+      ConvParams p = base;
+      p.block = {1, px};
+      if (out.size() < limit && std::find(out.begin(), out.end(), p) == out.end() &&
+          px <= std::max(s.out_width, 1) && conv_params_error(p, s, t).empty())
+        out.push_back(p);
+    }
     return out;
   }
   const int vec = vector_lanes(t);

@@ -74,10 +74,6 @@ struct ConvParams {
   int columns = 0;
   bool windows_per_task = true;
   int tasks = 16;   // deep: parallel tasks to aim for (row bands split channel blocks)
-  // grouped: each input row's channels spread once per task, so that every lane of a channel
-  // vector finds its group's input channel at the same place (one vector per input channel of
-  // a group), instead of gathering them for every tap (conv_schedule_cpu_grouped.cpp).
-  bool spread_groups = false;
   // winograd: output tile side m of F(m x m, 3 x 3), 2 or 4. `block` is then output-channel
   // vectors x tiles of the batched matrix multiply, and `rows` the tile rows per task.
   int tile = 4;

@@ -34,9 +34,6 @@ struct ConvFuncs {
   // The schedule takes r.x (even) in pairs, innermost and vectorized with the output channels
   // under atomic(), which Halide lowers to vdpbf16ps on targets with AVX512_BF16.
   bool bf16 = false;
-  // Grouped: the input channels of each output channel's group, (co, ci, x, y, n) (inline unless
-  // scheduled; generators::ops::ConvAlgorithm::group_input). Undefined for dense convolutions.
-  Halide::Func group_input;
 };
 
 // Halide's default: everything inlined or at root, nothing vectorized or parallel.

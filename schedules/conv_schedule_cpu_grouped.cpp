@@ -28,26 +28,13 @@ void schedule_conv_cpu_grouped(const ConvFuncs& f, const ConvParams& p,
   const int vec = target.natural_vector_size<float>();
   // The tile's pixels (schedules::default_direct_conv_params: 8), one pixel at a time on rows
   // narrower than that.
-  const bool spread = p.spread_groups && f.group_input.defined();
-  const BandLoops loops =
-      tile_bands(output, f.co, f.x, f.y, f.n, f.out_channels, f.out_width, f.out_height, vec,
-                 {p.block.pixels, 1}, spread ? ChannelLoop::outside_rows : ChannelLoop::outside_tiles);
+  const BandLoops loops = tile_bands(output, f.co, f.x, f.y, f.n, f.out_channels, f.out_width,
+                                     f.out_height, vec, {p.block.pixels, 1}, false);
 
   acc.compute_at(output, loops.xo).vectorize(f.co, vec, TailStrategy::GuardWithIf).unroll(f.x);
-  if (spread) {
-    // Per input channel of the group and kernel row, the kernel's columns unrolled: each input
-    // vector loaded once for the up to three pixels whose taps read it (unrolling the group's
-    // channels too made a body of 192 multiply-adds that LLVM spilled all over).
-    acc.update()
-        .reorder(f.co, f.x, f.r.y, f.r.x, f.r.z)
-        .vectorize(f.co, vec, TailStrategy::GuardWithIf)
-        .unroll(f.x)
-        .unroll(f.r.y);
-  }
   // The group's input channels and the kernel's columns unrolled when the body stays small
   // (up to 8 x 3 multiply-adds per pixel); the rows loop.
   const Expr small = f.r.x.extent() <= 8 && f.r.y.extent() <= 3;
-  if (!spread)
   acc.update()
       .specialize(small)
       .reorder(f.co, f.x, f.r.x, f.r.y, f.r.z)
@@ -55,21 +42,11 @@ void schedule_conv_cpu_grouped(const ConvFuncs& f, const ConvParams& p,
       .unroll(f.x)
       .unroll(f.r.x)
       .unroll(f.r.y);
-  if (!spread)
   acc.update()
       .reorder(f.co, f.x, f.r.x, f.r.y, f.r.z)
       .vectorize(f.co, vec, TailStrategy::GuardWithIf)
       .unroll(f.x);
 
-  if (spread) {
-    // Per channel vector, each input row of the band spread once as it comes into the window
-    // (sliding over the rows): for each input channel of a group, every lane's group's channel,
-    // so the taps load whole vectors. A few rows of one vector's channels: L1-sized.
-    Halide::Func group_input = f.group_input;
-    group_input.store_at(output, loops.co)
-        .compute_at(output, loops.yi)
-        .vectorize(f.co, vec, TailStrategy::GuardWithIf);
-  }
   // The zero-padded rows a task reads (with its prologue), staged once per task.
   if (!f.stage_input) return;
   input_padded.compute_at(output, loops.task)

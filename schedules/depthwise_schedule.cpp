@@ -18,7 +18,7 @@ constexpr int kTasks = 8;  // parallel tasks to aim for: 2 threads get 4 each
 BandLoops tile_bands(Halide::Func output, const Halide::Var& c, const Halide::Var& x,
                      const Halide::Var& y, const Halide::Var& n, const Halide::Expr& channels,
                      const Halide::Expr& out_width, const Halide::Expr& out_height, int vec,
-                     const std::vector<int>& pixels, ChannelLoop channel_loop, int band_rows) {
+                     const std::vector<int>& pixels, bool channels_inside, int band_rows) {
   using Halide::TailStrategy;
   BandLoops v;
   Halide::Var yo("yo");
@@ -31,10 +31,10 @@ BandLoops tile_bands(Halide::Func output, const Halide::Var& c, const Halide::Va
     s.split(c, v.co, v.ci, tile_channels, TailStrategy::ShiftInwards)
         .split(x, v.xo, v.xi, tile_pixels, TailStrategy::ShiftInwards)
         .split(y, yo, yi, rows, TailStrategy::GuardWithIf);
-    switch (channel_loop) {
-      case ChannelLoop::inside_tiles: s.reorder(v.ci, v.xi, v.co, v.xo, yi, yo, n); break;
-      case ChannelLoop::outside_tiles: s.reorder(v.ci, v.xi, v.xo, v.co, yi, yo, n); break;
-      case ChannelLoop::outside_rows: s.reorder(v.ci, v.xi, v.xo, yi, v.co, yo, n); break;
+    if (channels_inside) {
+      s.reorder(v.ci, v.xi, v.co, v.xo, yi, yo, n);
+    } else {
+      s.reorder(v.ci, v.xi, v.xo, v.co, yi, yo, n);
     }
     s.fuse(yo, n, v.task).parallel(v.task);
   };
@@ -130,9 +130,7 @@ void schedule_depthwise_cpu(const DepthwiseFuncs& f, const ConvParams& p,
   const BandLoops loops =
       expanded ? tile_channel_blocks(f, p, widths, target)
                : tile_bands(output, f.c, f.x, f.y, f.n, f.channels, f.out_width, f.out_height,
-                            vec, widths,
-                            p.channels_inside ? ChannelLoop::inside_tiles : ChannelLoop::outside_tiles,
-                            p.rows);
+                            vec, widths, p.channels_inside, p.rows);
 
   // Per (pixel tile, channel vector): the accumulators of one register tile.
   acc.compute_at(output, p.channels_inside || expanded ? loops.co : loops.xo)

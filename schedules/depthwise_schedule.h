@@ -42,20 +42,18 @@ struct BandLoops {
   Halide::Var co{"co"}, ci{"ci"}, xo{"xo"}, xi{"xi"}, yi{"yi"}, task{"task"};
 };
 
-// Where a banded tiling's channel-vector loop co runs: inside the pixel-tile loop xo, between
-// it and the row loop yi, or outside the rows (each channel vector walks the whole band).
-enum class ChannelLoop { inside_tiles, outside_tiles, outside_rows };
-
 // The tiling the depthwise and grouped schedules share, of `output` (c, x, y, n): parallel
 // tasks of bands of `rows` rows (0: about 8 bands per image, at least 2 rows each); in a band,
-// tiles of one vector of `vec` channels (ci, vectorized) by `pixels` pixels (xi, unrolled), the
-// channel-vector loop co placed by `channels`. Each width of `pixels` (widest first) is a
-// specialization for rows at least that wide, on full tiles only (ShiftInwards never clips
-// one); fewer channels than a vector take one output at a time.
+// tiles of
+// one vector of `vec` channels (ci, vectorized) by `pixels` pixels (xi, unrolled), with the
+// channel-vector loop co inside the pixel-tile loop xo when `channels_inside`, outside it
+// otherwise. Each width of `pixels` (widest first) is a specialization for rows at least that
+// wide, on full tiles only (ShiftInwards never clips one); fewer channels than a vector take one
+// output at a time.
 BandLoops tile_bands(Halide::Func output, const Halide::Var& c, const Halide::Var& x,
                      const Halide::Var& y, const Halide::Var& n, const Halide::Expr& channels,
                      const Halide::Expr& out_width, const Halide::Expr& out_height, int vec,
-                     const std::vector<int>& pixels, ChannelLoop channel_loop, int rows = 0);
+                     const std::vector<int>& pixels, bool channels_inside, int rows = 0);
 
 // Memory-bound: a channel vector by a row of p.block.pixels pixels held in registers over the
 // taps, bands of p.rows rows in parallel. 3x3 kernels unroll their taps so neighbouring pixels

@@ -9,7 +9,6 @@
 
 #include "codegen/kernel_library.h"
 #include "codegen/kernel_pipeline.h"
-#include "codegen/pipeline_parts.h"
 #include "generated_cases.h"
 #include "graph/builder.h"
 #include "graph/passes/passes.h"
@@ -31,17 +30,16 @@ class GeneratedChain : public testing::TestWithParam<ChainCase> {};
 // Runs `g` (one kernel, generated) on every CPU target this machine runs, on two sets of random
 // inputs in [lo, hi): the kernel must write every element (the second run's inputs differ from
 // the first's, so stale values show) and match the reference run of `reference` (the unfused
-// graph; `g` itself by default), its kernel scheduled by `schedules` (null: the default).
+// graph; `g` itself by default).
 void expect_generated_matches_reference(const graph::Graph& g, float lo, float hi, double rtol,
-                                        double atol, const graph::Graph* reference = nullptr,
-                                        const codegen::ScheduleLookup& schedules = nullptr) {
+                                        double atol, const graph::Graph* reference = nullptr) {
   for (int t = 0; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
     if (!testing_util::runs_target(t)) continue;
     SCOPED_TRACE(runtime::cpu_targets()[t]);
     ModelOptions o;
     o.cpu_target = t;
     o.generate_kernels =
-        codegen::kernel_generator({{runtime::cpu_targets()[t]}, test_cache_dir(), nullptr, schedules});
+        codegen::kernel_generator({{runtime::cpu_targets()[t]}, test_cache_dir(), nullptr});
     Model m(g, o);
     ASSERT_EQ(m.kernels().size(), 1u);
     ASSERT_TRUE(graph::is_generated(m.kernels()[0]));
@@ -95,27 +93,6 @@ TEST_P(GeneratedConv, FusedAndMatchesReferenceOnEveryCpuTarget) {
 
 INSTANTIATE_TEST_SUITE_P(Convs, GeneratedConv, testing::ValuesIn(conv_cases()),
                          [](const testing::TestParamInfo<ConvCase>& i) { return i.param.name; });
-
-// The grouped schedule's spread input (spread=1, a tuner's candidate; not the default) on the
-// cases whose groups are narrower than a vector of the target (the others keep their default),
-// strided and batched included.
-TEST(GeneratedConvSpread, NarrowGroupsMatchReferenceOnEveryCpuTarget) {
-  int spread = 0;
-  const codegen::ScheduleLookup lookup = [&](const graph::KernelSpec& spec, const std::string& target) {
-    const auto* c = std::get_if<graph::ConvKernelSpec>(&spec);
-    if (!c || !codegen::conv_shape(*c, Halide::Target(target)).narrow_groups) return std::string();
-    ++spread;
-    return std::string("grouped spread=1");
-  };
-  for (const ConvCase& c : conv_cases()) {
-    if (c.groups <= 1 || c.groups == c.ci) continue;
-    SCOPED_TRACE(c.name);
-    const graph::Graph g = conv_graph(c);
-    const graph::Graph fused = graph::fuse_elementwise_chains(graph::fuse_epilogues(g));
-    expect_generated_matches_reference(fused, -2.0f, 2.0f, 1e-4, 1e-5, &g, lookup);
-  }
-  EXPECT_GE(spread, 3);  // schedules asked for, cached kernels included
-}
 
 class GeneratedExpand : public testing::TestWithParam<ExpandCase> {};
 

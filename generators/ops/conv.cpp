@@ -44,17 +44,10 @@ ConvAlgorithm conv2d(const Halide::Func& input, const Expr& in_width, const Expr
   a.input_padded(a.c, a.x, a.y, a.n) = bf16 != Bf16Widen::none ? round_to_bf16(in) : in;
   a.r = Halide::RDom(0, in_channels, 0, kernel_w, 0, kernel_h, "r");
   a.acc(a.co, a.x, a.y, a.n) = bias(a.co);
-  const Expr x_at = a.x * w.stride_x + a.r.y * w.dilation_x - w.pad_x;
-  const Expr y_at = a.y * w.stride_y + a.r.z * w.dilation_y - w.pad_y;
-  Expr x_in;
-  if (out_per_group.defined()) {
-    a.group_input = Halide::Func(prefix + "group_input");
-    a.group_input(a.co, a.c, a.x, a.y, a.n) =
-        a.input_padded(a.co / out_per_group * in_channels + a.c, a.x, a.y, a.n);
-    x_in = a.group_input(a.co, a.r.x, x_at, y_at, a.n);
-  } else {
-    x_in = a.input_padded(a.r.x, x_at, y_at, a.n);
-  }
+  const Expr ci =
+      out_per_group.defined() ? a.co / out_per_group * in_channels + a.r.x : Expr(a.r.x);
+  const Expr x_in = a.input_padded(ci, a.x * w.stride_x + a.r.y * w.dilation_x - w.pad_x,
+                                   a.y * w.stride_y + a.r.z * w.dilation_y - w.pad_y, a.n);
   a.acc(a.co, a.x, a.y, a.n) +=
       weights(a.co, a.r.x, a.r.y, a.r.z) * (bf16 != Bf16Widen::none ? widen_bf16(x_in, bf16) : x_in);
   return a;

@@ -36,10 +36,6 @@ struct ConvAlgorithm {
   Halide::Func acc;           // (co, x, y, n): bias + sum over (ci, kx, ky); one update
   Halide::Var co, x, y, n, c;
   Halide::RDom r;  // r.x = ci, r.y = kx, r.z = ky
-  // Grouped only: group_input(co, ci, x, y, n) = input_padded(g(co) * in_channels + ci, x, y, n),
-  // the input channel ci of output channel co's group, which acc reads. Inline unless a schedule
-  // computes it: then a vector over co is a contiguous load instead of a gather per use.
-  Halide::Func group_input;
 };
 
 // acc(co, x, y, n) = bias(co) + sum_{ci, kx, ky} weights(co, ci, kx, ky) *
