@@ -10,10 +10,10 @@
 //
 // The tiling is the depthwise schedule's for a staged input (depthwise_schedule.cpp): per task
 // a band of rows with its zero-padded input staged once; a register tile of one channel vector
-// by `pixels` output pixels with the group's input channels and the kernel's columns unrolled,
-// so each input vector is loaded and permuted once for the up to three pixels whose taps read
-// it. (The depthwise 3x3 order, channel vectors inside pixel tiles with the input read in
-// place, measured 0.255 -> 0.262 ms on ResNeXt's 4-channel 3x3: not taken.)
+// by `pixels` output pixels with the kernel's columns unrolled, so each input vector is loaded
+// and permuted once for the up to three pixels whose taps read it. (The depthwise 3x3 order,
+// channel vectors inside pixel tiles with the input read in place, measured 0.255 -> 0.262 ms
+// on ResNeXt's 4-channel 3x3: not taken.)
 #include "conv_params.h"
 #include "conv_schedule.h"
 #include "depthwise_schedule.h"
@@ -22,7 +22,6 @@ namespace kiln::schedules {
 
 void schedule_conv_cpu_grouped(const ConvFuncs& f, const ConvParams& p,
                                const Halide::Target& target) {
-  using Halide::Expr;
   using Halide::TailStrategy;
   Halide::Func output = f.output, acc = f.acc, input_padded = f.input_padded;
   const int vec = target.natural_vector_size<float>();
@@ -32,20 +31,19 @@ void schedule_conv_cpu_grouped(const ConvFuncs& f, const ConvParams& p,
                                      f.out_height, vec, {p.block.pixels, 1}, false);
 
   acc.compute_at(output, loops.xo).vectorize(f.co, vec, TailStrategy::GuardWithIf).unroll(f.x);
-  // The group's input channels and the kernel's columns unrolled when the body stays small
-  // (up to 8 x 3 multiply-adds per pixel); the rows loop.
-  const Expr small = f.r.x.extent() <= 8 && f.r.y.extent() <= 3;
+  // Per input channel of the group and kernel row, the tile's pixels and the kernel's columns
+  // unrolled: each input vector loaded and permuted once for the up to three pixels whose taps
+  // read it. Unrolling the group's channels as well made bodies of up to 192 multiply-adds
+  // that LLVM spilled all over: ResNeXt's 3x3 g16 layers in the network (AVX-512, 2 threads, 3
+  // alternating runs) 0.129-0.133 -> 0.116-0.119 ms at 56x56, 0.17-0.22 -> 0.14-0.16 at 28x28
+  // stride 2, 0.157-0.162 -> 0.110-0.115 at 28x28; AVX2 (kernel alone) 1.08-1.12x. (Spreading
+  // each group's inputs once per task so that the taps load whole vectors instead measured
+  // 0.66-0.98x of this alone and 0.69-0.95x in the network.)
   acc.update()
-      .specialize(small)
-      .reorder(f.co, f.x, f.r.x, f.r.y, f.r.z)
+      .reorder(f.co, f.x, f.r.y, f.r.x, f.r.z)
       .vectorize(f.co, vec, TailStrategy::GuardWithIf)
       .unroll(f.x)
-      .unroll(f.r.x)
       .unroll(f.r.y);
-  acc.update()
-      .reorder(f.co, f.x, f.r.x, f.r.y, f.r.z)
-      .vectorize(f.co, vec, TailStrategy::GuardWithIf)
-      .unroll(f.x);
 
   // The zero-padded rows a task reads (with its prologue), staged once per task.
   if (!f.stage_input) return;
