@@ -497,6 +497,7 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
   if (!automatic) {
     schedules::ConvFuncs f = conv_funcs(a, output, out, in[3], !pointwise, k.nchw_input);
     f.in_task = pooled_in_bands(k, params, target);
+    f.padded_x = k.pad_left || k.pad_right;
     f.bf16 = k.bf16;
     schedule_conv(f, target, params);
     schedule_pooling(k, o, params, target);

@@ -27,6 +27,8 @@ struct ConvFuncs {
   // The input is NCHW (read in place of a layout transform): contiguous along x, so the staged
   // copy is vectorized over pixels with the channels unrolled.
   bool input_nchw = false;
+  // The window reaches past the image's left or right edge (the convolution pads along x).
+  bool padded_x = false;
   // `output` is computed inside a parallel task of the pipeline's real output (a fused pooling,
   // a band of rows at a time): it gets no parallel loop of its own.
   bool in_task = false;

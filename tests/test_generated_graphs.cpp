@@ -1,0 +1,442 @@
+// Whole graphs through the passes and the generated kernels, against the reference run of the
+// unoptimized graph on every CPU target: corner cases (scalars, vectors, NCHW inputs read in
+// place), convolutions of every group width and window, fused poolings and prologues, Concat
+// slices written in place, NaN semantics. The kernels one at a time: test_generated_kernels.cpp.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+
+#include "codegen/kernel_library.h"
+#include "codegen/kernel_pipeline.h"
+#include "generated_cases.h"
+#include "graph/builder.h"
+#include "graph/passes/passes.h"
+#include "graph/passes/pipeline.h"
+#include "graph/reference.h"
+#include "kiln/runtime.h"
+#include "runtime/kernels.h"
+#include "test_generator.h"
+
+namespace kiln {
+namespace {
+
+using namespace testing_util;
+
+std::string test_cache_dir() { return KILN_TEST_CACHE_DIR; }
+
+// `optimized` run by a Model on `ins` on every CPU target this machine runs, every kernel
+// generated; check(i, output) sees each output in the layout of want[i] (the reference's).
+void check_outputs_on_every_target(const graph::Graph& optimized, const std::vector<graph::Tensor>& ins,
+                                   const std::vector<graph::Tensor>& want,
+                                   const std::function<void(size_t, const graph::Tensor&)>& check) {
+  ASSERT_EQ(want.size(), optimized.outputs.size());
+  for (int t = 0; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
+    if (!testing_util::runs_target(t)) continue;
+    SCOPED_TRACE(runtime::cpu_targets()[t]);
+    ModelOptions o;
+    o.cpu_target = t;
+    o.generate_kernels = codegen::kernel_generator({{}, test_cache_dir(), nullptr});
+    Model model(optimized, o);
+    for (const graph::KernelSpec& k : model.kernels()) ASSERT_TRUE(graph::is_generated(k));
+    ASSERT_TRUE(model.run(ins));
+    for (size_t i = 0; i < want.size(); ++i) {
+      SCOPED_TRACE("output " + std::to_string(i));
+      const TensorView out = model.output(i);
+      graph::Tensor got{out.shape, out.layout,
+                        std::vector<float>(out.data, out.data + graph::num_elements(out.shape))};
+      if (got.layout != want[i].layout) got = graph::to_layout(got, want[i].layout);
+      ASSERT_EQ(got.shape, want[i].shape);
+      check(i, got);
+    }
+  }
+}
+
+// `optimized` (the passes' graph of `input`) matches the reference run of `input` on random
+// inputs, on every CPU target.
+void expect_whole_graph_matches_reference(const graph::Graph& input, const graph::Graph& optimized) {
+  std::vector<graph::Tensor> ins;
+  for (graph::ValueId id : input.inputs) {
+    const graph::Value& val = input.value(id);
+    ins.push_back({val.shape, val.layout,
+                   graph::random_uniform(graph::num_elements(val.shape), -1.0f, 1.0f, 20 + id.index)});
+  }
+  const std::vector<graph::Tensor> want = graph::run_reference(input, ins);
+  check_outputs_on_every_target(optimized, ins, want, [&](size_t i, const graph::Tensor& got) {
+    EXPECT_LE(graph::worst_error_ratio(got.data, want[i].data, 1e-5, 1e-6), 1.0);
+  });
+}
+
+// The corner cases the runtime once ran as portable C++: rank-0 tensors (a scalar graph input
+// scaling an image, a mean over every axis without kept dims), MatMuls with a 1-D operand on
+// either side or both, and global max pooling of an NCHW graph input. Through the passes each
+// is generated (the Model refuses a kernel that is not) and matches the reference.
+TEST(GeneratedKernels, ScalarsVectorsAndNchwGlobalMaxPool) {
+  graph::GraphBuilder b;
+  const graph::ValueId x = b.input("x", {2, 3, 4, 5});
+  const graph::ValueId s = b.input("s", {}, Layout::any);
+  const graph::ValueId scaled = b.op("scaled", graph::Binary{graph::BinaryOp::mul}, {x, s});
+  b.output(scaled);
+  b.output(b.op("mean_all", graph::Reduce{{}, false}, {scaled}));
+  b.output(b.op("gmp", graph::GlobalPool{graph::PoolKind::max}, {x}));
+  const graph::ValueId v = b.input("v", {5}, Layout::any);
+  const graph::ValueId m = b.input("m", {4, 5}, Layout::any);
+  b.output(b.op("vec_mat", graph::MatMul{}, {v, b.constant("w", {5, 6}, graph::random_uniform(30, -1, 1, 3))}));
+  b.output(b.op("mat_vec", graph::MatMul{}, {m, v}));
+  b.output(b.op("dot", graph::MatMul{}, {v, v}));
+  b.output(b.op("batch_vec", graph::MatMul{}, {x, v}));
+  const graph::Graph input = b.finish();
+
+  expect_whole_graph_matches_reference(input, graph::run_passes(input));
+}
+
+// A depthwise convolution takes a residual Add into its epilogue like a dense one (it once fell
+// back to a portable kernel with it).
+TEST(GeneratedKernels, DepthwiseConvolutionWithAResidual) {
+  graph::GraphBuilder b;
+  const graph::ValueId x = b.input("x", {1, 24, 9, 11});
+  graph::Conv2d dw;
+  dw.groups = 24;
+  dw.pad_top = dw.pad_left = dw.pad_bottom = dw.pad_right = 1;
+  const graph::ValueId d =
+      b.conv2d("dw", x, b.constant("dw_w", {24, 1, 3, 3}, graph::random_uniform(216, -0.4f, 0.4f, 1), Layout::oihw),
+               b.constant("dw_b", {24}, graph::random_uniform(24, -0.2f, 0.2f, 2)), dw);
+  b.output(b.relu("relu", b.op("add", graph::Binary{graph::BinaryOp::add}, {d, x})));
+  const graph::Graph input = b.finish();
+  const graph::Graph optimized = graph::run_passes(input);
+  size_t fused = 0;
+  for (const graph::Node& n : optimized.nodes())
+    if (const auto* c = std::get_if<graph::Conv2d>(&n.op)) fused += c->residual && c->activation.is_relu();
+  ASSERT_EQ(fused, 1u) << graph::dump(optimized);
+  ASSERT_EQ(optimized.num_nodes(), 2u) << graph::dump(optimized);  // the entry transform, the conv
+  expect_whole_graph_matches_reference(input, optimized);
+}
+
+// Convolutions of an NCHW graph input read in place (Conv2d::nchw_input: the wide schedule
+// stages it, vectors of pixels with the channels unrolled, the vectors past a padded row's
+// ends split off): padding along both axes, along y only (a 7x1: nothing to split), along x
+// only, asymmetric, none (a 4x4/4 patchify), rows narrower than a vector, a stride of 2 with an
+// odd width, batch 2. Each reads its input in place and matches the reference on every CPU
+// target.
+TEST(GeneratedKernels, ConvolutionsReadingNchwInputs) {
+  struct Case {
+    const char* name;
+    int64_t n, c, h, w, co;
+    int kh, kw, stride, pad_top, pad_left, pad_bottom, pad_right;
+  };
+  const Case cases[] = {
+      {"stem_3x3_s2", 1, 3, 33, 41, 32, 3, 3, 2, 1, 1, 1, 1},
+      {"column_7x1", 1, 3, 20, 37, 16, 7, 1, 1, 3, 0, 3, 0},
+      {"row_1x7", 2, 4, 9, 35, 24, 1, 7, 1, 0, 3, 0, 3},
+      {"asymmetric", 1, 3, 17, 23, 16, 3, 3, 2, 0, 1, 1, 0},
+      {"patchify_4x4_s4", 1, 3, 32, 48, 48, 4, 4, 4, 0, 0, 0, 0},
+      {"narrow_rows", 1, 3, 12, 6, 16, 3, 3, 1, 1, 1, 1, 1},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    graph::GraphBuilder b;
+    const graph::ValueId x = b.input("x", {c.n, c.c, c.h, c.w});
+    graph::Conv2d attrs;
+    attrs.stride_h = attrs.stride_w = c.stride;
+    attrs.pad_top = c.pad_top, attrs.pad_left = c.pad_left;
+    attrs.pad_bottom = c.pad_bottom, attrs.pad_right = c.pad_right;
+    const float r = 1.0f / std::sqrt(static_cast<float>(c.c * c.kh * c.kw));
+    b.output(b.conv2d("conv", x,
+                      b.constant("w", {c.co, c.c, c.kh, c.kw},
+                                 graph::random_uniform(c.co * c.c * c.kh * c.kw, -r, r, 7), Layout::oihw),
+                      b.constant("b", {c.co}, graph::random_uniform(c.co, -0.2f, 0.2f, 8)), attrs));
+    const graph::Graph input = b.finish();
+    const graph::Graph optimized = graph::run_passes(input);
+    bool in_place = false;
+    for (const graph::Node& node : optimized.nodes())
+      if (const auto* conv = std::get_if<graph::Conv2d>(&node.op)) in_place = conv->nchw_input;
+    EXPECT_TRUE(in_place) << graph::dump(optimized);
+    expect_whole_graph_matches_reference(input, optimized);
+  }
+}
+
+// Grouped convolutions of every group width the schedules treat differently, on every CPU
+// target against the reference: groups that tile a vector (2, 4 and 8 output channels: the
+// grouped schedule's permuted inputs), a channel multiplier (one input channel per group), groups
+// that fit no vector (3 channels: gathered), groups merged into blocks (24 channels), strides,
+// asymmetric padding, dilation, a 5x5 kernel, batch 2, rows narrower than a register tile, and
+// a one-pixel column (whose default tile is one pixel wide).
+TEST(GeneratedKernels, GroupedConvolutionsOfEveryGroupWidth) {
+  graph::GraphBuilder b;
+  const graph::ValueId x = b.input("x", {2, 48, 13, 15});
+  const graph::ValueId narrow = b.input("narrow", {1, 16, 6, 3});
+  const graph::ValueId column = b.input("column", {1, 16, 5, 1});
+  struct Case {
+    const char* name;
+    int input;  // 0: x, 1: narrow, 2: column
+    int64_t co;
+    int groups, k, stride, dilation, pad_top, pad_left, pad_bottom, pad_right;
+  };
+  const Case cases[] = {
+      {"resnext_4", 0, 48, 12, 3, 1, 1, 1, 1, 1, 1},
+      {"resnext_4_stride2", 0, 48, 12, 3, 2, 1, 0, 1, 1, 0},
+      {"expand_4_to_8", 0, 96, 12, 3, 1, 1, 1, 1, 1, 1},
+      {"out_2_in_8", 0, 12, 6, 3, 1, 1, 1, 1, 1, 1},
+      {"multiplier_2", 0, 96, 48, 3, 1, 1, 1, 1, 1, 1},
+      {"groups_of_3", 0, 48, 16, 3, 1, 1, 1, 1, 1, 1},
+      {"merged_24", 0, 48, 2, 3, 1, 1, 1, 1, 1, 1},
+      {"k5_dilation2", 0, 48, 12, 5, 1, 2, 4, 3, 4, 5},
+      {"pointwise_4", 0, 48, 12, 1, 1, 1, 0, 0, 0, 0},
+      {"width_3", 1, 16, 4, 3, 1, 1, 1, 1, 1, 1},
+      {"width_1", 2, 16, 4, 3, 1, 1, 1, 1, 1, 1},  // a one-pixel tile: one specialization
+  };
+  uint64_t seed = 500;
+  for (const Case& c : cases) {
+    const std::string p = c.name;
+    const int64_t ci = (c.input == 0 ? 48 : 16) / c.groups;
+    graph::Conv2d attrs;
+    attrs.groups = c.groups;
+    attrs.stride_h = attrs.stride_w = c.stride;
+    attrs.dilation_h = attrs.dilation_w = c.dilation;
+    attrs.pad_top = c.pad_top, attrs.pad_left = c.pad_left;
+    attrs.pad_bottom = c.pad_bottom, attrs.pad_right = c.pad_right;
+    const float r = 1.0f / std::sqrt(static_cast<float>(ci * c.k * c.k));
+    b.output(b.conv2d(p, c.input == 0 ? x : c.input == 1 ? narrow : column,
+                      b.constant(p + "_w", {c.co, ci, c.k, c.k},
+                                 graph::random_uniform(c.co * ci * c.k * c.k, -r, r, seed), Layout::oihw),
+                      b.constant(p + "_b", {c.co}, graph::random_uniform(c.co, -0.2f, 0.2f, seed + 1)),
+                      attrs));
+    seed += 10;
+  }
+  const graph::Graph input = b.finish();
+  expect_whole_graph_matches_reference(input, graph::run_passes(input));
+}
+
+// Convolutions with their pooling fused (graph::fuse_conv_pooling, the cases of
+// generated_cases.h): every pooling goes into its convolution, the stem reads its NCHW input in
+// place as well, the schedules the cases are named for are the defaults on the best CPU target
+// (so the banded and the whole-output paths both run), and the model matches the reference on
+// every CPU target with poisoned outputs.
+TEST(GeneratedKernels, ConvolutionsWithTheirPoolingFused) {
+  const std::vector<ConvPoolCase> cases = conv_pool_cases();
+  const graph::Graph input = conv_pool_graph(cases);
+  const graph::Graph optimized = graph::run_passes(input);
+  size_t pooled = 0;
+  for (const graph::Node& n : optimized.nodes()) {
+    EXPECT_FALSE(std::holds_alternative<graph::Pool2d>(n.op)) << n.name << " was not fused";
+    if (const auto* c = std::get_if<graph::Conv2d>(&n.op)) {
+      pooled += c->pool.has_value();
+      EXPECT_EQ(c->nchw_input, n.name.rfind("stem", 0) == 0) << n.name;
+    }
+  }
+  EXPECT_EQ(pooled, cases.size()) << graph::dump(optimized);
+  ModelOptions lower;
+  lower.lower_only = true;
+  const Model lowered(optimized, lower);
+  const Halide::Target best(runtime::cpu_targets()[static_cast<size_t>(runtime::best_cpu_target())]);
+  for (const graph::KernelSpec& k : lowered.kernels()) {
+    if (!std::holds_alternative<graph::ConvKernelSpec>(k)) continue;  // the inputs' transforms
+    const std::string& name = graph::kernel_name(k);
+    const std::string schedule = codegen::default_schedule(k, best);
+    for (const char* family : {"deep", "winograd", "depthwise", "grouped"})
+      if (name.rfind(family, 0) == 0) EXPECT_EQ(schedule.rfind(family, 0), 0u) << name << ": " << schedule;
+    if (name.rfind("stem", 0) == 0 || name.rfind("pointwise", 0) == 0)
+      EXPECT_EQ(schedule.rfind("wide", 0), 0u) << name << ": " << schedule;
+  }
+  expect_whole_graph_matches_reference(input, optimized);
+}
+
+// A pooled convolution whose output is one input of a channel Concat (a DenseNet transition
+// feeding the next block, an Inception branch): the fused kernel writes the pooled tensor into
+// its slice of the Concat, which copies nothing, and the model matches the reference.
+TEST(GeneratedKernels, PooledConvolutionWritesItsConcatSlice) {
+  graph::GraphBuilder b;
+  const graph::ValueId x = b.input("x", {1, 16, 18, 16});
+  graph::Conv2d attrs;
+  attrs.pad_top = attrs.pad_left = attrs.pad_bottom = attrs.pad_right = 1;
+  const graph::ValueId conv = b.relu(
+      "relu", b.conv2d("conv", x,
+                       b.constant("w", {24, 16, 3, 3}, graph::random_uniform(24 * 16 * 9, -0.2f, 0.2f, 91),
+                                  Layout::oihw),
+                       b.constant("b", {24}, graph::random_uniform(24, -0.2f, 0.2f, 92)), attrs));
+  const graph::ValueId pooled =
+      b.op("pool", graph::Pool2d{graph::PoolKind::avg, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, false, false}, {conv});
+  graph::Conv2d strided;  // the other branch: a 1x1 stride-2 convolution, the same 9x8 output
+  strided.stride_h = strided.stride_w = 2;
+  const graph::ValueId other = b.conv2d(
+      "other", x,
+      b.constant("w2", {8, 16, 1, 1}, graph::random_uniform(8 * 16, -0.3f, 0.3f, 93), Layout::oihw),
+      b.constant("b2", {8}, graph::random_uniform(8, -0.2f, 0.2f, 94)), strided);
+  b.output(b.op("concat", graph::Concat{1}, {pooled, other}));
+  const graph::Graph input = b.finish();
+  const graph::Graph optimized = graph::run_passes(input);
+  ModelOptions lower;
+  lower.lower_only = true;
+  const Model probe(optimized, lower);
+  size_t pooled_convs = 0;
+  for (const graph::KernelSpec& k : probe.kernels()) {
+    const auto* o = std::get_if<graph::OpKernelSpec>(&k);
+    EXPECT_FALSE(o && std::holds_alternative<graph::Concat>(o->op)) << graph::kernel_name(k) << " copies";
+    if (const auto* c = std::get_if<graph::ConvKernelSpec>(&k)) pooled_convs += c->pool.has_value();
+  }
+  EXPECT_EQ(pooled_convs, 1u);
+  expect_whole_graph_matches_reference(input, optimized);
+}
+
+// A dense block (DenseNet's pattern, in preact_se): each layer's BN + ReLU reads the running
+// Concat, and its conv's output joins it. Every Concat is stored in place, nested in the last
+// one, and each BN + ReLU is the prologue of its bottleneck conv (fuse_conv_prologues), so the
+// bottleneck convs and a pooling of a middle Concat read slices at the full tensor's strides,
+// and the stem and each layer's 3x3 conv write theirs.
+// Poisoned arena (the test preset's environment), random inputs, reference interpreter.
+TEST(GeneratedKernels, DenseBlockReadsAndWritesSlicesInPlace) {
+  graph::GraphBuilder b;
+  auto vec = [&](const std::string& name, int64_t n, float lo, float hi, uint64_t seed) {
+    return b.constant(name, {n}, graph::random_uniform(n, lo, hi, seed));
+  };
+  auto conv = [&](const std::string& name, graph::ValueId x, int64_t ci, int64_t co, int k, uint64_t seed) {
+    graph::Conv2d attrs;
+    attrs.pad_top = attrs.pad_left = attrs.pad_bottom = attrs.pad_right = k / 2;
+    const float r = 1.0f / std::sqrt(static_cast<float>(ci * k * k));
+    return b.conv2d(name, x,
+                    b.constant(name + "_w", {co, ci, k, k},
+                               graph::random_uniform(co * ci * k * k, -r, r, seed), Layout::oihw),
+                    vec(name + "_b", co, -0.2f, 0.2f, seed + 1), attrs);
+  };
+  const graph::ValueId x = b.input("x", {1, 3, 11, 13});
+  graph::ValueId cat = b.relu("stem_relu", conv("stem", x, 3, 16, 3, 1));
+  int64_t channels = 16;
+  const int64_t growth = 12;  // not a multiple of a vector: slices start mid-vector
+  graph::ValueId middle;
+  for (int layer = 0; layer < 3; ++layer) {
+    const std::string p = "l" + std::to_string(layer);
+    const uint64_t seed = 10 * static_cast<uint64_t>(layer) + 100;
+    const graph::ValueId act = b.relu(p + "_relu", b.batch_norm(p + "_bn", cat,
+        vec(p + "_g", channels, 0.5f, 1.5f, seed), vec(p + "_be", channels, -0.5f, 0.5f, seed + 1),
+        vec(p + "_m", channels, -0.3f, 0.3f, seed + 2), vec(p + "_v", channels, 0.5f, 2.0f, seed + 3)));
+    const graph::ValueId bottleneck = b.relu(p + "_relu2", conv(p + "_conv1", act, channels, 24, 1, seed + 4));
+    cat = b.op(p + "_cat", graph::Concat{1}, {cat, conv(p + "_conv2", bottleneck, 24, growth, 3, seed + 6)});
+    channels += growth;
+    if (layer == 1) middle = cat;
+  }
+  b.output(conv("transition", cat, channels, 8, 1, 200));
+  b.output(b.op("pool", graph::Pool2d{graph::PoolKind::max, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false, false},
+                {middle}));
+  const graph::Graph input = b.finish();
+  const graph::Graph optimized = graph::run_passes(input);
+
+  ModelOptions lower;
+  lower.lower_only = true;
+  const Model probe(optimized, lower);
+  int strided = 0, prologues = 0;
+  for (const graph::KernelSpec& k : probe.kernels()) {
+    const auto* o = std::get_if<graph::OpKernelSpec>(&k);
+    EXPECT_FALSE(o && std::holds_alternative<graph::Concat>(o->op)) << graph::kernel_name(k) << " copies";
+    EXPECT_FALSE(o && std::holds_alternative<graph::ElementwiseChain>(o->op))
+        << graph::kernel_name(k) << " runs on its own";
+    for (const graph::TensorDesc& t : graph::generated_kernel_arguments(k)) strided += !t.strides.empty();
+    if (const auto* c = std::get_if<graph::ConvKernelSpec>(&k)) prologues += !c->pre.empty();
+  }
+  EXPECT_EQ(prologues, 3) << "each layer's BN + ReLU is its bottleneck conv's prologue";
+  EXPECT_EQ(strided, 4) << "the three bottleneck convs and the pooling read slices";
+  expect_whole_graph_matches_reference(input, optimized);
+}
+
+// BatchNorm + ReLU before convolutions of each schedule family become their prologues
+// (fuse_conv_prologues): 3x3 with padding (the padding is zero after the prologue, and the BN's
+// shift makes the prologue of zero nonzero, so the order shows), strided, grouped, 1x1, and a
+// layer large enough for Winograd. Each BN reads one conv's output, which the others read too,
+// so none folds. On every CPU target, against the unfused reference.
+TEST(GeneratedKernels, ConvProloguesMatchTheReference) {
+  graph::GraphBuilder b;
+  auto vec = [&](const std::string& name, int64_t n, float lo, float hi, uint64_t seed) {
+    return b.constant(name, {n}, graph::random_uniform(n, lo, hi, seed));
+  };
+  // Read by every case's BN, so none folds into it.
+  const graph::ValueId x = b.conv2d("stem", b.input("input", {1, 8, 20, 22}),
+                                    b.constant("stem_w", {32, 8, 1, 1}, graph::random_uniform(256, -0.4f, 0.4f, 1), Layout::oihw),
+                                    vec("stem_b", 32, -0.2f, 0.2f, 2), graph::Conv2d{});
+  struct Case {
+    const char* name;
+    int64_t co;
+    int k, stride, groups;
+  };
+  const Case cases[] = {{"pad3x3", 24, 3, 1, 1}, {"stride2", 16, 3, 2, 1}, {"grouped", 32, 3, 1, 4},
+                        {"pointwise", 40, 1, 1, 1}, {"wide3x3", 64, 3, 1, 1}};
+  uint64_t seed = 300;
+  for (const Case& c : cases) {
+    const std::string p = c.name;
+    const graph::ValueId act = b.relu(p + "_relu", b.batch_norm(p + "_bn", x,
+        vec(p + "_g", 32, 0.5f, 1.5f, seed), vec(p + "_be", 32, 0.2f, 0.8f, seed + 1),
+        vec(p + "_m", 32, -0.3f, 0.3f, seed + 2), vec(p + "_v", 32, 0.5f, 2.0f, seed + 3)));
+    graph::Conv2d attrs;
+    attrs.stride_h = attrs.stride_w = c.stride;
+    attrs.groups = c.groups;
+    attrs.pad_top = attrs.pad_left = attrs.pad_bottom = attrs.pad_right = c.k / 2;
+    const int64_t ci = 32 / c.groups;
+    const float r = 1.0f / std::sqrt(static_cast<float>(ci * c.k * c.k));
+    b.output(b.conv2d(p, act,
+                      b.constant(p + "_w", {c.co, ci, c.k, c.k},
+                                 graph::random_uniform(c.co * ci * c.k * c.k, -r, r, seed + 4), Layout::oihw),
+                      vec(p + "_b", c.co, -0.2f, 0.2f, seed + 5), attrs));
+    seed += 10;
+  }
+  const graph::Graph input = b.finish();
+  const graph::Graph optimized = graph::run_passes(input);
+  size_t prologues = 0;
+  for (const graph::Node& n : optimized.nodes()) {
+    EXPECT_FALSE(std::holds_alternative<graph::ElementwiseChain>(n.op)) << n.name << " runs on its own";
+    if (const auto* c = std::get_if<graph::Conv2d>(&n.op)) prologues += c->pre.size() == 2;
+  }
+  EXPECT_EQ(prologues, std::size(cases)) << graph::dump(optimized);
+  expect_whole_graph_matches_reference(input, optimized);
+}
+
+// ONNX's NaN semantics: max(0, NaN) is NaN. A NaN in the input must reach the output through a
+// conv with fused ReLU or Clip(0, 6), max pooling, global max pooling, HardSigmoid, ReduceMax,
+// ReduceMin and Max, as it does
+// in onnxruntime, on every CPU target; numbers elsewhere still match the reference. (Before the
+// fix every one of these outputs had no NaN at all: the clamps were Halide's max and min, and a
+// floating-point NaN test on a value computed in registers is folded away under fast math.)
+TEST(GeneratedKernels, NanPropagatesThroughClampsAndMaxima) {
+  graph::GraphBuilder b;
+  const graph::ValueId x = b.input("x", {1, 8, 10, 10});
+  auto conv = [&](const std::string& name, uint64_t seed) {
+    graph::Conv2d attrs;
+    attrs.pad_top = attrs.pad_left = attrs.pad_bottom = attrs.pad_right = 1;
+    return b.conv2d(name, x,
+                    b.constant(name + "_w", {16, 8, 3, 3},
+                               graph::random_uniform(16 * 8 * 9, -0.3f, 0.3f, seed), Layout::oihw),
+                    b.constant(name + "_b", {16}, graph::random_uniform(16, -0.2f, 0.2f, seed + 1)),
+                    attrs);
+  };
+  graph::Pool2d pool;
+  pool.kind = graph::PoolKind::max;
+  pool.kernel_h = pool.kernel_w = pool.stride_h = pool.stride_w = 2;
+  b.output(b.op("maxpool", pool, {b.relu("relu", conv("conv_relu", 1))}));
+  b.output(b.op("gmp", graph::GlobalPool{graph::PoolKind::max}, {b.clip("clip", conv("conv_clip", 3), 0.0f, 6.0f)}));
+  b.output(b.op("hsig", graph::HardSigmoid{0.2f, 0.5f}, {conv("conv_hsig", 5)}));
+  // ReduceMax over a row, ReduceMin over two axes, the elementwise Max of ONNX (a Binary).
+  b.output(b.op("reduce_max", graph::Reduce{{3}, true, graph::ReduceKind::max}, {x}));
+  b.output(b.op("reduce_min", graph::Reduce{{1, 2}, false, graph::ReduceKind::min}, {x}));
+  b.output(b.op("max", graph::Binary{graph::BinaryOp::max}, {x, b.constant("zero", {1}, {0.0f})}));
+  const graph::Graph input = b.finish();
+  const graph::Graph optimized = graph::run_passes(input);
+
+  graph::Tensor in{{1, 8, 10, 10}, Layout::nchw, graph::random_uniform(800, -1.0f, 1.0f, 9)};
+  in.data[3 * 100 + 4 * 10 + 5] = NAN;  // channel 3, row 4, column 5
+  const std::vector<graph::Tensor> want = graph::run_reference(input, {in});
+  for (const graph::Tensor& w : want) {
+    size_t nans = 0;
+    for (float v : w.data) nans += std::isnan(v);
+    ASSERT_GT(nans, 0u) << "the reference must propagate the NaN";
+  }
+  check_outputs_on_every_target(optimized, {in}, want, [&](size_t i, const graph::Tensor& got) {
+    size_t got_nans = 0, want_nans = 0;
+    for (size_t j = 0; j < got.data.size(); ++j) {
+      got_nans += std::isnan(got.data[j]);
+      want_nans += std::isnan(want[i].data[j]);
+    }
+    EXPECT_EQ(got_nans, want_nans) << "NaN swallowed or made up";
+    EXPECT_LE(graph::worst_error_ratio(got.data, want[i].data, 1e-4, 1e-5), 1.0)
+        << "numbers that differ from the reference";
+  });
+}
+
+}  // namespace
+}  // namespace kiln
