@@ -266,12 +266,14 @@ Outcome tune_kernel(const graph::Graph& optimized, const graph::KernelSpec& spec
       o.auto_ratio.push_back(cand.median_us / win.median_us);
     }
   }
-  // The winner against the default, side by side, once more: the record states both.
+  // The winner against the default, side by side, once more: the record states both. Where
+  // the default won, both are the default's one timing (two sample sets of the same kernel
+  // differ by noise, and reporting the lower would claim a speedup of nothing).
   const auto [def, win] = m->compare(candidates.front(), best, a.rounds);
   o.default_us = def.median_us;
   o.tuned_us = win.median_us;
   Timing kept = win;
-  if (!(win.median_us < def.median_us)) {
+  if (best == candidates.front() || !(win.median_us < def.median_us)) {
     best = candidates.front(), o.tuned_us = def.median_us, kept = def;
   }
   o.schedule = best;
