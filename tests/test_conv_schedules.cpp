@@ -73,8 +73,9 @@ TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
   EXPECT_EQ(choice(56, 56, 64, 3, true), "winograd tile=4 block=2x14 rows=1 split=0");
   EXPECT_EQ(choice(28, 28, 128, 3, true), "winograd tile=4 block=4x7 rows=1 split=0");
   EXPECT_EQ(choice(14, 14, 256, 3, true), "winograd tile=2 block=4x7 rows=1 split=0");
-  // 64 output channels: whole blocks of 4 vectors (4x7).
-  EXPECT_EQ(choice(7, 7, 512, 3, true), "deep block=4x7 chunk=288 tasks=16");
+  // 64 output channels: whole blocks of 4 vectors (4x7), chunks of 144 steps (4 vectors'
+  // weights in L1), 2 bands of rows for 1 channel block.
+  EXPECT_EQ(choice(7, 7, 512, 3, true), "deep block=4x7 chunk=144 tasks=16");
   EXPECT_EQ(choice(56, 56, 32, 3, true), "winograd tile=4 block=2x14 rows=1 split=0");
   EXPECT_EQ(choice(56, 56, 8, 3, true), "wide block=2x14 rows=2 split=0 stage=copy");  // < 16 in
   EXPECT_EQ(choice(13, 13, 64, 3, true), "winograd tile=2 block=4x7 rows=1 split=0");
@@ -91,11 +92,11 @@ TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
   EXPECT_EQ(direct(14, 14, 256, 3, true), "deep block=2x14 chunk=288 tasks=16");
   EXPECT_EQ(choice(14, 14, 1024, 1, false), "wide block=2x14 rows=1 split=0 stage=in_place");
   EXPECT_EQ(choice(14, 14, 1024, 1, true), "wide block=2x14 rows=1 split=0 stage=copy");
-  EXPECT_EQ(choice(7, 7, 512, 1, false), "deep block=4x7 chunk=288 tasks=16");
+  EXPECT_EQ(choice(7, 7, 512, 1, false), "deep block=4x7 chunk=144 tasks=16");
   schedules::ConvShape wider = layer(7, 7, 512, 3, true);
-  wider.out_channels = 512;  // whole blocks of 4 vectors
+  wider.out_channels = 512;  // whole blocks of 4 vectors, 8 of them: a task each, no bands
   EXPECT_EQ(schedules::to_string(schedules::default_conv_params(wider, avx512)),
-            "deep block=4x7 chunk=288 tasks=16");
+            "deep block=4x7 chunk=144 tasks=8");
   wider.out_channels = 336;  // 21 vectors: not whole blocks of 4, whole blocks of 3
   EXPECT_EQ(schedules::to_string(schedules::default_conv_params(wider, avx512)),
             "deep block=3x7 chunk=288 tasks=16");
