@@ -35,10 +35,11 @@ For each kernel: candidates from the schedule families' parameter space, ranked 
 cost model and cut to --candidates; compiled in parallel (separate processes); each checked
 against the reference interpreter (rtol 1e-3, atol 1e-4) before it may win; then timed one at
 a time, interleaved with the best so far (the kernel alone on seeded random inputs, calls
-back to back; --cold evicts the caches before each).
+back to back, in two epochs on fresh instances of both built in opposite orders; --cold
+evicts the caches before each).
 A candidate replaces the best only when its median is at least 2% lower. Finally the winner
 and the default are timed again side by side; the default is kept unless the winner is faster
-there too. Kernels the database already holds for this target are kept (a rerun resumes), and
+there too (a kept default is reported at 1.00x). Kernels the database already holds for this target are kept (a rerun resumes), and
 the database is rewritten after each kernel, so an interrupted run loses only the kernel in
 progress. Ends with a table: the default and tuned schedule of each kernel, their times from
 the same run, the tuned one's share of the FMA peak, and oneDNN's time for the same
