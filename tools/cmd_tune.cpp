@@ -39,9 +39,9 @@ back to back, in two epochs on fresh instances of both built in opposite orders;
 evicts the caches before each).
 A candidate replaces the best only when its median is at least 2% lower. Finally the winner
 and the default are timed again side by side; the default is kept unless the winner is faster
-there too (a kept default is reported at 1.00x). Kernels the database already holds for this target are kept (a rerun resumes), and
-the database is rewritten after each kernel, so an interrupted run loses only the kernel in
-progress. Ends with a table: the default and tuned schedule of each kernel, their times from
+there too (a kept default is reported at 1.00x). Kernels the database already holds for this
+target are kept (a rerun resumes), and the database is rewritten after each kernel, so an
+interrupted run loses only the kernel in progress. Ends with a table: the default and tuned schedule of each kernel, their times from
 the same run, the tuned one's share of the FMA peak, and oneDNN's time for the same
 convolution (dense or depthwise, with bias, residual and ReLU/ReLU6 as post-ops, NHWC, on the
 same threads; timed right after the kernel, not interleaved with it; "-" where oneDNN has no

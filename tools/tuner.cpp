@@ -81,22 +81,17 @@ class LocalMeasurer : public Measurer {
     // faster; 0.90-0.91x with the order reversed), a margin the later candidate won on; balanced
     // this way, identical code measured 0.92-1.01x (7 runs).
     std::vector<double> ta, tb;
-    for (int epoch = 0; epoch < 2; ++epoch) {
-      std::unique_ptr<Model> ma, mb;
-      if (a == b) {
-        ma = instance(a);
-      } else if (epoch == 0) {
-        ma = instance(a), mb = instance(b);
-      } else {
-        mb = instance(b), ma = instance(a);
-      }
-      // Epoch 1 also starts each round with b.
-      Model& first = epoch == 0 || !mb ? *ma : *mb;
-      Model& second = !mb ? *ma : epoch == 0 ? *mb : *ma;
-      std::vector<double>& t_first = epoch == 0 ? ta : tb;
-      std::vector<double>& t_second = epoch == 0 ? tb : ta;
+    for (const bool b_first : {false, true}) {
+      const std::string& lead = b_first ? b : a;
+      const std::string& other = b_first ? a : b;
+      const std::unique_ptr<Model> built_first = instance(lead);
+      const std::unique_ptr<Model> built_second = a == b ? nullptr : instance(other);
+      Model& first = *built_first;
+      Model& second = built_second ? *built_second : first;
+      std::vector<double>& t_first = b_first ? tb : ta;
+      std::vector<double>& t_second = b_first ? ta : tb;
       for (int i = 0; i < 2; ++i) call(first), call(second);  // warm-up: code, pages, thread pool
-      const int n = epoch == 0 ? (rounds + 1) / 2 : rounds / 2;
+      const int n = b_first ? rounds / 2 : (rounds + 1) / 2;
       for (int i = 0; i < n; ++i) {
         // Alternate which goes first, so neither always follows the other's cache footprint.
         if (i % 2 == 0) {
