@@ -17,9 +17,11 @@ int vector_lanes(const Halide::Target& t) { return t.natural_vector_size<float>(
 // also needs one register per weight vector and one broadcast, so wide tiles such as 4x7 on
 // AVX-512 (28 + 4 + 1 = 33) spill one accumulator; the bound still admits them because the
 // measurements in the schedules' comments found them worth it on 7..13-pixel-wide outputs.
-int accumulator_registers(const Halide::Target& t) {
-  return (t.has_feature(Halide::Target::AVX512) ? 32 : 16) - 2;
+int vector_registers(const Halide::Target& t) {
+  return t.has_feature(Halide::Target::AVX512) ? 32 : 16;
 }
+
+int accumulator_registers(const Halide::Target& t) { return vector_registers(t) - 2; }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -109,10 +111,11 @@ RegisterBlock preferred_block(const ConvShape& s, const Halide::Target& t, int s
 // 0.67-0.70 ms, ConvNeXt-tiny2 1.29-1.36 -> 1.17-1.22 ms, SqueezeNet and MobileNetV2 in noise.
 RegisterBlock fitted_block(const ConvShape& s, const Halide::Target& t, RegisterBlock b) {
   const int vec = vector_lanes(t);
-  const int registers = t.has_feature(Halide::Target::AVX512) ? 32 : 16;
+  const int registers = vector_registers(t);
   const auto cost = [&](RegisterBlock c) {
+    const int64_t lanes = int64_t{c.vectors} * vec;
     const double columns = double(ceil_div(s.out_width, c.pixels) * c.pixels);
-    const double channels = double(ceil_div(s.out_channels, int64_t{c.vectors} * vec) * c.vectors * vec);
+    const double channels = double(ceil_div(s.out_channels, lanes) * lanes);
     const double loads_per_fma = double(c.vectors + c.pixels) / (c.vectors * c.pixels);
     return columns * channels * std::max(1.0, loads_per_fma / 0.75);
   };

@@ -11,6 +11,9 @@ namespace kiln::schedules::internal {
 
 int vector_lanes(const Halide::Target& t);
 
+// Vector registers of the target's register file (32 with AVX-512, else 16).
+int vector_registers(const Halide::Target& t);
+
 // Vector registers the accumulators of a register tile may take (conv_params.cpp).
 int accumulator_registers(const Halide::Target& t);
 

@@ -91,9 +91,9 @@ void schedule_conv_cpu(const ConvFuncs& f, const ConvParams& p, const Target& ta
   input_padded.compute_at(output, strip).bound(f.c, 0, f.in_channels);
   if (f.input_nchw) {
     // Vectors of pixels, the channels unrolled. With padding along x, the vectors that reach
-    // past the image's left and right edges are split off (Halide left to itself did not, and every
-    // vector's clamped index made its loads gathers): the NCHW stems' kernels 1.3-1.75x faster
-    // (seg_tiny's 3x3/s2 0.145 -> 0.084 ms, MobileNetV2's 0.146-0.162 -> 0.093-0.096, 2 threads).
+    // past the image's left and right edges are split off (Halide left to itself did not, and
+    // every vector's clamped index made its loads gathers): the NCHW stems' kernels 1.3-1.75x
+    // faster (seg_tiny's 3x3/s2 0.145 -> 0.084 ms, MobileNetV2's 0.146-0.162 -> 0.093-0.096).
     Halide::Var xo("xo"), xv("xv");
     input_padded.split(f.x, xo, xv, vec, TailStrategy::Auto).unroll(f.c).vectorize(xv);
     if (f.padded_x) input_padded.partition(xo, Halide::Partition::Always);

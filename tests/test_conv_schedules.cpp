@@ -120,11 +120,12 @@ TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
   EXPECT_EQ(fitted(56, 144, 1, 1, avx512), "wide block=3x8 rows=1 split=0 stage=in_place");
   EXPECT_EQ(fitted(56, 128, 1, 1, avx512), "wide block=2x14 rows=1 split=0 stage=in_place");
   EXPECT_EQ(fitted(28, 96, 3, 2, avx512), "wide block=2x14 rows=2 split=0 stage=copy");
+  const Halide::Target avx2_target("x86-64-linux-avx-avx2-f16c-fma-sse41");
   for (int w = 14; w <= 80; ++w)
     for (int co : {16, 24, 48, 80, 144}) {
       schedules::ConvShape s = layer(w, w, 64, 1, false);
       s.out_channels = co;
-      for (const Halide::Target& t : {avx512, Halide::Target("x86-64-linux-avx-avx2-f16c-fma-sse41")}) {
+      for (const Halide::Target& t : {avx512, avx2_target}) {
         const schedules::ConvParams p = schedules::default_conv_params(s, t);
         const int regs = t.has_feature(Halide::Target::AVX512) ? 32 : 16;
         EXPECT_EQ(schedules::conv_params_error(p, s, t), "") << w << " " << co;

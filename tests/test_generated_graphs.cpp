@@ -143,7 +143,8 @@ TEST(GeneratedKernels, ConvolutionsReadingNchwInputs) {
     const float r = 1.0f / std::sqrt(static_cast<float>(c.c * c.kh * c.kw));
     b.output(b.conv2d("conv", x,
                       b.constant("w", {c.co, c.c, c.kh, c.kw},
-                                 graph::random_uniform(c.co * c.c * c.kh * c.kw, -r, r, 7), Layout::oihw),
+                                 graph::random_uniform(c.co * c.c * c.kh * c.kw, -r, r, 7),
+                                 Layout::oihw),
                       b.constant("b", {c.co}, graph::random_uniform(c.co, -0.2f, 0.2f, 8)), attrs));
     const graph::Graph input = b.finish();
     const graph::Graph optimized = graph::run_passes(input);

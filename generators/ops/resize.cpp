@@ -223,7 +223,8 @@ ResizeAlgorithm resize(const Halide::Func& x, const graph::Shape& in_shape, cons
   }
   result.out = Halide::Func("resize");
   result.out(o) = inside.defined() ? Halide::select(inside, cur(o), r.extrapolation) : cur(o);
-  if (result.period > 0) result.innermost = result.passes.size() == 1 ? result.out : result.passes[0];
+  if (result.period > 0)
+    result.innermost = result.passes.size() == 1 ? result.out : result.passes[0];
   // The last pass is computed inline in the output.
   if (!result.passes.empty()) result.passes.pop_back(), result.pass_shapes.pop_back();
   return result;
