@@ -8,28 +8,14 @@
 #include <map>
 #include <sstream>
 
-#include "HalideBuffer.h"
-#include "codegen/kernel_library.h"
-#include "graph/builder.h"
-#include "graph/reference.h"
-#include "halide_errors.h"
-#include "conv_weights.h"
-#include "kernels.h"
-#include "kiln/runtime.h"
+#include "conv_kernel_harness.h"
 #include "schedules/conv_params.h"
 #include "test_generator.h"
 
 namespace {
 
 using namespace kiln;
-using graph::Layout;
-using HalideBuffer = Halide::Runtime::Buffer<float>;
-
-struct ConvCase {
-  const char* name;
-  int64_t n, ci, h, w, co, kh, kw;
-  int stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right, dil_h, dil_w;
-};
+using namespace kiln::conv_kernel_test;
 
 const ConvCase kCases[] = {
     // The reference example's exact layer.
@@ -52,120 +38,6 @@ const ConvCase kCases[] = {
     {"ci_300_two_chunks_1x1", 1, 300, 7, 7, 128, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1},
 };
 
-const graph::Activation kEpilogues[] = {
-    {}, {0.0f, INFINITY}, {0.0f, 6.0f}};
-
-// A one-node graph in the kernel's own layouts; its reference output is the expectation.
-struct Problem {
-  graph::Graph g;
-  graph::Tensor input;
-  graph::Tensor expected;
-};
-
-Problem make_problem(const ConvCase& c, const graph::Activation& act, uint64_t seed,
-                     bool residual = false) {
-  graph::GraphBuilder b;
-  const graph::ValueId x = b.input("x", {c.n, c.h, c.w, c.ci}, Layout::nhwc);
-  const int64_t wsize = c.kh * c.kw * c.ci * c.co;
-  const float bound = 1.0f / std::sqrt(static_cast<float>(c.ci * c.kh * c.kw));
-  const graph::ValueId w = b.constant("w", {c.kh, c.kw, c.ci, c.co},
-                                      graph::random_uniform(wsize, -bound, bound, seed), Layout::hwio);
-  // Bias shifted negative so ReLU and ReLU6 both clip a real share of the outputs.
-  const graph::ValueId bias = b.constant("b", {c.co}, graph::random_uniform(c.co, -0.6f, 0.4f, seed + 1));
-  graph::Conv2d attrs{c.stride_h, c.stride_w, c.pad_top, c.pad_left, c.pad_bottom, c.pad_right,
-                      c.dil_h, c.dil_w, act};
-  std::vector<graph::ValueId> ins = {x, w, bias};
-  if (residual) {
-    attrs.residual = true;
-    const int64_t oh = (c.h + c.pad_top + c.pad_bottom - c.dil_h * (c.kh - 1) - 1) / c.stride_h + 1;
-    const int64_t ow = (c.w + c.pad_left + c.pad_right - c.dil_w * (c.kw - 1) - 1) / c.stride_w + 1;
-    ins.push_back(b.constant("residual", {c.n, oh, ow, c.co},
-                             graph::random_uniform(c.n * oh * ow * c.co, -1.0f, 1.0f, seed + 3),
-                             Layout::nhwc));
-  }
-  b.output(b.op("conv", attrs, ins));
-  Problem p{b.finish(), {}, {}};
-  // Inputs up to 8 in magnitude so that ReLU6 saturates too.
-  p.input = {{c.n, c.h, c.w, c.ci}, Layout::nhwc,
-             graph::random_uniform(c.n * c.h * c.w * c.ci, -8.0f, 8.0f, seed + 2)};
-  p.expected = graph::run_reference(p.g, {p.input})[0];
-  return p;
-}
-
-HalideBuffer wrap(const float* data, const graph::Shape& shape) {
-  std::vector<int> sizes(shape.rbegin(), shape.rend());
-  return HalideBuffer(const_cast<float*>(data), sizes);
-}
-
-// The problem's one convolution, lowered as the runtime lowers it, with `schedule` ("" for the
-// default choice).
-graph::KernelSpec conv_spec(const Problem& p, const std::string& schedule) {
-  ModelOptions lower;
-  lower.lower_only = true;
-  graph::KernelSpec spec = Model(p.g, lower).kernels().at(0);
-  std::get<graph::ConvKernelSpec>(spec).schedule = schedule;
-  return spec;
-}
-
-// The generated kernel of `spec` for CPU target `target` (an index into runtime::cpu_targets(),
-// or -1: every target behind a dispatch wrapper). `keep` holds the loaded code.
-const GeneratedKernel& generate_kernel(const graph::KernelSpec& spec, int target,
-                                       std::shared_ptr<const GeneratedKernels>* keep) {
-  codegen::CodegenOptions o;
-  o.cache_dir = KILN_TEST_CACHE_DIR;
-  if (target < 0) o.targets = runtime::cpu_targets();
-  KernelRequest request;
-  if (target >= 0) request.cpu_target = runtime::cpu_targets()[static_cast<size_t>(target)];
-  *keep = codegen::kernel_generator(o)({spec}, request);
-  return (*keep)->kernels.at(0);
-}
-
-GeneratedKernelFn generate(const graph::KernelSpec& spec, int target,
-                           std::shared_ptr<const GeneratedKernels>* keep) {
-  return generate_kernel(spec, target, keep).fn;
-}
-
-// Runs the problem's kernel with `schedule` on `target` and returns the output; the output
-// starts as NaN everywhere. The weights are bound as the runtime binds them: Winograd-transformed
-// or blocked by output channels where the kernel reads them so.
-std::vector<float> run_kernel(const Problem& p, const std::string& schedule, int target) {
-  std::shared_ptr<const GeneratedKernels> keep;
-  const graph::KernelSpec spec = conv_spec(p, schedule);
-  const GeneratedKernel& kernel = generate_kernel(spec, target, &keep);
-  const graph::Node& node = p.g.nodes()[0];
-  const graph::Value& w = p.g.value(node.inputs[1]);
-  const graph::Value& bias = p.g.value(node.inputs[2]);
-  std::vector<float> out(p.expected.data.size(), NAN);
-  HalideBuffer in_b = wrap(p.input.data.data(), p.input.shape);
-  HalideBuffer w_b = wrap(w.data->data(), w.shape);
-  const int kh = static_cast<int>(w.shape[0]), kw = static_cast<int>(w.shape[1]);
-  const int ci = static_cast<int>(w.shape[2]), co = static_cast<int>(w.shape[3]);
-  std::vector<float> copy;
-  if (kernel.winograd_tile > 0) {
-    copy = runtime::winograd_conv_weights(w.data->data(), ci, co, kernel.winograd_tile);
-    const int alpha = kernel.winograd_tile + 2;
-    w_b = HalideBuffer(copy.data(), {co, ci, alpha, alpha});
-  } else if (runtime::blocks_conv_weights(std::get<graph::ConvKernelSpec>(spec))) {
-    copy = runtime::block_conv_weights(w.data->data(), kh, kw, ci, co);
-    constexpr int kB = runtime::kConvWeightBlock;
-    w_b = HalideBuffer(copy.data(), {kB, ci, kw, kh, static_cast<int>(runtime::conv_weight_blocks(co))});
-  }
-  HalideBuffer b_b = wrap(bias.data->data(), bias.shape);
-  HalideBuffer out_b = wrap(out.data(), p.expected.shape);
-  std::vector<void*> args = {in_b.raw_buffer(), w_b.raw_buffer(), b_b.raw_buffer()};
-  HalideBuffer res_b;
-  if (node.inputs.size() == 4) {
-    const graph::Value& r = p.g.value(node.inputs[3]);
-    res_b = wrap(r.data->data(), r.shape);
-    args.push_back(res_b.raw_buffer());
-  }
-  args.push_back(out_b.raw_buffer());
-  runtime::begin_halide_call();
-  const int rc = kernel.fn(args.data());
-  EXPECT_EQ(rc, 0) << runtime::last_halide_error();
-  return out;
-}
-
 const Problem& problem_for(size_t case_index, int epilogue) {
   static std::map<std::pair<size_t, int>, Problem> cache;
   auto key = std::make_pair(case_index, epilogue);
@@ -173,13 +45,6 @@ const Problem& problem_for(size_t case_index, int epilogue) {
   if (it == cache.end())
     it = cache.emplace(key, make_problem(kCases[case_index], kEpilogues[epilogue], 1000 + case_index)).first;
   return it->second;
-}
-
-void expect_close(const std::vector<float>& got, const graph::Tensor& want, double atol = 1e-5) {
-  // fp32 accumulation in a different order than the double reference.
-  const double ratio = graph::worst_error_ratio(got, want.data, 1e-4, atol);
-  EXPECT_LE(ratio, 1.0) << "max abs error " << graph::max_abs_diff(got, want.data)
-                        << " (a NaN means an output element was never written)";
 }
 
 // Each schedule family (schedules/conv_params.h) over the layer's default knobs; the wide one
@@ -336,155 +201,6 @@ TEST(ConvKernelErrors, MismatchedChannelsIsAnErrorNotACrash) {
   EXPECT_NE(fn(args), 0);
   EXPECT_NE(runtime::last_halide_error().find("arg0"), std::string::npos)
       << runtime::last_halide_error();
-}
-
-// Winograd (family winograd) against the reference: padding 0 and 1, outputs that are not
-// multiples of either tile (tiles overhang the right and bottom edges), channel counts that are
-// not multiples of a vector, batch 2, ReLU and ReLU6 epilogues and a residual; both tiles, each
-// register block the layer's default, with and without a task per block of channels
-// (split=1: the last block shifted onto the one before where the channels are not whole
-// blocks), on every CPU target; the weights transformed by
-// runtime::winograd_conv_weights as the runtime binds them.
-const ConvCase kWinogradCases[] = {
-    {"ci13_co20_9x8_pad0", 1, 13, 11, 10, 20, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1},
-    {"batch2_ci16_co24_9x13_pad1", 2, 16, 9, 13, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
-    {"ci64_co96_7x7_pad1", 1, 64, 7, 7, 96, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
-    {"ci8_co16_6x5_asymmetric_pad", 1, 8, 6, 5, 16, 3, 3, 1, 1, 1, 0, 0, 1, 1, 1},
-};
-
-TEST(ConvKernelWinograd, MatchesReferenceOnEveryTarget) {
-  for (size_t i = 0; i < std::size(kWinogradCases); ++i) {
-    const ConvCase& c = kWinogradCases[i];
-    const Problem prob = make_problem(c, kEpilogues[1 + i % 2], 700 + i, /*residual=*/i == 1);
-    for (int t = 0; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
-      if (!testing_util::runs_target(t)) continue;
-      for (const char* tile : {"2", "4"})
-        for (const char* split : {"", " split=1"}) {
-        SCOPED_TRACE(std::string(c.name) + " tile " + tile + split + " on " + runtime::cpu_targets()[t]);
-        std::shared_ptr<const GeneratedKernels> keep;
-        const std::string schedule = std::string("winograd tile=") + tile + split;
-        EXPECT_EQ(generate_kernel(conv_spec(prob, schedule), t, &keep).winograd_tile,
-                  std::stoi(tile));
-        // F(4x4)'s transforms (entries up to 8, weights scaled by 1/24) round more: within
-        // the model tolerance's atol (1e-4) on these outputs of up to ~10, 2-4e-5 measured.
-        expect_close(run_kernel(prob, schedule, t), prob.expected, tile[0] == '4' ? 1e-4 : 1e-5);
-        }
-    }
-  }
-}
-
-// Non-default register blocks and tasks on the best target: blocks of 5 tiles running across
-// the rows of 7 tiles in tasks of 2 tile rows (the last task has one), and blocks of 3 of a
-// row's 4 tiles (the last block overlaps the one before); each also with a task per block of
-// channels (split=1), whole-image tasks for F(4x4).
-TEST(ConvKernelWinograd, RegisterBlocksAndTasks) {
-  const Problem prob = make_problem(kWinogradCases[1], kEpilogues[0], 720);
-  for (const char* schedule : {"winograd tile=2 block=1x5 rows=2", "winograd tile=4 block=1x3 rows=1",
-                               "winograd tile=2 block=1x5 rows=2 split=1", "winograd tile=4 block=1x3 rows=3 split=1"}) {
-    SCOPED_TRACE(schedule);
-    expect_close(run_kernel(prob, schedule, runtime::best_cpu_target()), prob.expected, 1e-4);
-  }
-}
-
-// A Halide autoscheduler on a layer whose default is Winograd gets the direct algorithm and the
-// weights as given (what the runtime binds for it: codegen::winograd_weight_tile is 0).
-TEST(ConvKernelWinograd, AutoschedulerGetsTheDirectAlgorithm) {
-  const ConvCase c{"ci16_co32_14x14_pad1", 1, 16, 14, 14, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
-  const Problem prob = make_problem(c, kEpilogues[1], 740);
-  std::shared_ptr<const GeneratedKernels> keep;
-  EXPECT_EQ(generate_kernel(conv_spec(prob, ""), runtime::best_cpu_target(), &keep).winograd_tile, 2);
-  EXPECT_EQ(generate_kernel(conv_spec(prob, "auto:Mullapudi2016"), runtime::best_cpu_target(), &keep)
-                .winograd_tile,
-            0);
-  expect_close(run_kernel(prob, "auto:Mullapudi2016", runtime::best_cpu_target()), prob.expected);
-}
-
-// The runtime transforms the weights once when it binds them: a model whose kernel a schedule
-// lookup sends to Winograd runs twice and matches the reference both times.
-TEST(ConvKernelWinograd, ModelBindsTransformedWeights) {
-  const Problem prob = make_problem(kWinogradCases[2], kEpilogues[1], 730, /*residual=*/true);
-  codegen::CodegenOptions o;
-  o.cache_dir = KILN_TEST_CACHE_DIR;
-  o.schedules = [](const graph::KernelSpec&, const std::string&) {
-    return std::string("winograd tile=4");
-  };
-  ModelOptions mo;
-  mo.generate_kernels = codegen::kernel_generator(o);
-  Model m(prob.g, mo);
-  EXPECT_EQ(m.winograd_tile(0), 4);  // what `kiln bench --per-layer` shows
-  for (int call = 0; call < 2; ++call) {
-    ASSERT_TRUE(m.run({prob.input}));
-    const TensorView out = m.output(0);
-    expect_close(std::vector<float>(out.data, out.data + prob.expected.data.size()), prob.expected);
-  }
-}
-
-// Winograd's knobs: text form, and the layers and targets it refuses, each with its reason.
-TEST(ConvKernelSchedules, WinogradKnobsAndRefusals) {
-  const Halide::Target avx2("x86-64-linux-avx-avx2-f16c-fma-sse41");
-  schedules::ConvParams p;
-  ASSERT_EQ(schedules::parse_conv_params("winograd rows=2 tile=2 block=1x5", &p), "");
-  EXPECT_EQ(schedules::to_string(p), "winograd tile=2 block=1x5 rows=2 split=0");
-  schedules::ConvParams split = p;
-  ASSERT_EQ(schedules::parse_conv_params("split=1", &split), "");
-  EXPECT_EQ(schedules::to_string(split), "winograd tile=2 block=1x5 rows=2 split=1");
-  for (const char* bad : {"winograd tile=3", "winograd tile=", "winograd chunk=8"}) {
-    schedules::ConvParams q = p;
-    EXPECT_NE(schedules::parse_conv_params(bad, &q), "") << bad;
-  }
-  schedules::ConvShape s;
-  s.out_height = s.out_width = 14, s.out_channels = 64, s.reduction_channels = 64;
-  s.kernel_h = s.kernel_w = 3, s.padded = true;
-  EXPECT_EQ(schedules::to_string(schedules::default_winograd_params(s, avx2)),
-            "winograd tile=2 block=3x4 rows=1 split=0");  // F(2x2) below 28 pixels wide; 7 tiles: 4 + 3
-  s.out_channels = 16;  // too few channels for 3 vectors
-  EXPECT_EQ(schedules::to_string(schedules::default_winograd_params(s, avx2)),
-            "winograd tile=2 block=2x4 rows=1 split=0");
-  // More output channels than tiles and 2 MiB or more of transformed weights (16 x 256 x 256
-  // floats, 4 MiB): a task per block of channels over the whole image.
-  s.out_channels = s.reduction_channels = 256;
-  const Halide::Target avx512("x86-64-linux-avx-avx2-avx512-f16c-fma-sse41");
-  EXPECT_EQ(schedules::to_string(schedules::default_winograd_params(s, avx2)),
-            "winograd tile=2 block=3x4 rows=7 split=1");
-  EXPECT_EQ(schedules::to_string(schedules::default_winograd_params(s, avx512)),
-            "winograd tile=2 block=4x7 rows=7 split=1");
-  s.out_channels = 128;  // 2 MiB: 2 blocks of 4 vectors
-  EXPECT_EQ(schedules::to_string(schedules::default_winograd_params(s, avx512)),
-            "winograd tile=2 block=4x7 rows=7 split=1");
-  s.reduction_channels = 128;  // 1 MiB: a task per tile row, all 28 accumulators
-  EXPECT_EQ(schedules::to_string(schedules::default_winograd_params(s, avx512)),
-            "winograd tile=2 block=4x7 rows=1 split=0");
-  s.out_width = s.out_height = 56;  // F(4x4): 14 tiles a row, 2x14
-  EXPECT_EQ(schedules::to_string(schedules::default_winograd_params(s, avx512)),
-            "winograd tile=4 block=2x14 rows=1 split=0");
-  s.out_width = s.out_height = 14;
-  s.out_channels = s.reduction_channels = 64;
-  const schedules::ConvParams w = schedules::default_winograd_params(s, avx2, 4);
-  EXPECT_EQ(schedules::to_string(w), "winograd tile=4 block=2x4 rows=1 split=0");
-  EXPECT_EQ(schedules::conv_params_error(w, s, avx2), "");
-  const auto refused = [&](schedules::ConvShape layer, const Halide::Target& t,
-                           const std::string& why, schedules::ConvParams q) {
-    const std::string e = schedules::conv_params_error(q, layer, t);
-    EXPECT_NE(e.find(why), std::string::npos) << "'" << e << "' lacks '" << why << "'";
-  };
-  schedules::ConvShape layer = s;
-  layer.kernel_w = layer.kernel_h = 1;
-  refused(layer, avx2, "3x3 windows only", w);
-  layer = s, layer.stride_w = 2;
-  refused(layer, avx2, "stride 1 only", w);
-  layer = s, layer.dilation_h = 2;
-  refused(layer, avx2, "dilation 1 only", w);
-  layer = s, layer.grouped = true;
-  refused(layer, avx2, "ungrouped", w);
-  layer = s, layer.out_channels = 4;
-  refused(layer, avx2, "at least one vector of output channels", w);
-  refused(s, Halide::Target("x86-64-linux-cuda"), "no GPU schedule", w);
-  schedules::ConvParams wide_block = w;
-  wide_block.block = {1, 5};  // 14 pixels are 4 tiles of 4
-  refused(s, avx2, "does not fit the output", wide_block);
-  layer = s, layer.reduction_channels = schedules::kWinograd4MaxChannels + 1;
-  refused(layer, avx2, "loses too much precision", w);
-  EXPECT_EQ(schedules::default_winograd_params(layer, avx2).tile, 2);
 }
 
 }  // namespace

@@ -1,0 +1,166 @@
+// Winograd convolution kernels (family winograd) against the reference interpreter on every CPU
+// target, their knobs and refusals, the runtime binding their transformed weights, and an
+// autoscheduler given the direct algorithm instead. The other families: test_conv_kernels.cpp.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "conv_kernel_harness.h"
+#include "schedules/conv_params.h"
+#include "test_generator.h"
+
+namespace {
+
+using namespace kiln;
+using namespace kiln::conv_kernel_test;
+
+// Winograd (family winograd) against the reference: padding 0 and 1, outputs that are not
+// multiples of either tile (tiles overhang the right and bottom edges), channel counts that are
+// not multiples of a vector, batch 2, ReLU and ReLU6 epilogues and a residual; both tiles, each
+// register block the layer's default, with and without a task per block of channels
+// (split=1: the last block shifted onto the one before where the channels are not whole
+// blocks), on every CPU target; the weights transformed by
+// runtime::winograd_conv_weights as the runtime binds them.
+const ConvCase kWinogradCases[] = {
+    {"ci13_co20_9x8_pad0", 1, 13, 11, 10, 20, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1},
+    {"batch2_ci16_co24_9x13_pad1", 2, 16, 9, 13, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+    {"ci64_co96_7x7_pad1", 1, 64, 7, 7, 96, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+    {"ci8_co16_6x5_asymmetric_pad", 1, 8, 6, 5, 16, 3, 3, 1, 1, 1, 0, 0, 1, 1, 1},
+};
+
+TEST(ConvKernelWinograd, MatchesReferenceOnEveryTarget) {
+  for (size_t i = 0; i < std::size(kWinogradCases); ++i) {
+    const ConvCase& c = kWinogradCases[i];
+    const Problem prob = make_problem(c, kEpilogues[1 + i % 2], 700 + i, /*residual=*/i == 1);
+    for (int t = 0; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
+      if (!testing_util::runs_target(t)) continue;
+      for (const char* tile : {"2", "4"})
+        for (const char* split : {"", " split=1"}) {
+        SCOPED_TRACE(std::string(c.name) + " tile " + tile + split + " on " + runtime::cpu_targets()[t]);
+        std::shared_ptr<const GeneratedKernels> keep;
+        const std::string schedule = std::string("winograd tile=") + tile + split;
+        EXPECT_EQ(generate_kernel(conv_spec(prob, schedule), t, &keep).winograd_tile,
+                  std::stoi(tile));
+        // F(4x4)'s transforms (entries up to 8, weights scaled by 1/24) round more: within
+        // the model tolerance's atol (1e-4) on these outputs of up to ~10, 2-4e-5 measured.
+        expect_close(run_kernel(prob, schedule, t), prob.expected, tile[0] == '4' ? 1e-4 : 1e-5);
+        }
+    }
+  }
+}
+
+// Non-default register blocks and tasks on the best target: blocks of 5 tiles running across
+// the rows of 7 tiles in tasks of 2 tile rows (the last task has one), and blocks of 3 of a
+// row's 4 tiles (the last block overlaps the one before); each also with a task per block of
+// channels (split=1), whole-image tasks for F(4x4).
+TEST(ConvKernelWinograd, RegisterBlocksAndTasks) {
+  const Problem prob = make_problem(kWinogradCases[1], kEpilogues[0], 720);
+  for (const char* schedule : {"winograd tile=2 block=1x5 rows=2", "winograd tile=4 block=1x3 rows=1",
+                               "winograd tile=2 block=1x5 rows=2 split=1", "winograd tile=4 block=1x3 rows=3 split=1"}) {
+    SCOPED_TRACE(schedule);
+    expect_close(run_kernel(prob, schedule, runtime::best_cpu_target()), prob.expected, 1e-4);
+  }
+}
+
+// A Halide autoscheduler on a layer whose default is Winograd gets the direct algorithm and the
+// weights as given (what the runtime binds for it: codegen::winograd_weight_tile is 0).
+TEST(ConvKernelWinograd, AutoschedulerGetsTheDirectAlgorithm) {
+  const ConvCase c{"ci16_co32_14x14_pad1", 1, 16, 14, 14, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+  const Problem prob = make_problem(c, kEpilogues[1], 740);
+  std::shared_ptr<const GeneratedKernels> keep;
+  EXPECT_EQ(generate_kernel(conv_spec(prob, ""), runtime::best_cpu_target(), &keep).winograd_tile, 2);
+  EXPECT_EQ(generate_kernel(conv_spec(prob, "auto:Mullapudi2016"), runtime::best_cpu_target(), &keep)
+                .winograd_tile,
+            0);
+  expect_close(run_kernel(prob, "auto:Mullapudi2016", runtime::best_cpu_target()), prob.expected);
+}
+
+// The runtime transforms the weights once when it binds them: a model whose kernel a schedule
+// lookup sends to Winograd runs twice and matches the reference both times.
+TEST(ConvKernelWinograd, ModelBindsTransformedWeights) {
+  const Problem prob = make_problem(kWinogradCases[2], kEpilogues[1], 730, /*residual=*/true);
+  codegen::CodegenOptions o;
+  o.cache_dir = KILN_TEST_CACHE_DIR;
+  o.schedules = [](const graph::KernelSpec&, const std::string&) {
+    return std::string("winograd tile=4");
+  };
+  ModelOptions mo;
+  mo.generate_kernels = codegen::kernel_generator(o);
+  Model m(prob.g, mo);
+  EXPECT_EQ(m.winograd_tile(0), 4);  // what `kiln bench --per-layer` shows
+  for (int call = 0; call < 2; ++call) {
+    ASSERT_TRUE(m.run({prob.input}));
+    const TensorView out = m.output(0);
+    expect_close(std::vector<float>(out.data, out.data + prob.expected.data.size()), prob.expected);
+  }
+}
+
+// Winograd's knobs: text form, and the layers and targets it refuses, each with its reason.
+TEST(ConvKernelSchedules, WinogradKnobsAndRefusals) {
+  const Halide::Target avx2("x86-64-linux-avx-avx2-f16c-fma-sse41");
+  schedules::ConvParams p;
+  ASSERT_EQ(schedules::parse_conv_params("winograd rows=2 tile=2 block=1x5", &p), "");
+  EXPECT_EQ(schedules::to_string(p), "winograd tile=2 block=1x5 rows=2 split=0");
+  schedules::ConvParams split = p;
+  ASSERT_EQ(schedules::parse_conv_params("split=1", &split), "");
+  EXPECT_EQ(schedules::to_string(split), "winograd tile=2 block=1x5 rows=2 split=1");
+  for (const char* bad : {"winograd tile=3", "winograd tile=", "winograd chunk=8"}) {
+    schedules::ConvParams q = p;
+    EXPECT_NE(schedules::parse_conv_params(bad, &q), "") << bad;
+  }
+  schedules::ConvShape s;
+  s.out_height = s.out_width = 14, s.out_channels = 64, s.reduction_channels = 64;
+  s.kernel_h = s.kernel_w = 3, s.padded = true;
+  EXPECT_EQ(schedules::to_string(schedules::default_winograd_params(s, avx2)),
+            "winograd tile=2 block=3x4 rows=1 split=0");  // F(2x2) below 28 pixels wide; 7 tiles: 4 + 3
+  s.out_channels = 16;  // too few channels for 3 vectors
+  EXPECT_EQ(schedules::to_string(schedules::default_winograd_params(s, avx2)),
+            "winograd tile=2 block=2x4 rows=1 split=0");
+  // More output channels than tiles and 2 MiB or more of transformed weights (16 x 256 x 256
+  // floats, 4 MiB): a task per block of channels over the whole image.
+  s.out_channels = s.reduction_channels = 256;
+  const Halide::Target avx512("x86-64-linux-avx-avx2-avx512-f16c-fma-sse41");
+  EXPECT_EQ(schedules::to_string(schedules::default_winograd_params(s, avx2)),
+            "winograd tile=2 block=3x4 rows=7 split=1");
+  EXPECT_EQ(schedules::to_string(schedules::default_winograd_params(s, avx512)),
+            "winograd tile=2 block=4x7 rows=7 split=1");
+  s.out_channels = 128;  // 2 MiB: 2 blocks of 4 vectors
+  EXPECT_EQ(schedules::to_string(schedules::default_winograd_params(s, avx512)),
+            "winograd tile=2 block=4x7 rows=7 split=1");
+  s.reduction_channels = 128;  // 1 MiB: a task per tile row, all 28 accumulators
+  EXPECT_EQ(schedules::to_string(schedules::default_winograd_params(s, avx512)),
+            "winograd tile=2 block=4x7 rows=1 split=0");
+  s.out_width = s.out_height = 56;  // F(4x4): 14 tiles a row, 2x14
+  EXPECT_EQ(schedules::to_string(schedules::default_winograd_params(s, avx512)),
+            "winograd tile=4 block=2x14 rows=1 split=0");
+  s.out_width = s.out_height = 14;
+  s.out_channels = s.reduction_channels = 64;
+  const schedules::ConvParams w = schedules::default_winograd_params(s, avx2, 4);
+  EXPECT_EQ(schedules::to_string(w), "winograd tile=4 block=2x4 rows=1 split=0");
+  EXPECT_EQ(schedules::conv_params_error(w, s, avx2), "");
+  const auto refused = [&](schedules::ConvShape layer, const Halide::Target& t,
+                           const std::string& why, schedules::ConvParams q) {
+    const std::string e = schedules::conv_params_error(q, layer, t);
+    EXPECT_NE(e.find(why), std::string::npos) << "'" << e << "' lacks '" << why << "'";
+  };
+  schedules::ConvShape layer = s;
+  layer.kernel_w = layer.kernel_h = 1;
+  refused(layer, avx2, "3x3 windows only", w);
+  layer = s, layer.stride_w = 2;
+  refused(layer, avx2, "stride 1 only", w);
+  layer = s, layer.dilation_h = 2;
+  refused(layer, avx2, "dilation 1 only", w);
+  layer = s, layer.grouped = true;
+  refused(layer, avx2, "ungrouped", w);
+  layer = s, layer.out_channels = 4;
+  refused(layer, avx2, "at least one vector of output channels", w);
+  refused(s, Halide::Target("x86-64-linux-cuda"), "no GPU schedule", w);
+  schedules::ConvParams wide_block = w;
+  wide_block.block = {1, 5};  // 14 pixels are 4 tiles of 4
+  refused(s, avx2, "does not fit the output", wide_block);
+  layer = s, layer.reduction_channels = schedules::kWinograd4MaxChannels + 1;
+  refused(layer, avx2, "loses too much precision", w);
+  EXPECT_EQ(schedules::default_winograd_params(layer, avx2).tile, 2);
+}
+
+}  // namespace
