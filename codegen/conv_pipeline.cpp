@@ -497,7 +497,10 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
   if (!automatic) {
     schedules::ConvFuncs f = conv_funcs(a, output, out, in[3], !pointwise, k.nchw_input);
     f.in_task = pooled_in_bands(k, params, target);
-    f.padded_x = k.pad_left || k.pad_right;
+    // The window reaches past the left edge with any left padding, past the right one only if
+    // the last output's window gets there (a stride may skip the right padding).
+    f.padded_x = k.pad_left > 0 || (out[2] - 1) * k.stride_w + (w[1] - 1) * k.dilation_w -
+                                            k.pad_left >= in[2];
     f.bf16 = k.bf16;
     schedule_conv(f, target, params);
     schedule_pooling(k, o, params, target);

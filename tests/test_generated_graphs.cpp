@@ -115,9 +115,9 @@ TEST(GeneratedKernels, DepthwiseConvolutionWithAResidual) {
 // Convolutions of an NCHW graph input read in place (Conv2d::nchw_input: the wide schedule
 // stages it, vectors of pixels with the channels unrolled, the vectors past a padded row's
 // ends split off): padding along both axes, along y only (a 7x1: nothing to split), along x
-// only, asymmetric, none (a 4x4/4 patchify), rows narrower than a vector, a stride of 2 with an
-// odd width, batch 2. Each reads its input in place and matches the reference on every CPU
-// target.
+// only, asymmetric, a right padding the stride never reaches, none (a 4x4/4 patchify), rows
+// narrower than a vector, a stride of 2 with an odd width, batch 2. Each reads its input in
+// place and matches the reference on every CPU target.
 TEST(GeneratedKernels, ConvolutionsReadingNchwInputs) {
   struct Case {
     const char* name;
@@ -129,6 +129,7 @@ TEST(GeneratedKernels, ConvolutionsReadingNchwInputs) {
       {"column_7x1", 1, 3, 20, 37, 16, 7, 1, 1, 3, 0, 3, 0},
       {"row_1x7", 2, 4, 9, 35, 24, 1, 7, 1, 0, 3, 0, 3},
       {"asymmetric", 1, 3, 17, 23, 16, 3, 3, 2, 0, 1, 1, 0},
+      {"right_pad_never_read", 1, 3, 8, 32, 16, 2, 2, 2, 0, 0, 1, 1},  // stride 2 skips it
       {"patchify_4x4_s4", 1, 3, 32, 48, 48, 4, 4, 4, 0, 0, 0, 0},
       {"narrow_rows", 1, 3, 12, 6, 16, 3, 3, 1, 1, 1, 1, 1},
   };
