@@ -70,18 +70,11 @@ struct Prepared {
 };
 std::vector<Prepared> g_prepared(kNumLayers);
 
-// The kernels' own parallelism. Halide's pool does not shrink once its workers exist:
-// halide_set_num_threads(1) after a 2-thread run left Kiln at its 2-thread speed (measured, this
-// Halide 21 runtime), so a change of thread count restarts the pool (outside timed loops).
-// OpenMP takes omp_set_num_threads for the next parallel region; oneDNN's primitives are made
-// per thread count (see Prepared).
-int g_halide_threads = 0;
+// The kernels' own parallelism: Kiln's thread pool (runtime/thread_pool.h), resized when the
+// count changes (outside timed loops). OpenMP takes omp_set_num_threads for the next parallel
+// region; oneDNN's primitives are made per thread count (see Prepared).
 void set_threads(int n) {
-  if (n != g_halide_threads) {
-    halide_shutdown_thread_pool();
-    halide_set_num_threads(n);
-    g_halide_threads = n;
-  }
+  kiln::set_kernel_threads(n);
   omp_set_num_threads(n);
 }
 

@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
   all.insert(all.end(), args.begin() + 1, args.end());
   int n = static_cast<int>(all.size());
 
-  halide_set_num_threads(threads);
+  kiln::set_kernel_threads(threads);
   omp_set_num_threads(threads);
   g_peak = bench::measured_fma_peak_gflops(threads);
 

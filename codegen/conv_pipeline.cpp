@@ -251,7 +251,8 @@ KernelPipeline depthwise_pipeline(const graph::ConvKernelSpec& k, const Halide::
                                     k.stride_w,
                                     k.dilation_w,
                                     e ? e->expanded : Halide::Func(),
-                                    static_cast<int>(out[0])};
+                                    static_cast<int>(out[0]),
+                                    static_cast<int>((w[0] - 1) * k.dilation_h + 1)};
   if (automatic) return KernelPipeline{Halide::Pipeline(o.out), inputs};
   if (e) schedule_expansion(k, *e, params, target);
   if (target.has_gpu_feature()) {

@@ -17,8 +17,15 @@
 #include "conv_weights.h"
 #include "kernels.h"
 #include "kiln/runtime.h"
+#include "thread_pool.h"
 
 namespace kiln {
+
+void set_kernel_threads(int threads) {
+  if (threads <= 0) throw std::invalid_argument("set_kernel_threads: threads must be > 0");
+  runtime::use_thread_pool(threads);
+}
+
 namespace {
 
 using HalideBuffer = Halide::Runtime::Buffer<float>;
@@ -374,7 +381,7 @@ Model::Model(graph::Graph optimized, const ModelOptions& options)
   graph::check_memory_limit(m.plan.arena_bytes, options.max_memory_bytes,
                             "the model's arena (its intermediate tensors and outputs)");
   m.load_generated_kernels();
-  if (options.threads > 0) halide_set_num_threads(options.threads);
+  runtime::use_thread_pool(options.threads);
   const char* env_poison = std::getenv("KILN_POISON_ARENA");
   m.poison = options.poison_arena || (env_poison && std::string(env_poison) == "1");
 #ifndef NDEBUG

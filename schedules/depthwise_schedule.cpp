@@ -167,8 +167,14 @@ void schedule_depthwise_cpu(const DepthwiseFuncs& f, const ConvParams& p,
   // not per tap.
   if (expanded) {
     // The task's channels a row at a time, as its output rows need them (Halide's sliding
-    // window: each row once per task).
-    Halide::Func(f.computed_input).store_at(output, loops.task).compute_at(output, loops.yi);
+    // window: each row once per task), in a ring of the window's rows rounded up to a power of
+    // two: Halide did not fold the storage itself (the reads clamp their rows to the image), and
+    // each task wrote every row of its band to memory of its own (MobileNetV2's stride-2
+    // expansions 1.02-1.07x faster folded, AVX-512, 2 threads).
+    int ring = 1;
+    while (ring < f.window_rows) ring *= 2;
+    Halide::Func e(f.computed_input);
+    e.store_at(output, loops.task).compute_at(output, loops.yi).fold_storage(e.args()[2], ring);
   } else if (p.stage_input) {
     input_padded.compute_at(output, loops.task).vectorize(f.c, vec, TailStrategy::GuardWithIf);
   }

@@ -25,6 +25,7 @@ struct DepthwiseFuncs {
   // loops are the caller's to schedule.
   Halide::Func computed_input;
   int batch = 1;  // images (the tasks of an expansion's schedule are per image)
+  int window_rows = 3;  // input rows one output row reads: (Kh - 1) * dilation_y + 1
 };
 
 // The parallel tasks of a depthwise convolution with a computed_input (an expansion), on CPUs:

@@ -29,7 +29,7 @@ tsan_concurrency() {
   cmake --preset tsan >/dev/null
   echo "[test] building the concurrency test under ThreadSanitizer"
   cmake --build --preset tsan --target kiln_concurrency_tests
-  ctest --preset tsan -R '^Nets/Concurrency\.'
+  ctest --preset tsan -R '^Nets/Concurrency\.|^ThreadPool\.'
 }
 
 if [[ "${PRESET:-}" == fuzz ]]; then

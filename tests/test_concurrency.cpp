@@ -1,6 +1,6 @@
 // Models across threads (docs/robustness.md, "Threads"): separate Models in separate threads give
 // bit for bit what one Model gives on one thread; one Model shared by threads is used one call at
-// a time, a concurrent call refused without touching anything; 1 and N Halide threads agree.
+// a time, a concurrent call refused without touching anything; 1 and N pool threads agree.
 // Every comparison is bit-exact, repeated over many runs, and the single-threaded results are
 // checked against the reference interpreter first, so a model that is wrong everywhere fails too.
 #include <gtest/gtest.h>
@@ -269,7 +269,7 @@ TEST_P(Concurrency, OneModelSharedWithoutALockRefusesConcurrentCalls) {
   std::printf("%d calls succeeded, %d were refused\n", succeeded.load(), refused.load());
 }
 
-// Halide's thread pool split 1 way and 4 ways (more than this machine's cores) computes the
+// The thread pool split 1 way and 4 ways (more than this machine's cores) computes the
 // same bits: no kernel's result depends on how its loops are divided among threads.
 TEST_P(Concurrency, OneThreadAndFourThreadsGiveEqualResults) {
   const Net n = net(GetParam());

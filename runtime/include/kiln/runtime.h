@@ -20,6 +20,11 @@ enum class Schedule { tuned, naive };
 const char* to_string(Backend b);
 const char* to_string(Schedule s);
 
+// Sets the size of the thread pool every Model's kernels run on (ModelOptions::threads), for
+// the Models already built as well; threads must be > 0. Waits for a kernel call in flight on
+// the pool to end.
+void set_kernel_threads(int threads);
+
 struct ModelOptions {
   Backend backend = Backend::cpu;
   // With a GPU backend: run on the CPU instead when no GPU or driver is usable, rather than
@@ -31,9 +36,10 @@ struct ModelOptions {
   // Index into the CPU targets (kiln::runtime::cpu_targets()) the kernels are generated for;
   // -1 lets the generator choose (codegen::kernel_generator: the best this CPU supports).
   int cpu_target = -1;
-  // Threads of Halide's thread pool, which every Model in the process shares: a Model built with
-  // threads > 0 sets the pool's size for all of them (halide_set_num_threads). 0: leave it (one
-  // per core unless set before).
+  // Threads of Kiln's thread pool, on which the kernels of every Model in the process run (the
+  // calling thread included; runtime/thread_pool.h): a Model built with threads > 0 sets the
+  // pool's size for all of them (as set_kernel_threads does). 0: leave it (the first time: one
+  // per core, or HL_NUM_THREADS if set).
   int threads = 0;
   bool profile = false;  // time every kernel call (Model::kernel_times)
   // Supplies the kernels generated for this model's shapes (graph::is_generated specs). Needed
