@@ -178,6 +178,11 @@ inline std::vector<PoolCase> pool_cases() {
       {"global_avg", {1, 7, 7, 2048}, GlobalPool{PoolKind::avg}},
       {"global_max_batch2", {2, 5, 9, 40}, GlobalPool{PoolKind::max}},
       {"global_avg_large", {1, 56, 56, 24}, GlobalPool{PoolKind::avg}},
+      // Summed in bands of rows (the last band short, channels fewer than a vector), an image
+      // per task, and one row alone.
+      {"global_avg_odd_bands", {1, 11, 13, 5}, GlobalPool{PoolKind::avg}},
+      {"global_avg_batch3", {3, 6, 5, 20}, GlobalPool{PoolKind::avg}},
+      {"global_avg_one_row", {1, 1, 9, 17}, GlobalPool{PoolKind::avg}},
   };
 }
 

@@ -93,9 +93,13 @@ PoolAlgorithm global_pool(const Halide::Func& input, int in_width, int in_height
   const Expr v = input(a.c, r.x, r.y, a.n);
   if (kind == graph::PoolKind::max) {
     a.out(a.c, a.x, a.y, a.n) = nan_propagating_maximum(v);
-  } else {
-    a.out(a.c, a.x, a.y, a.n) = Halide::sum(v) / static_cast<float>(in_width * in_height);
+    return a;
   }
+  a.total = Halide::Func("global_total");
+  a.r = r;
+  a.total(a.c, a.n) = 0.0f;
+  a.total(a.c, a.n) += v;
+  a.out(a.c, a.x, a.y, a.n) = a.total(a.c, a.n) / static_cast<float>(in_width * in_height);
   return a;
 }
 

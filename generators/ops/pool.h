@@ -14,6 +14,10 @@ struct PoolAlgorithm {
   // Average pooling only: how many window positions count, per output column and row; tiny
   // Funcs a schedule computes once (at root).
   Halide::Func count_x, count_y;
+  // Global average pooling only: the sum over the image, (c, n), an update over `r` (x, y),
+  // which a schedule may split by rows (rfactor); `out` divides it by the pixel count.
+  Halide::Func total;
+  Halide::RDom r;
 };
 
 // `input` is NHWC, (c, x, y, n), with an image of in_width x in_height pixels. Max pooling
