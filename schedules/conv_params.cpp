@@ -456,9 +456,19 @@ ConvParams default_direct_conv_params(const ConvShape& s, const Halide::Target& 
   if (s.narrow_groups) {
     // One vector by 8 pixels (the depthwise tile), or the whole row when it is narrower.
     // `kiln tune --set` on ResNeXt's 4-channel 3x3 (AVX2, 2 threads, interleaved, three runs
-    // each): 1x8 1.11-1.22x and 1x7 1.06-1.17x the speed of 1x4, 1x6 0.99-1.04x.
+    // each): 1x8 1.11-1.22x and 1x7 1.06-1.17x the speed of 1x4, 1x6 0.99-1.04x. With
+    // AVX-512's 32 registers, the widest tile of 8 to 14 pixels that computes the fewest columns
+    // past the row's end (ShiftInwards computes them twice): ResNeXt's g16 layers (28 and 56
+    // wide) took 1.07-1.16x less time with 1x14 than with 1x8, and 1x12 and 1x16 0.90-0.99x
+    // (2 threads, interleaved with the default).
     p.family = ConvFamily::grouped;
-    p.block = {1, std::clamp(s.out_width, 1, 8)};
+    int pixels = std::clamp(s.out_width, 1, 8);
+    if (t.has_feature(Halide::Target::AVX512) && s.out_width > 8) {
+      const auto columns = [&](int px) { return (s.out_width + px - 1) / px * px; };
+      for (int px = 9; px <= std::min(14, s.out_width); ++px)
+        if (columns(px) <= columns(pixels)) pixels = px;
+    }
+    p.block = {1, pixels};
     return p;
   }
   const int64_t pixels = int64_t{s.out_height} * s.out_width;

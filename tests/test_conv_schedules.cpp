@@ -199,6 +199,25 @@ TEST(ConvKernelSchedules, ParamsThatDoNotFitAreRefused) {
   EXPECT_NE(narrow_error("grouped block=2x4", avx2), "");   // two vectors
   EXPECT_NE(narrow_error("grouped block=1x20", avx2), "");  // 20 accumulators of 14
   EXPECT_NE(narrow_error("wide block=1x4", avx2), "");
+  // The default tile: 8 pixels on AVX2; on AVX-512 the widest of 8 to 14 that computes the
+  // fewest columns past the row's end. Every default is valid at every width.
+  const auto default_pixels = [&](int width, const Halide::Target& t) {
+    schedules::ConvShape w = narrow;
+    w.out_width = width;
+    const schedules::ConvParams p = schedules::default_conv_params(w, t);
+    EXPECT_EQ(schedules::conv_params_error(p, w, t), "") << width << ": " << schedules::to_string(p);
+    return p.block.pixels;
+  };
+  EXPECT_EQ(default_pixels(28, avx2), 8);
+  EXPECT_EQ(default_pixels(28, avx512), 14);
+  EXPECT_EQ(default_pixels(56, avx512), 14);
+  EXPECT_EQ(default_pixels(17, avx512), 9);
+  EXPECT_EQ(default_pixels(15, avx512), 8);  // 16 columns; 9 to 14 compute more
+  EXPECT_EQ(default_pixels(7, avx512), 7);
+  for (int width = 1; width <= 80; ++width) {
+    EXPECT_LE(default_pixels(width, avx512), std::min(width, 14)) << width;
+    EXPECT_EQ(default_pixels(width, avx2), std::min(width, 8)) << width;
+  }
   const std::vector<schedules::ConvParams> c = schedules::conv_candidates(narrow, avx2, 2, 16);
   ASSERT_GT(c.size(), 3u);
   EXPECT_EQ(c.front(), schedules::default_conv_params(narrow, avx2));
