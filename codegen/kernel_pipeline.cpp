@@ -174,6 +174,11 @@ KernelPipeline data_pipeline(const graph::OpKernelSpec& k, const Halide::Target&
     const std::vector<int> perm = lt->to == graph::Layout::nchw ? std::vector<int>{0, 3, 1, 2}
                                                                 : std::vector<int>{0, 2, 3, 1};
     out = generators::ops::transpose(inputs[0], in, perm);
+    if (lt->to == graph::Layout::nchw && !target.has_gpu_feature()) {
+      schedules::schedule_to_nchw_cpu(out, target);
+      constrain([&](int d) { return out.output_buffer().dim(d); }, k.output.shape);
+      return KernelPipeline{Halide::Pipeline(out), inputs};
+    }
   } else if (std::holds_alternative<graph::Reshape>(k.op)) {
     out = generators::ops::reshape(inputs[0], in, k.output.shape);
   } else if (const auto* c = std::get_if<graph::Concat>(&k.op)) {

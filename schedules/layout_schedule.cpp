@@ -32,6 +32,19 @@ void schedule_layout_cpu(const LayoutFuncs& f, const Halide::Target& target) {
       .parallel(yn);
 }
 
+void schedule_to_nchw_cpu(Halide::Func output, const Halide::Target& target) {
+  using Halide::TailStrategy;
+  const std::vector<Halide::Var> d = output.args();  // x, y, c, n
+  const int vec = target.natural_vector_size<float>();
+  Halide::Var xo("xo"), xi("xi"), rows("rows");
+  output.split(d[0], xo, xi, vec, TailStrategy::GuardWithIf)
+      .reorder(xi, xo, d[2], d[1], d[3])
+      .vectorize(xi)
+      .fuse(d[2], d[1], rows)
+      .fuse(rows, d[3], rows)
+      .parallel(rows, 8);
+}
+
 void schedule_layout_cuda(const LayoutFuncs& f, const Halide::Target& /*target*/) {
   using Halide::TailStrategy;
   Halide::Func out = f.output;
