@@ -42,7 +42,7 @@ void schedule_to_nchw_cpu(Halide::Func output, const Halide::Target& target) {
       .vectorize(xi)
       .fuse(d[2], d[1], rows)
       .fuse(rows, d[3], rows)
-      .parallel(rows, 8);
+      .parallel(rows, 8, TailStrategy::GuardWithIf);
 }
 
 void schedule_layout_cuda(const LayoutFuncs& f, const Halide::Target& /*target*/) {

@@ -279,6 +279,9 @@ inline std::vector<OpCase> op_cases() {
       // Rows of two whole vectors and a tail, a batch of 2, tasks of rows across images.
       {"layout_nhwc_to_nchw_wide_batch2", graph::LayoutTransform{Layout::nhwc, Layout::nchw},
        {{2, 5, 37, 21}}, Layout::nhwc},
+      // Fewer rows (channels x height x batch) than one task's 8: a 1-D op's output.
+      {"layout_nhwc_to_nchw_few_rows", graph::LayoutTransform{Layout::nhwc, Layout::nchw},
+       {{1, 1, 23, 3}}, Layout::nhwc},
       {"reshape_flatten", graph::Reshape{{2, 60}}, {{2, 3, 4, 5}}},
       {"reshape_split_inner", graph::Reshape{{4, 3, 10}}, {{12, 10}}},
       {"concat_channels_3", graph::Concat{1}, {{1, 5, 4, 3}, {1, 2, 4, 3}, {1, 9, 4, 3}}},
