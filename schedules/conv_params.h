@@ -67,7 +67,9 @@ struct ConvParams {
   // depthwise: the channel-vector loop inside the pixel-tile loop (a tile's input pixels
   // reused by every channel vector from L1), or outside it (each channel vector walks the row).
   bool channels_inside = true;
-  int chunk = 288;  // deep: reduction steps (input channel x tap) per chunk of weights
+  // deep: reduction steps per chunk of weights: input channels of one kernel tap (bf16:
+  // input channel x tap steps)
+  int chunk = 288;
   // amx: output channels per parallel task (a multiple of 16; 0: all of them), and whether each
   // task gathers the windows of its rows (true) or the whole input's are gathered first, in
   // parallel, and shared by the tasks (small images split by channels).
