@@ -54,9 +54,23 @@ ExpansionTasks expansion_tasks(int channels, int out_height, int batch, const Ha
   ExpansionTasks t;
   t.channels = channels >= 2 * vec ? 2 * vec : channels >= vec ? vec : channels;
   const int blocks = (channels + t.channels - 1) / t.channels;
-  const int per_image = (kTasks + blocks * batch - 1) / (blocks * batch);  // bands per image
-  const int bands = std::clamp(per_image, 1, std::max(1, out_height / 4));  // of 4+ rows
+  const int max_bands = std::max(1, out_height / 4);  // of 4+ rows
+  int bands = std::clamp((kTasks + blocks * batch - 1) / (blocks * batch), 1, max_bands);
+  // The thread pool gives each thread a contiguous share of the tasks: an odd count leaves one
+  // of 2 threads a task more. The fewest bands, at least as many, that give an even count,
+  // where there is one: MobileNetV2's 112x112 expansion into 3 channel blocks, 4 bands (12
+  // tasks) instead of 3 (9 tasks), 0.205-0.220 -> 0.170-0.181 ms in the network (2 threads,
+  // alternating runs). Requiring a multiple of 4 (for 4 threads as well) made the 14x14
+  // expansions, already even, split into more bands, each recomputing its halo rows: 1.05-1.24x
+  // slower.
   t.rows = (out_height + bands - 1) / bands;
+  for (int b = bands; b <= max_bands; ++b) {
+    const int rows = (out_height + b - 1) / b;
+    if ((out_height + rows - 1) / rows * blocks * batch % 2 == 0) {  // the bands `rows` make
+      t.rows = rows;
+      break;
+    }
+  }
   return t;
 }
 

@@ -11,6 +11,7 @@
 #include "Halide.h"
 #include "conv_weights.h"
 #include "schedules/conv_params.h"
+#include "schedules/depthwise_schedule.h"
 
 namespace {
 
@@ -279,6 +280,40 @@ TEST(ConvKernelSchedules, DepthwiseParams) {
 
 // Every candidate the tuner would try is valid for the layer, the default comes first, and
 // both tunable families are represented.
+// The tasks of a depthwise convolution with an expansion: blocks of 2 channel vectors by bands
+// of rows, an even number of tasks where a band count of 4+ rows allows.
+TEST(ConvKernelSchedules, ExpansionTasksSplitEvenly) {
+  const Halide::Target avx512("x86-64-linux-sse41-avx-f16c-fma-avx2-avx512-avx512_skylake");
+  // MobileNetV2's 112x112 expansion into 96 channels, stride 2: 3 blocks x 4 bands of 14 rows.
+  schedules::ExpansionTasks t = schedules::expansion_tasks(96, 56, 1, avx512);
+  EXPECT_EQ(t.channels, 32);
+  EXPECT_EQ(t.rows, 14);
+  t = schedules::expansion_tasks(144, 28, 1, avx512);  // 5 blocks x 2 bands: even already
+  EXPECT_EQ(t.rows, 14);
+  t = schedules::expansion_tasks(96, 9, 1, avx512);  // 3 blocks x 2 bands of 5 rows
+  EXPECT_EQ(t.rows, 5);
+  for (int channels : {8, 16, 24, 96, 144, 192, 384, 576, 960})
+    for (int height : {1, 3, 7, 9, 14, 28, 56, 112})
+      for (int batch : {1, 2, 3}) {
+        t = schedules::expansion_tasks(channels, height, batch, avx512);
+        ASSERT_GE(t.rows, 1);
+        ASSERT_LE(t.rows, height);
+        const int blocks = (channels + t.channels - 1) / t.channels;
+        const int bands = (height + t.rows - 1) / t.rows;
+        // At least 8 tasks, or bands of 4 rows (the least) already; an even count where
+        // another band count of 4+ rows gives one.
+        const int tasks = bands * blocks * batch;
+        EXPECT_TRUE(tasks >= 8 || t.rows <= 4 || bands == std::max(1, height / 4))
+            << channels << " channels, " << height << " rows, batch " << batch;
+        bool even_possible = false;
+        for (int b = bands; b <= std::max(1, height / 4); ++b) {
+          const int rows = (height + b - 1) / b;
+          even_possible |= (height + rows - 1) / rows * blocks * batch % 2 == 0;
+        }
+        if (even_possible) EXPECT_EQ(tasks % 2, 0) << channels << " channels, " << height << " rows, batch " << batch;
+      }
+}
+
 TEST(ConvKernelSchedules, CandidatesAreValidAndIncludeTheDefault) {
   const Halide::Target avx512("x86-64-linux-avx-avx2-avx512-f16c-fma-sse41");
   schedules::ConvShape s;
