@@ -91,6 +91,34 @@ TEST(Bf16Pass, KeepsNarrowWinogradLayersFloat32) {
   EXPECT_TRUE(std::get<graph::Conv2d>(node_starting(g, "strided").op).bf16);
 }
 
+// Windows larger than 1x1 on outputs of 64 pixels or fewer stay float32, with a note; 1x1 ones
+// there, and windows on larger outputs, run bf16.
+TEST(Bf16Pass, KeepsSmallOutputWindowsFloat32) {
+  graph::GraphBuilder b;
+  const ValueId x = b.input("x", {1, 64, 16, 16});
+  ValueId t = b.relu("stem_relu", conv(b, "stem", x, 64, 64, 1, 1, 1, 40));  // reads the NCHW input
+  t = b.relu("down_relu", conv(b, "down", t, 64, 128, 3, 2, 1, 41));         // 8x8: 64 pixels
+  t = b.relu("window_relu", conv(b, "window", t, 128, 128, 3, 1, 1, 42));   // 8x8
+  b.output(b.relu("pointwise_relu", conv(b, "pointwise", t, 128, 256, 1, 1, 1, 43)));
+  const graph::Graph g = bf16_passes(b.finish());
+  for (const char* name : {"down", "window"}) {
+    const graph::Node& n = node_starting(g, name);
+    EXPECT_FALSE(std::get<graph::Conv2d>(n.op).bf16) << name;
+    bool noted = false;
+    for (const std::string& c : n.computes) noted |= c.find("64 pixels or fewer") != std::string::npos;
+    EXPECT_TRUE(noted) << name;
+  }
+  EXPECT_TRUE(std::get<graph::Conv2d>(node_starting(g, "pointwise").op).bf16);
+  const graph::Graph larger = bf16_passes([] {
+    graph::GraphBuilder l;
+    const ValueId y = l.input("x", {1, 64, 18, 18});
+    l.output(l.relu("window_relu", conv(l, "window", l.relu("r", conv(l, "stem", y, 64, 64, 1, 1, 1, 44)),
+                                        64, 128, 3, 2, 1, 45)));  // 9x9: 81 pixels
+    return l.finish();
+  }());
+  EXPECT_TRUE(std::get<graph::Conv2d>(node_starting(larger, "window").op).bf16);
+}
+
 TEST(Bf16Pass, MarksDenseConvolutionsWithAnEvenNumberOfInputChannelsOnly) {
   graph::GraphBuilder b;
   const ValueId x = b.input("x", {1, 3, 12, 12});
