@@ -110,7 +110,8 @@ class Pool {
     // Contiguous shares, participant p the p-th: a kernel after one split the same way finds
     // the rows it reads where the same thread wrote them (its own core's cache).
     for (int p = 0; p < parts; ++p) {
-      job.shares[p].next.store(static_cast<int>(int64_t{size} * p / parts), std::memory_order_relaxed);
+      const int begin = static_cast<int>(int64_t{size} * p / parts);
+      job.shares[p].next.store(begin, std::memory_order_relaxed);
       job.shares[p].end = static_cast<int>(int64_t{size} * (p + 1) / parts);
     }
     published_.store(job.generation, std::memory_order_seq_cst);

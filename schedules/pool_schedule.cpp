@@ -23,7 +23,8 @@ void schedule_global_sum(const generators::ops::PoolAlgorithm& a, const PoolShap
   const int vec = target.natural_vector_size<float>();
   // Updates never take ShiftInwards (it would add some channels twice); guards on a constant
   // extent that is a multiple of the vector cost nothing.
-  f.vectorize(a.c, vec, out.channels >= vec ? TailStrategy::ShiftInwards : TailStrategy::GuardWithIf);
+  f.vectorize(a.c, vec,
+              out.channels >= vec ? TailStrategy::ShiftInwards : TailStrategy::GuardWithIf);
   const int height = *Halide::Internal::as_const_int(a.r.y.extent());
   if (out.batch == 1 && height >= 2) {
     constexpr int kBands = 8;  // 2 threads get 4 each
@@ -86,7 +87,8 @@ void schedule_pool_cpu_bands(const generators::ops::PoolAlgorithm& a, const Pool
                              Halide::Func producer, const Halide::Target& target) {
   Halide::Func f = a.out;
   const int vec = target.natural_vector_size<float>();
-  f.vectorize(a.c, vec, out.channels >= vec ? TailStrategy::ShiftInwards : TailStrategy::GuardWithIf);
+  f.vectorize(a.c, vec,
+              out.channels >= vec ? TailStrategy::ShiftInwards : TailStrategy::GuardWithIf);
   // About 8 bands per image: 2 threads get 4 each, and a 3x3/s2 pooling recomputes one
   // convolution row per band (7% of a 56-row pooled output in bands of 7). The last band
   // shifts inwards (it overlaps the one before) rather than stopping short: bounds inference

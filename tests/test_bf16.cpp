@@ -105,15 +105,16 @@ TEST(Bf16Pass, KeepsSmallOutputWindowsFloat32) {
     const graph::Node& n = node_starting(g, name);
     EXPECT_FALSE(std::get<graph::Conv2d>(n.op).bf16) << name;
     bool noted = false;
-    for (const std::string& c : n.computes) noted |= c.find("64 pixels or fewer") != std::string::npos;
+    for (const std::string& c : n.computes)
+      noted |= c.find("64 pixels or fewer") != std::string::npos;
     EXPECT_TRUE(noted) << name;
   }
   EXPECT_TRUE(std::get<graph::Conv2d>(node_starting(g, "pointwise").op).bf16);
   const graph::Graph larger = bf16_passes([] {
     graph::GraphBuilder l;
     const ValueId y = l.input("x", {1, 64, 18, 18});
-    l.output(l.relu("window_relu", conv(l, "window", l.relu("r", conv(l, "stem", y, 64, 64, 1, 1, 1, 44)),
-                                        64, 128, 3, 2, 1, 45)));  // 9x9: 81 pixels
+    const ValueId stem = l.relu("r", conv(l, "stem", y, 64, 64, 1, 1, 1, 44));
+    l.output(l.relu("window_relu", conv(l, "window", stem, 64, 128, 3, 2, 1, 45)));  // 9x9
     return l.finish();
   }());
   EXPECT_TRUE(std::get<graph::Conv2d>(node_starting(larger, "window").op).bf16);

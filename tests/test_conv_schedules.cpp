@@ -206,7 +206,8 @@ TEST(ConvKernelSchedules, ParamsThatDoNotFitAreRefused) {
     schedules::ConvShape w = narrow;
     w.out_width = width;
     const schedules::ConvParams p = schedules::default_conv_params(w, t);
-    EXPECT_EQ(schedules::conv_params_error(p, w, t), "") << width << ": " << schedules::to_string(p);
+    EXPECT_EQ(schedules::conv_params_error(p, w, t), "")
+        << width << ": " << schedules::to_string(p);
     return p.block.pixels;
   };
   EXPECT_EQ(default_pixels(28, avx2), 8);
@@ -310,7 +311,9 @@ TEST(ConvKernelSchedules, ExpansionTasksSplitEvenly) {
           const int rows = (height + b - 1) / b;
           even_possible |= (height + rows - 1) / rows * blocks * batch % 2 == 0;
         }
-        if (even_possible) EXPECT_EQ(tasks % 2, 0) << channels << " channels, " << height << " rows, batch " << batch;
+        if (even_possible)
+          EXPECT_EQ(tasks % 2, 0) << channels << " channels, " << height << " rows, batch "
+                                  << batch;
       }
 }
 

@@ -18,6 +18,12 @@ namespace {
 using kiln::runtime::thread_pool_par_for;
 using kiln::runtime::use_thread_pool;
 
+// A closure as Halide passes it: a pointer to the loop's data.
+template <typename T>
+uint8_t* closure_of(T& data) {
+  return reinterpret_cast<uint8_t*>(&data);
+}
+
 // A loop's closure: how often each index ran, and which thread ran it.
 struct Counts {
   int min = 0;
@@ -54,7 +60,7 @@ TEST(ThreadPool, RunsEveryIterationOnceThroughHalidesEntryPoint) {
   for (int size : {0, 1, 2, 3, 7, 64, 1000})
     for (int min : {0, -5, 17}) {
       Counts c(min, size);
-      ASSERT_EQ(halide_do_par_for(nullptr, count_task, min, size, reinterpret_cast<uint8_t*>(&c)), 0);
+      ASSERT_EQ(halide_do_par_for(nullptr, count_task, min, size, closure_of(c)), 0);
       expect_each_once(c, "halide_do_par_for");
     }
 }
@@ -63,7 +69,7 @@ TEST(ThreadPool, WorkersTakeAShare) {
   use_thread_pool(2);
   // 400 iterations of 50 us: the worker, spinning or woken, takes some of them.
   Counts c(0, 400);
-  ASSERT_EQ(thread_pool_par_for(nullptr, count_task, 0, 400, reinterpret_cast<uint8_t*>(&c)), 0);
+  ASSERT_EQ(thread_pool_par_for(nullptr, count_task, 0, 400, closure_of(c)), 0);
   expect_each_once(c, "par_for");
   int by_caller = 0;
   for (const std::thread::id& id : c.who) by_caller += id == std::this_thread::get_id();
@@ -78,7 +84,7 @@ TEST(ThreadPool, ParticipantsStartAtTheFrontOfTheirOwnShares) {
   use_thread_pool(2);
   for (int round = 0; round < 3; ++round) {
     Counts c(0, 400);
-    ASSERT_EQ(thread_pool_par_for(nullptr, count_task, 0, 400, reinterpret_cast<uint8_t*>(&c)), 0);
+    ASSERT_EQ(thread_pool_par_for(nullptr, count_task, 0, 400, closure_of(c)), 0);
     expect_each_once(c, "par_for");
     EXPECT_EQ(c.who[0], std::this_thread::get_id());
     EXPECT_NE(c.who[200], std::this_thread::get_id()) << "the worker did not start its own share";
@@ -94,11 +100,11 @@ int fail_on_seven(void*, int i, uint8_t* closure) {
 TEST(ThreadPool, AFailingIterationIsReportedAndTheOthersStillRun) {
   use_thread_pool(2);
   std::atomic<int> ran{0};
-  EXPECT_EQ(thread_pool_par_for(nullptr, fail_on_seven, 0, 50, reinterpret_cast<uint8_t*>(&ran)), -42);
+  EXPECT_EQ(thread_pool_par_for(nullptr, fail_on_seven, 0, 50, closure_of(ran)), -42);
   EXPECT_EQ(ran.load(), 50);
   // Run serially (one iteration) the failure is reported too.
   ran = 0;
-  EXPECT_EQ(thread_pool_par_for(nullptr, fail_on_seven, 7, 1, reinterpret_cast<uint8_t*>(&ran)), -42);
+  EXPECT_EQ(thread_pool_par_for(nullptr, fail_on_seven, 7, 1, closure_of(ran)), -42);
 }
 
 // An outer loop whose iterations each run an inner loop (Halide nests parallel loops).
@@ -119,7 +125,7 @@ int outer_task(void*, int o, uint8_t* closure) {
 TEST(ThreadPool, NestedLoopsComplete) {
   use_thread_pool(2);
   Nested n;
-  ASSERT_EQ(thread_pool_par_for(nullptr, outer_task, 0, Nested::kOuter, reinterpret_cast<uint8_t*>(&n)), 0);
+  ASSERT_EQ(thread_pool_par_for(nullptr, outer_task, 0, Nested::kOuter, closure_of(n)), 0);
   for (int i = 0; i < Nested::kOuter * Nested::kInner; ++i) ASSERT_EQ(n.hits[i].load(), 1) << i;
 }
 
@@ -132,7 +138,7 @@ TEST(ThreadPool, LoopsFromSeveralThreadsAtOnceComplete) {
     callers.emplace_back([&, t] {
       for (int l = 0; l < kLoops; ++l) {
         Counts c(t * 1000, kSize);
-        if (thread_pool_par_for(nullptr, count_task, c.min, kSize, reinterpret_cast<uint8_t*>(&c)) != 0)
+        if (thread_pool_par_for(nullptr, count_task, c.min, kSize, closure_of(c)) != 0)
           ++wrong;
         for (const auto& h : c.hits) wrong += h.load() != 1;
         wrong += c.outside.load();
@@ -148,7 +154,7 @@ TEST(ThreadPool, SleepingWorkersWakeForTheNextLoop) {
     // Well past the spin time: the worker is asleep when the loop starts.
     std::this_thread::sleep_for(std::chrono::microseconds(kiln::runtime::kSpinMicroseconds * 5));
     Counts c(0, 400);
-    ASSERT_EQ(thread_pool_par_for(nullptr, count_task, 0, 400, reinterpret_cast<uint8_t*>(&c)), 0);
+    ASSERT_EQ(thread_pool_par_for(nullptr, count_task, 0, 400, closure_of(c)), 0);
     expect_each_once(c, "after sleeping");
     int by_caller = 0;
     for (const std::thread::id& id : c.who) by_caller += id == std::this_thread::get_id();
@@ -161,7 +167,7 @@ TEST(ThreadPool, ResizingKeepsLoopsCorrect) {
     use_thread_pool(threads);
     ASSERT_EQ(kiln::runtime::thread_pool_size(), threads);
     Counts c(3, 101);
-    ASSERT_EQ(thread_pool_par_for(nullptr, count_task, 3, 101, reinterpret_cast<uint8_t*>(&c)), 0);
+    ASSERT_EQ(thread_pool_par_for(nullptr, count_task, 3, 101, closure_of(c)), 0);
     expect_each_once(c, "after resize");
     if (threads == 1)
       for (const std::thread::id& id : c.who) ASSERT_EQ(id, std::this_thread::get_id());
