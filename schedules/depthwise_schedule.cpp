@@ -59,7 +59,7 @@ ExpansionTasks expansion_tasks(int channels, int out_height, int batch, const Ha
   // The thread pool gives each thread a contiguous share of the tasks: an odd count leaves one
   // of 2 threads a task more. The fewest bands, at least as many, that give an even count,
   // where there is one: MobileNetV2's 112x112 expansion into 3 channel blocks, 4 bands (12
-  // tasks) instead of 3 (9 tasks), 0.205-0.220 -> 0.170-0.181 ms in the network (2 threads,
+  // tasks) instead of 3 (9 tasks), 0.215-0.217 -> 0.166-0.182 ms in the network (2 threads,
   // alternating runs). Requiring a multiple of 4 (for 4 threads as well) made the 14x14
   // expansions, already even, split into more bands, each recomputing its halo rows: 1.05-1.24x
   // slower.

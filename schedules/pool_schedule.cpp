@@ -15,7 +15,7 @@ namespace {
 // are added up: the kernel before it split its work by rows too, and the thread pool gives each
 // thread the same share of every loop, so each thread reads rows its own core's cache holds.
 // Before, tasks of channel blocks summed every row, half of them from the other core's cache:
-// 2 threads took 1.2-1.9x as long as one (preact_se's two global poolings, 784 and 49 pixels).
+// 2 threads took 1.1-2.2x as long as one (preact_se's two global poolings, 784 and 49 pixels).
 // Several images: an image per task.
 void schedule_global_sum(const generators::ops::PoolAlgorithm& a, const PoolShape& out,
                          const Halide::Target& target) {
