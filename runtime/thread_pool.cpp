@@ -70,6 +70,18 @@ void run_iterations(Job* j, int id) {
   t_in_loop = outer;
 }
 
+// One step of a wait: a pause, and every 16th step the core handed to any other thread that
+// wants it. With more threads than cores (or other busy processes), a waiter that only paused
+// held its core until the scheduler took it, while the thread it waited for could not run:
+// MobileNetV2 at 4 threads on 2 cores took 6.4 ms against 2.4 at 2 threads.
+void relax(int polls) {
+  if (polls % 16 == 0) {
+    std::this_thread::yield();
+  } else {
+    _mm_pause();
+  }
+}
+
 int run_serially(void* user_context, Task task, int min, int size, uint8_t* closure) {
   int result = 0;
   for (int i = min; i < min + size; ++i) {
@@ -122,7 +134,7 @@ class Pool {
     }
     run_iterations(&job, 0);
     current_.store(nullptr, std::memory_order_seq_cst);
-    while (busy_.load(std::memory_order_seq_cst) != 0) _mm_pause();
+    for (int polls = 1; busy_.load(std::memory_order_seq_cst) != 0; ++polls) relax(polls);
     release();
     return job.result.load(std::memory_order_relaxed);
   }
@@ -164,8 +176,8 @@ class Pool {
         busy_.fetch_sub(1, std::memory_order_seq_cst);
       }
       active = active || j;
-      _mm_pause();
-      if (++polls % 64 != 0) continue;
+      relax(++polls);
+      if (polls % 64 != 0) continue;
       const Clock::time_point now = Clock::now();
       if (active) idle_since = now, active = false;  // a loop in flight counts as activity
       if (now - idle_since < std::chrono::microseconds(kSpinMicroseconds)) continue;

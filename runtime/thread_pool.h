@@ -2,8 +2,9 @@
 // it instead of Halide's default pool. Two differences, measured on the zoo (2 threads, 3
 // alternating rounds, docs/benchmarks.md):
 //
-// - Idle workers spin (with a pause instruction) for kSpinMicroseconds before they sleep, as
-//   OpenMP's and onnxruntime's pools do. A model runs its kernels back to back, and Halide's
+// - Idle workers spin (a pause instruction, and every 16th step a yield of the core to any
+//   other thread that wants it) for kSpinMicroseconds before they sleep, as OpenMP's and
+//   onnxruntime's pools do. A model runs its kernels back to back, and Halide's
 //   default workers went to sleep almost at once, so each kernel's loop had to wake them first;
 //   on a virtual machine that costs tens of microseconds (a one-pixel 1x1 convolution took 31 us
 //   on 2 threads, 0.8 us on 1). Models 1.02-1.14x faster.
