@@ -78,17 +78,18 @@ TEST(ThreadPool, WorkersTakeAShare) {
 }
 
 // Each participant starts at the front of its own contiguous share: the caller at the first
-// iteration, the worker at the middle (of 2 threads), whose 10 ms of iterations leave the
-// worker ample time to start there itself even if it was asleep.
+// iteration, the worker at the middle (of 2 threads). The caller's share takes 30 ms before it
+// may steal, ample time for the worker to start its own even if it was asleep on a busy
+// machine.
 TEST(ThreadPool, ParticipantsStartAtTheFrontOfTheirOwnShares) {
   use_thread_pool(2);
   for (int round = 0; round < 3; ++round) {
-    Counts c(0, 400);
-    ASSERT_EQ(thread_pool_par_for(nullptr, count_task, 0, 400, closure_of(c)), 0);
+    Counts c(0, 1200);
+    ASSERT_EQ(thread_pool_par_for(nullptr, count_task, 0, 1200, closure_of(c)), 0);
     expect_each_once(c, "par_for");
     EXPECT_EQ(c.who[0], std::this_thread::get_id());
-    EXPECT_NE(c.who[200], std::this_thread::get_id()) << "the worker did not start its own share";
-    EXPECT_NE(c.who[201], std::this_thread::get_id());
+    EXPECT_NE(c.who[600], std::this_thread::get_id()) << "the worker did not start its own share";
+    EXPECT_NE(c.who[601], std::this_thread::get_id());
   }
 }
 
