@@ -11,9 +11,9 @@
 // register tile of the task while it sits in L1, and the partial sums wait in a per-task
 // accumulator (L1-sized) between chunks. Each weight then leaves DRAM once per call. The
 // zero-padded input is staged once for the whole layer (it is small here), not once per task
-// as in the wide schedule; an unpadded
-// 1x1 window's float32 input is read in place (f.stage_input false) where the tiles cover the
-// width exactly (the update rounds the last tile up: it would read past an unstaged input).
+// as in the wide schedule; an unpadded 1x1 window's float32 input is read in place
+// (f.stage_input false) where the tiles cover the width exactly (the update rounds the last
+// tile up: it would read past an unstaged input).
 #include "conv_params.h"
 #include "conv_schedule.h"
 
@@ -40,7 +40,6 @@ void schedule_conv_cpu_deep(const ConvFuncs& f, const ConvParams& p, const Targe
   const Var &co = f.co, &x = f.x, &y = f.y, &n = f.n;
   Var coo("coo"), coi("coi"), xo("xo"), xi("xi"), yo("yo"), yi("yi"), task("task");
   RVar rco("rco"), rci("rci");
-  const Expr taps = f.r.y.extent() * f.r.z.extent();
 
   // 0 vectors: one output channel per tile (fewer output channels than one vector).
   const int channels = p.block.vectors > 0 ? p.block.vectors * vec : 1;
@@ -65,6 +64,7 @@ void schedule_conv_cpu_deep(const ConvFuncs& f, const ConvParams& p, const Targe
   if (f.bf16) {
     // Input-channel pairs innermost (see schedule_conv_cpu): the chunk counts pairs.
     RVar pair("pair"), pairs("pairs");
+    const Expr taps = f.r.y.extent() * f.r.z.extent();
     const Expr chunk = Halide::max(8, p.chunk / taps);  // input channels x taps
     update.split(f.r.x, pairs, pair, 2)
         .split(pairs, rco, rci, (chunk + 1) / 2, TailStrategy::GuardWithIf)
