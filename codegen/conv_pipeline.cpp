@@ -55,7 +55,7 @@ ConvOutput conv_output(const graph::ConvKernelSpec& k, const Halide::Func& conv)
 // wide family on CPUs, whose row strips fit bands of the pooled rows.
 bool pooled_in_bands(const graph::ConvKernelSpec& k, const schedules::ConvParams& p,
                      const Halide::Target& target) {
-  return k.pool && !target.has_gpu_feature() && p.family == schedules::ConvFamily::wide;
+  return k.pool && !graph::pools_before_conv(k) && !target.has_gpu_feature() && p.family == schedules::ConvFamily::wide;
 }
 
 // The pooling's schedule, after the convolution's. Wide convolutions on CPUs are computed per
@@ -118,7 +118,9 @@ Halide::Expr conv_epilogue(const graph::ConvKernelSpec& k, Halide::Expr v,
 
 // What the convolution reads, as (c, x, y, n): inputs[0] (NHWC, or NCHW read in place), through
 // the pre steps (the prologue) when there are any, with their scale and shift inputs (after
-// the post steps'). Inline here; the schedules compute it where they stage the padded input.
+// the post steps'), then averaged over the pooling's windows when the kernel pools first
+// (graph::pools_before_conv). Inline here; the schedules compute it where they stage the
+// padded input (once per pooled element).
 Halide::Func conv_source(const graph::ConvKernelSpec& k, const std::vector<Halide::ImageParam>& inputs) {
   Halide::Var c("c"), x("x"), y("y"), n("n");
   Halide::Func source = inputs[0];
@@ -126,11 +128,23 @@ Halide::Func conv_source(const graph::ConvKernelSpec& k, const std::vector<Halid
     source = Halide::Func("input_nhwc");
     source(c, x, y, n) = inputs[0](x, y, c, n);
   }
-  if (k.pre.empty()) return source;
-  Halide::Func pre("prologue");
-  pre(c, x, y, n) =
-      generators::ops::apply_chain(k.pre, source(c, x, y, n), step_params(inputs, k, true), c);
-  return pre;
+  if (!k.pre.empty()) {
+    Halide::Func pre("prologue");
+    pre(c, x, y, n) =
+        generators::ops::apply_chain(k.pre, source(c, x, y, n), step_params(inputs, k, true), c);
+    source = pre;
+  }
+  if (!graph::pools_before_conv(k)) return source;
+  const graph::Pool2d& p = *k.pool;
+  Halide::Expr sum;
+  for (int ky = 0; ky < p.kernel_h; ++ky)
+    for (int kx = 0; kx < p.kernel_w; ++kx) {
+      const Halide::Expr v = source(c, x * p.stride_w + kx, y * p.stride_h + ky, n);
+      sum = sum.defined() ? sum + v : v;
+    }
+  Halide::Func pooled("pooled_input");
+  pooled(c, x, y, n) = sum * (1.0f / static_cast<float>(p.kernel_h * p.kernel_w));
+  return pooled;
 }
 
 void constrain_conv_output(Halide::Func output, const graph::Shape& out) {
@@ -142,7 +156,7 @@ void constrain_conv_output(Halide::Func output, const graph::Shape& out) {
 }
 
 ConvOutput conv_output(const graph::ConvKernelSpec& k, const Halide::Func& conv) {
-  if (!k.pool) {
+  if (!k.pool || graph::pools_before_conv(k)) {
     constrain_conv_output(conv, k.output.shape);
     return {conv, conv, std::nullopt};
   }
@@ -315,7 +329,7 @@ schedules::ConvShape conv_shape(const graph::ConvKernelSpec& k, const Halide::Ta
                     out_per_group % target.natural_vector_size<float>() != 0;
   s.grouped = k.groups > 1 || k.depthwise;
   s.depthwise = k.depthwise;
-  s.computed_input = !k.pre.empty() || k.nchw_input;
+  s.computed_input = !k.pre.empty() || k.nchw_input || graph::pools_before_conv(k);
   s.expanded = k.expand.has_value();
   s.constant_weights = k.constant_weights;
   s.bf16 = k.bf16;
@@ -461,14 +475,15 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
     }
     return KernelPipeline{Halide::Pipeline(o.out), inputs};
   }
-  // A prologue is computed as the input is staged, once per element, not once per use; an
-  // NCHW input is staged NHWC. Else reads_input_in_place decides: for the deep family the
+  // A prologue or a pooling first is computed as the input is staged, once per element, not
+  // once per use; an NCHW input is staged NHWC. Else reads_input_in_place decides: for the deep family the
   // staged copy of an unpadded 1x1 window's input was pure overhead (MobileNetV2's 7x7
   // 960 -> 160 layer, AVX-512, 3x7 tiles: 64 us staged, 40 in place).
   const bool unpadded_1x1 = w[0] == 1 && w[1] == 1 && !k.pad_left && !k.pad_top &&
                             !k.pad_right && !k.pad_bottom && !k.bf16;
   const bool pointwise = reads_input_in_place(params, out[2], unpadded_1x1) &&
-                         !target.has_gpu_feature() && k.pre.empty() && !k.nchw_input;
+                         !target.has_gpu_feature() && k.pre.empty() && !k.nchw_input &&
+                         !graph::pools_before_conv(k);
   const int out_per_group = static_cast<int>(out[3]) / k.groups * merge;
   // Blocked weights read back in HWIO order: the algorithm sees (co, ci, kx, ky) either way.
   Halide::Func weights = inputs[1];

@@ -79,7 +79,12 @@ std::string describe_conv(const ConvKernelSpec& k) {
     for (size_t i = 0; i < k.pre.size(); ++i) s << (i ? ", " : " ") << to_string(k.pre[i].kind);
     s << " (on the input, as the kernel stages it; then the zero padding)\n";
   }
-  if (k.pool)
+  if (k.pool && pools_before_conv(k))
+    s << "pooling: " << op_name(Op{*k.pool}) << " " << op_attributes(Op{*k.pool}) << " of the input"
+      << (k.pre.empty() ? "" : " (after the prologue)") << ", before the convolution (they commute: "
+      << "a 1x1 window and a linear epilogue), in the same kernel: the convolution runs on the "
+      << to_string(conv_input_nhwc(k)) << " pooled input\n";
+  else if (k.pool)
     s << "pooling: " << op_name(Op{*k.pool}) << " " << op_attributes(Op{*k.pool}) << " of the convolution's "
       << to_string(conv_output_nhwc(k)) << " output, in the same kernel (the wide CPU schedule "
       << "computes it a band of rows at a time, never stored whole)\n";
@@ -190,14 +195,34 @@ bool is_depthwise_conv(const Graph& g, const Node& n) {
   return c && is_depthwise(g, n, *c);
 }
 
+bool pools_before_conv(const ConvKernelSpec& k) {
+  if (!k.pool || k.pool->kind != PoolKind::avg || k.depthwise || k.groups != 1 || k.expand ||
+      k.nchw_input || k.bf16 || k.residual || !k.post.empty() || !k.activation.is_identity())
+    return false;
+  const Shape& w = k.weights.shape;  // HWIO
+  if (w[0] != 1 || w[1] != 1 || k.stride_h != 1 || k.stride_w != 1 || k.pad_top || k.pad_left ||
+      k.pad_bottom || k.pad_right)
+    return false;
+  const Pool2d& p = *k.pool;
+  if (p.pad_top || p.pad_left || p.pad_bottom || p.pad_right || p.dilation_h != 1 ||
+      p.dilation_w != 1 || p.kernel_h * p.kernel_w > 16)
+    return false;
+  // Every window whole: ceil_mode may add a last window that reaches past the image.
+  const Shape& in = k.input.shape;
+  const Shape& out = k.output.shape;
+  return (out[1] - 1) * p.stride_h + p.kernel_h <= in[1] &&
+         (out[2] - 1) * p.stride_w + p.kernel_w <= in[2];
+}
+
 Shape conv_input_nhwc(const ConvKernelSpec& k) {
   const Shape& s = k.input.shape;
   if (k.expand) return {s[0], s[1], s[2], k.expand_weights->shape[3]};
+  if (pools_before_conv(k)) return {s[0], k.output.shape[1], k.output.shape[2], s[3]};
   return k.nchw_input ? Shape{s[0], s[2], s[3], s[1]} : s;
 }
 
 Shape conv_output_nhwc(const ConvKernelSpec& k) {
-  if (!k.pool) return k.output.shape;
+  if (!k.pool || pools_before_conv(k)) return k.output.shape;
   const Shape in = conv_input_nhwc(k);
   const Shape& w = k.weights.shape;  // [Kh, Kw, ., Co]
   const int64_t h = in[1] + k.pad_top + k.pad_bottom - (int64_t{k.dilation_h} * (w[0] - 1) + 1);

@@ -101,10 +101,20 @@ std::vector<KernelSpec> lower_to_kernels(const Graph& g);
 // Whether node n is a depthwise convolution (groups == input channels == output channels of an
 // NHWC convolution): the kernels read each of its input elements once per tap.
 bool is_depthwise_conv(const Graph& g, const Node& n);
+// Whether the kernel pools its input before the convolution rather than the convolution's
+// output after it. An average pooling whose windows lie inside the image commutes with a 1x1
+// stride-1 unpadded dense convolution whose epilogue is linear (no activation, steps or
+// residual): pool(conv(x) + b) = conv(pool(x)) + b. Pooled first, the convolution runs on the
+// pooled pixels, kernel_h * kernel_w times fewer multiply-adds (a DenseNet transition: BN,
+// ReLU, 1x1 convolution, 2x2/s2 average pooling). Float32, and windows of at most 16 pixels
+// (summed in one expression).
+bool pools_before_conv(const ConvKernelSpec& k);
 // The convolution's input shape as [N, H, W, C], whichever layout the kernel reads it in; with
-// an expansion, the expanded tensor's (C = the expansion's output channels).
+// an expansion, the expanded tensor's (C = the expansion's output channels); pooled first
+// (pools_before_conv), the pooled input's.
 Shape conv_input_nhwc(const ConvKernelSpec& k);
-// The convolution's own output, NHWC: `output`'s shape, or the shape before the pooling.
+// The convolution's own output, NHWC: `output`'s shape, or the shape before the pooling when
+// the kernel pools after the convolution.
 Shape conv_output_nhwc(const ConvKernelSpec& k);
 // Whether lower_to_kernels makes node n a Halide convolution kernel (ConvKernelSpec). Those
 // kernels take their output as a strided buffer, so they can write into a slice of a larger

@@ -227,13 +227,13 @@ inline graph::Graph conv_pool_graph(const std::vector<ConvPoolCase>& cases) {
   return b.finish();
 }
 
-// One case as the fused node alone (NHWC input, HWIO weights, ReLU, Conv2d::pool set): a single
-// kernel, for the GPU tests. The residual is left out.
-inline graph::Graph conv_pool_nhwc_graph(const ConvPoolCase& c) {
+// One case as the fused node alone (NHWC input, HWIO weights, ReLU unless `relu` is false,
+// Conv2d::pool set): a single kernel, for the GPU tests. The residual is left out.
+inline graph::Graph conv_pool_nhwc_graph(const ConvPoolCase& c, bool relu = true) {
   graph::GraphBuilder b;
   const graph::ValueId x = b.input("x", {c.n, c.h, c.w, c.ci}, Layout::nhwc);
   NhwcConvParts p = nhwc_conv_parts(b, c.k, c.ci, c.co, c.groups, c.stride, c.pad, 81);
-  p.attrs.activation = graph::Activation{0.0f};
+  if (relu) p.attrs.activation = graph::Activation{0.0f};
   p.attrs.pool = c.pool;
   b.output(b.op("conv", p.attrs, {x, p.w, p.bias}));
   return b.finish();

@@ -130,6 +130,17 @@ TEST(GeneratedKernels, GpuScheduleRunsThroughOpenCl) {
     SCOPED_TRACE(c.name);
     expect_opencl_matches_reference(conv_pool_nhwc_graph(c), -2.0f, 2.0f, 1e-4, 1e-5);
   }
+  // An average pooling before its 1x1 convolution (graph::pools_before_conv).
+  {
+    SCOPED_TRACE("pooled_first");
+    const ConvPoolCase c{"pooled_first", 1, 14, 18, 24, 40, 1, 1, 0, 1, false, false,
+                         graph::Pool2d{graph::PoolKind::avg, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, false, false}};
+    const graph::Graph g = conv_pool_nhwc_graph(c, /*relu=*/false);
+    ModelOptions lower;
+    lower.lower_only = true;
+    ASSERT_TRUE(graph::pools_before_conv(std::get<graph::ConvKernelSpec>(Model(g, lower).kernels()[0])));
+    expect_opencl_matches_reference(g, -2.0f, 2.0f, 1e-4, 1e-5);
+  }
   // A depthwise convolution with its expansion (Conv2d::expand): on a GPU the expansion first.
   for (const ExpandCase& c : expand_cases()) {
     if (c.name != "batch2_5x5_stride2_partial_vectors") continue;

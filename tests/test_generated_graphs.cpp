@@ -389,6 +389,76 @@ TEST(GeneratedKernels, ConvProloguesMatchTheReference) {
   expect_whole_graph_matches_reference(input, optimized);
 }
 
+// An average pooling after a 1x1 convolution with a linear epilogue runs before it, in the same
+// kernel (graph::pools_before_conv): a DenseNet transition (BN, ReLU, 1x1 conv, 2x2/s2 average
+// pooling), overlapping 3x3/s2 windows, and a 1x1 conv without a prologue. Pooled after, as
+// before: a ReLU between them, a padded pooling, and a ceil_mode pooling whose last window
+// reaches past the image. Each kind is checked by name, and the model matches the reference,
+// which pools after the convolution, on every CPU target.
+TEST(GeneratedKernels, AveragePoolingBeforeAPointwiseConvolution) {
+  graph::GraphBuilder b;
+  auto vec = [&](const std::string& name, int64_t n, float lo, float hi, uint64_t seed) {
+    return b.constant(name, {n}, graph::random_uniform(n, lo, hi, seed));
+  };
+  // Read by every case, so no BN folds into it.
+  const graph::ValueId x = b.conv2d("stem", b.input("input", {1, 8, 20, 22}),
+                                    b.constant("stem_w", {32, 8, 1, 1}, graph::random_uniform(256, -0.4f, 0.4f, 11), Layout::oihw),
+                                    vec("stem_b", 32, -0.2f, 0.2f, 12), graph::Conv2d{});
+  using graph::Pool2d;
+  using graph::PoolKind;
+  struct Case {
+    const char* name;
+    bool prologue, relu_between, first;
+    Pool2d pool;
+  };
+  const Case cases[] = {
+      {"transition", true, false, true, Pool2d{PoolKind::avg, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, false, false}},
+      {"overlapping", true, false, true, Pool2d{PoolKind::avg, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, false, false}},
+      {"no_prologue", false, false, true, Pool2d{PoolKind::avg, 2, 3, 2, 1, 0, 0, 0, 0, 1, 1, false, false}},
+      {"relu_between", true, true, false, Pool2d{PoolKind::avg, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, false, false}},
+      {"padded", true, false, false, Pool2d{PoolKind::avg, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false, false}},
+      {"ceil_past_edge", true, false, false, Pool2d{PoolKind::avg, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, true, false}},
+  };
+  uint64_t seed = 400;
+  for (const Case& c : cases) {
+    const std::string p = c.name;
+    graph::ValueId in = x;
+    if (c.prologue)
+      in = b.relu(p + "_relu", b.batch_norm(p + "_bn", x, vec(p + "_g", 32, 0.5f, 1.5f, seed),
+                                            vec(p + "_be", 32, 0.2f, 0.8f, seed + 1),
+                                            vec(p + "_m", 32, -0.3f, 0.3f, seed + 2),
+                                            vec(p + "_v", 32, 0.5f, 2.0f, seed + 3)));
+    graph::ValueId y = b.conv2d(p, in,
+                                b.constant(p + "_w", {24, 32, 1, 1},
+                                           graph::random_uniform(24 * 32, -0.2f, 0.2f, seed + 4), Layout::oihw),
+                                vec(p + "_b", 24, -0.2f, 0.2f, seed + 5), graph::Conv2d{});
+    if (c.relu_between) y = b.relu(p + "_after", y);
+    b.output(b.op(p + "_pool", c.pool, {y}));
+    seed += 10;
+  }
+  const graph::Graph input = b.finish();
+  const graph::Graph optimized = graph::run_passes(input);
+  ModelOptions lower;
+  lower.lower_only = true;
+  const Model lowered(optimized, lower);
+  size_t checked = 0;
+  for (const graph::KernelSpec& k : lowered.kernels()) {
+    const auto* conv = std::get_if<graph::ConvKernelSpec>(&k);
+    if (!conv || conv->name == "stem") continue;
+    ASSERT_TRUE(conv->pool.has_value()) << conv->name << " was not fused with its pooling";
+    for (const Case& c : cases) {
+      if (conv->name != c.name) continue;
+      ++checked;
+      EXPECT_EQ(graph::pools_before_conv(*conv), c.first) << conv->name;
+      // Pooled first, the convolution computes the pooled output and reads the pooled input.
+      EXPECT_EQ(graph::conv_output_nhwc(*conv) == conv->output.shape, c.first) << conv->name;
+      EXPECT_EQ(graph::conv_input_nhwc(*conv) == conv->input.shape, !c.first) << conv->name;
+    }
+  }
+  EXPECT_EQ(checked, std::size(cases)) << graph::dump(optimized);
+  expect_whole_graph_matches_reference(input, optimized);
+}
+
 // ONNX's NaN semantics: max(0, NaN) is NaN. A NaN in the input must reach the output through a
 // conv with fused ReLU or Clip(0, 6), max pooling, global max pooling, HardSigmoid, ReduceMax,
 // ReduceMin and Max, as it does

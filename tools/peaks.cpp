@@ -226,7 +226,8 @@ double conv_macs_per_output(const graph::TensorDesc& w) {
 KernelWork kernel_work(const graph::KernelSpec& k) {
   KernelWork r;
   if (const auto* c = std::get_if<graph::ConvKernelSpec>(&k)) {
-    r.op = c->expand ? "1x1 expand > " : "";  // Conv2d::expand
+    const bool pooled_first = graph::pools_before_conv(*c);
+    r.op = c->expand ? "1x1 expand > " : pooled_first ? "avgpool > " : "";  // Conv2d::expand
     r.op +=
         "conv " + std::to_string(c->weights.shape[0]) + "x" + std::to_string(c->weights.shape[1]);
     if (c->stride_h > 1 || c->stride_w > 1) r.op += "/s" + std::to_string(c->stride_h);
@@ -235,8 +236,9 @@ KernelWork kernel_work(const graph::KernelSpec& k) {
     if (c->residual) r.op += " +add";
     if (!c->activation.is_identity()) r.op += c->activation.is_relu6() ? " +relu6" : " +relu";
     for (const graph::ChainStep& st : c->post) r.op += std::string(" +") + graph::to_string(st.kind);
-    if (c->pool) r.op += c->pool->kind == graph::PoolKind::max ? " +maxpool" : " +avgpool";
-    // A pooled convolution computes its whole output (conv_output_nhwc) and writes the pooled one.
+    if (c->pool && !pooled_first) r.op += c->pool->kind == graph::PoolKind::max ? " +maxpool" : " +avgpool";
+    // A convolution pooled after computes its whole output (conv_output_nhwc) and writes the
+    // pooled one; pooled first, it computes the pooled output alone.
     r.flops = 2.0 * graph::num_elements(graph::conv_output_nhwc(*c)) * conv_macs_per_output(c->weights);
     r.bytes = bytes_of(c->input) + bytes_of(c->weights) + bytes_of(c->bias) + bytes_of(c->output) +
               (c->residual ? bytes_of(*c->residual) : 0.0);
