@@ -197,7 +197,7 @@ bool is_depthwise_conv(const Graph& g, const Node& n) {
 
 bool pools_before_conv(const ConvKernelSpec& k) {
   if (!k.pool || k.pool->kind != PoolKind::avg || k.depthwise || k.groups != 1 || k.expand ||
-      k.nchw_input || k.bf16 || k.residual || !k.post.empty() || !k.activation.is_identity())
+      k.nchw_input || k.residual || !k.post.empty() || !k.activation.is_identity())
     return false;
   const Shape& w = k.weights.shape;  // HWIO
   if (w[0] != 1 || w[1] != 1 || k.stride_h != 1 || k.stride_w != 1 || k.pad_top || k.pad_left ||

@@ -106,8 +106,8 @@ bool is_depthwise_conv(const Graph& g, const Node& n);
 // stride-1 unpadded dense convolution whose epilogue is linear (no activation, steps or
 // residual): pool(conv(x) + b) = conv(pool(x)) + b. Pooled first, the convolution runs on the
 // pooled pixels, kernel_h * kernel_w times fewer multiply-adds (a DenseNet transition: BN,
-// ReLU, 1x1 convolution, 2x2/s2 average pooling). Float32, and windows of at most 16 pixels
-// (summed in one expression).
+// ReLU, 1x1 convolution, 2x2/s2 average pooling). Windows of at most 16 pixels (summed in one
+// expression); in bf16 the pooled input is what is rounded to bfloat16.
 bool pools_before_conv(const ConvKernelSpec& k);
 // The convolution's input shape as [N, H, W, C], whichever layout the kernel reads it in; with
 // an expansion, the expanded tensor's (C = the expansion's output channels); pooled first
