@@ -501,8 +501,17 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
     weights = Halide::Func("weights");
     weights(co, ci, kx, ky) = inputs[1](co % kBlock, ci, kx, ky, co / kBlock);
   }
+  // Blocked weights hold whole blocks of 16 output channels (the last zero-padded), so a
+  // schedule may compute a last channel block past the channel count (never stored); the bias
+  // is read clamped there.
+  Halide::Func bias = inputs[2];
+  if (blocked && out[3] % kBlock != 0) {
+    Halide::Var co("co");
+    bias = Halide::Func("bias_clamped");
+    bias(co) = inputs[2](Halide::min(co, static_cast<int>(out[3]) - 1));
+  }
   const generators::ops::ConvAlgorithm a = generators::ops::conv2d(
-      conv_source(k, inputs), static_cast<int>(in[2]), static_cast<int>(in[1]), weights, inputs[2],
+      conv_source(k, inputs), static_cast<int>(in[2]), static_cast<int>(in[1]), weights, bias,
       static_cast<int>(w[2]) * merge, static_cast<int>(w[1]), static_cast<int>(w[0]),
       {k.stride_w, k.stride_h, k.pad_left, k.pad_top, k.dilation_w, k.dilation_h}, !pointwise,
       k.groups > 1 ? Halide::Expr(out_per_group) : Halide::Expr(), widen);
@@ -518,6 +527,7 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
     f.padded_x = k.pad_left > 0 || (out[2] - 1) * k.stride_w + (w[1] - 1) * k.dilation_w -
                                             k.pad_left >= in[2];
     f.bf16 = k.bf16;
+    f.whole_channel_blocks = blocked && out[3] % kBlock != 0;
     schedule_conv(f, target, params);
     schedule_pooling(k, o, params, target);
   }

@@ -36,6 +36,12 @@ struct ConvFuncs {
   // The schedule takes r.x (even) in pairs, innermost and vectorized with the output channels
   // under atomic(), which Halide lowers to vdpbf16ps on targets with AVX512_BF16.
   bool bf16 = false;
+  // The weights and bias may be read past out_channels up to the next multiple of 16 (blocked
+  // weights, zero-padded, and a clamped bias: codegen's conv_pipeline): when the channel count
+  // is not a multiple of the vector, the schedules then compute a last, partial block of
+  // channels whole and store only its channels, instead of shifting it inwards to a start
+  // inside a weight block (which made Halide load every weight vector a lane at a time).
+  bool whole_channel_blocks = false;
 };
 
 // Halide's default: everything inlined or at root, nothing vectorized or parallel.
@@ -58,6 +64,17 @@ std::vector<RegisterBlock> cpu_register_blocks(const Halide::Target& target,
 // x86 CPU, for wide outputs (family wide): output tiles held in vector registers through the
 // whole reduction, parallel over row strips. `p` must pass conv_params_error.
 void schedule_conv_cpu(const ConvFuncs& f, const ConvParams& p, const Halide::Target& target);
+
+// The direct CPU schedules' split of `output`'s channels co into register tiles coo of
+// `vectors` vectors of `vec` lanes (one channel when vectors is 0), vectorized and unrolled
+// inside the tile; returns the tile's inner variables, innermost first, for the caller's loop
+// order. The last tile shifts inwards, unless `whole_blocks` (ConvFuncs::whole_channel_blocks)
+// and the channels are not whole vectors: then every tile starts on a vector (the vectors
+// shift inwards over the channels rounded up to a vector, the last vector's store is guarded)
+// and the caller computes its accumulator for whole tiles (bound_extent).
+std::vector<Halide::VarOrRVar> split_output_channels(Halide::Func output, const Halide::Var& co,
+                                                     const Halide::Var& coo, const Halide::Var& coi,
+                                                     int vectors, int vec, bool whole_blocks);
 
 // x86 CPU, for small outputs with long reductions (family deep): parallel over output-channel
 // blocks, the reduction chunked so each chunk of weights is reused from L1 by the whole task.

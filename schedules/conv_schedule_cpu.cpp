@@ -26,6 +26,25 @@ std::vector<RegisterBlock> cpu_register_blocks(const Target& t, int seven_wide_v
   return {{2, 6}, {1, 12}, {1, 6}, {1, 1}};
 }
 
+std::vector<Halide::VarOrRVar> split_output_channels(Func output, const Var& co, const Var& coo,
+                                                     const Var& coi, int vectors, int vec,
+                                                     bool whole_blocks) {
+  if (vectors == 0) {
+    output.split(co, coo, coi, 1);
+    return {coi};
+  }
+  if (!whole_blocks) {
+    output.split(co, coo, coi, vectors * vec, TailStrategy::ShiftInwards).vectorize(coi, vec).unroll(coi);
+    return {coi};
+  }
+  Var cv("cv"), lane("lane");
+  output.split(co, cv, lane, vec, TailStrategy::GuardWithIf)
+      .split(cv, coo, coi, vectors, TailStrategy::ShiftInwards)
+      .vectorize(lane)
+      .unroll(coi);
+  return {lane, coi};
+}
+
 void schedule_conv_cpu(const ConvFuncs& f, const ConvParams& p, const Target& target) {
   const int vec = target.natural_vector_size<float>();
   Func output = f.output;
@@ -47,10 +66,17 @@ void schedule_conv_cpu(const ConvFuncs& f, const ConvParams& p, const Target& ta
   // neighbour), so the inner loop is branch-free and fully unrolled. 0 vectors: scalar tiles of
   // one channel (fewer output channels than one vector).
   const int channels = p.block.vectors > 0 ? p.block.vectors * vec : 1;
-  output.split(co, coo, coi, channels, TailStrategy::ShiftInwards)
-      .split(x, xo, xi, p.block.pixels, TailStrategy::ShiftInwards)
+  // Channel counts that are not whole vectors, with blocked weights: a last block shifted
+  // inwards would start inside a 16-channel block of the weights, and Halide loaded the weight
+  // vectors of every tile a lane at a time (SqueezeNet's 1000-class 1x1: 1085 us alone, oneDNN
+  // 499). With whole_channel_blocks every tile starts on a vector (split_output_channels).
+  const bool whole_blocks = p.block.vectors > 0 && f.whole_channel_blocks;
+  std::vector<Halide::VarOrRVar> order =
+      split_output_channels(output, co, coo, coi, p.block.vectors, vec, f.whole_channel_blocks);
+  order.insert(order.end(), {xi, xo, yi, coo, yo, n});
+  output.split(x, xo, xi, p.block.pixels, TailStrategy::ShiftInwards)
       .split(y, yo, yi, p.rows, TailStrategy::GuardWithIf)
-      .reorder(coi, xi, xo, yi, coo, yo, n);
+      .reorder(order);
   // Computed inside a consumer's task (f.in_task: a band of rows of a fused pooling), the
   // strips run one after another: no parallel loop, and no fused one (Halide computed wrong
   // batch bounds for a strip loop fused with the batch over a band that starts mid-image).
@@ -62,13 +88,13 @@ void schedule_conv_cpu(const ConvFuncs& f, const ConvParams& p, const Target& ta
   else
     output.fuse(yo, n, task);
   if (!f.in_task) output.parallel(task);
-  if (p.block.vectors > 0) output.vectorize(coi, vec).unroll(coi);
   output.unroll(xi);
 
   acc.compute_at(output, xo)
       .vectorize(co, vec, TailStrategy::GuardWithIf)
       .unroll(co)
       .unroll(x);
+  if (whole_blocks) acc.bound_extent(co, channels);
   Halide::Stage update = acc.update();
   if (f.bf16) {
     // Input-channel pairs innermost: each 2-lane pair times a vector of output channels is one

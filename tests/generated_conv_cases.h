@@ -38,6 +38,10 @@ inline std::vector<ConvCase> conv_cases() {
       {"stride2_odd_channels_hard_swish", 1, 15, 15, 24, 40, 3, 2, 1, Tail::hard_swish},
       {"pointwise_sigmoid", 1, 10, 10, 64, 48, 1, 1, 0, Tail::sigmoid},
       {"deep_7x7_silu", 1, 7, 7, 512, 64, 1, 1, 0, Tail::silu},
+      // Blocked weights with a last block of 8 channels (ConvFuncs::whole_channel_blocks): the
+      // deep family (ShuffleNet's 232) and the wide one (13x13, 2-vector tiles past the padding).
+      {"deep_232_channels_residual_relu_bn", 1, 7, 7, 232, 232, 1, 1, 0, Tail::residual_relu_bn},
+      {"wide_13x13_136_channels_relu", 1, 13, 13, 64, 136, 1, 1, 0, Tail::relu},
       {"deep_3x3_residual_relu_bn", 1, 7, 7, 128, 64, 3, 1, 1, Tail::residual_relu_bn},
       {"batch2_odd_residual_relu_bn", 2, 9, 11, 8, 20, 3, 1, 1, Tail::residual_relu_bn},
       {"narrow_output_silu", 1, 12, 12, 8, 6, 3, 1, 1, Tail::silu},
