@@ -459,6 +459,56 @@ TEST(GeneratedKernels, AveragePoolingBeforeAPointwiseConvolution) {
   expect_whole_graph_matches_reference(input, optimized);
 }
 
+// ShuffleNetV2's unit: a channel Split (two Slices), a branch of convolutions on one half,
+// Concat, and the channel shuffle (Reshape to [N, 2, C/2, H, W], Transpose(0, 2, 1, 3, 4),
+// Reshape back), twice. The layout pass keeps it all NHWC: the shuffle becomes a transpose of
+// the two innermost axes of the bytes between relabels, the Slices remap their axes, and no
+// layout transform is left but the input's. Matches the reference on every CPU target.
+TEST(GeneratedKernels, ChannelShuffleStaysChannelsLast) {
+  graph::GraphBuilder b;
+  const int64_t c = 24, h = 9, w = 11;
+  uint64_t seed = 500;
+  const auto conv = [&](const std::string& name, graph::ValueId x, int64_t ci, int64_t co) {
+    const float r = 1.0f / std::sqrt(static_cast<float>(ci));
+    return b.relu(name + "_relu",
+                  b.conv2d(name, x,
+                           b.constant(name + "_w", {co, ci, 1, 1},
+                                      graph::random_uniform(co * ci, -r, r, seed++), Layout::oihw),
+                           b.constant(name + "_b", {co}, graph::random_uniform(co, -0.2f, 0.2f, seed++)),
+                           graph::Conv2d{}));
+  };
+  graph::ValueId x = conv("stem", b.input("input", {1, 8, h, w}), 8, c);
+  for (int unit = 0; unit < 2; ++unit) {
+    const std::string u = "unit" + std::to_string(unit);
+    const graph::ValueId half0 =
+        b.op(u + "_split0", graph::Slice{{0, 0, 0, 0}, {1, c / 2, h, w}, {1, 1, 1, 1}}, {x});
+    const graph::ValueId half1 =
+        b.op(u + "_split1", graph::Slice{{0, c / 2, 0, 0}, {1, c, h, w}, {1, 1, 1, 1}}, {x});
+    const graph::ValueId branch = conv(u + "_branch", half1, c / 2, c / 2);
+    const graph::ValueId cat = b.op(u + "_concat", graph::Concat{1}, {half0, branch});
+    const graph::ValueId grouped = b.op(u + "_reshape", graph::Reshape{{1, 2, c / 2, h, w}}, {cat});
+    const graph::ValueId swapped = b.op(u + "_transpose", graph::Transpose{{0, 2, 1, 3, 4}}, {grouped});
+    x = b.op(u + "_shuffle", graph::Reshape{{1, c, h, w}}, {swapped});
+  }
+  b.output(conv("head", x, c, 16));
+  const graph::Graph input = b.finish();
+  const graph::Graph optimized = graph::run_passes(input);
+  size_t transforms = 0, shuffles = 0, nhwc_slices = 0;
+  for (const graph::Node& n : optimized.nodes()) {
+    // Transforms of the model's input and output aside.
+    transforms += std::holds_alternative<graph::LayoutTransform>(n.op) &&
+                  optimized.value(n.inputs[0]).name != "input" && !optimized.is_graph_output(n.outputs[0]);
+    if (const auto* t = std::get_if<graph::Transpose>(&n.op))
+      shuffles += t->perm == std::vector<int>{0, 1, 2, 4, 3};
+    if (std::holds_alternative<graph::Slice>(n.op))
+      nhwc_slices += optimized.value(n.outputs[0]).layout == Layout::nhwc;
+  }
+  EXPECT_EQ(transforms, 0u) << graph::dump(optimized);
+  EXPECT_EQ(shuffles, 2u) << graph::dump(optimized);
+  EXPECT_EQ(nhwc_slices, 4u) << graph::dump(optimized);
+  expect_whole_graph_matches_reference(input, optimized);
+}
+
 // ONNX's NaN semantics: max(0, NaN) is NaN. A NaN in the input must reach the output through a
 // conv with fused ReLU or Clip(0, 6), max pooling, global max pooling, HardSigmoid, ReduceMax,
 // ReduceMin and Max, as it does

@@ -12,7 +12,15 @@
 // the same bytes as the NHWC tensors around them: such a Transpose of an NHWC tensor becomes a
 // relabel (a Reshape with a layout, which the arena stores in place), and so does the NHWC
 // version of a Transpose back, instead of a transform and a transpose that copy twice.
+//
+// A channel shuffle (ShuffleNet's Reshape to [N, g, C/g, H, W], Transpose(0, 2, 1, 3, 4),
+// Reshape back to [N, C, H, W]) of an NHWC tensor is the same permutation of the channels within
+// each pixel: its bytes relabelled [N, H, W, C], reshaped to [N, H, W, g, C/g], the last two
+// axes transposed and the result relabelled NHWC. One copy, where the logical form would copy
+// three times (a transform to NCHW, the 5-D transpose, a transform back for the next
+// convolution), and Slice (a Split's outputs) stays NHWC with its axes remapped.
 #include <map>
+#include <set>
 
 #include "graph/passes/passes.h"
 #include "graph/reference.h"
@@ -51,7 +59,15 @@ class LayoutRewriter {
   explicit LayoutRewriter(Graph& g) : g_(g) {}
 
   std::vector<Node> run() {
-    for (const Node& n : g_.nodes()) {
+    find_shuffles();
+    for (size_t i = 0; i < g_.nodes().size(); ++i) {
+      const Node& n = g_.nodes()[i];
+      if (shuffled_.count(i)) continue;  // replaced by its channels-last form
+      const auto shuffle = shuffles_.find(i);
+      if (shuffle != shuffles_.end() && is_nhwc(n.inputs[0])) {
+        shuffle_channels_last(n, shuffle->second);
+        continue;
+      }
       Node copy = n;
       if (std::holds_alternative<Conv2d>(copy.op) || is_image_pool(copy)) {
         to_native(copy);
@@ -75,6 +91,66 @@ class LayoutRewriter {
   static bool is_perm(const Node& n, const std::vector<int>& perm) {
     const auto* t = std::get_if<Transpose>(&n.op);
     return t && t->perm == perm;
+  }
+
+  // A channel shuffle (see the top of the file): the indices of its Transpose and its last
+  // Reshape, keyed by its first Reshape's, and the group count.
+  struct Shuffle {
+    size_t transpose, reshape_back;
+    int64_t groups;
+  };
+
+  void find_shuffles() {
+    const auto uses = g_.consumers();
+    const auto& nodes = g_.nodes();
+    // The one node that reads v (and v no graph output), or nullptr.
+    const auto sole_reader = [&](ValueId v) -> const NodeId* {
+      return uses[v.index].size() == 1 && !g_.is_graph_output(v) ? &uses[v.index][0] : nullptr;
+    };
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const auto* split = std::get_if<Reshape>(&nodes[i].op);
+      if (!split || split->layout != Layout::any || nodes[i].inputs.size() != 1) continue;
+      const Shape& x = g_.value(nodes[i].inputs[0]).shape;  // [N, C, H, W]
+      const Shape& f = split->shape;                         // [N, g, C/g, H, W]
+      if (!is_activation_4d(g_.value(nodes[i].inputs[0])) || f.size() != 5 || f[0] != x[0] ||
+          f[1] * f[2] != x[1] || f[3] != x[2] || f[4] != x[3])
+        continue;
+      const NodeId* t = sole_reader(nodes[i].outputs[0]);
+      if (!t || !is_perm(nodes[t->index], {0, 2, 1, 3, 4})) continue;
+      const NodeId* back = sole_reader(nodes[t->index].outputs[0]);
+      const auto* merge = back ? std::get_if<Reshape>(&nodes[back->index].op) : nullptr;
+      if (!merge || merge->layout != Layout::any || merge->shape != x) continue;
+      shuffles_.emplace(i, Shuffle{t->index, back->index, f[1]});
+    }
+  }
+
+  void shuffle_channels_last(const Node& first, const Shuffle& s) {
+    const Node& transpose = g_.nodes()[s.transpose];
+    const Node& back = g_.nodes()[s.reshape_back];
+    const Value x = g_.value(first.inputs[0]);  // NHWC: [N, H, W, C]
+    const Shape& st = x.shape;
+    const int64_t g = s.groups, c = st[3];
+    const auto value = [&](const std::string& suffix, const Shape& shape) {
+      return g_.add_value(Value{x.name + suffix, shape, x.dtype, logical_layout(shape.size())});
+    };
+    const ValueId cl = value("_channels_last", st);
+    const ValueId grouped = value("_groups", {st[0], st[1], st[2], g, c / g});
+    const ValueId swapped = value("_shuffled", {st[0], st[1], st[2], c / g, g});
+    const ValueId merged = value("_shuffled_channels_last", st);
+    Node relabel{x.name + "_as_channels_last", Reshape{st, Layout::nchw}, {first.inputs[0]}, {cl}, {}};
+    relabel.computes = {"relabel (NHWC -> channels-last, no copy)"};
+    out_.push_back(std::move(relabel));
+    out_.push_back(Node{first.name, Reshape{{st[0], st[1], st[2], g, c / g}}, {cl}, {grouped}, first.computes});
+    out_.push_back(Node{transpose.name, Transpose{{0, 1, 2, 4, 3}}, {grouped}, {swapped}, transpose.computes});
+    out_.push_back(Node{back.name + "_channels_last", Reshape{st}, {swapped}, {merged}, back.computes});
+    Value& y = g_.value(back.outputs[0]);
+    y.shape = st;
+    y.layout = Layout::nhwc;
+    Node as_nhwc{back.name, Reshape{st, Layout::nhwc}, {merged}, {back.outputs[0]}, {}};
+    as_nhwc.computes = {"relabel (channels-last -> NHWC, no copy)"};
+    out_.push_back(std::move(as_nhwc));
+    shuffled_.insert(s.transpose);
+    shuffled_.insert(s.reshape_back);
   }
 
   // Transpose(0, 2, 3, 1) of an NHWC tensor: the logical [N, H, W, C] tensor it makes is the
@@ -109,7 +185,8 @@ class LayoutRewriter {
                           std::holds_alternative<BatchNorm>(n.op) ||
                           std::holds_alternative<Pool2d>(n.op) ||
                           std::holds_alternative<GlobalPool>(n.op) ||
-                          std::holds_alternative<Concat>(n.op) || std::holds_alternative<Pad>(n.op);
+                          std::holds_alternative<Concat>(n.op) || std::holds_alternative<Pad>(n.op) ||
+                          std::holds_alternative<Slice>(n.op);
     if (!agnostic || g_.value(n.outputs[0]).shape.size() != 4) return false;
     bool any_nhwc = false;
     for (size_t i = 0; i < n.inputs.size(); ++i) {
@@ -219,6 +296,14 @@ class LayoutRewriter {
       if (g_.value(n.inputs[1]).layout != Layout::hwio) n.inputs[1] = hwio_weights(n);
     } else if (auto* cat = std::get_if<Concat>(&n.op)) {
       cat->axis = nhwc_axis(cat->axis);
+    } else if (auto* sl = std::get_if<Slice>(&n.op)) {
+      const Slice logical = *sl;
+      for (int a = 0; a < 4; ++a) {
+        const size_t to = static_cast<size_t>(nhwc_axis(a)), from = static_cast<size_t>(a);
+        sl->starts[to] = logical.starts[from];
+        sl->ends[to] = logical.ends[from];
+        sl->steps[to] = logical.steps[from];
+      }
     } else if (auto* pad = std::get_if<Pad>(&n.op)) {
       std::vector<int64_t> p(8);
       for (int a = 0; a < 4; ++a) {
@@ -243,6 +328,8 @@ class LayoutRewriter {
   std::vector<Node> out_;
   std::map<uint32_t, ValueId> to_nhwc_, to_nchw_, const_nhwc_, weights_;
   std::map<uint32_t, ValueId> transposed_back_;  // Transpose(0, 3, 1, 2) output -> its input
+  std::map<size_t, Shuffle> shuffles_;
+  std::set<size_t> shuffled_;  // the Transposes and last Reshapes of shuffles made channels-last
 };
 
 // The nodes nothing reads any more (a Transpose whose every reader now takes the relabel of
