@@ -473,7 +473,11 @@ TypedShape infer_output(const Graph& g, const Node& n) {
   }
   if (const auto* rs = std::get_if<Resize>(&n.op)) {
     expect_inputs(n, 1);
-    const Value& x = logical_input(g, n, 0);
+    // Nearest-neighbour resizing gathers along any axis, so it reads an NHWC tensor in its
+    // stored order too (convert_to_nhwc remaps its axes); interpolation needs logical order.
+    const Value& x = rs->mode == ResizeMode::nearest && g.value(n.inputs[0]).layout == Layout::nhwc
+                         ? g.value(n.inputs[0])
+                         : logical_input(g, n, 0);
     const size_t r = x.shape.size();
     if (rs->sizes.size() != r || rs->scales.size() != r)
       fail(n, "sizes and scales need one entry per input axis");

@@ -509,6 +509,58 @@ TEST(GeneratedKernels, ChannelShuffleStaysChannelsLast) {
   expect_whole_graph_matches_reference(input, optimized);
 }
 
+// A detector's upsampling: nearest Resizes of the image axes (2x asymmetric floor, as
+// torch.nn.Upsample exports, and 3x2 half_pixel) between convolutions, each concatenated with
+// another convolution's output, stay NHWC (axes remapped, no layout transform); a linear
+// Resize, which interpolates the last two axes, still reads NCHW. On every CPU target.
+TEST(GeneratedKernels, NearestResizeStaysChannelsLast) {
+  graph::GraphBuilder b;
+  uint64_t seed = 600;
+  const auto conv = [&](const std::string& name, graph::ValueId x, int64_t ci, int64_t co) {
+    const float r = 1.0f / std::sqrt(static_cast<float>(ci));
+    return b.relu(name + "_relu",
+                  b.conv2d(name, x,
+                           b.constant(name + "_w", {co, ci, 1, 1},
+                                      graph::random_uniform(co * ci, -r, r, seed++), Layout::oihw),
+                           b.constant(name + "_b", {co}, graph::random_uniform(co, -0.2f, 0.2f, seed++)),
+                           graph::Conv2d{}));
+  };
+  using graph::NearestRounding;
+  using graph::ResizeCoordinates;
+  using graph::ResizeMode;
+  const graph::ValueId in = b.input("input", {1, 8, 6, 7});
+  const graph::ValueId small = conv("small", in, 8, 16);
+  const graph::ValueId up = b.op("up2", resize_op(ResizeMode::nearest, ResizeCoordinates::asymmetric,
+                                                  NearestRounding::floor, {1, 16, 6, 7}, {1, 16, 12, 14}),
+                                 {small});
+  const graph::ValueId big = conv("big", b.input("input_big", {1, 8, 12, 14}), 8, 8);
+  const graph::ValueId cat = b.op("cat", graph::Concat{1}, {up, big});
+  const graph::ValueId up3 =
+      b.op("up3x2", resize_op(ResizeMode::nearest, ResizeCoordinates::half_pixel,
+                              NearestRounding::round_prefer_floor, {1, 24, 12, 14}, {1, 24, 36, 28}),
+           {conv("mid", cat, 24, 24)});
+  b.output(conv("head", up3, 24, 16));
+  const graph::ValueId lin = b.op("linear", resize_op(ResizeMode::linear, ResizeCoordinates::half_pixel,
+                                                      NearestRounding::round_prefer_floor, {1, 16, 6, 7},
+                                                      {1, 16, 12, 14}),
+                                  {small});
+  b.output(conv("lin_head", lin, 16, 8));
+  const graph::Graph input = b.finish();
+  const graph::Graph optimized = graph::run_passes(input);
+  size_t inner_transforms = 0;
+  for (const graph::Node& n : optimized.nodes()) {
+    if (const auto* r = std::get_if<graph::Resize>(&n.op))
+      EXPECT_EQ(optimized.value(n.inputs[0]).layout,
+                r->mode == ResizeMode::nearest ? Layout::nhwc : Layout::nchw) << n.name;
+    // Only the linear Resize's way there and back.
+    inner_transforms += std::holds_alternative<graph::LayoutTransform>(n.op) &&
+                        optimized.value(n.inputs[0]).name.rfind("input", 0) != 0 &&
+                        !optimized.is_graph_output(n.outputs[0]);
+  }
+  EXPECT_EQ(inner_transforms, 2u) << graph::dump(optimized);
+  expect_whole_graph_matches_reference(input, optimized);
+}
+
 // ONNX's NaN semantics: max(0, NaN) is NaN. A NaN in the input must reach the output through a
 // conv with fused ReLU or Clip(0, 6), max pooling, global max pooling, HardSigmoid, ReduceMax,
 // ReduceMin and Max, as it does

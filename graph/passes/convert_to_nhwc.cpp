@@ -18,7 +18,8 @@
 // each pixel: its bytes relabelled [N, H, W, C], reshaped to [N, H, W, g, C/g], the last two
 // axes transposed and the result relabelled NHWC. One copy, where the logical form would copy
 // three times (a transform to NCHW, the 5-D transpose, a transform back for the next
-// convolution), and Slice (a Split's outputs) stays NHWC with its axes remapped.
+// convolution), and Slice (a Split's outputs) stays NHWC with its axes remapped, as does a
+// nearest-neighbour Resize of the image axes.
 #include <map>
 #include <set>
 
@@ -175,6 +176,19 @@ class LayoutRewriter {
            is_activation_4d(g_.value(n.inputs[0]));
   }
 
+  // A nearest-neighbour Resize of the image axes alone (a detector's or U-Net's upsampling)
+  // gathers whole pixels in NHWC as well: it stays NHWC with its axes remapped. Linear and
+  // cubic modes interpolate the last two axes only, so they stay NCHW.
+  bool is_spatial_nearest_resize(const Node& n) const {
+    const auto* r = std::get_if<Resize>(&n.op);
+    if (!r || r->mode != ResizeMode::nearest || r->coordinates == ResizeCoordinates::tf_crop_and_resize ||
+        n.inputs.size() != 1 || !is_activation_4d(g_.value(n.inputs[0])))
+      return false;
+    const Shape& s = g_.value(n.inputs[0]).shape;  // stored NHWC once its producer is
+    const int64_t channels = is_nhwc(n.inputs[0]) ? s[3] : s[1];
+    return resize_axis_is_identity(*r, 0, s[0]) && resize_axis_is_identity(*r, 1, channels);
+  }
+
   // Layout-agnostic ops stay NHWC when every 4-D activation they read already is.
   bool can_stay_nhwc(const Node& n) const {
     // A one-input ElementwiseChain (an imported unary op, gelu) has no per-channel parameters.
@@ -186,7 +200,7 @@ class LayoutRewriter {
                           std::holds_alternative<Pool2d>(n.op) ||
                           std::holds_alternative<GlobalPool>(n.op) ||
                           std::holds_alternative<Concat>(n.op) || std::holds_alternative<Pad>(n.op) ||
-                          std::holds_alternative<Slice>(n.op);
+                          std::holds_alternative<Slice>(n.op) || is_spatial_nearest_resize(n);
     if (!agnostic || g_.value(n.outputs[0]).shape.size() != 4) return false;
     bool any_nhwc = false;
     for (size_t i = 0; i < n.inputs.size(); ++i) {
@@ -296,6 +310,13 @@ class LayoutRewriter {
       if (g_.value(n.inputs[1]).layout != Layout::hwio) n.inputs[1] = hwio_weights(n);
     } else if (auto* cat = std::get_if<Concat>(&n.op)) {
       cat->axis = nhwc_axis(cat->axis);
+    } else if (auto* rs = std::get_if<Resize>(&n.op)) {
+      const Resize logical = *rs;
+      for (int a = 0; a < 4; ++a) {
+        const size_t to = static_cast<size_t>(nhwc_axis(a)), from = static_cast<size_t>(a);
+        rs->sizes[to] = logical.sizes[from];
+        rs->scales[to] = logical.scales[from];
+      }
     } else if (auto* sl = std::get_if<Slice>(&n.op)) {
       const Slice logical = *sl;
       for (int a = 0; a < 4; ++a) {

@@ -1,0 +1,382 @@
+#!/usr/bin/env python3
+"""Six small ONNX models of CNN families outside the zoo (DenseNet, EfficientNet, ShuffleNetV2,
+a YOLO-style detector, U-Net, RegNetX): opset 13, float32, batch 1, random seeded weights,
+BatchNorms unfolded, in the form torch.onnx exports them, built with make_models.GraphBuilder.
+Not part of the tests (each would add minutes of kernel compiles to CI): they are for checking
+Kiln on families it was not tuned on, and for benchmarking it against the peers
+(docs/benchmarks.md):
+
+    python scripts/more_families.py OUTDIR [--models a,b,...] [--seed N]
+    python scripts/compare_engines.py --kiln build/release/tools/kiln --models OUTDIR \
+        --names densenet_mini,effnet_mini,shufflenet_mini,yolo_mini,unet_mini,regnet_mini
+
+Each model is written to OUTDIR/<name>.onnx, checked with onnx.checker (full_check) and run
+with onnxruntime on a seeded uniform [-1, 1) input; the input and onnxruntime's output are
+saved as OUTDIR/<name>.input.npy and OUTDIR/<name>.ort.npy (`kiln run --input` takes the
+former).
+"""
+
+import argparse
+import math
+import os
+import sys
+import zlib
+
+import numpy as np
+import onnx
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from make_models import GraphBuilder, RELU_GAIN  # noqa: E402
+
+SILU_GAIN = 1.7  # ~ 1 / sqrt(E[silu(x)^2]) for x ~ N(0, 1)
+
+
+def i64(g, scope, values):
+    return g.constant(scope, np.array(values, dtype=np.int64))
+
+
+def f32(g, scope, values):
+    return g.constant(scope, np.array(values, dtype=np.float32))
+
+
+def silu(g, x, scope):
+    # nn.SiLU at opset 13: Sigmoid + Mul
+    return g.node("Mul", [x, g.node("Sigmoid", [x], scope)], scope)
+
+
+def avg_pool(g, x, scope, k, s):
+    return g.node("AveragePool", [x], scope, ceil_mode=0, count_include_pad=1,
+                  kernel_shape=[k, k], pads=[0, 0, 0, 0], strides=[s, s])
+
+
+def classifier(g, x, cin, param="fc", scope="/fc"):
+    x = g.node("GlobalAveragePool", [x], "/avgpool")
+    x = g.node("Flatten", [x], "", axis=1)
+    return g.linear(x, scope, param, cin, 1000)
+
+
+# ---- 1. DenseNet-121 style ----------------------------------------------------------------
+def build_densenet_mini(g):
+    x = g.conv("input", "/features/conv0", "features.conv0", 3, 64, 7, 2, 3)
+    x = g.batch_norm(x, "/features/norm0", "features.norm0", 64)
+    x = g.relu(x, "/features/relu0")
+    x = g.max_pool(x, "/features/pool0", 3, 2, 1)
+    c, growth, bn_size = 64, 32, 4
+
+    def dense_block(x, c, bi):
+        feats = [x]
+        for li in range(4):
+            s = f"/features/denseblock{bi}/denselayer{li + 1}"
+            p = f"features.denseblock{bi}.denselayer{li + 1}"
+            # torch: concated_features = torch.cat(inputs, 1) on each layer's input list
+            h = feats[0] if len(feats) == 1 else g.node("Concat", feats, s, axis=1)
+            h = g.batch_norm(h, f"{s}/norm1", f"{p}.norm1", c)
+            h = g.relu(h, f"{s}/relu1")
+            h = g.conv(h, f"{s}/conv1", f"{p}.conv1", c, bn_size * growth, 1)
+            h = g.batch_norm(h, f"{s}/norm2", f"{p}.norm2", bn_size * growth)
+            h = g.relu(h, f"{s}/relu2")
+            h = g.conv(h, f"{s}/conv2", f"{p}.conv2", bn_size * growth, growth, 3, 1, 1)
+            feats.append(h)
+            c += growth
+        return g.node("Concat", feats, f"/features/denseblock{bi}", axis=1), c
+
+    x, c = dense_block(x, c, 1)
+    s, p = "/features/transition1", "features.transition1"
+    x = g.batch_norm(x, f"{s}/norm", f"{p}.norm", c)
+    x = g.relu(x, f"{s}/relu")
+    x = g.conv(x, f"{s}/conv", f"{p}.conv", c, c // 2, 1)
+    c //= 2
+    x = avg_pool(g, x, f"{s}/pool", 2, 2)
+    x, c = dense_block(x, c, 2)
+    x = g.batch_norm(x, "/features/norm5", "features.norm5", c)
+    x = g.relu(x, "")
+    x = classifier(g, x, c, "classifier", "/classifier")
+    return x, {}
+
+
+# ---- 2. EfficientNet-B0 style -------------------------------------------------------------
+def build_effnet_mini(g):
+    def cbs(x, s, p, cin, cout, k, stride, groups=1, act=True, gain=SILU_GAIN, gamma=(0.6, 1.2)):
+        x = g.conv(x, f"{s}/{s.rsplit('/', 1)[-1]}.0", f"{p}.0", cin, cout, k, stride,
+                   (k - 1) // 2, groups, gain=gain)
+        x = g.batch_norm(x, f"{s}/{s.rsplit('/', 1)[-1]}.1", f"{p}.1", cout, gamma_range=gamma)
+        return silu(g, x, f"{s}/{s.rsplit('/', 1)[-1]}.2") if act else x
+
+    x = cbs("input", "/features/features.0", "features.0", 3, 32, 3, 2)
+    # (expand ratio, kernel, stride, cin, cout)
+    blocks = [(1, 3, 1, 32, 16), (6, 3, 2, 16, 24), (6, 3, 1, 24, 24), (6, 5, 2, 24, 40),
+              (6, 5, 1, 40, 40)]
+    for bi, (t, k, stride, cin, cout) in enumerate(blocks):
+        fs, fp = f"/features/features.{bi + 1}/features.{bi + 1}.0", f"features.{bi + 1}.0"
+        h, li, hid = x, 0, cin * t
+        if t != 1:
+            h = cbs(h, f"{fs}/block/block.{li}", f"{fp}.block.{li}", cin, hid, 1, 1)
+            li += 1
+        h = cbs(h, f"{fs}/block/block.{li}", f"{fp}.block.{li}", hid, hid, k, stride, groups=hid)
+        li += 1
+        # SqueezeExcitation(hid, max(1, cin // 4)): avgpool, fc1 (bias), SiLU, fc2 (bias), Sigmoid
+        ss, sp = f"{fs}/block/block.{li}", f"{fp}.block.{li}"
+        sq = max(1, cin // 4)
+        gate = g.node("GlobalAveragePool", [h], f"{ss}/avgpool")
+        gate = g.conv(gate, f"{ss}/fc1", f"{sp}.fc1", hid, sq, 1, bias=True, gain=SILU_GAIN)
+        gate = silu(g, gate, f"{ss}/activation")
+        gate = g.conv(gate, f"{ss}/fc2", f"{sp}.fc2", sq, hid, 1, bias=True, gain=1.0)
+        gate = g.node("Sigmoid", [gate], f"{ss}/scale_activation")
+        h = g.node("Mul", [gate, h], ss)
+        li += 1
+        use_res = stride == 1 and cin == cout
+        h = cbs(h, f"{fs}/block/block.{li}", f"{fp}.block.{li}", hid, cout, 1, 1, act=False,
+                gain=1.0, gamma=(0.2, 0.5) if use_res else (0.6, 1.2))
+        x = g.node("Add", [h, x], fs) if use_res else h
+    x = cbs(x, "/features/features.6", "features.6", 40, 320, 1, 1)
+    x = g.node("GlobalAveragePool", [x], "/avgpool")
+    x = g.node("Flatten", [x], "", axis=1)
+    x = g.linear(x, "/classifier/classifier.1", "classifier.1", 320, 1000)
+    return x, {}
+
+
+# ---- 3. ShuffleNetV2 x1.0 style -----------------------------------------------------------
+def build_shufflenet_mini(g):
+    x = g.conv("input", "/conv1/conv1.0", "conv1.0", 3, 24, 3, 2, 1)
+    x = g.batch_norm(x, "/conv1/conv1.1", "conv1.1", 24)
+    x = g.relu(x, "/conv1/conv1.2")
+    x = g.max_pool(x, "/maxpool", 3, 2, 1)
+    c, hw = 24, 56
+
+    def channel_shuffle(x, s, ch, hw):
+        x = g.node("Reshape", [x, i64(g, s, [1, 2, ch // 2, hw, hw])], s)
+        x = g.node("Transpose", [x], s, perm=[0, 2, 1, 3, 4])
+        return g.node("Reshape", [x, i64(g, s, [1, ch, hw, hw])], s)
+
+    def branch2(x, s, p, cin, bf, stride):
+        h = g.conv(x, f"{s}/branch2/branch2.0", f"{p}.branch2.0", cin, bf, 1)
+        h = g.batch_norm(h, f"{s}/branch2/branch2.1", f"{p}.branch2.1", bf)
+        h = g.relu(h, f"{s}/branch2/branch2.2")
+        h = g.conv(h, f"{s}/branch2/branch2.3", f"{p}.branch2.3", bf, bf, 3, stride, 1,
+                   groups=bf, gain=1.0)
+        h = g.batch_norm(h, f"{s}/branch2/branch2.4", f"{p}.branch2.4", bf)
+        h = g.conv(h, f"{s}/branch2/branch2.5", f"{p}.branch2.5", bf, bf, 1)
+        h = g.batch_norm(h, f"{s}/branch2/branch2.6", f"{p}.branch2.6", bf)
+        return g.relu(h, f"{s}/branch2/branch2.7")
+
+    for si, (cout, reps) in enumerate([(116, 4), (232, 8), (464, 4)]):
+        for ui in range(reps):
+            s, p = f"/stage{si + 2}/stage{si + 2}.{ui}", f"stage{si + 2}.{ui}"
+            bf = cout // 2
+            if ui == 0:  # stride 2: both branches downsample
+                b1 = g.conv(x, f"{s}/branch1/branch1.0", f"{p}.branch1.0", c, c, 3, 2, 1,
+                            groups=c, gain=1.0)
+                b1 = g.batch_norm(b1, f"{s}/branch1/branch1.1", f"{p}.branch1.1", c)
+                b1 = g.conv(b1, f"{s}/branch1/branch1.2", f"{p}.branch1.2", c, bf, 1)
+                b1 = g.batch_norm(b1, f"{s}/branch1/branch1.3", f"{p}.branch1.3", bf)
+                b1 = g.relu(b1, f"{s}/branch1/branch1.4")
+                b2 = branch2(x, s, p, c, bf, 2)
+                hw //= 2
+            else:  # x1, x2 = x.chunk(2, dim=1)
+                b1, x2 = g.node("Split", [x, i64(g, s, [bf, bf])], s, n_out=2, axis=1)
+                b2 = branch2(x2, s, p, bf, bf, 1)
+            x = g.node("Concat", [b1, b2], s, axis=1)
+            x = channel_shuffle(x, s, cout, hw)
+            c = cout
+    x = g.conv(x, "/conv5/conv5.0", "conv5.0", c, 1024, 1)
+    x = g.batch_norm(x, "/conv5/conv5.1", "conv5.1", 1024)
+    x = g.relu(x, "/conv5/conv5.2")
+    x = classifier(g, x, 1024)
+    return x, {}
+
+
+# ---- 4. YOLOv5/v8-like at 320x320 ---------------------------------------------------------
+def build_yolo_mini(g):
+    def cbs(x, p, cin, cout, k=1, stride=1, gamma=(0.6, 1.2)):
+        s = "/" + p.replace(".", "/")
+        x = g.conv(x, f"{s}/conv", f"{p}.conv", cin, cout, k, stride, k // 2, gain=SILU_GAIN)
+        x = g.batch_norm(x, f"{s}/bn", f"{p}.bn", cout, eps=1e-3, gamma_range=gamma)
+        return silu(g, x, f"{s}/act")
+
+    def c2f(x, p, cin, cout, n, shortcut):
+        s, c = "/" + p.replace(".", "/"), cout // 2
+        y = cbs(x, f"{p}.cv1", cin, 2 * c)
+        ys = list(g.node("Split", [y, i64(g, s, [c, c])], s, n_out=2, axis=1))
+        for i in range(n):
+            bp = f"{p}.m.{i}"
+            h = cbs(ys[-1], f"{bp}.cv1", c, c, 3)
+            h = cbs(h, f"{bp}.cv2", c, c, 3, gamma=(0.2, 0.5) if shortcut else (0.6, 1.2))
+            ys.append(g.node("Add", [ys[-1], h], "/" + bp.replace(".", "/")) if shortcut else h)
+        return cbs(g.node("Concat", ys, s, axis=1), f"{p}.cv2", (2 + n) * c, cout)
+
+    def sppf(x, p, cin, cout):
+        s, c = "/" + p.replace(".", "/"), cin // 2
+        x = cbs(x, f"{p}.cv1", cin, c)
+        ys = [x]
+        for i in range(3):
+            ys.append(g.node("MaxPool", [ys[-1]], f"{s}/m", ceil_mode=0, dilations=[1, 1],
+                             kernel_shape=[5, 5], pads=[2, 2, 2, 2], strides=[1, 1]))
+        return cbs(g.node("Concat", ys, s, axis=1), f"{p}.cv2", 4 * c, cout)
+
+    def upsample(x, p):
+        s = "/" + p.replace(".", "/")
+        roi = f32(g, s, np.zeros((0,), np.float32))
+        scales = f32(g, s, [1.0, 1.0, 2.0, 2.0])
+        return g.node("Resize", [x, roi, scales], s, coordinate_transformation_mode="asymmetric",
+                      cubic_coeff_a=-0.75, mode="nearest", nearest_mode="floor")
+
+    x = cbs("input", "model.0", 3, 16, 3, 2)          # 160
+    x = cbs(x, "model.1", 16, 32, 3, 2)               # 80
+    x = c2f(x, "model.2", 32, 32, 1, True)
+    x = cbs(x, "model.3", 32, 64, 3, 2)               # 40
+    p3 = c2f(x, "model.4", 64, 64, 2, True)
+    x = cbs(p3, "model.5", 64, 128, 3, 2)             # 20
+    p4 = c2f(x, "model.6", 128, 128, 2, True)
+    x = cbs(p4, "model.7", 128, 256, 3, 2)            # 10
+    x = c2f(x, "model.8", 256, 256, 1, True)
+    x = sppf(x, "model.9", 256, 256)
+    x = upsample(x, "model.10")                        # 20
+    x = g.node("Concat", [x, p4], "/model.11", axis=1)
+    x = c2f(x, "model.12", 384, 128, 1, False)
+    x = upsample(x, "model.13")                        # 40
+    x = g.node("Concat", [x, p3], "/model.14", axis=1)
+    x = c2f(x, "model.15", 192, 64, 1, False)
+    x = g.conv(x, "/model.16/conv", "model.16.conv", 64, 85, 1, bias=True, gain=1.0)
+    x = g.node("Sigmoid", [x], "/model.16")
+    return x, dict(output_name="output", input_shape=(1, 3, 320, 320),
+                   output_shape=(1, 85, 40, 40))
+
+
+# ---- 5. U-Net ------------------------------------------------------------------------------
+def build_unet_mini(g):
+    def double_conv(x, p, cin, cout):
+        s = "/" + p.replace(".", "/")
+        for i, (a, b) in enumerate([(cin, cout), (cout, cout)]):
+            x = g.conv(x, f"{s}/double_conv/double_conv.{3 * i}", f"{p}.double_conv.{3 * i}",
+                       a, b, 3, 1, 1)
+            x = g.batch_norm(x, f"{s}/double_conv/double_conv.{3 * i + 1}",
+                             f"{p}.double_conv.{3 * i + 1}", b)
+            x = g.relu(x, f"{s}/double_conv/double_conv.{3 * i + 2}")
+        return x
+
+    def up(x, skip, p, cin, cout):
+        s = "/" + p.replace(".", "/")
+        # nn.ConvTranspose2d(cin, cin // 2, 2, stride=2): weight [cin, cout, 2, 2], bias
+        half = cin // 2
+        bound = math.sqrt(3.0 / (cin))  # ~unit gain: each output sees cin inputs once
+        w = g.init(f"{p}.up.weight", g.uniform((cin, half, 2, 2), -bound, bound))
+        b = g.init(f"{p}.up.bias", g.uniform((half,), -0.1, 0.1))
+        x = g.node("ConvTranspose", [x, w, b], f"{s}/up", dilations=[1, 1], group=1,
+                   kernel_shape=[2, 2], pads=[0, 0, 0, 0], strides=[2, 2])
+        x = g.node("Concat", [skip, x], s, axis=1)
+        return double_conv(x, f"{p}.conv", 2 * half, cout)
+
+    e1 = double_conv("input", "inc", 3, 16)                                    # 256
+    e2 = double_conv(g.max_pool(e1, "/down1/pool", 2, 2, 0), "down1.conv", 16, 32)  # 128
+    e3 = double_conv(g.max_pool(e2, "/down2/pool", 2, 2, 0), "down2.conv", 32, 64)  # 64
+    x = up(e3, e2, "up1", 64, 32)                                              # 128
+    x = up(x, e1, "up2", 32, 16)                                               # 256
+    x = g.conv(x, "/outc/conv", "outc.conv", 16, 2, 1, bias=True, gain=1.0)
+    return x, dict(output_name="output", input_shape=(1, 3, 256, 256),
+                   output_shape=(1, 2, 256, 256))
+
+
+# ---- 6. RegNetX style ---------------------------------------------------------------------
+def build_regnet_mini(g):
+    x = g.conv("input", "/stem/stem.0", "stem.0", 3, 32, 3, 2, 1)
+    x = g.batch_norm(x, "/stem/stem.1", "stem.1", 32)
+    x = g.relu(x, "/stem/stem.2")
+    c = 32
+    # (width, depth, group width)
+    for si, (w, d, gw) in enumerate([(32, 1, 8), (64, 2, 8), (160, 3, 16), (384, 2, 16)]):
+        for bi in range(d):
+            stride = 2 if bi == 0 else 1
+            p = f"trunk_output.block{si + 1}.block{si + 1}-{bi}"
+            s = "/" + "/".join(["trunk_output", f"trunk_output.block{si + 1}",
+                                f"trunk_output.block{si + 1}.block{si + 1}-{bi}"])
+            h = g.conv(x, f"{s}/f/a/a.0", f"{p}.f.a.0", c, w, 1)
+            h = g.batch_norm(h, f"{s}/f/a/a.1", f"{p}.f.a.1", w)
+            h = g.relu(h, f"{s}/f/a/a.2")
+            h = g.conv(h, f"{s}/f/b/b.0", f"{p}.f.b.0", w, w, 3, stride, 1, groups=w // gw)
+            h = g.batch_norm(h, f"{s}/f/b/b.1", f"{p}.f.b.1", w)
+            h = g.relu(h, f"{s}/f/b/b.2")
+            h = g.conv(h, f"{s}/f/c/c.0", f"{p}.f.c.0", w, w, 1, gain=1.0)
+            h = g.batch_norm(h, f"{s}/f/c/c.1", f"{p}.f.c.1", w, gamma_range=(0.2, 0.5))
+            sc = x
+            if stride != 1 or c != w:
+                sc = g.conv(x, f"{s}/proj/proj.0", f"{p}.proj.0", c, w, 1, stride, gain=1.0)
+                sc = g.batch_norm(sc, f"{s}/proj/proj.1", f"{p}.proj.1", w)
+            x = g.relu(g.node("Add", [sc, h], s), f"{s}/activation")
+            c = w
+    x = classifier(g, x, c)
+    return x, {}
+
+
+BUILDERS = {
+    "densenet_mini": build_densenet_mini,
+    "effnet_mini": build_effnet_mini,
+    "shufflenet_mini": build_shufflenet_mini,
+    "yolo_mini": build_yolo_mini,
+    "unet_mini": build_unet_mini,
+    "regnet_mini": build_regnet_mini,
+}
+
+
+def build(name, seed):
+    g = GraphBuilder(np.random.default_rng([seed, zlib.crc32(name.encode())]))
+    x, kw = BUILDERS[name](g)
+    return g.finish(name, x, **kw)
+
+
+def flops(model):
+    """Multiply-adds x 2 of the Conv/ConvTranspose/Gemm nodes, from inferred shapes."""
+    m = onnx.shape_inference.infer_shapes(model)
+    shapes = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim]
+              for v in list(m.graph.value_info) + list(m.graph.output) + list(m.graph.input)}
+    inits = {t.name: list(t.dims) for t in m.graph.initializer}
+    total = 0
+    for n in m.graph.node:
+        if n.op_type == "Conv":
+            w = inits[n.input[1]]
+            total += 2 * int(np.prod(shapes[n.output[0]])) * int(np.prod(w[1:]))
+        elif n.op_type == "ConvTranspose":
+            w = inits[n.input[1]]
+            total += 2 * int(np.prod(shapes[n.input[0]])) * int(np.prod(w[1:]))
+        elif n.op_type == "Gemm":
+            total += 2 * int(np.prod(inits[n.input[1]]))
+    return total
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("outdir", help="directory for the .onnx, input and reference files")
+    ap.add_argument("--models", default=",".join(BUILDERS))
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    import onnxruntime as ort
+    os.makedirs(args.outdir, exist_ok=True)
+    for name in args.models.split(","):
+        model = build(name, args.seed)
+        onnx.checker.check_model(model, full_check=True)
+        path = os.path.join(args.outdir, f"{name}.onnx")
+        with open(path, "wb") as f:
+            f.write(model.SerializeToString(deterministic=True))
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = 2
+        sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+        inp, out = sess.get_inputs()[0], sess.get_outputs()[0]
+        x = (np.random.default_rng(args.seed).random(inp.shape, dtype=np.float32) * 2 - 1)
+        (y,) = sess.run([out.name], {inp.name: x})
+        np.save(os.path.join(args.outdir, f"{name}.input.npy"), x)
+        np.save(os.path.join(args.outdir, f"{name}.ort.npy"), y)
+        counts = {}
+        for n in model.graph.node:
+            counts[n.op_type] = counts.get(n.op_type, 0) + 1
+        ok = np.isfinite(y).all()
+        print(f"{name}: {path}, {len(model.graph.node)} nodes, {flops(model) / 1e9:.2f} GFLOP, "
+              f"ORT out {out.name} {list(y.shape)} finite={ok} mean {y.mean():.4g} "
+              f"std {y.std():.4g} min {y.min():.4g} max {y.max():.4g}\n  ops: "
+              + ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1])),
+              flush=True)
+        if not ok:
+            raise RuntimeError(f"{name}: non-finite ORT output")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
