@@ -55,7 +55,8 @@ ConvOutput conv_output(const graph::ConvKernelSpec& k, const Halide::Func& conv)
 // wide family on CPUs, whose row strips fit bands of the pooled rows.
 bool pooled_in_bands(const graph::ConvKernelSpec& k, const schedules::ConvParams& p,
                      const Halide::Target& target) {
-  return k.pool && !graph::pools_before_conv(k) && !target.has_gpu_feature() && p.family == schedules::ConvFamily::wide;
+  return k.pool && !graph::pools_before_conv(k) && !target.has_gpu_feature() &&
+         p.family == schedules::ConvFamily::wide;
 }
 
 // The pooling's schedule, after the convolution's. Wide convolutions on CPUs are computed per
@@ -476,9 +477,9 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
     return KernelPipeline{Halide::Pipeline(o.out), inputs};
   }
   // A prologue or a pooling first is computed as the input is staged, once per element, not
-  // once per use; an NCHW input is staged NHWC. Else reads_input_in_place decides: for the deep family the
-  // staged copy of an unpadded 1x1 window's input was pure overhead (MobileNetV2's 7x7
-  // 960 -> 160 layer, AVX-512, 3x7 tiles: 64 us staged, 40 in place).
+  // once per use; an NCHW input is staged NHWC. Else reads_input_in_place decides: for the deep
+  // family the staged copy of an unpadded 1x1 window's input was pure overhead (MobileNetV2's
+  // 7x7 960 -> 160 layer, AVX-512, 3x7 tiles: 64 us staged, 40 in place).
   const bool unpadded_1x1 = w[0] == 1 && w[1] == 1 && !k.pad_left && !k.pad_top &&
                             !k.pad_right && !k.pad_bottom && !k.bf16;
   const bool pointwise = reads_input_in_place(params, out[2], unpadded_1x1) &&

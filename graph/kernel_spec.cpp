@@ -80,10 +80,11 @@ std::string describe_conv(const ConvKernelSpec& k) {
     s << " (on the input, as the kernel stages it; then the zero padding)\n";
   }
   if (k.pool && pools_before_conv(k))
-    s << "pooling: " << op_name(Op{*k.pool}) << " " << op_attributes(Op{*k.pool}) << " of the input"
-      << (k.pre.empty() ? "" : " (after the prologue)") << ", before the convolution (they commute: "
-      << "a 1x1 window and a linear epilogue), in the same kernel: the convolution runs on the "
-      << to_string(conv_input_nhwc(k)) << " pooled input\n";
+    s << "pooling: " << op_name(Op{*k.pool}) << " " << op_attributes(Op{*k.pool})
+      << " of the input" << (k.pre.empty() ? "" : " (after the prologue)")
+      << ", before the convolution (they commute: a 1x1 window and a linear epilogue), in the "
+      << "same kernel: the convolution runs on the " << to_string(conv_input_nhwc(k))
+      << " pooled input\n";
   else if (k.pool)
     s << "pooling: " << op_name(Op{*k.pool}) << " " << op_attributes(Op{*k.pool}) << " of the convolution's "
       << to_string(conv_output_nhwc(k)) << " output, in the same kernel (the wide CPU schedule "

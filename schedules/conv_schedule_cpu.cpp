@@ -34,7 +34,9 @@ std::vector<Halide::VarOrRVar> split_output_channels(Func output, const Var& co,
     return {coi};
   }
   if (!whole_blocks) {
-    output.split(co, coo, coi, vectors * vec, TailStrategy::ShiftInwards).vectorize(coi, vec).unroll(coi);
+    output.split(co, coo, coi, vectors * vec, TailStrategy::ShiftInwards)
+        .vectorize(coi, vec)
+        .unroll(coi);
     return {coi};
   }
   Var cv("cv"), lane("lane");

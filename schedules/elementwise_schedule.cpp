@@ -36,7 +36,8 @@ void schedule_elementwise_cpu(const ElementwiseFuncs& f, const Halide::Target& t
   // vw / extent steps of the next one, dense in the output; Halide loads each input run whole
   // and interleaves them (before, the kernel ran scalar: ShuffleNet's 28x28x116 shuffle 87 us).
   const int64_t e0 = f.extents[0];
-  if (keep_inner && e0 >= 2 && e0 < vw && vw % e0 == 0 && f.dims.size() > 1 && f.extents[1] >= vw / e0) {
+  if (keep_inner && e0 >= 2 && e0 < vw && vw % e0 == 0 && f.dims.size() > 1 &&
+      f.extents[1] >= vw / e0) {
     Var across("across"), outer("outer");
     out.split(f.dims[1], outer, across, static_cast<int>(vw / e0), TailStrategy::ShiftInwards)
         .reorder(f.dims[0], across, outer)

@@ -133,12 +133,13 @@ TEST(GeneratedKernels, GpuScheduleRunsThroughOpenCl) {
   // An average pooling before its 1x1 convolution (graph::pools_before_conv).
   {
     SCOPED_TRACE("pooled_first");
-    const ConvPoolCase c{"pooled_first", 1, 14, 18, 24, 40, 1, 1, 0, 1, false, false,
-                         graph::Pool2d{graph::PoolKind::avg, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, false, false}};
+    const graph::Pool2d avg2x2{graph::PoolKind::avg, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, false, false};
+    const ConvPoolCase c{"pooled_first", 1, 14, 18, 24, 40, 1, 1, 0, 1, false, false, avg2x2};
     const graph::Graph g = conv_pool_nhwc_graph(c, /*relu=*/false);
     ModelOptions lower;
     lower.lower_only = true;
-    ASSERT_TRUE(graph::pools_before_conv(std::get<graph::ConvKernelSpec>(Model(g, lower).kernels()[0])));
+    const Model lowered(g, lower);
+    ASSERT_TRUE(graph::pools_before_conv(std::get<graph::ConvKernelSpec>(lowered.kernels()[0])));
     expect_opencl_matches_reference(g, -2.0f, 2.0f, 1e-4, 1e-5);
   }
   // A depthwise convolution with its expansion (Conv2d::expand): on a GPU the expansion first.

@@ -389,6 +389,17 @@ TEST(GeneratedKernels, ConvProloguesMatchTheReference) {
   expect_whole_graph_matches_reference(input, optimized);
 }
 
+// A 1x1 convolution (seeded random OIHW weights and bias) + ReLU; `seed` advances.
+graph::ValueId pointwise_relu(graph::GraphBuilder& b, const std::string& name, graph::ValueId x,
+                              int64_t ci, int64_t co, uint64_t& seed) {
+  const float r = 1.0f / std::sqrt(static_cast<float>(ci));
+  const graph::ValueId w =
+      b.constant(name + "_w", {co, ci, 1, 1}, graph::random_uniform(co * ci, -r, r, seed++), Layout::oihw);
+  const graph::ValueId bias =
+      b.constant(name + "_b", {co}, graph::random_uniform(co, -0.2f, 0.2f, seed++));
+  return b.relu(name + "_relu", b.conv2d(name, x, w, bias, graph::Conv2d{}));
+}
+
 // An average pooling after a 1x1 convolution with a linear epilogue runs before it, in the same
 // kernel (graph::pools_before_conv): a DenseNet transition (BN, ReLU, 1x1 conv, 2x2/s2 average
 // pooling), overlapping 3x3/s2 windows, and a 1x1 conv without a prologue. Pooled after, as
@@ -401,9 +412,11 @@ TEST(GeneratedKernels, AveragePoolingBeforeAPointwiseConvolution) {
     return b.constant(name, {n}, graph::random_uniform(n, lo, hi, seed));
   };
   // Read by every case, so no BN folds into it.
-  const graph::ValueId x = b.conv2d("stem", b.input("input", {1, 8, 20, 22}),
-                                    b.constant("stem_w", {32, 8, 1, 1}, graph::random_uniform(256, -0.4f, 0.4f, 11), Layout::oihw),
-                                    vec("stem_b", 32, -0.2f, 0.2f, 12), graph::Conv2d{});
+  const graph::ValueId x =
+      b.conv2d("stem", b.input("input", {1, 8, 20, 22}),
+               b.constant("stem_w", {32, 8, 1, 1}, graph::random_uniform(256, -0.4f, 0.4f, 11),
+                          Layout::oihw),
+               vec("stem_b", 32, -0.2f, 0.2f, 12), graph::Conv2d{});
   using graph::Pool2d;
   using graph::PoolKind;
   struct Case {
@@ -411,13 +424,16 @@ TEST(GeneratedKernels, AveragePoolingBeforeAPointwiseConvolution) {
     bool prologue, relu_between, first;
     Pool2d pool;
   };
+  const auto avg = [](int kh, int kw, int sh, int sw, int pad, bool ceil_mode) {
+    return Pool2d{PoolKind::avg, kh, kw, sh, sw, pad, pad, pad, pad, 1, 1, ceil_mode, false};
+  };
   const Case cases[] = {
-      {"transition", true, false, true, Pool2d{PoolKind::avg, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, false, false}},
-      {"overlapping", true, false, true, Pool2d{PoolKind::avg, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, false, false}},
-      {"no_prologue", false, false, true, Pool2d{PoolKind::avg, 2, 3, 2, 1, 0, 0, 0, 0, 1, 1, false, false}},
-      {"relu_between", true, true, false, Pool2d{PoolKind::avg, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, false, false}},
-      {"padded", true, false, false, Pool2d{PoolKind::avg, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false, false}},
-      {"ceil_past_edge", true, false, false, Pool2d{PoolKind::avg, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, true, false}},
+      {"transition", true, false, true, avg(2, 2, 2, 2, 0, false)},
+      {"overlapping", true, false, true, avg(3, 3, 2, 2, 0, false)},
+      {"no_prologue", false, false, true, avg(2, 3, 2, 1, 0, false)},
+      {"relu_between", true, true, false, avg(2, 2, 2, 2, 0, false)},
+      {"padded", true, false, false, avg(3, 3, 2, 2, 1, false)},
+      {"ceil_past_edge", true, false, false, avg(3, 3, 2, 2, 0, true)},
   };
   uint64_t seed = 400;
   for (const Case& c : cases) {
@@ -428,10 +444,9 @@ TEST(GeneratedKernels, AveragePoolingBeforeAPointwiseConvolution) {
                                             vec(p + "_be", 32, 0.2f, 0.8f, seed + 1),
                                             vec(p + "_m", 32, -0.3f, 0.3f, seed + 2),
                                             vec(p + "_v", 32, 0.5f, 2.0f, seed + 3)));
-    graph::ValueId y = b.conv2d(p, in,
-                                b.constant(p + "_w", {24, 32, 1, 1},
-                                           graph::random_uniform(24 * 32, -0.2f, 0.2f, seed + 4), Layout::oihw),
-                                vec(p + "_b", 24, -0.2f, 0.2f, seed + 5), graph::Conv2d{});
+    const graph::ValueId w = b.constant(
+        p + "_w", {24, 32, 1, 1}, graph::random_uniform(24 * 32, -0.2f, 0.2f, seed + 4), Layout::oihw);
+    graph::ValueId y = b.conv2d(p, in, w, vec(p + "_b", 24, -0.2f, 0.2f, seed + 5), graph::Conv2d{});
     if (c.relu_between) y = b.relu(p + "_after", y);
     b.output(b.op(p + "_pool", c.pool, {y}));
     seed += 10;
@@ -469,13 +484,7 @@ TEST(GeneratedKernels, ChannelShuffleStaysChannelsLast) {
   const int64_t c = 24, h = 9, w = 11;
   uint64_t seed = 500;
   const auto conv = [&](const std::string& name, graph::ValueId x, int64_t ci, int64_t co) {
-    const float r = 1.0f / std::sqrt(static_cast<float>(ci));
-    return b.relu(name + "_relu",
-                  b.conv2d(name, x,
-                           b.constant(name + "_w", {co, ci, 1, 1},
-                                      graph::random_uniform(co * ci, -r, r, seed++), Layout::oihw),
-                           b.constant(name + "_b", {co}, graph::random_uniform(co, -0.2f, 0.2f, seed++)),
-                           graph::Conv2d{}));
+    return pointwise_relu(b, name, x, ci, co, seed);
   };
   graph::ValueId x = conv("stem", b.input("input", {1, 8, h, w}), 8, c);
   for (int unit = 0; unit < 2; ++unit) {
@@ -517,13 +526,7 @@ TEST(GeneratedKernels, NearestResizeStaysChannelsLast) {
   graph::GraphBuilder b;
   uint64_t seed = 600;
   const auto conv = [&](const std::string& name, graph::ValueId x, int64_t ci, int64_t co) {
-    const float r = 1.0f / std::sqrt(static_cast<float>(ci));
-    return b.relu(name + "_relu",
-                  b.conv2d(name, x,
-                           b.constant(name + "_w", {co, ci, 1, 1},
-                                      graph::random_uniform(co * ci, -r, r, seed++), Layout::oihw),
-                           b.constant(name + "_b", {co}, graph::random_uniform(co, -0.2f, 0.2f, seed++)),
-                           graph::Conv2d{}));
+    return pointwise_relu(b, name, x, ci, co, seed);
   };
   using graph::NearestRounding;
   using graph::ResizeCoordinates;

@@ -38,6 +38,14 @@ int nhwc_axis(int logical) {
 
 Shape to_nhwc_shape(const Shape& s) { return {s[0], s[2], s[3], s[1]}; }
 
+// An attribute with one entry per axis of a 4-D NCHW tensor, reordered for its NHWC version.
+template <typename T>
+void to_nhwc_axes(std::vector<T>& per_axis) {
+  const std::vector<T> logical = per_axis;
+  for (int a = 0; a < 4; ++a)
+    per_axis[static_cast<size_t>(nhwc_axis(a))] = logical[static_cast<size_t>(a)];
+}
+
 std::vector<float> oihw_to_hwio(const std::vector<float>& w, const FilterDims& f) {
   std::vector<float> out(w.size());
   for (int64_t o = 0; o < f.co; ++o)
@@ -138,12 +146,16 @@ class LayoutRewriter {
     const ValueId grouped = value("_groups", {st[0], st[1], st[2], g, c / g});
     const ValueId swapped = value("_shuffled", {st[0], st[1], st[2], c / g, g});
     const ValueId merged = value("_shuffled_channels_last", st);
-    Node relabel{x.name + "_as_channels_last", Reshape{st, Layout::nchw}, {first.inputs[0]}, {cl}, {}};
+    Node relabel{x.name + "_as_channels_last", Reshape{st, Layout::nchw}, {first.inputs[0]}, {cl},
+                 {}};
     relabel.computes = {"relabel (NHWC -> channels-last, no copy)"};
     out_.push_back(std::move(relabel));
-    out_.push_back(Node{first.name, Reshape{{st[0], st[1], st[2], g, c / g}}, {cl}, {grouped}, first.computes});
-    out_.push_back(Node{transpose.name, Transpose{{0, 1, 2, 4, 3}}, {grouped}, {swapped}, transpose.computes});
-    out_.push_back(Node{back.name + "_channels_last", Reshape{st}, {swapped}, {merged}, back.computes});
+    out_.push_back(Node{first.name, Reshape{{st[0], st[1], st[2], g, c / g}}, {cl}, {grouped},
+                        first.computes});
+    out_.push_back(Node{transpose.name, Transpose{{0, 1, 2, 4, 3}}, {grouped}, {swapped},
+                        transpose.computes});
+    out_.push_back(Node{back.name + "_channels_last", Reshape{st}, {swapped}, {merged},
+                        back.computes});
     Value& y = g_.value(back.outputs[0]);
     y.shape = st;
     y.layout = Layout::nhwc;
@@ -181,8 +193,9 @@ class LayoutRewriter {
   // cubic modes interpolate the last two axes only, so they stay NCHW.
   bool is_spatial_nearest_resize(const Node& n) const {
     const auto* r = std::get_if<Resize>(&n.op);
-    if (!r || r->mode != ResizeMode::nearest || r->coordinates == ResizeCoordinates::tf_crop_and_resize ||
-        n.inputs.size() != 1 || !is_activation_4d(g_.value(n.inputs[0])))
+    if (!r || r->mode != ResizeMode::nearest ||
+        r->coordinates == ResizeCoordinates::tf_crop_and_resize || n.inputs.size() != 1 ||
+        !is_activation_4d(g_.value(n.inputs[0])))
       return false;
     const Shape& s = g_.value(n.inputs[0]).shape;  // stored NHWC once its producer is
     const int64_t channels = is_nhwc(n.inputs[0]) ? s[3] : s[1];
@@ -199,7 +212,8 @@ class LayoutRewriter {
                           std::holds_alternative<BatchNorm>(n.op) ||
                           std::holds_alternative<Pool2d>(n.op) ||
                           std::holds_alternative<GlobalPool>(n.op) ||
-                          std::holds_alternative<Concat>(n.op) || std::holds_alternative<Pad>(n.op) ||
+                          std::holds_alternative<Concat>(n.op) ||
+                          std::holds_alternative<Pad>(n.op) ||
                           std::holds_alternative<Slice>(n.op) || is_spatial_nearest_resize(n);
     if (!agnostic || g_.value(n.outputs[0]).shape.size() != 4) return false;
     bool any_nhwc = false;
@@ -311,20 +325,12 @@ class LayoutRewriter {
     } else if (auto* cat = std::get_if<Concat>(&n.op)) {
       cat->axis = nhwc_axis(cat->axis);
     } else if (auto* rs = std::get_if<Resize>(&n.op)) {
-      const Resize logical = *rs;
-      for (int a = 0; a < 4; ++a) {
-        const size_t to = static_cast<size_t>(nhwc_axis(a)), from = static_cast<size_t>(a);
-        rs->sizes[to] = logical.sizes[from];
-        rs->scales[to] = logical.scales[from];
-      }
+      to_nhwc_axes(rs->sizes);
+      to_nhwc_axes(rs->scales);
     } else if (auto* sl = std::get_if<Slice>(&n.op)) {
-      const Slice logical = *sl;
-      for (int a = 0; a < 4; ++a) {
-        const size_t to = static_cast<size_t>(nhwc_axis(a)), from = static_cast<size_t>(a);
-        sl->starts[to] = logical.starts[from];
-        sl->ends[to] = logical.ends[from];
-        sl->steps[to] = logical.steps[from];
-      }
+      to_nhwc_axes(sl->starts);
+      to_nhwc_axes(sl->ends);
+      to_nhwc_axes(sl->steps);
     } else if (auto* pad = std::get_if<Pad>(&n.op)) {
       std::vector<int64_t> p(8);
       for (int a = 0; a < 4; ++a) {
