@@ -22,6 +22,7 @@
 #include "ptx_util.h"
 #include "runtime/conv_weights.h"
 #include "runtime/kernels.h"
+#include "test_generator.h"
 
 namespace kiln {
 namespace {
@@ -136,10 +137,7 @@ TEST(GeneratedKernels, GpuScheduleRunsThroughOpenCl) {
     const graph::Pool2d avg2x2{graph::PoolKind::avg, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, false, false};
     const ConvPoolCase c{"pooled_first", 1, 14, 18, 24, 40, 1, 1, 0, 1, false, false, avg2x2};
     const graph::Graph g = conv_pool_nhwc_graph(c, /*relu=*/false);
-    ModelOptions lower;
-    lower.lower_only = true;
-    const Model lowered(g, lower);
-    ASSERT_TRUE(graph::pools_before_conv(std::get<graph::ConvKernelSpec>(lowered.kernels()[0])));
+    ASSERT_TRUE(graph::pools_before_conv(std::get<graph::ConvKernelSpec>(lowered_kernels(g)[0])));
     expect_opencl_matches_reference(g, -2.0f, 2.0f, 1e-4, 1e-5);
   }
   // A depthwise convolution with its expansion (Conv2d::expand): on a GPU the expansion first.

@@ -1,11 +1,12 @@
 // Whole graphs through the passes and the generated kernels, against the reference run of the
 // unoptimized graph on every CPU target: corner cases (scalars, vectors, NCHW inputs read in
 // place), convolutions of every group width and window, fused poolings and prologues, Concat
-// slices written in place, NaN semantics. The kernels one at a time: test_generated_kernels.cpp.
+// slices written in place, NaN semantics. The kernels one at a time: test_generated_kernels.cpp;
+// graph rewrites (pooling first, channel shuffles and Resizes kept NHWC):
+// test_generated_rewrites.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <functional>
 
 #include "codegen/kernel_library.h"
 #include "codegen/kernel_pipeline.h"
@@ -22,50 +23,6 @@ namespace kiln {
 namespace {
 
 using namespace testing_util;
-
-std::string test_cache_dir() { return KILN_TEST_CACHE_DIR; }
-
-// `optimized` run by a Model on `ins` on every CPU target this machine runs, every kernel
-// generated; check(i, output) sees each output in the layout of want[i] (the reference's).
-void check_outputs_on_every_target(const graph::Graph& optimized, const std::vector<graph::Tensor>& ins,
-                                   const std::vector<graph::Tensor>& want,
-                                   const std::function<void(size_t, const graph::Tensor&)>& check) {
-  ASSERT_EQ(want.size(), optimized.outputs.size());
-  for (int t = 0; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
-    if (!testing_util::runs_target(t)) continue;
-    SCOPED_TRACE(runtime::cpu_targets()[t]);
-    ModelOptions o;
-    o.cpu_target = t;
-    o.generate_kernels = codegen::kernel_generator({{}, test_cache_dir(), nullptr});
-    Model model(optimized, o);
-    for (const graph::KernelSpec& k : model.kernels()) ASSERT_TRUE(graph::is_generated(k));
-    ASSERT_TRUE(model.run(ins));
-    for (size_t i = 0; i < want.size(); ++i) {
-      SCOPED_TRACE("output " + std::to_string(i));
-      const TensorView out = model.output(i);
-      graph::Tensor got{out.shape, out.layout,
-                        std::vector<float>(out.data, out.data + graph::num_elements(out.shape))};
-      if (got.layout != want[i].layout) got = graph::to_layout(got, want[i].layout);
-      ASSERT_EQ(got.shape, want[i].shape);
-      check(i, got);
-    }
-  }
-}
-
-// `optimized` (the passes' graph of `input`) matches the reference run of `input` on random
-// inputs, on every CPU target.
-void expect_whole_graph_matches_reference(const graph::Graph& input, const graph::Graph& optimized) {
-  std::vector<graph::Tensor> ins;
-  for (graph::ValueId id : input.inputs) {
-    const graph::Value& val = input.value(id);
-    ins.push_back({val.shape, val.layout,
-                   graph::random_uniform(graph::num_elements(val.shape), -1.0f, 1.0f, 20 + id.index)});
-  }
-  const std::vector<graph::Tensor> want = graph::run_reference(input, ins);
-  check_outputs_on_every_target(optimized, ins, want, [&](size_t i, const graph::Tensor& got) {
-    EXPECT_LE(graph::worst_error_ratio(got.data, want[i].data, 1e-5, 1e-6), 1.0);
-  });
-}
 
 // The corner cases the runtime once ran as portable C++: rank-0 tensors (a scalar graph input
 // scaling an image, a mean over every axis without kept dims), MatMuls with a 1-D operand on
@@ -227,11 +184,8 @@ TEST(GeneratedKernels, ConvolutionsWithTheirPoolingFused) {
     }
   }
   EXPECT_EQ(pooled, cases.size()) << graph::dump(optimized);
-  ModelOptions lower;
-  lower.lower_only = true;
-  const Model lowered(optimized, lower);
   const Halide::Target best(runtime::cpu_targets()[static_cast<size_t>(runtime::best_cpu_target())]);
-  for (const graph::KernelSpec& k : lowered.kernels()) {
+  for (const graph::KernelSpec& k : lowered_kernels(optimized)) {
     if (!std::holds_alternative<graph::ConvKernelSpec>(k)) continue;  // the inputs' transforms
     const std::string& name = graph::kernel_name(k);
     const std::string schedule = codegen::default_schedule(k, best);
@@ -267,11 +221,8 @@ TEST(GeneratedKernels, PooledConvolutionWritesItsConcatSlice) {
   b.output(b.op("concat", graph::Concat{1}, {pooled, other}));
   const graph::Graph input = b.finish();
   const graph::Graph optimized = graph::run_passes(input);
-  ModelOptions lower;
-  lower.lower_only = true;
-  const Model probe(optimized, lower);
   size_t pooled_convs = 0;
-  for (const graph::KernelSpec& k : probe.kernels()) {
+  for (const graph::KernelSpec& k : lowered_kernels(optimized)) {
     const auto* o = std::get_if<graph::OpKernelSpec>(&k);
     EXPECT_FALSE(o && std::holds_alternative<graph::Concat>(o->op)) << graph::kernel_name(k) << " copies";
     if (const auto* c = std::get_if<graph::ConvKernelSpec>(&k)) pooled_convs += c->pool.has_value();
@@ -322,11 +273,8 @@ TEST(GeneratedKernels, DenseBlockReadsAndWritesSlicesInPlace) {
   const graph::Graph input = b.finish();
   const graph::Graph optimized = graph::run_passes(input);
 
-  ModelOptions lower;
-  lower.lower_only = true;
-  const Model probe(optimized, lower);
   int strided = 0, prologues = 0;
-  for (const graph::KernelSpec& k : probe.kernels()) {
+  for (const graph::KernelSpec& k : lowered_kernels(optimized)) {
     const auto* o = std::get_if<graph::OpKernelSpec>(&k);
     EXPECT_FALSE(o && std::holds_alternative<graph::Concat>(o->op)) << graph::kernel_name(k) << " copies";
     EXPECT_FALSE(o && std::holds_alternative<graph::ElementwiseChain>(o->op))
@@ -386,181 +334,6 @@ TEST(GeneratedKernels, ConvProloguesMatchTheReference) {
     if (const auto* c = std::get_if<graph::Conv2d>(&n.op)) prologues += c->pre.size() == 2;
   }
   EXPECT_EQ(prologues, std::size(cases)) << graph::dump(optimized);
-  expect_whole_graph_matches_reference(input, optimized);
-}
-
-// A 1x1 convolution (seeded random OIHW weights and bias) + ReLU; `seed` advances.
-graph::ValueId pointwise_relu(graph::GraphBuilder& b, const std::string& name, graph::ValueId x,
-                              int64_t ci, int64_t co, uint64_t& seed) {
-  const float r = 1.0f / std::sqrt(static_cast<float>(ci));
-  const graph::ValueId w =
-      b.constant(name + "_w", {co, ci, 1, 1}, graph::random_uniform(co * ci, -r, r, seed++), Layout::oihw);
-  const graph::ValueId bias =
-      b.constant(name + "_b", {co}, graph::random_uniform(co, -0.2f, 0.2f, seed++));
-  return b.relu(name + "_relu", b.conv2d(name, x, w, bias, graph::Conv2d{}));
-}
-
-// An average pooling after a 1x1 convolution with a linear epilogue runs before it, in the same
-// kernel (graph::pools_before_conv): a DenseNet transition (BN, ReLU, 1x1 conv, 2x2/s2 average
-// pooling), overlapping 3x3/s2 windows, and a 1x1 conv without a prologue. Pooled after, as
-// before: a ReLU between them, a padded pooling, and a ceil_mode pooling whose last window
-// reaches past the image. Each kind is checked by name, and the model matches the reference,
-// which pools after the convolution, on every CPU target.
-TEST(GeneratedKernels, AveragePoolingBeforeAPointwiseConvolution) {
-  graph::GraphBuilder b;
-  auto vec = [&](const std::string& name, int64_t n, float lo, float hi, uint64_t seed) {
-    return b.constant(name, {n}, graph::random_uniform(n, lo, hi, seed));
-  };
-  // Read by every case, so no BN folds into it.
-  const graph::ValueId x =
-      b.conv2d("stem", b.input("input", {1, 8, 20, 22}),
-               b.constant("stem_w", {32, 8, 1, 1}, graph::random_uniform(256, -0.4f, 0.4f, 11),
-                          Layout::oihw),
-               vec("stem_b", 32, -0.2f, 0.2f, 12), graph::Conv2d{});
-  using graph::Pool2d;
-  using graph::PoolKind;
-  struct Case {
-    const char* name;
-    bool prologue, relu_between, first;
-    Pool2d pool;
-  };
-  const auto avg = [](int kh, int kw, int sh, int sw, int pad, bool ceil_mode) {
-    return Pool2d{PoolKind::avg, kh, kw, sh, sw, pad, pad, pad, pad, 1, 1, ceil_mode, false};
-  };
-  const Case cases[] = {
-      {"transition", true, false, true, avg(2, 2, 2, 2, 0, false)},
-      {"overlapping", true, false, true, avg(3, 3, 2, 2, 0, false)},
-      {"no_prologue", false, false, true, avg(2, 3, 2, 1, 0, false)},
-      {"relu_between", true, true, false, avg(2, 2, 2, 2, 0, false)},
-      {"padded", true, false, false, avg(3, 3, 2, 2, 1, false)},
-      {"ceil_past_edge", true, false, false, avg(3, 3, 2, 2, 0, true)},
-  };
-  uint64_t seed = 400;
-  for (const Case& c : cases) {
-    const std::string p = c.name;
-    graph::ValueId in = x;
-    if (c.prologue)
-      in = b.relu(p + "_relu", b.batch_norm(p + "_bn", x, vec(p + "_g", 32, 0.5f, 1.5f, seed),
-                                            vec(p + "_be", 32, 0.2f, 0.8f, seed + 1),
-                                            vec(p + "_m", 32, -0.3f, 0.3f, seed + 2),
-                                            vec(p + "_v", 32, 0.5f, 2.0f, seed + 3)));
-    const graph::ValueId w = b.constant(
-        p + "_w", {24, 32, 1, 1}, graph::random_uniform(24 * 32, -0.2f, 0.2f, seed + 4), Layout::oihw);
-    graph::ValueId y = b.conv2d(p, in, w, vec(p + "_b", 24, -0.2f, 0.2f, seed + 5), graph::Conv2d{});
-    if (c.relu_between) y = b.relu(p + "_after", y);
-    b.output(b.op(p + "_pool", c.pool, {y}));
-    seed += 10;
-  }
-  const graph::Graph input = b.finish();
-  const graph::Graph optimized = graph::run_passes(input);
-  ModelOptions lower;
-  lower.lower_only = true;
-  const Model lowered(optimized, lower);
-  size_t checked = 0;
-  for (const graph::KernelSpec& k : lowered.kernels()) {
-    const auto* conv = std::get_if<graph::ConvKernelSpec>(&k);
-    if (!conv || conv->name == "stem") continue;
-    ASSERT_TRUE(conv->pool.has_value()) << conv->name << " was not fused with its pooling";
-    for (const Case& c : cases) {
-      if (conv->name != c.name) continue;
-      ++checked;
-      EXPECT_EQ(graph::pools_before_conv(*conv), c.first) << conv->name;
-      // Pooled first, the convolution computes the pooled output and reads the pooled input.
-      EXPECT_EQ(graph::conv_output_nhwc(*conv) == conv->output.shape, c.first) << conv->name;
-      EXPECT_EQ(graph::conv_input_nhwc(*conv) == conv->input.shape, !c.first) << conv->name;
-    }
-  }
-  EXPECT_EQ(checked, std::size(cases)) << graph::dump(optimized);
-  expect_whole_graph_matches_reference(input, optimized);
-}
-
-// ShuffleNetV2's unit: a channel Split (two Slices), a branch of convolutions on one half,
-// Concat, and the channel shuffle (Reshape to [N, 2, C/2, H, W], Transpose(0, 2, 1, 3, 4),
-// Reshape back), twice. The layout pass keeps it all NHWC: the shuffle becomes a transpose of
-// the two innermost axes of the bytes between relabels, the Slices remap their axes, and no
-// layout transform is left but the input's. Matches the reference on every CPU target.
-TEST(GeneratedKernels, ChannelShuffleStaysChannelsLast) {
-  graph::GraphBuilder b;
-  const int64_t c = 24, h = 9, w = 11;
-  uint64_t seed = 500;
-  const auto conv = [&](const std::string& name, graph::ValueId x, int64_t ci, int64_t co) {
-    return pointwise_relu(b, name, x, ci, co, seed);
-  };
-  graph::ValueId x = conv("stem", b.input("input", {1, 8, h, w}), 8, c);
-  for (int unit = 0; unit < 2; ++unit) {
-    const std::string u = "unit" + std::to_string(unit);
-    const graph::ValueId half0 =
-        b.op(u + "_split0", graph::Slice{{0, 0, 0, 0}, {1, c / 2, h, w}, {1, 1, 1, 1}}, {x});
-    const graph::ValueId half1 =
-        b.op(u + "_split1", graph::Slice{{0, c / 2, 0, 0}, {1, c, h, w}, {1, 1, 1, 1}}, {x});
-    const graph::ValueId branch = conv(u + "_branch", half1, c / 2, c / 2);
-    const graph::ValueId cat = b.op(u + "_concat", graph::Concat{1}, {half0, branch});
-    const graph::ValueId grouped = b.op(u + "_reshape", graph::Reshape{{1, 2, c / 2, h, w}}, {cat});
-    const graph::ValueId swapped = b.op(u + "_transpose", graph::Transpose{{0, 2, 1, 3, 4}}, {grouped});
-    x = b.op(u + "_shuffle", graph::Reshape{{1, c, h, w}}, {swapped});
-  }
-  b.output(conv("head", x, c, 16));
-  const graph::Graph input = b.finish();
-  const graph::Graph optimized = graph::run_passes(input);
-  size_t transforms = 0, shuffles = 0, nhwc_slices = 0;
-  for (const graph::Node& n : optimized.nodes()) {
-    // Transforms of the model's input and output aside.
-    transforms += std::holds_alternative<graph::LayoutTransform>(n.op) &&
-                  optimized.value(n.inputs[0]).name != "input" && !optimized.is_graph_output(n.outputs[0]);
-    if (const auto* t = std::get_if<graph::Transpose>(&n.op))
-      shuffles += t->perm == std::vector<int>{0, 1, 2, 4, 3};
-    if (std::holds_alternative<graph::Slice>(n.op))
-      nhwc_slices += optimized.value(n.outputs[0]).layout == Layout::nhwc;
-  }
-  EXPECT_EQ(transforms, 0u) << graph::dump(optimized);
-  EXPECT_EQ(shuffles, 2u) << graph::dump(optimized);
-  EXPECT_EQ(nhwc_slices, 4u) << graph::dump(optimized);
-  expect_whole_graph_matches_reference(input, optimized);
-}
-
-// A detector's upsampling: nearest Resizes of the image axes (2x asymmetric floor, as
-// torch.nn.Upsample exports, and 3x2 half_pixel) between convolutions, each concatenated with
-// another convolution's output, stay NHWC (axes remapped, no layout transform); a linear
-// Resize, which interpolates the last two axes, still reads NCHW. On every CPU target.
-TEST(GeneratedKernels, NearestResizeStaysChannelsLast) {
-  graph::GraphBuilder b;
-  uint64_t seed = 600;
-  const auto conv = [&](const std::string& name, graph::ValueId x, int64_t ci, int64_t co) {
-    return pointwise_relu(b, name, x, ci, co, seed);
-  };
-  using graph::NearestRounding;
-  using graph::ResizeCoordinates;
-  using graph::ResizeMode;
-  const graph::ValueId in = b.input("input", {1, 8, 6, 7});
-  const graph::ValueId small = conv("small", in, 8, 16);
-  const graph::ValueId up = b.op("up2", resize_op(ResizeMode::nearest, ResizeCoordinates::asymmetric,
-                                                  NearestRounding::floor, {1, 16, 6, 7}, {1, 16, 12, 14}),
-                                 {small});
-  const graph::ValueId big = conv("big", b.input("input_big", {1, 8, 12, 14}), 8, 8);
-  const graph::ValueId cat = b.op("cat", graph::Concat{1}, {up, big});
-  const graph::ValueId up3 =
-      b.op("up3x2", resize_op(ResizeMode::nearest, ResizeCoordinates::half_pixel,
-                              NearestRounding::round_prefer_floor, {1, 24, 12, 14}, {1, 24, 36, 28}),
-           {conv("mid", cat, 24, 24)});
-  b.output(conv("head", up3, 24, 16));
-  const graph::ValueId lin = b.op("linear", resize_op(ResizeMode::linear, ResizeCoordinates::half_pixel,
-                                                      NearestRounding::round_prefer_floor, {1, 16, 6, 7},
-                                                      {1, 16, 12, 14}),
-                                  {small});
-  b.output(conv("lin_head", lin, 16, 8));
-  const graph::Graph input = b.finish();
-  const graph::Graph optimized = graph::run_passes(input);
-  size_t inner_transforms = 0;
-  for (const graph::Node& n : optimized.nodes()) {
-    if (const auto* r = std::get_if<graph::Resize>(&n.op))
-      EXPECT_EQ(optimized.value(n.inputs[0]).layout,
-                r->mode == ResizeMode::nearest ? Layout::nhwc : Layout::nchw) << n.name;
-    // Only the linear Resize's way there and back.
-    inner_transforms += std::holds_alternative<graph::LayoutTransform>(n.op) &&
-                        optimized.value(n.inputs[0]).name.rfind("input", 0) != 0 &&
-                        !optimized.is_graph_output(n.outputs[0]);
-  }
-  EXPECT_EQ(inner_transforms, 2u) << graph::dump(optimized);
   expect_whole_graph_matches_reference(input, optimized);
 }
 

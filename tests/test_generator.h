@@ -1,9 +1,10 @@
 // The kernel generator the tests give their Models: kernels compiled by codegen/ and cached in
 // the build tree (KILN_TEST_CACHE_DIR), so a rerun loads them instead of compiling. Also the
-// check of a Model's output against the reference interpreter.
+// checks of a Model's outputs against the reference interpreter, and a graph's kernel specs.
 #pragma once
 
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,57 @@ inline void expect_model_matches_reference(Model& m, const graph::Graph& referen
       want.layout);
   EXPECT_LE(graph::worst_error_ratio(got.data, want.data, rtol, atol), 1.0)
       << "seed " << seed << ", max abs error " << graph::max_abs_diff(got.data, want.data);
+}
+
+// `optimized` run by a Model on `ins` on every CPU target this machine runs, every kernel
+// generated; check(i, output) sees each output in the layout of want[i] (the reference's).
+inline void check_outputs_on_every_target(
+    const graph::Graph& optimized, const std::vector<graph::Tensor>& ins,
+    const std::vector<graph::Tensor>& want,
+    const std::function<void(size_t, const graph::Tensor&)>& check) {
+  ASSERT_EQ(want.size(), optimized.outputs.size());
+  for (int t = 0; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
+    if (!runs_target(t)) continue;
+    SCOPED_TRACE(runtime::cpu_targets()[t]);
+    ModelOptions o;
+    o.cpu_target = t;
+    o.generate_kernels = codegen::kernel_generator({{}, KILN_TEST_CACHE_DIR, nullptr});
+    Model model(optimized, o);
+    for (const graph::KernelSpec& k : model.kernels()) ASSERT_TRUE(graph::is_generated(k));
+    ASSERT_TRUE(model.run(ins));
+    for (size_t i = 0; i < want.size(); ++i) {
+      SCOPED_TRACE("output " + std::to_string(i));
+      const TensorView out = model.output(i);
+      graph::Tensor got{out.shape, out.layout,
+                        std::vector<float>(out.data, out.data + graph::num_elements(out.shape))};
+      if (got.layout != want[i].layout) got = graph::to_layout(got, want[i].layout);
+      ASSERT_EQ(got.shape, want[i].shape);
+      check(i, got);
+    }
+  }
+}
+
+// `optimized` (the passes' graph of `input`) matches the reference run of `input` on random
+// inputs, on every CPU target.
+inline void expect_whole_graph_matches_reference(const graph::Graph& input, const graph::Graph& optimized) {
+  std::vector<graph::Tensor> ins;
+  for (graph::ValueId id : input.inputs) {
+    const graph::Value& val = input.value(id);
+    ins.push_back({val.shape, val.layout,
+                   graph::random_uniform(graph::num_elements(val.shape), -1.0f, 1.0f, 20 + id.index)});
+  }
+  const std::vector<graph::Tensor> want = graph::run_reference(input, ins);
+  check_outputs_on_every_target(optimized, ins, want, [&](size_t i, const graph::Tensor& got) {
+    EXPECT_LE(graph::worst_error_ratio(got.data, want[i].data, 1e-5, 1e-6), 1.0);
+  });
+}
+
+// The kernel specs `g` (a graph after the passes) lowers to, nothing compiled (lower_only). A
+// copy: the Model that lowered them is gone when this returns.
+inline std::vector<graph::KernelSpec> lowered_kernels(const graph::Graph& g) {
+  ModelOptions lower;
+  lower.lower_only = true;
+  return Model(g, lower).kernels();
 }
 
 }  // namespace kiln::testing_util
