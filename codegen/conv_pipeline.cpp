@@ -326,8 +326,12 @@ schedules::ConvShape conv_shape(const graph::ConvKernelSpec& k, const Halide::Ta
   s.padded = k.pad_top || k.pad_left || k.pad_bottom || k.pad_right;
   // Groups of whole vectors keep each vector of output channels in one group, so the dense
   // schedules apply (their input loads are broadcasts); narrower groups permute their inputs.
+  // Channels interleaved by group (runtime::conv_weight_interleave, decided for 16-channel
+  // blocks on every CPU target alike) take the grouped schedule on every CPU target: a vector
+  // of positions spans groups even where a group fills a vector.
+  const bool interleaved = !target.has_gpu_feature() && runtime::conv_weight_interleave(k) > 1;
   s.narrow_groups = !k.depthwise && k.groups > 1 &&
-                    out_per_group % target.natural_vector_size<float>() != 0;
+                    (interleaved || out_per_group % target.natural_vector_size<float>() != 0);
   s.grouped = k.groups > 1 || k.depthwise;
   s.depthwise = k.depthwise;
   s.computed_input = !k.pre.empty() || k.nchw_input || graph::pools_before_conv(k);
@@ -482,7 +486,10 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
   // 7x7 960 -> 160 layer, AVX-512, 3x7 tiles: 64 us staged, 40 in place).
   const bool unpadded_1x1 = w[0] == 1 && w[1] == 1 && !k.pad_left && !k.pad_top &&
                             !k.pad_right && !k.pad_bottom && !k.bf16;
-  const bool pointwise = reads_input_in_place(params, out[2], unpadded_1x1) &&
+  // Channels interleaved by group (runtime::conv_weight_interleave) are read from a staged,
+  // interleaved copy of the input.
+  const int interleave = blocked ? runtime::conv_weight_interleave(k) : 1;
+  const bool pointwise = interleave == 1 && reads_input_in_place(params, out[2], unpadded_1x1) &&
                          !target.has_gpu_feature() && k.pre.empty() && !k.nchw_input &&
                          !graph::pools_before_conv(k);
   const int out_per_group = static_cast<int>(out[3]) / k.groups * merge;
@@ -515,9 +522,11 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
       conv_source(k, inputs), static_cast<int>(in[2]), static_cast<int>(in[1]), weights, bias,
       static_cast<int>(w[2]) * merge, static_cast<int>(w[1]), static_cast<int>(w[0]),
       {k.stride_w, k.stride_h, k.pad_left, k.pad_top, k.dilation_w, k.dilation_h}, !pointwise,
-      k.groups > 1 ? Halide::Expr(out_per_group) : Halide::Expr(), widen);
+      k.groups > 1 ? Halide::Expr(out_per_group) : Halide::Expr(), widen, "", interleave);
+  const Halide::Expr position =
+      interleave > 1 ? generators::ops::interleaved_position(a.co, interleave, out_per_group) : a.co;
   output(a.co, a.x, a.y, a.n) =
-      conv_epilogue(k, a.acc(a.co, a.x, a.y, a.n), inputs, {a.co, a.x, a.y, a.n});
+      conv_epilogue(k, a.acc(position, a.x, a.y, a.n), inputs, {a.co, a.x, a.y, a.n});
   const ConvOutput o = conv_output(k, output);
 
   if (!automatic) {
@@ -529,6 +538,7 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
                                             k.pad_left >= in[2];
     f.bf16 = k.bf16;
     f.whole_channel_blocks = blocked && out[3] % kBlock != 0;
+    f.interleave = interleave;
     schedule_conv(f, target, params);
     schedule_pooling(k, o, params, target);
   }

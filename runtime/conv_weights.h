@@ -20,19 +20,30 @@ namespace kiln::runtime {
 // sets.
 constexpr int kConvWeightBlock = 16;
 
-// Whether a convolution's CPU kernel reads its weights blocked (above): dense (one group, not
-// depthwise), constant weights, and output channels in whole blocks or at least 128 of them
-// (the padding then costs at most 12%: a 1000-class classifier's 1008). Not for Winograd
-// kernels, which read transformed weights (the caller knows that from the kernel). Codegen and
-// the runtime both decide with this.
+// Whether a convolution's CPU kernel reads its weights blocked (above): constant weights, and
+// either dense (one group, not depthwise) with output channels in whole blocks or at least 128
+// of them (the padding then costs at most 12%: a 1000-class classifier's 1008), or grouped
+// with channels interleaved by group (conv_weight_interleave). Not for Winograd kernels, which
+// read transformed weights (the caller knows that from the kernel). Codegen and the runtime
+// both decide with this.
 bool blocks_conv_weights(const graph::ConvKernelSpec& c);
+
+// Grouped convolutions whose groups tile a block of 16 output channels (2, 4 or 8 channels
+// each; ResNeXt's 4, RegNet's 8), with whole blocks, run with their channels interleaved by
+// group (generators/ops/conv.h, interleaved_position): in each block, position
+// k * interleave + j holds channel k of the block's group j, and the blocked weights hold the
+// block's channels in that order. Returns interleave, the groups per block; 1 for any other
+// convolution. Codegen and the runtime both decide with this.
+int conv_weight_interleave(const graph::ConvKernelSpec& c);
 
 // The number of blocks of output channels: ceil(out_channels / 16).
 int64_t conv_weight_blocks(int64_t out_channels);
 
-// HWIO weights [Kh, Kw, Ci, Co] -> the blocked layout above.
+// HWIO weights [Kh, Kw, Ci, Co] -> the blocked layout above, each block's channels
+// interleaved by groups of Co / `interleave` / blocks channels when interleave > 1
+// (conv_weight_interleave).
 std::vector<float> block_conv_weights(const float* hwio, int64_t kh, int64_t kw, int64_t ci,
-                                      int64_t co);
+                                      int64_t co, int interleave = 1);
 
 // bf16 convolutions (ConvKernelSpec::bf16) read their weights rounded to bfloat16 (to nearest
 // even) as pairs of reduction steps by output channel: [K' / 2][Co'][2], Halide dimensions
@@ -55,9 +66,9 @@ std::vector<uint16_t> pack_bf16_conv_weights(const float* hwio, int64_t kh, int6
 // input channels, zero where an output channel's group does not read the input. Each vector of
 // output channels then reads one block's inputs as broadcasts instead of gathering them, for
 // merge x the multiply-adds. Groups of 1, 2, 4 or 8 channels (ResNeXt's 4) tile a vector and
-// take the grouped schedule's permuted inputs instead (conv_schedule_cpu_grouped.cpp). Returns
-// merge; 1 when the groups are whole vectors already, tile one, or no block exists. Codegen and
-// the runtime both decide with this.
+// take the grouped schedule instead (conv_schedule_cpu_grouped.cpp; interleaved when
+// conv_weight_interleave says so). Returns merge; 1 when the groups are whole vectors already,
+// tile one, or no block exists. Codegen and the runtime both decide with this.
 int grouped_conv_merge(int groups, int64_t out_channels);
 
 // HWIO weights [Kh, Kw, Ci / groups, Co] -> [Kh, Kw, merge * Ci / groups, Co] (see above).

@@ -114,8 +114,23 @@ int best_cpu_target() {
 
 bool blocks_conv_weights(const graph::ConvKernelSpec& c) {
   const int64_t co = c.output.shape[3];
+  if (conv_weight_interleave(c) > 1) return true;
   return !c.depthwise && c.groups == 1 && c.constant_weights &&
          (co % kConvWeightBlock == 0 || co >= 8 * kConvWeightBlock);
+}
+
+int conv_weight_interleave(const graph::ConvKernelSpec& c) {
+  const int64_t co = c.output.shape[3];
+  if (c.depthwise || c.groups <= 1 || !c.constant_weights || c.bf16 || co % c.groups != 0 ||
+      co % kConvWeightBlock != 0 || c.weights.shape.size() != 4)
+    return 1;
+  const int64_t per_group = co / c.groups;
+  // The input interleaves alike, in blocks of whole vectors: a group's input channels a
+  // multiple of its output channels.
+  if (per_group >= kConvWeightBlock || kConvWeightBlock % per_group != 0 || per_group == 1 ||
+      c.weights.shape[2] % per_group != 0)
+    return 1;
+  return static_cast<int>(kConvWeightBlock / per_group);
 }
 
 int64_t conv_weight_blocks(int64_t out_channels) {
@@ -123,15 +138,22 @@ int64_t conv_weight_blocks(int64_t out_channels) {
 }
 
 std::vector<float> block_conv_weights(const float* hwio, int64_t kh, int64_t kw, int64_t ci,
-                                      int64_t co) {
+                                      int64_t co, int interleave) {
   constexpr int64_t kB = kConvWeightBlock;
   const int64_t rows = kh * kw * ci;  // (ky, kx, ci), outermost first, in both layouts
   std::vector<float> out(static_cast<size_t>(conv_weight_blocks(co) * rows * kB), 0.0f);
+  const int64_t per_group = kB / interleave;  // interleave > 1: whole blocks
   for (int64_t b = 0; b < conv_weight_blocks(co); ++b) {
     const int64_t width = std::min(kB, co - b * kB);  // the last block may be partly zeros
-    for (int64_t r = 0; r < rows; ++r)
-      std::copy(hwio + r * co + b * kB, hwio + r * co + b * kB + width,
-                out.begin() + (b * rows + r) * kB);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* row = hwio + r * co + b * kB;
+      float* to = out.data() + (b * rows + r) * kB;
+      if (interleave == 1) {
+        std::copy(row, row + width, to);
+      } else {  // position p: channel p / interleave of the block's group p % interleave
+        for (int64_t p = 0; p < kB; ++p) to[p] = row[p % interleave * per_group + p / interleave];
+      }
+    }
   }
   return out;
 }

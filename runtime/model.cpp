@@ -241,7 +241,8 @@ std::vector<void*> Model::Impl::copied_weight_args(const graph::ConvKernelSpec& 
       copy = runtime::winograd_conv_weights(w.data->data(), s[2], s[3], tile);
       buffer = HalideBuffer(copy.data(), {i32(s[3]), i32(s[2]), tile + 2, tile + 2});
     } else {
-      copy = runtime::block_conv_weights(w.data->data(), s[0], s[1], s[2], s[3]);
+      copy = runtime::block_conv_weights(w.data->data(), s[0], s[1], s[2], s[3],
+                                         runtime::conv_weight_interleave(c));
       buffer = HalideBuffer(copy.data(), {runtime::kConvWeightBlock, i32(s[2]), i32(s[1]),
                                           i32(s[0]), i32(runtime::conv_weight_blocks(s[3]))});
     }

@@ -42,6 +42,10 @@ struct ConvFuncs {
   // channels whole and store only its channels, instead of shifting it inwards to a start
   // inside a weight block (which made Halide load every weight vector a lane at a time).
   bool whole_channel_blocks = false;
+  // > 1: a grouped convolution with its channels interleaved by group (generators/ops/conv.h,
+  // interleaved_position), this many groups per block of 16: acc's co is a position and
+  // input_padded holds the input interleaved alike (it must be staged: stage_input is true).
+  int interleave = 1;
 };
 
 // Halide's default: everything inlined or at root, nothing vectorized or parallel.

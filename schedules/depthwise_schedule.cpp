@@ -18,7 +18,8 @@ constexpr int kTasks = 8;  // parallel tasks to aim for: 2 threads get 4 each
 BandLoops tile_bands(Halide::Func output, const Halide::Var& c, const Halide::Var& x,
                      const Halide::Var& y, const Halide::Var& n, const Halide::Expr& channels,
                      const Halide::Expr& out_width, const Halide::Expr& out_height, int vec,
-                     const std::vector<int>& pixels, bool channels_inside, int band_rows) {
+                     const std::vector<int>& pixels, bool channels_inside, int band_rows,
+                     int inner_lanes) {
   using Halide::TailStrategy;
   BandLoops v;
   Halide::Var yo("yo");
@@ -43,7 +44,12 @@ BandLoops tile_bands(Halide::Func output, const Halide::Var& c, const Halide::Va
     if (!done.insert(px).second) continue;
     Halide::Stage s = output.specialize(channels >= vec && out_width >= px);
     tile(s, vec, px);
-    s.vectorize(v.ci, vec).unroll(v.xi);
+    if (inner_lanes > 0 && inner_lanes < vec) {
+      Halide::Var run("run"), lane("lane");
+      s.split(v.ci, run, lane, inner_lanes).vectorize(lane).vectorize(run).unroll(v.xi);
+    } else {
+      s.vectorize(v.ci, vec).unroll(v.xi);
+    }
   }
   tile(output, 1, 1);
   return v;

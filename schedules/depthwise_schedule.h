@@ -50,11 +50,14 @@ struct BandLoops {
 // channel-vector loop co inside the pixel-tile loop xo when `channels_inside`, outside it
 // otherwise. Each width of `pixels` (widest first) is a specialization for rows at least that
 // wide, on full tiles only (ShiftInwards never clips one); fewer channels than a vector take one
-// output at a time.
+// output at a time. 0 < inner_lanes < vec: the channel vector is vectorized as vec /
+// inner_lanes runs of inner_lanes channels (nested), so that reading a Func whose channels are
+// permuted by runs (an interleaved accumulator) is a dense load and a shuffle, not a gather.
 BandLoops tile_bands(Halide::Func output, const Halide::Var& c, const Halide::Var& x,
                      const Halide::Var& y, const Halide::Var& n, const Halide::Expr& channels,
                      const Halide::Expr& out_width, const Halide::Expr& out_height, int vec,
-                     const std::vector<int>& pixels, bool channels_inside, int rows = 0);
+                     const std::vector<int>& pixels, bool channels_inside, int rows = 0,
+                     int inner_lanes = 0);
 
 // Memory-bound: a channel vector by a row of p.block.pixels pixels held in registers over the
 // taps, bands of p.rows rows in parallel. 3x3 kernels unroll their taps so neighbouring pixels

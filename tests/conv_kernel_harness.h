@@ -124,7 +124,8 @@ inline std::vector<float> run_kernel(const Problem& p, const std::string& schedu
     const int alpha = kernel.winograd_tile + 2;
     w_b = HalideBuffer(copy.data(), {co, ci, alpha, alpha});
   } else if (runtime::blocks_conv_weights(std::get<graph::ConvKernelSpec>(spec))) {
-    copy = runtime::block_conv_weights(w.data->data(), kh, kw, ci, co);
+    copy = runtime::block_conv_weights(w.data->data(), kh, kw, ci, co,
+                                      runtime::conv_weight_interleave(std::get<graph::ConvKernelSpec>(spec)));
     constexpr int kB = runtime::kConvWeightBlock;
     w_b = HalideBuffer(copy.data(), {kB, ci, kw, kh, static_cast<int>(runtime::conv_weight_blocks(co))});
   }

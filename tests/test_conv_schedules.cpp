@@ -53,6 +53,53 @@ TEST(ConvKernelWeights, BlockedLayout) {
   EXPECT_FALSE(runtime::blocks_conv_weights(c));
 }
 
+// Grouped convolutions' weights with their channels interleaved by group
+// (runtime::conv_weight_interleave): position p of block b holds channel p / interleave of the
+// block's group p % interleave; and which convolutions take that form.
+TEST(ConvKernelWeights, InterleavedLayout) {
+  const int64_t block = runtime::kConvWeightBlock;
+  for (const int per_group : {2, 4, 8}) {
+    const int interleave = static_cast<int>(block) / per_group;
+    const int64_t kh = 3, kw = 3, ci = 2 * per_group, co = 32;
+    std::vector<float> hwio(static_cast<size_t>(kh * kw * ci * co));
+    for (size_t i = 0; i < hwio.size(); ++i) hwio[i] = static_cast<float>(i) * 0.25f - 7.0f;
+    const std::vector<float> blocked =
+        runtime::block_conv_weights(hwio.data(), kh, kw, ci, co, interleave);
+    ASSERT_EQ(blocked.size(), hwio.size());
+    for (int64_t tap = 0; tap < kh * kw; ++tap)
+      for (int64_t i = 0; i < ci; ++i)
+        for (int64_t b = 0; b < co / block; ++b)
+          for (int64_t p = 0; p < block; ++p) {
+            const int64_t channel = b * block + p % interleave * per_group + p / interleave;
+            ASSERT_EQ(blocked[static_cast<size_t>(((b * kh * kw + tap) * ci + i) * block + p)],
+                      hwio[static_cast<size_t>((tap * ci + i) * co + channel)])
+                << per_group << " per group, position " << p << " of block " << b;
+          }
+  }
+  graph::ConvKernelSpec c;
+  c.output.shape = {1, 7, 7, 128};
+  c.weights.shape = {3, 3, 8, 128};
+  c.groups = 16;  // 8 channels a group: two groups a block
+  EXPECT_EQ(runtime::conv_weight_interleave(c), 2);
+  EXPECT_TRUE(runtime::blocks_conv_weights(c));
+  c.groups = 32, c.weights.shape[2] = 4;  // ResNeXt's 4
+  EXPECT_EQ(runtime::conv_weight_interleave(c), 4);
+  c.groups = 64, c.weights.shape[2] = 1;  // 2 outputs of one input: the input cannot interleave
+  EXPECT_EQ(runtime::conv_weight_interleave(c), 1);
+  c.groups = 8, c.weights.shape[2] = 16;  // whole vectors: the dense schedules
+  EXPECT_EQ(runtime::conv_weight_interleave(c), 1);
+  EXPECT_FALSE(runtime::blocks_conv_weights(c));
+  c.groups = 16, c.weights.shape[2] = 8;
+  c.output.shape[3] = 120, c.weights.shape[3] = 120, c.groups = 15;  // not whole blocks
+  EXPECT_EQ(runtime::conv_weight_interleave(c), 1);
+  c.output.shape[3] = 128, c.weights.shape[3] = 128, c.groups = 16;
+  c.constant_weights = false;
+  EXPECT_EQ(runtime::conv_weight_interleave(c), 1);
+  c.constant_weights = true;
+  c.depthwise = true;
+  EXPECT_EQ(runtime::conv_weight_interleave(c), 1);
+}
+
 // The default choice among the families (schedules/conv_params.h), on an AVX-512 target:
 // Winograd for 3x3 stride-1 layers of 16+ input channels with outputs of 13x13 or more, F(4x4) from
 // 28 pixels wide; the direct default elsewhere, and as the alternative there.

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <string>
 
 #include "codegen/kernel_library.h"
 #include "codegen/kernel_pipeline.h"
@@ -16,6 +18,7 @@
 #include "graph/passes/pipeline.h"
 #include "graph/reference.h"
 #include "kiln/runtime.h"
+#include "runtime/conv_weights.h"
 #include "runtime/kernels.h"
 #include "test_generator.h"
 
@@ -125,9 +128,10 @@ TEST(GeneratedKernels, GroupedConvolutionsOfEveryGroupWidth) {
   const graph::ValueId x = b.input("x", {2, 48, 13, 15});
   const graph::ValueId narrow = b.input("narrow", {1, 16, 6, 3});
   const graph::ValueId column = b.input("column", {1, 16, 5, 1});
+  const graph::ValueId wide = b.input("wide", {1, 32, 7, 9});
   struct Case {
     const char* name;
-    int input;  // 0: x, 1: narrow, 2: column
+    int input;  // 0: x, 1: narrow, 2: column, 3: wide
     int64_t co;
     int groups, k, stride, dilation, pad_top, pad_left, pad_bottom, pad_right;
   };
@@ -143,11 +147,17 @@ TEST(GeneratedKernels, GroupedConvolutionsOfEveryGroupWidth) {
       {"pointwise_4", 0, 48, 12, 1, 1, 1, 0, 0, 0, 0},
       {"width_3", 1, 16, 4, 3, 1, 1, 1, 1, 1, 1},
       {"width_1", 2, 16, 4, 3, 1, 1, 1, 1, 1, 1},  // a one-pixel tile: one specialization
+      // Interleaved by group (runtime::conv_weight_interleave), besides the 4-channel groups
+      // above: 8-channel groups (ResNeXt-style 3x3, stride 2), 2-channel groups, and groups
+      // with twice as many inputs as outputs.
+      {"interleave_8_stride2", 0, 48, 6, 3, 2, 1, 1, 1, 1, 1},
+      {"interleave_2", 0, 48, 24, 3, 1, 1, 1, 1, 1, 1},
+      {"interleave_2_of_4", 3, 16, 8, 3, 1, 1, 0, 1, 2, 0},
   };
   uint64_t seed = 500;
   for (const Case& c : cases) {
     const std::string p = c.name;
-    const int64_t ci = (c.input == 0 ? 48 : 16) / c.groups;
+    const int64_t ci = (c.input == 0 ? 48 : c.input == 3 ? 32 : 16) / c.groups;
     graph::Conv2d attrs;
     attrs.groups = c.groups;
     attrs.stride_h = attrs.stride_w = c.stride;
@@ -155,7 +165,7 @@ TEST(GeneratedKernels, GroupedConvolutionsOfEveryGroupWidth) {
     attrs.pad_top = c.pad_top, attrs.pad_left = c.pad_left;
     attrs.pad_bottom = c.pad_bottom, attrs.pad_right = c.pad_right;
     const float r = 1.0f / std::sqrt(static_cast<float>(ci * c.k * c.k));
-    b.output(b.conv2d(p, c.input == 0 ? x : c.input == 1 ? narrow : column,
+    b.output(b.conv2d(p, c.input == 0 ? x : c.input == 1 ? narrow : c.input == 2 ? column : wide,
                       b.constant(p + "_w", {c.co, ci, c.k, c.k},
                                  graph::random_uniform(c.co * ci * c.k * c.k, -r, r, seed), Layout::oihw),
                       b.constant(p + "_b", {c.co}, graph::random_uniform(c.co, -0.2f, 0.2f, seed + 1)),
@@ -163,7 +173,20 @@ TEST(GeneratedKernels, GroupedConvolutionsOfEveryGroupWidth) {
     seed += 10;
   }
   const graph::Graph input = b.finish();
-  expect_whole_graph_matches_reference(input, graph::run_passes(input));
+  const graph::Graph optimized = graph::run_passes(input);
+  std::map<std::string, int> interleave;
+  for (const graph::KernelSpec& k : lowered_kernels(optimized))
+    if (const auto* conv = std::get_if<graph::ConvKernelSpec>(&k))
+      interleave[conv->name] = runtime::conv_weight_interleave(*conv);
+  const std::map<std::string, int> expected = {
+      {"resnext_4", 4},  {"resnext_4_stride2", 4},    {"k5_dilation2", 4},
+      {"pointwise_4", 4}, {"width_3", 4},             {"width_1", 4},
+      {"interleave_8_stride2", 2}, {"interleave_2", 8}, {"interleave_2_of_4", 8}};
+  for (const Case& c : cases) {
+    const auto it = expected.find(c.name);
+    EXPECT_EQ(interleave[c.name], it == expected.end() ? 1 : it->second) << c.name;
+  }
+  expect_whole_graph_matches_reference(input, optimized);
 }
 
 // Convolutions with their pooling fused (graph::fuse_conv_pooling, the cases of

@@ -30,7 +30,7 @@ ConvAlgorithm conv2d(const Halide::Func& input, const Expr& in_width, const Expr
                      const Halide::Func& weights, const Halide::Func& bias, const Expr& in_channels,
                      const Expr& kernel_w, const Expr& kernel_h, const ConvWindow& w,
                      bool pad_input, const Expr& out_per_group, Bf16Widen bf16,
-                     const std::string& prefix) {
+                     const std::string& prefix, int interleave) {
   ConvAlgorithm a{Halide::Func(prefix + "input_padded"),
                   Halide::Func(prefix + "acc"),
                   Halide::Var("co"),
@@ -41,16 +41,35 @@ ConvAlgorithm conv2d(const Halide::Func& input, const Expr& in_width, const Expr
                   Halide::RDom()};
   Expr in = pad_input ? zero_padded(input, in_width, in_height)(a.c, a.x, a.y, a.n)
                       : input(a.c, a.x, a.y, a.n);
-  a.input_padded(a.c, a.x, a.y, a.n) = bf16 != Bf16Widen::none ? round_to_bf16(in) : in;
   a.r = Halide::RDom(0, in_channels, 0, kernel_w, 0, kernel_h, "r");
-  a.acc(a.co, a.x, a.y, a.n) = bias(a.co);
-  const Expr ci =
+  Expr ci =
       out_per_group.defined() ? a.co / out_per_group * in_channels + a.r.x : Expr(a.r.x);
+  Expr out_channel = a.co;
+  if (interleave > 1) {
+    // Input position q of a block of interleave * in_channels holds channel ci of the block's
+    // group q % interleave, ci = q / interleave % in_channels; output position co reads the
+    // positions of its group's inputs (interleaved_position, the input's way).
+    const Expr block_in = interleave * in_channels;
+    const Expr group = a.c / block_in * interleave + a.c % interleave;
+    const Expr channel = group * in_channels + a.c / interleave % in_channels;
+    in = pad_input ? zero_padded(input, in_width, in_height)(channel, a.x, a.y, a.n)
+                   : input(channel, a.x, a.y, a.n);
+    ci = a.co / kInterleaveBlock * block_in + a.r.x * interleave + a.co % interleave;
+    out_channel = (a.co / kInterleaveBlock * interleave + a.co % interleave) * out_per_group +
+                  a.co / interleave % out_per_group;
+  }
+  a.input_padded(a.c, a.x, a.y, a.n) = bf16 != Bf16Widen::none ? round_to_bf16(in) : in;
+  a.acc(a.co, a.x, a.y, a.n) = bias(out_channel);
   const Expr x_in = a.input_padded(ci, a.x * w.stride_x + a.r.y * w.dilation_x - w.pad_x,
                                    a.y * w.stride_y + a.r.z * w.dilation_y - w.pad_y, a.n);
   a.acc(a.co, a.x, a.y, a.n) +=
       weights(a.co, a.r.x, a.r.y, a.r.z) * (bf16 != Bf16Widen::none ? widen_bf16(x_in, bf16) : x_in);
   return a;
+}
+
+Expr interleaved_position(const Expr& co, int interleave, const Expr& per_group) {
+  return co / kInterleaveBlock * kInterleaveBlock + co % per_group * interleave +
+         co / per_group % interleave;
 }
 
 ConvMatmulAlgorithm conv2d_as_matmul(const Halide::Func& input, int in_width, int in_height,

@@ -51,13 +51,29 @@ struct ConvAlgorithm {
 // exact products, summed in float32 (with `cast`, the form Halide lowers to vdpbf16ps).
 // `prefix` starts the names of the Funcs made here: a pipeline with two convolutions needs
 // different ones (Halide tells Funcs apart by name).
+// interleave > 1 (grouped, interleave * out_per_group == kInterleaveBlock): the channels are
+// interleaved by group, see interleaved_position. acc's first coordinate is then a position,
+// weights(position, ci, kx, ky) are read by position, input_padded(q, ...) holds the input's
+// channels interleaved alike (q runs over blocks of interleave * in_channels), and a caller
+// reads output channel co at acc(interleaved_position(co, ...), ...).
 ConvAlgorithm conv2d(const Halide::Func& input, const Halide::Expr& in_width,
                      const Halide::Expr& in_height, const Halide::Func& weights,
                      const Halide::Func& bias, const Halide::Expr& in_channels,
                      const Halide::Expr& kernel_w, const Halide::Expr& kernel_h,
                      const ConvWindow& window, bool pad_input,
                      const Halide::Expr& out_per_group = Halide::Expr(),
-                     Bf16Widen bf16 = Bf16Widen::none, const std::string& prefix = "");
+                     Bf16Widen bf16 = Bf16Widen::none, const std::string& prefix = "",
+                     int interleave = 1);
+
+// Grouped convolutions whose groups are narrower than a vector can hold their channels
+// interleaved by group: in each block of kInterleaveBlock output channels, the `interleave`
+// groups' channel k sit side by side (position k * interleave + the group's place in the
+// block). A vector of positions then needs, per input channel of the group, the same
+// `interleave` input values repeated: one broadcast load of a contiguous run when the input is
+// interleaved alike, instead of a load per group and a permute. The position of output
+// channel co (of groups of `per_group` channels):
+inline constexpr int kInterleaveBlock = 16;
+Halide::Expr interleaved_position(const Halide::Expr& co, int interleave, const Halide::Expr& per_group);
 
 struct ConvMatmulAlgorithm {
   // (k, p): the zero-padded input's window of output pixel p = x + Wo * (y + Ho * n) at step
