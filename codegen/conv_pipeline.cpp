@@ -204,8 +204,9 @@ Expansion expansion(const graph::ConvKernelSpec& k, const std::vector<Halide::Im
                                       {1, 1, 0, 0, 1, 1}, /*pad_input=*/false, Halide::Expr(),
                                       generators::ops::Bf16Widen::none, "expansion_"),
               Halide::Func("expanded"), Halide::Func()};
-  r.expanded(r.a.co, r.a.x, r.a.y, r.a.n) =
-      generators::ops::apply_activation(*k.expand, r.a.acc(r.a.co, r.a.x, r.a.y, r.a.n));
+  r.expanded(r.a.co, r.a.x, r.a.y, r.a.n) = generators::ops::apply_chain(
+      k.expand_post,
+      generators::ops::apply_activation(*k.expand, r.a.acc(r.a.co, r.a.x, r.a.y, r.a.n)), {}, r.a.co);
   r.source = clamped(r.expanded);
   return r;
 }

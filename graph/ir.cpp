@@ -427,7 +427,11 @@ std::string attrs(const Op& op) {
       s << "]";
     }
     if (c->pool) s << " pool=[" << op_name(Op{*c->pool}) << " " << attrs(Op{*c->pool}) << "]";
-    if (c->expand) s << " expand=[1x1 " << to_string(*c->expand) << "]";
+    if (c->expand) {
+      s << " expand=[1x1 " << to_string(*c->expand);
+      for (const ChainStep& st : c->expand_post) s << "," << to_string(st.kind);
+      s << "]";
+    }
   } else if (const auto* bn = std::get_if<BatchNorm>(&op)) {
     s << "epsilon=" << bn->epsilon;
   } else if (const auto* cl = std::get_if<Clip>(&op)) {

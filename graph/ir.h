@@ -158,6 +158,9 @@ struct Conv2d {
   // stored whole. Its weights (HWIO [1, 1, Ci, C]) and bias ([C]) are the node's last two
   // inputs. Depthwise NHWC convolutions without pre steps, a pooling or bf16 only.
   std::optional<Activation> expand;
+  // The expansion's elementwise steps after its activation (the SiLU of EfficientNet's blocks,
+  // the HardSwish of MobileNetV3's), steps without per-channel inputs (no affine ones) only.
+  std::vector<ChainStep> expand_post;
   size_t first_post_input() const { return residual ? 4 : 3; }
   size_t first_pre_input() const { return first_post_input() + 2 * affine_steps(post); }
   size_t first_expand_input() const { return first_pre_input() + 2 * affine_steps(pre); }

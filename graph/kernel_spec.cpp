@@ -165,6 +165,7 @@ ConvKernelSpec conv_spec(const Graph& g, const Node& n, const Conv2d& c) {
   for (size_t i = c.first_pre_input(); i < c.first_expand_input(); ++i) k.pre_params.push_back(desc(g, n.inputs[i]));
   if (c.expand) {
     k.expand = c.expand;
+    k.expand_post = c.expand_post;
     k.expand_weights = desc(g, n.inputs[c.first_expand_input()]);
     k.expand_bias = desc(g, n.inputs[c.first_expand_input() + 1]);
   }
@@ -343,6 +344,10 @@ std::string kernel_signature(const KernelSpec& k) {
     if (c->expand)
       s << ",expand=" << std::hexfloat << c->expand->lo << ":" << c->expand->hi << std::defaultfloat;
     s << "]";
+    if (!c->expand_post.empty()) {  // absent otherwise: older signatures stay as they were
+      s << "expand_post";
+      write_steps(s, c->expand_post);
+    }
     write_steps(s, c->post);
     if (!c->pre.empty()) {  // absent otherwise, so kernels without pre steps keep their signature
       s << "pre";

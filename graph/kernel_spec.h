@@ -56,6 +56,7 @@ struct ConvKernelSpec {
   // `input` (Conv2d::expand): its activation, and the expansion's weights (HWIO [1, 1, Ci, C])
   // and bias ([C]), the last arguments. `input` then has Ci channels.
   std::optional<Activation> expand;
+  std::vector<ChainStep> expand_post;  // after the expansion's activation (Conv2d::expand_post)
   std::optional<TensorDesc> expand_weights, expand_bias;
   // Multiply-adds in bfloat16 (Conv2d::bf16): the kernel reads its weights as bfloat16 pairs
   // of input channels (runtime::pack_bf16_conv_weights) and rounds its input to bfloat16.

@@ -102,10 +102,12 @@ Tensor conv(const Conv2d& c, const std::vector<const Tensor*>& in, const Shape& 
     const Tensor& x = *in[0];
     Conv2d pointwise;
     pointwise.activation = *c.expand;
+    pointwise.post = c.expand_post;  // no affine steps: no inputs
     const Shape expanded_shape = {x.shape[0], x.shape[1], x.shape[2], in[e]->shape[3]};
     const Tensor expanded = unpooled_conv(pointwise, {in[0], in[e], in[e + 1]}, expanded_shape);
     Conv2d depthwise = c;
     depthwise.expand.reset();
+    depthwise.expand_post.clear();
     std::vector<const Tensor*> rest(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(e));
     rest[0] = &expanded;
     return conv(depthwise, rest, out_shape);

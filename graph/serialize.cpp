@@ -246,6 +246,7 @@ void attrs(IO& io, Conv2d& c) {
       if (!c.expand) c.expand.emplace();
       io.f32(c.expand->lo);
       io.f32(c.expand->hi);
+      if (io.version >= 16) chain_steps(io, c.expand_post);
     }
   }
 }
@@ -483,12 +484,14 @@ Graph read_graph(const char* bytes, size_t size,
   // without Where, the Binary ops from pow on and the chain steps from floor on, 10 is 11
   // without Conv2d's pre steps, 11 is 12 without Conv2d's pooling, 12 is 13 without Conv2d's
   // bf16 flag, 13 is 14 without constants stored as bfloat16, 14 is 15 without Conv2d's
-  // expansion; version 2 numbered ops by their order in graph::Op.
+  // expansion, 15 is 16 without the expansion's post steps; version 2 numbered ops by their
+  // order in graph::Op.
   if (version != 1 && version != 3 && version != 4 && version != 5 && version != 6 &&
       version != 7 && version != 8 && version != 9 && version != 10 && version != 11 &&
-      version != 12 && version != 13 && version != 14 && version != kGraphFormatVersion)
+      version != 12 && version != 13 && version != 14 && version != 15 &&
+      version != kGraphFormatVersion)
     throw Error("graph file format version " + std::to_string(version) +
-                " is not supported (this Kiln reads versions 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 and " +
+                " is not supported (this Kiln reads versions 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 and " +
                 std::to_string(kGraphFormatVersion) + "; recompile the model)");
   r.version = version;
   if (stored_checksum(bytes, size) != format_checksum(bytes, size - 8))

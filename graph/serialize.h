@@ -51,7 +51,7 @@ namespace kiln::graph {
 // Version 13 (storage 0 or 1 only) is read as well.
 // Version 15: Conv2d's attributes end with a flag and, when set, its expansion's activation
 // (f32 lo, f32 hi). Version 14 (no expansions) is read as well.
-constexpr uint32_t kGraphFormatVersion = 15;
+constexpr uint32_t kGraphFormatVersion = 16;
 
 std::string serialize(const Graph& g);
 

@@ -125,12 +125,15 @@ inline graph::Graph conv_graph(const ConvCase& c) {
 // An inverted-residual block's expansion (1x1 convolution + activation) and the depthwise
 // convolution that alone reads it (graph::fuse_expand_depthwise): the kernel computes the
 // expanded rows per band of output rows. Stride 1 and 2, a 5x5 window, a batch of 2, odd
-// sizes, channels that are not whole vectors, an expansion without an activation, and 7x7.
+// sizes, channels that are not whole vectors, an expansion without an activation, 7x7, and
+// the expansions of EfficientNet (SiLU, as exported: x * Sigmoid(x)) and MobileNetV3
+// (HardSwish), which fuse as post steps (Conv2d::expand_post).
+enum class ExpandActivation { relu6, none, silu, hard_swish };
 struct ExpandCase {
   std::string name;
   int64_t n, h, w, ci, c, k;
   int stride, pad;
-  bool relu6 = true;  // the expansion's activation; else none
+  ExpandActivation activation = ExpandActivation::relu6;  // the expansion's
 };
 inline void PrintTo(const ExpandCase& c, std::ostream* os) { *os << c.name; }
 
@@ -140,18 +143,28 @@ inline std::vector<ExpandCase> expand_cases() {
       {"stride2_odd_height", 1, 15, 16, 24, 64, 3, 2, 1},
       {"batch2_5x5_stride2_partial_vectors", 2, 11, 9, 8, 40, 5, 2, 2},
       {"small_7x7", 1, 7, 7, 32, 96, 3, 1, 1},
-      {"no_activation_odd_channels", 1, 10, 12, 6, 19, 3, 1, 1, false},
+      {"no_activation_odd_channels", 1, 10, 12, 6, 19, 3, 1, 1, ExpandActivation::none},
+      {"silu_stride2", 1, 16, 14, 16, 48, 3, 2, 1, ExpandActivation::silu},
+      {"hard_swish_5x5_odd_channels", 1, 12, 11, 8, 40, 5, 1, 2, ExpandActivation::hard_swish},
   };
 }
 
-// The block as the user gives it (NHWC, HWIO): 1x1 convolution, Clip(0, 6) unless !relu6, the
-// depthwise convolution, Clip(0, 6).
+// The block as the user gives it (NHWC, HWIO): 1x1 convolution, its activation, the depthwise
+// convolution, Clip(0, 6).
 inline graph::Graph expand_graph(const ExpandCase& c) {
   graph::GraphBuilder b;
   const graph::ValueId x = b.input("x", {c.n, c.h, c.w, c.ci}, Layout::nhwc);
   const NhwcConvParts e = nhwc_conv_parts(b, 1, c.ci, c.c, 1, 1, 0, 91);
   graph::ValueId y = b.conv2d("expand", x, e.w, e.bias, e.attrs);
-  if (c.relu6) y = b.op("expand_clip", graph::Clip{0.0f, 6.0f}, {y});
+  switch (c.activation) {
+    case ExpandActivation::relu6: y = b.op("expand_clip", graph::Clip{0.0f, 6.0f}, {y}); break;
+    case ExpandActivation::none: break;
+    case ExpandActivation::silu:
+      y = b.op("expand_silu", graph::Binary{graph::BinaryOp::mul},
+               {y, b.op("expand_sigmoid", graph::Sigmoid{}, {y})});
+      break;
+    case ExpandActivation::hard_swish: y = b.op("expand_hard_swish", graph::HardSwish{}, {y}); break;
+  }
   const NhwcConvParts d = nhwc_conv_parts(b, c.k, c.c, c.c, static_cast<int>(c.c), c.stride, c.pad, 93);
   y = b.conv2d("depthwise", y, d.w, d.bias, d.attrs);
   b.output(b.op("clip", graph::Clip{0.0f, 6.0f}, {y}));

@@ -304,11 +304,14 @@ TEST(FuseExpandDepthwise, OnlyWhereTheRuleSaysAndTheDepthwiseAloneReadsIt) {
                                     vec(b, name + "_v", co, 0.5f, 2.0f, seed + 5));
     return clip ? b.op(name + "_clip", Clip{0.0f, 6.0f}, {bn}) : bn;
   };
-  // expand -> depthwise -> project; `reader`: the expanded tensor has a second reader.
-  auto block = [&](const std::string& name, int64_t side, int stride, bool reader, uint64_t seed) {
+  // expand -> depthwise -> project; `reader`: the expanded tensor has a second reader; `silu`:
+  // EfficientNet's block, SiLU (x * Sigmoid(x)) after the expansion and a k x k depthwise.
+  auto block = [&](const std::string& name, int64_t side, int stride, bool reader, uint64_t seed,
+                   bool silu = false, int64_t k = 3) {
     const ValueId x = b.input(name + "_x", {1, 8, side, side});
-    const ValueId e = conv_bn(name + "_expand", x, 8, 32, 1, 1, 1, true, seed);
-    const ValueId d = conv_bn(name + "_dw", e, 32, 32, 3, stride, 32, true, seed + 10);
+    ValueId e = conv_bn(name + "_expand", x, 8, 32, 1, 1, 1, !silu, seed);
+    if (silu) e = b.op(name + "_silu", Binary{BinaryOp::mul}, {e, b.op(name + "_sig", Sigmoid{}, {e})});
+    const ValueId d = conv_bn(name + "_dw", e, 32, 32, k, stride, 32, true, seed + 10);
     b.output(conv_bn(name + "_project", d, 32, 8, 1, 1, 1, false, seed + 20));
     if (reader) b.output(b.relu(name + "_reader", e));
   };
@@ -318,6 +321,8 @@ TEST(FuseExpandDepthwise, OnlyWhereTheRuleSaysAndTheDepthwiseAloneReadsIt) {
   block("s1_56", 56, 1, false, 400);  // more than 28x28 at stride 1
   block("s1_7", 7, 1, false, 500);    // rows narrower than 14 pixels
   block("shared", 28, 1, true, 600);
+  block("s2_silu_56", 56, 2, false, 700, true);
+  block("s1_5x5_28", 28, 1, false, 800, true, 5);  // a 5x5 window at stride 1
   const Graph g = b.finish();
   const Graph opt = run_passes(g);
   verify(opt);
@@ -328,15 +333,19 @@ TEST(FuseExpandDepthwise, OnlyWhereTheRuleSaysAndTheDepthwiseAloneReadsIt) {
     const bool fused = n.name.rfind("s1_28", 0) == 0 || n.name.rfind("s2_", 0) == 0;
     EXPECT_EQ(c->expand.has_value(), fused) << n.name << "\n" << dump(opt);
     // The blocks the rule refuses say so in the kernel's list (kiln inspect's groups).
-    const bool refused = n.name.rfind("s1_56", 0) == 0 || n.name.rfind("s1_7", 0) == 0;
+    const bool refused = n.name.rfind("s1_56", 0) == 0 || n.name.rfind("s1_7", 0) == 0 ||
+                         n.name.rfind("s1_5x5", 0) == 0;
     EXPECT_EQ(n.computes.back().rfind("its 1x1 expansion kept apart", 0) == 0, refused) << n.name;
     if (!fused) continue;
     ++expanded;
-    EXPECT_TRUE(c->expand->is_relu6()) << n.name;
+    const bool silu = n.name.find("silu") != std::string::npos;
+    EXPECT_EQ(c->expand->is_relu6(), !silu) << n.name;
+    EXPECT_EQ(c->expand_post.size(), silu ? 1u : 0u) << n.name;
+    if (silu) EXPECT_EQ(c->expand_post[0].kind, ChainStepKind::silu) << n.name;
     EXPECT_EQ(n.computes.front().rfind("1x1 expansion (conv2d", 0), 0u) << n.name;
     EXPECT_EQ(opt.value(n.inputs[0]).shape[3], 8) << n.name << ": reads the block input";
   }
-  EXPECT_EQ(expanded, 3);
+  EXPECT_EQ(expanded, 4);
   expect_same_outputs(g, opt, random_inputs(g, 16, -2.0f, 2.0f), 1e-4, 1e-5);
 
   PipelineOptions bf16;
@@ -351,13 +360,15 @@ TEST(FuseExpandDepthwise, OnlyWhereTheRuleSaysAndTheDepthwiseAloneReadsIt) {
     if (n.name.find("_expand") != std::string::npos)  // a kept-apart expansion: bf16
       EXPECT_TRUE(c->bf16) << n.name;
   }
-  EXPECT_EQ(expanded_bf16, 3) << dump(in_bf16);
+  EXPECT_EQ(expanded_bf16, 4) << dump(in_bf16);
 
-  EXPECT_TRUE(expansion_fusion_pays({1, 112, 112, 96}, 2));
-  EXPECT_TRUE(expansion_fusion_pays({1, 14, 14, 576}, 1));
-  EXPECT_FALSE(expansion_fusion_pays({1, 56, 56, 144}, 1));
-  EXPECT_FALSE(expansion_fusion_pays({1, 7, 7, 960}, 1));
-  EXPECT_FALSE(expansion_fusion_pays({1, 13, 13, 64}, 2));
+  EXPECT_TRUE(expansion_fusion_pays({1, 112, 112, 96}, 2, 3));
+  EXPECT_TRUE(expansion_fusion_pays({1, 56, 56, 144}, 2, 5));
+  EXPECT_TRUE(expansion_fusion_pays({1, 14, 14, 576}, 1, 3));
+  EXPECT_FALSE(expansion_fusion_pays({1, 28, 28, 240}, 1, 5));
+  EXPECT_FALSE(expansion_fusion_pays({1, 56, 56, 144}, 1, 3));
+  EXPECT_FALSE(expansion_fusion_pays({1, 7, 7, 960}, 1, 3));
+  EXPECT_FALSE(expansion_fusion_pays({1, 13, 13, 64}, 2, 3));
 }
 
 }  // namespace

@@ -103,7 +103,12 @@ TEST_P(GeneratedExpand, FusedAndMatchesReferenceOnEveryCpuTarget) {
   ASSERT_EQ(fused.num_nodes(), 1u) << graph::dump(fused);
   const auto& c = std::get<graph::Conv2d>(fused.node(graph::NodeId{0}).op);
   ASSERT_TRUE(c.expand.has_value()) << graph::dump(fused);
-  EXPECT_EQ(c.expand->is_relu6(), GetParam().relu6);
+  EXPECT_EQ(c.expand->is_relu6(), GetParam().activation == ExpandActivation::relu6);
+  // SiLU and HardSwish are the expansion's post steps, computed in the kernel.
+  EXPECT_EQ(c.expand_post.size(), GetParam().activation == ExpandActivation::silu ||
+                                          GetParam().activation == ExpandActivation::hard_swish
+                                      ? 1u : 0u)
+      << graph::dump(fused);
   expect_generated_matches_reference(fused, -2.0f, 2.0f, 1e-4, 1e-5, &g);
 }
 

@@ -128,6 +128,7 @@ Graph every_op_graph() {
                           {lt, constant(b, "w4", {3, 3, 4, 8}, 25, Layout::hwio), constant(b, "b4", {8}, 26)});
   Conv2d expanded = conv_attrs(2, 1, 8, Activation{0.0f, 6.0f}, false);  // since v15
   expanded.expand = Activation{0.0f};
+  expanded.expand_post = {ChainStep{ChainStepKind::hard_swish}};  // since v16
   const ValueId ec = b.op("expanded_depthwise", expanded,
                           {lt, constant(b, "w5", {3, 3, 1, 8}, 27, Layout::hwio), constant(b, "b5", {8}, 28),
                            constant(b, "w6", {1, 1, 4, 8}, 29, Layout::hwio), constant(b, "b6", {8}, 30)});
@@ -425,6 +426,34 @@ TEST(Serialize, Versions10To14ConvStillRead) {
   v10.erase(pre, 7);
   v10[8] = 10;
   EXPECT_EQ(dump(deserialize(reseal(v10))), dump(g));
+}
+
+// Version 15 had expansions (Conv2d::expand) without post steps: such a file reads as the
+// expansion it holds.
+TEST(Serialize, Version15ExpansionStillReads) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {1, 5, 5, 4}, Layout::nhwc);
+  Conv2d attrs = conv_attrs(1, 1, 8, Activation{0.0f, 6.0f}, false);
+  attrs.expand = Activation{0.0f, 6.0f};
+  b.output(b.op("ev", attrs,
+                {x, constant(b, "w", {3, 3, 1, 8}, 1, Layout::hwio), constant(b, "b", {8}, 2),
+                 constant(b, "we", {1, 1, 4, 8}, 3, Layout::hwio), constant(b, "be", {8}, 4)}));
+  const Graph g = b.finish();
+  std::string current = serialize(g);
+  current.resize(current.size() - 8);
+  const std::string name = "ev";
+  const size_t at = current.rfind(std::string(1, static_cast<char>(name.size())) + std::string(3, '\0') + name);
+  ASSERT_NE(at, std::string::npos);
+  // As in Versions10To14ConvStillRead: the pre-step count, nchw_input, pooling and bf16 flags;
+  // then the expansion's flag (1), its bounds (2 f32) and what version 15 lacks: the u32 count
+  // of its post steps (0).
+  const size_t pre = at + 4 + name.size() + 1 + 32 + 8 + 4 + 1 + 4;
+  ASSERT_EQ(current[pre + 7], 1);
+  ASSERT_EQ(current.substr(pre + 16, 4), std::string(4, '\0'));
+  std::string v15 = current;
+  v15.erase(pre + 16, 4);
+  v15[8] = 15;
+  EXPECT_EQ(dump(deserialize(reseal(v15))), dump(g));
 }
 
 TEST(Serialize, MessagesNameTheProblem) {

@@ -143,6 +143,7 @@ class NodeWriter {
       attr_string(p_, "expand_activation", to_string(*c.expand));
       attr_float(p_, "expand_activation_min", c.expand->lo);
       attr_float(p_, "expand_activation_max", c.expand->hi);
+      if (!c.expand_post.empty()) steps("expand_post", c.expand_post);
     }
     attr_string(p_, "weight_layout", to_string(w.layout));
   }

@@ -15,10 +15,11 @@ namespace kiln::graph {
 namespace {
 
 // The expansion the pass absorbs: a dense 1x1 stride-1 unpadded NHWC convolution with
-// constant HWIO weights and an activation alone (no residual, steps, pooling or bf16).
+// constant HWIO weights, an activation and post steps without inputs (SiLU, HardSwish; no
+// residual, affine steps, pre steps, pooling or bf16).
 bool is_pointwise_expansion(const Graph& g, const Node& n) {
   const auto* c = std::get_if<Conv2d>(&n.op);
-  if (!c || !lowers_to_halide_conv(g, n) || c->groups != 1 || c->residual || !c->post.empty() ||
+  if (!c || !lowers_to_halide_conv(g, n) || c->groups != 1 || c->residual || affine_steps(c->post) ||
       !c->pre.empty() || c->nchw_input || c->pool || c->bf16 || c->expand || n.outputs.size() != 1)
     return false;
   const Value& w = g.value(n.inputs[1]);
@@ -29,7 +30,7 @@ bool is_pointwise_expansion(const Graph& g, const Node& n) {
 
 }  // namespace
 
-bool expansion_fusion_pays(const Shape& expanded, int stride) {
+bool expansion_fusion_pays(const Shape& expanded, int stride, int kernel) {
   // Measured on MobileNetV2 (AVX-512, 2 threads; the medians of the block's kernels unfused
   // over fused, three alternating runs; docs/benchmarks.md): stride 2 1.04x (112x112 input),
   // 1.45x (56x56), 1.16x (28x28), 0.98x (14x14): the expanded tensor is 4x the depthwise
@@ -37,8 +38,11 @@ bool expansion_fusion_pays(const Shape& expanded, int stride) {
   // 28x28, 1.01-1.12x at 14x14, but 0.92-1.00x at 7x7 (per row the expansion gets 7-pixel
   // register tiles, where the unfused kernel runs the deep family) and 0.79x at 56x56 (not
   // explained yet: the fused kernel's depthwise part runs slower than the depthwise kernel).
+  // EfficientNet's SiLU blocks (2 threads, AVX-512, per-layer medians of three alternating
+  // runs): 3x3 stride 2 at 112x112 1.25x, 5x5 stride 2 at 56x56 1.14x, but 5x5 stride 1 at
+  // 28x28 0.92-0.99x: each band of rows recomputes the expansion of its window's 4 halo rows.
   const int64_t width = expanded[2], pixels = expanded[1] * expanded[2];
-  return width >= 14 && (stride >= 2 || pixels <= 28 * 28);
+  return width >= 14 && (stride >= 2 || (pixels <= 28 * 28 && kernel <= 3));
 }
 
 namespace {
@@ -59,13 +63,15 @@ Graph fuse(const Graph& input, bool everywhere) {
     if (g.is_graph_output(v) || uses[v.index].size() != 1 || !expanded.producer.valid()) continue;
     const Node& e = nodes[expanded.producer.index];
     if (dead[expanded.producer.index] || !is_pointwise_expansion(g, e)) continue;
-    if (!everywhere && !expansion_fusion_pays(expanded.shape, c->stride_h)) {
+    const int kernel = static_cast<int>(g.value(dw.inputs[1]).shape[0]);  // HWIO: Kh
+    if (!everywhere && !expansion_fusion_pays(expanded.shape, c->stride_h, kernel)) {
       dw.computes.push_back("its 1x1 expansion kept apart: " + to_string(expanded.shape) +
                             " at stride " + std::to_string(c->stride_h) +
                             " measured slower fused");
       continue;
     }
     c->expand = std::get<Conv2d>(e.op).activation;
+    c->expand_post = std::get<Conv2d>(e.op).post;
     dw.inputs[0] = e.inputs[0];
     dw.inputs.push_back(e.inputs[1]);
     dw.inputs.push_back(e.inputs[2]);

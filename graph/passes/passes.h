@@ -70,17 +70,19 @@ Graph fuse_conv_prologues(const Graph& g);
 Graph fuse_conv_pooling(const Graph& g);
 
 // Moves each pointwise expansion (a dense 1x1 stride-1 unpadded NHWC convolution with an
-// activation alone) whose output only a depthwise convolution reads into that convolution
-// (Conv2d::expand), where expansion_fusion_pays: the MobileNet inverted residual's expanded
+// activation and post steps without inputs, such as SiLU) whose output only a depthwise
+// convolution reads into that convolution (Conv2d::expand, Conv2d::expand_post), where
+// expansion_fusion_pays: the MobileNet inverted residual's expanded
 // tensor is computed by the depthwise kernel a row at a time and never stored whole. In bf16
 // mode too (before use_bf16): the fused expansion runs in float32.
 Graph fuse_expand_depthwise(const Graph& g);
 // The same for every such pair, whatever their shapes (the tests' small blocks).
 Graph fuse_expand_depthwise_everywhere(const Graph& g);
 // Whether the fused kernel measured faster than the two it replaces, for an expanded tensor of
-// `expanded` (NHWC) read by a depthwise convolution of vertical stride `stride`: rows of at
-// least 14 pixels, and stride 2 or an image of at most 28x28.
-bool expansion_fusion_pays(const Shape& expanded, int stride);
+// `expanded` (NHWC) read by a depthwise convolution of vertical stride `stride` and window
+// height `kernel`: rows of at least 14 pixels, and stride 2 or an image of at most 28x28 under
+// a window of at most 3 rows.
+bool expansion_fusion_pays(const Shape& expanded, int stride, int kernel);
 
 // use_bf16 (PipelineOptions::precision bf16, after every other pass): every convolution that
 // can (bf16_conv_refusal) runs its multiply-adds in bfloat16 (Conv2d::bf16), but for narrow
