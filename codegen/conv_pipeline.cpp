@@ -401,6 +401,19 @@ schedules::ConvParams conv_params(const std::string& kernel, const schedules::Co
   return p;
 }
 
+// The weights of a convolution whose input is scaled per image (ConvKernelSpec::input_scale),
+// (co, ci, kx, ky, n): computed whole ahead of the convolution, vectorized along co.
+void schedule_scaled_weights(Halide::Func w, const Halide::Target& target) {
+  const std::vector<Halide::Var> v = w.args();
+  w.compute_root();
+  if (target.has_gpu_feature()) {
+    Halide::Var block("block"), thread("thread");
+    w.gpu_tile(v[0], block, thread, 64, Halide::TailStrategy::GuardWithIf);
+  } else {
+    w.vectorize(v[0], target.natural_vector_size<float>(), Halide::TailStrategy::GuardWithIf);
+  }
+}
+
 // A generated convolution: the algorithm from generators/ops/conv.h, the residual, activation
 // and post steps applied to the accumulator in registers, and the schedule `schedule` names
 // (read over the default for the layer, schedules::default_conv_params) or the CUDA one.
@@ -510,6 +523,16 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
     weights = Halide::Func("weights");
     weights(co, ci, kx, ky) = inputs[1](co % kBlock, ci, kx, ky, co / kBlock);
   }
+  // An input scaled per image and channel (ConvKernelSpec::input_scale, the last input): the
+  // weights scaled instead, once per image and call (a squeeze-and-excitation block's Mul
+  // costs Kh * Kw * Ci * Co multiplies per image, not a pass over its input).
+  Halide::Func scaled_weights;
+  if (k.input_scale) {
+    Halide::Var co("co"), ci("ci"), kx("kx"), ky("ky"), n("n");
+    scaled_weights = Halide::Func("weights_scaled");
+    scaled_weights(co, ci, kx, ky, n) = weights(co, ci, kx, ky) * inputs.back()(ci, 0, 0, n);
+    weights = scaled_weights;
+  }
   // Blocked weights hold whole blocks of 16 output channels (the last zero-padded), so a
   // schedule may compute a last channel block past the channel count (never stored); the bias
   // is read clamped there.
@@ -523,7 +546,8 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
       conv_source(k, inputs), static_cast<int>(in[2]), static_cast<int>(in[1]), weights, bias,
       static_cast<int>(w[2]) * merge, static_cast<int>(w[1]), static_cast<int>(w[0]),
       {k.stride_w, k.stride_h, k.pad_left, k.pad_top, k.dilation_w, k.dilation_h}, !pointwise,
-      k.groups > 1 ? Halide::Expr(out_per_group) : Halide::Expr(), widen, "", interleave);
+      k.groups > 1 ? Halide::Expr(out_per_group) : Halide::Expr(), widen, "", interleave,
+      k.input_scale.has_value());
   const Halide::Expr position =
       interleave > 1 ? generators::ops::interleaved_position(a.co, interleave, out_per_group) : a.co;
   output(a.co, a.x, a.y, a.n) =
@@ -542,6 +566,7 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
     f.interleave = interleave;
     schedule_conv(f, target, params);
     schedule_pooling(k, o, params, target);
+    if (k.input_scale) schedule_scaled_weights(scaled_weights, target);
   }
   return KernelPipeline{Halide::Pipeline(o.out), inputs};
 }

@@ -427,6 +427,7 @@ std::string attrs(const Op& op) {
       s << "]";
     }
     if (c->pool) s << " pool=[" << op_name(Op{*c->pool}) << " " << attrs(Op{*c->pool}) << "]";
+    if (c->input_scale) s << " input_scale";
     if (c->expand) {
       s << " expand=[1x1 " << to_string(*c->expand);
       for (const ChainStep& st : c->expand_post) s << "," << to_string(st.kind);

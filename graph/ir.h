@@ -161,9 +161,16 @@ struct Conv2d {
   // The expansion's elementwise steps after its activation (the SiLU of EfficientNet's blocks,
   // the HardSwish of MobileNetV3's), steps without per-channel inputs (no affine ones) only.
   std::vector<ChainStep> expand_post;
+  // The convolution reads its input multiplied per image and input channel by a tensor
+  // ([N, 1, 1, Ci], NHWC: the excitation of a squeeze-and-excitation block), absorbed by
+  // fuse_conv_prologues: the node's last input. The kernel scales its weights per image
+  // instead (the scale is uniform over the pixels), so the scaled input is never computed.
+  // Dense NHWC convolutions without pre steps, an NCHW input, an expansion or bf16 only.
+  bool input_scale = false;
   size_t first_post_input() const { return residual ? 4 : 3; }
   size_t first_pre_input() const { return first_post_input() + 2 * affine_steps(post); }
   size_t first_expand_input() const { return first_pre_input() + 2 * affine_steps(pre); }
+  size_t scale_input() const { return first_expand_input() + (expand ? 2 : 0); }
 };
 
 // Inference BatchNormalization. Inputs: x, scale (gamma), bias (beta), mean, variance.

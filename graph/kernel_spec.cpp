@@ -94,6 +94,10 @@ std::string describe_conv(const ConvKernelSpec& k) {
       << k.expand_weights->name << " " << to_string(k.expand_weights->shape) << " (HWIO) + bias "
       << k.expand_bias->name << ", then " << to_string(*k.expand) << ": " << to_string(conv_input_nhwc(k))
       << ", a few rows at a time on CPUs, never stored whole\n";
+  if (k.input_scale)
+    s << "input scale: the input multiplied per image and channel by " << k.input_scale->name << " "
+      << to_string(k.input_scale->shape) << " (a squeeze-and-excitation block's excitation), "
+      << "folded into the weights per image\n";
   if (k.bf16)
     s << "precision: bf16 multiply-adds (input and weights rounded to bfloat16, to nearest even; "
       << "float32 sums and epilogue)\n";
@@ -169,6 +173,7 @@ ConvKernelSpec conv_spec(const Graph& g, const Node& n, const Conv2d& c) {
     k.expand_weights = desc(g, n.inputs[c.first_expand_input()]);
     k.expand_bias = desc(g, n.inputs[c.first_expand_input() + 1]);
   }
+  if (c.input_scale) k.input_scale = desc(g, n.inputs[c.scale_input()]);
   return k;
 }
 
@@ -247,6 +252,7 @@ std::string bf16_conv_refusal(const Graph& g, const Node& n) {
   if (w.shape[2] % 2 != 0)
     return std::to_string(w.shape[2]) + " input channels (bf16 takes them in pairs)";
   if (c->nchw_input) return "reads an NCHW input in place";
+  if (c->input_scale) return "scales its input per image (its weights are scaled per call)";
   return "";
 }
 
@@ -304,6 +310,7 @@ std::vector<TensorDesc> generated_kernel_arguments(const KernelSpec& k) {
     args.insert(args.end(), c->post_params.begin(), c->post_params.end());
     args.insert(args.end(), c->pre_params.begin(), c->pre_params.end());
     if (c->expand) args.insert(args.end(), {*c->expand_weights, *c->expand_bias});
+    if (c->input_scale) args.push_back(*c->input_scale);
     args.push_back(c->output);
     return args;
   }
@@ -348,6 +355,7 @@ std::string kernel_signature(const KernelSpec& k) {
       s << "expand_post";
       write_steps(s, c->expand_post);
     }
+    if (c->input_scale) s << "input_scale";
     write_steps(s, c->post);
     if (!c->pre.empty()) {  // absent otherwise, so kernels without pre steps keep their signature
       s << "pre";

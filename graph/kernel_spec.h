@@ -58,6 +58,9 @@ struct ConvKernelSpec {
   std::optional<Activation> expand;
   std::vector<ChainStep> expand_post;  // after the expansion's activation (Conv2d::expand_post)
   std::optional<TensorDesc> expand_weights, expand_bias;
+  // The input's scale per image and channel ([N, 1, 1, Ci], Conv2d::input_scale), the last
+  // argument: the kernel multiplies its weights by it per image.
+  std::optional<TensorDesc> input_scale;
   // Multiply-adds in bfloat16 (Conv2d::bf16): the kernel reads its weights as bfloat16 pairs
   // of input channels (runtime::pack_bf16_conv_weights) and rounds its input to bfloat16.
   bool bf16 = false;

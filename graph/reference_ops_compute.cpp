@@ -112,6 +112,22 @@ Tensor conv(const Conv2d& c, const std::vector<const Tensor*>& in, const Shape& 
     rest[0] = &expanded;
     return conv(depthwise, rest, out_shape);
   }
+  if (c.input_scale) {  // the scaled input first, as the unfused graph's Mul computes it
+    const Tensor& x = *in[0];  // NHWC
+    const Tensor& s = *in[c.scale_input()];  // [N, 1, 1, C]
+    Tensor scaled = x;
+    const int64_t channels = x.shape[3], pixels = x.shape[1] * x.shape[2];
+    for (size_t i = 0; i < scaled.data.size(); ++i) {
+      const int64_t ch = static_cast<int64_t>(i) % channels;
+      const int64_t image = static_cast<int64_t>(i) / channels / pixels;
+      scaled.data[i] *= s.data[static_cast<size_t>(image * channels + ch)];
+    }
+    Conv2d plain = c;
+    plain.input_scale = false;
+    std::vector<const Tensor*> rest(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(c.scale_input()));
+    rest[0] = &scaled;
+    return conv(plain, rest, out_shape);
+  }
   if (!c.pool) return unpooled_conv(c, in, out_shape);
   const Tensor &x = *in[0], &w = *in[1];
   const ImageDims xd = image_dims(x.shape, x.layout);

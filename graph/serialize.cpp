@@ -249,6 +249,7 @@ void attrs(IO& io, Conv2d& c) {
       if (io.version >= 16) chain_steps(io, c.expand_post);
     }
   }
+  if (io.version >= 16) io.flag(c.input_scale);
 }
 template <typename IO>
 void attrs(IO& io, BatchNorm& b) { io.f32(b.epsilon); }
@@ -484,8 +485,8 @@ Graph read_graph(const char* bytes, size_t size,
   // without Where, the Binary ops from pow on and the chain steps from floor on, 10 is 11
   // without Conv2d's pre steps, 11 is 12 without Conv2d's pooling, 12 is 13 without Conv2d's
   // bf16 flag, 13 is 14 without constants stored as bfloat16, 14 is 15 without Conv2d's
-  // expansion, 15 is 16 without the expansion's post steps; version 2 numbered ops by their
-  // order in graph::Op.
+  // expansion, 15 is 16 without the expansion's post steps and Conv2d's input scale; version 2
+  // numbered ops by their order in graph::Op.
   if (version != 1 && version != 3 && version != 4 && version != 5 && version != 6 &&
       version != 7 && version != 8 && version != 9 && version != 10 && version != 11 &&
       version != 12 && version != 13 && version != 14 && version != 15 &&

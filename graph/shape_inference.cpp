@@ -58,7 +58,7 @@ ImageDims pooled_dims(const Node& n, const Pool2d& p, ImageDims d, const Shape& 
 TypedShape infer_conv(const Graph& g, const Node& n, const Conv2d& c) {
   const size_t first_post = c.first_post_input(), first_pre = c.first_pre_input();
   const size_t first_expand = c.first_expand_input();
-  expect_inputs(n, first_expand + (c.expand ? 2 : 0));
+  expect_inputs(n, c.scale_input() + (c.input_scale ? 1 : 0));
   const Value& x = activation_input(g, n);
   const Value& w = g.value(n.inputs[1]);
   if (c.nchw_input && x.layout != Layout::nchw)
@@ -81,6 +81,16 @@ TypedShape infer_conv(const Graph& g, const Node& n, const Conv2d& c) {
                   ", C], got " + to_string(ew.shape) + " " + to_string(ew.layout));
     in.c = ew.shape[3];
     expect_vector(g, n, first_expand + 1, in.c, "expansion bias");
+  }
+  if (c.input_scale) {  // x scaled per image and channel (fuse_conv_prologues)
+    const Value& s = g.value(n.inputs[c.scale_input()]);
+    if (x.layout != Layout::nhwc || c.nchw_input || !c.pre.empty() || c.expand || c.bf16 ||
+        c.groups != 1)
+      fail(n, "an input scale needs a dense convolution of an NHWC input, without pre steps, an "
+              "expansion or bf16");
+    if (s.shape != Shape{in.n, 1, 1, in.c} || s.layout != Layout::nhwc)
+      fail(n, "input scale '" + s.name + "' must be NHWC [" + std::to_string(in.n) + ", 1, 1, " +
+                  std::to_string(in.c) + "], got " + to_string(s.shape) + " " + to_string(s.layout));
   }
   const FilterDims f = filter_dims(w.shape, w.layout);
   if (c.expand && (c.groups != in.c || f.co != in.c))

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Six small ONNX models of CNN families outside the zoo (DenseNet, EfficientNet, ShuffleNetV2,
-a YOLO-style detector, U-Net, RegNetX): opset 13, float32, batch 1, random seeded weights,
+"""Seven small ONNX models of CNN families outside the zoo (DenseNet, EfficientNet, ShuffleNetV2,
+a YOLO-style detector, U-Net, RegNetX, MobileNetV3): opset 13, float32, batch 1, random seeded weights,
 BatchNorms unfolded, in the form torch.onnx exports them, built with make_models.GraphBuilder.
 Not part of the tests (each would add minutes of kernel compiles to CI): they are for checking
 Kiln on families it was not tuned on, and for benchmarking it against the peers
@@ -8,7 +8,7 @@ Kiln on families it was not tuned on, and for benchmarking it against the peers
 
     python scripts/more_families.py OUTDIR [--models a,b,...] [--seed N]
     python scripts/compare_engines.py --kiln build/release/tools/kiln --models OUTDIR \
-        --names densenet_mini,effnet_mini,shufflenet_mini,yolo_mini,unet_mini,regnet_mini
+        --names densenet_mini,effnet_mini,shufflenet_mini,yolo_mini,unet_mini,regnet_mini,mobilenetv3_mini
 
 Each model is written to OUTDIR/<name>.onnx, checked with onnx.checker (full_check) and run
 with onnxruntime on a seeded uniform [-1, 1) input; the input and onnxruntime's output are
@@ -307,6 +307,59 @@ def build_regnet_mini(g):
     return x, {}
 
 
+# ---- 7. MobileNetV3-Small style -------------------------------------------------------------
+def build_mobilenetv3_mini(g):
+    def hardswish(x, scope):
+        # nn.Hardswish at opset 13: x * HardSigmoid(x, alpha=1/6, beta=0.5)
+        return g.node("Mul", [x, g.node("HardSigmoid", [x], scope, alpha=1.0 / 6, beta=0.5)],
+                      scope)
+
+    def cba(x, s, p, cin, cout, k, stride, groups=1, act="HS", gain=SILU_GAIN,
+            gamma=(0.6, 1.2)):
+        x = g.conv(x, f"{s}/0", f"{p}.0", cin, cout, k, stride, (k - 1) // 2, groups, gain=gain)
+        x = g.batch_norm(x, f"{s}/1", f"{p}.1", cout, gamma_range=gamma)
+        if act == "HS":
+            return hardswish(x, f"{s}/2")
+        return g.relu(x, f"{s}/2") if act == "RE" else x
+
+    x = cba("input", "/features/features.0", "features.0", 3, 16, 3, 2)
+    # (kernel, expanded, out, squeeze-excitation, activation, stride), as torchvision's
+    # mobilenet_v3_small, shortened
+    blocks = [(3, 16, 16, True, "RE", 2), (3, 72, 24, False, "RE", 2), (3, 88, 24, False, "RE", 1),
+              (5, 96, 40, True, "HS", 2), (5, 240, 40, True, "HS", 1)]
+    cin = 16
+    for bi, (k, hid, cout, se, act, stride) in enumerate(blocks):
+        fs, fp = f"/features/features.{bi + 1}/block", f"features.{bi + 1}.block"
+        h, li = x, 0
+        if hid != cin:
+            h = cba(h, f"{fs}/block.{li}", f"{fp}.{li}", cin, hid, 1, 1, act=act)
+            li += 1
+        h = cba(h, f"{fs}/block.{li}", f"{fp}.{li}", hid, hid, k, stride, groups=hid, act=act)
+        li += 1
+        if se:  # SqueezeExcitation(hid, make_divisible(hid // 4, 8)): ReLU, Hardsigmoid
+            ss, sp = f"{fs}/block.{li}", f"{fp}.{li}"
+            sq = max(8, (hid // 4 + 4) // 8 * 8)
+            gate = g.node("GlobalAveragePool", [h], f"{ss}/avgpool")
+            gate = g.conv(gate, f"{ss}/fc1", f"{sp}.fc1", hid, sq, 1, bias=True)
+            gate = g.relu(gate, f"{ss}/activation")
+            gate = g.conv(gate, f"{ss}/fc2", f"{sp}.fc2", sq, hid, 1, bias=True, gain=1.0)
+            gate = g.node("HardSigmoid", [gate], f"{ss}/scale_activation", alpha=1.0 / 6, beta=0.5)
+            h = g.node("Mul", [gate, h], ss)
+            li += 1
+        use_res = stride == 1 and cin == cout
+        h = cba(h, f"{fs}/block.{li}", f"{fp}.{li}", hid, cout, 1, 1, act=None, gain=1.0,
+                gamma=(0.2, 0.5) if use_res else (0.6, 1.2))
+        x = g.node("Add", [h, x], f"/features/features.{bi + 1}") if use_res else h
+        cin = cout
+    x = cba(x, "/features/features.6", "features.6", cin, 240, 1, 1)
+    x = g.node("GlobalAveragePool", [x], "/avgpool")
+    x = g.node("Flatten", [x], "", axis=1)
+    x = g.linear(x, "/classifier/classifier.0", "classifier.0", 240, 512)
+    x = hardswish(x, "/classifier/classifier.1")
+    x = g.linear(x, "/classifier/classifier.3", "classifier.3", 512, 1000)
+    return x, {}
+
+
 BUILDERS = {
     "densenet_mini": build_densenet_mini,
     "effnet_mini": build_effnet_mini,
@@ -314,6 +367,7 @@ BUILDERS = {
     "yolo_mini": build_yolo_mini,
     "unet_mini": build_unet_mini,
     "regnet_mini": build_regnet_mini,
+    "mobilenetv3_mini": build_mobilenetv3_mini,
 }
 
 

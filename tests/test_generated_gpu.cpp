@@ -260,7 +260,14 @@ TEST(GeneratedKernels, WholeModelRunsOnTheOpenClBackend) {
   // A max pooling of conv2's output alone: fused into conv2's kernel (fuse_conv_pooling).
   const graph::ValueId max_pooled = b.op(
       "maxpool", graph::Pool2d{graph::PoolKind::max, 2, 2, 2, 2, 0, 0, 1, 1, 1, 1, false, false}, {sum});
-  const graph::ValueId pooled = b.op("gap", graph::GlobalPool{graph::PoolKind::avg}, {max_pooled});
+  // A squeeze-and-excitation scale of the pooled tensor, per image, folded into the weights of
+  // the 1x1 convolution that alone reads it (Conv2d::input_scale).
+  const graph::ValueId excite = b.op(
+      "excite", graph::Sigmoid{},
+      {conv("se_fc", b.op("se_pool", graph::GlobalPool{graph::PoolKind::avg}, {max_pooled}), 24, 24, 1, 21)});
+  const graph::ValueId projected = conv(
+      "project", b.op("se_scale", graph::Binary{graph::BinaryOp::mul}, {max_pooled, excite}), 24, 24, 1, 23);
+  const graph::ValueId pooled = b.op("gap", graph::GlobalPool{graph::PoolKind::avg}, {projected});
   const graph::ValueId flat = b.op("flatten", graph::Reshape{{2, 24}}, {pooled});
   const graph::ValueId fc = b.op("fc", graph::Gemm{false, true, 1.0f, 1.0f},
                                  {flat, b.constant("fc_w", {10, 24}, graph::random_uniform(240, -0.3f, 0.3f, 5)),
@@ -282,12 +289,14 @@ TEST(GeneratedKernels, WholeModelRunsOnTheOpenClBackend) {
   }
   ASSERT_EQ(m->backend(), Backend::opencl);
   EXPECT_GE(m->kernels().size(), 8u);
-  size_t prologues = 0, pooled_convs = 0;
+  size_t prologues = 0, pooled_convs = 0, scaled_convs = 0;
   for (const graph::KernelSpec& k : m->kernels())
     if (const auto* c = std::get_if<graph::ConvKernelSpec>(&k)) {
       prologues += !c->pre.empty();
       pooled_convs += c->pool.has_value();
+      scaled_convs += c->input_scale.has_value();
     }
+  EXPECT_EQ(scaled_convs, 1u) << "the projection scales its weights per image";
   EXPECT_EQ(prologues, 1u) << "conv2 reads relu1's output through the BN + ReLU";
   EXPECT_EQ(pooled_convs, 1u) << "conv2's kernel pools its output";
   for (uint64_t seed : {1u, 2u}) {

@@ -1,7 +1,8 @@
 // Graph rewrites that change how the generated kernels compute, each against the reference run
 // of the unoptimized graph on every CPU target: an average pooling computed before the 1x1
-// convolution it commutes with, and channel shuffles, Slices and nearest Resizes kept NHWC by
-// the layout pass. Whole graphs otherwise: test_generated_graphs.cpp.
+// convolution it commutes with, a squeeze-and-excitation scale folded into the weights of the
+// convolution after it, and channel shuffles, Slices and nearest Resizes kept NHWC by the
+// layout pass. Whole graphs otherwise: test_generated_graphs.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -93,6 +94,72 @@ TEST(GeneratedKernels, AveragePoolingBeforeAPointwiseConvolution) {
       // Pooled first, the convolution computes the pooled output and reads the pooled input.
       EXPECT_EQ(graph::conv_output_nhwc(*conv) == conv->output.shape, c.first) << conv->name;
       EXPECT_EQ(graph::conv_input_nhwc(*conv) == conv->input.shape, !c.first) << conv->name;
+    }
+  }
+  EXPECT_EQ(checked, std::size(cases)) << graph::dump(optimized);
+  expect_whole_graph_matches_reference(input, optimized);
+}
+
+// Squeeze-and-excitation scales (a Mul by a [N, C, 1, 1] tensor) go into the dense convolution
+// that alone reads the product (Conv2d::input_scale), which scales its weights per image: a 1x1
+// projection and a padded 3x3 (the zero padding stays zero), with a batch of 2 so that each
+// image gets its own scale. Kept apart: a product that is also a graph output, and one read by
+// a grouped convolution. Each is checked by name, and the model matches the reference on every
+// CPU target.
+TEST(GeneratedKernels, SqueezeExcitationScaleFoldsIntoTheConvolution) {
+  graph::GraphBuilder b;
+  uint64_t seed = 700;
+  auto conv = [&](const std::string& name, graph::ValueId in, int64_t ci, int64_t co, int k,
+                  int groups, float gain = 1.0f) {
+    graph::Conv2d attrs;
+    attrs.pad_top = attrs.pad_left = attrs.pad_bottom = attrs.pad_right = k / 2;
+    attrs.groups = groups;
+    const int64_t fan_in = ci / groups * k * k;
+    const float r = gain / std::sqrt(static_cast<float>(fan_in));
+    const graph::ValueId w = b.constant(name + "_w", {co, ci / groups, k, k},
+                                        graph::random_uniform(co * fan_in, -r, r, seed++), Layout::oihw);
+    return b.conv2d(name, in, w,
+                    b.constant(name + "_b", {co}, graph::random_uniform(co, -0.2f, 0.2f, seed++)), attrs);
+  };
+  const graph::ValueId x = b.relu("stem_relu", conv("stem", b.input("input", {2, 8, 9, 7}), 8, 16, 3, 1));
+  // The excitation: global average pooling, 1x1 down, ReLU, 1x1 up, Sigmoid: [2, 16, 1, 1].
+  // Its convolutions' weights are large, so that the two images' scales differ well beyond the
+  // tolerance although their pixel means are close (a kernel that scaled both images by the
+  // first one's scale failed here).
+  const graph::ValueId squeezed = b.op("gap", graph::GlobalPool{graph::PoolKind::avg}, {x});
+  const graph::ValueId s = b.op(
+      "excite", graph::Sigmoid{},
+      {conv("fc2", b.relu("fc1_relu", conv("fc1", squeezed, 16, 4, 1, 1, 40.0f)), 4, 16, 1, 1, 8.0f)});
+  auto scaled = [&](const std::string& name) {
+    return b.op(name + "_scale", graph::Binary{graph::BinaryOp::mul}, {x, s});
+  };
+  struct Case {
+    const char* name;
+    int k, groups;
+    bool output_too, fused;
+  };
+  const Case cases[] = {
+      {"project", 1, 1, false, true},
+      {"padded_3x3", 3, 1, false, true},
+      {"shared", 1, 1, true, false},
+      {"grouped", 3, 4, false, false},
+  };
+  for (const Case& c : cases) {
+    const graph::ValueId m = scaled(c.name);
+    if (c.output_too) b.output(m);
+    b.output(conv(c.name, m, 16, 24, c.k, c.groups));
+  }
+  const graph::Graph input = b.finish();
+  const graph::Graph optimized = graph::run_passes(input);
+  size_t checked = 0;
+  for (const graph::KernelSpec& k : lowered_kernels(optimized)) {
+    const auto* spec = std::get_if<graph::ConvKernelSpec>(&k);
+    if (!spec) continue;
+    for (const Case& c : cases) {
+      if (spec->name != c.name) continue;
+      ++checked;
+      EXPECT_EQ(spec->input_scale.has_value(), c.fused) << spec->name << "\n" << graph::dump(optimized);
+      if (c.fused) EXPECT_EQ(spec->input_scale->shape, (graph::Shape{2, 1, 1, 16})) << spec->name;
     }
   }
   EXPECT_EQ(checked, std::size(cases)) << graph::dump(optimized);

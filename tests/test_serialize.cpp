@@ -132,7 +132,11 @@ Graph every_op_graph() {
   const ValueId ec = b.op("expanded_depthwise", expanded,
                           {lt, constant(b, "w5", {3, 3, 1, 8}, 27, Layout::hwio), constant(b, "b5", {8}, 28),
                            constant(b, "w6", {1, 1, 4, 8}, 29, Layout::hwio), constant(b, "b6", {8}, 30)});
-  for (ValueId out : {t, c2, mp, ga, ln, rs, rl, cc, am, pc, ec}) b.output(out);
+  Conv2d scaled = conv_attrs(1, 0, 1, Activation{}, false);
+  scaled.input_scale = true;  // since v16
+  const ValueId sc = b.op("scaled_conv", scaled,
+                          {lt, constant(b, "w7", {1, 1, 4, 8}, 31, Layout::hwio), constant(b, "b7", {8}, 32), ga});
+  for (ValueId out : {t, c2, mp, ga, ln, rs, rl, cc, am, pc, ec, sc}) b.output(out);
   return b.finish();
 }
 
@@ -389,8 +393,9 @@ TEST(Serialize, Version8ResizeStillRead) {
 }
 
 // Version 10 had Conv2d without pre steps, 11 without pooling, 12 without the bf16 flag, 14
-// without the expansion: such files read as the convolution they hold.
-TEST(Serialize, Versions10To14ConvStillRead) {
+// without the expansion, 15 without the input scale: such files read as the convolution they
+// hold.
+TEST(Serialize, Versions10To15ConvStillRead) {
   GraphBuilder b;
   const ValueId x = b.input("x", {1, 4, 5, 5});
   b.output(b.op("cv", conv_attrs(1, 1, 1, Activation{0.0f}, false),
@@ -404,10 +409,15 @@ TEST(Serialize, Versions10To14ConvStillRead) {
   // The op tag; 8 i32 window fields, f32 activation bounds, i32 groups, flag residual; u32
   // post-step count (0); then what version 10 lacks: the u32 pre-step count (0) and the flag
   // nchw_input (0); then what version 11 lacks: the flag of a pooling (0); then what version 12
-  // lacks: the flag bf16 (0); then what version 14 lacks: the flag of an expansion (0).
+  // lacks: the flag bf16 (0); then what version 14 lacks: the flag of an expansion (0); then
+  // what version 15 lacks: the flag of an input scale (0).
   const size_t pre = at + 4 + name.size() + 1 + 32 + 8 + 4 + 1 + 4;
-  ASSERT_EQ(current.substr(pre - 4, 12), std::string(12, '\0'));
-  std::string v14 = current;
+  ASSERT_EQ(current.substr(pre - 4, 13), std::string(13, '\0'));
+  std::string v15 = current;
+  v15.erase(pre + 8, 1);
+  v15[8] = 15;
+  EXPECT_EQ(dump(deserialize(reseal(v15))), dump(g));
+  std::string v14 = v15;
   v14.erase(pre + 7, 1);
   v14[8] = 14;
   EXPECT_EQ(dump(deserialize(reseal(v14))), dump(g));
@@ -444,14 +454,14 @@ TEST(Serialize, Version15ExpansionStillReads) {
   const std::string name = "ev";
   const size_t at = current.rfind(std::string(1, static_cast<char>(name.size())) + std::string(3, '\0') + name);
   ASSERT_NE(at, std::string::npos);
-  // As in Versions10To14ConvStillRead: the pre-step count, nchw_input, pooling and bf16 flags;
+  // As in Versions10To15ConvStillRead: the pre-step count, nchw_input, pooling and bf16 flags;
   // then the expansion's flag (1), its bounds (2 f32) and what version 15 lacks: the u32 count
-  // of its post steps (0).
+  // of its post steps (0) and the flag of an input scale (0).
   const size_t pre = at + 4 + name.size() + 1 + 32 + 8 + 4 + 1 + 4;
   ASSERT_EQ(current[pre + 7], 1);
-  ASSERT_EQ(current.substr(pre + 16, 4), std::string(4, '\0'));
+  ASSERT_EQ(current.substr(pre + 16, 5), std::string(5, '\0'));
   std::string v15 = current;
-  v15.erase(pre + 16, 4);
+  v15.erase(pre + 16, 5);
   v15[8] = 15;
   EXPECT_EQ(dump(deserialize(reseal(v15))), dump(g));
 }

@@ -228,6 +228,7 @@ KernelWork kernel_work(const graph::KernelSpec& k) {
   if (const auto* c = std::get_if<graph::ConvKernelSpec>(&k)) {
     const bool pooled_first = graph::pools_before_conv(*c);
     r.op = c->expand ? "1x1 expand > " : pooled_first ? "avgpool > " : "";  // Conv2d::expand
+    if (c->input_scale) r.op += "scale > ";  // Conv2d::input_scale
     r.op +=
         "conv " + std::to_string(c->weights.shape[0]) + "x" + std::to_string(c->weights.shape[1]);
     if (c->stride_h > 1 || c->stride_w > 1) r.op += "/s" + std::to_string(c->stride_h);

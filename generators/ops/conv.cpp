@@ -30,7 +30,7 @@ ConvAlgorithm conv2d(const Halide::Func& input, const Expr& in_width, const Expr
                      const Halide::Func& weights, const Halide::Func& bias, const Expr& in_channels,
                      const Expr& kernel_w, const Expr& kernel_h, const ConvWindow& w,
                      bool pad_input, const Expr& out_per_group, Bf16Widen bf16,
-                     const std::string& prefix, int interleave) {
+                     const std::string& prefix, int interleave, bool weights_per_image) {
   ConvAlgorithm a{Halide::Func(prefix + "input_padded"),
                   Halide::Func(prefix + "acc"),
                   Halide::Var("co"),
@@ -62,8 +62,9 @@ ConvAlgorithm conv2d(const Halide::Func& input, const Expr& in_width, const Expr
   a.acc(a.co, a.x, a.y, a.n) = bias(out_channel);
   const Expr x_in = a.input_padded(ci, a.x * w.stride_x + a.r.y * w.dilation_x - w.pad_x,
                                    a.y * w.stride_y + a.r.z * w.dilation_y - w.pad_y, a.n);
-  a.acc(a.co, a.x, a.y, a.n) +=
-      weights(a.co, a.r.x, a.r.y, a.r.z) * (bf16 != Bf16Widen::none ? widen_bf16(x_in, bf16) : x_in);
+  const Expr weight = weights_per_image ? weights(a.co, a.r.x, a.r.y, a.r.z, a.n)
+                                        : weights(a.co, a.r.x, a.r.y, a.r.z);
+  a.acc(a.co, a.x, a.y, a.n) += weight * (bf16 != Bf16Widen::none ? widen_bf16(x_in, bf16) : x_in);
   return a;
 }
 

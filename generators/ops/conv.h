@@ -56,6 +56,8 @@ struct ConvAlgorithm {
 // weights(position, ci, kx, ky) are read by position, input_padded(q, ...) holds the input's
 // channels interleaved alike (q runs over blocks of interleave * in_channels), and a caller
 // reads output channel co at acc(interleaved_position(co, ...), ...).
+// weights_per_image: weights take the image as a fifth argument, (co, ci, kx, ky, n) (a
+// convolution whose input is scaled per image: the scale folded into its weights).
 ConvAlgorithm conv2d(const Halide::Func& input, const Halide::Expr& in_width,
                      const Halide::Expr& in_height, const Halide::Func& weights,
                      const Halide::Func& bias, const Halide::Expr& in_channels,
@@ -63,7 +65,7 @@ ConvAlgorithm conv2d(const Halide::Func& input, const Halide::Expr& in_width,
                      const ConvWindow& window, bool pad_input,
                      const Halide::Expr& out_per_group = Halide::Expr(),
                      Bf16Widen bf16 = Bf16Widen::none, const std::string& prefix = "",
-                     int interleave = 1);
+                     int interleave = 1, bool weights_per_image = false);
 
 // Grouped convolutions whose groups are narrower than a vector can hold their channels
 // interleaved by group: in each block of kInterleaveBlock output channels, the `interleave`

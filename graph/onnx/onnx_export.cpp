@@ -129,6 +129,7 @@ class NodeWriter {
     if (!c.post.empty()) steps("post", c.post);
     if (!c.pre.empty()) steps("pre", c.pre);
     if (c.nchw_input) attr_int(p_, "nchw_input", 1);
+    if (c.input_scale) attr_int(p_, "input_scale", 1);  // the last input: [N, 1, 1, Ci]
     if (c.bf16) attr_string(p_, "precision", "bf16");
     if (const std::optional<Pool2d>& p = c.pool) {  // the pooling of the result
       attr_string(p_, "pool_kind", pool_kind(p->kind));

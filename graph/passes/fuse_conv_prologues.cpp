@@ -6,8 +6,10 @@
 // convolution's kernel computes the steps as it stages its input instead. The chain's input
 // is then the convolution's input, so a slice of an in-place Concat stays a slice. Then the
 // NCHW -> NHWC transform of a network's image input goes into the stem convolution that alone
-// reads it (Conv2d::nchw_input): the kernel reads the NCHW input as it stages it. Runs after the
-// epilogue fusions.
+// reads it (Conv2d::nchw_input): the kernel reads the NCHW input as it stages it. And a
+// squeeze-and-excitation block's per-image channel scale goes into the dense convolution that
+// alone reads the scaled tensor (Conv2d::input_scale), folded into its weights per image. Runs
+// after the epilogue fusions.
 #include "graph/kernel_spec.h"
 #include "graph/passes/passes.h"
 
@@ -41,6 +43,46 @@ Graph absorb_chains(const Graph& input) {
     attrs->pre = chain->steps;
     conv.inputs[0] = nodes[i].inputs[0];
     conv.inputs.insert(conv.inputs.end(), nodes[i].inputs.begin() + 1, nodes[i].inputs.end());
+    conv.computes.insert(conv.computes.begin(), nodes[i].computes.begin(), nodes[i].computes.end());
+    dead[i] = true;
+  }
+  g.rebuild(std::move(nodes), dead);
+  return g;
+}
+
+// A Mul of an NHWC tensor by a [N, 1, 1, C] one (a squeeze-and-excitation block's scale)
+// whose product only a dense convolution reads, as its input, goes into that convolution
+// (Conv2d::input_scale): its kernel scales its weights per image instead, and the scaled
+// tensor is never written (EfficientNet's and MobileNetV3's blocks, before their projection).
+Graph absorb_scales(const Graph& input) {
+  Graph g = input;
+  const auto uses = g.consumers();
+  std::vector<Node> nodes = g.nodes();
+  std::vector<bool> dead(nodes.size(), false);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const auto* mul = std::get_if<Binary>(&nodes[i].op);
+    if (!mul || mul->op != BinaryOp::mul || nodes[i].inputs.size() != 2 || nodes[i].outputs.size() != 1)
+      continue;
+    const ValueId v = nodes[i].outputs[0];
+    if (g.is_graph_output(v) || uses[v.index].size() != 1) continue;
+    // Which operand is the image and which the scale (either order).
+    ValueId x = nodes[i].inputs[0], s = nodes[i].inputs[1];
+    auto is_scale_of = [&](ValueId scale, ValueId image) {
+      const Value &sv = g.value(scale), &xv = g.value(image);
+      return xv.layout == Layout::nhwc && xv.shape.size() == 4 && sv.layout == Layout::nhwc &&
+             sv.shape == Shape{xv.shape[0], 1, 1, xv.shape[3]} && xv.shape[1] * xv.shape[2] > 1;
+    };
+    if (!is_scale_of(s, x)) std::swap(x, s);
+    if (!is_scale_of(s, x)) continue;
+    Node& conv = nodes[uses[v.index][0].index];
+    auto* attrs = std::get_if<Conv2d>(&conv.op);
+    if (!attrs || conv.inputs[0] != v || attrs->groups != 1 || !attrs->pre.empty() ||
+        attrs->nchw_input || attrs->expand || attrs->bf16 || attrs->input_scale ||
+        !lowers_to_halide_conv(g, conv) || is_depthwise_conv(g, conv))
+      continue;
+    attrs->input_scale = true;
+    conv.inputs[0] = x;
+    conv.inputs.push_back(s);  // Conv2d::scale_input(): no expansion inputs before it
     conv.computes.insert(conv.computes.begin(), nodes[i].computes.begin(), nodes[i].computes.end());
     dead[i] = true;
   }
@@ -84,6 +126,8 @@ Graph absorb_input_transforms(const Graph& input) {
 
 }  // namespace
 
-Graph fuse_conv_prologues(const Graph& input) { return absorb_input_transforms(absorb_chains(input)); }
+Graph fuse_conv_prologues(const Graph& input) {
+  return absorb_input_transforms(absorb_scales(absorb_chains(input)));
+}
 
 }  // namespace kiln::graph

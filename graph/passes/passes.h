@@ -61,7 +61,9 @@ Graph fuse_elementwise_chains(const Graph& g);
 // input, into that convolution as its pre steps (Conv2d::pre): the BatchNorm + ReLU of
 // pre-activation blocks, computed as the convolution stages its input. Then an NCHW -> NHWC
 // transform of an image of at most 4 channels that only such a convolution reads goes into it
-// (Conv2d::nchw_input): the stem reads the NCHW input in place.
+// (Conv2d::nchw_input): the stem reads the NCHW input in place. And a Mul by a [N, 1, 1, C]
+// tensor (a squeeze-and-excitation scale) that only a dense convolution reads goes into it
+// (Conv2d::input_scale): its weights are scaled per image instead.
 Graph fuse_conv_prologues(const Graph& g);
 
 // Moves each MaxPool or AveragePool that alone reads an NHWC Halide convolution's output into
