@@ -402,13 +402,19 @@ schedules::ConvParams conv_params(const std::string& kernel, const schedules::Co
 }
 
 // The weights of a convolution whose input is scaled per image (ConvKernelSpec::input_scale),
-// (co, ci, kx, ky, n): computed whole ahead of the convolution, vectorized along co.
+// (co, ci, kx, ky, n): computed whole ahead of the convolution, vectorized along co (on GPUs
+// one launch over all of them).
 void schedule_scaled_weights(Halide::Func w, const Halide::Target& target) {
   const std::vector<Halide::Var> v = w.args();
   w.compute_root();
   if (target.has_gpu_feature()) {
-    Halide::Var block("block"), thread("thread");
-    w.gpu_tile(v[0], block, thread, 64, Halide::TailStrategy::GuardWithIf);
+    Halide::Var all = v[0], block("block"), thread("thread");
+    for (size_t d = 1; d < v.size(); ++d) {
+      Halide::Var fused("fused" + std::to_string(d));
+      w.fuse(all, v[d], fused);
+      all = fused;
+    }
+    w.gpu_tile(all, block, thread, 64, Halide::TailStrategy::GuardWithIf);
   } else {
     w.vectorize(v[0], target.natural_vector_size<float>(), Halide::TailStrategy::GuardWithIf);
   }
