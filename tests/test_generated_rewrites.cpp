@@ -29,6 +29,53 @@ graph::ValueId pointwise_relu(graph::GraphBuilder& b, const std::string& name, g
   return b.relu(name + "_relu", b.conv2d(name, x, w, bias, graph::Conv2d{}));
 }
 
+// DepthToSpace in both modes (DCR, as a transposed convolution whose window is its stride is
+// imported, and CRD) and SpaceToDepth, each a Reshape, Transpose, Reshape between convolutions:
+// the layout pass makes each one transpose of the NHWC bytes, of as few axes as the axes that
+// move together allow (DCR [H, W, b, b * C'] -> [H, b, W, b * C'], CRD [H, W, C', b, b] -> [H,
+// b, W, b, C']), and leaves no layout transform but the input's. Matches the reference on every
+// CPU target.
+TEST(GeneratedKernels, DepthToSpaceAndSpaceToDepthStayChannelsLast) {
+  graph::GraphBuilder b;
+  uint64_t seed = 800;
+  const int64_t h = 6, w = 8;
+  const graph::ValueId x = pointwise_relu(b, "stem", b.input("input", {1, 8, h, w}), 8, 32, seed);
+  struct Case {
+    const char* name;
+    graph::Shape split;
+    std::vector<int> perm;
+    graph::Shape merged;
+    size_t rank;  // of the byte transpose
+  };
+  const Case cases[] = {
+      {"dcr", {1, 2, 2, 8, h, w}, {0, 3, 4, 1, 5, 2}, {1, 8, 2 * h, 2 * w}, 4},
+      {"crd", {1, 8, 2, 2, h, w}, {0, 1, 4, 2, 5, 3}, {1, 8, 2 * h, 2 * w}, 5},
+      {"space_to_depth", {1, 32, h / 2, 2, w / 2, 2}, {0, 3, 5, 1, 2, 4}, {1, 128, h / 2, w / 2}, 4},
+  };
+  for (const Case& c : cases) {
+    const std::string p = c.name;
+    const graph::ValueId split = b.op(p + "_split", graph::Reshape{c.split}, {x});
+    const graph::ValueId moved = b.op(p + "_transpose", graph::Transpose{c.perm}, {split});
+    const graph::ValueId merged = b.op(p + "_merge", graph::Reshape{c.merged}, {moved});
+    b.output(pointwise_relu(b, p + "_conv", merged, c.merged[1], 16, seed));
+  }
+  const graph::Graph input = b.finish();
+  const graph::Graph optimized = graph::run_passes(input);
+  size_t transforms = 0, regroupings = 0;
+  for (const graph::Node& n : optimized.nodes()) {
+    transforms += std::holds_alternative<graph::LayoutTransform>(n.op) &&
+                  optimized.value(n.inputs[0]).name != "input" && !optimized.is_graph_output(n.outputs[0]);
+    if (const auto* t = std::get_if<graph::Transpose>(&n.op)) {
+      ++regroupings;
+      for (const Case& c : cases)
+        if (n.name == std::string(c.name) + "_transpose") EXPECT_EQ(t->perm.size(), c.rank) << n.name;
+    }
+  }
+  EXPECT_EQ(transforms, 0u) << graph::dump(optimized);
+  EXPECT_EQ(regroupings, std::size(cases)) << graph::dump(optimized);
+  expect_whole_graph_matches_reference(input, optimized);
+}
+
 // An average pooling after a 1x1 convolution with a linear epilogue runs before it, in the same
 // kernel (graph::pools_before_conv): a DenseNet transition (BN, ReLU, 1x1 conv, 2x2/s2 average
 // pooling), overlapping 3x3/s2 windows, and a 1x1 conv without a prologue. Pooled after, as
@@ -169,7 +216,8 @@ TEST(GeneratedKernels, SqueezeExcitationScaleFoldsIntoTheConvolution) {
 // ShuffleNetV2's unit: a channel Split (two Slices), a branch of convolutions on one half,
 // Concat, and the channel shuffle (Reshape to [N, 2, C/2, H, W], Transpose(0, 2, 1, 3, 4),
 // Reshape back), twice. The layout pass keeps it all NHWC: the shuffle becomes a transpose of
-// the two innermost axes of the bytes between relabels, the Slices remap their axes, and no
+// the two innermost axes of the bytes between relabels (the axes of the pixels merged), the
+// Slices remap their axes, and no
 // layout transform is left but the input's. Matches the reference on every CPU target.
 TEST(GeneratedKernels, ChannelShuffleStaysChannelsLast) {
   graph::GraphBuilder b;
@@ -199,8 +247,9 @@ TEST(GeneratedKernels, ChannelShuffleStaysChannelsLast) {
     // Transforms of the model's input and output aside.
     transforms += std::holds_alternative<graph::LayoutTransform>(n.op) &&
                   optimized.value(n.inputs[0]).name != "input" && !optimized.is_graph_output(n.outputs[0]);
+    // [N * H * W, 2, C / 2] -> [N * H * W, C / 2, 2] (the pixels' axes move together).
     if (const auto* t = std::get_if<graph::Transpose>(&n.op))
-      shuffles += t->perm == std::vector<int>{0, 1, 2, 4, 3};
+      shuffles += t->perm == std::vector<int>{0, 2, 1};
     if (std::holds_alternative<graph::Slice>(n.op))
       nhwc_slices += optimized.value(n.outputs[0]).layout == Layout::nhwc;
   }

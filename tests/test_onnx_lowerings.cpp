@@ -85,9 +85,12 @@ TEST(OnnxLowering, ConvTransposeMatchesItsDefinition) {
     Dims x;
     int64_t groups, co_per_group, k, stride, dilation, pad_begin, pad_end, out_pad;
   };
+  // The last two: windows equal to the stride, unpadded, one group (2x2/s2, 3x3/s3), imported
+  // as a 1x1 convolution and a DepthToSpace.
   for (const Case& t :
        {Case{{1, 4, 3, 5}, 2, 3, 3, 2, 1, 1, 0, 1}, Case{{2, 3, 4, 4}, 1, 2, 2, 3, 2, 0, 2, 1},
-        Case{{1, 2, 5, 3}, 1, 1, 3, 1, 1, 2, 2, 0}}) {
+        Case{{1, 2, 5, 3}, 1, 1, 3, 1, 1, 2, 2, 0}, Case{{2, 6, 3, 4}, 1, 5, 2, 2, 1, 0, 0, 0},
+        Case{{1, 4, 2, 3}, 1, 3, 3, 3, 1, 0, 0, 0}}) {
     const int64_t n = t.x[0], ci = t.x[1], h = t.x[2], w = t.x[3], cig = ci / t.groups;
     const int64_t co = t.co_per_group * t.groups;
     auto out_size = [&](int64_t in) {
@@ -108,6 +111,11 @@ TEST(OnnxLowering, ConvTransposeMatchesItsDefinition) {
     m.output("y");
     const Graph g = import(m);
     ASSERT_EQ(g.value(g.outputs[0]).shape, (Shape{n, co, ho, wo}));
+    const bool window_is_stride = t.k == t.stride && t.groups == 1 && t.pad_begin == 0 &&
+                                  t.pad_end == 0 && t.out_pad == 0 && t.dilation == 1;
+    bool zeros_inserted = false;
+    for (const Node& nd : g.nodes()) zeros_inserted = zeros_inserted || std::holds_alternative<Pad>(nd.op);
+    if (t.stride > 1) EXPECT_EQ(zeros_inserted, !window_is_stride) << dump(g);
     const std::vector<float> x = rnd(n * ci * h * w, 9);
     const Tensor y = run_reference(g, {Tensor{t.x, Layout::nchw, x}})[0];
     std::vector<double> want(static_cast<size_t>(n * co * ho * wo));

@@ -6,6 +6,8 @@
 // is the transposed convolution's definition rewritten as a convolution (the gradient of the
 // forward one); it multiplies the product of the strides times more zeros than a direct kernel
 // would. A 3-D one ends in the 3-D convolution of ops_conv3d.cpp (depth taps folded into channels).
+// A 2-D one whose window is its stride (no padding, one group) is a 1x1 convolution and a
+// DepthToSpace instead (below), with no zeros multiplied.
 #include <algorithm>
 
 #include "graph/onnx/importer.h"
@@ -123,6 +125,49 @@ void convert_conv_transpose(Importer& im, const NodeCtx& c) {
   for (size_t a = 0; a < axes; ++a) {
     out_sp.push_back(st[a] * (xl[a + 2] - 1) + op[a] + (k[a] - 1) * dl[a] + 1 - pb[a] - pe[a]);
     if (out_sp.back() < 1) node_error(c, "the padding leaves an output of " + to_string(out_sp));
+  }
+
+  // A 2-D transposed convolution whose window is its stride, unpadded, one group (U-Net's and
+  // FPN's 2x2/s2 upsampling): each input pixel makes its own s_h x s_w block of outputs, tap
+  // (i, j) at output (y * s_h + i, x * s_w + j). That is a 1x1 convolution to s_h * s_w * Co
+  // channels (channel (i * s_w + j) * Co + o holds tap (i, j) of output channel o), then
+  // DepthToSpace's regrouping (Reshape, Transpose, Reshape), which the layout pass turns into
+  // one transpose of the NHWC bytes: every multiply-add is used, where the zero-inserted form
+  // below multiplies s_h * s_w times as many.
+  const bool window_is_stride = dims == 2 && groups == 1 && k[0] == st[0] && k[1] == st[1] &&
+                                dl[0] == 1 && dl[1] == 1 && op[0] == 0 && op[1] == 0 &&
+                                std::all_of(pb.begin(), pb.end(), [](int64_t p) { return p == 0; }) &&
+                                std::all_of(pe.begin(), pe.end(), [](int64_t p) { return p == 0; });
+  if (window_is_stride) {
+    const int64_t sh = st[0], sw = st[1], blocks = sh * sw, h = xl[2], wd = xl[3];
+    std::vector<float> pointwise(static_cast<size_t>(blocks * co * ci));
+    for (int64_t t = 0; t < blocks; ++t)  // tap (i, j) = (t / sw, t % sw)
+      for (int64_t o = 0; o < co; ++o)
+        for (int64_t i = 0; i < ci; ++i)  // ConvTranspose weights: [Ci, Co, kh, kw]
+          pointwise[static_cast<size_t>((t * co + o) * ci + i)] =
+              w.f[static_cast<size_t>((i * co + o) * blocks + t)];
+    std::vector<float> bias(static_cast<size_t>(co), 0.0f);
+    if (im.has_input(c, 2)) {
+      const HostTensor& bt = im.constant_input(c, 2, "bias");
+      if (!bt.is_float() || bt.f.size() != static_cast<size_t>(co))
+        node_error(c, "bias '" + im.input_name(c, 2) + "' is " + to_string(bt.dims) +
+                          ", expected FLOAT [" + std::to_string(co) + "]");
+      bias = bt.f;
+    }
+    std::vector<float> tiled(static_cast<size_t>(blocks * co));
+    for (int64_t t = 0; t < blocks; ++t)
+      std::copy(bias.begin(), bias.end(), tiled.begin() + t * co);
+    const std::string base = c.name + "/";
+    const ValueId pw = im.add_constant(c.name + "/pointwise_weights", {blocks * co, ci, 1, 1},
+                                       std::move(pointwise), Layout::oihw);
+    const ValueId pb_v = im.add_constant(c.name + "/pointwise_bias", {blocks * co}, std::move(tiled),
+                                         Layout::any);
+    ValueId y = im.emit(c, Conv2d{}, {im.value_input(c, 0), pw, pb_v}, base + "blocks", base + "pointwise");
+    y = im.emit(c, Reshape{{xl[0], sh, sw, co, h, wd}}, {y}, base + "blocks_split", base + "split");
+    y = im.emit(c, Transpose{{0, 3, 4, 1, 5, 2}}, {y}, base + "blocks_moved", base + "depth_to_space");
+    im.define_value(c, 0, im.emit(c, Reshape{{xl[0], co, h * sh, wd * sw}}, {y}, im.output_name(c, 0),
+                                  base + "merge"));
+    return;
   }
 
   // The stride-1 convolution's weights: out channel (group, o) reads in channel (group, i) at

@@ -13,14 +13,20 @@
 // relabel (a Reshape with a layout, which the arena stores in place), and so does the NHWC
 // version of a Transpose back, instead of a transform and a transpose that copy twice.
 //
-// A channel shuffle (ShuffleNet's Reshape to [N, g, C/g, H, W], Transpose(0, 2, 1, 3, 4),
-// Reshape back to [N, C, H, W]) of an NHWC tensor is the same permutation of the channels within
-// each pixel: its bytes relabelled [N, H, W, C], reshaped to [N, H, W, g, C/g], the last two
-// axes transposed and the result relabelled NHWC. One copy, where the logical form would copy
-// three times (a transform to NCHW, the 5-D transpose, a transform back for the next
-// convolution), and Slice (a Split's outputs) stays NHWC with its axes remapped, as does a
-// nearest-neighbour Resize of the image axes.
+// A regrouping of an NHWC tensor's elements, Reshape (splitting each axis into factors),
+// Transpose, Reshape (merging adjacent axes) back to an image, is one transpose of its bytes
+// too: ShuffleNet's channel shuffle (Reshape to [N, g, C/g, H, W], Transpose(0, 2, 1, 3, 4),
+// Reshape back) permutes the channels within each pixel, its bytes [N*H*W, g, C/g] transposed
+// to [N*H*W, C/g, g]; DepthToSpace (and the transposed convolutions imported through it) moves
+// channel blocks to pixels, [N*H, W, b, b*C'] to [N*H, b, W, b*C']. The bytes are relabelled
+// [N, H, W, C], reshaped to the factors in their NHWC order (neighbours that stay neighbours
+// merged), transposed, reshaped to the output's NHWC shape and relabelled NHWC. One copy,
+// where the logical form would copy three times (a transform to NCHW, the transpose, a
+// transform back for the next convolution), and Slice (a Split's outputs) stays NHWC with its
+// axes remapped, as does a nearest-neighbour Resize of the image axes.
+#include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "graph/passes/passes.h"
@@ -68,13 +74,13 @@ class LayoutRewriter {
   explicit LayoutRewriter(Graph& g) : g_(g) {}
 
   std::vector<Node> run() {
-    find_shuffles();
+    find_regroupings();
     for (size_t i = 0; i < g_.nodes().size(); ++i) {
       const Node& n = g_.nodes()[i];
-      if (shuffled_.count(i)) continue;  // replaced by its channels-last form
-      const auto shuffle = shuffles_.find(i);
-      if (shuffle != shuffles_.end() && is_nhwc(n.inputs[0])) {
-        shuffle_channels_last(n, shuffle->second);
+      if (regrouped_.count(i)) continue;  // replaced by its channels-last form
+      const auto regrouping = regroupings_.find(i);
+      if (regrouping != regroupings_.end() && is_nhwc(n.inputs[0])) {
+        regroup_channels_last(n, regrouping->second);
         continue;
       }
       Node copy = n;
@@ -102,14 +108,90 @@ class LayoutRewriter {
     return t && t->perm == perm;
   }
 
-  // A channel shuffle (see the top of the file): the indices of its Transpose and its last
-  // Reshape, keyed by its first Reshape's, and the group count.
-  struct Shuffle {
+  // A regrouping (see the top of the file): the indices of its Transpose and its last Reshape,
+  // keyed by its first Reshape's, and the transpose of the bytes: the NHWC input's bytes as
+  // `from` (row-major), permuted by `perm` (output axis i is axis perm[i] of `from`).
+  struct Regrouping {
     size_t transpose, reshape_back;
-    int64_t groups;
+    Shape from;
+    std::vector<int> perm;
   };
 
-  void find_shuffles() {
+  // Groups consecutive dims of `parts` into the axes of `whole` (each axis the product of a run
+  // of them, dims of 1 joining the run they follow): the axis of each part, or empty if
+  // `parts` does not split `whole` that way.
+  static std::vector<int> axis_of_parts(const Shape& parts, const Shape& whole) {
+    std::vector<int> axis;
+    size_t p = 0;
+    for (size_t a = 0; a < whole.size(); ++a) {
+      int64_t product = 1;
+      while (p < parts.size() && parts[p] > 0 && product * parts[p] <= whole[a] &&
+             (product < whole[a] || parts[p] == 1)) {
+        product *= parts[p++];
+        axis.push_back(static_cast<int>(a));
+      }
+      if (product != whole[a]) return {};
+    }
+    return p == parts.size() ? axis : std::vector<int>{};
+  }
+
+  // The byte transpose of Reshape(split) -> Transpose(perm) -> Reshape(merge) of an NCHW image
+  // `x` stored NHWC, to an image stored NHWC; nullopt where split does not factor x's axes or
+  // merge does not merge the transposed factors into an image.
+  static std::optional<Regrouping> regrouping_of(const Shape& x, const Shape& split,
+                                                 const std::vector<int>& perm, const Shape& merged) {
+    if (merged.size() != 4 || perm.size() != split.size()) return std::nullopt;
+    const std::vector<int> in_axis = axis_of_parts(split, x);
+    Shape transposed;
+    for (int p : perm) {
+      if (p < 0 || static_cast<size_t>(p) >= split.size()) return std::nullopt;
+      transposed.push_back(split[static_cast<size_t>(p)]);
+    }
+    const std::vector<int> out_axis = axis_of_parts(transposed, merged);
+    if (in_axis.empty() || out_axis.empty()) return std::nullopt;
+    // The factors (dims of `split`) in the order the NHWC bytes hold them, before and after.
+    std::vector<int> before, after;
+    for (int a : {0, 2, 3, 1}) {
+      for (size_t d = 0; d < split.size(); ++d)
+        if (in_axis[d] == a && split[d] > 1) before.push_back(static_cast<int>(d));
+      for (size_t j = 0; j < perm.size(); ++j)
+        if (out_axis[j] == a && transposed[j] > 1) after.push_back(perm[j]);
+    }
+    // Factors that are neighbours in both orders move together: one axis of the transpose.
+    Regrouping r{0, 0, {}, {}};
+    std::vector<std::vector<int>> runs;  // runs of `after`, each consecutive in `before`
+    for (size_t i = 0; i < after.size(); ++i) {
+      const auto at = std::find(before.begin(), before.end(), after[i]) - before.begin();
+      if (!runs.empty()) {
+        const int last = runs.back().back();
+        const auto last_at = std::find(before.begin(), before.end(), last) - before.begin();
+        if (at == last_at + 1) {
+          runs.back().push_back(after[i]);
+          continue;
+        }
+      }
+      runs.push_back({after[i]});
+    }
+    // The runs in `before` order are the axes of `from`.
+    std::vector<size_t> order(runs.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    const auto first_at = [&](size_t run) {
+      return std::find(before.begin(), before.end(), runs[run].front()) - before.begin();
+    };
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return first_at(a) < first_at(b); });
+    std::vector<int> axis_of_run(runs.size());
+    for (size_t i = 0; i < order.size(); ++i) {
+      int64_t extent = 1;
+      for (int d : runs[order[i]]) extent *= split[static_cast<size_t>(d)];
+      r.from.push_back(extent);
+      axis_of_run[order[i]] = static_cast<int>(i);
+    }
+    for (size_t i = 0; i < runs.size(); ++i) r.perm.push_back(axis_of_run[i]);
+    if (r.from.empty()) r.from = {1}, r.perm = {0};
+    return r;
+  }
+
+  void find_regroupings() {
     const auto uses = g_.consumers();
     const auto& nodes = g_.nodes();
     // The one node that reads v (and v no graph output), or nullptr.
@@ -118,52 +200,62 @@ class LayoutRewriter {
     };
     for (size_t i = 0; i < nodes.size(); ++i) {
       const auto* split = std::get_if<Reshape>(&nodes[i].op);
-      if (!split || split->layout != Layout::any || nodes[i].inputs.size() != 1) continue;
-      const Shape& x = g_.value(nodes[i].inputs[0]).shape;  // [N, C, H, W]
-      const Shape& f = split->shape;                         // [N, g, C/g, H, W]
-      if (!is_activation_4d(g_.value(nodes[i].inputs[0])) || f.size() != 5 || f[0] != x[0] ||
-          f[1] * f[2] != x[1] || f[3] != x[2] || f[4] != x[3])
+      if (!split || split->layout != Layout::any || nodes[i].inputs.size() != 1 ||
+          !is_activation_4d(g_.value(nodes[i].inputs[0])))
         continue;
       const NodeId* t = sole_reader(nodes[i].outputs[0]);
-      if (!t || !is_perm(nodes[t->index], {0, 2, 1, 3, 4})) continue;
+      const auto* transpose = t ? std::get_if<Transpose>(&nodes[t->index].op) : nullptr;
+      if (!transpose) continue;
       const NodeId* back = sole_reader(nodes[t->index].outputs[0]);
       const auto* merge = back ? std::get_if<Reshape>(&nodes[back->index].op) : nullptr;
-      if (!merge || merge->layout != Layout::any || merge->shape != x) continue;
-      shuffles_.emplace(i, Shuffle{t->index, back->index, f[1]});
+      if (!merge || merge->layout != Layout::any) continue;
+      std::optional<Regrouping> r = regrouping_of(g_.value(nodes[i].inputs[0]).shape, split->shape,
+                                                  transpose->perm, merge->shape);
+      if (!r) continue;
+      r->transpose = t->index;
+      r->reshape_back = back->index;
+      regroupings_.emplace(i, std::move(*r));
     }
   }
 
-  void shuffle_channels_last(const Node& first, const Shuffle& s) {
-    const Node& transpose = g_.nodes()[s.transpose];
-    const Node& back = g_.nodes()[s.reshape_back];
+  void regroup_channels_last(const Node& first, const Regrouping& r) {
+    const Node& transpose = g_.nodes()[r.transpose];
+    const Node& back = g_.nodes()[r.reshape_back];
     const Value x = g_.value(first.inputs[0]);  // NHWC: [N, H, W, C]
     const Shape& st = x.shape;
-    const int64_t g = s.groups, c = st[3];
+    const Shape& m = std::get<Reshape>(back.op).shape;  // the output, NCHW
+    const Shape out = to_nhwc_shape(m);
+    Shape to;
+    for (int p : r.perm) to.push_back(r.from[static_cast<size_t>(p)]);
     const auto value = [&](const std::string& suffix, const Shape& shape) {
       return g_.add_value(Value{x.name + suffix, shape, x.dtype, logical_layout(shape.size())});
     };
     const ValueId cl = value("_channels_last", st);
-    const ValueId grouped = value("_groups", {st[0], st[1], st[2], g, c / g});
-    const ValueId swapped = value("_shuffled", {st[0], st[1], st[2], c / g, g});
-    const ValueId merged = value("_shuffled_channels_last", st);
+    const ValueId grouped = value("_regrouped_in", r.from);
+    const ValueId moved = value("_regrouped", to);
+    const ValueId merged = value("_regrouped_channels_last", out);
     Node relabel{x.name + "_as_channels_last", Reshape{st, Layout::nchw}, {first.inputs[0]}, {cl},
                  {}};
     relabel.computes = {"relabel (NHWC -> channels-last, no copy)"};
     out_.push_back(std::move(relabel));
-    out_.push_back(Node{first.name, Reshape{{st[0], st[1], st[2], g, c / g}}, {cl}, {grouped},
-                        first.computes});
-    out_.push_back(Node{transpose.name, Transpose{{0, 1, 2, 4, 3}}, {grouped}, {swapped},
-                        transpose.computes});
-    out_.push_back(Node{back.name + "_channels_last", Reshape{st}, {swapped}, {merged},
-                        back.computes});
+    bool identity = true;  // the bytes stay where they are: relabels alone, no copy
+    for (size_t i = 0; i < r.perm.size(); ++i) identity = identity && r.perm[i] == static_cast<int>(i);
+    if (identity) {
+      out_.push_back(Node{back.name + "_channels_last", Reshape{out}, {cl}, {merged}, back.computes});
+    } else {
+      out_.push_back(Node{first.name, Reshape{r.from}, {cl}, {grouped}, first.computes});
+      out_.push_back(Node{transpose.name, Transpose{r.perm}, {grouped}, {moved}, transpose.computes});
+      out_.push_back(Node{back.name + "_channels_last", Reshape{out}, {moved}, {merged},
+                          back.computes});
+    }
     Value& y = g_.value(back.outputs[0]);
-    y.shape = st;
+    y.shape = out;
     y.layout = Layout::nhwc;
-    Node as_nhwc{back.name, Reshape{st, Layout::nhwc}, {merged}, {back.outputs[0]}, {}};
+    Node as_nhwc{back.name, Reshape{out, Layout::nhwc}, {merged}, {back.outputs[0]}, {}};
     as_nhwc.computes = {"relabel (channels-last -> NHWC, no copy)"};
     out_.push_back(std::move(as_nhwc));
-    shuffled_.insert(s.transpose);
-    shuffled_.insert(s.reshape_back);
+    regrouped_.insert(r.transpose);
+    regrouped_.insert(r.reshape_back);
   }
 
   // Transpose(0, 2, 3, 1) of an NHWC tensor: the logical [N, H, W, C] tensor it makes is the
@@ -355,8 +447,8 @@ class LayoutRewriter {
   std::vector<Node> out_;
   std::map<uint32_t, ValueId> to_nhwc_, to_nchw_, const_nhwc_, weights_;
   std::map<uint32_t, ValueId> transposed_back_;  // Transpose(0, 3, 1, 2) output -> its input
-  std::map<size_t, Shuffle> shuffles_;
-  std::set<size_t> shuffled_;  // the Transposes and last Reshapes of shuffles made channels-last
+  std::map<size_t, Regrouping> regroupings_;
+  std::set<size_t> regrouped_;  // the Transposes and last Reshapes of regroupings made channels-last
 };
 
 // The nodes nothing reads any more (a Transpose whose every reader now takes the relabel of
