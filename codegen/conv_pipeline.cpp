@@ -1,5 +1,5 @@
 // Generated convolutions' pipelines (dense, grouped, depthwise, Winograd, and MatMuls run as
-// 1x1 convolutions) and the schedule parameters they are built with.
+// 1x1 convolutions). The schedule parameters they are built with: conv_schedule_choice.cpp.
 #include <optional>
 #include <string>
 #include <vector>
@@ -309,117 +309,6 @@ KernelPipeline amx_pipeline(const graph::ConvKernelSpec& k, const Halide::Target
 
 }  // namespace
 
-// What the convolution schedules are chosen for, of a dense or grouped ConvKernelSpec
-// (`merge` groups per block, runtime/conv_weights.h) or of a MatMul run as a 1x1 convolution.
-schedules::ConvShape conv_shape(const graph::ConvKernelSpec& k, const Halide::Target& target) {
-  const graph::Shape& w = k.weights.shape;  // HWIO ([Kh, Kw, 1, C] if depthwise)
-  const graph::Shape out = graph::conv_output_nhwc(k);  // NHWC, before any pooling
-  const int merge = k.depthwise ? 1 : runtime::grouped_conv_merge(k.groups, out[3]);
-  const int out_per_group = static_cast<int>(out[3]) / k.groups * merge;
-  schedules::ConvShape s;
-  s.out_channels = static_cast<int>(out[3]);
-  s.out_width = static_cast<int>(out[2]);
-  s.out_height = static_cast<int>(out[1]);
-  s.batch = static_cast<int>(out[0]);
-  s.reduction_channels = static_cast<int>(w[2]) * merge;
-  s.kernel_w = static_cast<int>(w[1]);
-  s.kernel_h = static_cast<int>(w[0]);
-  s.padded = k.pad_top || k.pad_left || k.pad_bottom || k.pad_right;
-  // Groups of whole vectors keep each vector of output channels in one group, so the dense
-  // schedules apply (their input loads are broadcasts); narrower groups permute their inputs.
-  // Channels interleaved by group (runtime::conv_weight_interleave, decided for 16-channel
-  // blocks on every CPU target alike) take the grouped schedule on every CPU target: a vector
-  // of positions spans groups even where a group fills a vector.
-  const bool interleaved = !target.has_gpu_feature() && runtime::conv_weight_interleave(k) > 1;
-  s.narrow_groups = !k.depthwise && k.groups > 1 &&
-                    (interleaved || out_per_group % target.natural_vector_size<float>() != 0);
-  s.grouped = k.groups > 1 || k.depthwise;
-  s.depthwise = k.depthwise;
-  s.computed_input = !k.pre.empty() || k.nchw_input || graph::pools_before_conv(k);
-  s.expanded = k.expand.has_value();
-  s.constant_weights = k.constant_weights;
-  s.bf16 = k.bf16;
-  s.stride_w = k.stride_w, s.stride_h = k.stride_h;
-  s.dilation_w = k.dilation_w, s.dilation_h = k.dilation_h;
-  return s;
-}
-
-schedules::ConvShape matmul_shape(const graph::OpKernelSpec& k) {
-  const graph::Shape& out = k.output.shape;  // [N, H, W, M]
-  schedules::ConvShape s;
-  s.out_channels = static_cast<int>(out[3]);
-  s.out_width = static_cast<int>(out[2]);
-  s.out_height = static_cast<int>(out[1]);
-  s.batch = static_cast<int>(out[0]);
-  s.reduction_channels = static_cast<int>(k.inputs[0].shape[3]);
-  return s;
-}
-
-// A MatMul of a 4-D tensor by a matrix: run as a 1x1 convolution (matmul_pipeline).
-bool is_conv_matmul(const graph::OpKernelSpec& k) {
-  return std::holds_alternative<graph::MatMul>(k.op) && k.inputs[0].shape.size() == 4 &&
-         k.inputs[1].shape.size() == 2;
-}
-
-// The parameters a convolution is generated with: `text` (resolved by codegen: a tuned
-// record, or the spec's own ConvKernelSpec::schedule) read over the default, or the default.
-schedules::ConvParams conv_params(const std::string& kernel, const schedules::ConvShape& shape,
-                                  const std::string& text, const Halide::Target& target) {
-  using schedules::ConvFamily;
-  const schedules::ConvParams base = schedules::default_conv_params(shape, target);
-  schedules::ConvParams p = base;
-  if (text.empty()) return p;
-  std::string error = schedules::parse_conv_params(text, &p);
-  // Winograd's register block counts tiles, not pixels, and its rows are tile rows: a text that
-  // gives a Winograd schedule reads its knobs over Winograd's default for the layer and the tile
-  // it names (after its last "winograd", when it switches from another family, as `kiln tune
-  // --set` writes "wide block=2x6 ... winograd tile=2"); a text that switches from Winograd to
-  // a direct family, over the direct default.
-  const bool to_winograd = p.family == ConvFamily::winograd;
-  if (error.empty() && (to_winograd || base.family == ConvFamily::winograd)) {
-    const size_t switch_at = (" " + text).rfind(" winograd");
-    const std::string knobs =
-        to_winograd && switch_at != std::string::npos ? text.substr(switch_at) : text;
-    p = to_winograd ? schedules::default_winograd_params(shape, target)
-                    : schedules::default_direct_conv_params(shape, target);
-    error = schedules::parse_conv_params(knobs, &p);
-    if (error.empty() && to_winograd) {  // the default block depends on the tile
-      p = schedules::default_winograd_params(shape, target, p.tile);
-      error = schedules::parse_conv_params(knobs, &p);
-    }
-  }
-  // An AMX schedule reads its knobs over the AMX default for the layer (the kernels' AMX entry
-  // points are compiled with the text "amx").
-  if (error.empty() && p.family == ConvFamily::amx) {
-    const size_t switch_at = (" " + text).rfind(" amx");
-    p = schedules::default_amx_params(shape);
-    error = schedules::parse_conv_params(text.substr(switch_at == std::string::npos ? 0 : switch_at), &p);
-  }
-  if (error.empty()) error = schedules::conv_params_error(p, shape, target);
-  if (!error.empty())
-    throw graph::Error("kernel '" + kernel + "': schedule '" + text + "': " + error);
-  return p;
-}
-
-// The weights of a convolution whose input is scaled per image (ConvKernelSpec::input_scale),
-// (co, ci, kx, ky, n): computed whole ahead of the convolution, vectorized along co (on GPUs
-// one launch over all of them).
-void schedule_scaled_weights(Halide::Func w, const Halide::Target& target) {
-  const std::vector<Halide::Var> v = w.args();
-  w.compute_root();
-  if (target.has_gpu_feature()) {
-    Halide::Var all = v[0], block("block"), thread("thread");
-    for (size_t d = 1; d < v.size(); ++d) {
-      Halide::Var fused("fused" + std::to_string(d));
-      w.fuse(all, v[d], fused);
-      all = fused;
-    }
-    w.gpu_tile(all, block, thread, 64, Halide::TailStrategy::GuardWithIf);
-  } else {
-    w.vectorize(v[0], target.natural_vector_size<float>(), Halide::TailStrategy::GuardWithIf);
-  }
-}
-
 // A generated convolution: the algorithm from generators/ops/conv.h, the residual, activation
 // and post steps applied to the accumulator in registers, and the schedule `schedule` names
 // (read over the default for the layer, schedules::default_conv_params) or the CUDA one.
@@ -572,7 +461,11 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
     f.interleave = interleave;
     schedule_conv(f, target, params);
     schedule_pooling(k, o, params, target);
-    if (k.input_scale) schedule_scaled_weights(scaled_weights, target);
+    if (k.input_scale) {  // whole, ahead of the convolution: (co, ci, kx, ky, n)
+      scaled_weights.compute_root();
+      schedule_elementwise(elementwise_funcs(scaled_weights, {in[0], w[0], w[1], w[2], w[3]}, false),
+                           target);
+    }
   }
   return KernelPipeline{Halide::Pipeline(o.out), inputs};
 }
