@@ -1,5 +1,6 @@
 // What the builders of generated kernels' pipelines share (kernel_pipeline.cpp and the op
-// families built in files of their own: conv_pipeline.cpp, reduce_pipeline.cpp): dense shapes
+// families built in files of their own: conv_pipeline.cpp with conv_schedule_choice.cpp,
+// reduce_pipeline.cpp): dense shapes
 // as Halide dimensions, inputs with fixed shapes and strides, the elementwise schedule's view
 // of an output, and the convolution entry points. Internal to codegen/.
 #pragma once
@@ -78,7 +79,8 @@ inline bool is_autoscheduler(const std::string& schedule) {
   return schedule.rfind(kAutoPrefix, 0) == 0;
 }
 
-// Convolutions (conv_pipeline.cpp). What the convolution schedules are chosen for, of a dense
+// Convolutions (conv_schedule_choice.cpp, then conv_pipeline.cpp). What the convolution
+// schedules are chosen for, of a dense
 // or grouped ConvKernelSpec (`merge` groups per block, runtime/conv_weights.h) or of a MatMul
 // run as a 1x1 convolution.
 schedules::ConvShape conv_shape(const graph::ConvKernelSpec& k, const Halide::Target& target);
