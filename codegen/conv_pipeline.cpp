@@ -8,12 +8,14 @@
 #include "generators/ops/conv.h"
 #include "generators/ops/elementwise.h"
 #include "generators/ops/pool.h"
+#include "generators/ops/resize.h"
 #include "generators/ops/winograd.h"
 #include "runtime/conv_weights.h"
 #include "runtime/kernels.h"
 #include "schedules/conv_params.h"
 #include "schedules/conv_schedule.h"
 #include "schedules/depthwise_schedule.h"
+#include "schedules/layout_schedule.h"
 #include "schedules/pool_schedule.h"
 
 namespace kiln::codegen {
@@ -43,15 +45,18 @@ schedules::ConvFuncs conv_funcs(const generators::ops::ConvAlgorithm& a, const H
 }
 
 // The pipeline's output: the convolution's `conv` (its epilogue applied), or the pooling of it
-// (ConvKernelSpec::pool), with the output buffer's constant bounds.
+// (ConvKernelSpec::pool), or the resize of it (ConvKernelSpec::resize, reading `nchw`, the
+// convolution transposed to NCHW, with nchw_output), with the output buffer's constant bounds.
 struct ConvOutput {
   Halide::Func conv, out;
   std::optional<generators::ops::PoolAlgorithm> pool;
+  std::optional<generators::ops::ResizeAlgorithm> resize;
+  Halide::Func nchw;
 };
 
 ConvOutput conv_output(const graph::ConvKernelSpec& k, const Halide::Func& conv);
 
-// Whether the convolution is computed inside the tasks of its pooling (schedule_pooling): the
+// Whether the convolution is computed inside the tasks of its pooling (schedule_tail): the
 // wide family on CPUs, whose row strips fit bands of the pooled rows.
 bool pooled_in_bands(const graph::ConvKernelSpec& k, const schedules::ConvParams& p,
                      const Halide::Target& target) {
@@ -59,11 +64,29 @@ bool pooled_in_bands(const graph::ConvKernelSpec& k, const schedules::ConvParams
          p.family == schedules::ConvFamily::wide;
 }
 
-// The pooling's schedule, after the convolution's. Wide convolutions on CPUs are computed per
-// task of the pooling, a band of rows at a time (pooled_in_bands); every other schedule computes
-// the whole convolution first (into a buffer of the kernel's own), then pools it.
-void schedule_pooling(const graph::ConvKernelSpec& k, const ConvOutput& o,
-                      const schedules::ConvParams& p, const Halide::Target& target) {
+// The schedule of what follows the convolution in its kernel, after the convolution's own. A
+// pooling: wide convolutions on CPUs are computed per task of the pooling, a band of rows at a
+// time (pooled_in_bands); every other schedule computes the whole convolution first (into a
+// buffer of the kernel's own), then pools it. A resize: the whole convolution first (and its
+// NCHW copy with nchw_output, a small transpose the resize's passes then read in rows), then
+// the resize's passes.
+void schedule_tail(const graph::ConvKernelSpec& k, const ConvOutput& o,
+                   const schedules::ConvParams& p, const Halide::Target& target) {
+  if (o.resize) {
+    Halide::Func(o.conv).compute_root();
+    if (o.nchw.defined()) {
+      Halide::Func nchw = o.nchw;
+      nchw.compute_root();
+      const graph::Shape c = graph::conv_output_nhwc(k);
+      if (target.has_gpu_feature()) {
+        schedule_elementwise(elementwise_funcs(nchw, {c[0], c[3], c[1], c[2]}, true), target);
+      } else {
+        schedules::schedule_to_nchw_cpu(nchw, target);
+      }
+    }
+    schedule_resize(*o.resize, k.output.shape, target);
+    return;
+  }
   if (!o.pool) return;
   const graph::Shape& out = k.output.shape;
   const schedules::PoolShape shape{out[3], out[2], out[1], out[0]};
@@ -157,15 +180,29 @@ void constrain_conv_output(Halide::Func output, const graph::Shape& out) {
 }
 
 ConvOutput conv_output(const graph::ConvKernelSpec& k, const Halide::Func& conv) {
+  if (k.resize) {
+    const graph::Shape c = graph::conv_output_nhwc(k);
+    ConvOutput o{conv, Halide::Func(), std::nullopt, std::nullopt, Halide::Func()};
+    if (k.nchw_output) {
+      Halide::Var x("x"), y("y"), ch("ch"), n("n");
+      o.nchw = Halide::Func("conv_nchw");
+      o.nchw(x, y, ch, n) = conv(ch, x, y, n);
+    }
+    o.resize = generators::ops::resize(k.nchw_output ? o.nchw : conv,
+                                       k.nchw_output ? graph::Shape{c[0], c[3], c[1], c[2]} : c, *k.resize);
+    o.out = o.resize->out;
+    constrain_conv_output(o.out, k.output.shape);
+    return o;
+  }
   if (!k.pool || graph::pools_before_conv(k)) {
     constrain_conv_output(conv, k.output.shape);
-    return {conv, conv, std::nullopt};
+    return {conv, conv, std::nullopt, std::nullopt, Halide::Func()};
   }
   const graph::Shape c = graph::conv_output_nhwc(k);
   generators::ops::PoolAlgorithm a =
       generators::ops::pool2d(conv, static_cast<int>(c[2]), static_cast<int>(c[1]), *k.pool);
   constrain_conv_output(a.out, k.output.shape);
-  return {conv, a.out, a};
+  return {conv, a.out, a, std::nullopt, Halide::Func()};
 }
 
 // Whether a direct CPU schedule reads the convolution's input in place (no staged copy): the
@@ -276,7 +313,7 @@ KernelPipeline depthwise_pipeline(const graph::ConvKernelSpec& k, const Halide::
   } else {
     schedules::schedule_depthwise_cpu(f, params, target);
   }
-  schedule_pooling(k, o, params, target);
+  schedule_tail(k, o, params, target);
   return KernelPipeline{Halide::Pipeline(o.out), inputs};
 }
 
@@ -303,7 +340,7 @@ KernelPipeline amx_pipeline(const graph::ConvKernelSpec& k, const Halide::Target
   const ConvOutput o = conv_output(k, output);
   schedules::schedule_conv_cpu_amx({a.windows, a.acc, output, a.co, a.k, a.p, co, y, n, a.r, i32(w[2])},
                                    params);
-  schedule_pooling(k, o, params, target);
+  schedule_tail(k, o, params, target);
   return KernelPipeline{Halide::Pipeline(o.out), inputs};
 }
 
@@ -385,7 +422,7 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
     const ConvOutput o = conv_output(k, output);
     if (!automatic) {
       schedules::schedule_conv_cpu_winograd(a, output, params, target);
-      schedule_pooling(k, o, params, target);
+      schedule_tail(k, o, params, target);
     }
     return KernelPipeline{Halide::Pipeline(o.out), inputs};
   }
@@ -460,7 +497,7 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
     f.whole_channel_blocks = blocked && out[3] % kBlock != 0;
     f.interleave = interleave;
     schedule_conv(f, target, params);
-    schedule_pooling(k, o, params, target);
+    schedule_tail(k, o, params, target);
     if (k.input_scale) {  // whole, ahead of the convolution: (co, ci, kx, ky, n)
       scaled_weights.compute_root();
       schedule_elementwise(elementwise_funcs(scaled_weights, {in[0], w[0], w[1], w[2], w[3]}, false),

@@ -197,22 +197,7 @@ KernelPipeline data_pipeline(const graph::OpKernelSpec& k, const Halide::Target&
     out = generators::ops::slice(inputs[0], in, *sl);
   } else if (const auto* rs = std::get_if<graph::Resize>(&k.op)) {
     const generators::ops::ResizeAlgorithm a = generators::ops::resize(inputs[0], in, *rs);
-    // The innermost axis' pass with repeating taps gets its own CPU schedule; elsewhere (and on
-    // GPUs, `padded` then inline) the elementwise one.
-    auto schedule_pass = [&](const Halide::Func& pass, const graph::Shape& shape) {
-      const schedules::ElementwiseFuncs f = elementwise_funcs(pass, shape, true);
-      if (a.period > 0 && pass.name() == a.innermost.name() && !target.has_gpu_feature()) {
-        schedules::schedule_periodic_resize_cpu(f, a.padded, a.period, target);
-      } else {
-        schedule_elementwise(f, target);
-      }
-    };
-    for (size_t i = 0; i < a.passes.size(); ++i) {  // each one-axis pass ahead, whole
-      Halide::Func pass = a.passes[i];
-      pass.compute_root();
-      schedule_pass(pass, a.pass_shapes[i]);
-    }
-    schedule_pass(a.out, k.output.shape);
+    schedule_resize(a, k.output.shape, target);
     constrain([&](int d) { return a.out.output_buffer().dim(d); }, k.output.shape);
     return KernelPipeline{Halide::Pipeline(a.out), inputs};
   } else if (std::holds_alternative<graph::Tile>(k.op)) {
@@ -310,6 +295,26 @@ KernelPipeline product_pipeline(const graph::OpKernelSpec& k, const Halide::Targ
 }
 
 }  // namespace
+
+void schedule_resize(const generators::ops::ResizeAlgorithm& a, const graph::Shape& out_shape,
+                     const Halide::Target& target) {
+  // The innermost axis' pass with repeating taps gets its own CPU schedule; elsewhere (and on
+  // GPUs, `padded` then inline) the elementwise one.
+  auto schedule_pass = [&](const Halide::Func& pass, const graph::Shape& shape) {
+    const schedules::ElementwiseFuncs f = elementwise_funcs(pass, shape, true);
+    if (a.period > 0 && pass.name() == a.innermost.name() && !target.has_gpu_feature()) {
+      schedules::schedule_periodic_resize_cpu(f, a.padded, a.period, target);
+    } else {
+      schedule_elementwise(f, target);
+    }
+  };
+  for (size_t i = 0; i < a.passes.size(); ++i) {  // each one-axis pass ahead, whole
+    Halide::Func pass = a.passes[i];
+    pass.compute_root();
+    schedule_pass(pass, a.pass_shapes[i]);
+  }
+  schedule_pass(a.out, out_shape);
+}
 
 std::string default_schedule(const graph::KernelSpec& spec, const Halide::Target& target) {
   const std::optional<schedules::ConvShape> s = tunable_shape(spec, target);

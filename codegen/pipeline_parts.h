@@ -10,6 +10,7 @@
 
 #include "Halide.h"
 #include "codegen/kernel_pipeline.h"
+#include "generators/ops/resize.h"
 #include "graph/kernel_spec.h"
 #include "schedules/conv_params.h"
 #include "schedules/elementwise_schedule.h"
@@ -72,6 +73,13 @@ inline void schedule_elementwise(const schedules::ElementwiseFuncs& f,
     schedules::schedule_elementwise_cpu(f, target);
   }
 }
+
+// A Resize's schedule (generators/ops/resize.h) for an output of row-major shape `out_shape`:
+// each one-axis pass computed whole, ahead; the innermost axis' pass with repeating taps with
+// the periodic CPU schedule, every other pass (and all of them on GPUs) elementwise. Also the
+// resize a convolution's kernel ends with (ConvKernelSpec::resize).
+void schedule_resize(const generators::ops::ResizeAlgorithm& a, const graph::Shape& out_shape,
+                     const Halide::Target& target);
 
 // "auto:NAME": the pipeline left unscheduled for Halide's autoscheduler NAME.
 constexpr const char* kAutoPrefix = "auto:";

@@ -427,6 +427,8 @@ std::string attrs(const Op& op) {
       s << "]";
     }
     if (c->pool) s << " pool=[" << op_name(Op{*c->pool}) << " " << attrs(Op{*c->pool}) << "]";
+    if (c->resize)
+      s << " resize=[" << attrs(Op{*c->resize}) << (c->nchw_output ? " to NCHW" : "") << "]";
     if (c->input_scale) s << " input_scale";
     if (c->expand) {
       s << " expand=[1x1 " << to_string(*c->expand);

@@ -78,6 +78,36 @@ struct Activation {
 };
 std::string to_string(const Activation& a);
 
+// ONNX Resize (opsets 10-21) and Upsample: out[i] reads x at coordinates mapped back per axis,
+// x_original = f(i) by `coordinates` with that axis' scale (`scales`, as given or out / in from
+// sizes). Nearest rounds x_original by `nearest` and clamps it into the axis; linear
+// interpolates between its two neighbours, cubic between its four (Keys' kernel with
+// coefficient cubic_a; edge values past the ends, or with exclude_outside those taps dropped
+// and the weights renormalized), both on at most the last two axes. tf_crop_and_resize maps
+// i into the crop [roi[a], roi[rank + a]] of axis a (fractions of in - 1); an element whose
+// coordinate falls outside [0, in - 1] on any axis is `extrapolation`. Input: x.
+enum class ResizeMode : uint8_t { nearest, linear, cubic };
+enum class ResizeCoordinates : uint8_t {
+  half_pixel, pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn, tf_crop_and_resize
+};
+enum class NearestRounding : uint8_t { round_prefer_floor, round_prefer_ceil, floor, ceil };
+const char* to_string(ResizeMode m);
+const char* to_string(ResizeCoordinates c);
+const char* to_string(NearestRounding r);
+struct Resize {
+  ResizeMode mode = ResizeMode::nearest;
+  ResizeCoordinates coordinates = ResizeCoordinates::half_pixel;
+  NearestRounding nearest = NearestRounding::round_prefer_floor;
+  Shape sizes;                // the output shape
+  std::vector<float> scales;  // one per axis
+  float cubic_a = -0.75f;
+  bool exclude_outside = false;
+  float extrapolation = 0.0f;
+  std::vector<float> roi;  // tf_crop_and_resize: the starts then the ends, 2 * rank; else empty
+};
+// Whether Resize r maps every index of axis a (input length in_len) to itself.
+bool resize_axis_is_identity(const Resize& r, size_t a, int64_t in_len);
+
 // One elementwise step of an ElementwiseChain (below) or of a convolution's post steps. An
 // affine step is a per-channel scale and shift whose values are inputs of the node.
 // The ONNX unary ops imported as one-step chains are here too (Tanh, Erf, Exp, ..., Celu, and
@@ -167,6 +197,15 @@ struct Conv2d {
   // instead (the scale is uniform over the pixels), so the scaled input is never computed.
   // Dense NHWC convolutions without pre steps, an NCHW input, an expansion or bf16 only.
   bool input_scale = false;
+  // A Resize of the result (after the post steps), absorbed by fuse_conv_resize: the node's
+  // output is the resized tensor, computed by the convolution's own kernel from the whole
+  // convolution (kept in a buffer of the kernel's own), so the unresized tensor never makes a
+  // round trip between kernels. N and C are left alone. The output is NHWC (a nearest resize,
+  // attributes in NHWC axis order), or NCHW with `nchw_output` (the Resize read the
+  // convolution's output through a layout transform: a segmentation head's upsampling to the
+  // graph output; attributes in NCHW order). Convolutions without a pooling or an expansion.
+  std::optional<Resize> resize;
+  bool nchw_output = false;  // only with a resize
   size_t first_post_input() const { return residual ? 4 : 3; }
   size_t first_pre_input() const { return first_post_input() + 2 * affine_steps(post); }
   size_t first_expand_input() const { return first_pre_input() + 2 * affine_steps(pre); }
@@ -305,36 +344,6 @@ struct LayerNorm {
   int axis = -1;  // non-negative after import
   float epsilon = 1e-5f;
 };
-
-// ONNX Resize (opsets 10-21) and Upsample: out[i] reads x at coordinates mapped back per axis,
-// x_original = f(i) by `coordinates` with that axis' scale (`scales`, as given or out / in from
-// sizes). Nearest rounds x_original by `nearest` and clamps it into the axis; linear
-// interpolates between its two neighbours, cubic between its four (Keys' kernel with
-// coefficient cubic_a; edge values past the ends, or with exclude_outside those taps dropped
-// and the weights renormalized), both on at most the last two axes. tf_crop_and_resize maps
-// i into the crop [roi[a], roi[rank + a]] of axis a (fractions of in - 1); an element whose
-// coordinate falls outside [0, in - 1] on any axis is `extrapolation`. Input: x.
-enum class ResizeMode : uint8_t { nearest, linear, cubic };
-enum class ResizeCoordinates : uint8_t {
-  half_pixel, pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn, tf_crop_and_resize
-};
-enum class NearestRounding : uint8_t { round_prefer_floor, round_prefer_ceil, floor, ceil };
-const char* to_string(ResizeMode m);
-const char* to_string(ResizeCoordinates c);
-const char* to_string(NearestRounding r);
-struct Resize {
-  ResizeMode mode = ResizeMode::nearest;
-  ResizeCoordinates coordinates = ResizeCoordinates::half_pixel;
-  NearestRounding nearest = NearestRounding::round_prefer_floor;
-  Shape sizes;                // the output shape
-  std::vector<float> scales;  // one per axis
-  float cubic_a = -0.75f;
-  bool exclude_outside = false;
-  float extrapolation = 0.0f;
-  std::vector<float> roi;  // tf_crop_and_resize: the starts then the ends, 2 * rank; else empty
-};
-// Whether Resize r maps every index of axis a (input length in_len) to itself.
-bool resize_axis_is_identity(const Resize& r, size_t a, int64_t in_len);
 
 // A chain of elementwise steps applied to one tensor in one pass (made by
 // fuse_elementwise_chains from ReLU, Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish,

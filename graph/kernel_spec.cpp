@@ -52,8 +52,10 @@ std::string describe_conv(const ConvKernelSpec& k) {
     << (k.depthwise ? " (depthwise: one filter per channel, C innermost)"
                     : " (HWIO: Co innermost, the vectorized dimension)")
     << "; bias " << k.bias.name << ", shape [Co] = " << to_string(k.bias.shape) << "\n";
-  s << "output: " << k.output.name << ", shape [N, Ho, Wo, Co] = " << to_string(k.output.shape)
-    << " (NHWC), " << to_string(k.output.dtype) << "\n";
+  s << "output: " << k.output.name
+    << (k.nchw_output ? ", shape [N, Co, Ho, Wo] = " : ", shape [N, Ho, Wo, Co] = ")
+    << to_string(k.output.shape) << (k.nchw_output ? " (NCHW), " : " (NHWC), ")
+    << to_string(k.output.dtype) << "\n";
   const bool symmetric = k.pad_top == k.pad_left && k.pad_top == k.pad_bottom &&
                          k.pad_top == k.pad_right;
   s << "conv:   " << (k.groups > 1 && !k.depthwise ? "groups " + std::to_string(k.groups) + ", " : "")
@@ -89,6 +91,10 @@ std::string describe_conv(const ConvKernelSpec& k) {
     s << "pooling: " << op_name(Op{*k.pool}) << " " << op_attributes(Op{*k.pool}) << " of the convolution's "
       << to_string(conv_output_nhwc(k)) << " output, in the same kernel (the wide CPU schedule "
       << "computes it a band of rows at a time, never stored whole)\n";
+  if (k.resize)
+    s << "resize: " << op_attributes(Op{*k.resize}) << " of the convolution's "
+      << to_string(conv_output_nhwc(k)) << " output" << (k.nchw_output ? " as NCHW" : "")
+      << ", in the same kernel (the convolution computed whole first, in a buffer of its own)\n";
   if (k.expand)
     s << "expansion: the input is computed in the kernel as a 1x1 convolution of " << k.input.name << " by "
       << k.expand_weights->name << " " << to_string(k.expand_weights->shape) << " (HWIO) + bias "
@@ -165,6 +171,8 @@ ConvKernelSpec conv_spec(const Graph& g, const Node& n, const Conv2d& c) {
   k.pre = c.pre;
   k.nchw_input = c.nchw_input;
   k.pool = c.pool;
+  k.resize = c.resize;
+  k.nchw_output = c.nchw_output;
   k.bf16 = c.bf16;
   for (size_t i = c.first_pre_input(); i < c.first_expand_input(); ++i) k.pre_params.push_back(desc(g, n.inputs[i]));
   if (c.expand) {
@@ -229,12 +237,13 @@ Shape conv_input_nhwc(const ConvKernelSpec& k) {
 }
 
 Shape conv_output_nhwc(const ConvKernelSpec& k) {
-  if (!k.pool || pools_before_conv(k)) return k.output.shape;
+  if (!k.resize && (!k.pool || pools_before_conv(k))) return k.output.shape;
+  const int64_t channels = k.output.shape[k.nchw_output ? 1 : 3];
   const Shape in = conv_input_nhwc(k);
   const Shape& w = k.weights.shape;  // [Kh, Kw, ., Co]
   const int64_t h = in[1] + k.pad_top + k.pad_bottom - (int64_t{k.dilation_h} * (w[0] - 1) + 1);
   const int64_t wd = in[2] + k.pad_left + k.pad_right - (int64_t{k.dilation_w} * (w[1] - 1) + 1);
-  return {in[0], h / k.stride_h + 1, wd / k.stride_w + 1, k.output.shape[3]};
+  return {in[0], h / k.stride_h + 1, wd / k.stride_w + 1, channels};
 }
 
 bool lowers_to_halide_conv(const Graph& g, const Node& n) {
@@ -258,7 +267,8 @@ std::string bf16_conv_refusal(const Graph& g, const Node& n) {
 
 bool conv_accepts_post_steps(const Graph& g, const Node& n) {
   const auto* c = std::get_if<Conv2d>(&n.op);
-  return c && generatable_conv(g, n, *c) && conv_epilogue_supported(c->activation);
+  return c && generatable_conv(g, n, *c) && conv_epilogue_supported(c->activation) && !c->pool &&
+         !c->resize;
 }
 
 bool is_generated(const KernelSpec& k) {
@@ -348,6 +358,14 @@ std::string kernel_signature(const KernelSpec& k) {
         << p->stride_h << ":" << p->stride_w << ":" << p->pad_top << ":" << p->pad_left << ":"
         << p->pad_bottom << ":" << p->pad_right << ":" << p->dilation_h << ":" << p->dilation_w
         << ":" << p->ceil_mode << ":" << p->count_include_pad;
+    if (const std::optional<Resize>& r = c->resize) {
+      s << ",resize=" << static_cast<int>(r->mode) << ":" << static_cast<int>(r->coordinates) << ":"
+        << static_cast<int>(r->nearest) << ":" << std::hexfloat << r->cubic_a << ":"
+        << r->exclude_outside << ":" << r->extrapolation << ":";
+      for (float f : r->scales) s << f << ",";
+      for (float f : r->roi) s << f << ",";
+      s << std::defaultfloat << (c->nchw_output ? "nchw" : "nhwc");
+    }
     if (c->expand)
       s << ",expand=" << std::hexfloat << c->expand->lo << ":" << c->expand->hi << std::defaultfloat;
     s << "]";

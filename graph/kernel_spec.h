@@ -52,6 +52,11 @@ struct ConvKernelSpec {
   // own output (conv_output_nhwc) lives inside the kernel (a band of rows at a time with the
   // wide CPU schedule).
   std::optional<Pool2d> pool;
+  // The resize of the result (Conv2d::resize): `output` is the resized tensor, NCHW with
+  // nchw_output (the resize's attributes in that layout's axis order), else NHWC; the
+  // convolution's own output (conv_output_nhwc) lives inside the kernel.
+  std::optional<Resize> resize;
+  bool nchw_output = false;
   // A depthwise convolution's input computed in the kernel as the pointwise expansion of
   // `input` (Conv2d::expand): its activation, and the expansion's weights (HWIO [1, 1, Ci, C])
   // and bias ([C]), the last arguments. `input` then has Ci channels.
@@ -95,7 +100,8 @@ const std::string& kernel_name(const KernelSpec& k);
 // run.
 bool conv_epilogue_supported(const Activation& a);
 // Whether conv node n can take elementwise steps after its activation (Conv2d::post): an NHWC
-// convolution, dense, grouped or depthwise (without a residual), with constant weights and bias.
+// convolution, dense, grouped or depthwise (without a residual), with constant weights and bias,
+// whose output is not pooled or resized (the steps would apply before that).
 bool conv_accepts_post_steps(const Graph& g, const Node& n);
 
 // One spec per node: convolutions the generated kernels implement (NHWC, constant weights, a
@@ -118,7 +124,7 @@ bool pools_before_conv(const ConvKernelSpec& k);
 // (pools_before_conv), the pooled input's.
 Shape conv_input_nhwc(const ConvKernelSpec& k);
 // The convolution's own output, NHWC: `output`'s shape, or the shape before the pooling when
-// the kernel pools after the convolution.
+// the kernel pools after the convolution, or before the resize.
 Shape conv_output_nhwc(const ConvKernelSpec& k);
 // Whether lower_to_kernels makes node n a Halide convolution kernel (ConvKernelSpec). Those
 // kernels take their output as a strided buffer, so they can write into a slice of a larger

@@ -94,8 +94,9 @@ Tensor unpooled_conv(const Conv2d& c, const std::vector<const Tensor*>& in, cons
   return out;
 }
 
-// The convolution, then its pooling (Conv2d::pool) when it has one: out_shape is the pooled
-// shape, and the convolution's is worked out here from the input, the weights and the attributes.
+// The convolution, then its pooling (Conv2d::pool) or its resize (Conv2d::resize) when it has
+// one: out_shape is the pooled or resized shape, and the convolution's is worked out here from
+// the input, the weights and the attributes.
 Tensor conv(const Conv2d& c, const std::vector<const Tensor*>& in, const Shape& out_shape) {
   if (c.expand) {  // the pointwise expansion of the input first, as the unfused graph computes it
     const size_t e = c.first_expand_input();
@@ -128,7 +129,7 @@ Tensor conv(const Conv2d& c, const std::vector<const Tensor*>& in, const Shape& 
     rest[0] = &scaled;
     return conv(plain, rest, out_shape);
   }
-  if (!c.pool) return unpooled_conv(c, in, out_shape);
+  if (!c.pool && !c.resize) return unpooled_conv(c, in, out_shape);
   const Tensor &x = *in[0], &w = *in[1];
   const ImageDims xd = image_dims(x.shape, x.layout);
   const FilterDims f = filter_dims(w.shape, w.layout);
@@ -136,7 +137,13 @@ Tensor conv(const Conv2d& c, const std::vector<const Tensor*>& in, const Shape& 
   const int64_t wd = xd.w + c.pad_left + c.pad_right - (int64_t{c.dilation_w} * (f.kw - 1) + 1);
   const ImageDims od{xd.n, f.co, h / c.stride_h + 1, wd / c.stride_w + 1};
   const Layout out_layout = c.nchw_input ? Layout::nhwc : x.layout;
-  return pool(*c.pool, unpooled_conv(c, in, image_shape(od, out_layout)), out_shape);
+  const Tensor y = unpooled_conv(c, in, image_shape(od, out_layout));
+  if (c.pool) return pool(*c.pool, y, out_shape);
+  // The resize as the unfused graph computes it: the layout transform first with nchw_output.
+  if (!c.nchw_output) return reference_data_op(Op{*c.resize}, {&y}, out_shape, out_layout);
+  const Tensor t = reference_data_op(Op{LayoutTransform{out_layout, Layout::nchw}}, {&y},
+                                     image_shape(od, Layout::nchw), Layout::nchw);
+  return reference_data_op(Op{*c.resize}, {&t}, out_shape, Layout::nchw);
 }
 
 // Any rank >= 2: the channel axis is 1 (3 for NHWC); every other axis is just iterated.

@@ -217,6 +217,8 @@ void chain_steps(IO& io, std::vector<ChainStep>& steps) {
 template <typename IO>
 void attrs(IO& io, Pool2d& p);
 template <typename IO>
+void attrs(IO& io, Resize& r);
+template <typename IO>
 void attrs(IO& io, Conv2d& c) {
   for (int* v : {&c.stride_h, &c.stride_w, &c.pad_top, &c.pad_left, &c.pad_bottom, &c.pad_right,
                  &c.dilation_h, &c.dilation_w})
@@ -250,6 +252,15 @@ void attrs(IO& io, Conv2d& c) {
     }
   }
   if (io.version >= 16) io.flag(c.input_scale);
+  if (io.version >= 17) {
+    bool resized = c.resize.has_value();
+    io.flag(resized);
+    if (resized) {
+      if (!c.resize) c.resize.emplace();
+      attrs(io, *c.resize);
+      io.flag(c.nchw_output);
+    }
+  }
 }
 template <typename IO>
 void attrs(IO& io, BatchNorm& b) { io.f32(b.epsilon); }
@@ -485,14 +496,14 @@ Graph read_graph(const char* bytes, size_t size,
   // without Where, the Binary ops from pow on and the chain steps from floor on, 10 is 11
   // without Conv2d's pre steps, 11 is 12 without Conv2d's pooling, 12 is 13 without Conv2d's
   // bf16 flag, 13 is 14 without constants stored as bfloat16, 14 is 15 without Conv2d's
-  // expansion, 15 is 16 without the expansion's post steps and Conv2d's input scale; version 2
-  // numbered ops by their order in graph::Op.
+  // expansion, 15 is 16 without the expansion's post steps and Conv2d's input scale, 16 is 17
+  // without Conv2d's resize; version 2 numbered ops by their order in graph::Op.
   if (version != 1 && version != 3 && version != 4 && version != 5 && version != 6 &&
       version != 7 && version != 8 && version != 9 && version != 10 && version != 11 &&
-      version != 12 && version != 13 && version != 14 && version != 15 &&
+      version != 12 && version != 13 && version != 14 && version != 15 && version != 16 &&
       version != kGraphFormatVersion)
     throw Error("graph file format version " + std::to_string(version) +
-                " is not supported (this Kiln reads versions 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 and " +
+                " is not supported (this Kiln reads versions 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 and " +
                 std::to_string(kGraphFormatVersion) + "; recompile the model)");
   r.version = version;
   if (stored_checksum(bytes, size) != format_checksum(bytes, size - 8))

@@ -51,7 +51,11 @@ namespace kiln::graph {
 // Version 13 (storage 0 or 1 only) is read as well.
 // Version 15: Conv2d's attributes end with a flag and, when set, its expansion's activation
 // (f32 lo, f32 hi). Version 14 (no expansions) is read as well.
-constexpr uint32_t kGraphFormatVersion = 16;
+// Version 16: the expansion's post steps follow its activation, and a flag input_scale ends
+// Conv2d's attributes. Version 15 is read as well.
+// Version 17: Conv2d's attributes end with a flag and, when set, its resize (Resize's
+// attributes) and the flag nchw_output. Version 16 (no resizes) is read as well.
+constexpr uint32_t kGraphFormatVersion = 17;
 
 std::string serialize(const Graph& g);
 

@@ -55,6 +55,28 @@ ImageDims pooled_dims(const Node& n, const Pool2d& p, ImageDims d, const Shape& 
   return d;
 }
 
+// A Resize's attributes against its input's shape `in` (in the order the Resize reads it).
+void check_resize(const Node& n, const Resize& r, const Shape& in) {
+  const size_t rank = in.size();
+  if (r.sizes.size() != rank || r.scales.size() != rank)
+    fail(n, "sizes and scales need one entry per input axis");
+  const bool crop = r.coordinates == ResizeCoordinates::tf_crop_and_resize;
+  if (r.roi.size() != (crop ? 2 * rank : 0))
+    fail(n, "roi has " + std::to_string(r.roi.size()) +
+                " entries; tf_crop_and_resize takes 2 * rank, other coordinate modes none");
+  for (float v : r.roi)
+    if (!std::isfinite(v)) fail(n, "roi holds a non-finite value");
+  for (size_t a = 0; a < rank; ++a) {
+    if (r.sizes[a] <= 0) fail(n, "output size " + std::to_string(r.sizes[a]) + " on axis " + std::to_string(a));
+    if (!(r.scales[a] > 0.0f) || !std::isfinite(r.scales[a]))
+      fail(n, "scale " + std::to_string(r.scales[a]) + " on axis " + std::to_string(a) + " is not positive");
+    if (r.mode != ResizeMode::nearest && a + 2 < rank && !resize_axis_is_identity(r, a, in[a]))
+      fail(n, std::string(to_string(r.mode)) + " resizing of axis " + std::to_string(a) +
+                  ": Kiln interpolates only the last two axes");
+  }
+  if (r.mode == ResizeMode::cubic && !std::isfinite(r.cubic_a)) fail(n, "cubic_a is not finite");
+}
+
 TypedShape infer_conv(const Graph& g, const Node& n, const Conv2d& c) {
   const size_t first_post = c.first_post_input(), first_pre = c.first_pre_input();
   const size_t first_expand = c.first_expand_input();
@@ -128,6 +150,22 @@ TypedShape infer_conv(const Graph& g, const Node& n, const Conv2d& c) {
   if (c.pool) {  // the node's output is the pooled convolution (fuse_conv_pooling)
     if (out_layout != Layout::nhwc) fail(n, "a pooled convolution must have an NHWC output");
     return {image_shape(pooled_dims(n, *c.pool, out, out_shape), out_layout), out_layout};
+  }
+  if (c.nchw_output && !c.resize) fail(n, "nchw_output without a resize");
+  if (c.resize) {  // the node's output is the resized convolution (fuse_conv_resize)
+    if (out_layout != Layout::nhwc || c.pool || c.expand)
+      fail(n, "a resize needs a convolution with an NHWC output, without a pooling or an expansion");
+    if (!c.nchw_output && c.resize->mode != ResizeMode::nearest)
+      fail(n, std::string(to_string(c.resize->mode)) +
+                  " resizing of an NHWC output (interpolation reads NCHW: nchw_output)");
+    const Layout layout = c.nchw_output ? Layout::nchw : Layout::nhwc;
+    const Shape unresized = image_shape(out, layout);
+    check_resize(n, *c.resize, unresized);
+    const size_t channel_axis = c.nchw_output ? 1 : 3;
+    if (!resize_axis_is_identity(*c.resize, 0, unresized[0]) ||
+        !resize_axis_is_identity(*c.resize, channel_axis, unresized[channel_axis]))
+      fail(n, "a convolution's resize leaves N and C alone");
+    return {c.resize->sizes, layout};
   }
   return {out_shape, out_layout};
 }
@@ -488,24 +526,7 @@ TypedShape infer_output(const Graph& g, const Node& n) {
     const Value& x = rs->mode == ResizeMode::nearest && g.value(n.inputs[0]).layout == Layout::nhwc
                          ? g.value(n.inputs[0])
                          : logical_input(g, n, 0);
-    const size_t r = x.shape.size();
-    if (rs->sizes.size() != r || rs->scales.size() != r)
-      fail(n, "sizes and scales need one entry per input axis");
-    const bool crop = rs->coordinates == ResizeCoordinates::tf_crop_and_resize;
-    if (rs->roi.size() != (crop ? 2 * r : 0))
-      fail(n, "roi has " + std::to_string(rs->roi.size()) +
-                  " entries; tf_crop_and_resize takes 2 * rank, other coordinate modes none");
-    for (float v : rs->roi)
-      if (!std::isfinite(v)) fail(n, "roi holds a non-finite value");
-    for (size_t a = 0; a < r; ++a) {
-      if (rs->sizes[a] <= 0) fail(n, "output size " + std::to_string(rs->sizes[a]) + " on axis " + std::to_string(a));
-      if (!(rs->scales[a] > 0.0f) || !std::isfinite(rs->scales[a]))
-        fail(n, "scale " + std::to_string(rs->scales[a]) + " on axis " + std::to_string(a) + " is not positive");
-      if (rs->mode != ResizeMode::nearest && a + 2 < r && !resize_axis_is_identity(*rs, a, x.shape[a]))
-        fail(n, std::string(to_string(rs->mode)) + " resizing of axis " + std::to_string(a) +
-                    ": Kiln interpolates only the last two axes");
-    }
-    if (rs->mode == ResizeMode::cubic && !std::isfinite(rs->cubic_a)) fail(n, "cubic_a is not finite");
+    check_resize(n, *rs, x.shape);
     return {rs->sizes, x.layout};
   }
   const auto& t = std::get<LayoutTransform>(n.op);

@@ -256,4 +256,97 @@ inline graph::Graph conv_pool_nhwc_graph(const ConvPoolCase& c, bool relu = true
   return b.finish();
 }
 
+// A convolution whose output only a Resize reads (graph::fuse_conv_resize): the kernel computes
+// the convolution whole, then the resize. Interpolating resizes read NCHW, so they fuse through
+// the transform back to NCHW (Conv2d::nchw_output); nearest ones fuse where they lie, NHWC.
+// A segmentation head (1x1, 21 classes, bilinear x8 as torchvision's exports write it), bilinear
+// x2 with align_corners after a padded 3x3 of two images, cubic x2 after a Winograd-class 3x3,
+// bilinear downsampling after a depthwise convolution, and nearest upsamplings (a feature
+// pyramid's x2 after a 1x1; x3 with rounding up after a grouped convolution).
+struct ConvResizeCase {
+  std::string name;
+  int64_t n, h, w, ci, co, k;
+  int pad, groups;
+  graph::ResizeMode mode;
+  graph::ResizeCoordinates coordinates;
+  graph::NearestRounding nearest;
+  float scale;
+};
+inline void PrintTo(const ConvResizeCase& c, std::ostream* os) { *os << c.name; }
+
+inline std::vector<ConvResizeCase> conv_resize_cases() {
+  using graph::NearestRounding;
+  using graph::ResizeCoordinates;
+  using graph::ResizeMode;
+  const NearestRounding floor = NearestRounding::floor;
+  return {
+      {"head_1x1_linear_x8", 1, 30, 40, 32, 21, 1, 0, 1, ResizeMode::linear,
+       ResizeCoordinates::pytorch_half_pixel, floor, 8.0f},
+      {"linear_x2_align_corners", 2, 13, 11, 16, 24, 3, 1, 1, ResizeMode::linear,
+       ResizeCoordinates::align_corners, floor, 2.0f},
+      {"winograd_cubic_x2", 1, 14, 14, 64, 64, 3, 1, 1, ResizeMode::cubic,
+       ResizeCoordinates::half_pixel, floor, 2.0f},
+      {"depthwise_linear_half", 1, 16, 18, 24, 24, 3, 1, 24, ResizeMode::linear,
+       ResizeCoordinates::half_pixel, floor, 0.5f},
+      {"pyramid_nearest_x2", 1, 10, 12, 24, 16, 1, 0, 1, ResizeMode::nearest,
+       ResizeCoordinates::asymmetric, floor, 2.0f},
+      {"grouped_nearest_x3", 1, 7, 9, 16, 32, 3, 1, 4, ResizeMode::nearest,
+       ResizeCoordinates::half_pixel, NearestRounding::round_prefer_ceil, 3.0f},
+  };
+}
+
+// Case c's Resize of a [N, C, H, W] tensor (`channel_axis` 1), or of its NHWC form (3): H and W
+// scaled by c.scale, sizes rounded down as ONNX does.
+inline graph::Resize conv_resize_attrs(const ConvResizeCase& c, size_t channel_axis) {
+  graph::Resize r;
+  r.mode = c.mode;
+  r.coordinates = c.coordinates;
+  r.nearest = c.nearest;
+  const size_t h = channel_axis == 1 ? 2 : 1;
+  r.sizes = channel_axis == 1 ? graph::Shape{c.n, c.co, c.h, c.w} : graph::Shape{c.n, c.h, c.w, c.co};
+  r.scales = {1.0f, 1.0f, 1.0f, 1.0f};
+  for (size_t a : {h, h + 1}) {
+    r.scales[a] = c.scale;
+    r.sizes[a] = static_cast<int64_t>(std::floor(static_cast<float>(r.sizes[a]) * c.scale));
+  }
+  return r;
+}
+
+// One graph of all the cases side by side (each conv + ReLU + Resize on its own input, the
+// resized tensor a graph output), as the user would give it: NCHW, OIHW weights.
+inline graph::Graph conv_resize_graph(const std::vector<ConvResizeCase>& cases) {
+  graph::GraphBuilder b;
+  uint64_t seed = 170;
+  for (const ConvResizeCase& c : cases) {
+    const graph::ValueId x = b.input(c.name + "_x", {c.n, c.ci, c.h, c.w});
+    const int64_t ci_per_group = c.ci / c.groups;
+    const float bound = std::sqrt(3.0f / static_cast<float>(ci_per_group * c.k * c.k));
+    const graph::ValueId w = b.constant(
+        c.name + "_w", {c.co, ci_per_group, c.k, c.k},
+        graph::random_uniform(static_cast<size_t>(c.co * ci_per_group * c.k * c.k), -bound, bound, seed),
+        Layout::oihw);
+    const graph::ValueId bias = b.constant(
+        c.name + "_b", {c.co}, graph::random_uniform(static_cast<size_t>(c.co), -0.5f, 0.5f, seed + 1));
+    graph::Conv2d attrs;
+    attrs.pad_top = attrs.pad_left = attrs.pad_bottom = attrs.pad_right = c.pad;
+    attrs.groups = c.groups;
+    const graph::ValueId y = b.relu(c.name + "_relu", b.conv2d(c.name + "_conv", x, w, bias, attrs));
+    b.output(b.op(c.name + "_resize", conv_resize_attrs(c, 1), {y}));
+    seed += 10;
+  }
+  return b.finish();
+}
+
+// One case as the fused node alone (NHWC input, HWIO weights, no activation, Conv2d::resize
+// set; an NCHW output unless the resize is nearest): a single kernel, for the GPU tests.
+inline graph::Graph conv_resize_nhwc_graph(const ConvResizeCase& c) {
+  graph::GraphBuilder b;
+  const graph::ValueId x = b.input("x", {c.n, c.h, c.w, c.ci}, Layout::nhwc);
+  NhwcConvParts p = nhwc_conv_parts(b, c.k, c.ci, c.co, c.groups, 1, c.pad, 181);
+  p.attrs.nchw_output = c.mode != graph::ResizeMode::nearest;
+  p.attrs.resize = conv_resize_attrs(c, p.attrs.nchw_output ? 1 : 3);
+  b.output(b.op("conv", p.attrs, {x, p.w, p.bias}));
+  return b.finish();
+}
+
 }  // namespace kiln::testing_util

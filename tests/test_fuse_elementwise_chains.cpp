@@ -281,6 +281,64 @@ TEST(FuseConvPooling, OnlyThePoolingThatAloneReadsAConvolution) {
   expect_same_outputs(g, opt, random_inputs(g, 15, -2.0f, 2.0f), 1e-5, 1e-5);
 }
 
+// fuse_conv_resize: a Resize goes into the convolution whose output it alone reads: a bilinear
+// one through the transform back to NCHW (nchw_output), a nearest one in NHWC. A convolution
+// whose output has another reader or is a graph output keeps its Resize apart, and so does a
+// Resize of what no convolution produced or one that resizes the channels. The numbers are the
+// unfused graph's.
+TEST(FuseConvResize, OnlyTheResizeThatAloneReadsAConvolution) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {1, 8, 9, 10});
+  auto conv_relu = [&](const std::string& name, ValueId in, uint64_t seed) {
+    Conv2d attrs;
+    attrs.pad_top = attrs.pad_left = attrs.pad_bottom = attrs.pad_right = 1;
+    return b.relu(name + "_relu",
+                  b.conv2d(name, in,
+                           b.constant(name + "_w", {8, 8, 3, 3},
+                                      random_uniform(8 * 8 * 9, -0.3f, 0.3f, seed), Layout::oihw),
+                           vec(b, name + "_b", 8, -0.1f, 0.1f, seed + 1), attrs));
+  };
+  auto resize = [](ResizeMode mode, Shape sizes, std::vector<float> scales) {
+    Resize r;
+    r.mode = mode;
+    r.coordinates = ResizeCoordinates::half_pixel;
+    r.sizes = std::move(sizes);
+    r.scales = std::move(scales);
+    return r;
+  };
+  const Resize linear_x2 = resize(ResizeMode::linear, {1, 8, 18, 20}, {1, 1, 2, 2});
+  const Resize nearest_x2 = resize(ResizeMode::nearest, {1, 8, 18, 20}, {1, 1, 2, 2});
+  b.output(b.op("fused_linear", linear_x2, {conv_relu("alone_linear", x, 10)}));
+  b.output(b.op("fused_nearest", nearest_x2, {conv_relu("alone_nearest", x, 20)}));
+  const ValueId shared = conv_relu("shared", x, 30);
+  b.output(b.op("resize_of_shared", linear_x2, {shared}));
+  b.output(b.relu("other_reader", shared));
+  const ValueId out = conv_relu("graph_output", x, 40);
+  b.output(out);
+  b.output(b.op("resize_of_output", nearest_x2, {out}));
+  b.output(b.op("resize_of_input", linear_x2, {x}));
+  b.output(b.op("channels_resized", resize(ResizeMode::nearest, {1, 16, 9, 10}, {1, 2, 1, 1}),
+                {conv_relu("channels", x, 50)}));
+  const Graph g = b.finish();
+  const Graph opt = run_passes(g);
+  verify(opt);
+  EXPECT_EQ(count_ops<Resize>(opt), 4) << dump(opt);  // shared, output, input, channels
+  for (const Node& n : opt.nodes()) {
+    const auto* c = std::get_if<Conv2d>(&n.op);
+    if (!c) continue;
+    const bool fused = n.name == "alone_linear" || n.name == "alone_nearest";
+    EXPECT_EQ(c->resize.has_value(), fused) << n.name;
+    EXPECT_EQ(c->nchw_output, n.name == "alone_linear") << n.name;
+    if (fused) {
+      EXPECT_EQ(c->resize->mode, n.name == "alone_linear" ? ResizeMode::linear : ResizeMode::nearest);
+      EXPECT_TRUE(c->activation.is_relu()) << n.name;
+      const Shape want = n.name == "alone_linear" ? Shape{1, 8, 18, 20} : Shape{1, 18, 20, 8};
+      EXPECT_EQ(opt.value(n.outputs[0]).shape, want) << n.name;
+    }
+  }
+  expect_same_outputs(g, opt, random_inputs(g, 16, -2.0f, 2.0f), 1e-5, 1e-5);
+}
+
 // MobileNet inverted-residual blocks as exported (NCHW, OIHW, BatchNorm, Clip): the expansion
 // goes into the depthwise convolution that alone reads it where expansion_fusion_pays, and
 // nowhere else; the fused graph computes what the unfused one does; in bf16 mode the same blocks

@@ -131,6 +131,14 @@ TEST(GeneratedKernels, GpuScheduleRunsThroughOpenCl) {
     SCOPED_TRACE(c.name);
     expect_opencl_matches_reference(conv_pool_nhwc_graph(c), -2.0f, 2.0f, 1e-4, 1e-5);
   }
+  // A convolution with its resize fused: on a GPU the whole convolution, then the resize.
+  for (const ConvResizeCase& c : conv_resize_cases()) {
+    if (c.name != "head_1x1_linear_x8" && c.name != "winograd_cubic_x2" &&
+        c.name != "grouped_nearest_x3")
+      continue;
+    SCOPED_TRACE(c.name);
+    expect_opencl_matches_reference(conv_resize_nhwc_graph(c), -2.0f, 2.0f, 1e-4, 1e-5);
+  }
   // An average pooling before its 1x1 convolution (graph::pools_before_conv).
   {
     SCOPED_TRACE("pooled_first");

@@ -220,6 +220,27 @@ TEST(GeneratedKernels, ConvolutionsWithTheirPoolingFused) {
   expect_whole_graph_matches_reference(input, optimized);
 }
 
+// Convolutions with their Resize fused (graph::fuse_conv_resize, the cases of
+// generated_conv_cases.h): every Resize goes into its convolution, through the transform back to
+// NCHW where it interpolates, where it lies (NHWC) where it is nearest; no Resize or transform to
+// NCHW stays a kernel of its own but after a nearest one; and the model matches the reference on
+// every CPU target with poisoned outputs.
+TEST(GeneratedKernels, ConvolutionsWithTheirResizeFused) {
+  const std::vector<ConvResizeCase> cases = conv_resize_cases();
+  const graph::Graph input = conv_resize_graph(cases);
+  const graph::Graph optimized = graph::run_passes(input);
+  size_t resized = 0;
+  for (const graph::Node& n : optimized.nodes()) {
+    EXPECT_FALSE(std::holds_alternative<graph::Resize>(n.op)) << n.name << " was not fused";
+    if (const auto* c = std::get_if<graph::Conv2d>(&n.op)) {
+      resized += c->resize.has_value();
+      EXPECT_EQ(c->nchw_output, n.name.find("nearest") == std::string::npos) << n.name;
+    }
+  }
+  EXPECT_EQ(resized, cases.size()) << graph::dump(optimized);
+  expect_whole_graph_matches_reference(input, optimized);
+}
+
 // A pooled convolution whose output is one input of a channel Concat (a DenseNet transition
 // feeding the next block, an Inception branch): the fused kernel writes the pooled tensor into
 // its slice of the Concat, which copies nothing, and the model matches the reference.

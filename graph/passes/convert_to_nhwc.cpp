@@ -431,6 +431,10 @@ class LayoutRewriter {
       }
       pad->pads = p;
     }
+    // A convolution that writes its resize NCHW (Conv2d::nchw_output, a graph the passes ran
+    // on before) keeps that output.
+    const auto* c = std::get_if<Conv2d>(&n.op);
+    if (c && c->nchw_output) return;
     Value& out = g_.value(n.outputs[0]);
     if (out.layout != Layout::nhwc) {
       out.shape = to_nhwc_shape(out.shape);

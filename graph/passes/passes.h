@@ -78,6 +78,13 @@ Graph fuse_conv_pooling(const Graph& g);
 // tensor is computed by the depthwise kernel a row at a time and never stored whole. In bf16
 // mode too (before use_bf16): the fused expansion runs in float32.
 Graph fuse_expand_depthwise(const Graph& g);
+
+// Moves each Resize that alone reads an NHWC Halide convolution's output, directly (a nearest
+// resize) or through a transform to NCHW (any mode), into that convolution (Conv2d::resize,
+// Conv2d::nchw_output): its kernel computes the convolution into a buffer of its own and writes
+// only the resized tensor. After fuse_conv_pooling and fuse_expand_depthwise (a convolution
+// with a pooling or an expansion keeps its Resize apart).
+Graph fuse_conv_resize(const Graph& g);
 // The same for every such pair, whatever their shapes (the tests' small blocks).
 Graph fuse_expand_depthwise_everywhere(const Graph& g);
 // Whether the fused kernel measured faster than the two it replaces, for an expanded tensor of
