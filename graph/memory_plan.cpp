@@ -107,6 +107,44 @@ std::vector<ArenaAlias> reshape_views(const Graph& g, const std::vector<int>& pr
   return views;
 }
 
+// The Slices that can be views (see PlanOptions::slice_views): unit steps and at most one
+// axis cut, of a tensor with a buffer of the arena's own or a Reshape's view of one (the layout
+// pass's relabels), the output no graph output and read only by kernels that read strided
+// inputs. Each alias is of the Slice's input, its offset the start along the cut axis.
+// `aliases`: the plan's so far; `aliased`: the values they store inside another.
+std::vector<ArenaAlias> slice_views(const Graph& g, const std::vector<int>& producer,
+                                    const std::vector<std::vector<NodeId>>& uses,
+                                    const std::vector<ArenaAlias>& aliases,
+                                    const std::vector<bool>& aliased) {
+  std::vector<ArenaAlias> views;
+  for (uint32_t i = 0; i < g.num_nodes(); ++i) {
+    const Node& n = g.node(NodeId{i});
+    const auto* s = std::get_if<Slice>(&n.op);
+    if (!s || n.inputs.size() != 1 || n.outputs.size() != 1) continue;
+    const ValueId in = n.inputs[0], out = n.outputs[0];
+    if (aliased[in.index]) {  // only a Reshape's view, not a slice of a Concat
+      const auto a = std::find_if(aliases.begin(), aliases.end(),
+                                  [&](const ArenaAlias& x) { return x.value == in; });
+      if (a == aliases.end() || !a->is_view()) continue;
+    }
+    if (producer[in.index] < 0 || g.is_graph_output(out)) continue;
+    const Shape &from = g.value(in).shape, &to = g.value(out).shape;
+    int axis = ArenaAlias::kWhole;
+    bool ok = from.size() == to.size() && s->starts.size() == from.size() &&
+              s->steps.size() == from.size();
+    for (size_t a = 0; ok && a < from.size(); ++a) {
+      if (to[a] == from[a] && s->starts[a] == 0) continue;  // the whole axis
+      ok = axis == ArenaAlias::kWhole && (s->steps[a] == 1 || to[a] == 1);
+      axis = static_cast<int>(a);
+    }
+    if (!ok || axis == ArenaAlias::kWhole) continue;  // an identity Slice still copies
+    for (NodeId u : uses[out.index]) ok = ok && reads_strided_inputs(g, g.node(u));
+    if (!ok) continue;
+    views.push_back({out, in, axis, s->starts[static_cast<size_t>(axis)], NodeId{i}});
+  }
+  return views;
+}
+
 }  // namespace
 
 ArenaPlan plan_arena(const Graph& g, const PlanOptions& options) {
@@ -122,11 +160,16 @@ ArenaPlan plan_arena(const Graph& g, const PlanOptions& options) {
     for (const ArenaAlias& a : views) aliased[a.value.index] = true;
     plan.aliases.insert(plan.aliases.end(), views.begin(), views.end());
   }
+  if (options.slice_views) {
+    const std::vector<ArenaAlias> views = slice_views(g, producer, uses, plan.aliases, aliased);
+    for (const ArenaAlias& a : views) aliased[a.value.index] = true;
+    plan.aliases.insert(plan.aliases.end(), views.begin(), views.end());
+  }
   const int end = static_cast<int>(g.num_nodes());
   std::vector<size_t> buffer_of(g.values().size(), 0);
   for (int i = 0; i < end; ++i) {
     for (ValueId v : g.node(NodeId{static_cast<uint32_t>(i)}).outputs) {
-      if (aliased[v.index]) continue;  // stored in its Concat's output or a Reshape's input
+      if (aliased[v.index]) continue;  // stored in its Concat's output, or a Reshape's or Slice's input
       ArenaBuffer b{v, 0, g.value(v).size_bytes(), i, i};
       for (NodeId u : uses[v.index]) b.last = std::max(b.last, static_cast<int>(u.index));
       if (g.is_graph_output(v)) b.last = end;
@@ -135,10 +178,12 @@ ArenaPlan plan_arena(const Graph& g, const PlanOptions& options) {
     }
   }
   // A Concat output written in place is alive from its first slice's producer on, and until
-  // the last reader of any slice; a buffer viewed by Reshapes until the last reader of any
-  // view.
+  // the last reader of any slice; a buffer viewed by Reshapes or Slices until the last reader of
+  // any view.
   for (const ArenaAlias& a : plan.aliases) {
-    ArenaBuffer& base = plan.buffers[buffer_of[a.base.index]];
+    ValueId root = a.base;  // a Slice's view of a Reshape's view: of the buffer under both
+    if (const ArenaAlias* view = plan.find_alias(root)) root = view->base;
+    ArenaBuffer& base = plan.buffers[buffer_of[root.index]];
     if (!a.is_view()) base.first = std::min(base.first, producer[a.value.index]);
     for (NodeId u : uses[a.value.index]) base.last = std::max(base.last, static_cast<int>(u.index));
     if (g.is_graph_output(a.value)) base.last = end;
@@ -226,7 +271,9 @@ std::string describe(const ArenaPlan& plan, const Graph& g) {
     if (a.is_view())
       s << " viewed whole (its Reshape copies nothing)\n";
     else
-      s << " axis " << a.axis << " from " << a.offset << " (its Concat copies nothing)\n";
+      s << " axis " << a.axis << " from " << a.offset << " (its "
+        << (std::holds_alternative<Slice>(g.node(a.node).op) ? "Slice" : "Concat")
+        << " copies nothing)\n";
   }
   s << "  arena: " << plan.arena_bytes << " bytes (" << plan.unshared_bytes
     << " without reuse)\n";

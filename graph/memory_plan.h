@@ -19,26 +19,28 @@ struct ArenaBuffer {
 };
 
 // A tensor stored inside another. A slice: `value` is [offset, offset + its extent) of `base`
-// along `axis` (same rank, same extents elsewhere), written there by its producer, and the
-// Concat `node` copies nothing. A view (axis kWhole): `value` is all of `base`'s bytes under
-// its own shape, and the Reshape `node` copies nothing.
+// along `axis` (same rank, same extents elsewhere), written there by its producer and the
+// Concat `node` copying nothing, or cut from it by the Slice `node`, which copies nothing. A
+// view (axis kWhole): `value` is all of `base`'s bytes under its own shape, and the Reshape
+// `node` copies nothing. Only a Slice's base may itself be an alias, a view (the Slice of a
+// relabelled tensor).
 struct ArenaAlias {
   static constexpr int kWhole = -1;
   ValueId value, base;
   int axis = 0;
   int64_t offset = 0;
-  NodeId node;  // the Concat or Reshape this makes a no-op
+  NodeId node;  // the Concat, Reshape or Slice this makes a no-op
   bool is_view() const { return axis == kWhole; }
 };
 
 struct ArenaPlan {
   std::vector<ArenaBuffer> buffers;  // one per tensor a node writes and owns, in node order
-  std::vector<ArenaAlias> aliases;   // Concat inputs written in place, Reshapes as views
+  std::vector<ArenaAlias> aliases;   // Concat inputs written in place, Reshapes and Slices as views
   int64_t arena_bytes = 0;           // planned size
   int64_t unshared_bytes = 0;        // the owned tensors without any reuse
   const ArenaBuffer* find(ValueId v) const;
   const ArenaAlias* find_alias(ValueId v) const;
-  bool elides(NodeId n) const;  // n is a Concat or Reshape that copies nothing
+  bool elides(NodeId n) const;  // n is a Concat, Reshape or Slice that copies nothing
 };
 
 struct PlanOptions {
@@ -52,13 +54,19 @@ struct PlanOptions {
   // slice) stores nothing and runs nothing; its output is the input's bytes, which stay alive
   // as long as either is read. Off where buffers cannot alias.
   bool reshape_views = true;
+  // Slices as views: a Slice with unit steps that cuts one axis of a tensor with a buffer of the
+  // arena's own (a channel split: ShuffleNet's, a CSP block's), read only by kernels that read
+  // strided inputs, stores nothing and runs nothing; its readers read its part of the input at
+  // the input's strides, and the input stays alive as long as either is read. Off where buffers
+  // cannot alias.
+  bool slice_views = true;
 };
 
-// The plan of a backend: the CPU's aliases tensors (in-place Concats, Reshape views); a GPU's
+// The plan of a backend: the CPU's aliases tensors (in-place Concats, Reshape and Slice views); a GPU's
 // buffers are device allocations of their own, so nothing is aliased there.
 inline PlanOptions plan_options_for(bool aliasing_buffers) {
   PlanOptions o;
-  o.in_place_concat = o.reshape_views = aliasing_buffers;
+  o.in_place_concat = o.reshape_views = o.slice_views = aliasing_buffers;
   return o;
 }
 
@@ -66,7 +74,9 @@ inline PlanOptions plan_options_for(bool aliasing_buffers) {
 // arena. Fused intermediates do not exist as values after fusion, so they get nothing.
 ArenaPlan plan_arena(const Graph& g, const PlanOptions& options);
 inline ArenaPlan plan_arena(const Graph& g, int64_t alignment = 64) {
-  return plan_arena(g, PlanOptions{alignment, true});
+  PlanOptions o;
+  o.alignment = alignment;
+  return plan_arena(g, o);
 }
 
 // The kernels that run under `plan`: lower_to_kernels(g) less the nodes the plan elides, each

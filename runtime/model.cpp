@@ -175,8 +175,8 @@ void Model::Impl::bind_buffers() {
     }
   }
   // Reshapes stored as views: the base's bytes under their own dense shape. Tensors written in
-  // place into a Concat's output: a view of their slice, at the base's strides, with mins at 0
-  // like every other kernel argument.
+  // place into a Concat's output, and Slices stored as views: a view of their slice, at the
+  // base's strides, with mins at 0 like every other kernel argument.
   for (const graph::ArenaAlias& a : plan.aliases) {
     const HalideBuffer& base = buffers[a.base.index];
     const graph::Shape& shape = g.value(a.value).shape;

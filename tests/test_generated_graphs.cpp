@@ -241,6 +241,59 @@ TEST(GeneratedKernels, ConvolutionsWithTheirResizeFused) {
   expect_whole_graph_matches_reference(input, optimized);
 }
 
+// Channel splits as views (PlanOptions::slice_views): two ShuffleNet units (split in halves,
+// one through 1x1 -> depthwise 3x3 -> 1x1, concatenated with the other, then shuffled; the
+// second unit splits the shuffled tensor, which the layout pass relabels, a Reshape's view) and
+// a CSP block's split into 7 and 13 channels (slices that start mid-vector, the second read by
+// a bottleneck and by the Concat). No Slice runs as a kernel, the readers take the halves at the
+// split tensor's strides, and the model matches the reference on every CPU target with
+// poisoned outputs.
+TEST(GeneratedKernels, ChannelSplitsAreReadInPlace) {
+  graph::GraphBuilder b;
+  auto conv = [&](const std::string& name, graph::ValueId x, int64_t ci, int64_t co, int k,
+                  int groups, uint64_t seed) {
+    graph::Conv2d attrs;
+    attrs.pad_top = attrs.pad_left = attrs.pad_bottom = attrs.pad_right = k / 2;
+    attrs.groups = groups;
+    const float r = 1.0f / std::sqrt(static_cast<float>(ci / groups * k * k));
+    return b.relu(name + "_relu",
+                  b.conv2d(name, x,
+                           b.constant(name + "_w", {co, ci / groups, k, k},
+                                      graph::random_uniform(co * ci / groups * k * k, -r, r, seed), Layout::oihw),
+                           b.constant(name + "_b", {co}, graph::random_uniform(co, -0.2f, 0.2f, seed + 1)),
+                           attrs));
+  };
+  auto split = [&](const std::string& name, graph::ValueId x, int64_t from, int64_t to, int64_t h, int64_t w) {
+    return b.op(name, graph::Slice{{0, from, 0, 0}, {1, to, h, w}, {1, 1, 1, 1}}, {x});
+  };
+  const graph::ValueId x = b.input("x", {1, 8, 10, 12});
+  const graph::ValueId s = conv("stem", x, 8, 32, 3, 1, 1);
+  const graph::ValueId right = conv("pw2", conv("dw", conv("pw1", split("right", s, 16, 32, 10, 12), 16, 16, 1, 1, 10),
+                                                16, 16, 3, 16, 20), 16, 16, 1, 1, 30);
+  const graph::ValueId cat = b.op("cat", graph::Concat{1}, {split("left", s, 0, 16, 10, 12), right});
+  const graph::ValueId grouped = b.op("groups", graph::Reshape{{1, 2, 16, 10, 12}}, {cat});
+  const graph::ValueId swapped = b.op("swap", graph::Transpose{{0, 2, 1, 3, 4}}, {grouped});
+  const graph::ValueId shuffled = b.op("shuffle", graph::Reshape{{1, 32, 10, 12}}, {swapped});
+  const graph::ValueId right2 = conv("pw3", split("right2", shuffled, 16, 32, 10, 12), 16, 16, 1, 1, 35);
+  const graph::ValueId cat2 = b.op("cat2", graph::Concat{1}, {split("left2", shuffled, 0, 16, 10, 12), right2});
+  const graph::ValueId c = conv("csp", cat2, 32, 20, 1, 1, 40);
+  const graph::ValueId a = split("csp_a", c, 0, 7, 10, 12), bb = split("csp_b", c, 7, 20, 10, 12);
+  const graph::ValueId bottleneck = conv("bottleneck", bb, 13, 13, 3, 1, 50);
+  b.output(conv("csp_out", b.op("csp_cat", graph::Concat{1}, {a, bb, bottleneck}), 33, 16, 1, 1, 60));
+  const graph::Graph input = b.finish();
+  const graph::Graph optimized = graph::run_passes(input);
+  int strided = 0;
+  for (const graph::KernelSpec& k : lowered_kernels(optimized)) {
+    const auto* o = std::get_if<graph::OpKernelSpec>(&k);
+    EXPECT_FALSE(o && std::holds_alternative<graph::Slice>(o->op)) << graph::kernel_name(k) << " copies";
+    for (const graph::TensorDesc& t : graph::generated_kernel_arguments(k)) strided += !t.strides.empty();
+  }
+  // pw1, pw3 and the two Concats read the halves; the bottleneck and the CSP Concat (twice)
+  // the split.
+  EXPECT_EQ(strided, 7);
+  expect_whole_graph_matches_reference(input, optimized);
+}
+
 // A pooled convolution whose output is one input of a channel Concat (a DenseNet transition
 // feeding the next block, an Inception branch): the fused kernel writes the pooled tensor into
 // its slice of the Concat, which copies nothing, and the model matches the reference.

@@ -39,18 +39,27 @@ std::map<uint32_t, Interval> live_intervals(const Graph& g) {
 void expect_valid_plan(const Graph& g, const ArenaPlan& plan, int64_t alignment = 64) {
   std::map<uint32_t, Interval> live = live_intervals(g);
   // A tensor written in place into a Concat's output makes that output alive from the
-  // tensor's producer on and until the tensor's last reader; a Reshape's view keeps the viewed
-  // buffer alive until its own last reader. Neither owns a buffer. Bases are buffers of their
-  // own (a slice of a slice is of the outermost tensor).
+  // tensor's producer on and until the tensor's last reader; a Reshape's or a Slice's view
+  // keeps the viewed buffer alive until its own last reader. None owns a buffer. Bases are
+  // buffers of their own (a slice of a slice is of the outermost tensor), but for a Slice's
+  // view of a Reshape's.
   std::map<uint32_t, Interval> own = live;
+  // A Slice's view may be of a Reshape's view: of the buffer under both.
+  const auto root = [&](ValueId v) {
+    const ArenaAlias* view = plan.find_alias(v);
+    return view ? view->base : v;
+  };
   for (const ArenaAlias& a : plan.aliases) {
-    Interval& base = live.at(a.base.index);
+    Interval& base = live.at(root(a.base).index);
     const Interval& v = own.at(a.value.index);
     base.last = std::max(base.last, v.last);
     if (!a.is_view()) base.first = std::min(base.first, v.first);
   }
   for (const ArenaAlias& a : plan.aliases) {
-    EXPECT_EQ(plan.find_alias(a.base), nullptr) << "'" << g.value(a.base).name << "' is itself an alias";
+    const ArenaAlias* base = plan.find_alias(a.base);
+    const bool slice_of_view = base && base->is_view() && std::holds_alternative<Slice>(g.node(a.node).op);
+    EXPECT_TRUE(!base || slice_of_view) << "'" << g.value(a.base).name << "' is itself an alias";
+    if (base) EXPECT_EQ(plan.find_alias(base->base), nullptr) << "a view of a view";
     live.erase(a.value.index);
   }
   ASSERT_EQ(plan.buffers.size(), live.size()) << "one buffer per tensor a node writes\n"
@@ -393,6 +402,48 @@ TEST(PlanArena, ReshapesAreViewsOfTheBufferTheyRead) {
   copy.reshape_views = false;
   const ArenaPlan copied = plan_arena(g, copy);
   EXPECT_TRUE(copied.aliases.empty());
+  expect_valid_plan(g, copied);
+}
+
+// A channel split (ShuffleNet's, a CSP block's): Slices of a conv's output with unit steps,
+// each cutting the channel axis, read only by kernels that read strided inputs (a conv, a
+// Concat), store nothing and run nothing; the conv's buffer lives until the last reader of
+// either half. A Slice that is a graph output, one with a step, one read by a kernel of dense
+// inputs (a Softmax) and one of a graph input still copy.
+TEST(PlanArena, ChannelSplitsAreViewsOfTheBufferTheyCut) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {1, 16, 6, 6});
+  const ValueId c0 = add_conv(b, "c0", x, 16, 16, 3, 1, 1);
+  const ValueId left = b.op("left", Slice{{0, 0, 0, 0}, {1, 6, 6, 6}, {1, 1, 1, 1}}, {c0});
+  const ValueId right = b.op("right", Slice{{0, 6, 0, 0}, {1, 16, 6, 6}, {1, 1, 1, 1}}, {c0});
+  const ValueId c1 = add_conv(b, "c1", right, 10, 10, 1, 1, 5);
+  b.output(b.op("cat", Concat{1}, {left, c1}));
+  b.output(b.op("out_slice", Slice{{0, 2, 0, 0}, {1, 4, 6, 6}, {1, 1, 1, 1}}, {c0}));
+  b.output(add_conv(b, "c2", b.op("strided", Slice{{0, 0, 0, 0}, {1, 16, 6, 6}, {1, 2, 1, 1}}, {c0}),
+                    8, 4, 1, 1, 9));
+  b.output(b.op("softmax", Softmax{1}, {b.op("dense_reader", Slice{{0, 0, 0, 0}, {1, 4, 6, 6}, {1, 1, 1, 1}}, {c0})}));
+  b.output(add_conv(b, "c3", b.op("of_input", Slice{{0, 0, 0, 0}, {1, 8, 6, 6}, {1, 1, 1, 1}}, {x}), 8, 4, 1, 1, 13));
+  const Graph g = run_passes(b.finish());
+  const ArenaPlan plan = plan_arena(g);
+  expect_valid_plan(g, plan);
+  std::map<std::string, const ArenaAlias*> views;
+  for (const ArenaAlias& a : plan.aliases)
+    if (std::holds_alternative<Slice>(g.node(a.node).op)) views[g.node(a.node).name] = &a;
+  ASSERT_EQ(views.size(), 2u) << describe(plan, g);
+  const ArenaAlias &l = *views.at("left"), &r = *views.at("right");
+  EXPECT_EQ(l.base, r.base);
+  EXPECT_EQ(g.node(g.value(l.base).producer).name, "c0");
+  EXPECT_EQ(l.axis, 3) << "the channel axis of the NHWC tensor";
+  EXPECT_EQ(l.offset, 0);
+  EXPECT_EQ(r.offset, 6);
+  EXPECT_TRUE(plan.elides(l.node));
+  EXPECT_EQ(plan.find(l.value), nullptr);
+  const std::string text = describe(plan, g);
+  EXPECT_NE(text.find("(its Slice copies nothing)"), std::string::npos) << text;
+  PlanOptions copy;
+  copy.slice_views = false;
+  const ArenaPlan copied = plan_arena(g, copy);
+  for (const ArenaAlias& a : copied.aliases) EXPECT_FALSE(std::holds_alternative<Slice>(g.node(a.node).op));
   expect_valid_plan(g, copied);
 }
 
