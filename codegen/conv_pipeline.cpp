@@ -131,13 +131,15 @@ std::vector<Halide::Func> step_params(const std::vector<Halide::ImageParam>& inp
 }
 
 // The conv's epilogue on its accumulator value v at (co, x, y, n): the residual (inputs[3] when
-// present), the activation, then the post steps with their scale and shift inputs.
+// present), the activation, the post steps with their scale and shift inputs, then the
+// shortcut (the last input: a convolution with one has no expansion or input scale).
 Halide::Expr conv_epilogue(const graph::ConvKernelSpec& k, Halide::Expr v,
                            const std::vector<Halide::ImageParam>& inputs,
                            const std::vector<Halide::Expr>& at) {
   if (k.residual) v += inputs[3](at);
   v = generators::ops::apply_activation(k.activation, v);
-  return generators::ops::apply_chain(k.post, v, step_params(inputs, k, false), at[0]);
+  v = generators::ops::apply_chain(k.post, v, step_params(inputs, k, false), at[0]);
+  return k.shortcut ? v + inputs.back()(at) : v;
 }
 
 // What the convolution reads, as (c, x, y, n): inputs[0] (NHWC, or NCHW read in place), through

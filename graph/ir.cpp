@@ -427,6 +427,7 @@ std::string attrs(const Op& op) {
       s << "]";
     }
     if (c->pool) s << " pool=[" << op_name(Op{*c->pool}) << " " << attrs(Op{*c->pool}) << "]";
+    if (c->shortcut) s << " +shortcut";
     if (c->resize)
       s << " resize=[" << attrs(Op{*c->resize}) << (c->nchw_output ? " to NCHW" : "") << "]";
     if (c->input_scale) s << " input_scale";

@@ -148,7 +148,7 @@ struct Pool2d {
   bool count_include_pad = false;  // avg: divide by the full window, padding included
 };
 // Inputs: x, weights, bias[, residual][, post-step scales and shifts][, pre-step scales and
-// shifts]. Weights are OIHW for an NCHW input and HWIO for NHWC; with groups > 1 the weights'
+// shifts][, expansion weights and bias][, input scale][, shortcut] (the fused forms below). Weights are OIHW for an NCHW input and HWIO for NHWC; with groups > 1 the weights'
 // input-channel dimension is Ci / groups. A residual input (same shape as the output) is added
 // before the activation: out = post(act(conv(pad(pre(x))) + b + residual)).
 struct Conv2d {
@@ -206,10 +206,16 @@ struct Conv2d {
   // graph output; attributes in NCHW order). Convolutions without a pooling or an expansion.
   std::optional<Resize> resize;
   bool nchw_output = false;  // only with a resize
+  // A tensor of the output's shape added after the post steps (a YOLO bottleneck's shortcut,
+  // x + SiLU(conv(x)), which the residual, added before the activation, cannot take), absorbed
+  // by fuse_conv_shortcut: the node's last input. Convolutions without a pooling, a resize, an
+  // expansion or an input scale.
+  bool shortcut = false;
   size_t first_post_input() const { return residual ? 4 : 3; }
   size_t first_pre_input() const { return first_post_input() + 2 * affine_steps(post); }
   size_t first_expand_input() const { return first_pre_input() + 2 * affine_steps(pre); }
   size_t scale_input() const { return first_expand_input() + (expand ? 2 : 0); }
+  size_t shortcut_input() const { return scale_input() + (input_scale ? 1 : 0); }
 };
 
 // Inference BatchNormalization. Inputs: x, scale (gamma), bias (beta), mean, variance.

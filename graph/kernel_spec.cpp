@@ -76,6 +76,9 @@ std::string describe_conv(const ConvKernelSpec& k) {
     for (size_t i = 0; i < k.post.size(); ++i) s << (i ? ", " : " ") << to_string(k.post[i].kind);
     s << " (in registers)\n";
   }
+  if (k.shortcut)
+    s << "shortcut: " << k.shortcut->name << ", shape " << to_string(k.shortcut->shape)
+      << strides_note(*k.shortcut) << ", added after the epilogue (in registers)\n";
   if (!k.pre.empty()) {
     s << "prologue:";
     for (size_t i = 0; i < k.pre.size(); ++i) s << (i ? ", " : " ") << to_string(k.pre[i].kind);
@@ -182,6 +185,7 @@ ConvKernelSpec conv_spec(const Graph& g, const Node& n, const Conv2d& c) {
     k.expand_bias = desc(g, n.inputs[c.first_expand_input() + 1]);
   }
   if (c.input_scale) k.input_scale = desc(g, n.inputs[c.scale_input()]);
+  if (c.shortcut) k.shortcut = desc(g, n.inputs[c.shortcut_input()]);
   return k;
 }
 
@@ -268,7 +272,7 @@ std::string bf16_conv_refusal(const Graph& g, const Node& n) {
 bool conv_accepts_post_steps(const Graph& g, const Node& n) {
   const auto* c = std::get_if<Conv2d>(&n.op);
   return c && generatable_conv(g, n, *c) && conv_epilogue_supported(c->activation) && !c->pool &&
-         !c->resize;
+         !c->resize && !c->shortcut;
 }
 
 bool is_generated(const KernelSpec& k) {
@@ -321,6 +325,7 @@ std::vector<TensorDesc> generated_kernel_arguments(const KernelSpec& k) {
     args.insert(args.end(), c->pre_params.begin(), c->pre_params.end());
     if (c->expand) args.insert(args.end(), {*c->expand_weights, *c->expand_bias});
     if (c->input_scale) args.push_back(*c->input_scale);
+    if (c->shortcut) args.push_back(*c->shortcut);
     args.push_back(c->output);
     return args;
   }
@@ -374,6 +379,7 @@ std::string kernel_signature(const KernelSpec& k) {
       write_steps(s, c->expand_post);
     }
     if (c->input_scale) s << "input_scale";
+    if (c->shortcut) s << "shortcut";
     write_steps(s, c->post);
     if (!c->pre.empty()) {  // absent otherwise, so kernels without pre steps keep their signature
       s << "pre";

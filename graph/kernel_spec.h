@@ -66,6 +66,9 @@ struct ConvKernelSpec {
   // The input's scale per image and channel ([N, 1, 1, Ci], Conv2d::input_scale), the last
   // argument: the kernel multiplies its weights by it per image.
   std::optional<TensorDesc> input_scale;
+  // A tensor of the output's shape added after the post steps (Conv2d::shortcut), the last
+  // argument.
+  std::optional<TensorDesc> shortcut;
   // Multiply-adds in bfloat16 (Conv2d::bf16): the kernel reads its weights as bfloat16 pairs
   // of input channels (runtime::pack_bf16_conv_weights) and rounds its input to bfloat16.
   bool bf16 = false;
@@ -101,7 +104,8 @@ const std::string& kernel_name(const KernelSpec& k);
 bool conv_epilogue_supported(const Activation& a);
 // Whether conv node n can take elementwise steps after its activation (Conv2d::post): an NHWC
 // convolution, dense, grouped or depthwise (without a residual), with constant weights and bias,
-// whose output is not pooled or resized (the steps would apply before that).
+// whose output is not pooled, resized or added to a shortcut (the steps would apply before
+// that).
 bool conv_accepts_post_steps(const Graph& g, const Node& n);
 
 // One spec per node: convolutions the generated kernels implement (NHWC, constant weights, a

@@ -235,6 +235,7 @@ std::vector<KernelSpec> planned_kernels(const Graph& g, const ArenaPlan& plan) {
     if (auto* c = std::get_if<ConvKernelSpec>(&k)) {
       strided(c->input);
       if (c->residual) strided(*c->residual);
+      if (c->shortcut) strided(*c->shortcut);
       for (TensorDesc& t : c->post_params) strided(t);
     } else if (auto* o = std::get_if<OpKernelSpec>(&k)) {
       for (TensorDesc& t : o->inputs) strided(t);

@@ -54,6 +54,7 @@ Tensor unpooled_conv(const Conv2d& c, const std::vector<const Tensor*>& in, cons
   const Tensor &x = c.bf16 ? bf16_x : c.pre.empty() ? *in[0] : pre;
   const Tensor &w = c.bf16 ? bf16_w : *in[1], &b = *in[2];
   const Tensor* residual = c.residual ? in[3] : nullptr;
+  const Tensor* shortcut = c.shortcut ? in[c.shortcut_input()] : nullptr;
   const size_t first_post = c.first_post_input();  // post steps' scale and shift inputs
   const ImageIndex xi{image_dims(x.shape, x.layout), x.layout};
   const FilterIndex wi{filter_dims(w.shape, w.layout), w.layout};
@@ -89,7 +90,8 @@ Tensor unpooled_conv(const Conv2d& c, const std::vector<const Tensor*>& in, cons
             affine += aff;
             v = static_cast<float>(reference_chain_step(st, v, scale, shift));
           }
-          out.data[k] = static_cast<float>(v);
+          // The shortcut as the unfused Add computes it: two floats, the sum rounded to float.
+          out.data[k] = shortcut ? static_cast<float>(v) + shortcut->data[k] : static_cast<float>(v);
         }
   return out;
 }

@@ -260,6 +260,7 @@ void attrs(IO& io, Conv2d& c) {
       attrs(io, *c.resize);
       io.flag(c.nchw_output);
     }
+    io.flag(c.shortcut);
   }
 }
 template <typename IO>
@@ -497,7 +498,7 @@ Graph read_graph(const char* bytes, size_t size,
   // without Conv2d's pre steps, 11 is 12 without Conv2d's pooling, 12 is 13 without Conv2d's
   // bf16 flag, 13 is 14 without constants stored as bfloat16, 14 is 15 without Conv2d's
   // expansion, 15 is 16 without the expansion's post steps and Conv2d's input scale, 16 is 17
-  // without Conv2d's resize; version 2 numbered ops by their order in graph::Op.
+  // without Conv2d's resize and shortcut; version 2 numbered ops by their order in graph::Op.
   if (version != 1 && version != 3 && version != 4 && version != 5 && version != 6 &&
       version != 7 && version != 8 && version != 9 && version != 10 && version != 11 &&
       version != 12 && version != 13 && version != 14 && version != 15 && version != 16 &&

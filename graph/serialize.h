@@ -54,7 +54,8 @@ namespace kiln::graph {
 // Version 16: the expansion's post steps follow its activation, and a flag input_scale ends
 // Conv2d's attributes. Version 15 is read as well.
 // Version 17: Conv2d's attributes end with a flag and, when set, its resize (Resize's
-// attributes) and the flag nchw_output. Version 16 (no resizes) is read as well.
+// attributes) and the flag nchw_output; then the flag shortcut. Version 16 (no resizes or
+// shortcuts) is read as well.
 constexpr uint32_t kGraphFormatVersion = 17;
 
 std::string serialize(const Graph& g);

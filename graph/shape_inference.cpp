@@ -80,7 +80,7 @@ void check_resize(const Node& n, const Resize& r, const Shape& in) {
 TypedShape infer_conv(const Graph& g, const Node& n, const Conv2d& c) {
   const size_t first_post = c.first_post_input(), first_pre = c.first_pre_input();
   const size_t first_expand = c.first_expand_input();
-  expect_inputs(n, c.scale_input() + (c.input_scale ? 1 : 0));
+  expect_inputs(n, c.shortcut_input() + (c.shortcut ? 1 : 0));
   const Value& x = activation_input(g, n);
   const Value& w = g.value(n.inputs[1]);
   if (c.nchw_input && x.layout != Layout::nchw)
@@ -145,6 +145,14 @@ TypedShape infer_conv(const Graph& g, const Node& n, const Conv2d& c) {
     const Value& r = g.value(n.inputs[3]);
     if (r.shape != out_shape || r.layout != out_layout)
       fail(n, "residual '" + r.name + "' is " + to_string(r.shape) + " " + to_string(r.layout) +
+                  ", the output is " + to_string(out_shape) + " " + to_string(out_layout));
+  }
+  if (c.shortcut) {  // added after the post steps (fuse_conv_shortcut)
+    if (c.pool || c.resize || c.expand || c.input_scale)
+      fail(n, "a shortcut needs a convolution without a pooling, a resize, an expansion or an input scale");
+    const Value& r = g.value(n.inputs[c.shortcut_input()]);
+    if (r.shape != out_shape || r.layout != out_layout)
+      fail(n, "shortcut '" + r.name + "' is " + to_string(r.shape) + " " + to_string(r.layout) +
                   ", the output is " + to_string(out_shape) + " " + to_string(out_layout));
   }
   if (c.pool) {  // the node's output is the pooled convolution (fuse_conv_pooling)

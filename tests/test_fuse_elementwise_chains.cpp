@@ -339,6 +339,49 @@ TEST(FuseConvResize, OnlyTheResizeThatAloneReadsAConvolution) {
   expect_same_outputs(g, opt, random_inputs(g, 16, -2.0f, 2.0f), 1e-5, 1e-5);
 }
 
+// fuse_conv_shortcut: an Add after a convolution's activation and post steps goes into that
+// convolution when the other operand exists before it runs (a YOLO bottleneck: x + SiLU(conv));
+// of two convolutions summed, the later one takes it. A convolution whose output has another
+// reader, an Add with a broadcast operand and an Add before any activation (fuse_epilogues'
+// residual) stay as they were. The numbers are the unfused graph's.
+TEST(FuseConvShortcut, OnlyTheAddAfterTheEpilogueOfAConvolutionItAloneReads) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {1, 8, 9, 10});
+  auto conv = [&](const std::string& name, ValueId in, uint64_t seed) {
+    Conv2d attrs;
+    attrs.pad_top = attrs.pad_left = attrs.pad_bottom = attrs.pad_right = 1;
+    return b.conv2d(name, in,
+                    b.constant(name + "_w", {8, 8, 3, 3}, random_uniform(8 * 8 * 9, -0.3f, 0.3f, seed), Layout::oihw),
+                    vec(b, name + "_b", 8, -0.1f, 0.1f, seed + 1), attrs);
+  };
+  auto silu = [&](const std::string& name, ValueId in) {
+    return b.op(name, Binary{BinaryOp::mul}, {in, b.op(name + "_sig", Sigmoid{}, {in})});
+  };
+  auto add = [&](const std::string& name, ValueId a, ValueId c) { return b.op(name, Binary{BinaryOp::add}, {a, c}); };
+  const ValueId h = silu("h_silu", conv("h", x, 10));
+  const ValueId bottleneck = add("shortcut_add", h, silu("bottleneck_silu", conv("bottleneck", h, 20)));
+  const ValueId p = b.relu("p_relu", conv("p", bottleneck, 30));
+  const ValueId q = b.relu("q_relu", conv("q", bottleneck, 40));
+  const ValueId pq = add("later_takes_it", p, q);
+  const ValueId shared = b.relu("shared_relu", conv("shared", pq, 50));
+  b.output(add("shared_add", shared, pq));
+  b.output(b.relu("other_reader", shared));
+  b.output(add("broadcast_add", b.relu("wide_relu", conv("wide", pq, 60)), b.input("per_channel", {1, 8, 1, 1})));
+  b.output(add("residual_add", conv("residual", pq, 80), pq));
+  const Graph g = b.finish();
+  const Graph opt = run_passes(g);
+  verify(opt);
+  EXPECT_EQ(count_ops<Binary>(opt), 2) << dump(opt);  // shared_add, broadcast_add
+  for (const Node& n : opt.nodes()) {
+    const auto* c = std::get_if<Conv2d>(&n.op);
+    if (!c) continue;
+    EXPECT_EQ(c->shortcut, n.name == "bottleneck" || n.name == "q") << n.name;
+    EXPECT_EQ(c->residual, n.name == "residual") << n.name;
+    if (c->shortcut) EXPECT_EQ(n.computes.back(), "add (shortcut)") << n.name;
+  }
+  expect_same_outputs(g, opt, random_inputs(g, 17, -2.0f, 2.0f), 1e-5, 1e-5);
+}
+
 // MobileNet inverted-residual blocks as exported (NCHW, OIHW, BatchNorm, Clip): the expansion
 // goes into the depthwise convolution that alone reads it where expansion_fusion_pays, and
 // nowhere else; the fused graph computes what the unfused one does; in bf16 mode the same blocks

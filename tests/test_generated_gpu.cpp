@@ -139,6 +139,17 @@ TEST(GeneratedKernels, GpuScheduleRunsThroughOpenCl) {
     SCOPED_TRACE(c.name);
     expect_opencl_matches_reference(conv_resize_nhwc_graph(c), -2.0f, 2.0f, 1e-4, 1e-5);
   }
+  // A shortcut added after the post steps (Conv2d::shortcut): x + SiLU(conv(x)).
+  {
+    SCOPED_TRACE("shortcut");
+    graph::GraphBuilder b;
+    const graph::ValueId x = b.input("x", {1, 9, 11, 16}, Layout::nhwc);
+    NhwcConvParts p = nhwc_conv_parts(b, 3, 16, 16, 1, 1, 1, 91);
+    p.attrs.post = {graph::ChainStep{graph::ChainStepKind::silu}};
+    p.attrs.shortcut = true;
+    b.output(b.op("conv", p.attrs, {x, p.w, p.bias, x}));
+    expect_opencl_matches_reference(b.finish(), -2.0f, 2.0f, 1e-4, 1e-5);
+  }
   // An average pooling before its 1x1 convolution (graph::pools_before_conv).
   {
     SCOPED_TRACE("pooled_first");

@@ -1,13 +1,14 @@
 // Whole graphs through the passes and the generated kernels, against the reference run of the
 // unoptimized graph on every CPU target: corner cases (scalars, vectors, NCHW inputs read in
-// place), convolutions of every group width and window, fused poolings and prologues, Concat
-// slices written in place, NaN semantics. The kernels one at a time: test_generated_kernels.cpp;
+// place), convolutions of every group width and window, fused poolings, resizes, prologues and
+// shortcuts, Concat slices written in place, channel splits read in place, NaN semantics. The kernels one at a time: test_generated_kernels.cpp;
 // graph rewrites (pooling first, channel shuffles and Resizes kept NHWC):
 // test_generated_rewrites.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <map>
+#include <set>
 #include <string>
 
 #include "codegen/kernel_library.h"
@@ -291,6 +292,60 @@ TEST(GeneratedKernels, ChannelSplitsAreReadInPlace) {
   // pw1, pw3 and the two Concats read the halves; the bottleneck and the CSP Concat (twice)
   // the split.
   EXPECT_EQ(strided, 7);
+  expect_whole_graph_matches_reference(input, optimized);
+}
+
+// Shortcuts after the epilogue (graph::fuse_conv_shortcut): a YOLO C2f block (1x1 -> split ->
+// two bottlenecks x + SiLU(conv(SiLU(conv(x)))) -> Concat -> 1x1), a depthwise convolution with
+// ReLU6 plus its input, and a Winograd-class 3x3 of 64 channels at 14x14 plus its input (each
+// input a ReLU convolution's output). Every such Add goes into the convolution before it, the readers take
+// the split at its strides, and the model matches the reference on every CPU target with
+// poisoned outputs.
+TEST(GeneratedKernels, ShortcutsAfterTheEpilogueFused) {
+  graph::GraphBuilder b;
+  auto conv = [&](const std::string& name, graph::ValueId x, int64_t ci, int64_t co, int k,
+                  int groups, uint64_t seed) {
+    graph::Conv2d attrs;
+    attrs.pad_top = attrs.pad_left = attrs.pad_bottom = attrs.pad_right = k / 2;
+    attrs.groups = groups;
+    const float r = 1.0f / std::sqrt(static_cast<float>(ci / groups * k * k));
+    return b.conv2d(name, x,
+                    b.constant(name + "_w", {co, ci / groups, k, k},
+                               graph::random_uniform(co * ci / groups * k * k, -r, r, seed), Layout::oihw),
+                    b.constant(name + "_b", {co}, graph::random_uniform(co, -0.2f, 0.2f, seed + 1)), attrs);
+  };
+  auto silu = [&](const std::string& name, graph::ValueId x) {
+    return b.op(name, graph::Binary{graph::BinaryOp::mul}, {x, b.op(name + "_sig", graph::Sigmoid{}, {x})});
+  };
+  auto add = [&](const std::string& name, graph::ValueId x, graph::ValueId y) {
+    return b.op(name, graph::Binary{graph::BinaryOp::add}, {x, y});
+  };
+  const graph::ValueId x = b.input("x", {1, 16, 20, 18});
+  const graph::ValueId cv1 = silu("cv1_silu", conv("cv1", x, 16, 24, 1, 1, 1));
+  const graph::ValueId a = b.op("split_a", graph::Slice{{0, 0, 0, 0}, {1, 12, 20, 18}, {1, 1, 1, 1}}, {cv1});
+  const graph::ValueId s = b.op("split_b", graph::Slice{{0, 12, 0, 0}, {1, 24, 20, 18}, {1, 1, 1, 1}}, {cv1});
+  graph::ValueId m = s;
+  std::vector<graph::ValueId> parts = {a, s};
+  for (int i = 0; i < 2; ++i) {
+    const std::string p = "m" + std::to_string(i);
+    const graph::ValueId h = silu(p + "_cv1_silu", conv(p + "_cv1", m, 12, 12, 3, 1, 10 + 10 * i));
+    m = add(p + "_add", m, silu(p + "_cv2_silu", conv(p + "_cv2", h, 12, 12, 3, 1, 15 + 10 * i)));
+    parts.push_back(m);
+  }
+  b.output(silu("cv2_silu", conv("cv2", b.op("cat", graph::Concat{1}, parts), 48, 20, 1, 1, 40)));
+  const graph::ValueId d = b.relu("pre_dw_relu", conv("pre_dw", b.input("d", {1, 24, 11, 13}), 24, 24, 1, 1, 45));
+  b.output(add("dw_add", b.op("dw_clip", graph::Clip{0.0f, 6.0f}, {conv("dw", d, 24, 24, 3, 24, 50)}), d));
+  const graph::ValueId w = b.input("w", {1, 64, 14, 14});
+  const graph::ValueId r = b.relu("pre_relu", conv("pre", w, 64, 64, 1, 1, 60));
+  b.output(add("wino_add", r, b.relu("wino_relu", conv("wino", r, 64, 64, 3, 1, 70))));
+  const graph::Graph input = b.finish();
+  const graph::Graph optimized = graph::run_passes(input);
+  std::set<std::string> fused;
+  for (const graph::Node& n : optimized.nodes()) {
+    EXPECT_FALSE(std::holds_alternative<graph::Binary>(n.op)) << n.name << " was not fused";
+    if (const auto* c = std::get_if<graph::Conv2d>(&n.op); c && c->shortcut) fused.insert(n.name);
+  }
+  EXPECT_EQ(fused, (std::set<std::string>{"m0_cv2", "m1_cv2", "dw", "wino"})) << graph::dump(optimized);
   expect_whole_graph_matches_reference(input, optimized);
 }
 

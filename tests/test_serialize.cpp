@@ -142,7 +142,12 @@ Graph every_op_graph() {
   resized.nchw_output = true;
   const ValueId rc = b.op("resized_conv", resized,
                           {lt, constant(b, "w8", {3, 3, 4, 8}, 33, Layout::hwio), constant(b, "b8", {8}, 34)});
-  for (ValueId out : {t, c2, mp, ga, ln, rs, rl, cc, am, pc, ec, sc, rc}) b.output(out);
+  Conv2d added = conv_attrs(1, 1, 1, Activation{0.0f}, false);  // since v17
+  added.post = {ChainStep{ChainStepKind::silu}};
+  added.shortcut = true;
+  const ValueId ac = b.op("shortcut_conv", added,
+                          {lt, constant(b, "w9", {3, 3, 4, 4}, 35, Layout::hwio), constant(b, "b9", {4}, 36), lt});
+  for (ValueId out : {t, c2, mp, ga, ln, rs, rl, cc, am, pc, ec, sc, rc, ac}) b.output(out);
   return b.finish();
 }
 
@@ -399,8 +404,8 @@ TEST(Serialize, Version8ResizeStillRead) {
 }
 
 // Version 10 had Conv2d without pre steps, 11 without pooling, 12 without the bf16 flag, 14
-// without the expansion, 15 without the input scale, 16 without the resize: such files read as
-// the convolution they hold.
+// without the expansion, 15 without the input scale, 16 without the resize and the shortcut:
+// such files read as the convolution they hold.
 TEST(Serialize, Versions10To16ConvStillRead) {
   GraphBuilder b;
   const ValueId x = b.input("x", {1, 4, 5, 5});
@@ -416,12 +421,12 @@ TEST(Serialize, Versions10To16ConvStillRead) {
   // post-step count (0); then what version 10 lacks: the u32 pre-step count (0) and the flag
   // nchw_input (0); then what version 11 lacks: the flag of a pooling (0); then what version 12
   // lacks: the flag bf16 (0); then what version 14 lacks: the flag of an expansion (0); then
-  // what version 15 lacks: the flag of an input scale (0); then what version 16 lacks: the flag
-  // of a resize (0).
+  // what version 15 lacks: the flag of an input scale (0); then what version 16 lacks: the flags
+  // of a resize (0) and a shortcut (0).
   const size_t pre = at + 4 + name.size() + 1 + 32 + 8 + 4 + 1 + 4;
-  ASSERT_EQ(current.substr(pre - 4, 14), std::string(14, '\0'));
+  ASSERT_EQ(current.substr(pre - 4, 15), std::string(15, '\0'));
   std::string v16 = current;
-  v16.erase(pre + 9, 1);
+  v16.erase(pre + 9, 2);
   v16[8] = 16;
   EXPECT_EQ(dump(deserialize(reseal(v16))), dump(g));
   std::string v15 = v16;
@@ -467,12 +472,13 @@ TEST(Serialize, Version15ExpansionStillReads) {
   ASSERT_NE(at, std::string::npos);
   // As in Versions10To16ConvStillRead: the pre-step count, nchw_input, pooling and bf16 flags;
   // then the expansion's flag (1), its bounds (2 f32) and what version 15 lacks: the u32 count
-  // of its post steps (0), the flag of an input scale (0) and (version 17's) of a resize (0).
+  // of its post steps (0), the flag of an input scale (0) and (version 17's) of a resize (0) and
+  // a shortcut (0).
   const size_t pre = at + 4 + name.size() + 1 + 32 + 8 + 4 + 1 + 4;
   ASSERT_EQ(current[pre + 7], 1);
-  ASSERT_EQ(current.substr(pre + 16, 6), std::string(6, '\0'));
+  ASSERT_EQ(current.substr(pre + 16, 7), std::string(7, '\0'));
   std::string v15 = current;
-  v15.erase(pre + 16, 6);
+  v15.erase(pre + 16, 7);
   v15[8] = 15;
   EXPECT_EQ(dump(deserialize(reseal(v15))), dump(g));
 }

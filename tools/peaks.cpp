@@ -237,13 +237,14 @@ KernelWork kernel_work(const graph::KernelSpec& k) {
     if (c->residual) r.op += " +add";
     if (!c->activation.is_identity()) r.op += c->activation.is_relu6() ? " +relu6" : " +relu";
     for (const graph::ChainStep& st : c->post) r.op += std::string(" +") + graph::to_string(st.kind);
+    if (c->shortcut) r.op += " +shortcut";
     if (c->pool && !pooled_first) r.op += c->pool->kind == graph::PoolKind::max ? " +maxpool" : " +avgpool";
     if (c->resize) r.op += std::string(" +resize ") + graph::to_string(c->resize->mode);
     // A convolution pooled after computes its whole output (conv_output_nhwc) and writes the
     // pooled one; pooled first, it computes the pooled output alone.
     r.flops = 2.0 * graph::num_elements(graph::conv_output_nhwc(*c)) * conv_macs_per_output(c->weights);
     r.bytes = bytes_of(c->input) + bytes_of(c->weights) + bytes_of(c->bias) + bytes_of(c->output) +
-              (c->residual ? bytes_of(*c->residual) : 0.0);
+              (c->residual ? bytes_of(*c->residual) : 0.0) + (c->shortcut ? bytes_of(*c->shortcut) : 0.0);
     if (c->expand) {  // the expanded input, computed in the kernel and never stored
       r.flops += 2.0 * graph::num_elements(graph::conv_input_nhwc(*c)) * conv_macs_per_output(*c->expand_weights);
       r.bytes += bytes_of(*c->expand_weights) + bytes_of(*c->expand_bias);

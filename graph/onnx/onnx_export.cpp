@@ -140,6 +140,15 @@ class NodeWriter {
       attr_int(p_, "pool_ceil_mode", p->ceil_mode);
       attr_int(p_, "pool_count_include_pad", p->count_include_pad);
     }
+    if (const std::optional<Resize>& r = c.resize) {  // the resize of the result
+      attr_string(p_, "resize_mode", to_string(r->mode));
+      attr_string(p_, "resize_coordinate_transformation_mode", to_string(r->coordinates));
+      attr_string(p_, "resize_nearest_mode", to_string(r->nearest));
+      attr_ints(p_, "resize_sizes", r->sizes);
+      attr_floats(p_, "resize_scales", r->scales);
+      if (c.nchw_output) attr_int(p_, "nchw_output", 1);
+    }
+    if (c.shortcut) attr_int(p_, "shortcut", 1);  // the last input, added after the post steps
     if (c.expand) {  // the last two inputs are the 1x1 expansion's weights and bias
       attr_string(p_, "expand_activation", to_string(*c.expand));
       attr_float(p_, "expand_activation_min", c.expand->lo);

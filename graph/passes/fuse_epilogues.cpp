@@ -33,9 +33,9 @@ Graph fuse_epilogues(const Graph& input) {
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (dead[i] || op_kind(nodes[i].op) != OpKind::output_fusable) continue;
     auto& conv = std::get<Conv2d>(nodes[i].op);
-    // A pooled or resized output (a graph the passes ran on before): the epilogue would apply
-    // before the pooling or the resize, not to the tensor the ops after it read.
-    if (conv.pool || conv.resize) continue;
+    // A pooled, resized or shortcut output (a graph the passes ran on before): the epilogue
+    // would apply before that, not to the tensor the ops after it read.
+    if (conv.pool || conv.resize || conv.shortcut) continue;
     for (;;) {
       const ValueId out = nodes[i].outputs[0];
       // The single-consumer rule: a tensor read by anyone else, or by the caller, must exist.

@@ -66,9 +66,15 @@ Graph fuse_elementwise_chains(const Graph& g);
 // (Conv2d::input_scale): its weights are scaled per image instead.
 Graph fuse_conv_prologues(const Graph& g);
 
+// Moves each Add of a Halide convolution's output (read by the Add alone) and a tensor of the
+// same shape that exists before the convolution runs into that convolution, added after its
+// activation and post steps (Conv2d::shortcut): a YOLO bottleneck's x + SiLU(conv(...)).
+Graph fuse_conv_shortcut(const Graph& g);
+
 // Moves each MaxPool or AveragePool that alone reads an NHWC Halide convolution's output into
 // that convolution (Conv2d::pool): its kernel writes only the pooled tensor (with the wide CPU
-// schedule, pooling bands of the convolution's rows in cache). Runs last.
+// schedule, pooling bands of the convolution's rows in cache). Runs after every pass that
+// adds to a convolution's epilogue (a convolution with a shortcut keeps its pooling apart).
 Graph fuse_conv_pooling(const Graph& g);
 
 // Moves each pointwise expansion (a dense 1x1 stride-1 unpadded NHWC convolution with an

@@ -19,6 +19,7 @@ const std::vector<Pass>& default_passes() {
       {"convert_to_nhwc", convert_to_nhwc},
       {"fuse_elementwise_chains", fuse_elementwise_chains},
       {"fuse_conv_prologues", fuse_conv_prologues},
+      {"fuse_conv_shortcut", fuse_conv_shortcut},
       {"fuse_conv_pooling", fuse_conv_pooling},
       {"fuse_expand_depthwise", fuse_expand_depthwise},
       {"fuse_conv_resize", fuse_conv_resize},
