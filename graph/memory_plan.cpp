@@ -46,11 +46,42 @@ bool reads_strided_inputs(const Graph& g, const Node& n) {
          std::holds_alternative<GlobalPool>(n.op) || std::holds_alternative<Concat>(n.op);
 }
 
+// The parts of a split that a Concat takes in order: Slices with unit steps of one tensor,
+// cutting only `axis`, the first from 0 and each where the one before ends, together all of the
+// tensor. `inputs` from `first` on are the Concat's; returns how many of them form such a run
+// (0: none) and sets `whole` to the split tensor.
+size_t split_run(const Graph& g, const std::vector<int>& producer, const std::vector<ValueId>& inputs,
+                 size_t first, int axis, ValueId* whole) {
+  int64_t next = 0;
+  size_t count = 0;
+  for (size_t j = first; j < inputs.size(); ++j) {
+    const int p = producer[inputs[j].index];
+    const Node* s = p >= 0 ? &g.node(NodeId{static_cast<uint32_t>(p)}) : nullptr;
+    const auto* slice = s ? std::get_if<Slice>(&s->op) : nullptr;
+    if (!slice || s->inputs.size() != 1 || (count > 0 && s->inputs[0] != *whole)) break;
+    const Shape &from = g.value(s->inputs[0]).shape, &to = g.value(inputs[j]).shape;
+    bool ok = from.size() == to.size() && slice->starts.size() == from.size();
+    for (size_t a = 0; ok && a < from.size(); ++a)
+      ok = static_cast<int>(a) == axis
+               ? slice->starts[a] == next && slice->steps[a] == 1
+               : slice->starts[a] == 0 && to[a] == from[a];
+    if (!ok) break;
+    *whole = s->inputs[0];
+    next += to[static_cast<size_t>(axis)];
+    ++count;
+    if (next == from[static_cast<size_t>(axis)]) return count;
+  }
+  return 0;
+}
+
 // The Concats whose inputs can all be written in place (see PlanOptions::in_place_concat),
 // in node order. An input qualifies when its producer writes strided outputs (a Halide conv
 // kernel, or an earlier Concat along the same axis that is itself in place: nested slices, as
-// in a dense block's chain of Concats) and every other reader reads strided inputs. Each alias
-// is of the outermost tensor, its offset the sum along the shared axis.
+// in a dense block's chain of Concats) and every other reader reads strided inputs. So does a
+// run of inputs that split such a tensor into consecutive parts (a CSP block's Concat of the
+// two halves of its first convolution and what the bottlenecks made of one): the tensor is
+// written in place and the parts, whose Slices copy nothing, are views of their places. Each
+// alias is of the outermost tensor, its offset the sum along the shared axis.
 std::vector<ArenaAlias> in_place_concats(const Graph& g, const std::vector<int>& producer,
                                          const std::vector<std::vector<NodeId>>& uses) {
   std::vector<ArenaAlias> aliases;
@@ -63,17 +94,40 @@ std::vector<ArenaAlias> in_place_concats(const Graph& g, const std::vector<int>&
     std::vector<ArenaAlias> mine;
     int64_t offset = 0;
     bool ok = true;
-    for (ValueId v : n.inputs) {
+    for (size_t j = 0; ok && j < n.inputs.size(); ++j) {
+      ValueId v = n.inputs[j];
+      // A run of the parts of a split: the split tensor takes their place, each part a view.
+      const size_t parts = split_run(g, producer, n.inputs, j, concat->axis, &v);
       const int p = producer[v.index];
       const Node* from = p >= 0 ? &g.node(NodeId{static_cast<uint32_t>(p)}) : nullptr;
-      ok = ok && from && from->outputs.size() == 1 && !g.is_graph_output(v) && !sliced[v.index] &&
+      ok = from && from->outputs.size() == 1 && !g.is_graph_output(v) && !sliced[v.index] &&
            (lowers_to_halide_conv(g, *from) || in_place_axis[static_cast<size_t>(p)] == concat->axis);
-      for (NodeId u : uses[v.index])
-        ok = ok && (u.index == i || reads_strided_inputs(g, g.node(u)));
-      for (const ArenaAlias& a : mine) ok = ok && a.value != v;  // an input used twice
+      for (size_t k = j; k < j + parts; ++k) {  // the parts: read by this Concat or strided
+        const ValueId part = n.inputs[k];
+        ok = ok && !g.is_graph_output(part) && !sliced[part.index];
+        for (NodeId u : uses[part.index]) ok = ok && (u.index == i || reads_strided_inputs(g, g.node(u)));
+      }
+      for (NodeId u : uses[v.index]) {  // the split tensor: by its parts' Slices
+        const bool slice_of_run =
+            parts > 0 && std::any_of(n.inputs.begin() + static_cast<std::ptrdiff_t>(j),
+                                     n.inputs.begin() + static_cast<std::ptrdiff_t>(j + parts),
+                                     [&](ValueId part) { return producer[part.index] == static_cast<int>(u.index); });
+        ok = ok && (u.index == i || slice_of_run || reads_strided_inputs(g, g.node(u)));
+      }
+      for (const ArenaAlias& a : mine) {  // an input used twice
+        ok = ok && a.value != v;
+        for (size_t k = j; k < j + parts; ++k) ok = ok && a.value != n.inputs[k];
+      }
       if (!ok) break;
       mine.push_back({v, n.outputs[0], concat->axis, offset, NodeId{i}});
+      for (size_t k = j; k < j + parts; ++k) {
+        const Slice& cut = std::get<Slice>(g.node(NodeId{static_cast<uint32_t>(producer[n.inputs[k].index])}).op);
+        mine.push_back({n.inputs[k], n.outputs[0], concat->axis,
+                        offset + cut.starts[static_cast<size_t>(concat->axis)],
+                        NodeId{static_cast<uint32_t>(producer[n.inputs[k].index])}});
+      }
       offset += g.value(v).shape[static_cast<size_t>(concat->axis)];
+      if (parts > 0) j += parts - 1;
     }
     if (!ok) continue;
     in_place_axis[i] = concat->axis;
@@ -122,6 +176,7 @@ std::vector<ArenaAlias> slice_views(const Graph& g, const std::vector<int>& prod
     const auto* s = std::get_if<Slice>(&n.op);
     if (!s || n.inputs.size() != 1 || n.outputs.size() != 1) continue;
     const ValueId in = n.inputs[0], out = n.outputs[0];
+    if (aliased[out.index]) continue;  // a part of a split that a Concat takes in place
     if (aliased[in.index]) {  // only a Reshape's view, not a slice of a Concat
       const auto a = std::find_if(aliases.begin(), aliases.end(),
                                   [&](const ArenaAlias& x) { return x.value == in; });

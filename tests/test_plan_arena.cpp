@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -445,6 +446,48 @@ TEST(PlanArena, ChannelSplitsAreViewsOfTheBufferTheyCut) {
   const ArenaPlan copied = plan_arena(g, copy);
   for (const ArenaAlias& a : copied.aliases) EXPECT_FALSE(std::holds_alternative<Slice>(g.node(a.node).op));
   expect_valid_plan(g, copied);
+}
+
+// A Concat of all the parts of a split, in order, and of other convolutions' outputs (a CSP
+// block: Concat(split(cv1), bottleneck)) copies nothing: the split convolution writes where its
+// parts go, each part is a view of its place (its Slice copies nothing), and the bottleneck
+// writes after them. Parts out of order, or not all of the split tensor, keep the copy.
+TEST(PlanArena, ConcatOfTheWholeSplitIsWrittenInPlace) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {1, 8, 6, 6});
+  auto csp = [&](const std::string& p, bool in_order, bool all_parts, uint64_t seed) {
+    const ValueId c = add_conv(b, p + "_cv1", x, 8, 12, 1, 1, seed);
+    const ValueId lo = b.op(p + "_lo", Slice{{0, 0, 0, 0}, {1, 5, 6, 6}, {1, 1, 1, 1}}, {c});
+    const ValueId hi = b.op(p + "_hi", Slice{{0, 5, 0, 0}, {1, 12, 6, 6}, {1, 1, 1, 1}}, {c});
+    const ValueId m = add_conv(b, p + "_m", hi, 7, 7, 3, 1, seed + 2);
+    std::vector<ValueId> parts = in_order ? std::vector<ValueId>{lo, hi} : std::vector<ValueId>{hi, lo};
+    if (!all_parts) parts = {hi};
+    parts.push_back(m);
+    b.output(add_conv(b, p + "_cv2", b.op(p + "_cat", Concat{1}, parts), all_parts ? 19 : 14, 4, 1, 1, seed + 4));
+  };
+  csp("in_place", true, true, 10);
+  csp("swapped", false, true, 20);
+  csp("half", true, false, 30);
+  const Graph g = run_passes(b.finish());
+  const ArenaPlan plan = plan_arena(g);
+  expect_valid_plan(g, plan);
+  std::set<std::string> elided;
+  for (uint32_t i = 0; i < g.num_nodes(); ++i)
+    if (plan.elides(NodeId{i})) elided.insert(g.node(NodeId{i}).name);
+  // swapped and half: their Slices are views of the split tensor (slice_views), the Concat
+  // copies (half_lo, read by nothing, is gone).
+  EXPECT_EQ(elided, (std::set<std::string>{"in_place_lo", "in_place_hi", "in_place_cat", "swapped_lo",
+                                          "swapped_hi", "half_hi"}))
+      << describe(plan, g);
+  for (const ArenaAlias& a : plan.aliases) {
+    const std::string& node = g.node(a.node).name;
+    if (node.rfind("in_place", 0) != 0) continue;
+    EXPECT_EQ(g.node(g.value(a.base).producer).name, "in_place_cat") << node;
+    EXPECT_EQ(a.axis, 3) << node;
+    const std::string& value = g.node(g.value(a.value).producer).name;
+    const int64_t want = value == "in_place_cv1" || value == "in_place_lo" ? 0 : value == "in_place_hi" ? 5 : 12;
+    EXPECT_EQ(a.offset, want) << value;
+  }
 }
 
 }  // namespace
