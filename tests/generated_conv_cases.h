@@ -178,6 +178,26 @@ inline graph::Graph expand_fused_graph(const graph::Graph& block) {
   return graph::fuse_expand_depthwise_everywhere(graph::run_passes(block, until_last));
 }
 
+// Convolution `name`_conv of NCHW `x` as the user would give it: OIHW weights `name`_w uniform
+// in +-sqrt(3 / fan-in) (seed), a bias `name`_b in [-0.5, 0.5) (seed + 1), symmetric padding.
+inline graph::ValueId nchw_conv(graph::GraphBuilder& b, const std::string& name, graph::ValueId x,
+                                int64_t ci, int64_t co, int64_t k, int stride, int pad, int groups,
+                                uint64_t seed) {
+  const int64_t ci_per_group = ci / groups;
+  const float bound = std::sqrt(3.0f / static_cast<float>(ci_per_group * k * k));
+  const graph::ValueId w = b.constant(
+      name + "_w", {co, ci_per_group, k, k},
+      graph::random_uniform(static_cast<size_t>(co * ci_per_group * k * k), -bound, bound, seed),
+      Layout::oihw);
+  const graph::ValueId bias =
+      b.constant(name + "_b", {co}, graph::random_uniform(static_cast<size_t>(co), -0.5f, 0.5f, seed + 1));
+  graph::Conv2d attrs;
+  attrs.stride_h = attrs.stride_w = stride;
+  attrs.pad_top = attrs.pad_left = attrs.pad_bottom = attrs.pad_right = pad;
+  attrs.groups = groups;
+  return b.conv2d(name + "_conv", x, w, bias, attrs);
+}
+
 // A convolution whose output only a pooling reads (graph::fuse_conv_pooling): the kernel pools
 // bands of the convolution's rows in cache (the wide schedule), or the whole output first (every
 // other schedule). ResNet's stem (7x7/s2 on an NCHW RGB input read in place, then max 3x3/s2
@@ -220,19 +240,7 @@ inline graph::Graph conv_pool_graph(const std::vector<ConvPoolCase>& cases) {
   uint64_t seed = 70;
   for (const ConvPoolCase& c : cases) {
     const graph::ValueId x = b.input(c.name + "_x", {c.n, c.ci, c.h, c.w});
-    const int64_t ci_per_group = c.ci / c.groups;
-    const float bound = std::sqrt(3.0f / static_cast<float>(ci_per_group * c.k * c.k));
-    const graph::ValueId w = b.constant(
-        c.name + "_w", {c.co, ci_per_group, c.k, c.k},
-        graph::random_uniform(static_cast<size_t>(c.co * ci_per_group * c.k * c.k), -bound, bound, seed),
-        Layout::oihw);
-    const graph::ValueId bias = b.constant(
-        c.name + "_b", {c.co}, graph::random_uniform(static_cast<size_t>(c.co), -0.5f, 0.5f, seed + 1));
-    graph::Conv2d attrs;
-    attrs.stride_h = attrs.stride_w = c.stride;
-    attrs.pad_top = attrs.pad_left = attrs.pad_bottom = attrs.pad_right = c.pad;
-    attrs.groups = c.groups;
-    graph::ValueId y = b.conv2d(c.name + "_conv", x, w, bias, attrs);
+    graph::ValueId y = nchw_conv(b, c.name, x, c.ci, c.co, c.k, c.stride, c.pad, c.groups, seed);
     if (c.residual) {
       const graph::ValueId r = b.input(c.name + "_r", {c.n, c.co, c.h, c.w});
       y = b.op(c.name + "_add", graph::Binary{graph::BinaryOp::add}, {y, r});
@@ -319,18 +327,8 @@ inline graph::Graph conv_resize_graph(const std::vector<ConvResizeCase>& cases) 
   uint64_t seed = 170;
   for (const ConvResizeCase& c : cases) {
     const graph::ValueId x = b.input(c.name + "_x", {c.n, c.ci, c.h, c.w});
-    const int64_t ci_per_group = c.ci / c.groups;
-    const float bound = std::sqrt(3.0f / static_cast<float>(ci_per_group * c.k * c.k));
-    const graph::ValueId w = b.constant(
-        c.name + "_w", {c.co, ci_per_group, c.k, c.k},
-        graph::random_uniform(static_cast<size_t>(c.co * ci_per_group * c.k * c.k), -bound, bound, seed),
-        Layout::oihw);
-    const graph::ValueId bias = b.constant(
-        c.name + "_b", {c.co}, graph::random_uniform(static_cast<size_t>(c.co), -0.5f, 0.5f, seed + 1));
-    graph::Conv2d attrs;
-    attrs.pad_top = attrs.pad_left = attrs.pad_bottom = attrs.pad_right = c.pad;
-    attrs.groups = c.groups;
-    const graph::ValueId y = b.relu(c.name + "_relu", b.conv2d(c.name + "_conv", x, w, bias, attrs));
+    const graph::ValueId y =
+        b.relu(c.name + "_relu", nchw_conv(b, c.name, x, c.ci, c.co, c.k, 1, c.pad, c.groups, seed));
     b.output(b.op(c.name + "_resize", conv_resize_attrs(c, 1), {y}));
     seed += 10;
   }
