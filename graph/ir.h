@@ -211,6 +211,9 @@ struct Conv2d {
   // by fuse_conv_shortcut: the node's last input. Convolutions without a pooling, a resize, an
   // expansion or an input scale.
   bool shortcut = false;
+  // Whether something follows the epilogue in the node (a pooling, a resize or a shortcut): its
+  // output is no longer the convolution's, so no fusion may add steps after the epilogue.
+  bool has_tail() const { return pool || resize || shortcut; }
   size_t first_post_input() const { return residual ? 4 : 3; }
   size_t first_pre_input() const { return first_post_input() + 2 * affine_steps(post); }
   size_t first_expand_input() const { return first_pre_input() + 2 * affine_steps(pre); }

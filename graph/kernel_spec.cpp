@@ -271,8 +271,7 @@ std::string bf16_conv_refusal(const Graph& g, const Node& n) {
 
 bool conv_accepts_post_steps(const Graph& g, const Node& n) {
   const auto* c = std::get_if<Conv2d>(&n.op);
-  return c && generatable_conv(g, n, *c) && conv_epilogue_supported(c->activation) && !c->pool &&
-         !c->resize && !c->shortcut;
+  return c && generatable_conv(g, n, *c) && conv_epilogue_supported(c->activation) && !c->has_tail();
 }
 
 bool is_generated(const KernelSpec& k) {

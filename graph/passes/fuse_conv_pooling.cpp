@@ -25,8 +25,7 @@ Graph fuse_conv_pooling(const Graph& input) {
       continue;
     Node& conv = nodes[x.producer.index];
     auto* attrs = std::get_if<Conv2d>(&conv.op);
-    if (!attrs || attrs->pool || attrs->shortcut || conv.outputs.size() != 1 ||
-        !lowers_to_halide_conv(g, conv))
+    if (!attrs || attrs->has_tail() || conv.outputs.size() != 1 || !lowers_to_halide_conv(g, conv))
       continue;
     attrs->pool = *pool;
     conv.outputs[0] = nodes[i].outputs[0];

@@ -48,7 +48,7 @@ Graph fuse_conv_resize(const Graph& input) {
       continue;
     Node& conv = nodes[y.producer.index];
     auto* attrs = std::get_if<Conv2d>(&conv.op);
-    if (!attrs || attrs->pool || attrs->resize || attrs->expand || attrs->shortcut || conv.outputs.size() != 1 ||
+    if (!attrs || attrs->has_tail() || attrs->expand || conv.outputs.size() != 1 ||
         !lowers_to_halide_conv(g, conv))
       continue;
     attrs->resize = *resize;

@@ -31,7 +31,7 @@ Graph fuse_conv_shortcut(const Graph& input) {
         continue;
       const size_t p = v.producer.index;
       const auto* c = std::get_if<Conv2d>(&nodes[p].op);
-      if (!c || dead[p] || c->shortcut || c->pool || c->resize || c->expand || c->input_scale ||
+      if (!c || dead[p] || c->has_tail() || c->expand || c->input_scale ||
           nodes[p].outputs.size() != 1 || !lowers_to_halide_conv(g, nodes[p]) ||
           (o.producer.valid() && o.producer.index >= p))
         continue;

@@ -35,7 +35,7 @@ Graph fuse_epilogues(const Graph& input) {
     auto& conv = std::get<Conv2d>(nodes[i].op);
     // A pooled, resized or shortcut output (a graph the passes ran on before): the epilogue
     // would apply before that, not to the tensor the ops after it read.
-    if (conv.pool || conv.resize || conv.shortcut) continue;
+    if (conv.has_tail()) continue;
     for (;;) {
       const ValueId out = nodes[i].outputs[0];
       // The single-consumer rule: a tensor read by anyone else, or by the caller, must exist.

@@ -16,12 +16,12 @@ namespace {
 
 // The expansion the pass absorbs: a dense 1x1 stride-1 unpadded NHWC convolution with
 // constant HWIO weights, an activation and post steps without inputs (SiLU, HardSwish; no
-// residual, affine steps, pre steps, pooling, bf16, input scale or shortcut).
+// residual, affine steps, pre steps, pooling, resize or shortcut, bf16 or input scale).
 bool is_pointwise_expansion(const Graph& g, const Node& n) {
   const auto* c = std::get_if<Conv2d>(&n.op);
   if (!c || !lowers_to_halide_conv(g, n) || c->groups != 1 || c->residual || affine_steps(c->post) ||
-      !c->pre.empty() || c->nchw_input || c->pool || c->bf16 || c->expand || c->input_scale ||
-      c->shortcut || n.outputs.size() != 1)
+      !c->pre.empty() || c->nchw_input || c->has_tail() || c->bf16 || c->expand || c->input_scale ||
+      n.outputs.size() != 1)
     return false;
   const Value& w = g.value(n.inputs[1]);
   return w.layout == Layout::hwio && w.shape[0] == 1 && w.shape[1] == 1 && c->stride_h == 1 &&
@@ -57,7 +57,7 @@ Graph fuse(const Graph& input, bool everywhere) {
     Node& dw = nodes[i];
     auto* c = std::get_if<Conv2d>(&dw.op);
     if (!c || !is_depthwise_conv(g, dw) || !lowers_to_halide_conv(g, dw) || !c->pre.empty() ||
-        c->nchw_input || c->pool || c->bf16 || c->expand || c->shortcut)
+        c->nchw_input || c->has_tail() || c->bf16 || c->expand)
       continue;
     const ValueId v = dw.inputs[0];
     const Value& expanded = g.value(v);
