@@ -453,6 +453,36 @@ TEST_F(CliRunBench, ConvOfAConstantRuns) {
   EXPECT_LE(kiln::graph::worst_error_ratio(got.data, want.data, 1e-4, 1e-5), 1.0);
 }
 
+// Pixels in 0..500 (a Caffe-style model without normalization) through a 3x3 convolution and
+// the `Identity:0` output tf2onnx ends a graph with. The output reaches about 1.5e3, where
+// float32 resolves 1e-4: --check scales its atol with the output's magnitude (a fixed 1e-4 flagged
+// the correct Winograd kernel, whose error against float64 was 2.5e-6 of the largest value), and
+// the output keeps its name.
+TEST_F(CliRunBench, CheckJudgesLargeValuesAtTheirScaleAndOutputsKeepTheirNames) {
+  kiln::onnx_test::ModelBuilder m;
+  m.input("x", {1, 16, 64, 64});
+  m.init("w", {16, 16, 3, 3}, kiln::onnx_test::rnd(16 * 16 * 9, 5));
+  kiln::onnx_test::attr_ints(m.node("Conv", {"x", "w"}, {"y"}, "conv"), "pads", {1, 1, 1, 1});
+  m.node("Identity", {"y"}, {"Identity:0"}, "identity");
+  m.output("Identity:0");
+  spit(path("pixels.onnx"), m.bytes());
+  const kiln::graph::Shape shape = {1, 16, 64, 64};
+  const kiln::graph::Tensor x{shape, kiln::graph::Layout::nchw,
+                              kiln::graph::random_uniform(16 * 64 * 64, 0.0f, 500.0f, 11)};
+  kiln::cli::write_npy(path("x.npy"), x.shape, x.data.data());
+  const Result r = kiln("run pixels.onnx --input x.npy --check --output-dir D");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_FALSE(contains(r.out, "OUT OF TOLERANCE")) << r.out;
+  EXPECT_TRUE(contains(r.out, "output Identity:0 [1, 16, 64, 64]")) << r.out;
+  const kiln::graph::Tensor want = kiln::graph::run_reference(kiln::onnx_test::import(m), {x})[0];
+  const NpyArray got = kiln::cli::read_npy(path("D/Identity_0.npy"));
+  ASSERT_EQ(got.shape, want.shape);
+  float largest = 0;
+  for (float v : want.data) largest = std::max(largest, std::fabs(v));
+  EXPECT_GT(largest, 100.0f);
+  EXPECT_LE(kiln::graph::worst_error_ratio(got.data, want.data, 1e-3, 1e-4 * largest), 1.0);
+}
+
 // x [N, 3, 5, 5] -> Relu -> Mul by w [1, 3, 1, 1] -> x.view(x.size(0), -1): a dynamic batch.
 kiln::onnx_test::ModelBuilder dynamic_batch_model(const std::vector<float>& w) {
   kiln::onnx_test::ModelBuilder m;

@@ -499,6 +499,44 @@ TEST(OnnxImport, IdentityDropoutSqueezeUnsqueezeAreFreeOrReshapes) {
               HasSubstr("node 'Dropout_1' (Dropout): the mask output 'mask' is used"));
 }
 
+// tf2onnx ends a graph with `Identity:0`; other exporters put an inference Dropout or a Cast to
+// float last. The graph outputs keep the model's names: the tensor before the pass-through is
+// renamed, or copied where the caller binds it or reads it under another name too.
+TEST(OnnxImport, GraphOutputsKeepTheirNamesThroughPassThroughs) {
+  ModelBuilder m(13);
+  m.input("x", {1, 2, 3, 3});
+  m.node("Relu", {"x"}, {"r"});
+  m.node("Identity", {"r"}, {"Identity:0"});
+  m.node("Sigmoid", {"x"}, {"s"});
+  m.node("Dropout", {"s"}, {"d"});
+  m.node("Identity", {"s"}, {"s2"});
+  attr_i(m.node("Cast", {"s"}, {"c"}), "to", TP::FLOAT);
+  m.node("Identity", {"x"}, {"x_out"});
+  for (const char* out : {"Identity:0", "d", "s2", "c", "x_out", "r"}) m.output(out);
+  const Graph g = import(m);
+
+  std::vector<std::string> names;
+  for (ValueId v : g.outputs) names.push_back(g.value(v).name);
+  EXPECT_EQ(names, (std::vector<std::string>{"Identity:0", "d", "s2", "c", "x_out", "r"}));
+  // Relu and Sigmoid, then copies for the three outputs that are a graph input or an earlier
+  // output under another name: s2 and c (of d's tensor), x_out, r (of Identity:0's).
+  EXPECT_EQ(count_ops<Relu>(g), 1);
+  EXPECT_EQ(count_ops<Sigmoid>(g), 1);
+  EXPECT_EQ(count_ops<Reshape>(g), 4);
+  EXPECT_TRUE(std::holds_alternative<Relu>(g.node(g.value(g.outputs[0]).producer).op));
+  EXPECT_TRUE(std::holds_alternative<Sigmoid>(g.node(g.value(g.outputs[1]).producer).op));
+
+  const std::vector<Tensor> in = {input_tensor(g, 0, 7)};
+  const std::vector<Tensor> out = run_reference(g, in);
+  ASSERT_EQ(out.size(), 6u);
+  for (size_t i = 0; i < in[0].data.size(); ++i) {
+    const float x = in[0].data[i], r = std::max(x, 0.0f), s = 1.0f / (1.0f + std::exp(-x));
+    for (size_t k : {0u, 5u}) EXPECT_FLOAT_EQ(out[k].data[i], r) << names[k] << " at " << i;
+    for (size_t k : {1u, 2u, 3u}) EXPECT_FLOAT_EQ(out[k].data[i], s) << names[k] << " at " << i;
+    EXPECT_EQ(out[4].data[i], x) << "x_out at " << i;
+  }
+}
+
 TEST(OnnxImport, ConstantInputsBindWeightsAndShapes) {
   ModelBuilder m(13);
   m.input("x", {1, 2, 4, 4});

@@ -141,6 +141,7 @@ class Importer {
   void add_graph_inputs();
   void convert_nodes();
   void add_graph_outputs();
+  ValueId named_output(ValueId v, const std::string& name);
   void define(const NodeCtx& c, int k, std::shared_ptr<Slot> slot);
   void add_entry(const std::string& name, Entry e, const std::string& what);
   // The graph value for a slot. With as_constant (weights and other compiled-in inputs) a

@@ -347,11 +347,32 @@ void Importer::add_graph_outputs() {
                   "' is not produced by any node, initializer or graph input");
     Slot& s = *it->second.slot;
     const Layout l = logical_layout(s.host && !s.value.valid() ? s.host->dims.size() : 0);
-    g_.outputs.push_back(slot_value(out.name(), s, l, nullptr));
-    const Value& v = g_.value(g_.outputs.back());
+    const ValueId id = slot_value(out.name(), s, l, nullptr);
+    const Value& v = g_.value(id);
     const Reduce* r = v.producer.valid() ? std::get_if<Reduce>(&g_.node(v.producer).op) : nullptr;
-    check_declared_output(out, v.shape, is_boolean(g_.outputs.back()), r && is_arg_reduce(r->kind));
+    check_declared_output(out, v.shape, is_boolean(id), r && is_arg_reduce(r->kind));
+    g_.outputs.push_back(named_output(id, out.name()));
   }
+}
+
+// A graph output keeps the model's name for it where it is another tensor under a new name (an
+// Identity, an inference Dropout or a Cast to float before it: tf2onnx ends every graph with
+// `Identity:0`). The tensor is renamed, unless the caller binds it (a graph input) or reads it
+// under another name (an earlier graph output): then the output is a copy of it.
+ValueId Importer::named_output(ValueId id, const std::string& name) {
+  if (g_.value(id).name == name) return id;
+  const bool shared = g_.is_graph_input(id) || g_.is_graph_output(id);
+  if (!shared) {
+    g_.value(id).name = name;
+    return id;
+  }
+  const Value& v = g_.value(id);
+  Node n{name + "/copy", Reshape{v.shape}, {id}, {}, {"copy"}};
+  const ValueId copy = g_.add_value(Value{name, v.shape, v.dtype, infer_output(g_, n).layout});
+  n.outputs = {copy};
+  g_.add_node(std::move(n));
+  if (is_boolean(id)) mark_boolean(copy);
+  return copy;
 }
 
 // --- inputs ---
