@@ -537,6 +537,48 @@ TEST(OnnxImport, GraphOutputsKeepTheirNamesThroughPassThroughs) {
   }
 }
 
+// Converters without constant folding write a convolution's weights as HWIO initializers with a
+// Transpose to OIHW, or a Neg or Tile of one: evaluated at import, they become the convolution's
+// constant weights, and the nodes that computed them go. Weights that depend on a graph input
+// are still refused, by name.
+TEST(OnnxImport, WeightsComputedFromConstantsAloneAreEvaluated) {
+  const auto w_hwio = rnd(3 * 3 * 2 * 4, 31), b = rnd(4, 32), unused = rnd(4, 33);
+  ModelBuilder m(13);
+  m.input("x", {1, 2, 6, 6});
+  m.init("w_hwio", {3, 3, 2, 4}, w_hwio);
+  attr_ints(m.node("Transpose", {"w_hwio"}, {"w_t"}), "perm", {3, 2, 0, 1});
+  m.node("Neg", {"w_t"}, {"w"});
+  m.init("b0", {4}, b);
+  m.node("Abs", {"b0"}, {"b"});
+  m.node("Conv", {"x", "w", "b"}, {"y"}, "conv");
+  m.init("u", {4}, unused);
+  m.node("Exp", {"u"}, {"dead"});  // read by nothing: dropped
+  m.output("y");
+  const Graph g = import(m);
+  ASSERT_EQ(g.num_nodes(), 1u) << dump(g);
+  ASSERT_TRUE(std::holds_alternative<Conv2d>(g.node(NodeId{0}).op));
+  const Value& w = g.value(g.node(NodeId{0}).inputs[1]);
+  ASSERT_TRUE(w.is_constant());
+  ASSERT_EQ(w.shape, (Shape{4, 2, 3, 3}));
+  for (int64_t o = 0; o < 4; ++o)
+    for (int64_t i = 0; i < 2; ++i)
+      for (int64_t k = 0; k < 9; ++k)
+        EXPECT_EQ((*w.data)[(o * 2 + i) * 9 + k], -w_hwio[(k * 2 + i) * 4 + o]) << o << i << k;
+  const Value& bias = g.value(g.node(NodeId{0}).inputs[2]);
+  ASSERT_TRUE(bias.is_constant());
+  for (int64_t o = 0; o < 4; ++o) EXPECT_EQ((*bias.data)[o], std::fabs(b[o]));
+
+  ModelBuilder runtime(13);
+  runtime.input("x", {1, 2, 6, 6});
+  runtime.input("v", {3, 3, 2, 4});
+  attr_ints(runtime.node("Transpose", {"v"}, {"w"}), "perm", {3, 2, 0, 1});
+  runtime.node("Conv", {"x", "w"}, {"y"}, "conv");
+  runtime.output("y");
+  EXPECT_THAT(import_error(runtime.bytes()),
+              HasSubstr("weights 'w' must be a constant (an initializer, a Constant or a bound "
+                        "input), but it is computed at run time"));
+}
+
 TEST(OnnxImport, ConstantInputsBindWeightsAndShapes) {
   ModelBuilder m(13);
   m.input("x", {1, 2, 4, 4});

@@ -268,10 +268,12 @@ TEST(OnnxLogic, ExpandIsReshapeAndTile) {
   m.output("y");
   m.output("z");
   const Graph g = import(m);
-  ASSERT_EQ(g.num_nodes(), 2u) << dump(g);
+  ASSERT_EQ(g.num_nodes(), 3u) << dump(g);
   EXPECT_EQ(op_at<Reshape>(g, 0).shape, (Shape{1, 3, 1}));
   EXPECT_EQ(op_at<Tile>(g, 1).repeats, (std::vector<int64_t>{2, 1, 4}));
-  EXPECT_EQ(g.outputs[1], g.inputs[0]);
+  // z is x unchanged: a copy of the graph input that keeps the output's name.
+  EXPECT_EQ(g.value(g.outputs[1]).name, "z");
+  EXPECT_EQ(g.node(NodeId{2}).inputs[0], g.inputs[0]);
   const std::vector<float> x = rnd(3, 10);
   const std::vector<Tensor> y = run_reference(g, {{{3, 1}, Layout::any, x}});
   ASSERT_EQ(y[0].shape, (Shape{2, 3, 4}));

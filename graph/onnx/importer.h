@@ -141,6 +141,8 @@ class Importer {
   void add_graph_inputs();
   void convert_nodes();
   void add_graph_outputs();
+  void drop_unused_nodes();
+  std::shared_ptr<const HostTensor> evaluate_constant(ValueId v) const;
   ValueId named_output(ValueId v, const std::string& name);
   void define(const NodeCtx& c, int k, std::shared_ptr<Slot> slot);
   void add_entry(const std::string& name, Entry e, const std::string& what);
