@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
-"""Seven small ONNX models of CNN families outside the zoo (DenseNet, EfficientNet, ShuffleNetV2,
-a YOLO-style detector, U-Net, RegNetX, MobileNetV3): opset 13, float32, batch 1, random seeded weights,
-BatchNorms unfolded, in the form torch.onnx exports them, built with make_models.GraphBuilder.
+"""Thirteen small ONNX models of CNN families outside the zoo (DenseNet, EfficientNet, ShuffleNetV2,
+a YOLO-style detector, U-Net, RegNetX, MobileNetV3, Res2Net, DeepLabV3, GhostNet, RepVGG, Xception,
+HRNet): opset 13, float32, batch 1, random seeded weights, BatchNorms unfolded, in the form
+torch.onnx exports them, built with make_models.GraphBuilder.
 Not part of the tests (each would add minutes of kernel compiles to CI): they are for checking
 Kiln on families it was not tuned on, and for benchmarking it against the peers
 (docs/benchmarks.md):
 
     python scripts/more_families.py OUTDIR [--models a,b,...] [--seed N]
     python scripts/compare_engines.py --kiln build/release/tools/kiln --models OUTDIR \
-        --names densenet_mini,effnet_mini,shufflenet_mini,yolo_mini,unet_mini,regnet_mini,mobilenetv3_mini
+        --names densenet_mini,effnet_mini,shufflenet_mini,yolo_mini,unet_mini,regnet_mini,\
+mobilenetv3_mini,res2net_mini,deeplab_mini,ghostnet_mini,repvgg_mini,xception_mini,hrnet_mini
 
 Each model is written to OUTDIR/<name>.onnx, checked with onnx.checker (full_check) and run
 with onnxruntime on a seeded uniform [-1, 1) input; the input and onnxruntime's output are
@@ -24,6 +26,7 @@ import zlib
 
 import numpy as np
 import onnx
+from onnx import TensorProto
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from make_models import GraphBuilder, RELU_GAIN  # noqa: E402
@@ -47,6 +50,32 @@ def silu(g, x, scope):
 def avg_pool(g, x, scope, k, s):
     return g.node("AveragePool", [x], scope, ceil_mode=0, count_include_pad=1,
                   kernel_shape=[k, k], pads=[0, 0, 0, 0], strides=[s, s])
+
+
+def interpolate_like(g, x, like, scope, mode="linear"):
+    """F.interpolate(x, size=like.shape[-2:], mode="bilinear" (or "nearest"), align_corners=False)
+    as torch.onnx (opset 13) exports it: the size traced from like's Shape (Gather, Unsqueeze,
+    Concat, Cast to INT64), batch and channels from x's Shape (Slice), then Resize with the roi
+    and scales inputs left empty and the sizes input; bilinear maps coordinates as
+    pytorch_half_pixel."""
+    shape = g.node("Shape", [like], scope)
+    dims = [g.node("Unsqueeze", [g.node("Gather", [shape, i64(g, scope, d)], scope, axis=0),
+                                 i64(g, scope, [0])], scope) for d in (2, 3)]
+    size = g.node("Cast", [g.node("Concat", dims, scope, axis=0)], scope, to=TensorProto.INT64)
+    nc = g.node("Slice", [g.node("Shape", [x], scope), i64(g, scope, [0]), i64(g, scope, [2]),
+                          i64(g, scope, [0])], scope)
+    sizes = g.node("Concat", [nc, size], scope, axis=0)
+    return g.node("Resize", [x, "", "", sizes], scope,
+                  coordinate_transformation_mode="pytorch_half_pixel" if mode == "linear"
+                  else "asymmetric", cubic_coeff_a=-0.75, mode=mode, nearest_mode="floor")
+
+
+def upsample_nearest(g, x, scope, factor=2):
+    """nn.Upsample(scale_factor=factor) (mode nearest) at opset 13: Resize with an empty roi input
+    and constant scales."""
+    scales = f32(g, scope, [1.0, 1.0, float(factor), float(factor)])
+    return g.node("Resize", [x, "", scales], scope, coordinate_transformation_mode="asymmetric",
+                  cubic_coeff_a=-0.75, mode="nearest", nearest_mode="floor")
 
 
 def classifier(g, x, cin, param="fc", scope="/fc"):
@@ -360,6 +389,317 @@ def build_mobilenetv3_mini(g):
     return x, {}
 
 
+# ---- 8. Res2Net-50 (26w x 4s) style -----------------------------------------------------------
+def build_res2net_mini(g):
+    x = g.conv("input", "/conv1", "conv1", 3, 32, 3, 2, 1)                          # 64
+    x = g.batch_norm(x, "/bn1", "bn1", 32)
+    x = g.relu(x, "/act1")
+    x = g.max_pool(x, "/maxpool", 3, 2, 1)                                          # 32
+    c, scale = 32, 4
+
+    def bottle2neck(x, p, cin, width, cout, stride):
+        # timm Bottle2neck: 1x1 to width * scale, torch.split into `scale` groups; group i > 0
+        # adds the previous group's output (except in a block's first, downsampling form, where
+        # each group stands alone and the last one is average pooled), 3x3 + BN + ReLU per group
+        s = "/" + "/".join(p.split(".")[:1] + [p])
+        first = stride > 1 or cin != cout
+        out = g.conv(x, f"{s}/conv1", f"{p}.conv1", cin, width * scale, 1)
+        out = g.batch_norm(out, f"{s}/bn1", f"{p}.bn1", width * scale)
+        out = g.relu(out, f"{s}/relu")
+        spx = g.node("Split", [out, i64(g, s, [width] * scale)], s, n_out=scale, axis=1)
+        spo, sp = [], None
+        for i in range(scale - 1):
+            sp = spx[i] if i == 0 or first else g.node("Add", [sp, spx[i]], s)
+            sp = g.conv(sp, f"{s}/convs.{i}", f"{p}.convs.{i}", width, width, 3, stride, 1)
+            sp = g.batch_norm(sp, f"{s}/bns.{i}", f"{p}.bns.{i}", width)
+            sp = g.relu(sp, f"{s}/relu")
+            spo.append(sp)
+        last = spx[-1]
+        if first:  # nn.AvgPool2d(3, stride, padding=1), count_include_pad=True
+            last = g.node("AveragePool", [last], f"{s}/pool", ceil_mode=0, count_include_pad=1,
+                          kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[stride, stride])
+        out = g.node("Concat", spo + [last], s, axis=1)
+        out = g.conv(out, f"{s}/conv3", f"{p}.conv3", width * scale, cout, 1, gain=1.0)
+        out = g.batch_norm(out, f"{s}/bn3", f"{p}.bn3", cout, gamma_range=(0.2, 0.5))
+        sc = x
+        if first:
+            sc = g.conv(x, f"{s}/downsample/downsample.0", f"{p}.downsample.0", cin, cout, 1,
+                        stride, gain=1.0)
+            sc = g.batch_norm(sc, f"{s}/downsample/downsample.1", f"{p}.downsample.1", cout)
+        return g.relu(g.node("Add", [out, sc], s), f"{s}/relu_1")
+
+    # (width per group, out channels, blocks, stride)
+    for li, (width, cout, n, stride) in enumerate([(8, 64, 2, 1), (16, 128, 2, 2),
+                                                   (32, 256, 2, 2)]):
+        for bi in range(n):
+            x = bottle2neck(x, f"layer{li + 1}.{bi}", c, width, cout, stride if bi == 0 else 1)
+            c = cout
+    x = classifier(g, x, c)
+    return x, dict(input_shape=(1, 3, 128, 128))
+
+
+# ---- 9. DeepLabV3 style (dilated backbone, ASPP head) ---------------------------------------
+def build_deeplab_mini(g):
+    def cbr(x, s, p, cin, cout, k, stride=1, dilation=1):
+        # Sequential(Conv2d(padding=dilation * (k // 2), dilation), BatchNorm2d, ReLU)
+        x = g.conv(x, f"{s}/{s.rsplit('/', 1)[-1]}.0", f"{p}.0", cin, cout, k, stride,
+                   dilation * (k // 2), dilation=dilation)
+        x = g.batch_norm(x, f"{s}/{s.rsplit('/', 1)[-1]}.1", f"{p}.1", cout)
+        return g.relu(x, f"{s}/{s.rsplit('/', 1)[-1]}.2")
+
+    x = cbr("input", "/backbone/stem/stem.0", "backbone.stem.0", 3, 16, 3, 2)      # 64
+    x = cbr(x, "/backbone/stem/stem.1", "backbone.stem.1", 16, 32, 3, 2)            # 32
+    x = cbr(x, "/backbone/stem/stem.2", "backbone.stem.2", 32, 64, 3, 2)            # 16
+    c = 64
+    # dilated basic blocks (resnet's replace_stride_with_dilation): stride 1, dilation 2 then 4
+    for li, (cout, d) in enumerate([(96, 2), (96, 4)]):
+        p = f"backbone.layer{li + 3}.0"
+        s = "/" + "/".join(["backbone", f"backbone.layer{li + 3}", p])
+        h = g.conv(x, f"{s}/conv1", f"{p}.conv1", c, cout, 3, 1, d, dilation=d)
+        h = g.batch_norm(h, f"{s}/bn1", f"{p}.bn1", cout)
+        h = g.relu(h, f"{s}/relu")
+        h = g.conv(h, f"{s}/conv2", f"{p}.conv2", cout, cout, 3, 1, d, dilation=d)
+        h = g.batch_norm(h, f"{s}/bn2", f"{p}.bn2", cout, gamma_range=(0.2, 0.5))
+        sc = x
+        if c != cout:
+            sc = g.conv(x, f"{s}/downsample/downsample.0", f"{p}.downsample.0", c, cout, 1,
+                        gain=1.0)
+            sc = g.batch_norm(sc, f"{s}/downsample/downsample.1", f"{p}.downsample.1", cout)
+        x = g.relu(g.node("Add", [h, sc], s), f"{s}/relu_1")
+        c = cout
+    feat = x
+    # torchvision ASPP(c, [2, 4, 6], out_channels=64)
+    a, ap, ac = "/classifier/classifier.0", "classifier.0", 64
+    branches = [cbr(feat, f"{a}/convs/convs.0", f"{ap}.convs.0", c, ac, 1)]
+    for i, rate in enumerate([2, 4, 6]):
+        branches.append(cbr(feat, f"{a}/convs/convs.{i + 1}", f"{ap}.convs.{i + 1}", c, ac, 3,
+                            dilation=rate))
+    # ASPPPooling: AdaptiveAvgPool2d(1), 1x1 conv, BN, ReLU, F.interpolate(size=x.shape[-2:])
+    ps, pp = f"{a}/convs/convs.4", f"{ap}.convs.4"
+    pooled = g.node("GlobalAveragePool", [feat], f"{ps}/convs.4.0")
+    pooled = g.conv(pooled, f"{ps}/convs.4.1", f"{pp}.1", c, ac, 1)
+    pooled = g.batch_norm(pooled, f"{ps}/convs.4.2", f"{pp}.2", ac)
+    pooled = g.relu(pooled, f"{ps}/convs.4.3")
+    branches.append(interpolate_like(g, pooled, feat, ps))
+    x = g.node("Concat", branches, a, axis=1)
+    x = cbr(x, f"{a}/project/project.0", f"{ap}.project.0", 5 * ac, ac, 1)  # Dropout: eval
+    # DeepLabHead's 3x3 conv + BN + ReLU, then the 1x1 classifier conv (bias)
+    x = g.conv(x, "/classifier/classifier.1", "classifier.1", ac, ac, 3, 1, 1)
+    x = g.batch_norm(x, "/classifier/classifier.2", "classifier.2", ac)
+    x = g.relu(x, "/classifier/classifier.3")
+    x = g.conv(x, "/classifier/classifier.4", "classifier.4", ac, 21, 1, bias=True, gain=1.0)
+    # _SimpleSegmentationModel: F.interpolate(x, size=input.shape[-2:], bilinear), 16 -> 128
+    x = interpolate_like(g, x, "input", "")
+    return x, dict(output_name="out", input_shape=(1, 3, 128, 128),
+                   output_shape=(1, 21, 128, 128))
+
+
+# ---- 10. GhostNet style --------------------------------------------------------------------
+def build_ghostnet_mini(g):
+    def ghost_module(x, s, p, cin, cout, relu, gamma=(0.6, 1.2)):
+        # GhostModule(ratio=2, dw_size=3): primary 1x1 conv to ceil(cout / 2) channels, a cheap
+        # depthwise 3x3 on its output, torch.cat, out[:, :cout] (exported even when a no-op)
+        init = math.ceil(cout / 2)
+        gain = RELU_GAIN if relu else 1.0
+        x1 = g.conv(x, f"{s}/primary_conv/primary_conv.0", f"{p}.primary_conv.0", cin, init, 1,
+                    gain=gain)
+        x1 = g.batch_norm(x1, f"{s}/primary_conv/primary_conv.1", f"{p}.primary_conv.1", init,
+                          gamma_range=gamma)
+        if relu:
+            x1 = g.relu(x1, f"{s}/primary_conv/primary_conv.2")
+        x2 = g.conv(x1, f"{s}/cheap_operation/cheap_operation.0", f"{p}.cheap_operation.0", init,
+                    init, 3, 1, 1, groups=init, gain=gain)
+        x2 = g.batch_norm(x2, f"{s}/cheap_operation/cheap_operation.1",
+                          f"{p}.cheap_operation.1", init, gamma_range=gamma)
+        if relu:
+            x2 = g.relu(x2, f"{s}/cheap_operation/cheap_operation.2")
+        out = g.node("Concat", [x1, x2], s, axis=1)
+        return g.node("Slice", [out, i64(g, s, [0]), i64(g, s, [cout]), i64(g, s, [1]),
+                                i64(g, s, [1])], s)
+
+    x = g.conv("input", "/conv_stem", "conv_stem", 3, 16, 3, 2, 1)                 # 64
+    x = g.batch_norm(x, "/bn1", "bn1", 16)
+    x = g.relu(x, "/act1")
+    c = 16
+    # (kernel, mid, out, se ratio, stride), ghostnet's cfgs shortened
+    cfgs = [(3, 16, 16, 0, 1), (3, 48, 24, 0, 2), (3, 72, 24, 0, 1), (5, 72, 40, 0.25, 2),
+            (5, 120, 40, 0.25, 1), (3, 240, 80, 0, 2), (3, 184, 80, 0.25, 1)]
+    for bi, (k, mid, cout, se, stride) in enumerate(cfgs):
+        s, p = f"/blocks/blocks.{bi}/blocks.{bi}.0", f"blocks.{bi}.0"
+        use_res = c == cout and stride == 1
+        h = ghost_module(x, f"{s}/ghost1", f"{p}.ghost1", c, mid, True)
+        if stride > 1:
+            h = g.conv(h, f"{s}/conv_dw", f"{p}.conv_dw", mid, mid, k, stride, (k - 1) // 2,
+                       groups=mid, gain=1.0)
+            h = g.batch_norm(h, f"{s}/bn_dw", f"{p}.bn_dw", mid)
+        if se:  # SqueezeExcite: avg pool, conv_reduce (bias), ReLU, conv_expand (bias),
+            #     hard_sigmoid gate (nn.Hardsigmoid), x * gate
+            ss, sp = f"{s}/se", f"{p}.se"
+            red = max(4, int(mid * se + 2) // 4 * 4)
+            gate = g.node("GlobalAveragePool", [h], ss)
+            gate = g.conv(gate, f"{ss}/conv_reduce", f"{sp}.conv_reduce", mid, red, 1, bias=True)
+            gate = g.relu(gate, f"{ss}/act1")
+            gate = g.conv(gate, f"{ss}/conv_expand", f"{sp}.conv_expand", red, mid, 1, bias=True,
+                          gain=1.0)
+            gate = g.node("HardSigmoid", [gate], f"{ss}/gate", alpha=1.0 / 6, beta=0.5)
+            h = g.node("Mul", [h, gate], ss)
+        h = ghost_module(h, f"{s}/ghost2", f"{p}.ghost2", mid, cout, False,
+                         gamma=(0.2, 0.5) if use_res else (0.6, 1.2))
+        sc = x
+        if not use_res:
+            sc = g.conv(x, f"{s}/shortcut/shortcut.0", f"{p}.shortcut.0", c, c, k, stride,
+                        (k - 1) // 2, groups=c, gain=1.0)
+            sc = g.batch_norm(sc, f"{s}/shortcut/shortcut.1", f"{p}.shortcut.1", c)
+            sc = g.conv(sc, f"{s}/shortcut/shortcut.2", f"{p}.shortcut.2", c, cout, 1, gain=1.0)
+            sc = g.batch_norm(sc, f"{s}/shortcut/shortcut.3", f"{p}.shortcut.3", cout)
+        x = g.node("Add", [h, sc], s)
+        c = cout
+    x = g.conv(x, "/blocks/blocks.7/blocks.7.0/conv", "blocks.7.0.conv", c, 240, 1)
+    x = g.batch_norm(x, "/blocks/blocks.7/blocks.7.0/bn1", "blocks.7.0.bn1", 240)
+    x = g.relu(x, "/blocks/blocks.7/blocks.7.0/act1")
+    x = g.node("GlobalAveragePool", [x], "/global_pool")
+    x = g.conv(x, "/conv_head", "conv_head", 240, 640, 1, bias=True)
+    x = g.relu(x, "/act2")
+    x = g.node("Flatten", [x], "", axis=1)
+    x = g.linear(x, "/classifier", "classifier", 640, 1000)
+    return x, dict(input_shape=(1, 3, 128, 128))
+
+
+# ---- 11. RepVGG-A style, training form ------------------------------------------------------
+def build_repvgg_mini(g):
+    def block(x, s, p, cin, cout, stride):
+        # RepVGGBlock before reparameterization: rbr_dense (3x3 conv + BN) + rbr_1x1 (1x1 conv +
+        # BN) [+ rbr_identity (BN) when shapes allow], summed, ReLU
+        d = g.conv(x, f"{s}/rbr_dense/conv", f"{p}.rbr_dense.conv", cin, cout, 3, stride, 1,
+                   gain=1.0)
+        d = g.batch_norm(d, f"{s}/rbr_dense/bn", f"{p}.rbr_dense.bn", cout)
+        o = g.conv(x, f"{s}/rbr_1x1/conv", f"{p}.rbr_1x1.conv", cin, cout, 1, stride, 0,
+                   gain=1.0)
+        o = g.batch_norm(o, f"{s}/rbr_1x1/bn", f"{p}.rbr_1x1.bn", cout)
+        y = g.node("Add", [d, o], s)
+        if cin == cout and stride == 1:
+            i = g.batch_norm(x, f"{s}/rbr_identity", f"{p}.rbr_identity", cout,
+                             gamma_range=(0.4, 0.8))
+            y = g.node("Add", [y, i], s)
+        return g.relu(y, f"{s}/nonlinearity")
+
+    x = block("input", "/stage0", "stage0", 3, 32, 2)                               # 64
+    c = 32
+    for si, (cout, n) in enumerate([(48, 2), (96, 3), (192, 2)]):                   # 32, 16, 8
+        for bi in range(n):
+            x = block(x, f"/stage{si + 1}/stage{si + 1}.{bi}", f"stage{si + 1}.{bi}", c, cout,
+                      2 if bi == 0 else 1)
+            c = cout
+    x = g.node("GlobalAveragePool", [x], "/gap")
+    x = g.node("Flatten", [x], "", axis=1)
+    x = g.linear(x, "/linear", "linear", c, 1000)
+    return x, dict(input_shape=(1, 3, 128, 128))
+
+
+# ---- 12. Xception entry flow ----------------------------------------------------------------
+def build_xception_mini(g):
+    def separable(x, s, p, cin, cout):
+        # SeparableConv2d: depthwise 3x3 (pad 1) then pointwise 1x1, both without bias
+        x = g.conv(x, f"{s}/conv1", f"{p}.conv1", cin, cin, 3, 1, 1, groups=cin, gain=1.0)
+        return g.conv(x, f"{s}/pointwise", f"{p}.pointwise", cin, cout, 1, gain=1.0)
+
+    def block(x, p, cin, cout, reps, stride, start_with_relu):
+        # timm legacy Xception Block (grow_first): [ReLU, SeparableConv2d, BN] * reps (the first
+        # ReLU dropped when not start_with_relu, not in place otherwise), MaxPool2d(3, stride, 1);
+        # skip 1x1 stride conv + BN; x += skip
+        s = "/" + p
+        h, inc, ri = x, cin, 0
+        for r in range(reps):
+            if r > 0 or start_with_relu:
+                h = g.relu(h, f"{s}/rep/rep.{ri}")
+                ri += 1
+            h = separable(h, f"{s}/rep/rep.{ri}", f"{p}.rep.{ri}", inc, cout)
+            ri += 1
+            h = g.batch_norm(h, f"{s}/rep/rep.{ri}", f"{p}.rep.{ri}", cout,
+                             gamma_range=(0.4, 0.8))
+            ri += 1
+            inc = cout
+        if stride != 1:
+            h = g.max_pool(h, f"{s}/rep/rep.{ri}", 3, stride, 1)
+        sc = g.conv(x, f"{s}/skip", f"{p}.skip", cin, cout, 1, stride, gain=1.0)
+        sc = g.batch_norm(sc, f"{s}/skipbn", f"{p}.skipbn", cout, gamma_range=(0.4, 0.8))
+        return g.node("Add", [h, sc], s)
+
+    x = g.conv("input", "/conv1", "conv1", 3, 32, 3, 2, 0)                         # 63
+    x = g.batch_norm(x, "/bn1", "bn1", 32)
+    x = g.relu(x, "/act1")
+    x = g.conv(x, "/conv2", "conv2", 32, 64, 3, 1, 0)                              # 61
+    x = g.batch_norm(x, "/bn2", "bn2", 64)
+    x = g.relu(x, "/act2")
+    x = block(x, "block1", 64, 96, 2, 2, False)                                     # 31
+    x = block(x, "block2", 96, 192, 2, 2, True)                                     # 16
+    x = block(x, "block3", 192, 364, 2, 2, True)                                    # 8
+    x = separable(x, "/conv3", "conv3", 364, 512)
+    x = g.batch_norm(x, "/bn3", "bn3", 512)
+    x = g.relu(x, "/act3")
+    x = classifier(g, x, 512)
+    return x, dict(input_shape=(1, 3, 128, 128))
+
+
+# ---- 13. HRNet style, two branches ----------------------------------------------------------
+def build_hrnet_mini(g):
+    def conv_bn_relu(x, s, p, cin, cout, stride):  # Sequential(Conv2d 3x3, BatchNorm2d, ReLU)
+        last = s.rsplit("/", 1)[-1]
+        x = g.conv(x, f"{s}/{last}.0", f"{p}.0", cin, cout, 3, stride, 1)
+        x = g.batch_norm(x, f"{s}/{last}.1", f"{p}.1", cout)
+        return g.relu(x, f"{s}/{last}.2")
+
+    def basic_block(x, s, p, c):
+        h = g.conv(x, f"{s}/conv1", f"{p}.conv1", c, c, 3, 1, 1)
+        h = g.batch_norm(h, f"{s}/bn1", f"{p}.bn1", c)
+        h = g.relu(h, f"{s}/relu")
+        h = g.conv(h, f"{s}/conv2", f"{p}.conv2", c, c, 3, 1, 1, gain=1.0)
+        h = g.batch_norm(h, f"{s}/bn2", f"{p}.bn2", c, gamma_range=(0.2, 0.5))
+        return g.relu(g.node("Add", [h, x], s), f"{s}/relu_1")
+
+    x = g.conv("input", "/conv1", "conv1", 3, 32, 3, 2, 1)                         # 64
+    x = g.batch_norm(x, "/bn1", "bn1", 32)
+    x = g.relu(x, "/relu")
+    x = g.conv(x, "/conv2", "conv2", 32, 32, 3, 2, 1)                              # 32
+    x = g.batch_norm(x, "/bn2", "bn2", 32)
+    x = g.relu(x, "/relu_1")
+    ch = (16, 32)
+    # transition1: branch 0 3x3 at full resolution, branch 1 3x3 stride 2
+    xs = [conv_bn_relu(x, "/transition1/transition1.0", "transition1.0", 32, ch[0], 1),  # 32
+          conv_bn_relu(x, "/transition1/transition1.1/transition1.1.0", "transition1.1.0", 32,
+                       ch[1], 2)]                                                   # 16
+    for mi in range(2):  # two HighResolutionModules, one BasicBlock per branch, then the fuse
+        m = f"stage2.{mi}"
+        ms = f"/stage2/{m}"
+        xs = [basic_block(xs[b], f"{ms}/branches/branches.{b}/branches.{b}.0",
+                          f"{m}.branches.{b}.0", ch[b]) for b in range(2)]
+        # fuse_layers[0][1]: 1x1 conv + BN + nn.Upsample(scale_factor=2, mode="nearest")
+        fs, fp = f"{ms}/fuse_layers.0/fuse_layers.0.1", f"{m}.fuse_layers.0.1"
+        up = g.conv(xs[1], f"{fs}/fuse_layers.0.1.0", f"{fp}.0", ch[1], ch[0], 1, gain=1.0)
+        up = g.batch_norm(up, f"{fs}/fuse_layers.0.1.1", f"{fp}.1", ch[0], gamma_range=(0.4, 0.8))
+        up = upsample_nearest(g, up, f"{fs}/fuse_layers.0.1.2")
+        y0 = g.relu(g.node("Add", [xs[0], up], ms), f"{ms}/relu")
+        # fuse_layers[1][0]: 3x3 stride-2 conv + BN
+        fs, fp = f"{ms}/fuse_layers.1/fuse_layers.1.0/fuse_layers.1.0.0", f"{m}.fuse_layers.1.0.0"
+        dn = g.conv(xs[0], f"{fs}/fuse_layers.1.0.0.0", f"{fp}.0", ch[0], ch[1], 3, 2, 1,
+                    gain=1.0)
+        dn = g.batch_norm(dn, f"{fs}/fuse_layers.1.0.0.1", f"{fp}.1", ch[1],
+                          gamma_range=(0.4, 0.8))
+        y1 = g.relu(g.node("Add", [dn, xs[1]], ms), f"{ms}/relu_1")
+        xs = [y0, y1]
+    # HRNetV2 head: the low branch F.interpolate'd (bilinear) to the high one's size, torch.cat,
+    # last_layer 1x1 conv (bias) + BN + ReLU, 1x1 conv to the classes (bias)
+    low = interpolate_like(g, xs[1], xs[0], "")
+    x = g.node("Concat", [xs[0], low], "", axis=1)
+    c = ch[0] + ch[1]
+    x = g.conv(x, "/last_layer/last_layer.0", "last_layer.0", c, c, 1, bias=True)
+    x = g.batch_norm(x, "/last_layer/last_layer.1", "last_layer.1", c)
+    x = g.relu(x, "/last_layer/last_layer.2")
+    x = g.conv(x, "/last_layer/last_layer.3", "last_layer.3", c, 19, 1, bias=True, gain=1.0)
+    return x, dict(output_name="output", input_shape=(1, 3, 128, 128),
+                   output_shape=(1, 19, 32, 32))
+
+
 BUILDERS = {
     "densenet_mini": build_densenet_mini,
     "effnet_mini": build_effnet_mini,
@@ -368,6 +708,12 @@ BUILDERS = {
     "unet_mini": build_unet_mini,
     "regnet_mini": build_regnet_mini,
     "mobilenetv3_mini": build_mobilenetv3_mini,
+    "res2net_mini": build_res2net_mini,
+    "deeplab_mini": build_deeplab_mini,
+    "ghostnet_mini": build_ghostnet_mini,
+    "repvgg_mini": build_repvgg_mini,
+    "xception_mini": build_xception_mini,
+    "hrnet_mini": build_hrnet_mini,
 }
 
 
@@ -379,7 +725,7 @@ def build(name, seed):
 
 def flops(model):
     """Multiply-adds x 2 of the Conv/ConvTranspose/Gemm nodes, from inferred shapes."""
-    m = onnx.shape_inference.infer_shapes(model)
+    m = onnx.shape_inference.infer_shapes(model, data_prop=True)  # Resize sizes via Shape
     shapes = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim]
               for v in list(m.graph.value_info) + list(m.graph.output) + list(m.graph.input)}
     inits = {t.name: list(t.dims) for t in m.graph.initializer}

@@ -222,6 +222,8 @@ inline std::vector<ConvPoolCase> conv_pool_cases() {
   return {
       {"stem_7x7_s2_nchw_max", 1, 45, 38, 3, 24, 7, 2, 3, 1, true, false, max3s2p1},
       {"pointwise_in_place_max", 1, 23, 19, 16, 32, 1, 1, 0, 1, false, false, max3s2},  // 11 rows
+      // An odd number of rows: the last window reaches the padding below (Xception's blocks).
+      {"pointwise_odd_rows_padded_max", 1, 21, 18, 16, 32, 1, 1, 0, 1, false, false, max3s2p1},
       {"avg_include_pad_ceil", 2, 17, 15, 8, 20, 3, 1, 1, 1, false, false,
        Pool2d{PoolKind::avg, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true, true}},
       {"residual_relu_max_2x2", 1, 16, 18, 16, 16, 3, 1, 1, 1, false, true,

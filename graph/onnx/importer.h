@@ -158,7 +158,9 @@ class Importer {
   std::unordered_map<std::string, Entry> table_;
   std::map<std::pair<const Slot*, Layout>, ValueId> constants_;  // materialized host tensors
   std::set<std::string> used_names_;                             // node inputs, graph outputs
-  int64_t folded_elements_ = 0;  // all host tensors the nodes produced, against kMaxFoldTotal
+  // All host tensors the nodes produced, against kMaxFoldTotal (mutable: constant_input may
+  // evaluate a tensor computed from constants).
+  mutable int64_t folded_elements_ = 0;
   std::set<uint32_t> boolean_values_;
 };
 

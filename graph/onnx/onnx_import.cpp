@@ -395,14 +395,16 @@ void Importer::drop_unused_nodes() {
 namespace {
 
 // The nodes computing `v` from constants alone, in graph order; empty where a graph input feeds
-// them, or where they exceed the import-time folding budget (kMaxConeNodes nodes, each result
-// within kMaxFoldElements, all of them within kMaxFoldTotal).
+// them, where one of them costs more than a pass over its tensors (a convolution or a matrix
+// product), or where they exceed the import-time folding budget: kMaxConeNodes nodes, each
+// result within kMaxFoldElements, all of them within `budget` elements (`elements` returns
+// how many).
 constexpr size_t kMaxConeNodes = 64;
-std::vector<NodeId> constant_cone(const Graph& g, ValueId v) {
+std::vector<NodeId> constant_cone(const Graph& g, ValueId v, int64_t budget, int64_t& elements) {
   std::vector<bool> in_cone(g.num_nodes(), false);
   std::vector<ValueId> pending{v};
   size_t count = 0;
-  int64_t elements = 0;
+  elements = 0;
   while (!pending.empty()) {
     const Value& value = g.value(pending.back());
     pending.pop_back();
@@ -410,9 +412,12 @@ std::vector<NodeId> constant_cone(const Graph& g, ValueId v) {
     if (!value.producer.valid()) return {};  // a graph input
     if (in_cone[value.producer.index]) continue;
     const Node& n = g.node(value.producer);
+    if (std::holds_alternative<Conv2d>(n.op) || std::holds_alternative<Gemm>(n.op) ||
+        std::holds_alternative<MatMul>(n.op))
+      return {};
     for (ValueId out : n.outputs) {
       const int64_t e = num_elements(g.value(out).shape);
-      if (e > kMaxFoldElements || (elements += e) > kMaxFoldTotal) return {};
+      if (e > kMaxFoldElements || (elements += e) > budget) return {};
     }
     if (++count > kMaxConeNodes) return {};
     in_cone[value.producer.index] = true;
@@ -431,8 +436,10 @@ std::vector<NodeId> constant_cone(const Graph& g, ValueId v) {
 // input that must be known at import time. Null where it is not such a tensor.
 std::shared_ptr<const HostTensor> Importer::evaluate_constant(ValueId v) const {
   if (is_boolean(v) || g_.value(v).dtype != DType::f32) return nullptr;
-  const std::vector<NodeId> cone = constant_cone(g_, v);
+  int64_t elements = 0;
+  const std::vector<NodeId> cone = constant_cone(g_, v, kMaxFoldTotal - folded_elements_, elements);
   if (cone.empty()) return nullptr;
+  folded_elements_ += elements;
   Graph sub;
   std::map<uint32_t, ValueId> ids;
   const auto copy = [&](ValueId old) {
