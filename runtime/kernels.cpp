@@ -116,7 +116,7 @@ bool blocks_conv_weights(const graph::ConvKernelSpec& c) {
   const int64_t co = c.output.shape[3];
   if (conv_weight_interleave(c) > 1) return true;
   return !c.depthwise && c.groups == 1 && c.constant_weights &&
-         (co % kConvWeightBlock == 0 || co >= 8 * kConvWeightBlock);
+         (co % kConvWeightBlock == 0 || co >= 8 * kConvWeightBlock || co < kConvWeightBlock);
 }
 
 int conv_weight_interleave(const graph::ConvKernelSpec& c) {

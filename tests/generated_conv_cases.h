@@ -45,6 +45,9 @@ inline std::vector<ConvCase> conv_cases() {
       {"deep_3x3_residual_relu_bn", 1, 7, 7, 128, 64, 3, 1, 1, Tail::residual_relu_bn},
       {"batch2_odd_residual_relu_bn", 2, 9, 11, 8, 20, 3, 1, 1, Tail::residual_relu_bn},
       {"narrow_output_silu", 1, 12, 12, 8, 6, 3, 1, 1, Tail::silu},
+      // Fewer channels than a vector: one masked vector by a row of pixels (Res2Net's 8-channel
+      // 3x3s), the row's last tile shifted inwards, and a residual.
+      {"narrow_8_channels_residual_relu_bn", 2, 9, 31, 12, 8, 3, 1, 1, Tail::residual_relu_bn},
       {"depthwise_3x3_hard_swish", 1, 14, 14, 32, 32, 3, 1, 1, Tail::hard_swish, 32},
       {"depthwise_5x5_stride2_silu", 2, 15, 15, 40, 40, 5, 2, 2, Tail::silu, 40},
       {"depthwise_3x3_odd_channels_sigmoid", 1, 9, 9, 19, 19, 3, 1, 1, Tail::sigmoid, 19},
