@@ -57,21 +57,12 @@ struct ConvOutput {
 ConvOutput conv_output(const graph::ConvKernelSpec& k, const Halide::Func& conv);
 
 // Whether the convolution is computed inside the tasks of its pooling (schedule_tail): the
-// wide family on CPUs, whose row strips fit bands of the pooled rows, where no pooling window
-// reaches the padding below the image. One that does (a 3x3/s2/p1 max pooling of an odd number
-// of rows, Xception's) made Halide's bounds inference ask the convolution, and a 1x1 reading
-// its input in place, for rows far past the image (113 of a 61-row input): such a convolution
-// is computed whole first.
+// wide family on CPUs, whose row strips fit bands of the pooled rows, unless a pooling window
+// reaches the padding below the image (graph::pool_reaches_below).
 bool pooled_in_bands(const graph::ConvKernelSpec& k, const schedules::ConvParams& p,
                      const Halide::Target& target) {
-  if (!k.pool || graph::pools_before_conv(k) || target.has_gpu_feature() ||
-      p.family != schedules::ConvFamily::wide)
-    return false;
-  const graph::Pool2d& pool = *k.pool;
-  const int64_t rows = graph::conv_output_nhwc(k)[1], pooled = k.output.shape[1];
-  const int64_t last_row = (pooled - 1) * pool.stride_h + (pool.kernel_h - 1) * pool.dilation_h -
-                           pool.pad_top;
-  return last_row < rows;
+  return k.pool && !graph::pools_before_conv(k) && !target.has_gpu_feature() &&
+         p.family == schedules::ConvFamily::wide && !graph::pool_reaches_below(k);
 }
 
 // The schedule of what follows the convolution in its kernel, after the convolution's own. A

@@ -92,8 +92,10 @@ std::string describe_conv(const ConvKernelSpec& k) {
       << " pooled input\n";
   else if (k.pool)
     s << "pooling: " << op_name(Op{*k.pool}) << " " << op_attributes(Op{*k.pool}) << " of the convolution's "
-      << to_string(conv_output_nhwc(k)) << " output, in the same kernel (the wide CPU schedule "
-      << "computes it a band of rows at a time, never stored whole)\n";
+      << to_string(conv_output_nhwc(k)) << " output, in the same kernel "
+      << (pool_reaches_below(k)
+              ? "(its last windows reach the padding below: the convolution computed whole first)\n"
+              : "(the wide CPU schedule computes it a band of rows at a time, never stored whole)\n");
   if (k.resize)
     s << "resize: " << op_attributes(Op{*k.resize}) << " of the convolution's "
       << to_string(conv_output_nhwc(k)) << " output" << (k.nchw_output ? " as NCHW" : "")
@@ -212,6 +214,14 @@ std::vector<KernelSpec> lower_to_kernels(const Graph& g) {
 bool is_depthwise_conv(const Graph& g, const Node& n) {
   const auto* c = std::get_if<Conv2d>(&n.op);
   return c && is_depthwise(g, n, *c);
+}
+
+bool pool_reaches_below(const ConvKernelSpec& k) {
+  if (!k.pool || pools_before_conv(k)) return false;
+  const Pool2d& p = *k.pool;
+  const int64_t last_row =
+      (k.output.shape[1] - 1) * p.stride_h + (p.kernel_h - 1) * p.dilation_h - p.pad_top;
+  return last_row >= conv_output_nhwc(k)[1];
 }
 
 bool pools_before_conv(const ConvKernelSpec& k) {

@@ -123,6 +123,12 @@ bool is_depthwise_conv(const Graph& g, const Node& n);
 // ReLU, 1x1 convolution, 2x2/s2 average pooling). Windows of at most 16 pixels (summed in one
 // expression); in bf16 the pooled input is what is rounded to bfloat16.
 bool pools_before_conv(const ConvKernelSpec& k);
+// Whether the pooling after the convolution has a window reaching the padding below the
+// convolution's output (a 3x3/s2/p1 pooling of an odd number of rows). Such a kernel computes
+// its convolution whole before pooling it, never in bands of the pooled rows: Halide's bounds
+// inference asked a 1x1 convolution reading its input in place for rows past the image
+// (Xception's blocks, 61 -> 31 rows: row 113).
+bool pool_reaches_below(const ConvKernelSpec& k);
 // The convolution's input shape as [N, H, W, C], whichever layout the kernel reads it in; with
 // an expansion, the expanded tensor's (C = the expansion's output channels); pooled first
 // (pools_before_conv), the pooled input's.
