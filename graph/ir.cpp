@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <map>
 #include <sstream>
 
 namespace kiln::graph {
@@ -525,6 +526,29 @@ std::string dump(const Graph& g) {
   for (ValueId v : g.outputs) s << " " << value_str(v);
   s << "\n";
   return s.str();
+}
+
+Graph subgraph(const Graph& g, const std::vector<NodeId>& nodes, const std::vector<ValueId>& outputs) {
+  Graph sub;
+  std::map<uint32_t, ValueId> ids;
+  const auto copy = [&](ValueId old, bool produced) {
+    const auto it = ids.find(old.index);
+    if (it != ids.end()) return it->second;
+    Value v = g.value(old);
+    v.producer = NodeId{};
+    const bool input = !produced && !v.is_constant();
+    const ValueId id = ids[old.index] = sub.add_value(std::move(v));
+    if (input) sub.inputs.push_back(id);
+    return id;
+  };
+  for (NodeId id : nodes) {
+    Node n = g.node(id);
+    for (ValueId& in : n.inputs) in = copy(in, false);
+    for (ValueId& out : n.outputs) out = copy(out, true);
+    sub.add_node(std::move(n));
+  }
+  for (ValueId v : outputs) sub.outputs.push_back(copy(v, true));
+  return sub;
 }
 
 }  // namespace kiln::graph

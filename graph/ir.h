@@ -423,6 +423,11 @@ class Graph {
   std::vector<Node> nodes_;
 };
 
+// A graph of copies of `nodes` (in that order, topological in `g`) and the values they touch:
+// a value read but produced by none of them is a graph input, unless it is a constant;
+// `outputs` (values of `g` the nodes produce) are the graph's outputs.
+Graph subgraph(const Graph& g, const std::vector<NodeId>& nodes, const std::vector<ValueId>& outputs);
+
 // Human-readable dump: one line per value and per node, in order.
 std::string dump(const Graph& g);
 

@@ -206,35 +206,11 @@ class LocalMeasurer : public Measurer {
 }  // namespace
 
 graph::Graph kernel_graph(const graph::Graph& optimized, const std::string& node_name) {
-  const graph::Node* node = nullptr;
-  for (const graph::Node& n : optimized.nodes())
-    if (n.name == node_name) node = &n;
-  if (!node) throw graph::Error("the optimized graph has no node '" + node_name + "'");
-  graph::Graph g;
-  graph::Node copy = *node;
-  std::map<uint32_t, graph::ValueId> mapped;
-  for (graph::ValueId& in : copy.inputs) {
-    auto it = mapped.find(in.index);
-    if (it != mapped.end()) {
-      in = it->second;
-      continue;
-    }
-    graph::Value v = optimized.value(in);
-    v.producer = {};
-    const bool constant = v.is_constant();
-    const graph::ValueId id = g.add_value(std::move(v));
-    if (!constant) g.inputs.push_back(id);
-    mapped[in.index] = id;
-    in = id;
+  for (uint32_t i = static_cast<uint32_t>(optimized.num_nodes()); i-- > 0;) {
+    const graph::Node& n = optimized.node(graph::NodeId{i});
+    if (n.name == node_name) return graph::subgraph(optimized, {graph::NodeId{i}}, n.outputs);
   }
-  for (graph::ValueId& out : copy.outputs) {
-    graph::Value v = optimized.value(out);
-    v.producer = {};
-    out = g.add_value(std::move(v));
-    g.outputs.push_back(out);
-  }
-  g.add_node(std::move(copy));
-  return g;
+  throw graph::Error("the optimized graph has no node '" + node_name + "'");
 }
 
 std::unique_ptr<Measurer> local_measurer(graph::Graph kernel, const LocalMeasurerOptions& options) {
