@@ -40,6 +40,13 @@ Graph fold_pad_into_conv(const Graph& g);
 // s = gamma / sqrt(var + eps), per output channel. The BatchNorm node is deleted.
 Graph fold_batch_norm(const Graph& g);
 
+// Merges an Add of two branches that read the same tensor x, each a convolution of x (nothing
+// fused into it, constant weights) or x itself or a BatchNorm of x, into one convolution: the
+// kernels summed at the taps each reads (x is a kernel of one tap per channel), the biases
+// summed. RepVGG's training-form block and ACNet's 3x3 + 1x3 + 3x1 become one convolution. Runs
+// after fold_batch_norm and before fuse_epilogues.
+Graph merge_parallel_convs(const Graph& g);
+
 // Absorbs elementwise consumers into the epilogue of the output-fusable node that produces
 // their input, when that output has exactly one consumer and is not a graph output, and the
 // kernel layer implements the combined epilogue: a same-shape Add becomes the conv's residual

@@ -15,6 +15,7 @@ const std::vector<Pass>& default_passes() {
       {"sink_transposes", sink_transposes},
       {"fold_pad_into_conv", fold_pad_into_conv},
       {"fold_batch_norm", fold_batch_norm},
+      {"merge_parallel_convs", merge_parallel_convs},
       {"fuse_epilogues", fuse_epilogues},
       {"convert_to_nhwc", convert_to_nhwc},
       {"fuse_elementwise_chains", fuse_elementwise_chains},

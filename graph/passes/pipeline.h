@@ -15,8 +15,8 @@ struct Pass {
   Graph (*run)(const Graph&);
 };
 
-// fold_pad_into_conv -> fold_batch_norm -> fuse_epilogues -> convert_to_nhwc ->
-// fuse_elementwise_chains.
+// The passes in the order they run, from fuse_layer_norm to fuse_conv_resize (pipeline.cpp;
+// docs/design.md says what each does).
 const std::vector<Pass>& default_passes();
 
 // The arithmetic of the convolutions' multiply-adds: float32, or bfloat16 where a convolution
