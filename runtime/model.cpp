@@ -15,6 +15,7 @@
 #include "graph/verify.h"
 #include "halide_errors.h"
 #include "conv_weights.h"
+#include "float_mode.h"
 #include "kernels.h"
 #include "kiln/runtime.h"
 #include "thread_pool.h"
@@ -309,6 +310,7 @@ void Model::Impl::poison_arena() {
 
 Status Model::Impl::run_calls() {
   poison_arena();
+  const runtime::FlushDenormals denormals_are_zero;  // the caller's mode is back on return
   for (size_t i = 0; i < calls.size(); ++i) {
     Call& c = calls[i];
     const auto t0 = std::chrono::steady_clock::now();

@@ -9,6 +9,8 @@
 // accesses are sequentially consistent, which is what makes the argument hold.
 #include "thread_pool.h"
 
+#include "float_mode.h"
+
 #include <immintrin.h>
 
 #include <HalideRuntime.h>
@@ -160,6 +162,7 @@ class Pool {
   }
 
   void work(int id) {
+    const FlushDenormals denormals_are_zero;  // for the worker's whole life (float_mode.h)
     using Clock = std::chrono::steady_clock;
     uint64_t served = 0;  // the generation of the last Job this worker took part in
     Clock::time_point idle_since = Clock::now();

@@ -367,7 +367,7 @@ TEST(FuseConvShortcut, OnlyTheAddAfterTheEpilogueOfAConvolutionItAloneReads) {
   b.output(add("shared_add", shared, pq));
   b.output(b.relu("other_reader", shared));
   b.output(add("broadcast_add", b.relu("wide_relu", conv("wide", pq, 60)), b.input("per_channel", {1, 8, 1, 1})));
-  b.output(add("residual_add", conv("residual", pq, 80), pq));
+  b.output(add("residual_add", conv("residual", pq, 80), bottleneck));
   const Graph g = b.finish();
   const Graph opt = run_passes(g);
   verify(opt);

@@ -52,25 +52,32 @@ TEST(GeneratedKernels, ScalarsVectorsAndNchwGlobalMaxPool) {
 }
 
 // A depthwise convolution takes a residual Add into its epilogue like a dense one (it once fell
-// back to a portable kernel with it).
+// back to a portable kernel with it). Of its own input the sum is one convolution: the input goes
+// into the weights (merge_parallel_convs), and the kernel reads no residual.
 TEST(GeneratedKernels, DepthwiseConvolutionWithAResidual) {
-  graph::GraphBuilder b;
-  const graph::ValueId x = b.input("x", {1, 24, 9, 11});
-  graph::Conv2d dw;
-  dw.groups = 24;
-  dw.pad_top = dw.pad_left = dw.pad_bottom = dw.pad_right = 1;
-  const graph::ValueId d =
-      b.conv2d("dw", x, b.constant("dw_w", {24, 1, 3, 3}, graph::random_uniform(216, -0.4f, 0.4f, 1), Layout::oihw),
-               b.constant("dw_b", {24}, graph::random_uniform(24, -0.2f, 0.2f, 2)), dw);
-  b.output(b.relu("relu", b.op("add", graph::Binary{graph::BinaryOp::add}, {d, x})));
-  const graph::Graph input = b.finish();
-  const graph::Graph optimized = graph::run_passes(input);
-  size_t fused = 0;
-  for (const graph::Node& n : optimized.nodes())
-    if (const auto* c = std::get_if<graph::Conv2d>(&n.op)) fused += c->residual && c->activation.is_relu();
-  ASSERT_EQ(fused, 1u) << graph::dump(optimized);
-  ASSERT_EQ(optimized.num_nodes(), 2u) << graph::dump(optimized);  // the entry transform, the conv
-  expect_whole_graph_matches_reference(input, optimized);
+  for (bool own_input : {false, true}) {
+    SCOPED_TRACE(own_input ? "the convolution's own input" : "another tensor");
+    graph::GraphBuilder b;
+    const graph::ValueId x = b.input("x", {1, 24, 9, 11});
+    const graph::ValueId r = own_input ? x : b.input("r", {1, 24, 9, 11});
+    graph::Conv2d dw;
+    dw.groups = 24;
+    dw.pad_top = dw.pad_left = dw.pad_bottom = dw.pad_right = 1;
+    const graph::ValueId d = b.conv2d(
+        "dw", x, b.constant("dw_w", {24, 1, 3, 3}, graph::random_uniform(216, -0.4f, 0.4f, 1), Layout::oihw),
+        b.constant("dw_b", {24}, graph::random_uniform(24, -0.2f, 0.2f, 2)), dw);
+    b.output(b.relu("relu", b.op("add", graph::Binary{graph::BinaryOp::add}, {d, r})));
+    const graph::Graph input = b.finish();
+    const graph::Graph optimized = graph::run_passes(input);
+    size_t fused = 0;
+    for (const graph::Node& n : optimized.nodes())
+      if (const auto* c = std::get_if<graph::Conv2d>(&n.op))
+        fused += c->residual != !own_input ? 0 : c->activation.is_relu();
+    ASSERT_EQ(fused, 1u) << graph::dump(optimized);
+    // The entry transforms (one per input), the conv.
+    ASSERT_EQ(optimized.num_nodes(), own_input ? 2u : 3u) << graph::dump(optimized);
+    expect_whole_graph_matches_reference(input, optimized);
+  }
 }
 
 // Convolutions of an NCHW graph input read in place (Conv2d::nchw_input: the wide schedule

@@ -537,6 +537,38 @@ TEST(OnnxImport, GraphOutputsKeepTheirNamesThroughPassThroughs) {
   }
 }
 
+// Ops that leave their input as it is (GhostNet's out[:, :C] of a Concat of C channels, an
+// identity Transpose, a Pad of zeros, a Concat of one input, a Reshape to the same shape) are no
+// nodes, so no kernel copies the tensor; the graph output keeps its name.
+TEST(OnnxImport, OpsThatLeaveTheTensorAsItIsAreNoNodes) {
+  ModelBuilder m(13);
+  m.input("x", {1, 4, 5, 6});
+  m.node("Sigmoid", {"x"}, {"a"});
+  m.init_i64("starts", {2}, std::vector<int64_t>{0, 0});
+  m.init_i64("ends", {2}, std::vector<int64_t>{4, 100});
+  m.init_i64("axes", {2}, std::vector<int64_t>{1, 3});
+  m.node("Slice", {"a", "starts", "ends", "axes"}, {"b"});
+  attr_ints(m.node("Transpose", {"b"}, {"c"}), "perm", {0, 1, 2, 3});
+  m.init_i64("pads", {8}, std::vector<int64_t>(8, 0));
+  m.node("Pad", {"c", "pads"}, {"d"});
+  attr_i(m.node("Concat", {"d"}, {"e"}), "axis", 1);
+  m.init_i64("shape", {4}, std::vector<int64_t>{1, 4, -1, 6});
+  m.node("Reshape", {"e", "shape"}, {"f"});
+  m.node("Relu", {"f"}, {"y"});
+  m.node("Slice", {"y", "starts", "ends", "axes"}, {"out"});
+  m.output("out");
+  const Graph g = import(m);
+  ASSERT_EQ(g.num_nodes(), 2u) << dump(g);
+  EXPECT_EQ(count_ops<Sigmoid>(g), 1);
+  EXPECT_EQ(count_ops<Relu>(g), 1);
+  EXPECT_EQ(g.value(g.outputs[0]).name, "out");
+  const std::vector<Tensor> in = {input_tensor(g, 0, 11)};
+  const std::vector<Tensor> out = run_reference(g, in);
+  ASSERT_EQ(out[0].data.size(), in[0].data.size());
+  for (size_t i = 0; i < in[0].data.size(); ++i)
+    EXPECT_FLOAT_EQ(out[0].data[i], 1.0f / (1.0f + std::exp(-in[0].data[i]))) << i;
+}
+
 // Converters without constant folding write a convolution's weights as HWIO initializers with a
 // Transpose to OIHW, or a Neg or Tile of one: evaluated at import, they become the convolution's
 // constant weights, and the nodes that computed them go. Weights that depend on a graph input

@@ -10,6 +10,10 @@
 #include <random>
 #include <thread>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
+
 #include "graph/builder.h"
 #include "graph/example.h"
 #include "graph/memory_limit.h"
@@ -153,6 +157,31 @@ TEST(RuntimeErrors, PoisonedArenaIsNaNUntilARunWritesIt) {
     EXPECT_LE(graph::worst_error_ratio(got, want.data, 1e-4, 1e-5), 1.0) << "seed " << seed;
   }
 }
+
+#if defined(__x86_64__) || defined(__i386__)
+// Kernels run with denormals read as zero and flushed to zero (runtime/float_mode.h), on the
+// calling thread and the pool's workers alike, and the caller's mode is its own again after the
+// run: x * 1e30 of denormal inputs is 0, not about 1e-9.
+TEST(RuntimeErrors, KernelsReadDenormalsAsZeroAndTheCallersModeIsKept) {
+  graph::GraphBuilder b;
+  const graph::ValueId x = b.input("x", {1, 16, 24, 24});
+  b.output(b.op("scale", graph::Binary{graph::BinaryOp::mul}, {x, b.constant("k", {}, {1e30f})}));
+  const graph::Graph g = graph::run_passes(b.finish());
+  Model m(g, generating());
+  const graph::Value& in = g.value(g.inputs[0]);
+  std::vector<float> data = graph::random_uniform(graph::num_elements(in.shape), 1.0f, 8.0f, 5);
+  for (float& v : data) v *= 1e-39f;  // 1e-39 .. 8e-39: denormal (below 1.18e-38)
+  ASSERT_TRUE(std::fpclassify(data[0]) == FP_SUBNORMAL);
+  const unsigned before = _mm_getcsr();
+  ASSERT_TRUE(m.run(std::vector<graph::Tensor>{{in.shape, in.layout, data}}).is_ok());
+  EXPECT_EQ(_mm_getcsr(), before);
+  const TensorView out = m.output(0);
+  const int64_t n = graph::num_elements(out.shape);
+  EXPECT_EQ(std::count(out.data, out.data + n, 0.0f), n);
+  // The reference (no such mode) multiplies them.
+  EXPECT_GT(graph::run_reference(g, {{in.shape, in.layout, data}})[0].data[0], 1e-10f);
+}
+#endif
 
 // The arena is checked against ModelOptions::max_memory_bytes right after it is planned, before
 // anything is allocated for it; at the limit the model runs.

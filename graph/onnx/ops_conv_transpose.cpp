@@ -6,9 +6,10 @@
 // is the transposed convolution's definition rewritten as a convolution (the gradient of the
 // forward one); it multiplies the product of the strides times more zeros than a direct kernel
 // would. A 3-D one ends in the 3-D convolution of ops_conv3d.cpp (depth taps folded into channels).
-// A 2-D one whose window is its stride (no padding, one group) is a 1x1 convolution and a
-// DepthToSpace instead (below), with no zeros multiplied.
+// A strided 2-D one without dilation is one convolution per output phase instead, all in one
+// kernel, and a DepthToSpace (phase_decomposition, below), with no zeros multiplied.
 #include <algorithm>
+#include <optional>
 
 #include "graph/onnx/importer.h"
 
@@ -47,6 +48,87 @@ std::pair<int64_t, int64_t> derived_pads(const NodeCtx& c, int64_t in, int64_t o
   const int64_t total = stride * (in - 1) + out_pad + (k - 1) * dil + 1 - out;
   const int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);  // floor(total / 2)
   return upper ? std::make_pair(half, total - half) : std::make_pair(total - half, half);
+}
+
+// A strided 2-D transposed convolution as one convolution of its input and a DepthToSpace, with
+// no zeros multiplied: output pixel o (shifted by the crop c = pad_begin mod stride) is
+// S * q + r, and phase r of it reads input q + floor(pad_begin / S) - m through tap S * m + r, for
+// the ceil(K / S) values of m that keep the tap inside the window. So each of the S_h * S_w phases
+// is a convolution of the input with a ceil(K_h / S_h) x ceil(K_w / S_w) window (a tap past the
+// kernel is zero), all of them one convolution to S_h * S_w * Co channels (group-major: channel
+// ((g * S_h + r_h) * S_w + r_w) * Co_g + o), then DepthToSpace's regrouping (Reshape, Transpose,
+// Reshape; the layout pass turns it into one transpose of the NHWC bytes) and a Slice of the
+// c rows and columns before the output and any past it. U-Net's 2x2/s2 is a 1x1 convolution
+// with nothing to slice; CenterNet's 4x4/s2 with padding 1 a 2x2 one, sliced by a row and a
+// column. nullopt where the padding reaches past the window (the caller's general form).
+std::optional<ValueId> phase_decomposition(Importer& im, const NodeCtx& c, const HostTensor& w,
+                                           const Shape& xl, const std::vector<int64_t>& k,
+                                           const std::vector<int64_t>& st, const std::vector<int64_t>& pb,
+                                           const Shape& out_sp, int64_t groups) {
+  int64_t m[2], crop[2], q[2], pad_begin[2], pad_end[2];
+  for (int a = 0; a < 2; ++a) {
+    if (pb[a] < 0) return std::nullopt;
+    m[a] = (k[a] + st[a] - 1) / st[a];
+    crop[a] = pb[a] % st[a];
+    q[a] = (out_sp[a] + crop[a] + st[a] - 1) / st[a];
+    pad_begin[a] = m[a] - 1 - pb[a] / st[a];
+    pad_end[a] = q[a] - xl[a + 2] - pad_begin[a] + m[a] - 1;
+    if (pad_begin[a] < 0 || pad_end[a] < 0 || pad_begin[a] > kMaxParam || pad_end[a] > kMaxParam)
+      return std::nullopt;
+  }
+  const int64_t sh = st[0], sw = st[1], phases = sh * sw, ci = xl[1], ci_g = ci / groups;
+  const int64_t co_g = w.dims[1], co = co_g * groups, n = xl[0];
+  // Weights [groups * phases * Co_g, Ci_g, M_h, M_w]; ConvTranspose's are [Ci, Co_g, K_h, K_w].
+  std::vector<float> pw(static_cast<size_t>(groups * phases * co_g * ci_g * m[0] * m[1]), 0.0f);
+  for (int64_t g = 0; g < groups; ++g)
+    for (int64_t t = 0; t < phases; ++t)
+      for (int64_t o = 0; o < co_g; ++o)
+        for (int64_t i = 0; i < ci_g; ++i)
+          for (int64_t jy = 0; jy < m[0]; ++jy)
+            for (int64_t jx = 0; jx < m[1]; ++jx) {
+              const int64_t ky = sh * (m[0] - 1 - jy) + t / sw, kx = sw * (m[1] - 1 - jx) + t % sw;
+              if (ky >= k[0] || kx >= k[1]) continue;
+              const int64_t oc = (g * phases + t) * co_g + o;
+              pw[static_cast<size_t>(((oc * ci_g + i) * m[0] + jy) * m[1] + jx)] =
+                  w.f[static_cast<size_t>((((g * ci_g + i) * co_g + o) * k[0] + ky) * k[1] + kx)];
+            }
+  std::vector<float> bias(static_cast<size_t>(co), 0.0f);
+  if (im.has_input(c, 2)) {
+    const HostTensor& bt = im.constant_input(c, 2, "bias");
+    if (!bt.is_float() || bt.f.size() != static_cast<size_t>(co))
+      node_error(c, "bias '" + im.input_name(c, 2) + "' is " + to_string(bt.dims) + ", expected FLOAT [" +
+                        std::to_string(co) + "]");
+    bias = bt.f;
+  }
+  std::vector<float> tiled(static_cast<size_t>(groups * phases * co_g));
+  for (int64_t g = 0; g < groups; ++g)
+    for (int64_t t = 0; t < phases; ++t)
+      for (int64_t o = 0; o < co_g; ++o)
+        tiled[static_cast<size_t>((g * phases + t) * co_g + o)] = bias[static_cast<size_t>(g * co_g + o)];
+  const std::string base = c.name + "/";
+  const ValueId wv = im.add_constant(c.name + "/phase_weights", {groups * phases * co_g, ci_g, m[0], m[1]},
+                                     std::move(pw), Layout::oihw);
+  const ValueId bv = im.add_constant(c.name + "/phase_bias", {groups * phases * co_g}, std::move(tiled),
+                                     Layout::any);
+  Conv2d conv;
+  conv.groups = to_int(c, groups, "attribute 'group'", 1, kMaxParam);
+  conv.pad_top = static_cast<int>(pad_begin[0]), conv.pad_bottom = static_cast<int>(pad_end[0]);
+  conv.pad_left = static_cast<int>(pad_begin[1]), conv.pad_right = static_cast<int>(pad_end[1]);
+  const bool sliced = crop[0] != 0 || crop[1] != 0 || q[0] * sh != out_sp[0] || q[1] * sw != out_sp[1];
+  const std::string out_name = im.output_name(c, 0);
+  ValueId y = im.emit(c, conv, {im.value_input(c, 0), wv, bv}, base + "phases", base + "phases");
+  if (groups == 1) {
+    y = im.emit(c, Reshape{{n, sh, sw, co, q[0], q[1]}}, {y}, base + "phases_split", base + "split");
+    y = im.emit(c, Transpose{{0, 3, 4, 1, 5, 2}}, {y}, base + "phases_moved", base + "depth_to_space");
+  } else {
+    y = im.emit(c, Reshape{{n, groups, sh, sw, co_g, q[0], q[1]}}, {y}, base + "phases_split", base + "split");
+    y = im.emit(c, Transpose{{0, 1, 4, 5, 2, 6, 3}}, {y}, base + "phases_moved", base + "depth_to_space");
+  }
+  const Shape full = {n, co, q[0] * sh, q[1] * sw};
+  y = im.emit(c, Reshape{full}, {y}, sliced ? base + "uncropped" : out_name, base + "merge");
+  if (!sliced) return y;
+  Slice crop_slice{{0, 0, crop[0], crop[1]}, {n, co, crop[0] + out_sp[0], crop[1] + out_sp[1]}, {1, 1, 1, 1}};
+  return im.emit(c, crop_slice, {y}, out_name, base + "crop");
 }
 
 }  // namespace
@@ -127,47 +209,9 @@ void convert_conv_transpose(Importer& im, const NodeCtx& c) {
     if (out_sp.back() < 1) node_error(c, "the padding leaves an output of " + to_string(out_sp));
   }
 
-  // A 2-D transposed convolution whose window is its stride, unpadded, one group (U-Net's and
-  // FPN's 2x2/s2 upsampling): each input pixel makes its own s_h x s_w block of outputs, tap
-  // (i, j) at output (y * s_h + i, x * s_w + j). That is a 1x1 convolution to s_h * s_w * Co
-  // channels (channel (i * s_w + j) * Co + o holds tap (i, j) of output channel o), then
-  // DepthToSpace's regrouping (Reshape, Transpose, Reshape), which the layout pass turns into
-  // one transpose of the NHWC bytes: every multiply-add is used, where the zero-inserted form
-  // below multiplies s_h * s_w times as many.
-  const bool window_is_stride = dims == 2 && groups == 1 && k[0] == st[0] && k[1] == st[1] &&
-                                dl[0] == 1 && dl[1] == 1 && op[0] == 0 && op[1] == 0 &&
-                                std::all_of(pb.begin(), pb.end(), [](int64_t p) { return p == 0; }) &&
-                                std::all_of(pe.begin(), pe.end(), [](int64_t p) { return p == 0; });
-  if (window_is_stride) {
-    const int64_t sh = st[0], sw = st[1], blocks = sh * sw, h = xl[2], wd = xl[3];
-    std::vector<float> pointwise(static_cast<size_t>(blocks * co * ci));
-    for (int64_t t = 0; t < blocks; ++t)  // tap (i, j) = (t / sw, t % sw)
-      for (int64_t o = 0; o < co; ++o)
-        for (int64_t i = 0; i < ci; ++i)  // ConvTranspose weights: [Ci, Co, kh, kw]
-          pointwise[static_cast<size_t>((t * co + o) * ci + i)] =
-              w.f[static_cast<size_t>((i * co + o) * blocks + t)];
-    std::vector<float> bias(static_cast<size_t>(co), 0.0f);
-    if (im.has_input(c, 2)) {
-      const HostTensor& bt = im.constant_input(c, 2, "bias");
-      if (!bt.is_float() || bt.f.size() != static_cast<size_t>(co))
-        node_error(c, "bias '" + im.input_name(c, 2) + "' is " + to_string(bt.dims) +
-                          ", expected FLOAT [" + std::to_string(co) + "]");
-      bias = bt.f;
-    }
-    std::vector<float> tiled(static_cast<size_t>(blocks * co));
-    for (int64_t t = 0; t < blocks; ++t)
-      std::copy(bias.begin(), bias.end(), tiled.begin() + t * co);
-    const std::string base = c.name + "/";
-    const ValueId pw = im.add_constant(c.name + "/pointwise_weights", {blocks * co, ci, 1, 1},
-                                       std::move(pointwise), Layout::oihw);
-    const ValueId pb_v = im.add_constant(c.name + "/pointwise_bias", {blocks * co}, std::move(tiled),
-                                         Layout::any);
-    ValueId y = im.emit(c, Conv2d{}, {im.value_input(c, 0), pw, pb_v}, base + "blocks", base + "pointwise");
-    y = im.emit(c, Reshape{{xl[0], sh, sw, co, h, wd}}, {y}, base + "blocks_split", base + "split");
-    y = im.emit(c, Transpose{{0, 3, 4, 1, 5, 2}}, {y}, base + "blocks_moved", base + "depth_to_space");
-    im.define_value(c, 0, im.emit(c, Reshape{{xl[0], co, h * sh, wd * sw}}, {y}, im.output_name(c, 0),
-                                  base + "merge"));
-    return;
+  if (dims == 2 && (st[0] > 1 || st[1] > 1) && dl[0] == 1 && dl[1] == 1) {
+    if (const std::optional<ValueId> y = phase_decomposition(im, c, w, xl, k, st, pb, out_sp, groups))
+      return im.define_value(c, 0, *y);
   }
 
   // The stride-1 convolution's weights: out channel (group, o) reads in channel (group, i) at

@@ -21,6 +21,7 @@ const HostTensor* foldable(const Importer& im, const NodeCtx& c, int i) {
 }
 
 void reshape_to(Importer& im, const NodeCtx& c, const Shape& out) {
+  if (out == im.input_shape(c, 0)) return im.define_alias(c, 0, 0);  // the tensor as it is
   if (const HostTensor* h = foldable(im, c, 0)) return im.define_host(c, 0, host_reshape(*h, out));
   im.define_value(c, 0, im.emit(c, Reshape{out}, {im.value_input(c, 0)}, im.output_name(c, 0)));
 }
@@ -197,6 +198,9 @@ void convert_transpose(Importer& im, const NodeCtx& c) {
     for (int64_t a : attr_ints(c, "perm"))
       t.perm.push_back(to_int(c, a, "attribute 'perm' entry", 0, std::max<int64_t>(r - 1, 0)));
   }
+  bool identity = static_cast<int64_t>(t.perm.size()) == r;
+  for (size_t a = 0; identity && a < t.perm.size(); ++a) identity = t.perm[a] == static_cast<int>(a);
+  if (identity) return im.define_alias(c, 0, 0);
   im.define_value(c, 0, im.emit(c, t, {im.value_input(c, 0)}, im.output_name(c, 0)));
 }
 
@@ -207,6 +211,7 @@ void convert_concat(Importer& im, const NodeCtx& c) {
   const int axis = normalize_axis(c, attr_int(c, "axis", 1), first.size(), "attribute 'axis'");
   std::vector<const HostTensor*> hosts;
   for (int i = 0; i < c.proto->input_size(); ++i) hosts.push_back(foldable(im, c, i));
+  if (hosts.size() == 1) return im.define_alias(c, 0, 0);
   if (std::find(hosts.begin(), hosts.end(), nullptr) == hosts.end()) {
     Shape out = first;
     out[axis] = 0;
@@ -242,6 +247,10 @@ void convert_slice(Importer& im, const NodeCtx& c) {
   }
   const Shape in = im.input_shape(c, 0);
   const Slice s = normalize_slice(c, in, starts, ends, axes, steps);
+  // The whole tensor (GhostNet's out[:, :C] after a Concat of C channels): no copy.
+  if (s.starts == std::vector<int64_t>(in.size(), 0) && s.ends == in &&
+      s.steps == std::vector<int64_t>(in.size(), 1))
+    return im.define_alias(c, 0, 0);
   const HostTensor* h = foldable(im, c, 0);
   if (h && fits_fold(slice_dims(in, s))) return im.define_host(c, 0, host_slice(*h, s));
   im.define_value(c, 0, im.emit(c, s, {im.value_input(c, 0)}, im.output_name(c, 0)));
@@ -339,6 +348,8 @@ void convert_pad(Importer& im, const NodeCtx& c) {
     node_error(c, "pads has " + std::to_string(p.pads.size()) + " entries, expected " +
                       std::to_string(2 * rank) + " (2 per input axis)");
   for (int64_t v : p.pads) to_int(c, v, "a pad", -kMaxPad, kMaxPad);
+  if (std::all_of(p.pads.begin(), p.pads.end(), [](int64_t v) { return v == 0; }))
+    return im.define_alias(c, 0, 0);
   im.define_value(c, 0, im.emit(c, p, {im.value_input(c, 0)}, im.output_name(c, 0)));
 }
 
