@@ -501,6 +501,13 @@ ConvParams default_direct_conv_params(const ConvShape& s, const Halide::Target& 
       else if (p.block.vectors == 3 && ceil_div(vectors, 3) * 3 * 10 > vectors * 11 &&
                s.out_channels % (2 * lanes) == 0)
         p.block.vectors = 2;
+      // Outputs narrower than 7 pixels (one pixel per tile: the list's tiles all need 7) or that
+      // 7-pixel tiles cover badly (an 8-wide row computes 14 columns, the update rounding its
+      // last tile up): the fitted tile. kiln tune --set, 2 threads: a VGG-11 6x6 256 -> 256 3x3
+      // 714 -> 207 us (1x1 -> 4x6); a RepVGG 8x8 192 -> 192 3x3 240 -> 161 us (4x7 -> 3x8).
+      if (p.block.pixels == 1 || ceil_div(s.out_width, p.block.pixels) * p.block.pixels * 10 >
+                                     int64_t{s.out_width} * 11)
+        p.block = fitted_block(s, t, p.block);
       if (p.block.vectors == 4) {
         // A chunk of 4 vectors' weights in L1 (144 steps: 36 KB, as 288 are for 2 vectors), and
         // with 8 or more channel blocks no bands of rows (each block's weights read once per
