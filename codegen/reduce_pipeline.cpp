@@ -14,9 +14,11 @@ KernelPipeline reduction_pipeline(const graph::OpKernelSpec& k, const Halide::Ta
   // Whether the partial results are as wide as the output in its innermost dimension (the
   // reduced axes leave the innermost one), so they can be computed in vectors along it.
   bool vectorize_inner = true;
+  bool rows_in_vectors = false;  // a Softmax along the innermost axis alone
   if (const auto* sm = std::get_if<graph::Softmax>(&k.op)) {
     a = generators::ops::softmax(inputs[0], in, *sm);
     vectorize_inner = sm->axis != last && !sm->coerce_2d;
+    rows_in_vectors = sm->axis == last;
   } else {
     graph::Reduce r;
     if (const auto* rm = std::get_if<graph::Reduce>(&k.op)) {
@@ -31,7 +33,7 @@ KernelPipeline reduction_pipeline(const graph::OpKernelSpec& k, const Halide::Ta
   if (target.has_gpu_feature()) {
     schedules::schedule_reduction_gpu(f, a.partials, target);
   } else {
-    schedules::schedule_reduction_cpu(f, a.partials, vectorize_inner, target);
+    schedules::schedule_reduction_cpu(f, a.partials, vectorize_inner, target, rows_in_vectors);
   }
   constrain([&](int d) { return a.out.output_buffer().dim(d); }, k.output.shape);
   return KernelPipeline{Halide::Pipeline(a.out), inputs};

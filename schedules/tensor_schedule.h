@@ -14,9 +14,12 @@ namespace kiln::schedules {
 // themselves (each a Func with one update over an RDom, e.g. a sum, or Softmax's maximum and
 // sum). CPU: each partial computed once, parallel over its outer rows and, with
 // `vectorize_inner` (the partials are as wide as `out` in its innermost dimension), vectorized
-// along it; `out` as an elementwise kernel.
+// along it; with `rows_in_vectors` instead (a reduction along the innermost axis only, such as
+// an attention's Softmax over its last axis), vectorized across the rows of the next dimension,
+// each lane reducing a row of its own; `out` as an elementwise kernel.
 void schedule_reduction_cpu(const ElementwiseFuncs& out, const std::vector<Halide::Func>& partials,
-                            bool vectorize_inner, const Halide::Target& target);
+                            bool vectorize_inner, const Halide::Target& target,
+                            bool rows_in_vectors = false);
 // GPU: each partial a kernel of one thread per result, `out` an elementwise one.
 void schedule_reduction_gpu(const ElementwiseFuncs& out, const std::vector<Halide::Func>& partials,
                             const Halide::Target& target);

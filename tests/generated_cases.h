@@ -325,6 +325,14 @@ inline std::vector<OpCase> op_cases() {
        {{3, 4, 5}}, Layout::any, {}, 1e-5, 1e-5},
       {"hardmax_last_axis", graph::Softmax{1, false, graph::SoftmaxKind::hardmax}, {{5, 40}}},
       {"hardmax_coerce_2d", graph::Softmax{1, true, graph::SoftmaxKind::hardmax}, {{2, 3, 4, 5}}},
+      // Along the last axis of many rows (an attention's scores): one row per vector lane, the
+      // last vector of rows partial (37 and 20 rows).
+      {"softmax_last_axis_rows_in_vectors", graph::Softmax{3, false}, {{2, 3, 37, 19}}, Layout::any, {},
+       1e-5, 1e-5, -4.0f, 4.0f},
+      {"log_softmax_last_axis_rows_in_vectors", graph::Softmax{2, false, graph::SoftmaxKind::log_softmax},
+       {{3, 20, 24}}, Layout::any, {}, 1e-5, 1e-5, -4.0f, 4.0f},
+      {"hardmax_last_axis_rows_in_vectors", graph::Softmax{2, false, graph::SoftmaxKind::hardmax},
+       {{2, 17, 9}}},
       {"tile_three_axes", graph::Tile{{2, 1, 3}}, {{2, 3, 5}}},
       // LayerNorm: rows of a vector multiple (ConvNeXt's 48 channels, many rows in parallel),
       // an odd row over two axes without bias, parameters with leading 1s, a single row.
