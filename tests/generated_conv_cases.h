@@ -51,6 +51,11 @@ inline std::vector<ConvCase> conv_cases() {
       {"depthwise_3x3_hard_swish", 1, 14, 14, 32, 32, 3, 1, 1, Tail::hard_swish, 32},
       {"depthwise_5x5_stride2_silu", 2, 15, 15, 40, 40, 5, 2, 2, Tail::silu, 40},
       {"depthwise_3x3_odd_channels_sigmoid", 1, 9, 9, 19, 19, 3, 1, 1, Tail::sigmoid, 19},
+      // Fewer channels than a vector: vectors of 8 or 4 lanes (GhostNet's 8-channel cheap
+      // operations), 12 channels as two 8-lane vectors shifted inwards, a stride of 2.
+      {"depthwise_8_channels_relu", 1, 13, 19, 8, 8, 3, 1, 1, Tail::relu, 8},
+      {"depthwise_12_channels_stride2_silu", 2, 11, 10, 12, 12, 3, 2, 1, Tail::silu, 12},
+      {"depthwise_4_channels_5x5_residual_relu_bn", 1, 9, 12, 4, 4, 5, 1, 2, Tail::residual_relu_bn, 4},
       // Grouped: generated whatever follows them.
       {"grouped_32x4_relu", 1, 14, 14, 128, 128, 3, 1, 1, Tail::relu, 32},
       {"grouped_4x32_silu", 1, 10, 10, 64, 128, 3, 1, 1, Tail::silu, 4},
