@@ -21,10 +21,8 @@ output name with characters outside [A-Za-z0-9._-] replaced by '_', as `kiln run
 files).
 """
 
-import argparse
 import math
 import os
-import re
 import sys
 import zlib
 
@@ -34,8 +32,9 @@ from onnx import TensorProto, helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from make_models import IR_VERSION, OPSET, RELU_GAIN, GraphBuilder  # noqa: E402
-from more_families import (SILU_GAIN, classifier, f32, flops, i64, silu,  # noqa: E402
-                           upsample_nearest)
+from make_models import _basic_block as basic_block  # noqa: E402
+from more_families import (SILU_GAIN, classifier, f32, i64, silu,  # noqa: E402
+                           upsample_nearest, write_models)
 
 
 # ---- shared pieces ---------------------------------------------------------------------------
@@ -288,27 +287,13 @@ def build_effnetv2_mini(g):
 
 # ---- d. CenterNet (msra_resnet-like: ResNet backbone, 3 deconvs, three heads) ---------------
 def build_centernet_mini(g):
-    def basic_block(x, p, cin, cout, stride):
-        s = "/" + "/".join(p.split(".")[:1] + [p])
-        h = g.conv(x, f"{s}/conv1", f"{p}.conv1", cin, cout, 3, stride, 1)
-        h = g.batch_norm(h, f"{s}/bn1", f"{p}.bn1", cout)
-        h = g.relu(h, f"{s}/relu")
-        h = g.conv(h, f"{s}/conv2", f"{p}.conv2", cout, cout, 3, 1, 1)
-        h = g.batch_norm(h, f"{s}/bn2", f"{p}.bn2", cout, gamma_range=(0.2, 0.5))
-        sc = x
-        if stride != 1 or cin != cout:
-            sc = g.conv(x, f"{s}/downsample/downsample.0", f"{p}.downsample.0", cin, cout, 1,
-                        stride, gain=1.0)
-            sc = g.batch_norm(sc, f"{s}/downsample/downsample.1", f"{p}.downsample.1", cout)
-        return g.relu(g.node("Add", [h, sc], s), f"{s}/relu_1")
-
     x = g.conv("input", "/conv1", "conv1", 3, 32, 7, 2, 3)                          # 64
     x = g.batch_norm(x, "/bn1", "bn1", 32)
     x = g.relu(x, "/relu")
     x = g.max_pool(x, "/maxpool", 3, 2, 1)                                          # 32
     c = 32
     for li, (cout, stride) in enumerate([(32, 1), (64, 2), (96, 2), (128, 2)]):     # 32..4
-        x = basic_block(x, f"layer{li + 1}.0", c, cout, stride)
+        x, _ = basic_block(g, x, f"layer{li + 1}.0", c, cout, stride)  # torchvision's
         c = cout
     # deconv_layers: 3 x (ConvTranspose2d(c, 64, 4, stride 2, padding 1, bias=False), BN, ReLU)
     for i in range(3):                                                              # 8, 16, 32
@@ -653,52 +638,8 @@ def build(name, seed):
     return g.finish(name, x, **kw)
 
 
-def sanitize(name):
-    return re.sub(r"[^A-Za-z0-9._-]", "_", name)
-
-
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("outdir", help="directory for the .onnx, input and reference files")
-    ap.add_argument("--models", default=",".join(BUILDERS))
-    ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args(argv)
-    import onnxruntime as ort
-    names = [m.strip() for m in args.models.split(",") if m.strip()]
-    unknown = [m for m in names if m not in BUILDERS]
-    if unknown:
-        ap.error(f"unknown model(s) {unknown}; choose from {','.join(BUILDERS)}")
-    os.makedirs(args.outdir, exist_ok=True)
-    for name in names:
-        model = build(name, args.seed)
-        onnx.checker.check_model(model, full_check=True)
-        path = os.path.join(args.outdir, f"{name}.onnx")
-        with open(path, "wb") as f:
-            f.write(model.SerializeToString(deterministic=True))
-        so = ort.SessionOptions()
-        so.intra_op_num_threads = 2
-        sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-        inp, outs = sess.get_inputs()[0], sess.get_outputs()
-        x = (np.random.default_rng(args.seed).random(inp.shape, dtype=np.float32) * 2 - 1)
-        ys = sess.run([o.name for o in outs], {inp.name: x})
-        np.save(os.path.join(args.outdir, f"{name}.input.npy"), x)
-        np.save(os.path.join(args.outdir, f"{name}.ort.npy"), ys[0])
-        if len(outs) > 1:
-            for o, y in zip(outs, ys):
-                np.save(os.path.join(args.outdir, f"{name}.ort.{sanitize(o.name)}.npy"), y)
-        counts = {}
-        for n in model.graph.node:
-            counts[n.op_type] = counts.get(n.op_type, 0) + 1
-        ok = all(np.isfinite(y).all() for y in ys)
-        stats = "; ".join(f"{o.name} {list(y.shape)} mean {y.mean():.4g} std {y.std():.4g} "
-                          f"min {y.min():.4g} max {y.max():.4g}" for o, y in zip(outs, ys))
-        print(f"{name}: {path}, {len(model.graph.node)} nodes, {flops(model) / 1e9:.2f} GFLOP "
-              f"(Conv/ConvTranspose/Gemm), finite={ok}\n  ORT: {stats}\n  ops: "
-              + ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1])),
-              flush=True)
-        if not ok:
-            raise RuntimeError(f"{name}: non-finite ORT output")
-    return 0
+    return write_models(BUILDERS, build, argv, __doc__.split("\n\n")[0])
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ former).
 import argparse
 import math
 import os
+import re
 import sys
 import zlib
 
@@ -742,15 +743,25 @@ def flops(model):
     return total
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def sanitize(name):
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name)
+
+
+def write_models(builders, build, argv, description):
+    """Writes each model of `builders` (name -> builder) that --models names, with its input and
+    onnxruntime's outputs, as the module docstrings describe; the command line of both scripts."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("outdir", help="directory for the .onnx, input and reference files")
-    ap.add_argument("--models", default=",".join(BUILDERS))
+    ap.add_argument("--models", default=",".join(builders))
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     import onnxruntime as ort
+    names = [m.strip() for m in args.models.split(",") if m.strip()]
+    unknown = [m for m in names if m not in builders]
+    if unknown:
+        ap.error(f"unknown model(s) {unknown}; choose from {','.join(builders)}")
     os.makedirs(args.outdir, exist_ok=True)
-    for name in args.models.split(","):
+    for name in names:
         model = build(name, args.seed)
         onnx.checker.check_model(model, full_check=True)
         path = os.path.join(args.outdir, f"{name}.onnx")
@@ -759,23 +770,31 @@ def main(argv=None):
         so = ort.SessionOptions()
         so.intra_op_num_threads = 2
         sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-        inp, out = sess.get_inputs()[0], sess.get_outputs()[0]
+        inp, outs = sess.get_inputs()[0], sess.get_outputs()
         x = (np.random.default_rng(args.seed).random(inp.shape, dtype=np.float32) * 2 - 1)
-        (y,) = sess.run([out.name], {inp.name: x})
+        ys = sess.run([o.name for o in outs], {inp.name: x})
         np.save(os.path.join(args.outdir, f"{name}.input.npy"), x)
-        np.save(os.path.join(args.outdir, f"{name}.ort.npy"), y)
+        np.save(os.path.join(args.outdir, f"{name}.ort.npy"), ys[0])
+        if len(outs) > 1:
+            for o, y in zip(outs, ys):
+                np.save(os.path.join(args.outdir, f"{name}.ort.{sanitize(o.name)}.npy"), y)
         counts = {}
         for n in model.graph.node:
             counts[n.op_type] = counts.get(n.op_type, 0) + 1
-        ok = np.isfinite(y).all()
-        print(f"{name}: {path}, {len(model.graph.node)} nodes, {flops(model) / 1e9:.2f} GFLOP, "
-              f"ORT out {out.name} {list(y.shape)} finite={ok} mean {y.mean():.4g} "
-              f"std {y.std():.4g} min {y.min():.4g} max {y.max():.4g}\n  ops: "
+        ok = all(np.isfinite(y).all() for y in ys)
+        stats = "; ".join(f"{o.name} {list(y.shape)} mean {y.mean():.4g} std {y.std():.4g} "
+                          f"min {y.min():.4g} max {y.max():.4g}" for o, y in zip(outs, ys))
+        print(f"{name}: {path}, {len(model.graph.node)} nodes, {flops(model) / 1e9:.2f} GFLOP "
+              f"(Conv/ConvTranspose/Gemm), finite={ok}\n  ORT: {stats}\n  ops: "
               + ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1])),
               flush=True)
         if not ok:
             raise RuntimeError(f"{name}: non-finite ORT output")
     return 0
+
+
+def main(argv=None):
+    return write_models(BUILDERS, build, argv, __doc__.split("\n\n")[0])
 
 
 if __name__ == "__main__":
