@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "graph/passes/passes.h"
+#include "graph/passes/pattern_util.h"
 #include "graph/shape_inference.h"
 
 namespace kiln::graph {
@@ -32,19 +33,10 @@ struct Affine {
   std::string label;
 };
 
-std::optional<Affine> batch_norm_affine(const Graph& g, const Node& n, const BatchNorm& bn) {
-  for (size_t k = 1; k < 5; ++k)
-    if (!g.value(n.inputs[k]).is_constant()) return std::nullopt;
-  const std::vector<float>& gamma = *g.value(n.inputs[1]).data;
-  const std::vector<float>& beta = *g.value(n.inputs[2]).data;
-  const std::vector<float>& mean = *g.value(n.inputs[3]).data;
-  const std::vector<float>& var = *g.value(n.inputs[4]).data;
-  Affine a{{}, {}, "batchnorm (folded)"};
-  for (size_t c = 0; c < gamma.size(); ++c) {
-    a.scale.push_back(gamma[c] / std::sqrt(static_cast<double>(var[c]) + bn.epsilon));
-    a.shift.push_back(beta[c] - mean[c] * a.scale.back());
-  }
-  return a;
+std::optional<Affine> batch_norm_fold(const Graph& g, const Node& n, int64_t channels) {
+  std::optional<patterns::ChannelAffine> a = patterns::batch_norm_affine(g, n, channels);
+  if (!a) return std::nullopt;
+  return Affine{std::move(a->scale), std::move(a->shift), "batchnorm (folded)"};
 }
 
 // x op c with x the conv output ([N, C, H, W], or [N, H, W, C] in NHWC) and c a constant that
@@ -121,7 +113,7 @@ Graph fold_batch_norm(const Graph& input) {
     const Value& w = g.value(conv->inputs[1]);
     const FilterDims f = filter_dims(w.shape, w.layout);
     const std::optional<Affine> a =
-        bn ? batch_norm_affine(g, nodes[i], *bn) : binary_affine(g, nodes[i], *bin, x, f.co);
+        bn ? batch_norm_fold(g, nodes[i], f.co) : binary_affine(g, nodes[i], *bin, x, f.co);
     if (!a || static_cast<int64_t>(a->scale.size()) != f.co) continue;
 
     // Double precision: the folded constants are computed once and reused forever.

@@ -7,13 +7,13 @@
 // 3x3 convolution, ACNet's 3x3 + 1x3 + 3x1 one 3x3: one kernel instead of three, no branch tensor
 // written or read. Runs after fold_batch_norm, which puts the branches' BatchNorms into their
 // weights, and before fuse_epilogues, which would make one branch the other's residual.
-#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "graph/passes/passes.h"
+#include "graph/passes/pattern_util.h"
 #include "graph/shape_inference.h"
 
 namespace kiln::graph {
@@ -82,30 +82,19 @@ class Merger {
   // v as a per-channel affine map of x (x itself, or a BatchNorm of x with constant parameters
   // that the Add `reader` alone reads): scale and shift per channel, and the BatchNorm's node.
   struct Affine {
-    std::vector<double> scale, shift;
+    patterns::ChannelAffine map;
     std::optional<size_t> node;
   };
   std::optional<Affine> affine_of(ValueId v, ValueId x, size_t reader, int64_t channels) const {
     const auto n = static_cast<size_t>(channels);
-    if (v == x) return Affine{std::vector<double>(n, 1.0), std::vector<double>(n, 0.0), std::nullopt};
+    if (v == x) return Affine{{std::vector<double>(n, 1.0), std::vector<double>(n, 0.0)}, std::nullopt};
     const size_t p = producer_[v.index];
     if (p == SIZE_MAX || g_.is_graph_output(v) || uses_[v.index].size() != 1 ||
-        uses_[v.index][0].index != reader)
+        uses_[v.index][0].index != reader || nodes_[p].inputs.empty() || nodes_[p].inputs[0] != x)
       return std::nullopt;
-    const auto* bn = std::get_if<BatchNorm>(&nodes_[p].op);
-    if (!bn || nodes_[p].inputs.size() != 5 || nodes_[p].inputs[0] != x) return std::nullopt;
-    std::vector<const std::vector<float>*> param;
-    for (size_t k = 1; k < 5; ++k) {
-      const Value& c = g_.value(nodes_[p].inputs[k]);
-      if (!c.is_constant() || num_elements(c.shape) != channels) return std::nullopt;
-      param.push_back(c.data.get());
-    }
-    Affine a{{}, {}, p};
-    for (size_t c = 0; c < n; ++c) {
-      a.scale.push_back((*param[0])[c] / std::sqrt(static_cast<double>((*param[3])[c]) + bn->epsilon));
-      a.shift.push_back((*param[1])[c] - (*param[2])[c] * a.scale.back());
-    }
-    return a;
+    std::optional<patterns::ChannelAffine> a = patterns::batch_norm_affine(g_, nodes_[p], channels);
+    if (!a) return std::nullopt;
+    return Affine{std::move(*a), p};
   }
 
   // Adds the Add's operand `other` into the convolution producing `v`; false if it cannot.
@@ -158,8 +147,8 @@ class Merger {
       const std::optional<Affine> a = affine_of(other, x, add, f.co);
       if (!a) return false;
       for (int64_t o = 0; o < f.co; ++o) {
-        weights[weight_index(f, w.layout, o, o % f.ci, cy, cx)] += a->scale[o];
-        bias[o] += a->shift[o];
+        weights[weight_index(f, w.layout, o, o % f.ci, cy, cx)] += a->map.scale[o];
+        bias[o] += a->map.shift[o];
       }
       merged.computes.push_back(a->node ? "batchnorm of the input (merged)" : "the input (merged)");
       if (a->node) absorbed.push_back(*a->node);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <cmath>
 #include <optional>
 #include <vector>
 
@@ -45,6 +46,31 @@ class View {
   const Graph& g_;
   const std::vector<std::vector<NodeId>> uses_;
 };
+
+// An inference BatchNorm node as the per-channel affine map it is, out = x * scale[c] +
+// shift[c] with scale = gamma / sqrt(var + eps), computed in double: for fold_batch_norm and
+// merge_parallel_convs. nullopt unless its parameters are constants of `channels` elements.
+struct ChannelAffine {
+  std::vector<double> scale, shift;
+};
+inline std::optional<ChannelAffine> batch_norm_affine(const Graph& g, const Node& n, int64_t channels) {
+  const auto* bn = std::get_if<BatchNorm>(&n.op);
+  if (!bn || n.inputs.size() != 5) return std::nullopt;
+  for (size_t k = 1; k < 5; ++k) {
+    const Value& p = g.value(n.inputs[k]);
+    if (!p.is_constant() || num_elements(p.shape) != channels) return std::nullopt;
+  }
+  const std::vector<float>& gamma = *g.value(n.inputs[1]).data;
+  const std::vector<float>& beta = *g.value(n.inputs[2]).data;
+  const std::vector<float>& mean = *g.value(n.inputs[3]).data;
+  const std::vector<float>& var = *g.value(n.inputs[4]).data;
+  ChannelAffine a;
+  for (size_t c = 0; c < gamma.size(); ++c) {
+    a.scale.push_back(gamma[c] / std::sqrt(static_cast<double>(var[c]) + bn->epsilon));
+    a.shift.push_back(beta[c] - mean[c] * a.scale.back());
+  }
+  return a;
+}
 
 // Each group (node indices, one group per match, disjoint) becomes the node `make(k, g)` returns
 // for group k, placed where the group's last node was (its inputs all exist by then); the
