@@ -445,9 +445,9 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
   // Blocked weights read back in HWIO order: the algorithm sees (co, ci, kx, ky) either way.
   Halide::Func weights = inputs[1];
   using generators::ops::Bf16Widen;
-  const Bf16Widen widen = !k.bf16 ? Bf16Widen::none
-                          : target.has_feature(Halide::Target::AVX512_SapphireRapids) ? Bf16Widen::cast
-                                                                                      : Bf16Widen::bits;
+  const Bf16Widen widen = !k.bf16                                 ? Bf16Widen::none
+                          : schedules::bf16_dot_products(target) ? Bf16Widen::cast
+                                                                 : Bf16Widen::bits;
   if (k.bf16) {
     Halide::Var co("co"), ci("ci"), kx("kx"), ky("ky");
     weights = Halide::Func("weights");

@@ -9,6 +9,12 @@
 
 namespace kiln::schedules {
 
+// Whether bf16 pairs times bf16 pairs summed into float32 lanes is one instruction on `target`
+// (vdpbf16ps, AVX512_BF16: Halide's avx512_sapphirerapids feature).
+inline bool bf16_dot_products(const Halide::Target& target) {
+  return target.has_feature(Halide::Target::AVX512_SapphireRapids);
+}
+
 struct ConvParams;  // schedules/conv_params.h: a schedule's family and knobs
 
 struct ConvFuncs {
@@ -33,8 +39,10 @@ struct ConvFuncs {
   // a band of rows at a time): it gets no parallel loop of its own.
   bool in_task = false;
   // bfloat16 multiply-adds: input_padded is bfloat16 and the update sums f32(bf16) products.
-  // The schedule takes r.x (even) in pairs, innermost and vectorized with the output channels
-  // under atomic(), which Halide lowers to vdpbf16ps on targets with AVX512_BF16.
+  // Where the target has the dot-product instruction (bf16_dot_products), the schedule takes
+  // r.x (even) in pairs, innermost and vectorized with the output channels under atomic(),
+  // which Halide lowers to vdpbf16ps; elsewhere it keeps the float32 loop order, each bf16
+  // operand widened to a float32 by a shift.
   bool bf16 = false;
   // The weights and bias may be read past out_channels up to the next multiple of 16 (blocked
   // weights, zero-padded, and a clamped bias: codegen's conv_pipeline): when the channel count

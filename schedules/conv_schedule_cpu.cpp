@@ -109,7 +109,7 @@ void schedule_conv_cpu(const ConvFuncs& f, const ConvParams& p, const Target& ta
   if (whole_blocks) acc.bound_extent(co, channels);
   if (masked) acc.bound_extent(co, vec);
   Halide::Stage update = acc.update();
-  if (f.bf16) {
+  if (f.bf16 && bf16_dot_products(target)) {
     // Input-channel pairs innermost: each 2-lane pair times a vector of output channels is one
     // dot-product instruction (vdpbf16ps) on a weight vector and a broadcast input pair.
     Halide::RVar pair("pair"), pairs("pairs");

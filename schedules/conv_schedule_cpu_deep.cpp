@@ -71,7 +71,7 @@ void schedule_conv_cpu_deep(const ConvFuncs& f, const ConvParams& p, const Targe
   if (whole_blocks) acc.bound_extent(co, channels);
   Halide::Stage update = acc.update();
   update.split(x, xo, xi, p.block.pixels, TailStrategy::RoundUp);
-  if (f.bf16) {
+  if (f.bf16 && bf16_dot_products(target)) {
     // Input-channel pairs innermost (see schedule_conv_cpu): the chunk counts pairs.
     RVar pair("pair"), pairs("pairs");
     const Expr taps = f.r.y.extent() * f.r.z.extent();

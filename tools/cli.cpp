@@ -281,7 +281,7 @@ std::string precision_note(const graph::Graph& optimized, int cpu_target) {
             "dot products (vdpbf16ps)"
       : native ? "dot products on AVX512_BF16 (vdpbf16ps)"
                : "this CPU target has no AVX512_BF16: the same bf16 products as float32 "
-                 "multiply-adds (correct, not faster)";
+                 "multiply-adds (correct, but slower than --precision f32)";
   return "precision: bf16 in " + std::to_string(bf16) + " of " + std::to_string(convs) +
          " convolutions (the others, and every other op, f32); " + how;
 }
