@@ -24,6 +24,14 @@ const std::vector<std::string>& target_table() {
   return t;
 }
 
+// CPUID leaf 7, sub-leaf 1, EAX: AVX-VNNI (bit 4) and AVX512_BF16 (bit 5). Read directly:
+// clang 14's __builtin_cpu_supports knows neither name.
+bool leaf7_subleaf1_eax_bit(unsigned bit) {
+  unsigned eax, ebx, ecx, edx;
+  if (!__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) return false;
+  return (eax >> bit) & 1u;
+}
+
 bool feature_supported(const std::string& f) {
   __builtin_cpu_init();
   if (f == "sse41") return __builtin_cpu_supports("sse4.1");
@@ -46,8 +54,8 @@ bool feature_supported(const std::string& f) {
     return feature_supported("avx512_skylake") && __builtin_cpu_supports("avx512ifma") &&
            __builtin_cpu_supports("avx512vbmi");
   if (f == "avx512_sapphirerapids")
-    return feature_supported("avx512_cannonlake") && __builtin_cpu_supports("avx512bf16") &&
-           __builtin_cpu_supports("avxvnni") && __builtin_cpu_supports("avx512vnni") &&
+    return feature_supported("avx512_cannonlake") && leaf7_subleaf1_eax_bit(5) &&
+           leaf7_subleaf1_eax_bit(4) && __builtin_cpu_supports("avx512vnni") &&
            __builtin_cpu_supports("avx512vbmi2") && __builtin_cpu_supports("avx512bitalg") &&
            __builtin_cpu_supports("avx512vpopcntdq");
   if (f == "tsan") return true;  // instrumentation for ThreadSanitizer (the tsan preset), not a CPU feature

@@ -24,6 +24,7 @@
 #include "cli.h"
 #include "npy.h"
 #include "onnx_test_models.h"
+#include "sanitizers.h"
 
 namespace {
 
@@ -90,7 +91,7 @@ class CliRunBench : public testing::Test {
 
 // AddressSanitizer reserves terabytes of address space at start, so a command run under an
 // address-space limit (ulimit -v) dies before it starts: the tests that need one say so.
-#ifdef __SANITIZE_ADDRESS__
+#ifdef KILN_TEST_ASAN
 constexpr bool kAddressSpaceLimitsWork = false;
 #else
 constexpr bool kAddressSpaceLimitsWork = true;

@@ -21,6 +21,7 @@
 #include "graph/serialize.h"
 #include "graph/shape_inference.h"
 #include "graph_test_util.h"
+#include "sanitizers.h"
 
 namespace kiln::graph {
 namespace {
@@ -281,7 +282,7 @@ int refused_within_1gib(const std::string& path, const std::string& what) {
 // A .weights path that never ends or that is gigabytes of something else fails before the
 // reader allocates for it.
 TEST(Serialize, UnboundedFilesAreRefusedBeforeReading) {
-#ifdef __SANITIZE_ADDRESS__
+#ifdef KILN_TEST_ASAN
   GTEST_SKIP() << "built with AddressSanitizer, which reserves more address space than the "
                   "1 GiB limit (RLIMIT_AS) this test reads under";
 #endif
