@@ -179,6 +179,16 @@ void schedule_depthwise_cpu(const DepthwiseFuncs& f, const ConvParams& p,
         .unroll(f.r.x)
         .unroll(f.r.y);
   }
+  // Wider windows at stride 1 (ConvNeXt's 7x7, EfficientNet's 5x5) unroll the taps of a row
+  // the same way: a tile's 8 pixels then read 8 + Kw - 1 input vectors per row of the window,
+  // not 8 * Kw.
+  acc.update()
+      .specialize(f.r.x.extent() <= 7 && f.stride_x == 1 && f.dilation_x == 1)
+      .reorder(f.c, f.x, f.r.x, f.r.y)
+      .vectorize(f.c, vec, TailStrategy::GuardWithIf)
+      .unroll(f.c)
+      .unroll(f.x)
+      .unroll(f.r.x);
   acc.update()
       .reorder(f.c, f.x, f.r.x, f.r.y)
       .vectorize(f.c, vec, TailStrategy::GuardWithIf)

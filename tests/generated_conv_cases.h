@@ -56,6 +56,9 @@ inline std::vector<ConvCase> conv_cases() {
       {"depthwise_8_channels_relu", 1, 13, 19, 8, 8, 3, 1, 1, Tail::relu, 8},
       {"depthwise_12_channels_stride2_silu", 2, 11, 10, 12, 12, 3, 2, 1, Tail::silu, 12},
       {"depthwise_4_channels_5x5_residual_relu_bn", 1, 9, 12, 4, 4, 5, 1, 2, Tail::residual_relu_bn, 4},
+      // ConvNeXt's 7x7 at stride 1, its taps of a row unrolled: a row narrower than the tile
+      // is cut into tiles of 4 and 1, a last vector shifted inwards.
+      {"depthwise_7x7_odd_width_relu", 1, 10, 13, 24, 24, 7, 1, 3, Tail::relu, 24},
       // Grouped: generated whatever follows them.
       {"grouped_32x4_relu", 1, 14, 14, 128, 128, 3, 1, 1, Tail::relu, 32},
       {"grouped_4x32_silu", 1, 10, 10, 64, 128, 3, 1, 1, Tail::silu, 4},
