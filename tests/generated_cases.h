@@ -266,6 +266,13 @@ inline std::vector<OpCase> op_cases() {
       {"gemm_fc_transposed_b_bias", Gemm{false, true, 1.0f, 1.0f}, {{1, 512}, {1000, 512}, {1000}},
        Layout::any, {false, true, true}, 1e-4, 1e-4},
       {"gemm_batch_3_odd", Gemm{false, false, 1.0f, 1.0f}, {{3, 37}, {37, 21}, {1, 21}}, Layout::any, {}, 1e-4, 1e-4},
+      // Matrix-vector products large enough to sum their rows in chunks (schedule_matmul_cpu):
+      // two rows, a row count no chunk divides, columns no vector divides; B a graph input,
+      // as given and transposed.
+      {"gemm_matvec_chunked_odd", Gemm{false, false, 1.0f, 1.0f}, {{2, 1001}, {1001, 300}, {300}},
+       Layout::any, {}, 1e-4, 1e-4},
+      {"gemm_matvec_chunked_transposed_b", Gemm{false, true, 0.5f, 1.0f}, {{1, 777}, {345, 777}},
+       Layout::any, {}, 1e-4, 1e-4},
       {"gemm_transposed_a_row_bias_scaled", Gemm{true, false, 0.5f, 2.0f}, {{19, 6}, {19, 40}, {6, 1}}, Layout::any, {}, 1e-4, 1e-4},
       {"gemm_both_transposed_full_bias", Gemm{true, true, 1.5f, -1.0f}, {{8, 9}, {33, 8}, {9, 33}}, Layout::any, {}, 1e-4, 1e-4},
       {"gemm_scalar_bias_no_vector", Gemm{false, false, 1.0f, 1.0f}, {{5, 7}, {7, 3}, {1}}, Layout::any, {}, 1e-4, 1e-4},
