@@ -164,36 +164,28 @@ void schedule_depthwise_cpu(const DepthwiseFuncs& f, const ConvParams& p,
       .vectorize(f.c, vec, TailStrategy::GuardWithIf)
       .unroll(f.c)
       .unroll(f.x);
+  // The update of a register tile: channel vectors by pixels, both unrolled, over the taps;
+  // `taps` unrolls that many of the tap loops (0: none, 1: a window row, 2: the whole window).
+  const auto tile_update = [&](Halide::Stage s, int taps) {
+    s.reorder(f.c, f.x, f.r.x, f.r.y)
+        .vectorize(f.c, vec, TailStrategy::GuardWithIf)
+        .unroll(f.c)
+        .unroll(f.x);
+    if (taps >= 1) s.unroll(f.r.x);
+    if (taps >= 2) s.unroll(f.r.y);
+  };
   // 3x3 kernels unroll their taps; at stride 1 or 2 (dilation 1) the pixels of a tile then
   // read overlapping input columns at constant offsets, and each input vector is loaded once
   // for up to 3 pixels (stride 1) or 2 (stride 2) instead of once per (pixel, tap).
   const Expr k3 = f.r.x.extent() == 3 && f.r.y.extent() == 3;
   for (const Expr& cond : {k3 && f.stride_x == 1 && f.dilation_x == 1,
-                           k3 && f.stride_x == 2 && f.dilation_x == 1, k3}) {
-    acc.update()
-        .specialize(cond)
-        .reorder(f.c, f.x, f.r.x, f.r.y)
-        .vectorize(f.c, vec, TailStrategy::GuardWithIf)
-        .unroll(f.c)
-        .unroll(f.x)
-        .unroll(f.r.x)
-        .unroll(f.r.y);
-  }
+                           k3 && f.stride_x == 2 && f.dilation_x == 1, k3})
+    tile_update(acc.update().specialize(cond), 2);
   // Wider windows at stride 1 (ConvNeXt's 7x7, EfficientNet's 5x5) unroll the taps of a row
   // the same way: a tile's 8 pixels then read 8 + Kw - 1 input vectors per row of the window,
   // not 8 * Kw.
-  acc.update()
-      .specialize(f.r.x.extent() <= 7 && f.stride_x == 1 && f.dilation_x == 1)
-      .reorder(f.c, f.x, f.r.x, f.r.y)
-      .vectorize(f.c, vec, TailStrategy::GuardWithIf)
-      .unroll(f.c)
-      .unroll(f.x)
-      .unroll(f.r.x);
-  acc.update()
-      .reorder(f.c, f.x, f.r.x, f.r.y)
-      .vectorize(f.c, vec, TailStrategy::GuardWithIf)
-      .unroll(f.c)
-      .unroll(f.x);
+  tile_update(acc.update().specialize(f.r.x.extent() <= 7 && f.stride_x == 1 && f.dilation_x == 1), 1);
+  tile_update(acc.update(), 0);
   // In place, the zero padding is read where it is: Halide's boundary condition marks the
   // interior as likely, so the loops over the border pixels are split off and the rest run
   // without a test. Against the staged padded band (an extra read and write of the input) with
