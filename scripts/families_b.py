@@ -4,7 +4,7 @@
 ConvTranspose decoder and three heads, an EfficientDet BiFPN with its shared heads, VGG-11,
 MobileViT, SKNet): opset 13, float32, batch 1, random seeded weights, BatchNorms unfolded, in
 the form torch.onnx (timm / torchvision / the reference repositories) exports them, built with
-make_models.GraphBuilder and the helpers of more_families.py.
+make_models.GraphBuilder and the helpers of family_common.py.
 Not part of the tests: like more_families.py they are for checking Kiln on families it was not
 tuned on, and for benchmarking it against the peers:
 
@@ -33,7 +33,7 @@ from onnx import TensorProto, helper
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from make_models import IR_VERSION, OPSET, RELU_GAIN, GraphBuilder  # noqa: E402
 from make_models import _basic_block as basic_block  # noqa: E402
-from more_families import (SILU_GAIN, classifier, f32, i64, silu,  # noqa: E402
+from family_common import (SILU_GAIN, classifier, f32, i64, silu,  # noqa: E402
                            upsample_nearest, write_models)
 
 
