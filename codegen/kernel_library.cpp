@@ -1,6 +1,7 @@
 // Compiling generated kernels ahead of time, and the shared-object cache the `kiln` tool and
 // the tests load them from.
 #include "codegen/kernel_library.h"
+#include "codegen/file_cache.h"
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -8,7 +9,6 @@
 #include <chrono>
 #include <fstream>
 #include <map>
-#include <random>
 #include <sstream>
 
 #include "Halide.h"
@@ -134,12 +134,6 @@ std::string cpp_string(const std::string& s) {
 }
 
 
-std::string read_text(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return f ? s.str() : "";
-}
 
 std::vector<std::string> default_targets() {
   const int best = runtime::best_cpu_target();
@@ -150,13 +144,27 @@ std::vector<std::string> default_targets() {
 // GPU kernels through OpenCL (Backend::opencl): baseline x86-64 host code.
 constexpr const char* kOpenClTarget = "x86-64-linux-opencl";
 
-fs::path unique_dir(const fs::path& parent, const std::string& stem) {
-  std::random_device rd;
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    fs::path p = parent / (stem + "-" + std::to_string(getpid()) + "-" + std::to_string(rd()));
-    if (fs::create_directories(p)) return p;
+
+// What a compiled kernel depends on besides its spec: the toolchain, the targets and which
+// bf16 kernels they get.
+std::string toolchain_key(const std::vector<std::string>& targets, const Bf16Kernels& bf16) {
+  std::string key = toolchain_identity() + "targets";
+  for (const std::string& t : targets) key += " " + t;
+  return key + "\nbf16 kernels: " + std::string(bf16.variant ? "variant " : "") +
+         (bf16.base ? "base " : "") + (bf16.amx ? "amx" : "") + "\n";
+}
+
+// A distinct kernel's part of a cache key: its signature and the schedule it gets on each
+// target, resolved (so a changed database record or default changes the key).
+std::string kernel_key(const graph::KernelSpec& spec, const std::vector<std::string>& targets,
+                       const ScheduleLookup& schedules) {
+  std::string key = graph::kernel_signature(spec) + "\n";
+  const std::vector<std::string> texts = library_schedules(spec, targets, schedules);
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const std::string schedule = resolve_schedule(spec, parse_target(targets[i]), texts[i]);
+    if (!schedule.empty()) key += "  schedule " + targets[i] + ": " + schedule + "\n";
   }
-  throw graph::Error("cannot create a working directory in " + parent.string());
+  return key;
 }
 
 // Compiles the kernels into DIR/kernels.so.
@@ -164,7 +172,8 @@ void build_shared_object(const std::vector<graph::KernelSpec>& specs, const Code
                          const std::vector<std::string>& targets, bool this_cpu,
                          const fs::path& dir) {
   const std::vector<fs::path> archives =
-      write_kernel_archives(specs, targets, "kiln", dir, o.progress, o.schedules, this_cpu);
+      write_kernel_archives(specs, targets, "kiln", dir, o.progress, o.schedules, this_cpu,
+                            o.cache_dir);
   std::vector<std::string> link = {config::kCxxCompiler, "-shared", "-o",
                                    (dir / "kernels.so").string(), "-Wl,--whole-archive"};
   for (const fs::path& a : archives) link.push_back(a.string());
@@ -261,23 +270,35 @@ std::vector<fs::path> write_kernel_archives(const std::vector<graph::KernelSpec>
                                             const std::vector<std::string>& targets,
                                             const std::string& prefix, const fs::path& dir,
                                             const Progress& progress,
-                                            const ScheduleLookup& schedules, bool this_cpu) {
+                                            const ScheduleLookup& schedules, bool this_cpu,
+                                            const std::string& cache_dir) {
   const Bf16Kernels bf16 = bf16_kernels_for(targets, this_cpu);
   if (targets.empty()) throw graph::Error("no target to generate kernels for");
   for (const std::string& t : targets) parse_target(t);  // every name checked before compiling
   const std::vector<graph::KernelSpec> kernels = distinct_kernels(specs).kernels;
+  const FileCache cache(cache_dir, "archives");
+  const std::string toolchain = cache_dir.empty() ? "" : toolchain_key(targets, bf16);
   std::vector<fs::path> archives;
   for (size_t u = 0; u < kernels.size(); ++u) {
-    if (progress) progress(u, kernels.size(), graph::kernel_name(kernels[u]));
     const std::string fn = prefix + "_k" + std::to_string(u);
-    archives.push_back(dir / (fn + ".a"));
-    compile_kernel(kernels[u], targets, fn, archives.back(), schedules, bf16);
     const std::string amx = amx_target(kernels[u], targets, bf16);
-    if (!amx.empty()) {
-      archives.push_back(dir / (fn + "_amx.a"));
-      compile_kernel(kernels[u], {amx}, fn + "_amx", archives.back(),
-                     [](const graph::KernelSpec&, const std::string&) { return "amx"; });
+    std::vector<std::string> names = {fn + ".a"};
+    if (!amx.empty()) names.push_back(fn + "_amx.a");
+    for (const std::string& n : names) archives.push_back(dir / n);
+    // The entry point's name is part of the key: the archive defines it.
+    const std::string key = cache_dir.empty() ? ""
+                                              : toolchain + "entry " + fn + "\n" +
+                                                    kernel_key(kernels[u], targets, schedules);
+    if (cache.fetch(key, dir, names)) {
+      if (progress) progress(u, kernels.size(), graph::kernel_name(kernels[u]), true);
+      continue;
     }
+    if (progress) progress(u, kernels.size(), graph::kernel_name(kernels[u]), false);
+    compile_kernel(kernels[u], targets, fn, dir / names[0], schedules, bf16);
+    if (!amx.empty())
+      compile_kernel(kernels[u], {amx}, fn + "_amx", dir / names[1],
+                     [](const graph::KernelSpec&, const std::string&) { return "amx"; });
+    cache.store(key, dir, names);
   }
   return archives;
 }
@@ -292,7 +313,7 @@ int write_kernel_listings(const std::vector<graph::KernelSpec>& all_specs,
   fs::create_directories(dir);
   int written = 0;
   for (size_t i = 0; i < specs.size(); ++i) {
-    if (progress) progress(i, specs.size(), graph::kernel_name(specs[i]));
+    if (progress) progress(i, specs.size(), graph::kernel_name(specs[i]), false);
     KernelTargets kt = kernel_targets(specs[i], targets, schedules, {});
     const std::string amx = amx_target(specs[i], targets);
     if (!amx.empty()) kt.names.push_back(amx), kt.schedules.push_back("amx");
@@ -370,23 +391,9 @@ KernelGenerator kernel_generator(const CodegenOptions& options) {
     // kernels this CPU runs (not the variants a library for any CPU holds).
     const bool this_cpu = request.backend == Backend::cpu &&
                           (!request.cpu_target.empty() || options.targets.empty());
-    const Bf16Kernels bf16 = bf16_kernels_for(targets, this_cpu);
-    std::string key = "kiln " KILN_VERSION " halide " + std::to_string(HALIDE_VERSION_MAJOR) + "." +
-                      std::to_string(HALIDE_VERSION_MINOR) + "." +
-                      std::to_string(HALIDE_VERSION_PATCH) + "\ngenerator " + generator_identity() +
-                      "\ncompiler " + config::kCxxCompiler + "\ntargets";
-    for (const std::string& t : targets) key += " " + t;
-    key += "\nbf16 kernels: " + std::string(bf16.variant ? "variant " : "") +
-           (bf16.base ? "base " : "") + (bf16.amx ? "amx" : "");
-    for (const graph::KernelSpec& s : distinct_kernels(specs).kernels) {
-      key += "\n" + graph::kernel_signature(s);
-      const std::vector<std::string> texts = library_schedules(s, targets, options.schedules);
-      for (size_t i = 0; i < targets.size(); ++i) {
-        const std::string schedule = resolve_schedule(s, parse_target(targets[i]), texts[i]);
-        if (!schedule.empty()) key += "\n  schedule " + targets[i] + ": " + schedule;
-      }
-    }
-    key += "\n";
+    std::string key = toolchain_key(targets, bf16_kernels_for(targets, this_cpu));
+    for (const graph::KernelSpec& s : distinct_kernels(specs).kernels)
+      key += kernel_key(s, targets, options.schedules);
 
     std::error_code ec;
     // Without a usable cache: compiled in a temporary directory, loaded, removed (the loaded

@@ -13,8 +13,10 @@
 
 namespace kiln::codegen {
 
-// Called before kernel `index` of `count` is compiled.
-using Progress = std::function<void(size_t index, size_t count, const std::string& kernel)>;
+// Called before kernel `index` of `count` is compiled, or when it was taken from the archive
+// cache instead (`cached`).
+using Progress =
+    std::function<void(size_t index, size_t count, const std::string& kernel, bool cached)>;
 
 // A tuned schedule for a kernel on a Halide target (as in the target lists: without
 // no_runtime), in the text form of schedules/conv_params.h, or "" for the default. A lookup
@@ -66,11 +68,16 @@ DistinctKernels distinct_kernels(const std::vector<graph::KernelSpec>& specs);
 // where the CPU has it), and into a second archive DIR/<prefix>_k<u>_amx.a with the amx
 // schedule (entry <prefix>_k<u>_amx_argv, GeneratedKernel::amx_fn), when the schedule takes the
 // layer. `this_cpu` (one target, for the machine compiling it): only the kernels this CPU runs.
+// `cache_dir` (non-empty): each kernel's archives are kept in cache_dir/archives, keyed by
+// everything they depend on (Kiln's generator, Halide, the compiler, the targets, the entry
+// point's name, the kernel's signature and resolved schedules), and copied from there when the
+// same kernel is compiled again; an entry whose archives do not match the sizes and hashes
+// recorded with them is compiled again, and a cache that cannot be written is skipped.
 std::vector<std::filesystem::path> write_kernel_archives(
     const std::vector<graph::KernelSpec>& specs, const std::vector<std::string>& targets,
     const std::string& prefix, const std::filesystem::path& dir,
     const Progress& progress = nullptr, const ScheduleLookup& schedules = nullptr,
-    bool this_cpu = false);
+    bool this_cpu = false, const std::string& cache_dir = "");
 
 // Writes what Halide made of each distinct kernel for each target:
 // DIR/<prefix>_k<u>-<target>.stmt (kind "stmt", the lowered statement) or .s (kind "assembly").
@@ -96,8 +103,10 @@ struct CodegenOptions {
   // x86-64 with OpenCL for OpenCL) overrides them.
   std::vector<std::string> targets;
   // Where compiled kernel sets are kept, keyed by their signatures, the targets and Kiln's
-  // version; a later model with the same kernels loads them instead of compiling. Empty: no
-  // cache (compiled into a temporary directory, loaded, removed).
+  // version; a later model with the same kernels loads them instead of compiling. A set not
+  // there is linked from each kernel's archives, themselves cached (write_kernel_archives), so
+  // only kernels never compiled before are. Empty: no cache (compiled into a temporary
+  // directory, loaded, removed).
   std::string cache_dir;
   Progress progress;  // null: silent
   // Tuned schedules (e.g. a schedule database's lookup); null: every kernel's default. The

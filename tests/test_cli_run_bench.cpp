@@ -565,6 +565,25 @@ TEST_F(CliRunBench, CompiledHeaderKeepsNamesInComments) {
   EXPECT_EQ(mentions, 1);
 }
 
+// A second `kiln compile` of the same model takes every kernel and the model's object from the
+// cache and writes the same library; a damaged cache entry is compiled again.
+TEST_F(CliRunBench, CompileTakesUnchangedKernelsFromTheCache) {
+  const Result cold = kiln("compile example -o a --targets x86-64-linux");
+  ASSERT_EQ(cold.code, 0) << cold.out << cold.err;
+  EXPECT_FALSE(contains(cold.out, "(cached)")) << cold.out;
+  const Result warm = kiln("compile example -o b --targets x86-64-linux");
+  ASSERT_EQ(warm.code, 0) << warm.out << warm.err;
+  EXPECT_TRUE(contains(warm.out, "kernel 1/2: A_to_nhwc (cached)")) << warm.out;
+  EXPECT_TRUE(contains(warm.out, "kernel 2/2: conv_out (cached)")) << warm.out;
+  EXPECT_EQ(fs::file_size(path("b/example.a")), fs::file_size(path("a/example.a")));
+  for (const auto& e : fs::recursive_directory_iterator(path("cache/kiln/archives")))
+    if (e.path().filename() == "example_k1.a") spit(e.path().string(), "damaged");
+  const Result repaired = kiln("compile example -o b --targets x86-64-linux");
+  ASSERT_EQ(repaired.code, 0) << repaired.out << repaired.err;
+  EXPECT_TRUE(contains(repaired.out, "kernel 1/2: A_to_nhwc (cached)")) << repaired.out;
+  EXPECT_TRUE(contains(repaired.out, "kernel 2/2: conv_out\n")) << repaired.out;
+}
+
 // The reader, in process: each malformed file is one error naming the file and the problem.
 std::string npy_with_header(const std::string& dict, int major, const std::string& data) {
   std::string h = dict + "\n";

@@ -223,9 +223,9 @@ int parse_cpu_target(const std::string& flag, const std::string& name) {
 KernelGenerator kernel_generator(std::shared_ptr<const codegen::ScheduleDb> db) {
   codegen::CodegenOptions o;
   o.cache_dir = cache_dir();
-  o.progress = [](size_t i, size_t n, const std::string& kernel) {
-    std::fprintf(stderr, "[codegen] kernel %zu/%zu: %s\n", i + 1, n,
-                 graph::printable(kernel).c_str());
+  o.progress = [](size_t i, size_t n, const std::string& kernel, bool cached) {
+    std::fprintf(stderr, "[codegen] kernel %zu/%zu: %s%s\n", i + 1, n,
+                 graph::printable(kernel).c_str(), cached ? " (cached)" : "");
   };
   if (!db) return codegen::kernel_generator(o);
   o.schedules = db->lookup();

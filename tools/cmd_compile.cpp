@@ -22,6 +22,7 @@
 #include "commands.h"
 #include "compile_codegen.h"
 #include "compile_emit.h"
+#include "codegen/file_cache.h"
 #include "codegen/kernel_library.h"
 #include "codegen/process.h"
 #include "graph/memory_plan.h"
@@ -51,7 +52,10 @@ MODEL is an .onnx file, or `example` for the built-in reference model. Optimizes
                        -lpthread -ldl)
   OUTDIR/NAME.h        the API: class NAME::Model (includes only the standard library)
   OUTDIR/NAME.weights  the optimized graph with its weights, loaded by NAME::Model at run time
-Nothing in OUTDIR changes unless every step succeeds.
+Nothing in OUTDIR changes unless every step succeeds. Each compiled kernel (per target list and
+schedule) and the compiled model source are kept in $XDG_CACHE_HOME/kiln (else ~/.cache/kiln),
+so compiling an unchanged model again, or one whose schedules changed for a few kernels, only
+compiles what changed; a kernel taken from there is marked "(cached)".
 
 options:
   -o, --output DIR    where to write (created if missing)
@@ -432,13 +436,14 @@ int run_compile(const CompileArgs& a) {
   if (cpu_targets.empty()) cpu_targets = runtime::cpu_targets();
   // The table records which kernels read Winograd-transformed weights: the runtime transforms
   // them once at load (runtime::winograd_conv_weights). GPU kernels never do.
-  write_file(tmp / (a.name + ".cpp"),
+  const std::string source =
              model_source(a.name, a.targets, weights_checksum) + "\n" +
                  codegen::kernel_table_source(generated, a.name, cpu_targets,
                                               a.schedules ? a.schedules->lookup() : nullptr) +
                  (a.targets.cuda ? "\n" + codegen::kernel_table_source(generated_gpu, a.name + "_cuda",
                                                                       {cfg::kCudaTarget})
-                                 : ""));
+                                 : "");
+  write_file(tmp / (a.name + ".cpp"), source);
   std::vector<std::string> outputs = {a.name + ".weights", a.name + ".h"};
   if (a.emit.count("plan")) {
     write_file(tmp / (a.name + ".plan.txt"), graph::describe(graph::plan_arena(g), g));
@@ -463,8 +468,9 @@ int run_compile(const CompileArgs& a) {
   std::cout << "[2/3] compiling " << a.name << ".cpp and " << generated.size()
             << " kernels generated for its shapes (" << codegen::distinct_kernels(generated).kernels.size()
             << " distinct; " << join(cpu_targets, ", ") << ")\n";
-  const codegen::Progress progress = [](size_t i, size_t n, const std::string& kernel) {
-    std::cout << "      kernel " << i + 1 << "/" << n << ": " << graph::printable(kernel) << std::endl;
+  const codegen::Progress progress = [](size_t i, size_t n, const std::string& kernel, bool cached) {
+    std::cout << "      kernel " << i + 1 << "/" << n << ": " << graph::printable(kernel)
+              << (cached ? " (cached)" : "") << std::endl;
   };
   codegen::ScheduleLookup schedules;
   if (a.schedules) {
@@ -478,11 +484,13 @@ int run_compile(const CompileArgs& a) {
       std::cout << "      stale schedule record: " << graph::printable(line) << "\n";
   }
   std::vector<fs::path> kernel_archives =
-      codegen::write_kernel_archives(generated, cpu_targets, a.name, tmp, progress, schedules);
+      codegen::write_kernel_archives(generated, cpu_targets, a.name, tmp, progress, schedules,
+                                     false, cache_dir());
   if (a.targets.cuda) {
     std::cout << "      and the same kernels for CUDA (" << cfg::kCudaTarget << ")\n";
     for (fs::path& p : codegen::write_kernel_archives(generated_gpu, {cfg::kCudaTarget},
-                                                      a.name + "_cuda", tmp, progress))
+                                                      a.name + "_cuda", tmp, progress, nullptr,
+                                                      false, cache_dir()))
       kernel_archives.push_back(std::move(p));
   }
   std::vector<std::string> cxx = {cfg::kCxxCompiler, "-O2", "-std=c++17", "-fPIC"};
@@ -490,7 +498,17 @@ int run_compile(const CompileArgs& a) {
   for (const char* arg : {"-MMD", "-MF"}) cxx.push_back(arg);
   cxx.insert(cxx.end(), {(tmp / "deps.d").string(), "-c", (tmp / (a.name + ".cpp")).string(), "-o",
                          (tmp / (a.name + ".o")).string()});
-  codegen::run_tool(cxx, "compiling " + a.name + ".cpp");
+  // The object and its depfile are cached, keyed by the command (which names the staging
+  // directory the depfile refers to) and the source.
+  const codegen::FileCache objects(cache_dir(), "objects");
+  std::string object_key = codegen::toolchain_identity() + "command";
+  for (const std::string& arg : cxx) object_key += " " + arg;
+  object_key += "\nsource\n" + source;
+  const std::vector<std::string> object_files = {a.name + ".o", "deps.d"};
+  if (!objects.fetch(object_key, tmp, object_files)) {
+    codegen::run_tool(cxx, "compiling " + a.name + ".cpp");
+    objects.store(object_key, tmp, object_files);
+  }
 
   std::cout << "[3/3] archiving " << a.name << ".a\n";
   archive(tmp / (a.name + ".a"), tmp / (a.name + ".o"), kernel_archives, tmp);

@@ -34,7 +34,7 @@ int emit_kernel_listings(const std::vector<graph::KernelSpec>& kernels, const Ta
   fs::create_directories(dir);
   return codegen::write_kernel_listings(
       kernels, listing_targets(targets), prefix, kind, dir,
-      [&](size_t i, size_t n, const std::string& name) {
+      [&](size_t i, size_t n, const std::string& name, bool) {
         std::cout << "      " << kind << ": generated kernel " << i + 1 << " of " << n << ", " << name
                   << "\n";
       },
