@@ -55,7 +55,7 @@ MODEL is an .onnx file, or `example` for the built-in reference model. Optimizes
 Nothing in OUTDIR changes unless every step succeeds. Each compiled kernel (per target list and
 schedule) and the compiled model source are kept in $XDG_CACHE_HOME/kiln (else ~/.cache/kiln),
 so compiling an unchanged model again, or one whose schedules changed for a few kernels, only
-compiles what changed; a kernel taken from there is marked "(cached)".
+compiles what changed; a kernel taken from there is marked (cached).
 
 options:
   -o, --output DIR    where to write (created if missing)
