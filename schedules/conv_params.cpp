@@ -480,12 +480,30 @@ ConvParams default_direct_conv_params(const ConvShape& s, const Halide::Target& 
   }
   const int64_t pixels = int64_t{s.out_height} * s.out_width;
   const int64_t taps = int64_t{s.kernel_h} * s.kernel_w;
-  const bool deep =
-      pixels <= 64 || (pixels <= 196 && taps > 1 && s.reduction_channels * taps >= 1024);
+  // Weights larger than a core's L2 on a small output: the wide schedule's row tasks each
+  // stream all of them (SqueezeNet's 13x13 512 -> 1000 classifier: 13 tasks of 2 MB each),
+  // where deep's channel-block tasks read each weight once.
+  const int64_t weight_bytes =
+      s.reduction_channels * taps * s.out_channels * (s.bf16 ? 2 : 4);
+  const bool streamed = pixels <= 196 && weight_bytes > (int64_t{3} << 19);
+  const bool deep = pixels <= 64 || streamed ||
+                    (pixels <= 196 && taps > 1 && s.reduction_channels * taps >= 1024);
   if (deep) {
     p.family = ConvFamily::deep;
     // 7-wide outputs take 3x7 tiles (21 accumulators) on AVX-512, refined below.
     p.block = preferred_block(s, t, 3);
+    if (streamed && taps == 1 && t.has_feature(Halide::Target::AVX512) && s.out_width >= 8 &&
+        s.out_width <= 13 && s.out_channels >= 2 * vector_lanes(t)) {
+      // A whole row per tile, as the wide default takes on such rows, and chunks of 144 steps
+      // (18 KB of a 2-vector block's weights). SqueezeNet 1.1's classifier (13x13 512 -> 1000,
+      // 1x1; wide 2x13 rows=1 before), kiln tune --set, 2 threads, AVX-512: 3x7 chunk=288
+      // 0.81-0.90x, 3x7 chunk=144 1.05-1.06x, 2x13 chunk=144 1.04-1.17x, 2x13 chunk=288
+      // 1.04-1.12x; the whole model, 3 alternating runs: 2.90 / 2.66 / 2.68 -> 2.52 / 2.50 /
+      // 2.45 ms.
+      p.block = {2, s.out_width};
+      p.chunk = 144;
+      return p;
+    }
     if (t.has_feature(Halide::Target::AVX512)) {
       // 4 vectors (4x7, though its 28 accumulators leave too few registers and one spills)
       // where the channels are whole blocks of 4: ResNet-18's 7x7 512 -> 512 layer 1.01-1.04x

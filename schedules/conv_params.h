@@ -142,7 +142,9 @@ ConvParams default_amx_params(const ConvShape& s);
 ConvParams default_depthwise_params(const ConvShape& s);
 
 // The direct convolution's default: deep for outputs of at most 64 pixels, or at most 196 pixels (14x14) from
-// a spatial kernel with at least 1024 (input channel x tap) steps; grouped for narrow groups;
+// a spatial kernel with at least 1024 (input channel x tap) steps or with more than 1.5 MiB of
+// weights (on AVX-512 a 1x1 of those with an 8..13-wide output takes a whole row per tile, 2
+// vectors, and chunks of 144 steps); grouped for narrow groups;
 // wide otherwise, reading unpadded 1x1 inputs in place. The register tile is the target's
 // preferred one that fits. Measured, deep against wide (1 thread, weights evicted between
 // calls): 7x7 outputs of 512..2048 channels 1.25-1.30x, the stride-2 1x1 14x14 -> 7x7

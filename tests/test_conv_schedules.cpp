@@ -154,6 +154,17 @@ TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
   // 8..13 pixels wide: a row per tile (4x7 computed 14 columns of 9).
   EXPECT_EQ(choice(9, 9, 32, 3, true), "wide block=2x9 rows=2 split=1 stage=copy");
   EXPECT_EQ(choice(13, 13, 512, 1, false), "wide block=2x13 rows=1 split=0 stage=in_place");
+  // Over 1.5 MiB of weights on at most 196 pixels: deep, each weight read once per call;
+  // SqueezeNet's classifier takes a row per tile and 144-step chunks. 1 MiB stays wide.
+  const auto big = [&](int w, int ci, int co) {
+    schedules::ConvShape s = layer(w, w, ci, 1, false);
+    s.out_channels = co;
+    return schedules::to_string(schedules::default_conv_params(s, avx512));
+  };
+  EXPECT_EQ(big(13, 512, 1000), "deep block=2x13 chunk=144 tasks=16");
+  EXPECT_EQ(big(14, 1024, 512), "deep block=2x14 chunk=288 tasks=16");
+  EXPECT_EQ(big(14, 1024, 256), "wide block=2x14 rows=1 split=0 stage=in_place");
+  EXPECT_EQ(big(28, 1024, 512), "wide block=2x14 rows=1 split=0 stage=in_place");  // 784 pixels
   // Tiles fitted to the edges where the preferred one computes over 10% more than the layer
   // (fitted_block): Inception's 17x17x48 3x3/s2 (2x14: 28 columns, 64 channels) takes 3x9; 17
   // wide with 24 channels 1x17; 56 wide with 144 channels (2x14: 160) 3x8; layers the preferred
