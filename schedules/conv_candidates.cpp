@@ -11,6 +11,23 @@ using namespace internal;
 
 namespace {
 
+// Cycles of one reduction step of a register tile of `vectors` x `pixels` accumulators: its
+// multiply-adds on two FMA ports, its loads (a weight vector per vector, a broadcast per pixel)
+// on two load ports, and at least the FMA latency (4 cycles), since each accumulator takes one
+// multiply-add per step: a tile of fewer than 8 accumulators leaves the ports idle. Without
+// the latency bound, 1x2 and 3x1 tiles ranked with 2x14 ones and filled the candidate lists.
+double step_cycles(int vectors, int pixels) {
+  const double fmas = double(std::max(1, vectors)) * pixels;
+  const double loads = double(std::max(1, vectors)) + pixels;
+  return std::max({fmas / 2, loads / 2, 4.0});
+}
+
+// Bytes of weights a core's L2 holds (1 MiB and up on the AVX-512 and Zen CPUs Kiln targets) and
+// the bytes per cycle a core streams from beyond it (memory: about 22 GB/s for 2 cores of
+// the AVX-512 Xeon VMs, the weights' first pass in a network).
+constexpr double kL2Bytes = 1 << 20;
+constexpr double kStreamBytesPerCycle = 4;
+
 // The Winograd schedule's cycles: the batched matrix multiply (alpha^2 products of a task's
 // tiles by Ci x Co, blocks repeating the overlap of the last one like the direct tiles), the
 // two transforms, about 2 alpha^3 vector operations per tile and vector of channels, and the
@@ -26,13 +43,12 @@ double winograd_cycles(const ConvParams& p, const ConvShape& s, const Halide::Ta
   const double blocks = double(ceil_div(task_channels, channels)) *
                         double(ceil_div(int64_t(task_tiles), p.block.pixels));
   const double steps = double(alpha) * alpha * s.reduction_channels * blocks * tasks;
-  const double fmas = steps * p.block.vectors * p.block.pixels;
-  const double loads = steps * (p.block.vectors + p.block.pixels);
   const double tiles = double(winograd_tiles_x(s, p.tile)) * winograd_tiles_y(s, p.tile) * s.batch;
   const double transforms =
       2.0 * alpha * alpha * alpha * tiles * double(ceil_div(s.reduction_channels + s.out_channels, vec));
   const double weight_bytes = 4.0 * alpha * alpha * s.reduction_channels * task_channels * tasks;
-  return std::max(fmas / 2, loads / 3) + transforms / 2 + weight_bytes / 16;
+  return steps * step_cycles(p.block.vectors, p.block.pixels) + transforms / 2 +
+         weight_bytes / 16;
 }
 
 }  // namespace
@@ -42,15 +58,23 @@ double conv_cost_estimate(const ConvParams& p, const ConvShape& s, const Halide:
   const int vec = vector_lanes(t);
   const int64_t channels = p.block.vectors ? int64_t{p.block.vectors} * vec : 1;
   const double steps = double(s.reduction_channels) * s.kernel_w * s.kernel_h;
-  // Vector multiply-adds, with the edge tiles' overlap (ShiftInwards recomputes it).
+  // Register tiles, with the edge tiles' overlap (ShiftInwards recomputes it), each storing
+  // its accumulators once.
   const double tiles = double(ceil_div(s.out_channels, channels)) *
                        double(ceil_div(s.out_width, p.block.pixels)) * s.out_height * s.batch;
-  const double fmas = tiles * std::max(1, p.block.vectors) * p.block.pixels * steps;
-  // Two multiply-adds and three loads per cycle; each step loads the tile's weight vectors and
-  // broadcasts one input per pixel.
-  const double loads = tiles * (std::max(1, p.block.vectors) + p.block.pixels) * steps;
-  double cycles = p.family == ConvFamily::winograd ? winograd_cycles(p, s, t)
-                                                    : std::max(fmas / 2, loads / 3);
+  const double accumulators = double(std::max(1, p.block.vectors)) * p.block.pixels;
+  double step = step_cycles(p.block.vectors, p.block.pixels);
+  double passes = 1;  // over each tile's accumulators: initialized, stored
+  if (p.family == ConvFamily::deep) {
+    // Deep tiles reload and store their sums once per chunk of the reduction, and a chunk's
+    // weights read from L2 rather than L1 (more than 48 KB of them) slow every step.
+    const int64_t chunk = std::min<int64_t>(p.chunk, s.reduction_channels);
+    passes = double(ceil_div(s.reduction_channels, chunk)) * s.kernel_w * s.kernel_h;
+    if (double(chunk) * channels * (s.bf16 ? 2 : 4) > 48 * 1024) step *= 1.15;
+  }
+  double cycles = p.family == ConvFamily::winograd
+                      ? winograd_cycles(p, s, t)
+                      : tiles * (steps * step + 2 * passes * accumulators);
   if (p.family == ConvFamily::wide && p.stage_input) {
     // Each task stages its input rows (and the halo) once per channel block it covers.
     const double copies = p.split_channels ? double(ceil_div(s.out_channels, channels)) : 1;
@@ -60,7 +84,19 @@ double conv_cost_estimate(const ConvParams& p, const ConvShape& s, const Halide:
   const int64_t tasks = task_count(p, s, t);
   const double rounds = double(ceil_div(tasks, threads));
   const double balance = double(tasks) / (rounds * threads);
-  return cycles / balance + 2000.0 * rounds;  // and a fixed cost per task
+  cycles /= balance;
+  // Weights that do not stay in L2 come from beyond it on every pass over them, and the
+  // streams overlap the arithmetic: the wide family passes over all of them once per row strip
+  // (its row tasks each take every channel block; with split=1 consecutive tasks take different
+  // blocks of one strip), deep once per band of rows (a task per channel block and band).
+  const double weight_bytes = steps * s.out_channels * (s.bf16 ? 2 : 4);
+  if (p.family != ConvFamily::winograd && weight_bytes > kL2Bytes) {
+    const int64_t bands = p.family == ConvFamily::deep
+                              ? ceil_div(tasks, ceil_div(s.out_channels, channels) * s.batch)
+                              : ceil_div(s.out_height, p.rows) * s.batch;
+    cycles = std::max(cycles, double(bands) * weight_bytes / (kStreamBytesPerCycle * threads));
+  }
+  return cycles + 2000.0 * rounds;  // and a fixed cost per task
 }
 
 std::vector<ConvParams> conv_candidates(const ConvShape& s, const Halide::Target& t, int threads,

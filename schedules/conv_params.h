@@ -164,8 +164,10 @@ ConvParams default_wide_params(const ConvShape& s, const Halide::Target& target)
 std::vector<ConvParams> conv_candidates(const ConvShape& s, const Halide::Target& target,
                                         int threads, size_t limit);
 // A relative cost (lower is better) from a simple model: multiply-adds including those the
-// overlapping edge tiles repeat, loads per multiply-add of the register tile, and idle
-// threads on the last round of tasks. For pruning, not for choosing: candidates are measured.
+// overlapping edge tiles repeat, each reduction step of a register tile bound by its FMAs, its
+// loads or the FMA latency (tiles of fewer than 8 accumulators wait on it), deep chunks, weights
+// over L2's size streamed from memory once per pass, and idle threads on the last round of
+// tasks. For pruning, not for choosing: candidates are measured (conv_candidates.cpp).
 double conv_cost_estimate(const ConvParams& p, const ConvShape& s, const Halide::Target& target,
                           int threads);
 

@@ -393,4 +393,31 @@ TEST(ConvKernelSchedules, CandidatesAreValidAndIncludeTheDefault) {
   EXPECT_GT(deep, 4);
 }
 
+// The cost model that ranks the candidates: a tile of fewer than 8 accumulators waits on the
+// FMA latency (it ranked with 2x14 tiles before, and such tiles filled the candidate lists);
+// weights beyond L2 favour schedules that pass over them fewer times.
+TEST(ConvKernelSchedules, CostModelRanksLatencyBoundTilesAndWeightStreamsBelow) {
+  const Halide::Target avx512("x86-64-linux-avx-avx2-avx512-f16c-fma-sse41");
+  schedules::ConvShape s;
+  s.out_height = s.out_width = 14, s.out_channels = 256, s.reduction_channels = 1024;
+  schedules::ConvParams p = schedules::default_conv_params(s, avx512);
+  ASSERT_EQ(p.family, schedules::ConvFamily::wide);
+  const double good = schedules::conv_cost_estimate(p, s, avx512, 2);
+  for (schedules::RegisterBlock b : {schedules::RegisterBlock{1, 2}, {2, 1}, {3, 2}, {1, 4}}) {
+    p.block = b;
+    EXPECT_GT(schedules::conv_cost_estimate(p, s, avx512, 2), 1.25 * good)
+        << schedules::to_string(p);
+  }
+  for (const schedules::ConvParams& c : schedules::conv_candidates(s, avx512, 2, 16))
+    EXPECT_GE(c.block.vectors * c.block.pixels, 8) << schedules::to_string(c);
+  // SqueezeNet's classifier (2 MB of weights, 13 rows): a wide schedule of one row per task
+  // passes over the weights 13 times, one of 13 rows per task once.
+  s.out_height = s.out_width = 13, s.out_channels = 1000, s.reduction_channels = 512;
+  p = schedules::default_wide_params(s, avx512);
+  p.rows = 1;
+  const double per_row = schedules::conv_cost_estimate(p, s, avx512, 2);
+  p.rows = 13, p.split_channels = true;
+  EXPECT_LT(schedules::conv_cost_estimate(p, s, avx512, 2), 0.9 * per_row);
+}
+
 }  // namespace
