@@ -133,8 +133,6 @@ std::string cpp_string(const std::string& s) {
   return out + "\"";
 }
 
-
-
 std::vector<std::string> default_targets() {
   const int best = runtime::best_cpu_target();
   if (best < 0) throw graph::Error("this CPU supports none of Kiln's CPU targets");
@@ -143,7 +141,6 @@ std::vector<std::string> default_targets() {
 
 // GPU kernels through OpenCL (Backend::opencl): baseline x86-64 host code.
 constexpr const char* kOpenClTarget = "x86-64-linux-opencl";
-
 
 // What a compiled kernel depends on besides its spec: the toolchain, the targets and which
 // bf16 kernels they get.
