@@ -25,6 +25,7 @@
 #include "codegen/file_cache.h"
 #include "codegen/kernel_library.h"
 #include "codegen/process.h"
+#include "graph/file_io.h"
 #include "graph/memory_plan.h"
 #include "graph/onnx/onnx_export.h"
 #include "graph/builder.h"
@@ -269,6 +270,20 @@ std::string depfile_for(const fs::path& compiler_deps, const fs::path& staging, 
   return out + "\n";
 }
 
+// Each file NAME.a depends on (depfile_for's text) with its size and hash, a line each: a cached
+// object of the model's source is used only while the headers it was compiled from are unchanged.
+std::string dependency_sums(const std::string& depfile) {
+  std::istringstream words(depfile.substr(depfile.find(':') + 1));
+  std::string sums;
+  for (std::string word; words >> word;) {
+    std::string path;
+    for (size_t i = 0; i < word.size(); ++i) path += word[i] == '\\' && i + 1 < word.size() ? word[++i] : word[i];
+    const std::string bytes = codegen::read_text(path);
+    sums += path + " " + std::to_string(bytes.size()) + " " + std::to_string(graph::fnv1a(bytes)) + "\n";
+  }
+  return sums;
+}
+
 // ---- Steps ----
 
 // A directory in OUTDIR holding everything until the end; removed on any failure.
@@ -499,14 +514,18 @@ int run_compile(const CompileArgs& a) {
   cxx.insert(cxx.end(), {(tmp / "deps.d").string(), "-c", (tmp / (a.name + ".cpp")).string(), "-o",
                          (tmp / (a.name + ".o")).string()});
   // The object and its depfile are cached, keyed by the command (which names the staging
-  // directory the depfile refers to) and the source.
+  // directory the depfile refers to) and the source, and used while the headers the depfile
+  // names are as they were (headers.txt: their sizes and hashes).
   const codegen::FileCache objects(cache_dir(), "objects");
   std::string object_key = codegen::toolchain_identity() + "command";
   for (const std::string& arg : cxx) object_key += " " + arg;
   object_key += "\nsource\n" + source;
-  const std::vector<std::string> object_files = {a.name + ".o", "deps.d"};
-  if (!objects.fetch(object_key, tmp, object_files)) {
+  const std::vector<std::string> object_files = {a.name + ".o", "deps.d", "headers.txt"};
+  const auto headers = [&] { return dependency_sums(depfile_for(tmp / "deps.d", tmp, "NAME.a")); };
+  if (!objects.fetch(object_key, tmp, object_files) ||
+      codegen::read_text(tmp / "headers.txt") != headers()) {
     codegen::run_tool(cxx, "compiling " + a.name + ".cpp");
+    write_file(tmp / "headers.txt", headers());
     objects.store(object_key, tmp, object_files);
   }
 
