@@ -482,7 +482,9 @@ ConvParams default_direct_conv_params(const ConvShape& s, const Halide::Target& 
   const int64_t taps = int64_t{s.kernel_h} * s.kernel_w;
   // Weights larger than a core's L2 on a small output: the wide schedule's row tasks each
   // stream all of them (SqueezeNet's 13x13 512 -> 1000 classifier: 13 tasks of 2 MB each),
-  // where deep's channel-block tasks read each weight once.
+  // where deep's channel-block tasks read each weight once. ResNet-50 in the network, wide
+  // against deep, 3 alternating runs: layer3's 512 -> 1024 downsample 0.89-0.98 -> 0.85-0.87
+  // ms, layer4.0's 1024 -> 512 1x1 0.85-0.94 -> 0.81-0.84 ms.
   const int64_t weight_bytes =
       s.reduction_channels * taps * s.out_channels * (s.bf16 ? 2 : 4);
   const bool streamed = pixels <= 196 && weight_bytes > (int64_t{3} << 19);
@@ -498,8 +500,9 @@ ConvParams default_direct_conv_params(const ConvShape& s, const Halide::Target& 
       // (18 KB of a 2-vector block's weights). SqueezeNet 1.1's classifier (13x13 512 -> 1000,
       // 1x1; wide 2x13 rows=1 before), kiln tune --set, 2 threads, AVX-512: 3x7 chunk=288
       // 0.81-0.90x, 3x7 chunk=144 1.05-1.06x, 2x13 chunk=144 1.04-1.17x, 2x13 chunk=288
-      // 1.04-1.12x; the whole model, 3 alternating runs: 2.90 / 2.66 / 2.68 -> 2.52 / 2.50 /
-      // 2.45 ms.
+      // 1.04-1.12x; the whole model with this schedule as a database record, 3 alternating
+      // runs: 2.90 / 2.66 / 2.68 -> 2.52 / 2.50 / 2.45 ms; as the default, the binaries before
+      // and after alternating 5 times, within the noise (2.62-2.99 against 2.61-3.18 ms).
       p.block = {2, s.out_width};
       p.chunk = 144;
       return p;
