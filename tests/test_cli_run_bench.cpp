@@ -1,5 +1,5 @@
-// `kiln run` and `kiln bench` end to end: the real binary's exit codes, messages and files,
-// plus the strict .npy reader in process.
+// `kiln run`, `bench` and `compile` end to end: the real binary's exit codes, messages and
+// files (the strict .npy reader's own tests: test_npy.cpp).
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -582,67 +582,6 @@ TEST_F(CliRunBench, CompileTakesUnchangedKernelsFromTheCache) {
   ASSERT_EQ(repaired.code, 0) << repaired.out << repaired.err;
   EXPECT_TRUE(contains(repaired.out, "kernel 1/2: A_to_nhwc (cached)")) << repaired.out;
   EXPECT_TRUE(contains(repaired.out, "kernel 2/2: conv_out\n")) << repaired.out;
-}
-
-// The reader, in process: each malformed file is one error naming the file and the problem.
-std::string npy_with_header(const std::string& dict, int major, const std::string& data) {
-  std::string h = dict + "\n";
-  std::string out = std::string("\x93NUMPY", 6) + char(major) + '\0';
-  const uint32_t n = static_cast<uint32_t>(h.size());
-  for (int i = 0; i < (major == 1 ? 2 : 4); ++i) out += char(n >> (8 * i));
-  return out + h + data;
-}
-
-void expect_npy_error(const std::string& bytes, const std::string& what) {
-  try {
-    kiln::cli::parse_npy(bytes, "t.npy");
-    ADD_FAILURE() << "accepted; expected: " << what;
-  } catch (const kiln::graph::Error& e) {
-    EXPECT_TRUE(contains(e.what(), "t.npy")) << e.what();
-    EXPECT_TRUE(contains(e.what(), what)) << e.what();
-  }
-}
-
-TEST(NpyReader, RoundTripsAndReadsVersion2) {
-  const std::vector<float> v = {1.5f, -2.0f, 3.25f, 0.0f, 7.0f, -1e-3f};
-  const NpyArray a = kiln::cli::parse_npy(kiln::cli::encode_npy({2, 3}, v.data()), "t.npy");
-  EXPECT_EQ(a.shape, (kiln::graph::Shape{2, 3}));
-  EXPECT_EQ(a.data, v);
-  EXPECT_EQ(kiln::cli::encode_npy({2, 3}, v.data()).size() % 64,
-            (6 * 4) % 64);  // header padded to 64
-  std::string data(reinterpret_cast<const char*>(v.data()), 12);
-  const NpyArray b = kiln::cli::parse_npy(
-      npy_with_header("{\"descr\": \"<f4\", \"fortran_order\": False, \"shape\": (3,)}", 2, data),
-      "t.npy");
-  EXPECT_EQ(b.shape, (kiln::graph::Shape{3}));
-}
-
-TEST(NpyReader, RejectsWhatItCannotRead) {
-  const std::string four(16, '\0');
-  const std::string ok = "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }";
-  expect_npy_error("PK\x03\x04 not numpy", "not an .npy file");
-  expect_npy_error(npy_with_header(ok, 3, four), "version 3.0");
-  expect_npy_error(
-      npy_with_header("{'descr': '>f4', 'fortran_order': False, 'shape': (4,), }", 1, four),
-      "'>f4'");
-  expect_npy_error(
-      npy_with_header("{'descr': '<i4', 'fortran_order': False, 'shape': (4,), }", 1, four),
-      "'<i4'");
-  expect_npy_error(
-      npy_with_header("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", 1, four),
-      "Fortran");
-  expect_npy_error(npy_with_header(ok, 1, four.substr(0, 12)), "truncated");
-  expect_npy_error(npy_with_header(ok, 1, four + "xxxx"), "4 bytes after the data");
-  expect_npy_error(
-      npy_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (4), }", 1, four),
-      "trailing comma");
-  expect_npy_error(npy_with_header("{'descr': '<f4', 'shape': (4,), }", 1, four),
-                   "descr, fortran_order and shape");
-  expect_npy_error(npy_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': "
-                                   "(99999999999, 99999999999, 99999999999), }",
-                                   1, four),
-                   "truncated");
-  expect_npy_error(npy_with_header(ok, 1, four).substr(0, 20), "truncated .npy header");
 }
 
 }  // namespace
