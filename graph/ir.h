@@ -78,7 +78,7 @@ struct Activation {
 };
 std::string to_string(const Activation& a);
 
-// ONNX Resize (opsets 10-21) and Upsample: out[i] reads x at coordinates mapped back per axis,
+// ONNX Resize (opsets 10-28) and Upsample: out[i] reads x at coordinates mapped back per axis,
 // x_original = f(i) by `coordinates` with that axis' scale (`scales`, as given or out / in from
 // sizes). Nearest rounds x_original by `nearest` and clamps it into the axis; linear
 // interpolates between its two neighbours, cubic between its four (Keys' kernel with

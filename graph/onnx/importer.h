@@ -252,14 +252,14 @@ struct OpInfo {
   int min_opset;  // the oldest opset whose semantics the converter implements
   Converter fn;
   std::vector<int> constant_slots;
-  // The op's attributes in opsets 1-21, space-separated. The converter reads each one or it
+  // The op's attributes in opsets 1-28, space-separated. The converter reads each one or it
   // does not change inference (momentum, seed, consumed_inputs); any other is an error.
   const char* attributes;
 };
 
 const std::vector<OpInfo>& op_table();  // sorted by type
 const OpInfo* find_op(const std::string& type);  // null for an unsupported op
-// Whether `name` is an attribute of `op` in opsets 1-21 (or Kiln's own export annotation).
+// Whether `name` is an attribute of `op` in opsets 1-28 (or Kiln's own export annotation).
 bool has_attribute(const OpInfo& op, const std::string& name);
 
 // host_ops.cpp: folding on host tensors. Sizes are checked against kMaxFoldElements by the

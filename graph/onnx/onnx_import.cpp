@@ -13,7 +13,9 @@
 namespace kiln::graph::onnx {
 namespace {
 
-constexpr int kMaxOpset = 21;
+// The newest opset of the default domain whose changes to the supported ops the converters
+// know (docs/onnx.md): ONNX 1.23's.
+constexpr int kMaxOpset = 28;
 
 // The sizes symbolic dimensions of graph inputs take (ImportOptions::input_shapes): whole
 // shapes by input name, and per dim_param name the size a bound input gave it, so that binding

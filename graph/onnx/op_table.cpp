@@ -1,5 +1,5 @@
 // The ONNX importer's op table: each supported op with its oldest supported opset, converter,
-// inputs compiled in as constants, and every attribute it has in opsets 1-21.
+// inputs compiled in as constants, and every attribute it has in opsets 1-28.
 #include <string>
 #include <vector>
 
@@ -30,7 +30,7 @@ const std::vector<OpInfo>& op_table() {
        "auto_pad ceil_mode count_include_pad dilations kernel_shape pads strides"},
       {"BatchNormalization", 6, convert_batch_norm, {1, 2, 3, 4},
        "consumed_inputs epsilon is_test momentum spatial training_mode"},
-      {"Cast", 6, convert_cast, {}, "saturate to"},  // saturate: float8 targets only
+      {"Cast", 6, convert_cast, {}, "round_mode saturate to"},  // all but `to`: float8 only
       {"Ceil", 6, convert_chain_step, {}, "consumed_inputs"},
       {"Celu", 12, convert_chain_step, {}, "alpha"},
       {"Clip", 1, convert_clip, {1, 2}, "consumed_inputs max min"},
@@ -89,7 +89,7 @@ const std::vector<OpInfo>& op_table() {
       {"Pad", 2, convert_pad, {1, 2, 3}, "mode pads value"},
       {"PRelu", 1, convert_prelu, {}, "consumed_inputs"},
       {"Pow", 1, convert_pow, {}, "axis broadcast"},
-      {"Range", 11, convert_range, {0, 1, 2}, ""},
+      {"Range", 11, convert_range, {0, 1, 2}, "stash_type"},  // 27: float16/bfloat16 only
       {"Reciprocal", 6, convert_chain_step, {}, "consumed_inputs"},
       {"ReduceL1", 1, convert_reduce, {1}, "axes keepdims noop_with_empty_axes"},
       {"ReduceL2", 1, convert_reduce, {1}, "axes keepdims noop_with_empty_axes"},
@@ -115,7 +115,7 @@ const std::vector<OpInfo>& op_table() {
       {"Softmax", 1, convert_softmax, {}, "axis"},
       {"Softplus", 1, convert_chain_step, {}, ""},
       {"Softsign", 1, convert_chain_step, {}, ""},
-      {"SpaceToDepth", 1, convert_space_to_depth, {}, "blocksize"},
+      {"SpaceToDepth", 1, convert_space_to_depth, {}, "blocksize mode"},  // mode: 28
       {"Split", 1, convert_split, {1}, "axis num_outputs split"},
       {"Sqrt", 6, convert_chain_step, {}, "consumed_inputs"},
       {"Squeeze", 1, convert_squeeze, {1}, "axes"},

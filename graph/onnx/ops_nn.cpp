@@ -471,7 +471,7 @@ ResizeMode resize_mode(const NodeCtx& c) {
 
 }  // namespace
 
-// Resize (opsets 11-21): scales or sizes as constants; nearest with every nearest_mode, linear
+// Resize (opsets 11-28): scales or sizes as constants; nearest with every nearest_mode, linear
 // and cubic (on the last two axes), every coordinate_transformation_mode (tf_crop_and_resize
 // with a constant roi).
 void convert_resize(Importer& im, const NodeCtx& c) {

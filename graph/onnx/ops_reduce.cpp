@@ -129,7 +129,7 @@ void convert_reduce(Importer& im, const NodeCtx& c) {
   im.define_value(c, 0, im.emit(c, r, {im.value_input(c, 0)}, im.output_name(c, 0)));
 }
 
-// ArgMax and ArgMin (opsets 1-21; select_last_index from 12): a Reduce of the arg kinds over
+// ArgMax and ArgMin (opsets 1-28; select_last_index from 12): a Reduce of the arg kinds over
 // one axis. The index is a float32 holding the exact integer (docs/onnx.md), so the reduced
 // axis must be shorter than 2^24.
 void convert_arg_reduce(Importer& im, const NodeCtx& c) {
@@ -194,14 +194,21 @@ void convert_depth_to_space(Importer& im, const NodeCtx& c) {
     emit_rearrangement(im, c, {x[0], cc, b, b, x[2], x[3]}, {0, 1, 4, 2, 5, 3}, out);
 }
 
+// SpaceToDepth, its inverse: depth as [blocksize_h, blocksize_w, C] (DCR, the only order before
+// opset 28 and its default) or [C, blocksize_h, blocksize_w] (CRD, opset 28's `mode`).
 void convert_space_to_depth(Importer& im, const NodeCtx& c) {
   expect_inputs(c, 1, 1);
   const Shape x = image_shape_of(im, c);
   const int64_t b = block_size(c);
+  const std::string mode = attr_string(c, "mode", "DCR");
+  if (mode != "DCR" && mode != "CRD")
+    node_error(c, "attribute 'mode' is '" + mode + "', expected DCR or CRD");
   if (x[2] % b != 0 || x[3] % b != 0)
     node_error(c, "the spatial size " + std::to_string(x[2]) + "x" + std::to_string(x[3]) +
                       " is not a multiple of blocksize " + std::to_string(b));
-  emit_rearrangement(im, c, {x[0], x[1], x[2] / b, b, x[3] / b, b}, {0, 3, 5, 1, 2, 4},
+  const std::vector<int> perm =
+      mode == "DCR" ? std::vector<int>{0, 3, 5, 1, 2, 4} : std::vector<int>{0, 1, 3, 5, 2, 4};
+  emit_rearrangement(im, c, {x[0], x[1], x[2] / b, b, x[3] / b, b}, perm,
                      {x[0], x[1] * b * b, x[2] / b, x[3] / b});
 }
 
