@@ -1,9 +1,12 @@
 // ONNX frontend, opsets 22-28: for the ops Kiln supports these changed dtypes only, except for
-// SpaceToDepth's `mode` (28), Cast's `round_mode` (24) and Range's `stash_type` (27). Each is
-// checked here against values computed from the ONNX definitions; so is a network of opset 28
-// against the same network at opset 14, and the first opset Kiln does not know.
+// SpaceToDepth's `mode` (28), Cast's `round_mode` (24) and Range's `stash_type` (27), and added
+// Swish (24). Each is checked here against values computed from the ONNX definitions; so is a
+// network of opset 28 against the same network at opset 14, and the first opset Kiln does not
+// know. CastLike (opset 15) is here too: exporters that write opset 22 and later use it.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include "onnx_test_models.h"
 
@@ -103,6 +106,54 @@ TEST(OnnxOpsets22To28, NetworkOfOpset28MatchesItsOpset14Self) {
   EXPECT_EQ(new_y.data, old_y.data);
   // The values are not all equal (a network that lost its input would pass the comparison).
   EXPECT_NE(new_y.data[0], new_y.data[1]);
+}
+
+// Swish (opset 24): x * sigmoid(alpha * x), alpha 1 by default.
+TEST(OnnxOpsets22To28, Swish) {
+  for (float alpha : {1.0f, 0.75f, -2.0f}) {
+    SCOPED_TRACE(alpha);
+    ModelBuilder m(24);
+    m.input("x", {3, 7});
+    auto& n = m.node("Swish", {"x"}, {"y"}, "swish");
+    if (alpha != 1.0f) attr_f(n, "alpha", alpha);
+    m.output("y");
+    const std::vector<float> x = rnd(21, 2206, -6.0f, 6.0f);
+    const Tensor y = run_one(m, x);
+    ASSERT_EQ(y.shape, (Shape{3, 7}));
+    for (size_t k = 0; k < x.size(); ++k) {
+      const double want = x[k] / (1.0 + std::exp(-static_cast<double>(alpha) * x[k]));
+      EXPECT_NEAR(y.data[k], want, 1e-6 + 1e-5 * std::abs(want)) << "x " << x[k];
+    }
+  }
+}
+
+// CastLike casts to its second input's dtype: a float graph tensor's (nothing to do), an int64
+// constant's (x folded at import, truncated), or a boolean's (x != 0 as float 0/1).
+TEST(OnnxOpsets22To28, CastLikeTakesTheDtypeOfItsSecondInput) {
+  ModelBuilder m(23);
+  m.input("x", {2, 3});
+  m.init("c", {3}, {2.75f, -1.5f, 0.0f});
+  m.init_i64("like_int", {1}, {7});
+  m.node("CastLike", {"c", "like_int"}, {"ci"}, "to_int");
+  m.node("CastLike", {"ci", "x"}, {"cf"}, "back_to_float");
+  m.node("CastLike", {"x", "x"}, {"xf"}, "same");
+  m.node("Add", {"xf", "cf"}, {"sum"}, "add");
+  m.init("zero", {}, {0.0f});
+  m.node("Greater", {"x", "zero"}, {"positive"}, "greater");
+  m.node("CastLike", {"sum", "positive"}, {"nonzero"}, "to_bool");
+  attr_i(m.node("Cast", {"nonzero"}, {"y"}, "to_float"), "to", TP::FLOAT);
+  m.output("sum");
+  m.output("y");
+  std::vector<float> x = rnd(6, 2207);
+  x[4] = 1.0f;  // sum 0: cast to bool, false
+  const Graph g = import(m);
+  const Value& in = g.value(g.inputs.at(0));
+  const std::vector<Tensor> out = run_reference(g, {Tensor{in.shape, in.layout, x}});
+  const float truncated[3] = {2.0f, -1.0f, 0.0f};
+  for (int k = 0; k < 6; ++k) {
+    EXPECT_EQ(out[0].data[k], x[k] + truncated[k % 3]) << k;
+    EXPECT_EQ(out[1].data[k], x[k] + truncated[k % 3] != 0.0f ? 1.0f : 0.0f) << k;
+  }
 }
 
 TEST(OnnxOpsets22To28, ANewerOpsetIsRefusedByNumber) {

@@ -176,6 +176,7 @@ void convert_unary(Importer& im, const NodeCtx& c);
 void convert_clip(Importer& im, const NodeCtx& c);
 void convert_chain_step(Importer& im, const NodeCtx& c);
 void convert_gelu(Importer& im, const NodeCtx& c);
+void convert_swish(Importer& im, const NodeCtx& c);
 void convert_prelu(Importer& im, const NodeCtx& c);
 void convert_pow(Importer& im, const NodeCtx& c);  // ops_logic.cpp
 void convert_binary(Importer& im, const NodeCtx& c);
@@ -237,6 +238,7 @@ void convert_gather(Importer& im, const NodeCtx& c);
 void convert_identity(Importer& im, const NodeCtx& c);
 void convert_dropout(Importer& im, const NodeCtx& c);
 void convert_cast(Importer& im, const NodeCtx& c);
+void convert_cast_like(Importer& im, const NodeCtx& c);
 void convert_constant(Importer& im, const NodeCtx& c);
 void convert_shape(Importer& im, const NodeCtx& c);
 void convert_size(Importer& im, const NodeCtx& c);

@@ -31,6 +31,7 @@ const std::vector<OpInfo>& op_table() {
       {"BatchNormalization", 6, convert_batch_norm, {1, 2, 3, 4},
        "consumed_inputs epsilon is_test momentum spatial training_mode"},
       {"Cast", 6, convert_cast, {}, "round_mode saturate to"},  // all but `to`: float8 only
+      {"CastLike", 15, convert_cast_like, {}, "round_mode saturate"},  // float8 only
       {"Ceil", 6, convert_chain_step, {}, "consumed_inputs"},
       {"Celu", 12, convert_chain_step, {}, "alpha"},
       {"Clip", 1, convert_clip, {1, 2}, "consumed_inputs max min"},
@@ -121,6 +122,7 @@ const std::vector<OpInfo>& op_table() {
       {"Squeeze", 1, convert_squeeze, {1}, "axes"},
       {"Sub", 1, convert_binary, {}, "axis broadcast consumed_inputs"},
       {"Sum", 6, convert_variadic, {}, "consumed_inputs"},
+      {"Swish", 24, convert_swish, {}, "alpha"},
       {"Tanh", 6, convert_chain_step, {}, "consumed_inputs"},
       {"ThresholdedRelu", 10, convert_chain_step, {}, "alpha"},
       {"Tile", 6, convert_tile, {1}, ""},

@@ -65,11 +65,10 @@ void convert_dropout(Importer& im, const NodeCtx& c) {
   im.define_alias(c, 0, 0);
 }
 
-void convert_cast(Importer& im, const NodeCtx& c) {
-  expect_inputs(c, 1, 1);
-  if (!find_attr(c, "to")) node_error(c, "attribute 'to' is missing");
-  const int64_t to = attr_int(c, "to", 0);
-  if (to < 0 || to > 1000) node_error(c, "attribute 'to' is not a dtype");
+namespace {
+
+// Input 0 of Cast or CastLike converted to dtype `to`.
+void cast_input(Importer& im, const NodeCtx& c, int64_t to) {
   const HostTensor* h = im.host_input(c, 0);
   if (h && h->dtype != to) return im.define_host(c, 0, host_cast(c, *h, static_cast<int32_t>(to)));
   if (h || to == TP::FLOAT) return im.define_alias(c, 0, 0);
@@ -83,6 +82,29 @@ void convert_cast(Importer& im, const NodeCtx& c) {
   node_error(c, "casting the runtime tensor '" + im.input_name(c, 0) + "' to " +
                     dtype_name(static_cast<int32_t>(to)) +
                     " is not supported; Kiln graph tensors are FLOAT");
+}
+
+}  // namespace
+
+void convert_cast(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 1, 1);
+  if (!find_attr(c, "to")) node_error(c, "attribute 'to' is missing");
+  const int64_t to = attr_int(c, "to", 0);
+  if (to < 0 || to > 1000) node_error(c, "attribute 'to' is not a dtype");
+  cast_input(im, c, to);
+}
+
+// CastLike (opset 15): Cast to the dtype of input 1, which is that of its host tensor, or for a
+// graph tensor FLOAT (BOOL for a boolean: docs/onnx.md, "Booleans").
+void convert_cast_like(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 2, 2);
+  const HostTensor* like = im.host_input(c, 1);
+  int64_t to = TP::FLOAT;
+  if (like)
+    to = like->dtype;
+  else if (im.is_boolean(im.value_input(c, 1)))
+    to = TP::BOOL;
+  cast_input(im, c, to);
 }
 
 void convert_constant(Importer& im, const NodeCtx& c) {

@@ -299,6 +299,22 @@ void convert_gelu(Importer& im, const NodeCtx& c) {
   emit_single(im, c, ElementwiseChain{{ChainStep{kind, 0.0f, 0.0f}}}, {im.value_input(c, 0)});
 }
 
+// Swish (opset 24): x * sigmoid(alpha * x). With alpha 1 (torch's SiLU) the silu chain step,
+// as the decomposed x * Sigmoid(x) exporters write becomes; else alpha * x, a Sigmoid node and
+// the product with x, elementwise nodes that fusion merges into one kernel.
+void convert_swish(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 1, 1);
+  const float alpha = attr_float(c, "alpha", 1.0f);
+  if (!std::isfinite(alpha)) node_error(c, "attribute 'alpha' must be finite");
+  const ValueId x = im.value_input(c, 0);
+  if (alpha == 1.0f)
+    return emit_single(im, c, ElementwiseChain{{ChainStep{ChainStepKind::silu, 0.0f, 0.0f}}}, {x});
+  const ValueId a = im.add_constant(c.name + "/alpha", Shape{1}, {alpha}, Layout::any);
+  const ValueId ax = im.emit(c, Binary{BinaryOp::mul}, {x, a}, c.name + "/scaled", c.name + "/scale");
+  const ValueId gate = im.emit(c, Sigmoid{}, {ax}, c.name + "/gate", c.name + "/gate");
+  emit_single(im, c, Binary{BinaryOp::mul}, {x, gate});
+}
+
 void convert_clip(Importer& im, const NodeCtx& c) {
   const float inf = std::numeric_limits<float>::infinity();
   Clip clip{-inf, inf};
