@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "graph/ir.h"
+#include "graph/onnx/functions.h"
 #include "graph/onnx/onnx_import.h"
 #include "onnx/onnx_pb.h"
 
@@ -58,7 +59,7 @@ HostTensor decode_tensor(const ::onnx::TensorProto& t, const std::string& what);
 struct NodeCtx {
   const ::onnx::NodeProto* proto = nullptr;
   std::string name;  // the node's name, or "<OpType>_<index>" when it has none
-  int opset = 0;     // the model's default-domain opset
+  int opset = 0;     // the default-domain opset of the model, or of the function it came from
   const std::string& op() const { return proto->op_type(); }
 };
 
@@ -154,6 +155,7 @@ class Importer {
   const ::onnx::ModelProto& model_;
   const ImportOptions& options_;
   int opset_ = 0;
+  std::vector<FlatNode> nodes_;  // the graph's nodes, model-local functions inlined
   Graph g_;
   std::unordered_map<std::string, Entry> table_;
   std::map<std::pair<const Slot*, Layout>, ValueId> constants_;  // materialized host tensors

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "graph/onnx/functions.h"
 #include "graph/onnx/importer.h"
 #include "graph/shape_inference.h"
 #include "graph/verify.h"
@@ -213,10 +214,11 @@ Importer::Importer(const ::onnx::ModelProto& model, const ImportOptions& options
 
 Graph Importer::run() {
   check_opsets();
+  nodes_ = flatten_functions(model_, opset_, kMaxOpset);
   add_initializers();
   add_graph_inputs();
-  for (const auto& n : model_.graph().node())
-    for (const std::string& in : n.input()) used_names_.insert(in);
+  for (const FlatNode& n : nodes_)
+    for (const std::string& in : n.proto->input()) used_names_.insert(in);
   for (const auto& out : model_.graph().output()) used_names_.insert(out.name());
   convert_nodes();
   add_graph_outputs();
@@ -304,11 +306,9 @@ void Importer::add_graph_inputs() {
 }
 
 void Importer::convert_nodes() {
-  const auto& nodes = model_.graph().node();
-  for (int idx = 0; idx < nodes.size(); ++idx) {
-    const auto& p = nodes[idx];
-    const NodeCtx c{&p, p.name().empty() ? p.op_type() + "_" + std::to_string(idx) : p.name(),
-                    opset_};
+  for (const FlatNode& n : nodes_) {
+    const auto& p = *n.proto;
+    const NodeCtx c{&p, n.name, n.opset};
     if (!p.domain().empty() && p.domain() != "ai.onnx")
       node_error(c, "domain '" + p.domain() + "' is not supported (only the default ONNX domain)");
     const OpInfo* info = find_op(p.op_type());
@@ -317,8 +317,8 @@ void Importer::convert_nodes() {
       if (!has_attribute(*info, a.name()))
         node_error(c, "unknown attribute '" + a.name() + "' (" + p.op_type() + " has " +
                           (*info->attributes ? info->attributes : "none") + ")");
-    if (opset_ < info->min_opset)
-      node_error(c, "opset " + std::to_string(opset_) + " is not supported for " + p.op_type() +
+    if (c.opset < info->min_opset)
+      node_error(c, "opset " + std::to_string(c.opset) + " is not supported for " + p.op_type() +
                         " (Kiln implements it from opset " + std::to_string(info->min_opset) + ")");
     for (const std::string& in : p.input())
       if (!in.empty() && !table_.count(in))
