@@ -21,9 +21,9 @@ namespace kiln::runtime {
 constexpr int kConvWeightBlock = 16;
 
 // Whether a convolution's CPU kernel reads its weights blocked (above): constant weights, and
-// either dense (one group, not depthwise) with output channels in whole blocks, at least 128
-// of them (the padding then costs at most 12%: a 1000-class classifier's 1008) or fewer than
-// a block (one zero-padded block, so the kernel computes a whole vector), or grouped
+// either dense (one group, not depthwise), any number of output channels (the last block
+// zero-padded: the kernel's tiles may then cover whole vectors past the channel count, as a
+// 24-channel layer's 2x14 tiles do, schedules::ConvShape::whole_channel_blocks), or grouped
 // with channels interleaved by group (conv_weight_interleave). Not for Winograd kernels, which
 // read transformed weights (the caller knows that from the kernel). Codegen and the runtime
 // both decide with this.

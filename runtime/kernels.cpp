@@ -121,10 +121,8 @@ int best_cpu_target() {
 }
 
 bool blocks_conv_weights(const graph::ConvKernelSpec& c) {
-  const int64_t co = c.output.shape[3];
   if (conv_weight_interleave(c) > 1) return true;
-  return !c.depthwise && c.groups == 1 && c.constant_weights &&
-         (co % kConvWeightBlock == 0 || co >= 8 * kConvWeightBlock || co < kConvWeightBlock);
+  return !c.depthwise && c.groups == 1 && c.constant_weights;
 }
 
 int conv_weight_interleave(const graph::ConvKernelSpec& c) {

@@ -151,7 +151,7 @@ std::vector<ConvParams> conv_candidates(const ConvShape& s, const Halide::Target
   if (s.out_channels < vec) {
     blocks.push_back({0, 1});
   } else {
-    for (int v = 1; v <= 4 && v * vec <= s.out_channels; ++v)
+    for (int v = 1; v <= 4 && v * vec <= tile_channels(s, vec); ++v)
       for (int px : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 16, 28,
                      // whole rows in 2..4 equal tiles: no column computed twice
                      static_cast<int>(ceil_div(s.out_width, 2)),

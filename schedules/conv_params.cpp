@@ -25,6 +25,10 @@ int accumulator_registers(const Halide::Target& t) { return vector_registers(t) 
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+int64_t tile_channels(const ConvShape& s, int vec) {
+  return s.whole_channel_blocks ? ceil_div(s.out_channels, vec) * vec : s.out_channels;
+}
+
 // Parallel tasks of a schedule (as the schedule files split the loops).
 int64_t task_count(const ConvParams& p, const ConvShape& s, const Halide::Target& t) {
   const int64_t channels = p.block.vectors ? int64_t{p.block.vectors} * vector_lanes(t) : 1;
@@ -100,7 +104,7 @@ RegisterBlock preferred_block(const ConvShape& s, const Halide::Target& t, int s
     return {0, 1};
   }
   for (const RegisterBlock& b : cpu_register_blocks(t, seven_wide))
-    if (b.vectors * vec <= s.out_channels && b.pixels <= s.out_width) return b;
+    if (b.vectors * vec <= tile_channels(s, vec) && b.pixels <= s.out_width) return b;
   return {1, 1};
 }
 
@@ -128,7 +132,7 @@ RegisterBlock fitted_block(const ConvShape& s, const Halide::Target& t, Register
   };
   if (b.vectors < 1 || cost(b) <= 1.1 * s.out_width * s.out_channels) return b;
   RegisterBlock best = b;
-  for (int v = 1; v <= 4 && v * vec <= s.out_channels; ++v)
+  for (int v = 1; v <= 4 && v * vec <= tile_channels(s, vec); ++v)
     for (int px = 1; px <= s.out_width; ++px)
       if (2 * v * px >= registers && v * px + v + 1 <= registers) {
         const double c = cost({v, px}), least = cost(best);  // ties: the most accumulators
@@ -390,7 +394,7 @@ std::string conv_params_error(const ConvParams& p, const ConvShape& s, const Hal
   }
   if (b.vectors == 0 && s.out_channels >= vec)
     return "block " + tile + " leaves the output channels unvectorized";
-  if (b.vectors * vec > s.out_channels || b.pixels > s.out_width)
+  if (b.vectors * vec > tile_channels(s, vec) || b.pixels > s.out_width)
     return "block " + tile + " (" + std::to_string(b.vectors * vec) + " channels x " +
            std::to_string(b.pixels) + " pixels) is larger than the output (" +
            std::to_string(s.out_channels) + " x " + std::to_string(s.out_width) + ")";
@@ -495,7 +499,7 @@ ConvParams default_direct_conv_params(const ConvShape& s, const Halide::Target& 
     // 7-wide outputs take 3x7 tiles (21 accumulators) on AVX-512, refined below.
     p.block = preferred_block(s, t, 3);
     if (streamed && taps == 1 && t.has_feature(Halide::Target::AVX512) && s.out_width >= 8 &&
-        s.out_width <= 13 && s.out_channels >= 2 * vector_lanes(t)) {
+        s.out_width <= 13 && tile_channels(s, vector_lanes(t)) >= 2 * vector_lanes(t)) {
       // A whole row per tile, as the wide default takes on such rows, and chunks of 144 steps
       // (18 KB of a 2-vector block's weights). SqueezeNet 1.1's classifier (13x13 512 -> 1000,
       // 1x1; wide 2x13 rows=1 before), kiln tune --set, 2 threads, AVX-512: 3x7 chunk=288
@@ -550,7 +554,7 @@ ConvParams default_direct_conv_params(const ConvShape& s, const Halide::Target& 
     // ResNet-50's 14-wide 3x3/s2 layer 1.09x against 2x6. (The wide family measured 0.96-1.08x
     // with 3x4 on ResNet-50's 1x1 layers and keeps 2x6.)
     const auto columns = [&](int pixels) { return ceil_div(s.out_width, pixels) * pixels; };
-    if (s.out_channels >= 3 * vector_lanes(t) && s.out_width >= 4 &&
+    if (tile_channels(s, vector_lanes(t)) >= 3 * vector_lanes(t) && s.out_width >= 4 &&
         columns(4) <= columns(p.block.pixels))
       p.block = {3, 4};
     else if (s.out_width == 7)  // too few channels for 3 vectors: 1x7 computes no column twice
@@ -574,7 +578,7 @@ ConvParams default_wide_params(const ConvShape& s, const Halide::Target& t) {
   // 732 us, a 1x1 384 -> 64 38 -> 28 us, a 3x3 64 -> 256 1.04x.
   if (t.has_feature(Halide::Target::AVX512) && s.out_width >= 8 && s.out_width <= 13 &&
       s.out_channels >= vector_lanes(t))
-    p.block = {s.out_channels >= 2 * vector_lanes(t) ? 2 : 1, s.out_width};
+    p.block = {tile_channels(s, vector_lanes(t)) >= 2 * vector_lanes(t) ? 2 : 1, s.out_width};
   p.block = fitted_block(s, t, p.block);
   p.rows = taps == 1 ? 1 : 2;  // 1x1 kernels have no halo rows to amortize
   p.rows = std::min(p.rows, s.out_height);

@@ -31,6 +31,11 @@ struct ConvShape {
   // read where the expansion leaves it, the channel loop inside: only `block` and `rows` vary.
   bool expanded = false;
   bool constant_weights = true;  // Winograd transforms them once, when the model binds them
+  // The weights are blocked and zero-padded to whole blocks of 16 output channels
+  // (runtime::blocks_conv_weights) and out_channels is not a multiple of 16: the wide and deep
+  // tiles may then cover channels up to the next whole vector (tile_channels), computed and
+  // not stored. A 24-channel layer takes 2x14 tiles instead of 1x14 ones.
+  bool whole_channel_blocks = false;
   // bfloat16 multiply-adds (ConvKernelSpec::bf16): only the wide, deep and naive schedules,
   // which take the reduction in pairs of input channels, and the input is always staged.
   bool bf16 = false;

@@ -19,6 +19,11 @@ int accumulator_registers(const Halide::Target& t);
 
 int64_t ceil_div(int64_t a, int64_t b);
 
+// The most output channels a wide or deep register tile of `s` may cover with vectors of `vec`
+// lanes: out_channels, or with whole_channel_blocks the channels up to the next whole vector
+// (inside the weights' zero-padded last block).
+int64_t tile_channels(const ConvShape& s, int vec);
+
 // Parallel tasks of a schedule (as the schedule files split the loops).
 int64_t task_count(const ConvParams& p, const ConvShape& s, const Halide::Target& t);
 
