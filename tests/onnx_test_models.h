@@ -129,6 +129,13 @@ inline std::string import_error(const std::string& bytes,
   return "";
 }
 
+// The first output of `b`, imported and run by the reference interpreter on x as its one input.
+inline graph::Tensor run_one(const ModelBuilder& b, const std::vector<float>& x) {
+  const graph::Graph g = import(b);
+  const graph::Value& in = g.value(g.inputs.at(0));
+  return graph::run_reference(g, {graph::Tensor{in.shape, in.layout, x}})[0];
+}
+
 inline std::vector<float> rnd(int64_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
   return graph::random_uniform(static_cast<size_t>(n), lo, hi, seed);
 }

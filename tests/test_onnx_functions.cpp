@@ -14,16 +14,10 @@
 namespace kiln::graph {
 namespace {
 
-using namespace onnx_test;  // ModelBuilder, import, import_error, attr_*, rnd, Dims
+using namespace onnx_test;  // ModelBuilder, import, import_error, run_one, attr_*, rnd, Dims
 using testing::HasSubstr;
 using ::onnx::AttributeProto;
 using ::onnx::FunctionProto;
-
-std::vector<float> run_one(const ModelBuilder& m, const std::vector<float>& x) {
-  const Graph g = import(m);
-  const Value& in = g.value(g.inputs.at(0));
-  return run_reference(g, {Tensor{in.shape, in.layout, x}})[0].data;
-}
 
 // A function of domain "custom" taking `inputs`, giving `outputs`, declaring `attributes`, whose
 // default-domain opset is `opset` (0: none declared, the model's).
@@ -119,8 +113,8 @@ TEST(OnnxFunctions, CallsAreInlinedWithTheirAttributes) {
     return m;
   };
   const std::vector<float> x = rnd(10, 2301, -4.0f, 4.0f);
-  const std::vector<float> want = run_one(build(false), x);
-  EXPECT_EQ(run_one(build(true), x), want);
+  const std::vector<float> want = run_one(build(false), x).data;
+  EXPECT_EQ(run_one(build(true), x).data, want);
   // Each call's internal values are its own: the graph names them after the call.
   const Graph g = import(build(true));
   int named = 0;
@@ -171,7 +165,7 @@ TEST(OnnxFunctions, OverloadsAreToldApart) {
   n.GetReflection()->MutableUnknownFields(&n)->AddLengthDelimited(8, "abs");
   m.output("y");
   const std::vector<float> x = {-1.5f, 2.0f, -0.25f, 3.0f};
-  EXPECT_EQ(run_one(m, x), (std::vector<float>{1.5f, 2.0f, 0.25f, 3.0f}));
+  EXPECT_EQ(run_one(m, x).data, (std::vector<float>{1.5f, 2.0f, 0.25f, 3.0f}));
 }
 
 TEST(OnnxFunctions, RefusalsNameTheCall) {

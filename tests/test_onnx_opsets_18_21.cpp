@@ -11,15 +11,8 @@
 namespace kiln::graph {
 namespace {
 
-using namespace onnx_test;  // ModelBuilder, import, import_error, attr_*, rnd, Dims
+using namespace onnx_test;  // ModelBuilder, import, import_error, run_one, attr_*, rnd, Dims
 using testing::HasSubstr;
-
-// The one output of `m` run by the reference interpreter on x.
-Tensor run_one(const ModelBuilder& m, const std::vector<float>& x) {
-  const Graph g = import(m);
-  const Value& in = g.value(g.inputs.at(0));
-  return run_reference(g, {Tensor{in.shape, in.layout, x}})[0];
-}
 
 TEST(OnnxOpsets18To21, ReduceMeanTakesAxesAsAnInput) {
   ModelBuilder m(18);

@@ -13,14 +13,8 @@
 namespace kiln::graph {
 namespace {
 
-using namespace onnx_test;  // ModelBuilder, import, import_error, attr_*, rnd, Dims
+using namespace onnx_test;  // ModelBuilder, import, import_error, run_one, attr_*, rnd, Dims
 using testing::HasSubstr;
-
-Tensor run_one(const ModelBuilder& m, const std::vector<float>& x) {
-  const Graph g = import(m);
-  const Value& in = g.value(g.inputs.at(0));
-  return run_reference(g, {Tensor{in.shape, in.layout, x}})[0];
-}
 
 // SpaceToDepth in both orders of the moved block, against the definition's index map: output
 // channel (by * b + bx) * C + c (DCR) or (c * b + by) * b + bx (CRD) at (h, w) holds input
