@@ -213,6 +213,17 @@ TEST(OnnxFunctions, RefusalsNameTheCall) {
                 body_node(f, "G19", {"b"}, {"c"}).set_domain("custom");
               })),
               HasSubstr("its functions inlined, exceeds 1048576 nodes"));
+  // A chain of 100000 functions, each calling the next: refused for its nesting, without
+  // recursing down the whole chain (which would exhaust the stack).
+  EXPECT_THAT(import_error(model([](ModelBuilder& m, FunctionProto& f) {
+                for (int k = 0; k < 100000; ++k) {
+                  FunctionProto& g = add_function(m, "C" + std::to_string(k), {"a"}, {"b"}, {});
+                  const std::string callee = k == 99999 ? "Relu" : "C" + std::to_string(k + 1);
+                  body_node(g, callee, {"a"}, {"b"}).set_domain(k == 99999 ? "" : "custom");
+                }
+                body_node(f, "C0", {"b"}, {"c"}).set_domain("custom");
+              })),
+              HasSubstr("function calls nest deeper than 32"));
   // A body op Kiln does not know is named with the call's prefix.
   EXPECT_THAT(import_error(model([](ModelBuilder&, FunctionProto& f) {
                 f.mutable_node(0)->set_op_type("NoSuchOp");

@@ -121,16 +121,18 @@ class Flattener {
     inline_call(*p, *f, name, what, depth);
   }
 
-  // The nodes a call of `f` becomes, counted before any is made (capped past kMaxGraphNodes;
-  // a cycle counts as one node here, inline_call reports it).
-  size_t inlined_size(const Function& f) {
+  // The nodes a call of `f` becomes, counted before any is made (capped past kMaxGraphNodes).
+  // A cycle, or calls nested past kMaxDepth, count as one node here (no deeper recursion: a
+  // chain of a million functions must not exhaust the stack); the expansion refuses both.
+  size_t inlined_size(const Function& f, int depth = 0) {
     const auto known = sizes_.find(f.proto);
     if (known != sizes_.end()) return known->second;
+    if (depth >= kMaxDepth) return 1;
     sizes_[f.proto] = 1;  // in progress: a cycle stops here
     size_t n = 0;
     for (const NodeProto& body : f.proto->node()) {
       const Function* callee = find(body);
-      n = std::min(n + (callee ? inlined_size(*callee) : 1), kMaxGraphNodes + 1);
+      n = std::min(n + (callee ? inlined_size(*callee, depth + 1) : 1), kMaxGraphNodes + 1);
     }
     return sizes_[f.proto] = n;
   }
