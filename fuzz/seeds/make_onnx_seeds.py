@@ -3,8 +3,10 @@
     .venv/bin/python fuzz/seeds/make_onnx_seeds.py
 Tiny shapes and weights, so the fuzzer mutates structure rather than weight bytes: a CNN with
 the ops of the zoo (Conv, BatchNormalization, Relu, MaxPool, Add, Concat, GlobalAveragePool,
-Flatten, Gemm), and a shape subgraph the importer folds (Shape -> Gather -> Unsqueeze -> Concat
--> Reshape) with Clip, Sigmoid, Mul and Softmax."""
+Flatten, Gemm), a shape subgraph the importer folds (Shape -> Gather -> Unsqueeze -> Concat
+-> Reshape) with Clip, Sigmoid, Mul and Softmax, and a model of opset 28 whose nodes call
+model-local functions (nested, an attribute reference with a default) that the importer
+inlines."""
 
 import os
 
@@ -71,7 +73,38 @@ def shape_subgraph():
          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 12])], inits)
 
 
+def functions():
+    act = helper.make_function(
+        "custom", "Act", ["x"], ["y"],
+        [helper.make_node("Sigmoid", ["x"], ["s"]), helper.make_node("Mul", ["x", "s"], ["m"]),
+         helper.make_node("LeakyRelu", ["m"], ["y"])],
+        [helper.make_opsetid("", 18)], attributes=[])
+    alpha = onnx.AttributeProto(name="alpha", ref_attr_name="slope", type=onnx.AttributeProto.FLOAT)
+    act.node[2].attribute.append(alpha)
+    act.attribute_proto.append(helper.make_attribute("slope", 0.1))
+    block = helper.make_function(
+        "custom", "Block", ["x", "w"], ["y"],
+        [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+         helper.make_node("Act", ["c"], ["y"], domain="custom")],
+        [helper.make_opsetid("", 22), helper.make_opsetid("custom", 1)], attributes=[])
+    nodes = [
+        helper.make_node("Block", ["x", "w1"], ["b1"], "block1", domain="custom"),
+        helper.make_node("Act", ["b1"], ["a2"], "act2", domain="custom", slope=0.3),
+        helper.make_node("GlobalAveragePool", ["a2"], ["y"], "gap"),
+    ]
+    graph = helper.make_graph(
+        nodes, "functions", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 6, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 1, 1])], [init("w1", 4, 3, 3, 3)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 28),
+                                                    helper.make_opsetid("custom", 1)],
+                              functions=[act, block], ir_version=10)
+    onnx.checker.check_model(model, full_check=True)
+    with open(os.path.join(HERE, "functions.onnx"), "wb") as f:
+        f.write(model.SerializeToString(deterministic=True))
+
+
 if __name__ == "__main__":
     os.makedirs(HERE, exist_ok=True)
     small_cnn()
     shape_subgraph()
+    functions()
