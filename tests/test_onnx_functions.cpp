@@ -2,9 +2,8 @@
 // here is compared with the same network written without functions, or with values computed
 // from the ONNX definitions; the refusals name the call.
 #include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
 #include <google/protobuf/unknown_field_set.h>
+#include <gtest/gtest.h>
 
 #include <cmath>
 #include <functional>
@@ -15,9 +14,9 @@ namespace kiln::graph {
 namespace {
 
 using namespace onnx_test;  // ModelBuilder, import, import_error, run_one, attr_*, rnd, Dims
-using testing::HasSubstr;
 using ::onnx::AttributeProto;
 using ::onnx::FunctionProto;
+using testing::HasSubstr;
 
 // A function of domain "custom" taking `inputs`, giving `outputs`, declaring `attributes`, whose
 // default-domain opset is `opset` (0: none declared, the model's).
@@ -100,7 +99,8 @@ TEST(OnnxFunctions, CallsAreInlinedWithTheirAttributes) {
         slope.set_name("slope");
         slope.set_type(AttributeProto::FLOAT);
         slope.set_f(0.05f);
-        f.GetReflection()->MutableUnknownFields(&f)->AddLengthDelimited(11, slope.SerializeAsString());
+        f.GetReflection()->MutableUnknownFields(&f)->AddLengthDelimited(11,
+                                                                        slope.SerializeAsString());
       }
       body_node(f, "Sigmoid", {"in"}, {"s"});
       body_node(f, "Mul", {"in", "s"}, {"m"});
@@ -194,9 +194,8 @@ TEST(OnnxFunctions, RefusalsNameTheCall) {
                 body_node(f, "F", {"b"}, {"c"}).set_domain("custom");
               })),
               HasSubstr("a cycle of calls"));
-  EXPECT_THAT(import_error(model([](ModelBuilder& m, FunctionProto& f) {
-                *m.model().add_functions() = f;
-              })),
+  EXPECT_THAT(import_error(
+                  model([](ModelBuilder& m, FunctionProto& f) { *m.model().add_functions() = f; })),
               HasSubstr("model-local function 'custom.F' is defined twice"));
   EXPECT_THAT(import_error(model([](ModelBuilder&, FunctionProto& f) {
                 f.mutable_opset_import()->Add()->set_version(29);

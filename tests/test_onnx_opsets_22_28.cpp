@@ -51,7 +51,8 @@ TEST(OnnxOpsets22To28, SpaceToDepthTakesBothModes) {
   attr_i(n, "blocksize", 2);
   attr_s(n, "mode", "RDC");
   bad.output("y");
-  EXPECT_THAT(import_error(bad.bytes()), HasSubstr("attribute 'mode' is 'RDC', expected DCR or CRD"));
+  EXPECT_THAT(import_error(bad.bytes()),
+              HasSubstr("attribute 'mode' is 'RDC', expected DCR or CRD"));
 }
 
 // Cast's round_mode (24) applies to float8e8m0 targets only, Range's stash_type (27) to float16

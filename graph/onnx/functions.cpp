@@ -49,7 +49,7 @@ using Key = std::tuple<std::string, std::string, std::string>;  // domain, name,
 
 struct Function {
   const FunctionProto* proto = nullptr;
-  int opset = 0;                                  // its default-domain opset
+  int opset = 0;                                   // its default-domain opset
   std::map<std::string, AttributeProto> defaults;  // attribute_proto, by name
 };
 
@@ -75,8 +75,7 @@ class Flattener {
         fn.defaults[a.name()] = a;
       }
       const Key key{f.domain(), f.name(), overload_of(f, kFunctionOverloadField)};
-      if (!functions_.emplace(key, std::move(fn)).second)
-        throw Error(what + " is defined twice");
+      if (!functions_.emplace(key, std::move(fn)).second) throw Error(what + " is defined twice");
     }
   }
 
@@ -95,7 +94,8 @@ class Flattener {
  private:
   const Function* find(const NodeProto& p) const {
     if (functions_.empty()) return nullptr;
-    const auto it = functions_.find(Key{p.domain(), p.op_type(), overload_of(p, kNodeOverloadField)});
+    const auto it =
+        functions_.find(Key{p.domain(), p.op_type(), overload_of(p, kNodeOverloadField)});
     return it == functions_.end() ? nullptr : &it->second;
   }
 
@@ -141,8 +141,8 @@ class Flattener {
                    const std::string& what, int depth) {
     const FunctionProto& fp = *f.proto;
     if (call.input_size() > fp.input_size())
-      throw Error(what + " has " + std::to_string(call.input_size()) + " inputs; the function takes " +
-                  std::to_string(fp.input_size()));
+      throw Error(what + " has " + std::to_string(call.input_size()) +
+                  " inputs; the function takes " + std::to_string(fp.input_size()));
     if (call.output_size() > fp.output_size())
       throw Error(what + " has " + std::to_string(call.output_size()) +
                   " outputs; the function has " + std::to_string(fp.output_size()));
@@ -150,12 +150,14 @@ class Flattener {
     std::map<std::string, const AttributeProto*> given;
     for (const AttributeProto& a : call.attribute()) {
       if (!declared.count(a.name()) && !f.defaults.count(a.name()))
-        throw Error(what + " sets attribute '" + a.name() + "', which the function does not declare");
+        throw Error(what + " sets attribute '" + a.name() +
+                    "', which the function does not declare");
       given[a.name()] = &a;
     }
     // A prefix no other call has used: internal names stay distinct between calls.
     std::string prefix = name + "/";
-    for (int k = 2; !prefixes_.insert(prefix).second; ++k) prefix = name + "~" + std::to_string(k) + "/";
+    for (int k = 2; !prefixes_.insert(prefix).second; ++k)
+      prefix = name + "~" + std::to_string(k) + "/";
     std::unordered_map<std::string, std::string> rename;
     for (int i = 0; i < fp.input_size(); ++i)
       rename[fp.input(i)] = i < call.input_size() ? call.input(i) : std::string();
@@ -180,8 +182,9 @@ class Flattener {
         }
         const auto g = given.find(a.ref_attr_name());
         const auto d = f.defaults.find(a.ref_attr_name());
-        const AttributeProto* value =
-            g != given.end() ? g->second : d != f.defaults.end() ? &d->second : nullptr;
+        const AttributeProto* value = g != given.end()        ? g->second
+                                      : d != f.defaults.end() ? &d->second
+                                                              : nullptr;
         if (!value) continue;  // neither the call nor a default sets it: the attribute is unset
         AttributeProto& copy = *node->add_attribute();
         copy = *value;
@@ -197,7 +200,7 @@ class Flattener {
 
   int model_opset_;
   std::map<Key, Function> functions_;
-  std::set<const FunctionProto*> active_;  // the calls being inlined, outermost first
+  std::set<const FunctionProto*> active_;  // the functions whose calls are being inlined
   std::set<std::string> prefixes_;
   std::map<const FunctionProto*, size_t> sizes_;  // inlined_size
   std::vector<FlatNode> out_;

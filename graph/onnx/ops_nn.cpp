@@ -310,7 +310,8 @@ void convert_swish(Importer& im, const NodeCtx& c) {
   if (alpha == 1.0f)
     return emit_single(im, c, ElementwiseChain{{ChainStep{ChainStepKind::silu, 0.0f, 0.0f}}}, {x});
   const ValueId a = im.add_constant(c.name + "/alpha", Shape{1}, {alpha}, Layout::any);
-  const ValueId ax = im.emit(c, Binary{BinaryOp::mul}, {x, a}, c.name + "/scaled", c.name + "/scale");
+  const ValueId ax =
+      im.emit(c, Binary{BinaryOp::mul}, {x, a}, c.name + "/scaled", c.name + "/scale");
   const ValueId gate = im.emit(c, Sigmoid{}, {ax}, c.name + "/gate", c.name + "/gate");
   emit_single(im, c, Binary{BinaryOp::mul}, {x, gate});
 }
