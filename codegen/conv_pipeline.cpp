@@ -379,7 +379,7 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
   if (k.bf16 && target.has_gpu_feature())
     throw graph::Error("kernel '" + k.name + "' runs in bf16, which Kiln generates for CPUs only; "
                        "compile the model with precision f32 for " + target.to_string());
-  const bool blocked = !winograd && !target.has_gpu_feature() && runtime::blocks_conv_weights(k);
+  const bool blocked = !winograd && conv_weights_blocked(k, target);
   constexpr int kBlock = runtime::kConvWeightBlock;
   std::vector<Halide::ImageParam> inputs;
   const std::vector<graph::TensorDesc> args = graph::generated_kernel_arguments(k);

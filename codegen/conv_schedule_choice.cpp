@@ -38,14 +38,16 @@ schedules::ConvShape conv_shape(const graph::ConvKernelSpec& k, const Halide::Ta
   s.computed_input = !k.pre.empty() || k.nchw_input || graph::pools_before_conv(k);
   s.expanded = k.expand.has_value();
   s.constant_weights = k.constant_weights;
-  // As conv_pipeline binds them (its `blocked`; Winograd, which ignores this, transforms them).
-  s.whole_channel_blocks = !target.has_gpu_feature() && !k.depthwise &&
-                           runtime::blocks_conv_weights(k) &&
-                           out[3] % runtime::kConvWeightBlock != 0;
+  s.whole_channel_blocks =
+      conv_weights_blocked(k, target) && out[3] % runtime::kConvWeightBlock != 0;
   s.bf16 = k.bf16;
   s.stride_w = k.stride_w, s.stride_h = k.stride_h;
   s.dilation_w = k.dilation_w, s.dilation_h = k.dilation_h;
   return s;
+}
+
+bool conv_weights_blocked(const graph::ConvKernelSpec& k, const Halide::Target& target) {
+  return !target.has_gpu_feature() && runtime::blocks_conv_weights(k);
 }
 
 schedules::ConvShape matmul_shape(const graph::OpKernelSpec& k) {

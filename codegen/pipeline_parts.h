@@ -92,6 +92,9 @@ inline bool is_autoscheduler(const std::string& schedule) {
 // or grouped ConvKernelSpec (`merge` groups per block, runtime/conv_weights.h) or of a MatMul
 // run as a 1x1 convolution.
 schedules::ConvShape conv_shape(const graph::ConvKernelSpec& k, const Halide::Target& target);
+// Whether a direct kernel of `k` for `target` reads its weights blocked by 16 output channels
+// (runtime::blocks_conv_weights, on CPU targets; Winograd kernels read transformed weights).
+bool conv_weights_blocked(const graph::ConvKernelSpec& k, const Halide::Target& target);
 schedules::ConvShape matmul_shape(const graph::OpKernelSpec& k);
 // A MatMul of a 4-D tensor by a matrix: run as a 1x1 convolution (matmul_pipeline).
 bool is_conv_matmul(const graph::OpKernelSpec& k);
