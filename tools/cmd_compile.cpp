@@ -272,15 +272,26 @@ std::string depfile_for(const fs::path& compiler_deps, const fs::path& staging, 
 
 // Each file NAME.a depends on (depfile_for's text) with its size and hash, a line each: a cached
 // object of the model's source is used only while the headers it was compiled from are unchanged.
+// Paths are separated by white space; a backslash escapes the next character ("\ " is a space
+// inside a path).
 std::string dependency_sums(const std::string& depfile) {
-  std::istringstream words(depfile.substr(depfile.find(':') + 1));
-  std::string sums;
-  for (std::string word; words >> word;) {
-    std::string path;
-    for (size_t i = 0; i < word.size(); ++i) path += word[i] == '\\' && i + 1 < word.size() ? word[++i] : word[i];
+  std::string sums, path;
+  const auto flush = [&] {
+    if (path.empty()) return;
     const std::string bytes = codegen::read_text(path);
-    sums += path + " " + std::to_string(bytes.size()) + " " + std::to_string(graph::fnv1a(bytes)) + "\n";
+    sums += path + " " + std::to_string(bytes.size()) + " " +
+            std::to_string(graph::fnv1a(bytes)) + "\n";
+    path.clear();
+  };
+  for (size_t i = depfile.find(':') + 1; i < depfile.size(); ++i) {
+    if (depfile[i] == '\\' && i + 1 < depfile.size())
+      path += depfile[++i];
+    else if (std::isspace(static_cast<unsigned char>(depfile[i])))
+      flush();
+    else
+      path += depfile[i];
   }
+  flush();
   return sums;
 }
 
