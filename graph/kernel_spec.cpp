@@ -56,6 +56,9 @@ std::string describe_conv(const ConvKernelSpec& k) {
     << (k.nchw_output ? ", shape [N, Co, Ho, Wo] = " : ", shape [N, Ho, Wo, Co] = ")
     << to_string(k.output.shape) << (k.nchw_output ? " (NCHW), " : " (NHWC), ")
     << to_string(k.output.dtype) << "\n";
+  if (!k.unmerged_output.empty())
+    s << "rows:   merged: the image is " << to_string(k.unmerged_output)
+      << " (NHWC); a pointwise convolution computes the same on its rows read as longer ones\n";
   const bool symmetric = k.pad_top == k.pad_left && k.pad_top == k.pad_bottom &&
                          k.pad_top == k.pad_right;
   s << "conv:   " << (k.groups > 1 && !k.depthwise ? "groups " + std::to_string(k.groups) + ", " : "")

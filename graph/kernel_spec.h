@@ -78,6 +78,10 @@ struct ConvKernelSpec {
   // kernel's signature: a kernel compiled with one schedule is never bound to a spec asking
   // for another.
   std::string schedule;
+  // Set when the plan merged the image's rows (PlanOptions::flat_pointwise): the output's NHWC
+  // shape as the graph has it, whose rows the kernel's shapes hold merged. Descriptive only;
+  // the kernel is what its shapes say.
+  Shape unmerged_output;
 };
 
 struct LayoutKernelSpec {

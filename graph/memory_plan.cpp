@@ -205,6 +205,7 @@ std::vector<ArenaAlias> slice_views(const Graph& g, const std::vector<int>& prod
 ArenaPlan plan_arena(const Graph& g, const PlanOptions& options) {
   const int64_t alignment = options.alignment;
   ArenaPlan plan;
+  plan.flat_pointwise = options.flat_pointwise;
   const auto uses = g.consumers();
   const std::vector<int> producer = producers(g);
   if (options.in_place_concat) plan.aliases = in_place_concats(g, producer, uses);
@@ -274,6 +275,51 @@ ArenaPlan plan_arena(const Graph& g, const PlanOptions& options) {
   return plan;
 }
 
+int64_t flat_pointwise_rows(int64_t height, int64_t width) {
+  int64_t best = 1;
+  for (int64_t k = 1; k <= height && k * width <= kMaxFlatRow; ++k)
+    if (height % k == 0) best = k;
+  return height / best;
+}
+
+namespace {
+
+// Whether c is a pointwise convolution whose tensors may be read as longer rows
+// (PlanOptions::flat_pointwise): dense, 1x1, stride 1, no padding, NHWC in and out, nothing
+// computed in the kernel that depends on where a pixel is (pooling, resize, expansion), every
+// image tensor dense (a Concat's slice has its base's strides) and not a constant, and rows to
+// merge. Images of at most kMinFlatPixels pixels
+// (7x7) keep their rows: their schedules (deep, 4x7 tiles) were measured on those.
+bool flattens(const Graph& g, const ArenaPlan& plan, const ConvKernelSpec& c) {
+  const Shape& w = c.weights.shape;  // HWIO
+  if (c.depthwise || c.groups != 1 || w.size() != 4 || w[0] != 1 || w[1] != 1) return false;
+  if (c.stride_h != 1 || c.stride_w != 1 || c.pad_top || c.pad_left || c.pad_bottom || c.pad_right)
+    return false;
+  if (c.nchw_input || c.nchw_output || c.pool || c.resize || c.expand || c.bf16) return false;
+  const auto dense = [&](const TensorDesc& t) {
+    if (t.shape.size() != 4 || !t.strides.empty() || g.value(t.value).is_constant()) return false;
+    const ArenaAlias* a = plan.find_alias(t.value);
+    return !a || a->is_view();
+  };
+  if (!dense(c.input) || !dense(c.output) || (c.residual && !dense(*c.residual)) ||
+      (c.shortcut && !dense(*c.shortcut)))
+    return false;
+  const Shape& o = c.output.shape;  // NHWC
+  return c.input.shape[1] == o[1] && c.input.shape[2] == o[2] && o[1] * o[2] > kMinFlatPixels &&
+         flat_pointwise_rows(o[1], o[2]) != o[1];
+}
+
+void flatten(ConvKernelSpec& c) {
+  const Shape o = c.output.shape;
+  c.unmerged_output = o;
+  const int64_t rows = flat_pointwise_rows(o[1], o[2]);
+  for (TensorDesc* t : {&c.input, &c.output, c.residual ? &*c.residual : nullptr,
+                        c.shortcut ? &*c.shortcut : nullptr})
+    if (t) t->shape = {t->shape[0], rows, o[1] * o[2] / rows, t->shape[3]};
+}
+
+}  // namespace
+
 std::vector<KernelSpec> planned_kernels(const Graph& g, const ArenaPlan& plan) {
   std::vector<KernelSpec> lowered = lower_to_kernels(g);
   std::vector<KernelSpec> kernels;
@@ -292,6 +338,7 @@ std::vector<KernelSpec> planned_kernels(const Graph& g, const ArenaPlan& plan) {
       if (c->residual) strided(*c->residual);
       if (c->shortcut) strided(*c->shortcut);
       for (TensorDesc& t : c->post_params) strided(t);
+      if (plan.flat_pointwise && flattens(g, plan, *c)) flatten(*c);
     } else if (auto* o = std::get_if<OpKernelSpec>(&k)) {
       for (TensorDesc& t : o->inputs) strided(t);
     }

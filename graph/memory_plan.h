@@ -38,6 +38,7 @@ struct ArenaPlan {
   std::vector<ArenaAlias> aliases;   // Concat inputs written in place, Reshapes and Slices as views
   int64_t arena_bytes = 0;           // planned size
   int64_t unshared_bytes = 0;        // the owned tensors without any reuse
+  bool flat_pointwise = false;       // PlanOptions::flat_pointwise
   const ArenaBuffer* find(ValueId v) const;
   const ArenaAlias* find_alias(ValueId v) const;
   bool elides(NodeId n) const;  // n is a Concat, Reshape or Slice that copies nothing
@@ -60,13 +61,22 @@ struct PlanOptions {
   // the input's strides, and the input stays alive as long as either is read. Off where buffers
   // cannot alias.
   bool slice_views = true;
+  // Pointwise convolutions as long rows: a dense 1x1 convolution of stride 1 without padding
+  // whose input, output and residual are dense NHWC tensors (not Concat slices) is the same
+  // computation on an image of fewer, longer rows, [N, H / k, k * W, C] (flat_pointwise_rows):
+  // planned_kernels gives its kernel those shapes, and the runtime passes views of the tensors'
+  // buffers reshaped alike. A register tile then runs along k rows at once, so the AVX-512
+  // schedules can take tiles of 4 channel vectors by 4 to 6 pixels without computing columns
+  // twice at the end of 14- or 28-pixel rows (schedules/conv_params.cpp). Off where buffers
+  // cannot alias.
+  bool flat_pointwise = true;
 };
 
 // The plan of a backend: the CPU's aliases tensors (in-place Concats, Reshape and Slice views); a GPU's
 // buffers are device allocations of their own, so nothing is aliased there.
 inline PlanOptions plan_options_for(bool aliasing_buffers) {
   PlanOptions o;
-  o.in_place_concat = o.reshape_views = o.slice_views = aliasing_buffers;
+  o.in_place_concat = o.reshape_views = o.slice_views = o.flat_pointwise = aliasing_buffers;
   return o;
 }
 
@@ -83,7 +93,16 @@ inline ArenaPlan plan_arena(const Graph& g, int64_t alignment = 64) {
 // input stored as a slice of a larger tensor given that tensor's strides (TensorDesc::strides),
 // so its kernel is compiled for them. Outputs keep dense descriptions: the kernels that write
 // slices (convolutions) take their output strides at run time.
+// With plan.flat_pointwise, pointwise convolutions get the shapes of flat_pointwise_rows.
 std::vector<KernelSpec> planned_kernels(const Graph& g, const ArenaPlan& plan);
+
+// The rows of H rows of W pixels read as long rows: the most whole rows k (a divisor of H) whose
+// k * W pixels stay within kMaxFlatRow, as H / k rows (at least 2 tasks of rows on a 14x14
+// image). An image whose rows are that long already keeps them (returns H). Images of at most
+// kMinFlatPixels pixels are never reshaped.
+inline constexpr int64_t kMaxFlatRow = 128;
+inline constexpr int64_t kMinFlatPixels = 64;
+int64_t flat_pointwise_rows(int64_t height, int64_t width);
 
 // Bytes of every activation tensor (non-constant, non-input) of a graph, each in its own
 // buffer: what an engine without fusion or reuse would allocate.

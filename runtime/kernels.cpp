@@ -143,11 +143,11 @@ int64_t conv_weight_blocks(int64_t out_channels) {
   return (out_channels + kConvWeightBlock - 1) / kConvWeightBlock;
 }
 
-std::vector<float> block_conv_weights(const float* hwio, int64_t kh, int64_t kw, int64_t ci,
+AlignedVector<float> block_conv_weights(const float* hwio, int64_t kh, int64_t kw, int64_t ci,
                                       int64_t co, int interleave) {
   constexpr int64_t kB = kConvWeightBlock;
   const int64_t rows = kh * kw * ci;  // (ky, kx, ci), outermost first, in both layouts
-  std::vector<float> out(static_cast<size_t>(conv_weight_blocks(co) * rows * kB), 0.0f);
+  AlignedVector<float> out(static_cast<size_t>(conv_weight_blocks(co) * rows * kB), 0.0f);
   const int64_t per_group = kB / interleave;  // interleave > 1: whole blocks
   for (int64_t b = 0; b < conv_weight_blocks(co); ++b) {
     const int64_t width = std::min(kB, co - b * kB);  // the last block may be partly zeros
@@ -171,11 +171,11 @@ int64_t bf16_conv_reduction(int64_t kh, int64_t kw, int64_t ci) {
 
 int64_t bf16_conv_columns(int64_t co) { return conv_weight_blocks(co) * kConvWeightBlock; }
 
-std::vector<uint16_t> pack_bf16_conv_weights(const float* hwio, int64_t kh, int64_t kw,
+AlignedVector<uint16_t> pack_bf16_conv_weights(const float* hwio, int64_t kh, int64_t kw,
                                              int64_t ci, int64_t co) {
   KILN_CHECK(ci % 2 == 0, "bf16 weights need an even number of input channels");
   const int64_t steps = kh * kw * ci, columns = bf16_conv_columns(co);
-  std::vector<uint16_t> out(static_cast<size_t>(bf16_conv_reduction(kh, kw, ci) * columns), 0);
+  AlignedVector<uint16_t> out(static_cast<size_t>(bf16_conv_reduction(kh, kw, ci) * columns), 0);
   // HWIO is [Kh][Kw][Ci][Co]: step k = ci + Ci * (kx + Kw * ky) is row k of a [K][Co] matrix.
   for (int64_t k = 0; k < steps; ++k)
     for (int64_t o = 0; o < co; ++o)
@@ -196,11 +196,11 @@ int grouped_conv_merge(int groups, int64_t out_channels) {
   return 1;
 }
 
-std::vector<float> widen_grouped_conv_weights(const float* hwio, int64_t kh, int64_t kw,
+AlignedVector<float> widen_grouped_conv_weights(const float* hwio, int64_t kh, int64_t kw,
                                               int64_t ci_per_group, int64_t co, int groups,
                                               int merge) {
   const int64_t co_per_group = co / groups, wide_ci = merge * ci_per_group;
-  std::vector<float> out(static_cast<size_t>(kh * kw * wide_ci * co), 0.0f);
+  AlignedVector<float> out(static_cast<size_t>(kh * kw * wide_ci * co), 0.0f);
   for (int64_t tap = 0; tap < kh * kw; ++tap)
     for (int64_t o = 0; o < co; ++o) {
       const int64_t sub = (o / co_per_group) % merge;  // the group's place in its block

@@ -45,7 +45,7 @@ HalideBuffer wrap(float* data, const graph::Shape& shape) {
 struct Call {
   std::string name;
   GeneratedKernelFn fn = nullptr;
-  std::vector<graph::ValueId> buffers;  // in argument order, output last
+  std::vector<graph::TensorDesc> arguments;  // in argument order, output last
   std::vector<void*> args;
 };
 
@@ -102,12 +102,19 @@ struct Model::Impl {
   // Copies of conv weights in the layouts the CPU kernels read: narrow groups' weights widened
   // to blocks, dense weights blocked by output channels, Winograd-transformed weights (owned
   // here).
-  std::vector<std::vector<float>> restrided_weights;
-  std::vector<std::vector<uint16_t>> bf16_weights;  // packed for bf16 kernels (owned here)
+  std::vector<runtime::AlignedVector<float>> restrided_weights;
+  std::vector<runtime::AlignedVector<uint16_t>> bf16_weights;  // packed for bf16 kernels
   // Buffers over the blocked, the bf16-packed and the Winograd-transformed copies, one per
   // (weights, form: the Winograd tile, 0 for blocked, kBf16Form for bf16), bound to those calls
   // only; a list, so the buffers never move once calls point at them.
   std::list<std::pair<std::pair<uint32_t, int>, Halide::Runtime::Buffer<>>> weight_copies;
+  // Arguments a kernel reads under another shape of their dense bytes (argument()), with the
+  // value each views (a graph input's view follows the input run() binds); a list, so the
+  // buffers never move once calls point at them.
+  std::list<std::pair<graph::ValueId, HalideBuffer>> reshaped;
+  // Constants the kernels read as the graph holds them, moved to aligned storage
+  // (align_constants).
+  std::vector<runtime::AlignedVector<float>> aligned_constants;
   std::vector<Call> calls;
   std::shared_ptr<const GeneratedKernels> generated;  // for the graph::is_generated specs
   std::string fallback_reason;
@@ -125,7 +132,9 @@ struct Model::Impl {
   void widen_grouped_weights(const graph::ConvKernelSpec& conv);
   std::vector<void*> copied_weight_args(const graph::ConvKernelSpec& conv, int tile);
   void release_constant(graph::ValueId v);
+  void* argument(const graph::TensorDesc& t);
   void make_calls();
+  void align_constants();
   Status run_calls();
 };
 
@@ -203,7 +212,7 @@ void Model::Impl::widen_grouped_weights(const graph::ConvKernelSpec& c) {
   HalideBuffer& b = buffers[c.weights.value.index];
   const graph::Shape& s = g.value(c.weights.value).shape;  // [Kh, Kw, Ci / groups, Co]
   if (b.dim(1).extent() != s[2]) return;  // widened already, for another conv
-  std::vector<float> wide =
+  runtime::AlignedVector<float> wide =
       runtime::widen_grouped_conv_weights(b.data(), s[0], s[1], s[2], s[3], c.groups, merge);
   b = HalideBuffer(wide.data(), {static_cast<int>(s[3]), static_cast<int>(merge * s[2]),
                                  static_cast<int>(s[1]), static_cast<int>(s[0])});
@@ -230,10 +239,11 @@ std::vector<void*> Model::Impl::copied_weight_args(const graph::ConvKernelSpec& 
     const graph::Shape& s = w.shape;  // HWIO [Kh, Kw, Ci, Co]
     KILN_CHECK(w.data, "conv weights released before every form of them was made");
     const auto i32 = [](int64_t v) { return static_cast<int>(v); };
-    std::vector<float> copy;
+    runtime::AlignedVector<float> copy;
     Halide::Runtime::Buffer<> buffer;
     if (tile == kBf16Form) {
-      std::vector<uint16_t> packed = runtime::pack_bf16_conv_weights(w.data->data(), s[0], s[1], s[2], s[3]);
+      runtime::AlignedVector<uint16_t> packed =
+          runtime::pack_bf16_conv_weights(w.data->data(), s[0], s[1], s[2], s[3]);
       buffer = Halide::Runtime::Buffer<>(
           halide_type_t(halide_type_bfloat, 16), packed.data(),
           {2, i32(runtime::bf16_conv_columns(s[3])), i32(runtime::bf16_conv_reduction(s[0], s[1], s[2]) / 2)});
@@ -259,9 +269,24 @@ std::vector<void*> Model::Impl::copied_weight_args(const graph::ConvKernelSpec& 
   }
   std::vector<void*> args;
   for (const graph::TensorDesc& t : graph::generated_kernel_arguments(c))
-    args.push_back(t.value == c.weights.value ? it->second.raw_buffer()
-                                              : buffers[t.value.index].raw_buffer());
+    args.push_back(t.value == c.weights.value ? it->second.raw_buffer() : argument(t));
   return args;
+}
+
+// The buffer of kernel argument t: its value's, or where the kernel reads the value under
+// another shape of the same rank (a pointwise convolution's longer rows, graph::PlanOptions::
+// flat_pointwise), a dense view of the same bytes with t's shape. Made once per call site,
+// before any run; run() points a graph input's views at the input it binds. Constants are
+// passed as they are (align_constants moves their storage afterwards; no spec reshapes them).
+void* Model::Impl::argument(const graph::TensorDesc& t) {
+  HalideBuffer& b = buffers[t.value.index];
+  const graph::Shape& shape = g.value(t.value).shape;
+  if (t.shape == shape || t.shape.size() != shape.size() || g.value(t.value).is_constant())
+    return b.raw_buffer();
+  KILN_CHECK(graph::num_elements(t.shape) == graph::num_elements(shape) && t.strides.empty(),
+             "kernel argument '" + t.name + "' reshaped to other sizes or strides");
+  reshaped.emplace_back(t.value, wrap(b.data(), t.shape));
+  return reshaped.back().second.raw_buffer();
 }
 
 // The kernels read constant v from a re-laid-out copy now: the graph's own data is not read
@@ -291,15 +316,36 @@ void Model::Impl::make_calls() {
       }
       const bool amx = gk.amx_fn && options.amx && options.backend == Backend::cpu && runtime::amx_usable();
       c.fn = amx ? gk.amx_fn : gk.fn;
-      for (const graph::TensorDesc& t : graph::generated_kernel_arguments(k))
-        c.buffers.push_back(t.value);
+      c.arguments = graph::generated_kernel_arguments(k);
     }
     calls.push_back(std::move(c));
   }
   // Argument vectors point into `buffers`, which stays put from here on.
   for (Call& c : calls)
     if (c.args.empty())
-      for (graph::ValueId v : c.buffers) c.args.push_back(buffers[v.index].raw_buffer());
+      for (const graph::TensorDesc& t : c.arguments) c.args.push_back(argument(t));
+  if (options.backend == Backend::cpu) align_constants();
+}
+
+// The constants the kernels read as the graph holds them (depthwise and Gemm weights, biases,
+// per-channel parameters) start where std::vector's allocation put them, 16 bytes past a
+// cache line for large ones, so a vector load of 16 of them straddled two lines. Each such
+// constant moves to 64-byte-aligned storage, its buffer (which the calls' argument vectors
+// point at) to the copy, and the graph's data goes. After every weight copy is made: nothing
+// reads the graph's constants from here on.
+void Model::Impl::align_constants() {
+  for (const Call& c : calls)
+    for (size_t i = 0; i < c.arguments.size(); ++i) {
+      const graph::ValueId id = c.arguments[i].value;
+      const graph::Value& v = g.value(id);
+      halide_buffer_t* b = buffers[id.index].raw_buffer();
+      // Not a copy's buffer (Winograd, blocked, bf16), and not moved already.
+      if (c.args[i] != b || !v.is_constant() || reinterpret_cast<uintptr_t>(b->host) % 64 == 0)
+        continue;
+      aligned_constants.emplace_back(v.data->begin(), v.data->end());
+      b->host = reinterpret_cast<uint8_t*>(aligned_constants.back().data());
+      release_constant(id);
+    }
 }
 
 // All bits set: a quiet NaN in every float of the arena, gaps between tensors included.
@@ -427,6 +473,8 @@ Status Model::run(const std::vector<const float*>& inputs) {
     HalideBuffer& b = m.buffers[m.g.inputs[i].index];
     b.raw_buffer()->host = reinterpret_cast<uint8_t*>(const_cast<float*>(inputs[i]));
     if (is_gpu(m.options.backend)) b.set_host_dirty(true);
+    for (auto& [value, view] : m.reshaped)
+      if (value == m.g.inputs[i]) view.raw_buffer()->host = b.raw_buffer()->host;
   }
   return m.run_calls();
 }

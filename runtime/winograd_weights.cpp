@@ -32,10 +32,10 @@ const WinogradMatrices& winograd_matrices(int tile) {
   return tile == 2 ? f2 : f4;
 }
 
-std::vector<float> winograd_conv_weights(const float* hwio, int64_t ci, int64_t co, int tile) {
+AlignedVector<float> winograd_conv_weights(const float* hwio, int64_t ci, int64_t co, int tile) {
   const WinogradMatrices& m = winograd_matrices(tile);
   const int alpha = m.alpha;
-  std::vector<float> out(static_cast<size_t>(alpha * alpha * ci * co));
+  AlignedVector<float> out(static_cast<size_t>(alpha * alpha * ci * co));
   const auto w = [&](int ky, int kx, int64_t i, int64_t o) {
     return double(hwio[((ky * 3 + kx) * ci + i) * co + o]);
   };

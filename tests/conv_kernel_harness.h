@@ -114,28 +114,31 @@ inline std::vector<float> run_kernel(const Problem& p, const std::string& schedu
   const graph::Value& w = p.g.value(node.inputs[1]);
   const graph::Value& bias = p.g.value(node.inputs[2]);
   std::vector<float> out(p.expected.data.size(), NAN);
-  HalideBuffer in_b = wrap(p.input.data.data(), p.input.shape);
+  // The tensors under the kernel's shapes: a pointwise convolution's may hold the image's rows
+  // merged (graph::PlanOptions::flat_pointwise), the same bytes.
+  const graph::ConvKernelSpec& conv = std::get<graph::ConvKernelSpec>(spec);
+  HalideBuffer in_b = wrap(p.input.data.data(), conv.input.shape);
   HalideBuffer w_b = wrap(w.data->data(), w.shape);
   const int kh = static_cast<int>(w.shape[0]), kw = static_cast<int>(w.shape[1]);
   const int ci = static_cast<int>(w.shape[2]), co = static_cast<int>(w.shape[3]);
-  std::vector<float> copy;
+  runtime::AlignedVector<float> copy;
   if (kernel.winograd_tile > 0) {
     copy = runtime::winograd_conv_weights(w.data->data(), ci, co, kernel.winograd_tile);
     const int alpha = kernel.winograd_tile + 2;
     w_b = HalideBuffer(copy.data(), {co, ci, alpha, alpha});
-  } else if (runtime::blocks_conv_weights(std::get<graph::ConvKernelSpec>(spec))) {
+  } else if (runtime::blocks_conv_weights(conv)) {
     copy = runtime::block_conv_weights(w.data->data(), kh, kw, ci, co,
-                                      runtime::conv_weight_interleave(std::get<graph::ConvKernelSpec>(spec)));
+                                       runtime::conv_weight_interleave(conv));
     constexpr int kB = runtime::kConvWeightBlock;
     w_b = HalideBuffer(copy.data(), {kB, ci, kw, kh, static_cast<int>(runtime::conv_weight_blocks(co))});
   }
   HalideBuffer b_b = wrap(bias.data->data(), bias.shape);
-  HalideBuffer out_b = wrap(out.data(), p.expected.shape);
+  HalideBuffer out_b = wrap(out.data(), conv.output.shape);
   std::vector<void*> args = {in_b.raw_buffer(), w_b.raw_buffer(), b_b.raw_buffer()};
   HalideBuffer res_b;
   if (node.inputs.size() == 4) {
     const graph::Value& r = p.g.value(node.inputs[3]);
-    res_b = wrap(r.data->data(), r.shape);
+    res_b = wrap(r.data->data(), conv.residual->shape);
     args.push_back(res_b.raw_buffer());
   }
   args.push_back(out_b.raw_buffer());

@@ -190,7 +190,7 @@ TEST(Bf16Weights, PackedAsPairsOfStepsByOutputChannel) {
   const std::vector<float> hwio = graph::random_uniform(kh * kw * ci * co, -1, 1, 21);
   ASSERT_EQ(runtime::bf16_conv_reduction(kh, kw, ci), 64);
   ASSERT_EQ(runtime::bf16_conv_columns(co), 32);
-  const std::vector<uint16_t> packed = runtime::pack_bf16_conv_weights(hwio.data(), kh, kw, ci, co);
+  const auto packed = runtime::pack_bf16_conv_weights(hwio.data(), kh, kw, ci, co);
   ASSERT_EQ(packed.size(), 64u * 32u);
   for (int64_t k = 0; k < 64; ++k)
     for (int64_t o = 0; o < 32; ++o) {

@@ -26,7 +26,7 @@ TEST(ConvKernelWeights, BlockedLayout) {
     const int64_t kh = 3, kw = 2, ci = 5;
     std::vector<float> hwio(static_cast<size_t>(kh * kw * ci * co));
     for (size_t i = 0; i < hwio.size(); ++i) hwio[i] = static_cast<float>(i) * 0.5f + 1.0f;
-    const std::vector<float> blocked = runtime::block_conv_weights(hwio.data(), kh, kw, ci, co);
+    const auto blocked = runtime::block_conv_weights(hwio.data(), kh, kw, ci, co);
     const int64_t blocks = runtime::conv_weight_blocks(co);
     ASSERT_EQ(blocks, (co + block - 1) / block);
     ASSERT_EQ(blocked.size(), static_cast<size_t>(blocks * kh * kw * ci * block));
@@ -63,7 +63,7 @@ TEST(ConvKernelWeights, InterleavedLayout) {
     const int64_t kh = 3, kw = 3, ci = 2 * per_group, co = 32;
     std::vector<float> hwio(static_cast<size_t>(kh * kw * ci * co));
     for (size_t i = 0; i < hwio.size(); ++i) hwio[i] = static_cast<float>(i) * 0.25f - 7.0f;
-    const std::vector<float> blocked =
+    const auto blocked =
         runtime::block_conv_weights(hwio.data(), kh, kw, ci, co, interleave);
     ASSERT_EQ(blocked.size(), hwio.size());
     for (int64_t tap = 0; tap < kh * kw; ++tap)
@@ -164,7 +164,8 @@ TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
   EXPECT_EQ(big(13, 512, 1000), "deep block=2x13 chunk=144 tasks=16");
   EXPECT_EQ(big(14, 1024, 512), "deep block=2x14 chunk=288 tasks=16");
   EXPECT_EQ(big(14, 1024, 256), "wide block=2x14 rows=1 split=0 stage=in_place");
-  EXPECT_EQ(big(28, 1024, 512), "wide block=2x14 rows=1 split=0 stage=in_place");  // 784 pixels
+  // 784 pixels; 4x4 tiles on a pointwise layer's rows (test_pointwise_rows.cpp)
+  EXPECT_EQ(big(28, 1024, 512), "wide block=4x4 rows=1 split=0 stage=in_place");
   // Tiles fitted to the edges where the preferred one computes over 10% more than the layer
   // (fitted_block): Inception's 17x17x48 3x3/s2 (2x14: 28 columns, 64 channels) takes 3x9; 17
   // wide with 24 channels 1x17; 56 wide with 144 channels (2x14: 160) 3x8; layers the preferred
@@ -177,7 +178,7 @@ TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
   EXPECT_EQ(fitted(17, 48, 3, 2, avx512), "wide block=3x9 rows=2 split=0 stage=copy");
   EXPECT_EQ(fitted(17, 24, 1, 1, avx512), "wide block=1x17 rows=1 split=0 stage=in_place");
   EXPECT_EQ(fitted(56, 144, 1, 1, avx512), "wide block=3x8 rows=1 split=0 stage=in_place");
-  EXPECT_EQ(fitted(56, 128, 1, 1, avx512), "wide block=2x14 rows=1 split=0 stage=in_place");
+  EXPECT_EQ(fitted(56, 128, 1, 1, avx512), "wide block=4x4 rows=1 split=0 stage=in_place");  // pointwise
   EXPECT_EQ(fitted(28, 96, 3, 2, avx512), "wide block=2x14 rows=2 split=0 stage=copy");
   // Weights zero-padded to whole blocks (ConvShape::whole_channel_blocks): 24 channels take two
   // vectors, the second half padding, so each broadcast input feeds two multiply-adds.

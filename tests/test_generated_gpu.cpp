@@ -64,8 +64,9 @@ void expect_opencl_matches_reference(const graph::Graph& g, float lo, float hi, 
                           : 1;
     if (merge > 1) {
       const graph::Shape& w = args[i].shape;
-      widened = runtime::widen_grouped_conv_weights(data->data(), w[0], w[1], w[2], w[3],
-                                                    conv->groups, merge);
+      const auto wide = runtime::widen_grouped_conv_weights(data->data(), w[0], w[1], w[2], w[3],
+                                                            conv->groups, merge);
+      widened.assign(wide.begin(), wide.end());
       data = &widened;
       sizes[1] *= merge;
     }
