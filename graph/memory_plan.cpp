@@ -288,8 +288,8 @@ namespace {
 // (PlanOptions::flat_pointwise): dense, 1x1, stride 1, no padding, NHWC in and out, nothing
 // computed in the kernel that depends on where a pixel is (pooling, resize, expansion), every
 // image tensor dense (a Concat's slice has its base's strides) and not a constant, and rows to
-// merge. Images of at most kMinFlatPixels pixels
-// (7x7) keep their rows: their schedules (deep, 4x7 tiles) were measured on those.
+// merge. Images of at most kMinFlatPixels pixels (7x7) keep their rows: their schedules (deep,
+// 4x7 tiles) were measured on those.
 bool flattens(const Graph& g, const ArenaPlan& plan, const ConvKernelSpec& c) {
   const Shape& w = c.weights.shape;  // HWIO
   if (c.depthwise || c.groups != 1 || w.size() != 4 || w[0] != 1 || w[1] != 1) return false;

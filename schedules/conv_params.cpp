@@ -110,9 +110,9 @@ RegisterBlock preferred_block(const ConvShape& s, const Halide::Target& t, int s
 
 // AVX-512, a pointwise (1x1, unpadded) layer with whole blocks of 4 output-channel vectors and
 // output rows of 16 pixels or more (graph::PlanOptions::flat_pointwise makes a stride-1 layer's
-// 14x14 image 2 rows of 98 pixels, 28x28 and 56x56 ones rows of 112): 4 vectors by 6, 5 or 4 pixels, whichever
-// computes the fewest columns past the row's end (the widest on a tie), where that is under 4% of
-// the row; else `b`. Per reduction step a 4x6 tile loads 4 weight vectors and broadcasts 6 inputs
+// 14x14 image 2 rows of 98 pixels, 28x28 and 56x56 ones rows of 112): 4 vectors by 6, 5 or 4
+// pixels, whichever computes the fewest columns past the row's end (the widest on a tie), where
+// that is under 4% of the row; else `b`. Per reduction step a 4x6 tile loads 4 weight vectors and broadcasts 6 inputs
 // for 24 multiply-adds, where 2x14 broadcasts 14 for 28: each broadcast input's cache line, a
 // different pixel's, comes from L2, and 2x14 tiles needed twice as many of them per
 // multiply-add. ResNet-50's 1x1 layers (2 threads, in the network, weights aligned, one run
