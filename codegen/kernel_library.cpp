@@ -66,19 +66,22 @@ KernelTargets kernel_targets(const graph::KernelSpec& spec, const std::vector<st
 }
 
 // The target of `spec`'s AMX kernel (GeneratedKernel::amx_fn) among `targets`, or "" when it has
-// none: a bf16 convolution without a schedule of its own that the amx schedule takes, compiled
-// for an AVX-512 target (whose AVX512_BF16 variant, runtime::bf16_target, holds AMX in Halide's
-// feature levels).
+// none: a bf16 convolution without a schedule of its own that the amx schedule takes and that
+// is not one of the shapes it is slow on (schedules::amx_by_default), compiled
+// for an AVX-512 target (runtime::amx_target: its AVX512_BF16 variant with Sapphire Rapids'
+// level, which holds AMX in Halide's feature levels).
 std::string amx_target(const graph::KernelSpec& spec, const std::vector<std::string>& targets,
                        const Bf16Kernels& bf16 = {}) {
   const auto* conv = std::get_if<graph::ConvKernelSpec>(&spec);
   if (!bf16.amx || !conv || !conv->bf16 || !conv->schedule.empty()) return "";
   for (const std::string& t : targets) {
-    const std::string variant = runtime::bf16_target(t);
+    const std::string variant = runtime::amx_target(t);
     if (variant.empty()) continue;
     const Halide::Target target(variant);
     const schedules::ConvShape shape = conv_shape(*conv, target);
-    return schedules::conv_params_error(schedules::default_amx_params(shape), shape, target).empty()
+    return schedules::amx_by_default(shape) &&
+                   schedules::conv_params_error(schedules::default_amx_params(shape), shape, target)
+                       .empty()
                ? variant
                : "";
   }

@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "HalideRuntime.h"
+#include "kernels.h"
 
 namespace kiln::runtime {
 namespace {
@@ -30,7 +31,10 @@ void record_error(void* /*user_context*/, const char* msg) {
 
 void begin_halide_call() {
   static std::once_flag installed;
-  std::call_once(installed, [] { halide_set_error_handler(record_error); });
+  std::call_once(installed, [] {
+    halide_set_error_handler(record_error);
+    install_cpu_feature_check();
+  });
   std::lock_guard<std::mutex> lock(error_mutex());
   error_text().clear();
 }

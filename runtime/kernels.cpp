@@ -7,7 +7,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <mutex>
 #include <sstream>
+
+#include "HalideRuntime.h"
 
 #include "conv_weights.h"
 #include "graph/bf16.h"
@@ -47,17 +50,20 @@ bool feature_supported(const std::string& f) {
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
            __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
            __builtin_cpu_supports("avx512vl");
-  // Halide's run-time check (halide_can_use_target_features) admits the two below on the same
-  // CPUs: Cannon Lake's AVX-512 (IFMA, VBMI), then Sapphire Rapids' (AVX512_BF16 and AVX-VNNI,
-  // with Zen 4's VNNI, VBMI2, BITALG and VPOPCNTDQ, which Halide may use at that level).
+  // Halide's run-time check (halide_can_use_target_features) admits avx512_cannonlake and
+  // avx512_sapphirerapids on the same CPUs: Cannon Lake's AVX-512 (IFMA, VBMI), then Sapphire
+  // Rapids' (Zen 4's level and AVX-VNNI). avx512_zen4 (AVX512_BF16, VNNI, VBMI2, BITALG,
+  // VPOPCNTDQ, which Halide may use at that level) Halide 21 recognizes only on one Zen 4 model
+  // and otherwise does not check at all; install_cpu_feature_check makes it ask this function.
   if (f == "avx512_cannonlake")
     return feature_supported("avx512_skylake") && __builtin_cpu_supports("avx512ifma") &&
            __builtin_cpu_supports("avx512vbmi");
-  if (f == "avx512_sapphirerapids")
+  if (f == "avx512_zen4")
     return feature_supported("avx512_cannonlake") && leaf7_subleaf1_eax_bit(5) &&
-           leaf7_subleaf1_eax_bit(4) && __builtin_cpu_supports("avx512vnni") &&
-           __builtin_cpu_supports("avx512vbmi2") && __builtin_cpu_supports("avx512bitalg") &&
-           __builtin_cpu_supports("avx512vpopcntdq");
+           __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vbmi2") &&
+           __builtin_cpu_supports("avx512bitalg") && __builtin_cpu_supports("avx512vpopcntdq");
+  if (f == "avx512_sapphirerapids")
+    return feature_supported("avx512_zen4") && leaf7_subleaf1_eax_bit(4);
   if (f == "tsan") return true;  // instrumentation for ThreadSanitizer (the tsan preset), not a CPU feature
   return false;  // a feature this table does not know: never claim support
 }
@@ -91,9 +97,37 @@ bool cpu_target_supported(int index) {
 
 std::string bf16_target(const std::string& target) {
   if (target.find("-avx512_skylake") == std::string::npos ||
+      target.find("avx512_zen4") != std::string::npos ||
       target.find("avx512_sapphirerapids") != std::string::npos)
     return "";
-  return target + "-avx512_cannonlake-avx512_sapphirerapids";
+  return target + "-avx512_cannonlake-avx512_zen4";
+}
+
+std::string amx_target(const std::string& target) {
+  const std::string variant = bf16_target(target);
+  return variant.empty() ? "" : variant + "-avx512_sapphirerapids";
+}
+
+namespace {
+
+halide_can_use_target_features_t g_previous_check = nullptr;
+
+// Halide's check first (or whatever check was installed before this one), then avx512_zen4,
+// which Halide 21's own check leaves unknown, and so admits, on any CPU.
+int can_use_target_features(int count, const uint64_t* features) {
+  if (!g_previous_check(count, features)) return 0;
+  constexpr int kZen4 = halide_target_feature_avx512_zen4;
+  const bool zen4 = count > kZen4 / 64 && ((features[kZen4 / 64] >> (kZen4 % 64)) & 1u);
+  return !zen4 || feature_supported("avx512_zen4") ? 1 : 0;
+}
+
+}  // namespace
+
+void install_cpu_feature_check() {
+  static std::once_flag installed;
+  std::call_once(installed, [] {
+    g_previous_check = halide_set_custom_can_use_target_features(can_use_target_features);
+  });
 }
 
 bool bf16_dot_products_supported(int index) {

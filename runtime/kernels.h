@@ -20,11 +20,20 @@ bool target_supported(const std::string& target);
 // The best target this CPU supports: the one the multi-target wrappers pick.
 int best_cpu_target();
 // bf16 convolutions (ConvKernelSpec::bf16) are compiled, before each AVX-512 target of the
-// list, for this variant of it with AVX512_BF16 (Halide's avx512_sapphirerapids level, whose
-// vdpbf16ps the bf16 schedules use); the dispatch wrapper runs the variant where the CPU has
-// it, and the target itself elsewhere (the same bf16 arithmetic, products converted to
-// float32 multiply-adds). "" for a target that gets no variant.
+// list, for this variant of it with AVX512_BF16 (Halide's avx512_zen4 level, whose vdpbf16ps
+// the bf16 schedules use: Zen 4, Zen 5, Sapphire Rapids and later); the dispatch wrapper runs
+// the variant where the CPU has it, and the target itself elsewhere (the same bf16 arithmetic,
+// products converted to float32 multiply-adds). "" for a target that gets no variant.
 std::string bf16_target(const std::string& target);
+// The target of a bf16 convolution's AMX kernel: bf16_target's with avx512_sapphirerapids
+// (AMX-BF16 in Halide's feature levels). "" for a target that gets no variant.
+std::string amx_target(const std::string& target);
+// Makes the dispatch wrappers' feature check (halide_can_use_target_features) test
+// avx512_zen4 against this CPU, on top of the check installed before (Halide's own, unless a
+// caller replaced it): Halide 21 treats the feature as unknown, and so as available, on every
+// CPU but one Zen 4 model, which would run the bf16 variant where AVX512_BF16 is missing.
+// Called (once) by begin_halide_call.
+void install_cpu_feature_check();
 // Whether bf16 kernels run the dot-product instruction (the bf16 variant) on this CPU when
 // CPU target `index` is the one chosen.
 bool bf16_dot_products_supported(int index);

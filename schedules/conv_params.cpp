@@ -465,6 +465,10 @@ ConvParams default_amx_params(const ConvShape& s) {
   return p;
 }
 
+bool amx_by_default(const ConvShape& s) {
+  return s.kernel_w * s.kernel_h == 1 || int64_t{s.out_width} * s.out_height > 64;
+}
+
 ConvParams default_depthwise_params(const ConvShape& s) {
   ConvParams p;
   p.family = ConvFamily::depthwise;

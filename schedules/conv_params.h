@@ -139,6 +139,11 @@ ConvParams default_conv_params(const ConvShape& s, const Halide::Target& target)
 // smaller ones, the windows gathered once and tasks of one image by 16 columns of output
 // channels or more (about 16 tasks), whose weights, not the windows, are what each task reads.
 ConvParams default_amx_params(const ConvShape& s);
+// Whether a bf16 convolution gets an AMX kernel by default: not for windows larger than 1x1 on
+// outputs of 64 pixels or fewer, which the AMX kernel ran 0.49-0.71x as fast as the float32
+// deep schedule (ResNet-18's and ResNet-50's 7x7 3x3 layers, Sapphire Rapids), while the
+// AVX512_BF16 dot-product kernel ran them 1.5x as fast as float32 (Zen 4).
+bool amx_by_default(const ConvShape& s);
 
 // The depthwise default (the heuristic schedule_depthwise_cpu measured): one vector by 8
 // pixels (4 or 1 on narrower rows), about 8 bands of rows; 3x3 kernels with an input that is

@@ -10,9 +10,10 @@
 namespace kiln::schedules {
 
 // Whether bf16 pairs times bf16 pairs summed into float32 lanes is one instruction on `target`
-// (vdpbf16ps, AVX512_BF16: Halide's avx512_sapphirerapids feature).
+// (vdpbf16ps, AVX512_BF16: Halide's avx512_zen4 feature, which avx512_sapphirerapids implies).
 inline bool bf16_dot_products(const Halide::Target& target) {
-  return target.has_feature(Halide::Target::AVX512_SapphireRapids);
+  return target.has_feature(Halide::Target::AVX512_Zen4) ||
+         target.has_feature(Halide::Target::AVX512_SapphireRapids);
 }
 
 struct ConvParams;  // schedules/conv_params.h: a schedule's family and knobs

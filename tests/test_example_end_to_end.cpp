@@ -216,7 +216,7 @@ TEST(CompiledModel, RunsAWeightsFileWithLogicalOutputs) {
 
 // A bf16 model's weights file holds its convolution's weights as bfloat16 (half the bytes of
 // the float32 file) and runs as the bf16 graph does in the reference interpreter, which rounds
-// the same operands. (A 10x10 output: bf16 mode keeps windows on 64 pixels or fewer float32.)
+// the same operands.
 TEST(CompiledModel, RunsABf16WeightsFile) {
   const graph::Graph input = graph::reference_example({1, 8, 20, 20, 32});
   graph::PipelineOptions bf16;

@@ -21,17 +21,6 @@ bool winograd_beats_bf16(const Graph& g, const Node& n, const Conv2d& c) {
          c.dilation_w == 1 && w[2] >= 16 && w[3] <= 64 && out[1] >= 13 && out[2] >= 13;
 }
 
-// A convolution with a window larger than 1x1 and an output of at most 64 pixels per image
-// stays float32: the bf16 kernels measured slower there than the float32 deep schedule (AMX:
-// ResNet-18's and ResNet-50's 7x7 3x3 layers 0.49-0.71x, ResNet-18's 14 -> 7 stride-2 3x3
-// 0.96x; 2 threads, `kiln bench --precision bf16,f32`), while their 1x1 layers at 7x7 ran
-// 1.1-2.1x faster in bf16 and keep it.
-bool small_window_beats_bf16(const Graph& g, const Node& n) {
-  const Shape& w = g.value(n.inputs[1]).shape;     // HWIO [Kh, Kw, Ci, Co]
-  const Shape& out = g.value(n.outputs[0]).shape;  // NHWC [N, H, W, Co]
-  return w[0] * w[1] > 1 && out[1] * out[2] <= 64;
-}
-
 }  // namespace
 
 Graph use_bf16(const Graph& input) {
@@ -42,11 +31,6 @@ Graph use_bf16(const Graph& input) {
     if (!c || c->bf16 || !bf16_conv_refusal(g, n).empty()) continue;
     if (winograd_beats_bf16(g, n, *c)) {
       n.computes.push_back("float32 multiply-adds in bf16 mode: Winograd's are fewer here");
-      continue;
-    }
-    if (small_window_beats_bf16(g, n)) {
-      n.computes.push_back(
-          "float32 multiply-adds in bf16 mode: faster than bf16 on outputs of 64 pixels or fewer");
       continue;
     }
     c->bf16 = true;
