@@ -4,6 +4,7 @@
 // without the instruction) against that reference on every CPU target this machine runs.
 #include <gtest/gtest.h>
 
+#include <cpuid.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -11,6 +12,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "Halide.h"
+#include "HalideRuntime.h"
 #include "codegen/kernel_library.h"
 #include "graph/bf16.h"
 #include "graph/builder.h"
@@ -20,6 +23,7 @@
 #include "graph/verify.h"
 #include "kiln/runtime.h"
 #include "runtime/conv_weights.h"
+#include "runtime/halide_errors.h"
 #include "runtime/kernels.h"
 #include "schedules/conv_params.h"
 #include "test_generator.h"
@@ -283,6 +287,33 @@ std::string read_file(const std::filesystem::path& p) {
   std::stringstream s;
   s << f.rdbuf();
   return s.str();
+}
+
+// The dispatch wrappers ask halide_can_use_target_features whether the AVX512_BF16 variant
+// (Halide's avx512_zen4 level) runs here. Halide 21's own answer is yes on any CPU but one Zen 4
+// model (it does not check the feature), which would run vdpbf16ps where it is missing; Kiln's
+// check (installed by begin_halide_call) must answer what CPUID says.
+TEST(Bf16Kernels, TheDotProductVariantIsAdmittedOnlyWhereTheCpuHasIt) {
+  const std::string avx512 = runtime::cpu_targets()[0];
+  const Halide::Target variant =
+      Halide::Target(runtime::bf16_target(avx512)).with_feature(Halide::Target::NoRuntime);
+  std::vector<uint64_t> words((Halide::Target::FeatureEnd + 63) / 64, 0);
+  for (int f = 0; f < Halide::Target::FeatureEnd; ++f)
+    if (variant.has_feature(static_cast<Halide::Target::Feature>(f)))
+      words[f / 64] |= uint64_t{1} << (f % 64);
+  unsigned a, b, c, d;
+  bool expected = __get_cpuid_count(7, 0, &a, &b, &c, &d) != 0;
+  // Leaf 7.0: AVX512F/DQ/IFMA/CD/BW/VL in EBX; VBMI, VBMI2, VNNI, BITALG, VPOPCNTDQ in ECX.
+  const unsigned ebx_bits = (1u << 16) | (1u << 17) | (1u << 21) | (1u << 28) | (1u << 30) | (1u << 31);
+  const unsigned ecx_bits = (1u << 1) | (1u << 6) | (1u << 11) | (1u << 12) | (1u << 14);
+  expected = expected && (b & ebx_bits) == ebx_bits && (c & ecx_bits) == ecx_bits;
+  // Leaf 7.1 EAX bit 5: AVX512_BF16.
+  expected = expected && __get_cpuid_count(7, 1, &a, &b, &c, &d) != 0 && (a & (1u << 5)) != 0;
+  runtime::begin_halide_call();
+  EXPECT_EQ(halide_can_use_target_features(static_cast<int>(words.size()), words.data()) != 0,
+            expected)
+      << variant.to_string();
+  EXPECT_EQ(runtime::target_supported(runtime::bf16_target(avx512)), expected);
 }
 
 // What the kernels of an AVX-512 target are made of, whatever this CPU is: the AVX512_BF16
