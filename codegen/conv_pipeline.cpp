@@ -143,6 +143,23 @@ Halide::Expr conv_epilogue(const graph::ConvKernelSpec& k, Halide::Expr v,
   return k.shortcut ? v + inputs.back()(at) : v;
 }
 
+// The input channels a convolution's reduction runs over: a bf16 one takes them in pairs
+// (runtime::bf16_conv_channels), an odd count (an RGB stem's 3) with one more, read as zero.
+int64_t reduction_channels(const graph::ConvKernelSpec& k) {
+  const int64_t channels = k.weights.shape[2];
+  return k.bf16 ? runtime::bf16_conv_channels(channels) : channels;
+}
+
+Halide::Func paired_channels(const graph::ConvKernelSpec& k, const Halide::Func& source) {
+  const int64_t channels = k.weights.shape[2];
+  if (reduction_channels(k) == channels || k.depthwise || k.groups > 1) return source;
+  Halide::Var c("c"), x("x"), y("y"), n("n");
+  Halide::Func paired("paired_input");
+  const int last = static_cast<int>(channels) - 1;
+  paired(c, x, y, n) = Halide::select(c <= last, source(Halide::min(c, last), x, y, n), 0.0f);
+  return paired;
+}
+
 // What the convolution reads, as (c, x, y, n): inputs[0] (NHWC, or NCHW read in place), through
 // the pre steps (the prologue) when there are any, with their scale and shift inputs (after
 // the post steps'), then averaged over the pooling's windows when the kernel pools first
@@ -161,7 +178,7 @@ Halide::Func conv_source(const graph::ConvKernelSpec& k, const std::vector<Halid
         generators::ops::apply_chain(k.pre, source(c, x, y, n), step_params(inputs, k, true), c);
     source = pre;
   }
-  if (!graph::pools_before_conv(k)) return source;
+  if (!graph::pools_before_conv(k)) return paired_channels(k, source);
   const graph::Pool2d& p = *k.pool;
   Halide::Expr sum;
   for (int ky = 0; ky < p.kernel_h; ++ky)
@@ -171,7 +188,7 @@ Halide::Func conv_source(const graph::ConvKernelSpec& k, const std::vector<Halid
     }
   Halide::Func pooled("pooled_input");
   pooled(c, x, y, n) = sum * (1.0f / static_cast<float>(p.kernel_h * p.kernel_w));
-  return pooled;
+  return paired_channels(k, pooled);
 }
 
 void constrain_conv_output(Halide::Func output, const graph::Shape& out) {
@@ -333,15 +350,16 @@ KernelPipeline amx_pipeline(const graph::ConvKernelSpec& k, const Halide::Target
   weights(co, step) = Halide::cast<float>(inputs[1](step % 2, co, step / 2));
   const auto i32 = [](int64_t v) { return static_cast<int>(v); };
   const generators::ops::ConvMatmulAlgorithm a = generators::ops::conv2d_as_matmul(
-      conv_source(k, inputs), i32(in[2]), i32(in[1]), i32(in[0]), weights, i32(w[2]), i32(w[1]),
-      i32(w[0]), i32(runtime::bf16_conv_reduction(w[0], w[1], w[2])), i32(out[2]), i32(out[1]),
+      conv_source(k, inputs), i32(in[2]), i32(in[1]), i32(in[0]), weights, i32(reduction_channels(k)),
+      i32(w[1]), i32(w[0]), i32(runtime::bf16_conv_reduction(w[0], w[1], w[2])), i32(out[2]), i32(out[1]),
       {k.stride_w, k.stride_h, k.pad_left, k.pad_top, k.dilation_w, k.dilation_h});
   Halide::Var x("x"), y("y"), n("n");
   Halide::Func output("output");
   const Halide::Expr sum = a.acc(co, x + i32(out[2]) * (y + i32(out[1]) * n)) + inputs[2](co);
   output(co, x, y, n) = conv_epilogue(k, sum, inputs, {co, x, y, n});
   const ConvOutput o = conv_output(k, output);
-  schedules::schedule_conv_cpu_amx({a.windows, a.acc, output, a.co, a.k, a.p, co, y, n, a.r, i32(w[2])},
+  schedules::schedule_conv_cpu_amx({a.windows, a.acc, output, a.co, a.k, a.p, co, y, n, a.r,
+                                    i32(reduction_channels(k))},
                                    params);
   schedule_tail(k, o, params, target);
   return KernelPipeline{Halide::Pipeline(o.out), inputs};
@@ -385,8 +403,8 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
   const std::vector<graph::TensorDesc> args = graph::generated_kernel_arguments(k);
   for (size_t i = 0; i + 1 < args.size(); ++i) {
     if (i == 1 && k.bf16) {
-      // (k % 2, co, k / 2), innermost first, dense, k = ci + Ci * (kx + Kw * ky)
-      // (runtime::pack_bf16_conv_weights).
+      // (k % 2, co, k / 2), innermost first, dense, k = ci + Ci' * (kx + Kw * ky) with Ci' the
+      // channels rounded up to even (runtime::pack_bf16_conv_weights).
       Halide::ImageParam p(Halide::BFloat(16), 3, "arg1");
       const int extents[3] = {2, static_cast<int>(runtime::bf16_conv_columns(w[3])),
                               static_cast<int>(runtime::bf16_conv_reduction(w[0], w[1], w[2]) / 2)};
@@ -451,7 +469,8 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
   if (k.bf16) {
     Halide::Var co("co"), ci("ci"), kx("kx"), ky("ky");
     weights = Halide::Func("weights");
-    const Halide::Expr pair = ci / 2 + static_cast<int>(w[2] / 2) * (kx + static_cast<int>(w[1]) * ky);
+    const Halide::Expr pair =
+        ci / 2 + static_cast<int>(reduction_channels(k) / 2) * (kx + static_cast<int>(w[1]) * ky);
     weights(co, ci, kx, ky) = generators::ops::widen_bf16(inputs[1](ci % 2, co, pair), widen);
   } else if (blocked) {
     Halide::Var co("co"), ci("ci"), kx("kx"), ky("ky");
@@ -479,7 +498,7 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
   }
   const generators::ops::ConvAlgorithm a = generators::ops::conv2d(
       conv_source(k, inputs), static_cast<int>(in[2]), static_cast<int>(in[1]), weights, bias,
-      static_cast<int>(w[2]) * merge, static_cast<int>(w[1]), static_cast<int>(w[0]),
+      static_cast<int>(reduction_channels(k)) * merge, static_cast<int>(w[1]), static_cast<int>(w[0]),
       {k.stride_w, k.stride_h, k.pad_left, k.pad_top, k.dilation_w, k.dilation_h}, !pointwise,
       k.groups > 1 ? Halide::Expr(out_per_group) : Halide::Expr(), widen, "", interleave,
       k.input_scale.has_value());
@@ -490,7 +509,8 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
   const ConvOutput o = conv_output(k, output);
 
   if (!automatic) {
-    schedules::ConvFuncs f = conv_funcs(a, output, out, in[3], !pointwise, k.nchw_input);
+    schedules::ConvFuncs f =
+        conv_funcs(a, output, out, k.bf16 ? reduction_channels(k) : in[3], !pointwise, k.nchw_input);
     f.in_task = pooled_in_bands(k, params, target);
     // The window reaches past the left edge with any left padding, past the right one only if
     // the last output's window gets there (a stride may skip the right padding).

@@ -178,8 +178,9 @@ struct Conv2d {
   std::optional<Pool2d> pool;
   // bfloat16 multiply-adds (PipelineOptions::precision bf16, set by use_bf16): the kernel
   // rounds its input (after any pre steps) and its weights to bfloat16, to nearest even, and
-  // accumulates their exact products in float32; the epilogue stays float32. Dense NHWC
-  // convolutions with an even number of input channels only (graph::bf16_conv_refusal).
+  // accumulates their exact products in float32; the epilogue stays float32. Dense
+  // convolutions only (graph::bf16_conv_refusal); an odd channel count reduces over one more
+  // channel, read as zero (runtime::bf16_conv_channels).
   bool bf16 = false;
   // A pointwise convolution (1x1, stride 1, unpadded, one group) computed into this depthwise
   // convolution's input, with this activation, absorbed by fuse_expand_depthwise: the node reads

@@ -275,9 +275,6 @@ std::string bf16_conv_refusal(const Graph& g, const Node& n) {
   if (c->groups != 1) return "grouped or depthwise (bf16 covers dense convolutions)";
   const Value& w = g.value(n.inputs[1]);
   if (w.layout != Layout::hwio) return "weights not HWIO";
-  if (w.shape[2] % 2 != 0)
-    return std::to_string(w.shape[2]) + " input channels (bf16 takes them in pairs)";
-  if (c->nchw_input) return "reads an NCHW input in place";
   if (c->input_scale) return "scales its input per image (its weights are scaled per call)";
   return "";
 }

@@ -145,8 +145,8 @@ Shape conv_output_nhwc(const ConvKernelSpec& k);
 // tensor (see the in-place Concat of plan_arena).
 bool lowers_to_halide_conv(const Graph& g, const Node& n);
 // Why node n cannot run its multiply-adds in bfloat16 (Conv2d::bf16), or "" when it can: a
-// Halide convolution (lowers_to_halide_conv), dense (one group), NHWC input, HWIO weights with
-// an even number of input channels (the dot-product instruction takes channel pairs).
+// Halide convolution (lowers_to_halide_conv), dense (one group), HWIO weights, no per-image
+// input scale. The dot-product instruction takes channel pairs: an odd count is rounded up.
 std::string bf16_conv_refusal(const Graph& g, const Node& n);
 
 // Kernels generated per model by codegen/: a Halide pipeline built for this spec's exact shapes,

@@ -79,14 +79,16 @@ AlignedVector<float> block_conv_weights(const float* hwio, int64_t kh, int64_t k
 
 // bf16 convolutions (ConvKernelSpec::bf16) read their weights rounded to bfloat16 (to nearest
 // even) as pairs of reduction steps by output channel: [K' / 2][Co'][2], Halide dimensions
-// (k % 2, co, k / 2), where k = ci + Ci * (kx + Kw * ky) runs over the whole reduction
-// (K = Kh * Kw * Ci steps), K' is K rounded up to a multiple of 32 and Co' is Co rounded up to a
+// (k % 2, co, k / 2), where k = ci + Ci' * (kx + Kw * ky) runs over the whole reduction
+// (K = Kh * Kw * Ci' steps; Ci' = bf16_conv_channels(Ci), Ci rounded up to even, the channel
+// past an odd count zero), K' is K rounded up to a multiple of 32 and Co' is Co rounded up to a
 // multiple of 16 (bf16_conv_reduction, bf16_conv_columns; zeros past K and Co). 16 output
 // channels of one pair are 64 contiguous bytes, the operand of one vdpbf16ps (16 float32 sums of
 // two products each) against a broadcast input pair, and 16 pairs of rows of 16 channels are one
 // AMX tile of 32 steps x 16 channels (tdpbf16ps), rows 4 * Co' bytes apart (Halide's AMX
-// pattern takes no blocked index). Ci must be even (graph::bf16_conv_refusal), so a pair never
-// spans two taps.
+// pattern takes no blocked index). A pair never spans two taps: an odd Ci (an RGB stem's 3)
+// reduces over Ci + 1 channels, the kernel reading the last as zero.
+int64_t bf16_conv_channels(int64_t ci);
 int64_t bf16_conv_reduction(int64_t kh, int64_t kw, int64_t ci);
 int64_t bf16_conv_columns(int64_t co);
 AlignedVector<uint16_t> pack_bf16_conv_weights(const float* hwio, int64_t kh, int64_t kw,

@@ -198,22 +198,28 @@ AlignedVector<float> block_conv_weights(const float* hwio, int64_t kh, int64_t k
   return out;
 }
 
+int64_t bf16_conv_channels(int64_t ci) { return (ci + 1) / 2 * 2; }
+
 int64_t bf16_conv_reduction(int64_t kh, int64_t kw, int64_t ci) {
   constexpr int64_t kTileSteps = 32;  // bf16 steps of one AMX tile row (64 bytes)
-  return (kh * kw * ci + kTileSteps - 1) / kTileSteps * kTileSteps;
+  return (kh * kw * bf16_conv_channels(ci) + kTileSteps - 1) / kTileSteps * kTileSteps;
 }
 
 int64_t bf16_conv_columns(int64_t co) { return conv_weight_blocks(co) * kConvWeightBlock; }
 
 AlignedVector<uint16_t> pack_bf16_conv_weights(const float* hwio, int64_t kh, int64_t kw,
                                              int64_t ci, int64_t co) {
-  KILN_CHECK(ci % 2 == 0, "bf16 weights need an even number of input channels");
-  const int64_t steps = kh * kw * ci, columns = bf16_conv_columns(co);
+  const int64_t paired = bf16_conv_channels(ci), columns = bf16_conv_columns(co);
   AlignedVector<uint16_t> out(static_cast<size_t>(bf16_conv_reduction(kh, kw, ci) * columns), 0);
-  // HWIO is [Kh][Kw][Ci][Co]: step k = ci + Ci * (kx + Kw * ky) is row k of a [K][Co] matrix.
-  for (int64_t k = 0; k < steps; ++k)
-    for (int64_t o = 0; o < co; ++o)
-      out[static_cast<size_t>(((k / 2) * columns + o) * 2 + k % 2)] = graph::to_bf16_bits(hwio[k * co + o]);
+  // HWIO is [Kh][Kw][Ci][Co]: its row (tap, c) is step k = c + Ci' * tap of a [K][Co] matrix,
+  // whose rows c = Ci of an odd Ci stay zero.
+  for (int64_t tap = 0; tap < kh * kw; ++tap)
+    for (int64_t c = 0; c < ci; ++c) {
+      const int64_t k = c + paired * tap;
+      for (int64_t o = 0; o < co; ++o)
+        out[static_cast<size_t>(((k / 2) * columns + o) * 2 + k % 2)] =
+            graph::to_bf16_bits(hwio[(tap * ci + c) * co + o]);
+    }
   return out;
 }
 

@@ -127,7 +127,7 @@ TEST(Bf16Kernels, NoAmxKernelForWindowsOnSmallOutputs) {
   EXPECT_TRUE(schedules::amx_by_default(s));
 }
 
-TEST(Bf16Pass, MarksDenseConvolutionsWithAnEvenNumberOfInputChannelsOnly) {
+TEST(Bf16Pass, MarksDenseConvolutionsOnly) {
   graph::GraphBuilder b;
   const ValueId x = b.input("x", {1, 3, 12, 12});
   ValueId t = b.relu("stem_relu", conv(b, "stem", x, 3, 16, 3, 1, 1, 1));
@@ -140,11 +140,10 @@ TEST(Bf16Pass, MarksDenseConvolutionsWithAnEvenNumberOfInputChannelsOnly) {
     const auto* c = std::get_if<graph::Conv2d>(&n.op);
     if (!c) continue;
     const std::string why = graph::bf16_conv_refusal(g, n);
-    EXPECT_EQ(c->bf16, n.name.rfind("dense", 0) == 0) << n.name << ": " << why;
+    const bool dense = n.name.rfind("dense", 0) == 0 || n.name.rfind("stem", 0) == 0;
+    EXPECT_EQ(c->bf16, dense) << n.name << ": " << why;
     EXPECT_EQ(why.empty(), c->bf16) << n.name;
   }
-  EXPECT_NE(graph::bf16_conv_refusal(g, node_starting(g, "stem")).find("3 input channels"),
-            std::string::npos);
   // f32 (the default) marks nothing.
   const graph::Graph f32 = graph::run_passes(input);
   for (const graph::Node& n : f32.nodes())
@@ -192,21 +191,30 @@ TEST(Bf16Reference, IsTheFloatConvolutionOfTheRoundedOperands) {
   EXPECT_NE(emulated, graph::run_reference(rounded, {xt})[0].data) << "the input was not rounded";
 }
 
+// Step k of the packed reduction is channel k % Ci' of tap k / Ci', Ci' the channels rounded up
+// to even; an odd count's extra channel, and everything past K and Co, is zero.
 TEST(Bf16Weights, PackedAsPairsOfStepsByOutputChannel) {
-  const int64_t kh = 3, kw = 3, ci = 4, co = 20;  // K = 36 -> 64 steps, Co 20 -> 32 columns
-  const std::vector<float> hwio = graph::random_uniform(kh * kw * ci * co, -1, 1, 21);
-  ASSERT_EQ(runtime::bf16_conv_reduction(kh, kw, ci), 64);
-  ASSERT_EQ(runtime::bf16_conv_columns(co), 32);
-  const auto packed = runtime::pack_bf16_conv_weights(hwio.data(), kh, kw, ci, co);
-  ASSERT_EQ(packed.size(), 64u * 32u);
-  for (int64_t k = 0; k < 64; ++k)
-    for (int64_t o = 0; o < 32; ++o) {
-      const uint16_t got = packed[static_cast<size_t>(((k / 2) * 32 + o) * 2 + k % 2)];
-      const uint16_t want = k < kh * kw * ci && o < co
-                                ? graph::to_bf16_bits(hwio[static_cast<size_t>(k * co + o)])
-                                : uint16_t{0};
-      ASSERT_EQ(got, want) << "step " << k << ", channel " << o;
-    }
+  const int64_t kh = 3, kw = 3, co = 20;  // Co 20 -> 32 columns
+  for (const int64_t ci : {4, 3}) {
+    SCOPED_TRACE(std::to_string(ci) + " input channels");
+    const int64_t paired = 4;  // K = 36 -> 64 steps either way
+    const std::vector<float> hwio = graph::random_uniform(static_cast<size_t>(kh * kw * ci * co), -1, 1, 21);
+    ASSERT_EQ(runtime::bf16_conv_channels(ci), paired);
+    ASSERT_EQ(runtime::bf16_conv_reduction(kh, kw, ci), 64);
+    ASSERT_EQ(runtime::bf16_conv_columns(co), 32);
+    const auto packed = runtime::pack_bf16_conv_weights(hwio.data(), kh, kw, ci, co);
+    ASSERT_EQ(packed.size(), 64u * 32u);
+    for (int64_t k = 0; k < 64; ++k)
+      for (int64_t o = 0; o < 32; ++o) {
+        const int64_t c = k % paired, tap = k / paired;
+        const uint16_t got = packed[static_cast<size_t>(((k / 2) * 32 + o) * 2 + k % 2)];
+        const uint16_t want =
+            tap < kh * kw && c < ci && o < co
+                ? graph::to_bf16_bits(hwio[static_cast<size_t>((tap * ci + c) * co + o)])
+                : uint16_t{0};
+        ASSERT_EQ(got, want) << "step " << k << ", channel " << o;
+      }
+  }
 }
 
 struct Bf16Case {
@@ -219,7 +227,8 @@ struct Bf16Case {
 // 1x1 and 3x3, strides 1 and 2, a reduction that is not a multiple of 32 steps, output channels
 // that are not a multiple of 16, a small image (the AMX schedule's windows gathered once and
 // tasks split by channels), a residual, a fused pooling, a batch of 2, a single tile of 16
-// output channels (the AMX tiles' storage padded to 32).
+// output channels (the AMX tiles' storage padded to 32), odd input channel counts (an RGB
+// stem's 7x7/2 with its pooling, and a 3x3 on 5 channels; both read the NCHW input in place).
 const Bf16Case kCases[] = {
     {"pointwise_40", 1, 64, 40, 14, 1, 1, false, false},
     {"3x3_residual", 1, 32, 32, 20, 3, 1, true, false},
@@ -228,6 +237,8 @@ const Bf16Case kCases[] = {
     {"pooled", 1, 32, 64, 16, 3, 1, false, true},
     {"batch2", 2, 32, 64, 10, 3, 1, false, false},
     {"sixteen_out", 1, 32, 16, 12, 3, 1, false, false},
+    {"rgb_stem", 1, 3, 32, 30, 7, 2, false, true},
+    {"odd_5", 1, 5, 24, 13, 3, 1, false, false},
 };
 
 void PrintTo(const Bf16Case& c, std::ostream* os) { *os << c.name; }
@@ -320,7 +331,9 @@ TEST(Bf16Kernels, TheDotProductVariantIsAdmittedOnlyWhereTheCpuHasIt) {
 // variant multiplies with vdpbf16ps, the AMX kernel with tdpbf16ps, the target itself with
 // neither.
 TEST(Bf16Kernels, InstructionsOfEachKernel) {
-  const graph::Graph g = bf16_everywhere(case_graph(kCases[1]));
+  for (const Bf16Case& c : {kCases[1], kCases[7]}) {
+  SCOPED_TRACE(c.name);
+  const graph::Graph g = bf16_everywhere(case_graph(c));
   ModelOptions lower;
   lower.lower_only = true;
   const Model lowered(g, lower);
@@ -343,6 +356,7 @@ TEST(Bf16Kernels, InstructionsOfEachKernel) {
   EXPECT_NE(amx.find("tdpbf16ps"), std::string::npos);
   EXPECT_EQ(plain.find("dpbf16ps"), std::string::npos);
   EXPECT_FALSE(plain.empty());
+  }
 }
 
 // A bf16 graph never binds kernels compiled for its f32 form: the signatures differ.

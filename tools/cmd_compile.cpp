@@ -78,8 +78,8 @@ options:
                       changed kernel are listed as stale, and that kernel gets the default
   --precision f32|bf16
                       the convolutions' multiply-adds: f32 (default), or bf16 where a
-                      convolution can (dense, an even number of input channels): weights
-                      stored in NAME.weights as bfloat16 (half the bytes) and packed for
+                      convolution can (dense, one group): weights stored in
+                      NAME.weights as bfloat16 (half the bytes) and packed for
                       the kernels when the model loads, inputs rounded to bfloat16,
                       float32 sums and epilogues; each
                       AVX-512 target gets a variant with AVX512_BF16 (vdpbf16ps) and an

@@ -56,8 +56,8 @@ options:
                           machine's physical memory), before allocating them
   --seed N                seed of the random inputs (default 1)
   --precision f32|bf16    the convolutions' multiply-adds: f32 (default), or bf16 where a
-                          convolution can (dense, an even number of input channels): input
-                          and weights rounded to bfloat16, float32 sums and epilogues. Prints
+                          convolution can (dense, one group): input and weights
+                          rounded to bfloat16, float32 sums and epilogues. Prints
                           whether this CPU runs them on AVX512_BF16 or converts them
   --check                 also run every kernel against the unfused reference interpreter and
                           print, per kernel, the max abs error and max rel error
