@@ -346,7 +346,7 @@ KernelPipeline amx_pipeline(const graph::ConvKernelSpec& k, const Halide::Target
   const graph::Shape& w = k.weights.shape;  // HWIO
   const graph::Shape out = graph::conv_output_nhwc(k);
   Halide::Var co("co"), step("step");
-  Halide::Func weights("weights");  // (co, k): the packed pairs (runtime::pack_bf16_conv_weights)
+  Halide::Func weights("weights");  // (co, k): the packed pairs, Bf16Layout::rows
   weights(co, step) = Halide::cast<float>(inputs[1](step % 2, co, step / 2));
   const auto i32 = [](int64_t v) { return static_cast<int>(v); };
   const generators::ops::ConvMatmulAlgorithm a = generators::ops::conv2d_as_matmul(
@@ -402,14 +402,23 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
   std::vector<Halide::ImageParam> inputs;
   const std::vector<graph::TensorDesc> args = graph::generated_kernel_arguments(k);
   for (size_t i = 0; i + 1 < args.size(); ++i) {
-    if (i == 1 && k.bf16) {
-      // (k % 2, co, k / 2), innermost first, dense, k = ci + Ci' * (kx + Kw * ky) with Ci' the
-      // channels rounded up to even (runtime::pack_bf16_conv_weights).
+    if (i == 1 && k.bf16 && params.family == schedules::ConvFamily::amx) {
+      // (k % 2, co, k / 2): runtime::Bf16Layout::rows, the AMX tiles' plain 2-D loads.
       Halide::ImageParam p(Halide::BFloat(16), 3, "arg1");
       const int extents[3] = {2, static_cast<int>(runtime::bf16_conv_columns(w[3])),
                               static_cast<int>(runtime::bf16_conv_reduction(w[0], w[1], w[2]) / 2)};
       int stride = 1;
       for (int d = 0; d < 3; ++d) p.dim(d).set_bounds(0, extents[d]).set_stride(stride), stride *= extents[d];
+      inputs.push_back(p);
+    } else if (i == 1 && k.bf16) {
+      // (k % 2, co % 16, k / 2, co / 16), innermost first, dense, k = ci + Ci' * (kx + Kw * ky)
+      // with Ci' the channels rounded up to even (runtime::pack_bf16_conv_weights).
+      Halide::ImageParam p(Halide::BFloat(16), 4, "arg1");
+      const int extents[4] = {2, kBlock,
+                              static_cast<int>(runtime::bf16_conv_reduction(w[0], w[1], w[2]) / 2),
+                              static_cast<int>(runtime::conv_weight_blocks(w[3]))};
+      int stride = 1;
+      for (int d = 0; d < 4; ++d) p.dim(d).set_bounds(0, extents[d]).set_stride(stride), stride *= extents[d];
       inputs.push_back(p);
     } else if (i == 1 && blocked) {
       // (co % 16, ci, kx, ky, co / 16), innermost first, dense.
@@ -471,7 +480,8 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
     weights = Halide::Func("weights");
     const Halide::Expr pair =
         ci / 2 + static_cast<int>(reduction_channels(k) / 2) * (kx + static_cast<int>(w[1]) * ky);
-    weights(co, ci, kx, ky) = generators::ops::widen_bf16(inputs[1](ci % 2, co, pair), widen);
+    weights(co, ci, kx, ky) =
+        generators::ops::widen_bf16(inputs[1](ci % 2, co % kBlock, pair, co / kBlock), widen);
   } else if (blocked) {
     Halide::Var co("co"), ci("ci"), kx("kx"), ky("ky");
     weights = Halide::Func("weights");

@@ -78,21 +78,32 @@ AlignedVector<float> block_conv_weights(const float* hwio, int64_t kh, int64_t k
                                         int64_t co, int interleave = 1);
 
 // bf16 convolutions (ConvKernelSpec::bf16) read their weights rounded to bfloat16 (to nearest
-// even) as pairs of reduction steps by output channel: [K' / 2][Co'][2], Halide dimensions
-// (k % 2, co, k / 2), where k = ci + Ci' * (kx + Kw * ky) runs over the whole reduction
+// even) as pairs of reduction steps by output channel, blocked by 16 output channels:
+// [Co' / 16][K' / 2][16][2], Halide dimensions (k % 2, co % 16, k / 2, co / 16)
+// (bf16_conv_weight_index), where k = ci + Ci' * (kx + Kw * ky) runs over the whole reduction
 // (K = Kh * Kw * Ci' steps; Ci' = bf16_conv_channels(Ci), Ci rounded up to even, the channel
 // past an odd count zero), K' is K rounded up to a multiple of 32 and Co' is Co rounded up to a
 // multiple of 16 (bf16_conv_reduction, bf16_conv_columns; zeros past K and Co). 16 output
 // channels of one pair are 64 contiguous bytes, the operand of one vdpbf16ps (16 float32 sums of
-// two products each) against a broadcast input pair, and 16 pairs of rows of 16 channels are one
-// AMX tile of 32 steps x 16 channels (tdpbf16ps), rows 4 * Co' bytes apart (Halide's AMX
-// pattern takes no blocked index). A pair never spans two taps: an odd Ci (an RGB stem's 3)
-// reduces over Ci + 1 channels, the kernel reading the last as zero.
+// two products each) against a broadcast input pair, and a block's pairs follow each other, so
+// a kernel that walks the reduction for one block of channels reads one sequential stream (with
+// the pairs by all channels, the next pair of a block was 4 * Co' bytes away: ResNet-50's
+// 1024-channel layers crossed a page per step, and the whole model in bf16 ran 21.0-21.1 ms
+// blocked against 22.6-24.1 so on Zen 4). The AMX kernels read Bf16Layout::rows instead,
+// [K' / 2][Co'][2], dimensions (k % 2, co, k / 2): 16 pairs of rows of 16 channels are one AMX
+// tile of 32 steps x 16 channels (tdpbf16ps), rows 4 * Co' bytes apart; Halide's AMX pattern
+// takes no blocked index. A pair never spans two taps: an odd Ci (an RGB stem's 3) reduces over
+// Ci + 1 channels, the kernel reading the last as zero.
 int64_t bf16_conv_channels(int64_t ci);
 int64_t bf16_conv_reduction(int64_t kh, int64_t kw, int64_t ci);
 int64_t bf16_conv_columns(int64_t co);
+enum class Bf16Layout { blocked, rows };
+// The position of step k, output channel o in pack_bf16_conv_weights' array.
+int64_t bf16_conv_weight_index(int64_t k, int64_t o, int64_t kh, int64_t kw, int64_t ci, int64_t co,
+                               Bf16Layout layout);
 AlignedVector<uint16_t> pack_bf16_conv_weights(const float* hwio, int64_t kh, int64_t kw,
-                                               int64_t ci, int64_t co);
+                                               int64_t ci, int64_t co,
+                                               Bf16Layout layout = Bf16Layout::blocked);
 
 // Grouped convolutions whose groups neither fill nor tile a vector of 16 output channels
 // (RegNet's 24 or 56) run as convolutions of blocks of `merge` consecutive groups, the smallest

@@ -33,6 +33,8 @@ using HalideBuffer = Halide::Runtime::Buffer<float>;
 
 // The form of a weight copy (Model::Impl::weight_copies) a bf16 kernel reads: bfloat16 pairs.
 constexpr int kBf16Form = -1;
+// The same for an AMX kernel: Bf16Layout::rows.
+constexpr int kBf16RowsForm = -2;
 
 // Halide dimensions are innermost first: the reverse of the row-major shape. A rank-0 tensor is
 // one element of shape [1], as the kernels see it (graph::lower_to_kernels).
@@ -230,7 +232,7 @@ std::vector<void*> Model::Impl::copied_weight_args(const graph::ConvKernelSpec& 
   const graph::Value& w = g.value(c.weights.value);
   if (!w.is_constant())
     throw graph::Error("kernel '" + c.name + "' reads its weights " +
-                       (tile > 0 ? "Winograd-transformed" : tile == kBf16Form ? "as bf16" : "blocked") +
+                       (tile > 0 ? "Winograd-transformed" : tile < 0 ? "as bf16" : "blocked") +
                        ", which needs constant weights; '" + w.name + "' is an input");
   const std::pair<uint32_t, int> key{c.weights.value.index, tile};
   auto it = std::find_if(weight_copies.begin(), weight_copies.end(),
@@ -241,12 +243,19 @@ std::vector<void*> Model::Impl::copied_weight_args(const graph::ConvKernelSpec& 
     const auto i32 = [](int64_t v) { return static_cast<int>(v); };
     runtime::AlignedVector<float> copy;
     Halide::Runtime::Buffer<> buffer;
-    if (tile == kBf16Form) {
+    if (tile == kBf16Form || tile == kBf16RowsForm) {
+      const runtime::Bf16Layout layout =
+          tile == kBf16Form ? runtime::Bf16Layout::blocked : runtime::Bf16Layout::rows;
       runtime::AlignedVector<uint16_t> packed =
-          runtime::pack_bf16_conv_weights(w.data->data(), s[0], s[1], s[2], s[3]);
-      buffer = Halide::Runtime::Buffer<>(
-          halide_type_t(halide_type_bfloat, 16), packed.data(),
-          {2, i32(runtime::bf16_conv_columns(s[3])), i32(runtime::bf16_conv_reduction(s[0], s[1], s[2]) / 2)});
+          runtime::pack_bf16_conv_weights(w.data->data(), s[0], s[1], s[2], s[3], layout);
+      const int pairs = i32(runtime::bf16_conv_reduction(s[0], s[1], s[2]) / 2);
+      const halide_type_t bf16(halide_type_bfloat, 16);
+      buffer = layout == runtime::Bf16Layout::blocked
+                   ? Halide::Runtime::Buffer<>(bf16, packed.data(),
+                                               {2, runtime::kConvWeightBlock, pairs,
+                                                i32(runtime::conv_weight_blocks(s[3]))})
+                   : Halide::Runtime::Buffer<>(bf16, packed.data(),
+                                               {2, i32(runtime::bf16_conv_columns(s[3])), pairs});
       bf16_weights.push_back(std::move(packed));
     } else if (tile > 0) {
       copy = runtime::winograd_conv_weights(w.data->data(), s[2], s[3], tile);
@@ -304,17 +313,17 @@ void Model::Impl::make_calls() {
       const GeneratedKernel& gk = generated->kernels[i];
       const auto* conv = std::get_if<graph::ConvKernelSpec>(&k);
       winograd_tiles.resize(calls.size() + 1);
+      const bool amx = gk.amx_fn && options.amx && options.backend == Backend::cpu && runtime::amx_usable();
       if (conv && gk.winograd_tile > 0) {
         winograd_tiles.back() = gk.winograd_tile;
         c.args = copied_weight_args(*conv, gk.winograd_tile);
       } else if (conv && conv->bf16) {
-        c.args = copied_weight_args(*conv, kBf16Form);
+        c.args = copied_weight_args(*conv, amx ? kBf16RowsForm : kBf16Form);
       } else if (conv && options.backend == Backend::cpu && runtime::blocks_conv_weights(*conv)) {
         c.args = copied_weight_args(*conv, 0);
       } else if (conv) {
         widen_grouped_weights(*conv);
       }
-      const bool amx = gk.amx_fn && options.amx && options.backend == Backend::cpu && runtime::amx_usable();
       c.fn = amx ? gk.amx_fn : gk.fn;
       c.arguments = graph::generated_kernel_arguments(k);
     }

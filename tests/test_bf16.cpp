@@ -192,7 +192,8 @@ TEST(Bf16Reference, IsTheFloatConvolutionOfTheRoundedOperands) {
 }
 
 // Step k of the packed reduction is channel k % Ci' of tap k / Ci', Ci' the channels rounded up
-// to even; an odd count's extra channel, and everything past K and Co, is zero.
+// to even; an odd count's extra channel, and everything past K and Co, is zero. Both layouts
+// hold the same values.
 TEST(Bf16Weights, PackedAsPairsOfStepsByOutputChannel) {
   const int64_t kh = 3, kw = 3, co = 20;  // Co 20 -> 32 columns
   for (const int64_t ci : {4, 3}) {
@@ -203,11 +204,15 @@ TEST(Bf16Weights, PackedAsPairsOfStepsByOutputChannel) {
     ASSERT_EQ(runtime::bf16_conv_reduction(kh, kw, ci), 64);
     ASSERT_EQ(runtime::bf16_conv_columns(co), 32);
     const auto packed = runtime::pack_bf16_conv_weights(hwio.data(), kh, kw, ci, co);
+    const auto rows = runtime::pack_bf16_conv_weights(hwio.data(), kh, kw, ci, co, runtime::Bf16Layout::rows);
     ASSERT_EQ(packed.size(), 64u * 32u);
+    ASSERT_EQ(rows.size(), 64u * 32u);
     for (int64_t k = 0; k < 64; ++k)
       for (int64_t o = 0; o < 32; ++o) {
         const int64_t c = k % paired, tap = k / paired;
-        const uint16_t got = packed[static_cast<size_t>(((k / 2) * 32 + o) * 2 + k % 2)];
+        // blocked: [Co' / 16][K' / 2][16][2]; rows (the AMX kernels'): [K' / 2][Co'][2]
+        const uint16_t got = packed[static_cast<size_t>(((o / 16 * 32 + k / 2) * 16 + o % 16) * 2 + k % 2)];
+        ASSERT_EQ(rows[static_cast<size_t>(((k / 2) * 32 + o) * 2 + k % 2)], got) << "step " << k;
         const uint16_t want =
             tap < kh * kw && c < ci && o < co
                 ? graph::to_bf16_bits(hwio[static_cast<size_t>((tap * ci + c) * co + o)])
