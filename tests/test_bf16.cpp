@@ -7,6 +7,7 @@
 #include <cpuid.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -271,6 +272,54 @@ graph::Graph case_graph(const Bf16Case& c) {
 void expect_matches_emulation(const graph::Graph& g, const ModelOptions& o) {
   Model m(g, o);
   for (uint64_t seed : {1u, 2u}) testing_util::expect_model_matches_reference(m, g, seed, 1e-4, 1e-5);
+}
+
+// In bf16 mode a classifier's Gemm (alpha, beta, B transposed or not, a bias or none) becomes
+// a 1x1 convolution, marked bf16: its kernels match the emulating reference of the optimized
+// graph, and that graph the float32 input graph within bf16's rounding. A Gemm whose C is
+// computed stays a Gemm.
+TEST(Bf16Pass, ClassifierGemmsRunAsBf16Convolutions) {
+  for (const bool trans_b : {true, false}) {
+    for (const bool with_bias : {true, false}) {
+      SCOPED_TRACE(std::string(trans_b ? "B transposed" : "B as is") + (with_bias ? ", bias" : ""));
+      graph::GraphBuilder b;
+      const ValueId x = b.input("x", {2, 24, 5, 5});
+      const ValueId t = b.relu("stem_relu", conv(b, "stem", x, 24, 48, 3, 1, 1, 60));
+      const ValueId pooled = b.op("gap", graph::GlobalPool{graph::PoolKind::avg}, {t});
+      const ValueId flat = b.op("flat", graph::Reshape{{2, 48}}, {pooled});
+      graph::Gemm fc;
+      fc.trans_b = trans_b;
+      fc.alpha = 0.75f;
+      fc.beta = 1.5f;
+      const graph::Shape w_shape = trans_b ? graph::Shape{40, 48} : graph::Shape{48, 40};
+      std::vector<ValueId> args = {
+          flat, b.constant("fc_w", w_shape, graph::random_uniform(48 * 40, -0.5f, 0.5f, 61), Layout::any)};
+      if (with_bias) args.push_back(b.constant("fc_b", {40}, graph::random_uniform(40, -0.5f, 0.5f, 62), Layout::any));
+      b.output(b.op("fc", fc, args));
+      const graph::Graph input = b.finish();
+      graph::PipelineOptions o;
+      o.precision = graph::Precision::bf16;
+      const graph::Graph g = graph::run_passes(input, o);
+      const auto fc_node = std::find_if(g.nodes().begin(), g.nodes().end(),
+                                        [](const graph::Node& n) { return n.name == "fc"; });
+      ASSERT_NE(fc_node, g.nodes().end());
+      ASSERT_TRUE(std::holds_alternative<graph::Conv2d>(fc_node->op)) << graph::dump(g);
+      EXPECT_TRUE(std::get<graph::Conv2d>(fc_node->op).bf16);
+      ModelOptions mo;
+      mo.generate_kernels = testing_util::test_generator();
+      expect_matches_emulation(g, mo);
+      Model m(g, mo);
+      testing_util::expect_model_matches_reference(m, input, 3, 2e-2, 2e-2);
+    }
+  }
+  graph::GraphBuilder b;
+  const ValueId x = b.input("x", {2, 16});
+  const ValueId c = b.relu("c", b.input("c_in", {2, 8}));
+  graph::Gemm fc;
+  b.output(b.op("fc", fc, {x, b.constant("w", {16, 8}, graph::random_uniform(128, -1, 1, 63), Layout::any), c}));
+  graph::PipelineOptions o;
+  o.precision = graph::Precision::bf16;
+  EXPECT_TRUE(std::holds_alternative<graph::Gemm>(node_starting(graph::run_passes(b.finish(), o), "fc").op));
 }
 
 class Bf16Kernels : public testing::TestWithParam<Bf16Case> {};

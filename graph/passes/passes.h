@@ -112,4 +112,9 @@ bool expansion_fusion_pays(const Shape& expanded, int stride, int kernel);
 // stay float32. Its `computes` list says which. Everything else stays float32.
 Graph use_bf16(const Graph& g);
 
+// gemm_as_conv (PipelineOptions::precision bf16, before every other pass): a Gemm of a computed
+// matrix and a constant one, with no bias or a constant one, becomes a 1x1 convolution between
+// two Reshapes (views), which use_bf16 then marks.
+Graph gemm_as_conv(const Graph& g);
+
 }  // namespace kiln::graph

@@ -51,6 +51,11 @@ Graph run_passes(const Graph& input, const PipelineOptions& options) {
   verify(input, "given to the pass pipeline");
   if (options.on_stage) options.on_stage("input", input);
   Graph g = input;
+  if (options.precision == Precision::bf16) {
+    g = gemm_as_conv(g);
+    if (options.verify_each) verify(g, "after gemm_as_conv");
+    if (options.on_stage) options.on_stage("gemm_as_conv", g);
+  }
   for (const Pass& p : default_passes()) {
     g = p.run(g);
     if (options.verify_each) verify(g, std::string("after ") + p.name);
