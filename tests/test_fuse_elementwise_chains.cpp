@@ -452,16 +452,18 @@ TEST(FuseExpandDepthwise, OnlyWhereTheRuleSaysAndTheDepthwiseAloneReadsIt) {
   PipelineOptions bf16;
   bf16.precision = Precision::bf16;
   const Graph in_bf16 = run_passes(g, bf16);
-  int expanded_bf16 = 0;
+  // bf16 mode fuses none (keep_expansions_apart): each expansion runs bf16 on its own, and each
+  // depthwise convolution that could have taken one says why it did not.
+  int expanded_bf16 = 0, noted = 0;
   for (const Node& n : in_bf16.nodes()) {
     const auto* c = std::get_if<Conv2d>(&n.op);
     if (!c) continue;
     expanded_bf16 += c->expand.has_value();
-    if (c->expand) EXPECT_FALSE(c->bf16) << n.name;
-    if (n.name.find("_expand") != std::string::npos)  // a kept-apart expansion: bf16
-      EXPECT_TRUE(c->bf16) << n.name;
+    for (const std::string& s : n.computes) noted += s.find("kept apart in bf16 mode") != std::string::npos;
+    if (n.name.find("_expand") != std::string::npos) EXPECT_TRUE(c->bf16) << n.name;
   }
-  EXPECT_EQ(expanded_bf16, 4) << dump(in_bf16);
+  EXPECT_EQ(expanded_bf16, 0) << dump(in_bf16);
+  EXPECT_GE(noted, 4) << dump(in_bf16);
 
   EXPECT_TRUE(expansion_fusion_pays({1, 112, 112, 96}, 2, 3));
   EXPECT_TRUE(expansion_fusion_pays({1, 56, 56, 144}, 2, 5));

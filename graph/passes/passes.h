@@ -88,9 +88,11 @@ Graph fuse_conv_pooling(const Graph& g);
 // activation and post steps without inputs, such as SiLU) whose output only a depthwise
 // convolution reads into that convolution (Conv2d::expand, Conv2d::expand_post), where
 // expansion_fusion_pays: the MobileNet inverted residual's expanded
-// tensor is computed by the depthwise kernel a row at a time and never stored whole. In bf16
-// mode too (before use_bf16): the fused expansion runs in float32.
+// tensor is computed by the depthwise kernel a row at a time and never stored whole. Float32
+// mode only: a fused expansion runs in float32, so bf16 mode runs keep_expansions_apart in its
+// place, which fuses nothing and notes each expansion it keeps apart.
 Graph fuse_expand_depthwise(const Graph& g);
+Graph keep_expansions_apart(const Graph& g);
 
 // Moves each Resize that alone reads an NHWC Halide convolution's output, directly (a nearest
 // resize) or through a transform to NCHW (any mode), into that convolution (Conv2d::resize,

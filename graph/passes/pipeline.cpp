@@ -57,7 +57,9 @@ Graph run_passes(const Graph& input, const PipelineOptions& options) {
     if (options.on_stage) options.on_stage("gemm_as_conv", g);
   }
   for (const Pass& p : default_passes()) {
-    g = p.run(g);
+    // A fused expansion runs in float32; in bf16 mode it runs bf16 on its own.
+    const bool bf16_apart = options.precision == Precision::bf16 && p.name == "fuse_expand_depthwise";
+    g = bf16_apart ? keep_expansions_apart(g) : p.run(g);
     if (options.verify_each) verify(g, std::string("after ") + p.name);
     if (options.on_stage) options.on_stage(p.name, g);
     if (options.stop_after == p.name) return g;
