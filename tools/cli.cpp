@@ -268,13 +268,17 @@ bool has_bf16(const graph::Graph& optimized) {
   return false;
 }
 
+bool runs_bf16_dot_products(int cpu_target) {
+  const int t = cpu_target >= 0 ? cpu_target : runtime::best_cpu_target();
+  return t >= 0 && runtime::bf16_dot_products_supported(t);
+}
+
 std::string precision_note(const graph::Graph& optimized, int cpu_target) {
   int bf16 = 0, convs = 0;
   for (const graph::Node& n : optimized.nodes())
     if (const auto* c = std::get_if<graph::Conv2d>(&n.op)) ++convs, bf16 += c->bf16;
   if (bf16 == 0) return "precision: f32";
-  const int t = cpu_target >= 0 ? cpu_target : runtime::best_cpu_target();
-  const bool native = t >= 0 && runtime::bf16_dot_products_supported(t);
+  const bool native = runs_bf16_dot_products(cpu_target);
   const std::string how =
       native && runtime::amx_usable()
           ? "AMX tiles (tdpbf16ps) where the layer takes the amx schedule, else AVX512_BF16 "

@@ -71,6 +71,9 @@ bool has_bf16(const graph::Graph& optimized);
 // whether this CPU runs them with the dot-product instruction (AVX512_BF16) or converts the
 // products to float32 multiply-adds on CPU target `cpu_target` (-1: the best this CPU has).
 std::string precision_note(const graph::Graph& optimized, int cpu_target);
+// Whether bf16 convolutions run AVX512_BF16 dot products with CPU target `cpu_target` (-1: the
+// best this CPU runs).
+bool runs_bf16_dot_products(int cpu_target);
 
 // The CPU target a name means: a full Halide target string of the build's list, or a short
 // name: avx512 or avx2 for the first target of the list with that feature and none better,

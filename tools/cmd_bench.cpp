@@ -50,8 +50,10 @@ options:
                        convolution's flops, so its GFLOP/s and % peak are effective ones),
                        GB/s (bytes of every input, weights included, plus the output), and
                        the fraction of this machine's peak: FMA throughput for kernels whose
-                       flops per byte exceed the machine's (compute-bound), memory bandwidth
-                       for the rest. The peaks are measured once (under a second) and
+                       flops per byte exceed the machine's (compute-bound; bf16 convolutions
+                       that run AVX512_BF16 dot products: the dot-product throughput, DOT),
+                       memory bandwidth for the rest. The peaks are measured once (about a
+                       second) and
                        cached in $XDG_CACHE_HOME/kiln/peaks.txt (else ~/.cache/kiln/) per CPU
                        model and thread count. GB/s above the DRAM peak means the data came
                        from caches. On cuda no peak is shown (the peaks are the CPU's), and
@@ -69,8 +71,8 @@ options:
   --precision P        f32 (default) or bf16: the convolutions' multiply-adds (see `kiln run
                        --help`); printed with the results. A list, bf16,f32, compares them like
                        --targets does (interleaved rounds, a table per kernel, the speedup over
-                       the last one); not together with --targets. % of peak is of the float32
-                       FMA peak either way
+                       the last one); not together with --targets. % of peak: see
+                       --per-layer
   --json FILE          also write the results as JSON: model, target, precision, threads,
                        latencies, per-layer rows and peaks (with --targets or a list of
                        precisions: one entry per target or precision)
@@ -135,17 +137,20 @@ struct Row {
   double ms = 0, share = 0, flops = 0, bytes = 0;
   double peak_fraction = NAN;  // NAN: no peak to compare with
   bool compute_bound = false;
+  bool bf16 = false, dot = false;  // a bf16 convolution; rated against the dot-product peak
 };
 
 void describe_work(const graph::KernelSpec& k, Row& r) {
   const KernelWork w = kernel_work(k);
-  r.op = w.op, r.flops = w.flops, r.bytes = w.bytes;
+  r.op = w.op, r.flops = w.flops, r.bytes = w.bytes, r.bf16 = w.bf16;
 }
 
-void rate_against(const Peaks& p, Row& r) {
-  const Roofline f = roofline(p, {r.op, r.flops, r.bytes}, r.ms / 1e3);
-  r.peak_fraction = f.fraction, r.compute_bound = f.compute_bound;
+void rate_against(const Peaks& p, bool dot_products, Row& r) {
+  const Roofline f = roofline(p, {r.op, r.flops, r.bytes, r.bf16}, r.ms / 1e3, dot_products);
+  r.peak_fraction = f.fraction, r.compute_bound = f.compute_bound, r.dot = f.dot;
 }
+
+const char* bound_label(const Row& r) { return !r.compute_bound ? "BW" : r.dot ? "DOT" : "FMA"; }
 
 double median_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -232,7 +237,7 @@ void print_table(const Results& r) {
     ms += row.ms, flops += row.flops;
     const std::string peak =
         std::isfinite(row.peak_fraction)
-            ? fixed(100 * row.peak_fraction, 1) + (row.compute_bound ? " FMA" : " BW")
+            ? fixed(100 * row.peak_fraction, 1) + " " + bound_label(row)
             : "-";
     std::printf("  %-*s  %-*s  %9.4f  %5.1f%%  %9s  %8s  %9s\n", w,
                 graph::printable(row.kernel).c_str(), wo,
@@ -243,8 +248,8 @@ void print_table(const Results& r) {
   std::printf("  %-*s  %-*s  %9.4f  %5.1f%%  %9s\n", w, "total", wo, "", ms, 100.0,
               fixed(flops / (ms / 1e3) / 1e9, 1).c_str());
   std::printf(
-      "  (share: of the summed kernel medians; %% peak: of the FMA peak (FMA) or of the DRAM "
-      "bandwidth (BW), whichever bounds the kernel)\n");
+      "  (share: of the summed kernel medians; %% peak: of the FMA peak (FMA), the bf16 "
+      "dot-product peak (DOT) or the DRAM bandwidth (BW), whichever bounds the kernel)\n");
 }
 
 nlohmann::json results_json(const Results& r) {
@@ -261,6 +266,7 @@ nlohmann::json results_json(const Results& r) {
     j["peaks"] = {{"cpu", cpu_model_name()},
                   {"fma_gflops", r.peaks->fma_gflops},
                   {"fma_isa", r.peaks->fma_isa},
+                  {"dot_gflops", r.peaks->dot_gflops},
                   {"bandwidth_gbs", r.peaks->bandwidth_gbs},
                   {"from_cache", r.peaks->from_cache}};
   j["layers"] = nlohmann::json::array();
@@ -276,7 +282,9 @@ nlohmann::json results_json(const Results& r) {
                            {"bytes", row.bytes},
                            {"gflops", row.flops > 0 ? nlohmann::json(row.flops / s / 1e9) : nullptr},
                            {"gbs", row.bytes / s / 1e9},
-                           {"bound", rated ? nlohmann::json(row.compute_bound ? "fma" : "bandwidth")
+                           {"bound", rated ? nlohmann::json(!row.compute_bound ? "bandwidth"
+                                                            : row.dot            ? "dot"
+                                                                                 : "fma")
                                            : nullptr},
                            {"peak_fraction", row.peak_fraction}});
   }
@@ -336,16 +344,19 @@ int run(const BenchArgs& a) {
   std::vector<std::unique_ptr<Model>> models;
   std::vector<std::string> names = a.targets;
   std::vector<std::string> notes;  // precision_note per model
+  std::vector<bool> dots;           // whether its bf16 convolutions run AVX512_BF16 dot products
   if (a.precisions.size() == 2) {
     for (size_t i = 0; i < graphs.size(); ++i) {
       names.push_back(graph::to_string(a.precisions[i]));
       std::fprintf(stderr, "[bench] kernels for %s\n", names.back().c_str());
       models.push_back(std::make_unique<Model>(graphs[i], a.options));
       notes.push_back(precision_note(graphs[i], a.options.cpu_target));
+      dots.push_back(runs_bf16_dot_products(a.options.cpu_target));
     }
   } else if (a.targets.empty()) {
     models.push_back(std::make_unique<Model>(optimized, a.options));
     notes.push_back(precision_note(optimized, a.options.cpu_target));
+    dots.push_back(runs_bf16_dot_products(a.options.cpu_target));
   } else {
     for (const std::string& t : a.targets) {
       ModelOptions o = a.options;
@@ -357,6 +368,7 @@ int run(const BenchArgs& a) {
       std::fprintf(stderr, "[bench] kernels for %s\n", t.c_str());
       models.push_back(std::make_unique<Model>(optimized, o));
       notes.push_back(precision_note(optimized, o.cpu_target));
+      dots.push_back(o.backend == Backend::cpu && runs_bf16_dot_products(o.cpu_target));
     }
   }
   check_inputs_fit(optimized, a.options);
@@ -389,10 +401,14 @@ int run(const BenchArgs& a) {
                 models.size() > 1 ? " (rounds interleaved with the others)" : "");
     if (a.per_layer && model.backend() == Backend::cpu) {
       r.peaks = machine_peaks(r.threads, a.remeasure);
-      for (Row& row : r.rows) rate_against(*r.peaks, row);
+      for (Row& row : r.rows) rate_against(*r.peaks, dots[m], row);
       if (m == 0)
-        std::printf("peaks    FMA %.1f GFLOP/s (%s), bandwidth %.1f GB/s on %d threads (%s%s)\n",
-                    r.peaks->fma_gflops, r.peaks->fma_isa.c_str(), r.peaks->bandwidth_gbs, r.threads,
+        std::printf("peaks    FMA %.1f GFLOP/s (%s)%s, bandwidth %.1f GB/s on %d threads (%s%s)\n",
+                    r.peaks->fma_gflops, r.peaks->fma_isa.c_str(),
+                    r.peaks->dot_gflops > 0
+                        ? (", bf16 dot products " + fixed(r.peaks->dot_gflops, 1) + " GFLOP/s").c_str()
+                        : "",
+                    r.peaks->bandwidth_gbs, r.threads,
                     r.peaks->from_cache ? "cached in " : "measured",
                     r.peaks->from_cache ? r.peaks->cache_file.c_str() : "");
     }

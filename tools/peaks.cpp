@@ -40,6 +40,30 @@ __attribute__((target("avx512f"))) double fma_avx512(int64_t iters) {
   return out[0] + out[15];  // returned so the compiler must compute every chain
 }
 
+// The same with bf16 dot products: each vdpbf16ps adds two products per float32 lane.
+__attribute__((target("avx512f,avx512bf16"))) double dot_avx512bf16(int64_t iters) {
+  __m512 acc[16];
+  for (int i = 0; i < 16; ++i) acc[i] = _mm512_set1_ps(1.0f + i * 1e-3f);
+  const __m512bh a = _mm512_cvtne2ps_pbh(_mm512_set1_ps(0.5f), _mm512_set1_ps(0.25f));
+  const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-7f), _mm512_set1_ps(1e-7f));
+  for (int64_t it = 0; it < iters; ++it)
+    for (int i = 0; i < 16; ++i) acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
+  alignas(64) float out[16];
+  __m512 s = acc[0];
+  for (int i = 1; i < 16; ++i) s = _mm512_add_ps(s, acc[i]);
+  _mm512_store_ps(out, s);
+  return out[0] + out[15];
+}
+
+// CPUID leaf 7, sub-leaf 1, EAX bit 5.
+bool has_avx512_bf16() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx512f")) return false;
+  __asm__ volatile("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(7), "c"(1));
+  return (eax >> 5) & 1u;
+}
+
 __attribute__((target("avx2,fma"))) double fma_avx2(int64_t iters) {
   __m256 acc[12];
   for (int i = 0; i < 12; ++i) acc[i] = _mm256_set1_ps(1.0f + i * 1e-3f);
@@ -86,7 +110,7 @@ bool load_cached(const std::string& file, const std::string& key, Peaks* p) {
     if (line.compare(0, key.size() + 1, key + "\t") != 0) continue;
     std::istringstream rest(line.substr(key.size() + 1));
     Peaks c;
-    if (rest >> c.fma_gflops >> c.bandwidth_gbs >> c.fma_isa && c.fma_gflops > 0 &&
+    if (rest >> c.fma_gflops >> c.bandwidth_gbs >> c.fma_isa >> c.dot_gflops && c.fma_gflops > 0 &&
         c.bandwidth_gbs > 0 && std::isfinite(c.fma_gflops) && std::isfinite(c.bandwidth_gbs)) {
       *p = c;
       return true;
@@ -108,7 +132,7 @@ void store(const std::string& file, const std::string& key, const Peaks& p) {
   const std::string tmp = file + ".tmp" + std::to_string(::getpid());
   std::ofstream out(tmp, std::ios::trunc);
   out << kept << key << "\t" << p.fma_gflops << "\t" << p.bandwidth_gbs << "\t" << p.fma_isa
-      << "\n";
+      << "\t" << p.dot_gflops << "\n";
   out.close();
   if (!out || std::rename(tmp.c_str(), file.c_str()) != 0) std::filesystem::remove(tmp, ec);
 }
@@ -131,6 +155,26 @@ double measure_fma_gflops(int threads, std::string* isa) {
       const double t0 = thread_cpu_seconds();
       sink[t] = avx512 ? fma_avx512(kFmaIters) : avx2 ? fma_avx2(kFmaIters) : fma_scalar(kFmaIters);
       rate[t] = flops_per_iter * kFmaIters / (thread_cpu_seconds() - t0) / 1e9;
+    });
+    double total = 0;
+    for (double r : rate) total += r;
+    best = std::max(best, total);
+  }
+  const int cpus = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  volatile double keep = sink[0];
+  (void)keep;
+  return threads > cpus ? best * cpus / threads : best;
+}
+
+double measure_dot_gflops(int threads) {
+  if (!has_avx512_bf16()) return 0;
+  std::vector<double> sink(threads), rate(threads);
+  double best = 0;
+  for (int rep = 0; rep < 3; ++rep) {  // as measure_fma_gflops
+    timed_on_threads(threads, [&](int t) {
+      const double t0 = thread_cpu_seconds();
+      sink[t] = dot_avx512bf16(kFmaIters);
+      rate[t] = 4.0 * 16 * 16 * kFmaIters / (thread_cpu_seconds() - t0) / 1e9;
     });
     double total = 0;
     for (double r : rate) total += r;
@@ -202,6 +246,7 @@ Peaks machine_peaks(int threads, bool remeasure) {
     return p;
   }
   p.fma_gflops = measure_fma_gflops(threads, &p.fma_isa);
+  p.dot_gflops = measure_dot_gflops(threads);
   p.bandwidth_gbs = measure_bandwidth_gbs(threads);
   if (!file.empty()) {
     store(file, key, p);
@@ -243,7 +288,9 @@ KernelWork kernel_work(const graph::KernelSpec& k) {
     // A convolution pooled after computes its whole output (conv_output_nhwc) and writes the
     // pooled one; pooled first, it computes the pooled output alone.
     r.flops = 2.0 * graph::num_elements(graph::conv_output_nhwc(*c)) * conv_macs_per_output(c->weights);
-    r.bytes = bytes_of(c->input) + bytes_of(c->weights) + bytes_of(c->bias) + bytes_of(c->output) +
+    r.bf16 = c->bf16;
+    r.bytes = bytes_of(c->input) + (c->bf16 ? 0.5 : 1.0) * bytes_of(c->weights) + bytes_of(c->bias) +
+              bytes_of(c->output) +
               (c->residual ? bytes_of(*c->residual) : 0.0) + (c->shortcut ? bytes_of(*c->shortcut) : 0.0);
     if (c->expand) {  // the expanded input, computed in the kernel and never stored
       r.flops += 2.0 * graph::num_elements(graph::conv_input_nhwc(*c)) * conv_macs_per_output(*c->expand_weights);
@@ -274,12 +321,13 @@ KernelWork kernel_work(const graph::KernelSpec& k) {
   return r;
 }
 
-Roofline roofline(const Peaks& p, const KernelWork& w, double seconds) {
+Roofline roofline(const Peaks& p, const KernelWork& w, double seconds, bool dot_products) {
   Roofline r;
   if (seconds <= 0 || p.fma_gflops <= 0 || p.bandwidth_gbs <= 0) return r;
-  r.compute_bound = w.flops > 0 && w.flops / w.bytes >= p.fma_gflops / p.bandwidth_gbs;
-  r.fraction = r.compute_bound ? w.flops / seconds / 1e9 / p.fma_gflops
-                               : w.bytes / seconds / 1e9 / p.bandwidth_gbs;
+  r.dot = w.bf16 && dot_products && p.dot_gflops > 0;
+  const double peak = r.dot ? p.dot_gflops : p.fma_gflops;
+  r.compute_bound = w.flops > 0 && w.flops / w.bytes >= peak / p.bandwidth_gbs;
+  r.fraction = r.compute_bound ? w.flops / seconds / 1e9 / peak : w.bytes / seconds / 1e9 / p.bandwidth_gbs;
   return r;
 }
 
