@@ -139,21 +139,20 @@ void store(const std::string& file, const std::string& key, const Peaks& p) {
 
 }  // namespace
 
-double measure_fma_gflops(int threads, std::string* isa) {
-  __builtin_cpu_init();
-  const bool avx512 = __builtin_cpu_supports("avx512f");
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  *isa = avx512 ? "avx512f" : avx2 ? "avx2+fma" : "scalar";
-  const double flops_per_iter = avx512 ? 2.0 * 16 * 16 : avx2 ? 2.0 * 12 * 8 : 2.0 * 8;
-  // Each thread's rate over its own CPU time, summed: what the cores deliver while they run,
-  // unaffected by other processes that share the machine (wall time would count their turns).
-  // More threads than CPUs do not add throughput, so the sum is scaled down to the CPU count.
+namespace {
+
+// GFLOP/s of `loop` (iterations in, a value out that depends on every chain) run on `threads`
+// threads at once, `flops_per_iter` each. Each thread's rate over its own CPU time, summed:
+// what the cores deliver while they run, unaffected by other processes that share the machine
+// (wall time would count their turns). More threads than CPUs do not add throughput, so the
+// sum is scaled down to the CPU count.
+double throughput_gflops(int threads, double flops_per_iter, double (*loop)(int64_t)) {
   std::vector<double> sink(threads), rate(threads);
   double best = 0;
   for (int rep = 0; rep < 3; ++rep) {  // best of three: the first may pay for frequency ramp-up
     timed_on_threads(threads, [&](int t) {
       const double t0 = thread_cpu_seconds();
-      sink[t] = avx512 ? fma_avx512(kFmaIters) : avx2 ? fma_avx2(kFmaIters) : fma_scalar(kFmaIters);
+      sink[t] = loop(kFmaIters);
       rate[t] = flops_per_iter * kFmaIters / (thread_cpu_seconds() - t0) / 1e9;
     });
     double total = 0;
@@ -166,24 +165,20 @@ double measure_fma_gflops(int threads, std::string* isa) {
   return threads > cpus ? best * cpus / threads : best;
 }
 
+}  // namespace
+
+double measure_fma_gflops(int threads, std::string* isa) {
+  __builtin_cpu_init();
+  const bool avx512 = __builtin_cpu_supports("avx512f");
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  *isa = avx512 ? "avx512f" : avx2 ? "avx2+fma" : "scalar";
+  return avx512 ? throughput_gflops(threads, 2.0 * 16 * 16, fma_avx512)
+         : avx2 ? throughput_gflops(threads, 2.0 * 12 * 8, fma_avx2)
+                : throughput_gflops(threads, 2.0 * 8, fma_scalar);
+}
+
 double measure_dot_gflops(int threads) {
-  if (!has_avx512_bf16()) return 0;
-  std::vector<double> sink(threads), rate(threads);
-  double best = 0;
-  for (int rep = 0; rep < 3; ++rep) {  // as measure_fma_gflops
-    timed_on_threads(threads, [&](int t) {
-      const double t0 = thread_cpu_seconds();
-      sink[t] = dot_avx512bf16(kFmaIters);
-      rate[t] = 4.0 * 16 * 16 * kFmaIters / (thread_cpu_seconds() - t0) / 1e9;
-    });
-    double total = 0;
-    for (double r : rate) total += r;
-    best = std::max(best, total);
-  }
-  const int cpus = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  volatile double keep = sink[0];
-  (void)keep;
-  return threads > cpus ? best * cpus / threads : best;
+  return has_avx512_bf16() ? throughput_gflops(threads, 4.0 * 16 * 16, dot_avx512bf16) : 0;
 }
 
 double measure_bandwidth_gbs(int threads) {
