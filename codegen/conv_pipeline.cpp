@@ -350,17 +350,18 @@ KernelPipeline amx_pipeline(const graph::ConvKernelSpec& k, const Halide::Target
   weights(co, step) = Halide::cast<float>(inputs[1](step % 2, co, step / 2));
   const auto i32 = [](int64_t v) { return static_cast<int>(v); };
   const generators::ops::ConvMatmulAlgorithm a = generators::ops::conv2d_as_matmul(
-      conv_source(k, inputs), i32(in[2]), i32(in[1]), i32(in[0]), weights, i32(reduction_channels(k)),
-      i32(w[1]), i32(w[0]), i32(runtime::bf16_conv_reduction(w[0], w[1], w[2])), i32(out[2]), i32(out[1]),
+      conv_source(k, inputs), i32(in[2]), i32(in[1]), i32(in[0]), weights,
+      i32(reduction_channels(k)), i32(w[1]), i32(w[0]),
+      i32(runtime::bf16_conv_reduction(w[0], w[1], w[2])), i32(out[2]), i32(out[1]),
       {k.stride_w, k.stride_h, k.pad_left, k.pad_top, k.dilation_w, k.dilation_h});
   Halide::Var x("x"), y("y"), n("n");
   Halide::Func output("output");
   const Halide::Expr sum = a.acc(co, x + i32(out[2]) * (y + i32(out[1]) * n)) + inputs[2](co);
   output(co, x, y, n) = conv_epilogue(k, sum, inputs, {co, x, y, n});
   const ConvOutput o = conv_output(k, output);
-  schedules::schedule_conv_cpu_amx({a.windows, a.acc, output, a.co, a.k, a.p, co, y, n, a.r,
-                                    i32(reduction_channels(k))},
-                                   params);
+  schedules::schedule_conv_cpu_amx(
+      {a.windows, a.acc, output, a.co, a.k, a.p, co, y, n, a.r, i32(reduction_channels(k))},
+      params);
   schedule_tail(k, o, params, target);
   return KernelPipeline{Halide::Pipeline(o.out), inputs};
 }
@@ -418,7 +419,8 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
                               static_cast<int>(runtime::bf16_conv_reduction(w[0], w[1], w[2]) / 2),
                               static_cast<int>(runtime::conv_weight_blocks(w[3]))};
       int stride = 1;
-      for (int d = 0; d < 4; ++d) p.dim(d).set_bounds(0, extents[d]).set_stride(stride), stride *= extents[d];
+      for (int d = 0; d < 4; ++d)
+        p.dim(d).set_bounds(0, extents[d]).set_stride(stride), stride *= extents[d];
       inputs.push_back(p);
     } else if (i == 1 && blocked) {
       // (co % 16, ci, kx, ky, co / 16), innermost first, dense.
@@ -508,7 +510,8 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
   }
   const generators::ops::ConvAlgorithm a = generators::ops::conv2d(
       conv_source(k, inputs), static_cast<int>(in[2]), static_cast<int>(in[1]), weights, bias,
-      static_cast<int>(reduction_channels(k)) * merge, static_cast<int>(w[1]), static_cast<int>(w[0]),
+      static_cast<int>(reduction_channels(k)) * merge, static_cast<int>(w[1]),
+      static_cast<int>(w[0]),
       {k.stride_w, k.stride_h, k.pad_left, k.pad_top, k.dilation_w, k.dilation_h}, !pointwise,
       k.groups > 1 ? Halide::Expr(out_per_group) : Halide::Expr(), widen, "", interleave,
       k.input_scale.has_value());
@@ -519,8 +522,8 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
   const ConvOutput o = conv_output(k, output);
 
   if (!automatic) {
-    schedules::ConvFuncs f =
-        conv_funcs(a, output, out, k.bf16 ? reduction_channels(k) : in[3], !pointwise, k.nchw_input);
+    schedules::ConvFuncs f = conv_funcs(a, output, out, k.bf16 ? reduction_channels(k) : in[3],
+                                        !pointwise, k.nchw_input);
     f.in_task = pooled_in_bands(k, params, target);
     // The window reaches past the left edge with any left padding, past the right one only if
     // the last output's window gets there (a stride may skip the right padding).

@@ -22,7 +22,8 @@ schedules::ConvShape conv_shape(const graph::ConvKernelSpec& k, const Halide::Ta
   s.out_height = static_cast<int>(out[1]);
   s.batch = static_cast<int>(out[0]);
   // bf16: channel pairs, an odd count rounded up (runtime::bf16_conv_channels).
-  s.reduction_channels = static_cast<int>(k.bf16 ? runtime::bf16_conv_channels(w[2]) : w[2]) * merge;
+  s.reduction_channels =
+      static_cast<int>(k.bf16 ? runtime::bf16_conv_channels(w[2]) : w[2]) * merge;
   s.kernel_w = static_cast<int>(w[1]);
   s.kernel_h = static_cast<int>(w[0]);
   s.padded = k.pad_top || k.pad_left || k.pad_bottom || k.pad_right;
