@@ -31,7 +31,8 @@ namespace {
 
 using HalideBuffer = Halide::Runtime::Buffer<float>;
 
-// The form of a weight copy (Model::Impl::weight_copies) a bf16 kernel reads: bfloat16 pairs.
+// The form of a weight copy (Model::Impl::weight_copies) a bf16 kernel reads: bfloat16 pairs
+// blocked by 16 output channels (runtime::Bf16Layout::blocked).
 constexpr int kBf16Form = -1;
 // The same for an AMX kernel: Bf16Layout::rows.
 constexpr int kBf16RowsForm = -2;
@@ -223,8 +224,8 @@ void Model::Impl::widen_grouped_weights(const graph::ConvKernelSpec& c) {
 }
 
 // A kernel compiled with Winograd (tile > 0) reads its weights transformed
-// (runtime::winograd_conv_weights), a bf16 kernel packed as bfloat16 pairs (tile kBf16Form,
-// runtime::pack_bf16_conv_weights), a dense CPU kernel otherwise blocked by output channels
+// (runtime::winograd_conv_weights), a bf16 kernel packed as bfloat16 pairs (tile kBf16Form, or
+// kBf16RowsForm for an AMX kernel; runtime::pack_bf16_conv_weights), a dense CPU kernel otherwise blocked by output channels
 // (tile 0, runtime::block_conv_weights). The copy is made here once for all calls; kernels
 // that read the same weights in the same form share it. Returns the kernel's argument vector
 // with the copy in the weights' place.

@@ -40,9 +40,10 @@ options:
                  the schedule database to take tuned records from (kiln tune writes one)
   --target T     the CPU target of --schedule: avx512, avx2, baseline or one of the build's
                  Halide target strings (default: the best this CPU runs)
-  --precision P  f32 (default) or bf16: optimize as `kiln compile --precision` does (the
-                 use_bf16 pass runs last; --after use_bf16 prints its graph), and each bf16
-                 convolution's task description says so
+  --precision P  f32 (default) or bf16: optimize as `kiln compile --precision` does (bf16
+                 runs gemm_as_conv first, a classifier's Gemm as a 1x1 convolution, and
+                 use_bf16 last; --after takes either), and each bf16 convolution's task
+                 description says so
   -h, --help     this text
 )";
 
@@ -129,7 +130,8 @@ int cmd_inspect(int argc, char** argv) {
   if (!after.empty() && after != "input") {
     bool known = false;
     for (const graph::Pass& p : graph::default_passes()) known |= after == p.name;
-    known |= after == "use_bf16" && parse_precision(args) == graph::Precision::bf16;
+    known |= (after == "use_bf16" || after == "gemm_as_conv") &&
+             parse_precision(args) == graph::Precision::bf16;
     if (!known) throw UsageError("--after: unknown pass '" + after + "'");
   }
   // Everything below prints names from the model: escaped once here.

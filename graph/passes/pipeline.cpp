@@ -1,6 +1,8 @@
 // The pass list and its driver.
 #include "graph/passes/pipeline.h"
 
+#include <string>
+
 #include "graph/passes/passes.h"
 #include "graph/verify.h"
 
@@ -44,7 +46,8 @@ Graph run_passes(const Graph& input, const PipelineOptions& options) {
       known |= options.stop_after == p.name;
       names += std::string(names.empty() ? "" : ", ") + p.name;
     }
-    known |= options.stop_after == "use_bf16" && options.precision == Precision::bf16;
+    known |= (options.stop_after == "use_bf16" || options.stop_after == "gemm_as_conv") &&
+             options.precision == Precision::bf16;
     if (!known) throw Error("unknown pass '" + options.stop_after + "' (passes: " + names + ")");
   }
   // User graphs are always verified: the passes assume a well-formed input.
@@ -55,10 +58,12 @@ Graph run_passes(const Graph& input, const PipelineOptions& options) {
     g = gemm_as_conv(g);
     if (options.verify_each) verify(g, "after gemm_as_conv");
     if (options.on_stage) options.on_stage("gemm_as_conv", g);
+    if (options.stop_after == "gemm_as_conv") return g;
   }
   for (const Pass& p : default_passes()) {
     // A fused expansion runs in float32; in bf16 mode it runs bf16 on its own.
-    const bool bf16_apart = options.precision == Precision::bf16 && p.name == "fuse_expand_depthwise";
+    const bool bf16_apart =
+        options.precision == Precision::bf16 && std::string(p.name) == "fuse_expand_depthwise";
     g = bf16_apart ? keep_expansions_apart(g) : p.run(g);
     if (options.verify_each) verify(g, std::string("after ") + p.name);
     if (options.on_stage) options.on_stage(p.name, g);
