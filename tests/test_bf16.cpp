@@ -35,9 +35,10 @@ namespace {
 using graph::Layout;
 using graph::ValueId;
 
-graph::Graph bf16_passes(const graph::Graph& g) {
+graph::Graph bf16_passes(const graph::Graph& g, bool amx = false) {
   graph::PipelineOptions o;
   o.precision = graph::Precision::bf16;
+  o.bf16_amx = amx;
   return graph::run_passes(g, o);
 }
 
@@ -77,24 +78,32 @@ ValueId conv(graph::GraphBuilder& b, const std::string& name, ValueId x, int64_t
 // A stem of 3 input channels, a dense 3x3, a depthwise 3x3 and a grouped 1x1: only the dense
 // one runs in bf16; the others say why not.
 // Narrow 3x3 stride-1 layers whose float32 kernel is Winograd stay float32 (the bf16 kernels
-// measured slower there), with a note saying why; wider ones, and ones Winograd does not take,
-// run bf16.
+// measured slower there), with a note saying why: 64 output channels on AMX, 128 with dot
+// products; wider ones, and ones Winograd does not take, run bf16.
 TEST(Bf16Pass, KeepsNarrowWinogradLayersFloat32) {
   graph::GraphBuilder b;
   const ValueId x = b.input("x", {1, 16, 20, 20});
   ValueId t = b.relu("stem_relu", conv(b, "stem", x, 16, 16, 1, 1, 1, 20));  // reads the NCHW input
   t = b.relu("narrow_relu", conv(b, "narrow", t, 16, 64, 3, 1, 1, 21));
   t = b.relu("wide_relu", conv(b, "wide", t, 64, 128, 3, 1, 1, 22));
-  b.output(b.relu("strided_relu", conv(b, "strided", t, 128, 64, 3, 2, 1, 23)));
-  const graph::Graph g = bf16_passes(b.finish());
-  const graph::Node& narrow = node_starting(g, "narrow");
-  EXPECT_FALSE(std::get<graph::Conv2d>(narrow.op).bf16);
-  EXPECT_EQ(graph::bf16_conv_refusal(g, narrow), "");  // it could: a choice, not a refusal
-  bool noted = false;
-  for (const std::string& c : narrow.computes) noted |= c.find("Winograd") != std::string::npos;
-  EXPECT_TRUE(noted);
-  EXPECT_TRUE(std::get<graph::Conv2d>(node_starting(g, "wide").op).bf16);
-  EXPECT_TRUE(std::get<graph::Conv2d>(node_starting(g, "strided").op).bf16);
+  t = b.relu("wider_relu", conv(b, "wider", t, 128, 256, 3, 1, 1, 24));
+  b.output(b.relu("strided_relu", conv(b, "strided", t, 256, 64, 3, 2, 1, 23)));
+  const graph::Graph input = b.finish();
+  for (const bool amx : {false, true}) {
+    SCOPED_TRACE(amx ? "AMX" : "dot products");
+    const graph::Graph g = bf16_passes(input, amx);
+    for (const char* name : {"narrow", "wide"}) {
+      const graph::Node& n = node_starting(g, name);
+      const bool f32 = name == std::string("narrow") || !amx;
+      EXPECT_EQ(std::get<graph::Conv2d>(n.op).bf16, !f32) << name;
+      EXPECT_EQ(graph::bf16_conv_refusal(g, n), "");  // it could: a choice, not a refusal
+      bool noted = false;
+      for (const std::string& c : n.computes) noted |= c.find("Winograd") != std::string::npos;
+      EXPECT_EQ(noted, f32) << name;
+    }
+    EXPECT_TRUE(std::get<graph::Conv2d>(node_starting(g, "wider").op).bf16);
+    EXPECT_TRUE(std::get<graph::Conv2d>(node_starting(g, "strided").op).bf16);
+  }
 }
 
 // Small outputs take bf16 as well (windows and 1x1 alike): what is slow there is the AMX

@@ -268,6 +268,13 @@ bool has_bf16(const graph::Graph& optimized) {
   return false;
 }
 
+graph::PipelineOptions pass_options(graph::Precision precision) {
+  graph::PipelineOptions o;
+  o.precision = precision;
+  o.bf16_amx = precision == graph::Precision::bf16 && runtime::amx_usable();
+  return o;
+}
+
 bool runs_bf16_dot_products(int cpu_target) {
   const int t = cpu_target >= 0 ? cpu_target : runtime::best_cpu_target();
   return t >= 0 && runtime::bf16_dot_products_supported(t);
@@ -305,7 +312,7 @@ graph::Graph compile_cached(const std::string& model, const InputShapes& shapes,
   key << std::hex << graph::fnv1a(bytes) << "-"
       << graph::fnv1a(target + "|" KILN_VERSION "|" + std::to_string(graph::kGraphFormatVersion) +
                       "|" + codegen::generator_identity() + "|" + shape_key + "|" +
-                      graph::to_string(precision));
+                      graph::to_string(precision) + (pass_options(precision).bf16_amx ? "|amx" : ""));
   const std::string dir = cache_dir();
   const std::string path = dir.empty() ? "" : dir + "/compiled/" + key.str() + ".kiln";
   std::error_code ec;
@@ -318,9 +325,7 @@ graph::Graph compile_cached(const std::string& model, const InputShapes& shapes,
       // A damaged entry: compile again and overwrite it.
     }
   }
-  graph::PipelineOptions passes;
-  passes.precision = precision;
-  graph::Graph optimized = graph::run_passes(load_model(model, shapes), passes);
+  graph::Graph optimized = graph::run_passes(load_model(model, shapes), pass_options(precision));
   if (!path.empty()) {
     std::filesystem::create_directories(dir + "/compiled", ec);
     try {

@@ -71,6 +71,10 @@ bool has_bf16(const graph::Graph& optimized);
 // whether this CPU runs them with the dot-product instruction (AVX512_BF16) or converts the
 // products to float32 multiply-adds on CPU target `cpu_target` (-1: the best this CPU has).
 std::string precision_note(const graph::Graph& optimized, int cpu_target);
+// The pass options of a compile at `precision` on this machine: in bf16, whether the bf16
+// convolutions will run on AMX tiles is this CPU's answer (runtime::amx_usable), which moves
+// use_bf16's line between bf16 and float32 Winograd.
+graph::PipelineOptions pass_options(graph::Precision precision);
 // Whether bf16 convolutions run AVX512_BF16 dot products with CPU target `cpu_target` (-1: the
 // best this CPU runs).
 bool runs_bf16_dot_products(int cpu_target);

@@ -336,9 +336,7 @@ int run(const BenchArgs& a) {
   const graph::Graph imported = load_model(a.model, a.input_shapes);
   std::vector<graph::Graph> graphs;  // one per precision
   for (graph::Precision p : a.precisions) {
-    graph::PipelineOptions passes;
-    passes.precision = p;
-    graphs.push_back(graph::run_passes(imported, passes));
+    graphs.push_back(graph::run_passes(imported, pass_options(p)));
   }
   const graph::Graph& optimized = graphs[0];
   std::vector<std::unique_ptr<Model>> models;

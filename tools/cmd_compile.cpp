@@ -428,9 +428,7 @@ void check_bf16_error(const graph::Graph& bf16, double limit) {
 int run_compile(const CompileArgs& a) {
   std::cout << "[1/3] optimizing " << graph::printable(a.model) << "\n";
   const graph::Graph input = load_model(a.model, a.input_shapes);
-  graph::PipelineOptions passes;
-  passes.precision = a.precision;
-  const graph::Graph g = graph::run_passes(input, passes);
+  const graph::Graph g = graph::run_passes(input, pass_options(a.precision));
   // Lowering and the runtime's own checks now, so an unsupported model fails here, not in the
   // user's program.
   ModelOptions lower_only;

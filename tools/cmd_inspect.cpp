@@ -136,9 +136,8 @@ int cmd_inspect(int argc, char** argv) {
   }
   // Everything below prints names from the model: escaped once here.
   const graph::Graph input = graph::with_printable_names(load_model(args.positionals()[0], parse_input_shapes(args)));
-  graph::PipelineOptions popts;
+  graph::PipelineOptions popts = pass_options(parse_precision(args));
   popts.verify_each = true;
-  popts.precision = parse_precision(args);
   popts.on_stage = [&](const std::string& stage, const graph::Graph& g) {
     if (!after.empty() && after != stage) return;
     std::cout << "== after " << stage << " (" << g.num_nodes() << " nodes) ==\n" << graph::dump(g) << "\n";

@@ -110,9 +110,10 @@ bool expansion_fusion_pays(const Shape& expanded, int stride, int kernel);
 
 // use_bf16 (PipelineOptions::precision bf16, after every other pass): every convolution that
 // can (bf16_conv_refusal) runs its multiply-adds in bfloat16 (Conv2d::bf16), but for narrow
-// (64 or fewer output channels) 3x3 stride-1 layers whose float32 kernel is Winograd, which
-// stay float32. Its `computes` list says which. Everything else stays float32.
-Graph use_bf16(const Graph& g);
+// 3x3 stride-1 layers whose float32 kernel is Winograd, which stay float32: 64 or fewer output
+// channels where the bf16 kernels run on AMX (`amx`), 128 or fewer where they run AVX512_BF16
+// dot products. Its `computes` list says which. Everything else stays float32.
+Graph use_bf16(const Graph& g, bool amx = false);
 
 // gemm_as_conv (PipelineOptions::precision bf16, before every other pass): a Gemm of a computed
 // matrix and a constant one, with no bias or a constant one, becomes a 1x1 convolution between

@@ -70,7 +70,7 @@ Graph run_passes(const Graph& input, const PipelineOptions& options) {
     if (options.stop_after == p.name) return g;
   }
   if (options.precision == Precision::bf16) {
-    g = use_bf16(g);
+    g = use_bf16(g, options.bf16_amx);
     if (options.verify_each) verify(g, "after use_bf16");
     if (options.on_stage) options.on_stage("use_bf16", g);
   }

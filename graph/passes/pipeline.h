@@ -34,6 +34,10 @@ struct PipelineOptions {
 #endif
   std::string stop_after;  // empty: run every pass; else a pass name (Error if unknown)
   Precision precision = Precision::f32;  // bf16: the use_bf16 pass runs last
+  // bf16 only: whether the bf16 convolutions will run on AMX tiles (the CPU has AMX), which
+  // moves use_bf16's line between bf16 and float32 Winograd (see use_bf16). The tools set it
+  // from the CPU that compiles (runtime::amx_usable).
+  bool bf16_amx = false;
   // Called with "input" first, then after each pass.
   std::function<void(const std::string& stage, const Graph&)> on_stage;
 };
