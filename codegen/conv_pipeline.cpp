@@ -152,7 +152,7 @@ int64_t reduction_channels(const graph::ConvKernelSpec& k) {
 
 Halide::Func paired_channels(const graph::ConvKernelSpec& k, const Halide::Func& source) {
   const int64_t channels = k.weights.shape[2];
-  if (reduction_channels(k) == channels || k.depthwise || k.groups > 1) return source;
+  if (reduction_channels(k) == channels) return source;
   Halide::Var c("c"), x("x"), y("y"), n("n");
   Halide::Func paired("paired_input");
   const int last = static_cast<int>(channels) - 1;

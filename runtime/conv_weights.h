@@ -80,7 +80,7 @@ AlignedVector<float> block_conv_weights(const float* hwio, int64_t kh, int64_t k
 // bf16 convolutions (ConvKernelSpec::bf16) read their weights rounded to bfloat16 (to nearest
 // even) as pairs of reduction steps by output channel, blocked by 16 output channels:
 // [Co' / 16][K' / 2][16][2], Halide dimensions (k % 2, co % 16, k / 2, co / 16)
-// (bf16_conv_weight_index), where k = ci + Ci' * (kx + Kw * ky) runs over the whole reduction
+// (pack_bf16_conv_weights), where k = ci + Ci' * (kx + Kw * ky) runs over the whole reduction
 // (K = Kh * Kw * Ci' steps; Ci' = bf16_conv_channels(Ci), Ci rounded up to even, the channel
 // past an odd count zero), K' is K rounded up to a multiple of 32 and Co' is Co rounded up to a
 // multiple of 16 (bf16_conv_reduction, bf16_conv_columns; zeros past K and Co). 16 output
@@ -98,9 +98,6 @@ int64_t bf16_conv_channels(int64_t ci);
 int64_t bf16_conv_reduction(int64_t kh, int64_t kw, int64_t ci);
 int64_t bf16_conv_columns(int64_t co);
 enum class Bf16Layout { blocked, rows };
-// The position of step k, output channel o in pack_bf16_conv_weights' array.
-int64_t bf16_conv_weight_index(int64_t k, int64_t o, int64_t kh, int64_t kw, int64_t ci, int64_t co,
-                               Bf16Layout layout);
 AlignedVector<uint16_t> pack_bf16_conv_weights(const float* hwio, int64_t kh, int64_t kw,
                                                int64_t ci, int64_t co,
                                                Bf16Layout layout = Bf16Layout::blocked);

@@ -207,24 +207,24 @@ int64_t bf16_conv_reduction(int64_t kh, int64_t kw, int64_t ci) {
 
 int64_t bf16_conv_columns(int64_t co) { return conv_weight_blocks(co) * kConvWeightBlock; }
 
-int64_t bf16_conv_weight_index(int64_t k, int64_t o, int64_t kh, int64_t kw, int64_t ci, int64_t co,
-                               Bf16Layout layout) {
-  if (layout == Bf16Layout::rows) return ((k / 2) * bf16_conv_columns(co) + o) * 2 + k % 2;
-  const int64_t pairs = bf16_conv_reduction(kh, kw, ci) / 2;
-  return ((o / kConvWeightBlock * pairs + k / 2) * kConvWeightBlock + o % kConvWeightBlock) * 2 + k % 2;
-}
-
 AlignedVector<uint16_t> pack_bf16_conv_weights(const float* hwio, int64_t kh, int64_t kw,
                                              int64_t ci, int64_t co, Bf16Layout layout) {
   const int64_t paired = bf16_conv_channels(ci), columns = bf16_conv_columns(co);
-  AlignedVector<uint16_t> out(static_cast<size_t>(bf16_conv_reduction(kh, kw, ci) * columns), 0);
+  const int64_t pairs = bf16_conv_reduction(kh, kw, ci) / 2;
+  AlignedVector<uint16_t> out(static_cast<size_t>(2 * pairs * columns), 0);
+  // Step k, output channel o: [K' / 2][Co'][2] (rows) or [Co' / 16][K' / 2][16][2] (blocked).
+  const auto index = [&](int64_t k, int64_t o) {
+    constexpr int64_t kB = kConvWeightBlock;
+    return layout == Bf16Layout::rows ? ((k / 2) * columns + o) * 2 + k % 2
+                                      : ((o / kB * pairs + k / 2) * kB + o % kB) * 2 + k % 2;
+  };
   // HWIO is [Kh][Kw][Ci][Co]: its row (tap, c) is step k = c + Ci' * tap of a [K][Co] matrix,
   // whose rows c = Ci of an odd Ci stay zero.
   for (int64_t tap = 0; tap < kh * kw; ++tap)
     for (int64_t c = 0; c < ci; ++c) {
       const int64_t k = c + paired * tap;
       for (int64_t o = 0; o < co; ++o)
-        out[static_cast<size_t>(bf16_conv_weight_index(k, o, kh, kw, ci, co, layout))] =
+        out[static_cast<size_t>(index(k, o))] =
             graph::to_bf16_bits(hwio[(tap * ci + c) * co + o]);
     }
   return out;

@@ -112,10 +112,10 @@ RegisterBlock preferred_block(const ConvShape& s, const Halide::Target& t, int s
 // output rows of 16 pixels or more (graph::PlanOptions::flat_pointwise makes a stride-1 layer's
 // 14x14 image 2 rows of 98 pixels, 28x28 and 56x56 ones rows of 112): 4 vectors by 6, 5 or 4
 // pixels, whichever computes the fewest columns past the row's end (the widest on a tie), where
-// that is under 4% of the row; else `b`. Per reduction step a 4x6 tile loads 4 weight vectors and broadcasts 6 inputs
-// for 24 multiply-adds, where 2x14 broadcasts 14 for 28: each broadcast input's cache line, a
-// different pixel's, comes from L2, and 2x14 tiles needed twice as many of them per
-// multiply-add. ResNet-50's 1x1 layers (2 threads, in the network, weights aligned, one run
+// that is under 4% of the row; else `b`. Per reduction step a 4x6 tile loads 4 weight vectors
+// and broadcasts 6 inputs for 24 multiply-adds, where 2x14 broadcasts 14 for 28: each
+// broadcast input's cache line, a different pixel's, comes from L2, and 2x14 tiles needed twice
+// as many of them per multiply-add. ResNet-50's 1x1 layers (2 threads, in the network, weights aligned, one run
 // each): 2x14 -> 4x6 / 4x5 / 4x4 1.05-1.12x; 1 thread, layer3's 1024 -> 256 0.73 -> 0.63 ms
 // (4x6); its stride-2 256 -> 512 downsample (28-pixel rows) 4x4 1.07x twice (kiln tune --set).
 // The spilling 4x7 (33 registers) measured 0.55-0.65x of 2x14 in a C++ copy of the loop. 3x3

@@ -41,7 +41,8 @@ struct ConvFuncs {
   bool in_task = false;
   // bfloat16 multiply-adds: input_padded is bfloat16 and the update sums f32(bf16) products.
   // Where the target has the dot-product instruction (bf16_dot_products), the schedule takes
-  // r.x (even: an odd channel count is rounded up, the extra channel zero) in pairs, innermost and vectorized with the output channels under atomic(),
+  // r.x (even: an odd channel count is rounded up, the extra channel zero) in pairs,
+  // innermost and vectorized with the output channels under atomic(),
   // which Halide lowers to vdpbf16ps; elsewhere it keeps the float32 loop order, each bf16
   // operand widened to a float32 by a shift.
   bool bf16 = false;
