@@ -1,5 +1,6 @@
 // What a generated convolution's schedule is chosen for (its shape, as schedules::ConvShape)
 // and the parameters it gets: the default for the layer, or a schedule's text read over it.
+#include <algorithm>
 #include <string>
 
 #include "codegen/pipeline_parts.h"
@@ -43,6 +44,7 @@ schedules::ConvShape conv_shape(const graph::ConvKernelSpec& k, const Halide::Ta
   s.whole_channel_blocks =
       conv_weights_blocked(k, target) && out[3] % runtime::kConvWeightBlock != 0;
   s.bf16 = k.bf16;
+  s.costly_epilogue = std::any_of(k.post.begin(), k.post.end(), graph::costly_step);
   s.stride_w = k.stride_w, s.stride_h = k.stride_h;
   s.dilation_w = k.dilation_w, s.dilation_h = k.dilation_h;
   return s;

@@ -90,6 +90,20 @@ const char* to_string(ChainStepKind k) {
   return "?";
 }
 
+bool costly_step(const ChainStep& s) {
+  using K = ChainStepKind;
+  switch (s.kind) {
+    case K::sigmoid: case K::silu: case K::tanh: case K::erf: case K::exp: case K::log:
+    case K::sqrt: case K::reciprocal: case K::softplus: case K::softsign: case K::elu:
+    case K::selu: case K::celu: case K::gelu: case K::gelu_tanh: case K::mish:
+      return true;
+    case K::pow:  // 0 to 3 are multiplications (generators/ops/elementwise.cpp)
+      return !(s.a == 0.0f || s.a == 1.0f || s.a == 2.0f || s.a == 3.0f);
+    default:
+      return false;
+  }
+}
+
 const char* to_string(SoftmaxKind k) {
   switch (k) {
     case SoftmaxKind::softmax: return "softmax";

@@ -120,6 +120,12 @@ enum class ChainStepKind : uint8_t {  // append only: serialized
 };
 constexpr int kNumChainStepKinds = 34;
 const char* to_string(ChainStepKind k);  // "clamp", "leaky_relu", ..., "thresholded_relu"
+// Steps that evaluate an exponential, a logarithm, a division, a square root or a rational
+// approximation per element (15-25 vector operations where a clamp or an affine step takes one
+// or two): sigmoid, SiLU, tanh, erf, GELU, Mish, the ELUs, softplus, softsign, exp, log, sqrt,
+// reciprocal, and pow other than 0-3.
+struct ChainStep;
+bool costly_step(const ChainStep& s);
 struct ChainStep {
   ChainStepKind kind = ChainStepKind::clamp;
   // clamp: [a, b]; leaky_relu, elu, celu, thresholded_relu: alpha = a; hard_sigmoid: alpha = a,

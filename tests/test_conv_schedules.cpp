@@ -10,6 +10,7 @@
 
 #include "Halide.h"
 #include "conv_weights.h"
+#include "graph/ir.h"
 #include "schedules/conv_params.h"
 #include "schedules/depthwise_schedule.h"
 
@@ -219,6 +220,37 @@ TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
   EXPECT_EQ(deep_avx2(14, 64, 3), "deep block=3x4 chunk=288 tasks=16");
   EXPECT_EQ(deep_avx2(7, 16, 1), "deep block=1x7 chunk=288 tasks=16");
   EXPECT_EQ(deep_avx2(6, 512, 1), "deep block=2x6 chunk=288 tasks=16");
+}
+
+// A costly epilogue (graph::costly_step) after a reduction of at most 128 multiply-adds per
+// output keeps AVX-512 register tiles to 16 accumulators (2x14 -> 2x8): a 3x3/s2 RGB stem and a
+// 1x1 of 96 input channels. Longer reductions, cheap epilogues and AVX2 keep their tiles.
+TEST(ConvKernelSchedules, CostlyEpiloguesOnShortReductionsTakeSmallerTiles) {
+  const Halide::Target avx512("x86-64-linux-avx-avx2-avx512-f16c-fma-sse41");
+  const Halide::Target avx2("x86-64-linux-avx-avx2-f16c-fma-sse41");
+  const auto tile = [](int ci, int k, int stride, bool costly, const Halide::Target& t) {
+    schedules::ConvShape s;
+    s.out_height = s.out_width = 112, s.out_channels = 32, s.reduction_channels = ci;
+    s.kernel_h = s.kernel_w = k, s.padded = k > 1, s.stride_w = s.stride_h = stride;
+    s.costly_epilogue = costly;
+    const schedules::ConvParams p = schedules::default_conv_params(s, t);
+    EXPECT_EQ(schedules::conv_params_error(p, s, t), "");
+    return std::to_string(p.block.vectors) + "x" + std::to_string(p.block.pixels);
+  };
+  EXPECT_EQ(tile(3, 3, 2, false, avx512), "2x14");
+  EXPECT_EQ(tile(3, 3, 2, true, avx512), "2x8");
+  EXPECT_EQ(tile(96, 1, 1, true, avx512), "2x8");
+  EXPECT_EQ(tile(64, 3, 2, true, avx512), "2x14");  // 576 multiply-adds per output
+  EXPECT_EQ(tile(3, 3, 2, true, avx2), tile(3, 3, 2, false, avx2));
+  using graph::ChainStepKind;
+  for (const ChainStepKind k : {ChainStepKind::silu, ChainStepKind::sigmoid, ChainStepKind::gelu,
+                                ChainStepKind::tanh, ChainStepKind::mish})
+    EXPECT_TRUE(graph::costly_step({k, 0, 0})) << graph::to_string(k);
+  for (const ChainStepKind k : {ChainStepKind::clamp, ChainStepKind::affine,
+                                ChainStepKind::hard_swish, ChainStepKind::leaky_relu})
+    EXPECT_FALSE(graph::costly_step({k, 0, 0})) << graph::to_string(k);
+  EXPECT_FALSE(graph::costly_step({ChainStepKind::pow, 2, 0}));
+  EXPECT_TRUE(graph::costly_step({ChainStepKind::pow, 0.5f, 0}));
 }
 
 // Text form: canonical order, partial overrides over a base, and clear refusals.

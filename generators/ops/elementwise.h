@@ -9,7 +9,8 @@
 
 namespace kiln::generators::ops {
 
-// 1 / (1 + e^-v), vectorized (Halide's float exp is).
+// 1 / (1 + e^-v), vectorized, with Kiln's own exponential (relative error 3.9e-7 with FMA); NaN
+// stays NaN.
 Halide::Expr sigmoid(const Halide::Expr& v);
 
 // One chain step applied to v. `scale` and `shift` are the step's per-channel values (affine
