@@ -486,7 +486,17 @@ ConvParams default_depthwise_params(const ConvShape& s) {
   return p;
 }
 
+// The direct default chosen for the layer's shape, before the tile limits.
+static ConvParams direct_params_for_shape(const ConvShape& s, const Halide::Target& t);
+
 ConvParams default_direct_conv_params(const ConvShape& s, const Halide::Target& t) {
+  ConvParams p = direct_params_for_shape(s, t);
+  if (p.family == ConvFamily::wide || p.family == ConvFamily::deep)
+    p.block = limited_tile(s, t, p.block);
+  return p;
+}
+
+ConvParams direct_params_for_shape(const ConvShape& s, const Halide::Target& t) {
   if (s.depthwise) {
     ConvParams p = default_depthwise_params(s);
     if (s.expanded) p.rows = expansion_tasks(s.out_channels, s.out_height, s.batch, t).rows;
@@ -614,17 +624,6 @@ ConvParams default_wide_params(const ConvShape& s, const Halide::Target& t) {
     p.block = {tile_channels(s, vector_lanes(t)) >= 2 * vector_lanes(t) ? 2 : 1, s.out_width};
   p.block = fitted_block(s, t, p.block);
   p.block = pointwise_block(s, t, p.block);
-  // A costly epilogue (graph::costly_step) after a reduction of at most 128 multiply-adds per
-  // output: at most 16 accumulators. With 28, LLVM spills them to make room for the epilogue's
-  // constants and temporaries, and the epilogue took 41% of a 3x3/s2 RGB stem's cycles (perf)
-  // against its loop's 52%. SiLU, AVX-512, 2 threads, kiln tune --set, 2x14 -> 2x8 (the
-  // reduction's length): 1x1 16 -> 96 at 112x112 1.16-1.21x (16), 3x3/s2 RGB stems 1.09-1.10x
-  // (27), 1x1 32 -> 96 1.19x (32), 64 -> 96 1.05x (64), 96 -> 32 1.05x (96), 3x3/s2 16 -> 32
-  // 1.02x (144), 3x3/s2 64 -> 64 0.90x (576). AVX2's 2x6 tiles keep 12 (2x4: 0.93x).
-  const int64_t reduction = taps * s.reduction_channels;
-  if (s.costly_epilogue && reduction <= 128 && t.has_feature(Halide::Target::AVX512) &&
-      p.block.vectors * p.block.pixels > 16)
-    p.block.pixels = std::max(1, 16 / std::max(1, p.block.vectors));
   p.rows = taps == 1 ? 1 : 2;  // 1x1 kernels have no halo rows to amortize
   p.rows = std::min(p.rows, s.out_height);
   // Short outputs have too few row strips to keep 2 threads busy: split channel blocks too.

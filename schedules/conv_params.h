@@ -40,7 +40,7 @@ struct ConvShape {
   // which take the reduction in pairs of input channels, and the input is always staged.
   bool bf16 = false;
   // The epilogue has a costly step (graph::costly_step: SiLU, sigmoid, GELU, ...): register
-  // tiles of a short reduction are kept to 16 accumulators (default_wide_params).
+  // tiles of a short reduction are kept to 16 accumulators (internal::limited_tile).
   bool costly_epilogue = false;
   int stride_w = 1, stride_h = 1, dilation_w = 1, dilation_h = 1;
 };

@@ -24,6 +24,12 @@ int64_t ceil_div(int64_t a, int64_t b);
 // (inside the weights' zero-padded last block).
 int64_t tile_channels(const ConvShape& s, int vec);
 
+// `b` within what the epilogue and the L1 cache leave room for (conv_tile_limits.cpp): at most
+// 16 accumulators for a costly epilogue after a short reduction (AVX-512), and no more pixels
+// than the L1 ways their input lines share. Dense convolutions only; the default direct
+// schedules apply it last.
+RegisterBlock limited_tile(const ConvShape& s, const Halide::Target& t, RegisterBlock b);
+
 // Parallel tasks of a schedule (as the schedule files split the loops).
 int64_t task_count(const ConvParams& p, const ConvShape& s, const Halide::Target& t);
 

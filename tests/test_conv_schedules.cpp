@@ -139,8 +139,10 @@ TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
   EXPECT_EQ(direct(56, 56, 64, 3, true), "wide block=2x14 rows=2 split=0 stage=copy");
   EXPECT_EQ(direct(28, 28, 128, 3, true), "wide block=2x14 rows=2 split=0 stage=copy");
   EXPECT_EQ(direct(14, 14, 256, 3, true), "deep block=2x14 chunk=288 tasks=16");
-  EXPECT_EQ(choice(14, 14, 1024, 1, false), "wide block=2x14 rows=1 split=0 stage=in_place");
-  EXPECT_EQ(choice(14, 14, 1024, 1, true), "wide block=2x14 rows=1 split=0 stage=copy");
+  // 1024 input channels put every pixel's input in one L1 set (4 KB apart): 7-pixel tiles.
+  EXPECT_EQ(choice(14, 14, 1024, 1, false), "wide block=2x7 rows=1 split=0 stage=in_place");
+  EXPECT_EQ(choice(14, 14, 1024, 1, true), "wide block=2x7 rows=1 split=0 stage=copy");
+  EXPECT_EQ(choice(14, 14, 512, 1, false), "wide block=2x14 rows=1 split=0 stage=in_place");
   EXPECT_EQ(choice(7, 7, 512, 1, false), "deep block=4x7 chunk=144 tasks=16");
   schedules::ConvShape wider = layer(7, 7, 512, 3, true);
   wider.out_channels = 512;  // whole blocks of 4 vectors, 8 of them: a task each, no bands
@@ -163,8 +165,8 @@ TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
     return schedules::to_string(schedules::default_conv_params(s, avx512));
   };
   EXPECT_EQ(big(13, 512, 1000), "deep block=2x13 chunk=144 tasks=16");
-  EXPECT_EQ(big(14, 1024, 512), "deep block=2x14 chunk=288 tasks=16");
-  EXPECT_EQ(big(14, 1024, 256), "wide block=2x14 rows=1 split=0 stage=in_place");
+  EXPECT_EQ(big(14, 1024, 512), "deep block=2x7 chunk=288 tasks=16");  // 7: L1 sets, as above
+  EXPECT_EQ(big(14, 1024, 256), "wide block=2x7 rows=1 split=0 stage=in_place");
   // 784 pixels; 4x4 tiles on a pointwise layer's rows (test_pointwise_rows.cpp)
   EXPECT_EQ(big(28, 1024, 512), "wide block=4x4 rows=1 split=0 stage=in_place");
   // Tiles fitted to the edges where the preferred one computes over 10% more than the layer
@@ -222,10 +224,13 @@ TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
   EXPECT_EQ(deep_avx2(6, 512, 1), "deep block=2x6 chunk=288 tasks=16");
 }
 
-// A costly epilogue (graph::costly_step) after a reduction of at most 128 multiply-adds per
-// output keeps AVX-512 register tiles to 16 accumulators (2x14 -> 2x8): a 3x3/s2 RGB stem and a
-// 1x1 of 96 input channels. Longer reductions, cheap epilogues and AVX2 keep their tiles.
-TEST(ConvKernelSchedules, CostlyEpiloguesOnShortReductionsTakeSmallerTiles) {
+// The tile limits (conv_tile_limits.cpp). A costly epilogue (graph::costly_step) after a
+// reduction of at most 128 multiply-adds per output keeps AVX-512 register tiles to 16
+// accumulators (2x14 -> 2x8): a 3x3/s2 RGB stem and a 1x1 of 96 input channels; longer
+// reductions, cheap epilogues and AVX2 keep their tiles. Inputs whose pixels are a multiple of
+// 4 KB apart (1024 channels, or 512 at stride 2) share one L1 set: at most 8 pixels, the widest
+// divisor of the row (7 of 14); 2 KB apart, two sets, 16.
+TEST(ConvKernelSchedules, TilesWithinTheEpiloguesRegistersAndTheL1Ways) {
   const Halide::Target avx512("x86-64-linux-avx-avx2-avx512-f16c-fma-sse41");
   const Halide::Target avx2("x86-64-linux-avx-avx2-f16c-fma-sse41");
   const auto tile = [](int ci, int k, int stride, bool costly, const Halide::Target& t) {
@@ -251,6 +256,19 @@ TEST(ConvKernelSchedules, CostlyEpiloguesOnShortReductionsTakeSmallerTiles) {
     EXPECT_FALSE(graph::costly_step({k, 0, 0})) << graph::to_string(k);
   EXPECT_FALSE(graph::costly_step({ChainStepKind::pow, 2, 0}));
   EXPECT_TRUE(graph::costly_step({ChainStepKind::pow, 0.5f, 0}));
+  const auto pixels = [&](int ci, int stride, int width) {
+    schedules::ConvShape s;
+    s.out_height = s.out_width = width, s.out_channels = 512, s.reduction_channels = ci;
+    s.stride_w = s.stride_h = stride;
+    const schedules::ConvParams p = schedules::default_conv_params(s, avx512);
+    EXPECT_EQ(schedules::conv_params_error(p, s, avx512), "");
+    return p.block.pixels;
+  };
+  EXPECT_EQ(pixels(1024, 1, 14), 7);
+  EXPECT_EQ(pixels(512, 2, 14), 7);
+  EXPECT_EQ(pixels(512, 1, 14), 14);
+  EXPECT_EQ(pixels(768, 1, 14), 14);  // 3 KB apart: every set, 14 lines in 64 sets
+  EXPECT_EQ(pixels(1024, 1, 12), 6);  // the widest divisor of 12 up to 8
 }
 
 // Text form: canonical order, partial overrides over a base, and clear refusals.

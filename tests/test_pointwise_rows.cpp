@@ -130,16 +130,17 @@ TEST(PointwiseRows, FourVectorTilesOnLongRows) {
             "wide block=4x4 rows=1 split=0 stage=in_place");
   EXPECT_EQ(choice(layer(8, 120, 64, 256), avx512), "wide block=4x6 rows=1 split=1 stage=in_place");
   // Over 1.5 MiB of weights on 196 pixels: deep, which takes only tiles that divide the row (it
-  // would stage its input for others): 4x4 on 112-pixel rows, 2x14 on 98-pixel ones.
+  // would stage its input for others): 4x4 on 112-pixel rows; on 98-pixel ones 2x7 (2x14's
+  // 14 pixels, 4 KB apart, would share one L1 set: conv_tile_limits.cpp).
   EXPECT_EQ(choice(layer(1, 112, 1024, 512), avx512), "deep block=4x4 chunk=144 tasks=8");
-  EXPECT_EQ(choice(layer(2, 98, 1024, 512), avx512), "deep block=2x14 chunk=288 tasks=16");
+  EXPECT_EQ(choice(layer(2, 98, 1024, 512), avx512), "deep block=2x7 chunk=288 tasks=16");
   // A stride-2 pointwise layer's 28-pixel output rows (not merged: its input rows are not).
   schedules::ConvShape strided = layer(28, 28, 256, 512);
   strided.stride_w = strided.stride_h = 2;
   EXPECT_EQ(choice(strided, avx512), "wide block=4x4 rows=1 split=0 stage=in_place");
   // Kept: rows where every such tile computes 4% more (14 wide), channels not in blocks of 64,
   // padding, spatial windows, 16-register targets.
-  EXPECT_EQ(choice(layer(14, 14, 1024, 256), avx512),
+  EXPECT_EQ(choice(layer(14, 14, 512, 256), avx512),
             "wide block=2x14 rows=1 split=0 stage=in_place");
   EXPECT_EQ(choice(layer(2, 98, 256, 96), avx512).substr(0, 17), "wide block=2x14 r");
   schedules::ConvShape padded = layer(2, 98, 256, 256);
