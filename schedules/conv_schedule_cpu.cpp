@@ -142,7 +142,10 @@ void schedule_conv_cpu(const ConvFuncs& f, const ConvParams& p, const Target& ta
   // more time than the convolution (perf: half of a 3x3/s2 first layer's cycles). Vectorized
   // over pixels with the 3 channels unrolled, the strided loads and stores merge into dense
   // ones with shuffles.
-  input_padded.specialize(f.in_channels == 3 && f.in_stride_x == 3).unroll(f.c).vectorize(f.x, vec);
+  Halide::Var rgb_xo("xo"), rgb_xv("xv");
+  Halide::Stage rgb = input_padded.specialize(f.in_channels == 3 && f.in_stride_x == 3);
+  rgb.split(f.x, rgb_xo, rgb_xv, vec, TailStrategy::Auto).unroll(f.c).vectorize(rgb_xv);
+  if (f.padded_x) rgb.partition(rgb_xo, Halide::Partition::Always);
   input_padded.vectorize(f.c, vec, TailStrategy::GuardWithIf);
 }
 

@@ -36,6 +36,9 @@ const ConvCase kCases[] = {
     // partial last chunk after full ones.
     {"ci_40_two_chunks_3x3", 1, 40, 14, 14, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
     {"ci_300_two_chunks_1x1", 1, 300, 7, 7, 128, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1},
+    // A dense RGB input whose rows are not whole vectors: the staged copy's edge vectors split
+    // off (partitioned) on both sides, a partial vector in the middle of the row.
+    {"rgb_input_3x3_s2_odd_width", 1, 3, 21, 37, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},
 };
 
 const Problem& problem_for(size_t case_index, int epilogue) {
