@@ -360,16 +360,17 @@ TEST(ConvKernelSchedules, DepthwiseParams) {
   schedules::ConvShape s;
   s.out_height = 28, s.out_width = 28, s.out_channels = 192, s.reduction_channels = 1;
   s.kernel_h = s.kernel_w = 3, s.padded = true, s.grouped = s.depthwise = true;
+  // 7 pixels: the 28-wide row in 4 whole tiles (8 computed 32 columns).
   EXPECT_EQ(schedules::to_string(schedules::default_conv_params(s, avx2)),
-            "depthwise block=1x8 rows=4 inner=channels stage=in_place");
+            "depthwise block=1x7 rows=4 inner=channels stage=in_place");
   schedules::ConvShape computed = s;
   computed.computed_input = true;  // a prologue: staged once, not recomputed per tap
   EXPECT_EQ(schedules::to_string(schedules::default_conv_params(computed, avx2)),
-            "depthwise block=1x8 rows=4 inner=pixels stage=copy");
+            "depthwise block=1x7 rows=4 inner=pixels stage=copy");
   schedules::ConvShape seven = s;
   seven.kernel_h = seven.kernel_w = 7, seven.out_width = seven.out_height = 7;
   EXPECT_EQ(schedules::to_string(schedules::default_conv_params(seven, avx2)),
-            "depthwise block=1x4 rows=2 inner=pixels stage=copy");
+            "depthwise block=1x7 rows=2 inner=pixels stage=copy");
   schedules::ConvParams p = schedules::default_conv_params(s, avx2);
   ASSERT_EQ(schedules::parse_conv_params("block=1x6 rows=3 inner=pixels stage=copy", &p), "");
   EXPECT_EQ(schedules::to_string(p), "depthwise block=1x6 rows=3 inner=pixels stage=copy");
@@ -386,6 +387,11 @@ TEST(ConvKernelSchedules, DepthwiseParams) {
   EXPECT_NE(error("depthwise block=2x8", s), "");   // one vector per tile
   EXPECT_NE(error("depthwise block=1x16", s), "");  // 16 accumulators of 14
   EXPECT_NE(error("depthwise block=1x8", seven), "");   // wider than the 7-pixel row
+  for (const auto& [width, pixels] : {std::pair{112, 8}, {56, 8}, {14, 7}, {17, 6}, {5, 5}, {3, 1}}) {
+    schedules::ConvShape w = s;
+    w.out_width = width;
+    EXPECT_EQ(schedules::default_conv_params(w, avx2).block.pixels, pixels) << width;
+  }
   EXPECT_NE(error("depthwise rows=8", seven), "");      // taller than the output
   schedules::ConvShape dense = s;
   dense.depthwise = dense.grouped = false, dense.reduction_channels = 192;
