@@ -74,9 +74,18 @@ size_t split_run(const Graph& g, const std::vector<int>& producer, const std::ve
   return 0;
 }
 
+// Whether node n's kernel writes its output at the strides its TensorDesc gives (a generated
+// convolution's output is bound at run time; an NHWC pooling's is compiled for the strides
+// planned_kernels gives it), so the output may be a slice of a Concat's.
+bool writes_strided_output(const Graph& g, const Node& n) {
+  return lowers_to_halide_conv(g, n) ||
+         (std::holds_alternative<Pool2d>(n.op) && n.outputs.size() == 1 &&
+          g.value(n.outputs[0]).layout == Layout::nhwc);
+}
+
 // The Concats whose inputs can all be written in place (see PlanOptions::in_place_concat),
 // in node order. An input qualifies when its producer writes strided outputs (a Halide conv
-// kernel, or an earlier Concat along the same axis that is itself in place: nested slices, as
+// or NHWC pooling kernel, or an earlier Concat along the same axis that is itself in place: nested slices, as
 // in a dense block's chain of Concats) and every other reader reads strided inputs. So does a
 // run of inputs that split such a tensor into consecutive parts (a CSP block's Concat of the
 // two halves of its first convolution and what the bottlenecks made of one): the tensor is
@@ -101,7 +110,7 @@ std::vector<ArenaAlias> in_place_concats(const Graph& g, const std::vector<int>&
       const int p = producer[v.index];
       const Node* from = p >= 0 ? &g.node(NodeId{static_cast<uint32_t>(p)}) : nullptr;
       ok = from && from->outputs.size() == 1 && !g.is_graph_output(v) && !sliced[v.index] &&
-           (lowers_to_halide_conv(g, *from) || in_place_axis[static_cast<size_t>(p)] == concat->axis);
+           (writes_strided_output(g, *from) || in_place_axis[static_cast<size_t>(p)] == concat->axis);
       for (size_t k = j; k < j + parts; ++k) {  // the parts: read by this Concat or strided
         const ValueId part = n.inputs[k];
         ok = ok && !g.is_graph_output(part) && !sliced[part.index];
@@ -341,6 +350,7 @@ std::vector<KernelSpec> planned_kernels(const Graph& g, const ArenaPlan& plan) {
       if (plan.flat_pointwise && flattens(g, plan, *c)) flatten(*c);
     } else if (auto* o = std::get_if<OpKernelSpec>(&k)) {
       for (TensorDesc& t : o->inputs) strided(t);
+      if (std::holds_alternative<Pool2d>(o->op)) strided(o->output);  // writes_strided_output
     }
     kernels.push_back(std::move(k));
   }

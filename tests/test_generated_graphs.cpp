@@ -450,6 +450,49 @@ TEST(GeneratedKernels, DenseBlockReadsAndWritesSlicesInPlace) {
   expect_whole_graph_matches_reference(input, optimized);
 }
 
+// Inception's reduction block (Mixed_6a) and YOLO's SPPF: max poolings whose outputs a Concat
+// joins with convolutions'. The poolings write their slices of the Concat's output in place,
+// at its strides (one starting mid-vector, at channel 12), so the Concat runs no kernel; a 1x1
+// convolution reads the whole tensor. Poisoned arena, random inputs, reference interpreter.
+TEST(GeneratedKernels, PoolingsWriteTheirConcatSlicesInPlace) {
+  graph::GraphBuilder b;
+  auto conv = [&](const std::string& name, graph::ValueId x, int64_t ci, int64_t co, int k, int stride,
+                  uint64_t seed) {
+    graph::Conv2d attrs;
+    attrs.stride_h = attrs.stride_w = stride;
+    attrs.pad_top = attrs.pad_left = attrs.pad_bottom = attrs.pad_right = k / 2;
+    const float r = 1.0f / std::sqrt(static_cast<float>(ci * k * k));
+    return b.relu(name + "_relu",
+                  b.conv2d(name, x,
+                           b.constant(name + "_w", {co, ci, k, k},
+                                      graph::random_uniform(co * ci * k * k, -r, r, seed), Layout::oihw),
+                           b.constant(name + "_b", {co}, graph::random_uniform(co, -0.2f, 0.2f, seed + 1)),
+                           attrs));
+  };
+  const graph::Pool2d pool3s2{graph::PoolKind::max, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false, false};
+  const graph::Pool2d pool5s1{graph::PoolKind::max, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, false, false};
+  const graph::ValueId x = conv("stem", b.input("x", {1, 3, 17, 19}), 3, 24, 3, 1, 1);
+  const graph::ValueId reduced = b.op(
+      "reduce_cat", graph::Concat{1},
+      {conv("branch3x3", x, 24, 12, 3, 2, 10), b.op("branch_pool", pool3s2, {x})});
+  // SPPF: three chained poolings of one tensor, all four concatenated.
+  const graph::ValueId p1 = b.op("sppf_p1", pool5s1, {reduced});
+  const graph::ValueId p2 = b.op("sppf_p2", pool5s1, {p1});
+  const graph::ValueId p3 = b.op("sppf_p3", pool5s1, {p2});
+  const graph::ValueId sppf = b.op("sppf_cat", graph::Concat{1}, {reduced, p1, p2, p3});
+  b.output(conv("after", sppf, 4 * 36, 16, 1, 1, 20));
+  const graph::Graph input = b.finish();
+  const graph::Graph optimized = graph::run_passes(input);
+  int strided_pool_outputs = 0;
+  for (const graph::KernelSpec& k : lowered_kernels(optimized)) {
+    const auto* o = std::get_if<graph::OpKernelSpec>(&k);
+    EXPECT_FALSE(o && std::holds_alternative<graph::Concat>(o->op)) << graph::kernel_name(k) << " copies";
+    if (o && std::holds_alternative<graph::Pool2d>(o->op)) strided_pool_outputs += !o->output.strides.empty();
+  }
+  EXPECT_EQ(strided_pool_outputs, 4) << "each pooling writes its slice in place";
+  expect_whole_graph_matches_reference(input, optimized);
+}
+
 // BatchNorm + ReLU before convolutions of each schedule family become their prologues
 // (fuse_conv_prologues): 3x3 with padding (the padding is zero after the prologue, and the BN's
 // shift makes the prologue of zero nonzero, so the order shows), strided, grouped, 1x1, and a
