@@ -269,6 +269,8 @@ TEST(ConvKernelSchedules, TilesWithinTheEpiloguesRegistersAndTheL1Ways) {
   EXPECT_EQ(pixels(512, 1, 14), 14);
   EXPECT_EQ(pixels(768, 1, 14), 14);  // 3 KB apart: every set, 14 lines in 64 sets
   EXPECT_EQ(pixels(1024, 1, 12), 6);  // the widest divisor of 12 up to 8
+  EXPECT_EQ(pixels(1024, 1, 13), 8);  // none from 4 to 8: the limit itself (still valid)
+  EXPECT_EQ(pixels(1024, 1, 7), 7);
 }
 
 // Text form: canonical order, partial overrides over a base, and clear refusals.

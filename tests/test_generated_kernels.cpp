@@ -143,6 +143,19 @@ TEST_P(GeneratedOp, MatchesReferenceOnEveryCpuTarget) {
 INSTANTIATE_TEST_SUITE_P(Ops, GeneratedOp, testing::ValuesIn(op_cases()),
                          [](const testing::TestParamInfo<OpCase>& i) { return i.param.name; });
 
+// One chain step of `kind` over x on CPU target t, generated as its own kernel: its outputs.
+std::vector<float> run_step(ChainStepKind kind, const std::vector<float>& x, int t) {
+  const int64_t n = static_cast<int64_t>(x.size());
+  graph::GraphBuilder b;
+  b.output(b.op("f", graph::ElementwiseChain{{{kind, 0, 0}}}, {b.input("x", {1, n}, Layout::any)}));
+  ModelOptions o;
+  o.cpu_target = t;
+  o.generate_kernels = codegen::kernel_generator({{runtime::cpu_targets()[t]}, test_cache_dir(), nullptr});
+  Model m(graph::run_passes(b.finish()), o);
+  EXPECT_TRUE(m.run({graph::Tensor{{1, n}, Layout::any, x}}));
+  return std::vector<float>(m.output(0).data, m.output(0).data + n);
+}
+
 // Sigmoid and SiLU (Kiln's own exponential, generators/ops/elementwise.cpp) on every CPU target
 // against double precision over [-100, 100], past where the exponential is clamped (|v| > 87),
 // and the special values: the error stays under 1e-6 relative (5e-6 on targets without FMA,
@@ -158,14 +171,7 @@ TEST(GeneratedKernels, SigmoidAndSiluAccuracyAcrossTheirRange) {
   for (const auto kind : {ChainStepKind::sigmoid, ChainStepKind::silu}) {
     if (!testing_util::runs_target(t)) continue;
     SCOPED_TRACE(std::string(graph::to_string(kind)) + " on " + runtime::cpu_targets()[t]);
-    graph::GraphBuilder b;
-    b.output(b.op("f", graph::ElementwiseChain{{{kind, 0, 0}}}, {b.input("x", {1, n}, Layout::any)}));
-    ModelOptions o;
-    o.cpu_target = t;
-    o.generate_kernels = codegen::kernel_generator({{runtime::cpu_targets()[t]}, test_cache_dir(), nullptr});
-    Model m(graph::run_passes(b.finish()), o);
-    ASSERT_TRUE(m.run({graph::Tensor{{1, n}, Layout::any, x}}));
-    const float* y = m.output(0).data;
+    const std::vector<float> y = run_step(kind, x, t);
     const double rtol = runtime::cpu_targets()[t].find("fma") != std::string::npos ? 1e-6 : 5e-6;
     double worst = 0;
     for (size_t i = 0; i < x.size(); ++i) {
@@ -192,8 +198,6 @@ TEST(GeneratedKernels, SigmoidAndSiluAccuracyAcrossTheirRange) {
   }
 }
 
-// A table compiled for other shapes is refused, and so is a model with nothing to generate its
-// kernels.
 // Erf and GELU (Kiln's own rational erf, generators/ops/elementwise.cpp) on every CPU target
 // against double precision over [-8, 8] on a fine grid, plus the special values: the absolute
 // error of erf stays under 6e-7 and GELU's under 2e-6, erf(+-inf) = +-1, GELU(inf) = inf, and
@@ -207,14 +211,7 @@ TEST(GeneratedKernels, ErfAndGeluAccuracyAcrossTheirRange) {
   for (const auto kind : {ChainStepKind::erf, ChainStepKind::gelu}) {
     if (!testing_util::runs_target(t)) continue;
     SCOPED_TRACE(std::string(graph::to_string(kind)) + " on " + runtime::cpu_targets()[t]);
-    graph::GraphBuilder b;
-    b.output(b.op("f", graph::ElementwiseChain{{{kind, 0, 0}}}, {b.input("x", {1, n}, Layout::any)}));
-    ModelOptions o;
-    o.cpu_target = t;
-    o.generate_kernels = codegen::kernel_generator({{runtime::cpu_targets()[t]}, test_cache_dir(), nullptr});
-    Model m(graph::run_passes(b.finish()), o);
-    ASSERT_TRUE(m.run({graph::Tensor{{1, n}, Layout::any, x}}));
-    const float* y = m.output(0).data;
+    const std::vector<float> y = run_step(kind, x, t);
     double worst = 0;
     for (size_t i = 0; i < x.size(); ++i) {
       const double v = x[i];
@@ -233,6 +230,8 @@ TEST(GeneratedKernels, ErfAndGeluAccuracyAcrossTheirRange) {
   }
 }
 
+// A table compiled for other shapes is refused, and so is a model with nothing to generate its
+// kernels.
 TEST(GeneratedKernels, MismatchedOrMissingKernelsAreErrors) {
   const graph::Graph small = chain_graph({"a", {1, 2, 2, 8}, Layout::nhwc, kBnRelu}, 5);
   const graph::Graph big = chain_graph({"b", {1, 4, 4, 8}, Layout::nhwc, kBnRelu}, 5);
