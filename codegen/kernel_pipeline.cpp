@@ -137,11 +137,8 @@ KernelPipeline pool_pipeline(const graph::OpKernelSpec& k, const Halide::Target&
       std::holds_alternative<graph::Pool2d>(k.op)
           ? generators::ops::pool2d(input, in_w, in_h, std::get<graph::Pool2d>(k.op))
           : generators::ops::global_pool(input, in_w, in_h, std::get<graph::GlobalPool>(k.op).kind);
-  constrain([&](int d) { return a.out.output_buffer().dim(d); }, out);
   // Written in place into a Concat's output (graph/memory_plan.cpp): at that tensor's strides.
-  for (size_t d = 0; d < k.output.strides.size(); ++d)
-    a.out.output_buffer().dim(static_cast<int>(d)).set_stride(
-        static_cast<int>(k.output.strides[out.size() - 1 - d]));
+  constrain([&](int d) { return a.out.output_buffer().dim(d); }, k.output);
   const schedules::PoolShape shape{out[3], out[2], out[1], out[0]};
   if (target.has_gpu_feature()) {
     schedules::schedule_pool_gpu(a, shape, target);

@@ -43,16 +43,21 @@ void constrain(Dims&& dim_of, const graph::Shape& shape) {
         .set_stride(static_cast<int>(dd.strides[d]));
 }
 
-// Argument `index` of a kernel: the tensor's constant shape, at its constant strides (dense,
-// or those of the larger tensor it is a slice of: TensorDesc::strides).
+// Fixes every dimension dim_of(d) returns to `t`'s constant shape at its constant strides
+// (dense, or those of the larger tensor it is a slice of: TensorDesc::strides).
+template <typename Dims>
+void constrain(Dims&& dim_of, const graph::TensorDesc& t) {
+  constrain(dim_of, t.shape);
+  const size_t rank = t.strides.size();
+  for (size_t d = 0; d < rank; ++d)
+    dim_of(static_cast<int>(d)).set_stride(static_cast<int>(t.strides[rank - 1 - d]));
+}
+
+// Argument `index` of a kernel: the tensor `t` (constrain).
 inline Halide::ImageParam input_param(const graph::TensorDesc& t, int index) {
   Halide::ImageParam p(Halide::Float(32), static_cast<int>(t.shape.size()),
                        "arg" + std::to_string(index));
-  constrain([&](int d) { return p.dim(d); }, t.shape);
-  const size_t rank = t.shape.size();
-  if (!t.strides.empty())
-    for (size_t d = 0; d < rank; ++d)
-      p.dim(static_cast<int>(d)).set_stride(static_cast<int>(t.strides[rank - 1 - d]));
+  constrain([&](int d) { return p.dim(d); }, t);
   return p;
 }
 

@@ -84,13 +84,13 @@ bool writes_strided_output(const Graph& g, const Node& n) {
 }
 
 // The Concats whose inputs can all be written in place (see PlanOptions::in_place_concat),
-// in node order. An input qualifies when its producer writes strided outputs (a Halide conv
-// or NHWC pooling kernel, or an earlier Concat along the same axis that is itself in place: nested slices, as
-// in a dense block's chain of Concats) and every other reader reads strided inputs. So does a
-// run of inputs that split such a tensor into consecutive parts (a CSP block's Concat of the
-// two halves of its first convolution and what the bottlenecks made of one): the tensor is
-// written in place and the parts, whose Slices copy nothing, are views of their places. Each
-// alias is of the outermost tensor, its offset the sum along the shared axis.
+// in node order. An input qualifies when its producer writes strided outputs
+// (writes_strided_output, or an earlier Concat along the same axis that is itself in place:
+// nested slices, as in a dense block's chain of Concats) and every other reader reads strided
+// inputs. So does a run of inputs that split such a tensor into consecutive parts (a CSP
+// block's Concat of the two halves of its first convolution and what the bottlenecks made of
+// one): the tensor is written in place and the parts, whose Slices copy nothing, are views of
+// their places. Each alias is of the outermost tensor, its offset the sum along the shared axis.
 std::vector<ArenaAlias> in_place_concats(const Graph& g, const std::vector<int>& producer,
                                          const std::vector<std::vector<NodeId>>& uses) {
   std::vector<ArenaAlias> aliases;

@@ -30,6 +30,9 @@ int64_t tile_channels(const ConvShape& s, int vec);
 // schedules apply it last.
 RegisterBlock limited_tile(const ConvShape& s, const Halide::Target& t, RegisterBlock b);
 
+// The family's name in the text form ("wide", "deep", ...; conv_params_text.cpp).
+const char* family_name(ConvFamily family);
+
 // Parallel tasks of a schedule (as the schedule files split the loops).
 int64_t task_count(const ConvParams& p, const ConvShape& s, const Halide::Target& t);
 

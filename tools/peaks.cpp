@@ -24,6 +24,16 @@ namespace {
 constexpr int64_t kFmaIters =
     10'000'000;  // ~30 ms per thread at 3 GHz: short, yet well above timer noise
 
+// The sum of 16 accumulator chains, stored and summed by hand (GCC 12's _mm512_reduce_add_ps
+// trips -Wuninitialized), returned so the compiler must compute every chain.
+__attribute__((target("avx512f"))) double sum_of_chains(const __m512 (&acc)[16]) {
+  alignas(64) float out[16];
+  __m512 s = acc[0];
+  for (int i = 1; i < 16; ++i) s = _mm512_add_ps(s, acc[i]);
+  _mm512_store_ps(out, s);
+  return out[0] + out[15];
+}
+
 // Independent accumulators cover the FMA latency times the number of FMA pipes (4 x 2 on
 // current cores), so the loop is bound by throughput, not by one dependency chain.
 __attribute__((target("avx512f"))) double fma_avx512(int64_t iters) {
@@ -32,12 +42,7 @@ __attribute__((target("avx512f"))) double fma_avx512(int64_t iters) {
   const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
   for (int64_t it = 0; it < iters; ++it)
     for (int i = 0; i < 16; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
-  // Stored and summed by hand: GCC 12's _mm512_reduce_add_ps trips -Wuninitialized.
-  alignas(64) float out[16];
-  __m512 s = acc[0];
-  for (int i = 1; i < 16; ++i) s = _mm512_add_ps(s, acc[i]);
-  _mm512_store_ps(out, s);
-  return out[0] + out[15];  // returned so the compiler must compute every chain
+  return sum_of_chains(acc);
 }
 
 // The same with bf16 dot products: each vdpbf16ps adds two products per float32 lane.
@@ -48,11 +53,7 @@ __attribute__((target("avx512f,avx512bf16"))) double dot_avx512bf16(int64_t iter
   const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-7f), _mm512_set1_ps(1e-7f));
   for (int64_t it = 0; it < iters; ++it)
     for (int i = 0; i < 16; ++i) acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
-  alignas(64) float out[16];
-  __m512 s = acc[0];
-  for (int i = 1; i < 16; ++i) s = _mm512_add_ps(s, acc[i]);
-  _mm512_store_ps(out, s);
-  return out[0] + out[15];
+  return sum_of_chains(acc);
 }
 
 // CPUID leaf 7, sub-leaf 1, EAX bit 5.
