@@ -7,7 +7,7 @@
 
 For each round and each model it runs `kiln bench MODEL --json` (a subprocess: warm-up, then
 --iterations timed runs), then onnxruntime (all graph optimizations, the same thread count,
-warm-up and iteration count), then OpenVINO's CPU plugin (INFERENCE_NUM_THREADS = the thread
+warm-up and iteration count; every engine's warm-up lasts at least 0.2 s, as Kiln's does), then OpenVINO's CPU plugin (INFERENCE_NUM_THREADS = the thread
 count, PERFORMANCE_HINT=LATENCY, INFERENCE_PRECISION_HINT=f32), alternating, so a noisy
 machine slows every engine alike. Each peer measurement runs in a subprocess of this script:
 an idle peer thread pool in this process would otherwise spin on the cores the next Kiln run
@@ -39,6 +39,20 @@ MODELS = ["resnet18", "resnet50", "mobilenetv2", "squeezenet1_1", "preact_se", "
           "resnext_tiny", "inception_tiny", "seg_tiny", "preact_se_b4"]
 
 
+# Warm-up runs last at least this long, as `kiln bench`'s do: a worker thread can take that
+# long to get a CPU of its own after start-up.
+MIN_WARMUP_SECONDS = 0.2
+
+
+def warm_up(run, warmup):
+    """Calls run() warmup times, and more until MIN_WARMUP_SECONDS have passed (none for 0)."""
+    start = time.perf_counter()
+    done = 0
+    while done < warmup or (warmup > 0 and time.perf_counter() - start < MIN_WARMUP_SECONDS):
+        run()
+        done += 1
+
+
 def ort_median_ms(path, threads, warmup, iterations):
     import onnxruntime as ort
     opts = ort.SessionOptions()
@@ -49,8 +63,7 @@ def ort_median_ms(path, threads, warmup, iterations):
     inp = sess.get_inputs()[0]
     x = np.random.default_rng(1).random([d if isinstance(d, int) else 1 for d in inp.shape],
                                         dtype=np.float32) * 2 - 1
-    for _ in range(warmup):
-        sess.run(None, {inp.name: x})
+    warm_up(lambda: sess.run(None, {inp.name: x}), warmup)
     times = []
     for _ in range(iterations):
         t0 = time.perf_counter()
@@ -77,8 +90,7 @@ def openvino_timed_ms(path, threads, warmup, iterations, default_precision):
     request = compiled.create_infer_request()
     port = compiled.inputs[0]
     x = model_input([d.get_length() if d.is_static else 1 for d in port.get_partial_shape()])
-    for _ in range(warmup):
-        request.infer({0: x})
+    warm_up(lambda: request.infer({0: x}), warmup)
     times = []
     for _ in range(iterations):
         t0 = time.perf_counter()

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <regex>
 #include <sstream>
 
 #include "graph/builder.h"
@@ -244,6 +245,19 @@ TEST_F(CliRunBench, BenchPerLayerWritesJsonAndCachesPeaks) {
   const Result again = kiln("bench example --per-layer --iterations 2 --warmup 0");
   ASSERT_EQ(again.code, 0) << again.err;
   EXPECT_TRUE(contains(again.out, "cached in " + dir_ + "/cache/kiln/peaks.txt")) << again.out;
+  EXPECT_TRUE(contains(again.out, "over 2 runs after 0 warm-up")) << again.out;
+}
+
+// The example takes microseconds, so one warm-up run asked for becomes the many that fill the
+// minimum warm-up time; the line and the JSON report the rounds that ran.
+TEST_F(CliRunBench, BenchWarmsUpForAMinimumTime) {
+  const Result r = kiln("bench example --iterations 3 --warmup 1 --json w.json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("over 3 runs after ([0-9]+) warm-up"))) << r.out;
+  const int rounds = std::stoi(m[1]);
+  EXPECT_GT(rounds, 1) << r.out;
+  EXPECT_TRUE(contains(slurp(path("w.json")), "\"warmup\": " + std::to_string(rounds)));
 }
 
 TEST_F(CliRunBench, HelpListsEveryOption) {

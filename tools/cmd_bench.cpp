@@ -35,7 +35,10 @@ options:
   --threads N          worker threads (default: one per core)
   {input-shape:23}
   --iterations N       timed runs (default 50)
-  --warmup N           untimed runs first (default 5)
+  --warmup N           untimed runs first (default 5), and more until 0.2 s have passed:
+                       a worker thread can take that long to get a CPU of its own after
+                       start-up (measured on a VM: 2x the latency for the first 10-80 ms of
+                       a 0.1 ms model). --warmup 0: no warm-up at all
   --schedules FILE     a schedule database from `kiln tune`: kernels with a record for
                        their signature and this CPU's target get the tuned schedule
   --max-memory SIZE    refuse a model whose arena or inputs need more than SIZE bytes (e.g.
@@ -164,7 +167,11 @@ struct Results {
   int threads = 0;
   std::string backend, cpu_target;
   std::string precision;  // precision_note's line
+  int warmup = 0;         // untimed rounds run
 };
+
+// Warm-up lasts at least this long (--warmup's help says why).
+constexpr double kMinWarmupSeconds = 0.2;
 
 // The p-th percentile by nearest rank.
 double percentile(const std::vector<double>& sorted, double p) {
@@ -180,9 +187,16 @@ std::vector<Results> measure(const BenchArgs& a, const std::vector<Model*>& mode
     const Status s = m.run(inputs);
     if (!s) throw graph::Error(s.message());
   };
-  for (int i = 0; i < a.warmup; ++i)
+  int warmup = 0;
+  const auto warmup_start = std::chrono::steady_clock::now();
+  for (; warmup < a.warmup ||
+         (a.warmup > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                                        warmup_start)
+                                  .count() < kMinWarmupSeconds);
+       ++warmup)
     for (Model* m : models) run_once(*m);
   std::vector<Results> results(models.size());
+  for (Results& r : results) r.warmup = warmup;
   std::vector<std::vector<std::vector<double>>> kernel_ms(models.size());
   for (size_t m = 0; m < models.size(); ++m) kernel_ms[m].resize(models[m]->kernels().size());
   for (int i = 0; i < a.iterations; ++i) {
@@ -292,7 +306,8 @@ nlohmann::json results_json(const Results& r) {
 }
 
 std::string to_json(const BenchArgs& a, const std::vector<Results>& all) {
-  nlohmann::json j = {{"model", a.model}, {"warmup", a.warmup}, {"iterations", a.iterations}};
+  nlohmann::json j = {{"model", a.model}, {"warmup", all.front().warmup},
+                      {"iterations", a.iterations}};
   if (all.size() == 1) {
     j.update(results_json(all[0]));
   } else {
@@ -395,7 +410,7 @@ int run(const BenchArgs& a) {
       std::printf("fallback %s\n", graph::printable(model.fallback_reason()).c_str());
     std::printf("%s\n", r.precision.c_str());
     std::printf("latency  median %.3f ms, p90 %.3f ms, min %.3f ms over %d runs after %d warm-up%s\n",
-                r.ms[r.ms.size() / 2], percentile(r.ms, 90), r.ms.front(), a.iterations, a.warmup,
+                r.ms[r.ms.size() / 2], percentile(r.ms, 90), r.ms.front(), a.iterations, r.warmup,
                 models.size() > 1 ? " (rounds interleaved with the others)" : "");
     if (a.per_layer && model.backend() == Backend::cpu) {
       r.peaks = machine_peaks(r.threads, a.remeasure);
