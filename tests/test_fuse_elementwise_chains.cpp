@@ -465,13 +465,17 @@ TEST(FuseExpandDepthwise, OnlyWhereTheRuleSaysAndTheDepthwiseAloneReadsIt) {
   EXPECT_EQ(expanded_bf16, 0) << dump(in_bf16);
   EXPECT_GE(noted, 4) << dump(in_bf16);
 
-  EXPECT_TRUE(expansion_fusion_pays({1, 112, 112, 96}, 2, 3));
-  EXPECT_TRUE(expansion_fusion_pays({1, 56, 56, 144}, 2, 5));
-  EXPECT_TRUE(expansion_fusion_pays({1, 14, 14, 576}, 1, 3));
-  EXPECT_FALSE(expansion_fusion_pays({1, 28, 28, 240}, 1, 5));
-  EXPECT_FALSE(expansion_fusion_pays({1, 56, 56, 144}, 1, 3));
-  EXPECT_FALSE(expansion_fusion_pays({1, 7, 7, 960}, 1, 3));
-  EXPECT_FALSE(expansion_fusion_pays({1, 13, 13, 64}, 2, 3));
+  EXPECT_TRUE(expansion_fusion_pays(16, {1, 112, 112, 96}, 2, 3));
+  EXPECT_TRUE(expansion_fusion_pays(24, {1, 56, 56, 144}, 2, 5));
+  EXPECT_TRUE(expansion_fusion_pays(96, {1, 14, 14, 576}, 1, 3));
+  EXPECT_TRUE(expansion_fusion_pays(112, {1, 14, 14, 672}, 2, 5));
+  EXPECT_FALSE(expansion_fusion_pays(40, {1, 28, 28, 240}, 1, 5));
+  EXPECT_FALSE(expansion_fusion_pays(24, {1, 56, 56, 144}, 1, 3));
+  EXPECT_FALSE(expansion_fusion_pays(160, {1, 7, 7, 960}, 1, 3));
+  EXPECT_FALSE(expansion_fusion_pays(16, {1, 13, 13, 64}, 2, 3));
+  // Xception's middle flow: a 728 -> 728 pointwise convolution before each depthwise one.
+  EXPECT_FALSE(expansion_fusion_pays(728, {1, 14, 14, 728}, 1, 3));
+  EXPECT_FALSE(expansion_fusion_pays(384, {1, 28, 28, 768}, 2, 3));
 }
 
 }  // namespace

@@ -33,7 +33,7 @@ bool is_pointwise_expansion(const Graph& g, const Node& n) {
 
 }  // namespace
 
-bool expansion_fusion_pays(const Shape& expanded, int stride, int kernel) {
+bool expansion_fusion_pays(int64_t input_channels, const Shape& expanded, int stride, int kernel) {
   // Measured on MobileNetV2 (AVX-512, 2 threads; the medians of the block's kernels unfused
   // over fused, three alternating runs; docs/benchmarks.md): stride 2 1.04x (112x112 input),
   // 1.45x (56x56), 1.16x (28x28), 0.98x (14x14): the expanded tensor is 4x the depthwise
@@ -44,8 +44,15 @@ bool expansion_fusion_pays(const Shape& expanded, int stride, int kernel) {
   // EfficientNet's SiLU blocks (2 threads, AVX-512, per-layer medians of three alternating
   // runs): 3x3 stride 2 at 112x112 1.25x, 5x5 stride 2 at 56x56 1.14x, but 5x5 stride 1 at
   // 28x28 0.92-0.99x: each band of rows recomputes the expansion of its window's 4 halo rows.
+  // Every task of the fused kernel reads the whole expansion weight matrix again: with
+  // Xception's 728 -> 728 (2 MiB) at 14x14 the fused kernel took 1.59 ms in the network (weights
+  // from DRAM) against 1.08 for the pair, and alone 1.07 against 1.00; 384 -> 768 (1.1 MiB)
+  // 0.96-1.02x alone, 256 -> 512 (0.5 MiB) 0.98-1.05x, 96 -> 576 (216 KiB) 1.04-1.09x. The
+  // fusions that paid above have at most 112 x 672 weights (294 KiB).
+  const int64_t weight_bytes = input_channels * expanded[3] * int64_t{sizeof(float)};
   const int64_t width = expanded[2], pixels = expanded[1] * expanded[2];
-  return width >= 14 && (stride >= 2 || (pixels <= 28 * 28 && kernel <= 3));
+  return weight_bytes <= 512 * 1024 && width >= 14 &&
+         (stride >= 2 || (pixels <= 28 * 28 && kernel <= 3));
 }
 
 namespace {
@@ -74,10 +81,12 @@ Graph fuse(const Graph& input, Fusion mode) {
                             "float32 fused");
       continue;
     }
-    if (mode == Fusion::where_it_pays && !expansion_fusion_pays(expanded.shape, c->stride_h, kernel)) {
-      dw.computes.push_back("its 1x1 expansion kept apart: " + to_string(expanded.shape) +
-                            " at stride " + std::to_string(c->stride_h) +
-                            " measured slower fused");
+    const int64_t input_channels = g.value(e.inputs[0]).shape[3];  // NHWC
+    if (mode == Fusion::where_it_pays &&
+        !expansion_fusion_pays(input_channels, expanded.shape, c->stride_h, kernel)) {
+      dw.computes.push_back("its 1x1 expansion kept apart: " + std::to_string(input_channels) +
+                            " -> " + to_string(expanded.shape) + " at stride " +
+                            std::to_string(c->stride_h) + " measured slower fused");
       continue;
     }
     c->expand = std::get<Conv2d>(e.op).activation;

@@ -102,11 +102,12 @@ Graph keep_expansions_apart(const Graph& g);
 Graph fuse_conv_resize(const Graph& g);
 // The same for every such pair, whatever their shapes (the tests' small blocks).
 Graph fuse_expand_depthwise_everywhere(const Graph& g);
-// Whether the fused kernel measured faster than the two it replaces, for an expanded tensor of
-// `expanded` (NHWC) read by a depthwise convolution of vertical stride `stride` and window
-// height `kernel`: rows of at least 14 pixels, and stride 2 or an image of at most 28x28 under
-// a window of at most 3 rows.
-bool expansion_fusion_pays(const Shape& expanded, int stride, int kernel);
+// Whether the fused kernel measured faster than the two it replaces, for an expansion of
+// `input_channels` into a tensor of `expanded` (NHWC) read by a depthwise convolution of
+// vertical stride `stride` and window height `kernel`: expansion weights of at most 512 KiB
+// (every task reads them all), rows of at least 14 pixels, and stride 2 or an image of at most
+// 28x28 under a window of at most 3 rows.
+bool expansion_fusion_pays(int64_t input_channels, const Shape& expanded, int stride, int kernel);
 
 // use_bf16 (PipelineOptions::precision bf16, after every other pass): every convolution that
 // can (bf16_conv_refusal) runs its multiply-adds in bfloat16 (Conv2d::bf16), but for narrow
