@@ -1,16 +1,14 @@
 #!/usr/bin/env python3
-"""Real tf2onnx exports of Keras applications, and Kiln's outputs on them against onnxruntime's.
+"""Real tf2onnx exports of Keras applications, for checking Kiln on them.
 
 Not part of the tests: TensorFlow is a large download, and each model adds minutes of kernel
 compiles. It checks Kiln on files written by an exporter other than the one the zoo imitates
-(docs/benchmarks.md). Two steps, in two environments:
+(docs/benchmarks.md). Export in an environment of its own (TensorFlow does not go into the
+project's), then check and time with the project's tools:
 
-    # 1. export, in an environment of its own (TensorFlow does not go into the project's):
     python3 -m venv TFENV && TFENV/bin/pip install tensorflow-cpu==2.15.1 tf2onnx==1.16.1
-    TFENV/bin/python scripts/keras_exports.py export OUTDIR [--models a,b,...]
-    # 2. compare, in the project's environment (onnxruntime):
-    .venv/bin/python scripts/keras_exports.py check OUTDIR --kiln build/release/tools/kiln
-    # and time them against the peers:
+    TFENV/bin/python scripts/keras_exports.py OUTDIR [--models a,b,...]
+    .venv/bin/python scripts/check_exports.py OUTDIR --kiln build/release/tools/kiln
     .venv/bin/python scripts/compare_engines.py --kiln build/release/tools/kiln --models OUTDIR \
         --names k_mobilenetv2,k_effb0,...
 
@@ -19,15 +17,10 @@ Export: each model is built with random weights (weights=None, seeded), batch 1,
 after layer (MobileNet's logits came out near 1e-20, where flushing denormals alone would make
 a difference), so every BatchNormalization gets the statistics of its input on a random batch,
 and a random scale and shift: the logits come out of order 1.
-
-Check: each model is cut before its last Softmax (the logits, where a difference shows), run
-by onnxruntime and by `kiln run` on the same seeded input in [-1, 1), and compared with the
-project's tolerance (|kiln - ort| <= 1e-4 + 1e-3 |ort|). Exits 1 if any model fails.
 """
 
 import argparse
 import os
-import subprocess
 import sys
 
 MODELS = {
@@ -88,66 +81,18 @@ def export(args):
     return 1 if failed else 0
 
 
-def check(args):
-    import numpy as np
-    import onnx
-    import onnx.utils
-    import onnxruntime as ort
-
-    failed = 0
-    for name in args.models:
-        path = os.path.join(args.dir, name + ".onnx")
-        if not os.path.exists(path):
-            print(f"{name:16s} missing ({path})")
-            failed += 1
-            continue
-        model = onnx.load(path)
-        softmax = [n for n in model.graph.node if n.op_type == "Softmax"]
-        if softmax:
-            constants = {t.name for t in model.graph.initializer}
-            inputs = [i.name for i in model.graph.input if i.name not in constants]
-            cut = os.path.join(args.dir, name + ".logits.onnx")
-            onnx.utils.extract_model(path, cut, inputs, [softmax[-1].input[0]])
-            path = cut
-        session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-        port = session.get_inputs()[0]
-        x = np.random.default_rng(args.seed).random(port.shape, dtype=np.float32) * 2 - 1
-        x_file = os.path.join(args.dir, name + ".input.npy")
-        np.save(x_file, x)
-        ref = session.run(None, {port.name: x})[0]
-        out_dir = os.path.join(args.dir, name + ".kiln")
-        run = subprocess.run([args.kiln, "run", path, "--input", x_file, "--output-dir", out_dir],
-                             capture_output=True, text=True)
-        if run.returncode != 0:
-            print(f"{name:16s} kiln run failed: {run.stderr.strip().splitlines()[-1]}")
-            failed += 1
-            continue
-        got = np.load(os.path.join(out_dir, sorted(f for f in os.listdir(out_dir)
-                                                   if f.endswith(".npy"))[0]))
-        diff = np.abs(got.reshape(ref.shape) - ref)
-        ok = bool(np.all(diff <= 1e-4 + 1e-3 * np.abs(ref)))
-        failed += not ok
-        print(f"{name:16s} {'ok' if ok else 'MISMATCH':8s} max |diff| {diff.max():.2e}, "
-              f"max |ort| {np.abs(ref).max():.2e}, std(ort) {ref.std():.2e}")
-    return 1 if failed else 0
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("step", choices=["export", "check"])
     p.add_argument("dir")
     p.add_argument("--models", default=",".join(MODELS),
                    help="comma-separated, from: " + ", ".join(MODELS))
-    p.add_argument("--kiln", help="the kiln binary (check)")
     p.add_argument("--seed", type=int, default=3)
     args = p.parse_args()
     args.models = args.models.split(",")
     unknown = [m for m in args.models if m not in MODELS]
     if unknown:
         p.error("unknown models: " + ", ".join(unknown))
-    if args.step == "check" and not args.kiln:
-        p.error("check needs --kiln")
-    sys.exit(export(args) if args.step == "export" else check(args))
+    sys.exit(export(args))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""Kiln's outputs on a folder of ONNX exports against onnxruntime's.
+
+    .venv/bin/python scripts/check_exports.py DIR --kiln build/release/tools/kiln [--models a,b]
+
+For the files that scripts/keras_exports.py and scripts/torchvision_exports.py write (or any
+single-input image model): each model is cut before its last Softmax, if it has one (the
+logits, where a difference shows), run by onnxruntime and by `kiln run` on the same seeded
+input in [-1, 1), and compared with the project's tolerance (|kiln - ort| <= 1e-4 + 1e-3 |ort|).
+Deep networks with random weights amplify rounding (the BatchNorms calibrated on random data
+keep every layer's perturbation alive): onnxruntime's own output with and without its graph
+optimizations can differ by more than that tolerance. So a model also passes when Kiln's
+largest difference is at most 4x onnxruntime's own (optimized against unoptimized), and the
+line says which test it passed. Prints a line per model; exits 1 if any model fails or is
+missing.
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+
+
+def check(args):
+    import numpy as np
+    import onnx
+    import onnx.utils
+    import onnxruntime as ort
+
+    failed = 0
+    for name in args.models:
+        path = os.path.join(args.dir, name + ".onnx")
+        if not os.path.exists(path):
+            print(f"{name:16s} missing ({path})")
+            failed += 1
+            continue
+        model = onnx.load(path)
+        softmax = [n for n in model.graph.node if n.op_type == "Softmax"]
+        if softmax:
+            constants = {t.name for t in model.graph.initializer}
+            inputs = [i.name for i in model.graph.input if i.name not in constants]
+            cut = os.path.join(args.dir, name + ".logits.onnx")
+            onnx.utils.extract_model(path, cut, inputs, [softmax[-1].input[0]])
+            path = cut
+        refs = []
+        for level in (ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+                      ort.GraphOptimizationLevel.ORT_DISABLE_ALL):
+            options = ort.SessionOptions()
+            options.graph_optimization_level = level
+            session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+            port = session.get_inputs()[0]
+            x = np.random.default_rng(args.seed).random(port.shape, dtype=np.float32) * 2 - 1
+            refs.append(session.run(None, {port.name: x})[0])
+        ref = refs[0]
+        ort_own = float(np.abs(refs[0] - refs[1]).max())
+        x_file = os.path.join(args.dir, name + ".input.npy")
+        np.save(x_file, x)
+        out_dir = os.path.join(args.dir, name + ".kiln")
+        run = subprocess.run([args.kiln, "run", path, "--input", x_file, "--output-dir", out_dir],
+                             capture_output=True, text=True)
+        if run.returncode != 0:
+            print(f"{name:16s} kiln run failed: {run.stderr.strip().splitlines()[-1]}")
+            failed += 1
+            continue
+        got = np.load(os.path.join(out_dir, sorted(f for f in os.listdir(out_dir)
+                                                   if f.endswith(".npy"))[0]))
+        diff = np.abs(got.reshape(ref.shape) - ref)
+        within_tolerance = bool(np.all(diff <= 1e-4 + 1e-3 * np.abs(ref)))
+        within_ort_own = diff.max() <= 4 * ort_own
+        verdict = ("ok" if within_tolerance else
+                   "ok (4x ort's own)" if within_ort_own else "MISMATCH")
+        failed += verdict == "MISMATCH"
+        print(f"{name:22s} {verdict:18s} max |kiln - ort| {diff.max():.2e}, ort optimized vs "
+              f"unoptimized {ort_own:.2e}, max |ort| {np.abs(ref).max():.2e}")
+    return 1 if failed else 0
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("dir")
+    p.add_argument("--kiln", required=True, help="the kiln binary")
+    p.add_argument("--models", help="comma-separated names (default: every DIR/*.onnx)")
+    p.add_argument("--seed", type=int, default=3)
+    args = p.parse_args()
+    if args.models:
+        args.models = args.models.split(",")
+    else:
+        args.models = sorted(f[:-5] for f in os.listdir(args.dir)
+                             if f.endswith(".onnx") and not f.endswith(".logits.onnx"))
+    sys.exit(check(args))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""Real torch.onnx exports of torchvision's CNNs, for checking Kiln on them.
+
+Not part of the tests: PyTorch is a large download, and each model adds minutes of kernel
+compiles. The zoo's models are written by hand in the form torch.onnx gives; these files come
+from the exporter itself (docs/benchmarks.md). Export in an environment of its own, then check
+and time with the project's tools:
+
+    python3 -m venv PTENV && PTENV/bin/pip install torch==2.5.1 torchvision==0.20.1 onnx==1.17.0
+    PTENV/bin/python scripts/torchvision_exports.py OUTDIR [--models a,b,...]
+    .venv/bin/python scripts/check_exports.py OUTDIR --kiln build/release/tools/kiln \
+        --models tv_resnet50,...
+    .venv/bin/python scripts/compare_engines.py --kiln build/release/tools/kiln --models OUTDIR \
+        --names tv_resnet50,...
+
+Each model gets random weights (torchvision's initialization, seeded), and every BatchNorm the
+statistics of its input on a random batch with a random scale and shift, so that the
+activations keep their size to the logits; then it is exported in eval mode, batch 1, 3x224x224
+(NCHW), opset 17, by the TorchScript-based exporter (`torch.onnx.export`, dynamo=False).
+"""
+
+import argparse
+import os
+import sys
+
+MODELS = {
+    "tv_resnet50": "resnet50",
+    "tv_resnext50": "resnext50_32x4d",
+    "tv_wide_resnet50": "wide_resnet50_2",
+    "tv_regnet_y_800mf": "regnet_y_800mf",
+    "tv_regnet_x_1_6gf": "regnet_x_1_6gf",
+    "tv_mobilenet_v3_large": "mobilenet_v3_large",
+    "tv_mobilenet_v3_small": "mobilenet_v3_small",
+    "tv_mnasnet1_0": "mnasnet1_0",
+    "tv_efficientnet_b0": "efficientnet_b0",
+    "tv_efficientnet_v2_s": "efficientnet_v2_s",
+    "tv_convnext_tiny": "convnext_tiny",
+    "tv_shufflenet_v2": "shufflenet_v2_x1_0",
+    "tv_squeezenet1_1": "squeezenet1_1",
+    "tv_densenet121": "densenet121",
+    "tv_googlenet": "googlenet",
+    "tv_inception_v3": "inception_v3",
+    "tv_vgg11_bn": "vgg11_bn",
+}
+
+
+def calibrate_batch_norms(torch, model, seed):
+    """Sets each BatchNorm's running statistics to its input's on a random batch, in the order
+    the forward pass reaches them, with a random affine scale and shift."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.rand(4, 3, 224, 224, generator=g) * 2 - 1
+    norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+
+    def hook(module, inputs):
+        a = inputs[0].detach()
+        dims = [d for d in range(a.dim()) if d != 1]
+        module.running_mean.copy_(a.mean(dim=dims))
+        module.running_var.copy_(a.var(dim=dims, unbiased=False) + 1e-3)
+        if module.affine:
+            module.weight.data.uniform_(0.5, 1.5, generator=g)
+            module.bias.data.uniform_(-0.2, 0.2, generator=g)
+
+    handles = [m.register_forward_pre_hook(hook) for m in norms]
+    model.eval()
+    with torch.no_grad():
+        model(x)
+    for h in handles:
+        h.remove()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("dir")
+    p.add_argument("--models", default=",".join(MODELS),
+                   help="comma-separated, from: " + ", ".join(MODELS))
+    p.add_argument("--seed", type=int, default=3)
+    args = p.parse_args()
+    names = args.models.split(",")
+    unknown = [m for m in names if m not in MODELS]
+    if unknown:
+        p.error("unknown models: " + ", ".join(unknown))
+
+    import torch
+    import torchvision
+
+    os.makedirs(args.dir, exist_ok=True)
+    failed = 0
+    for name in names:
+        torch.manual_seed(args.seed)
+        extra = {"aux_logits": False, "init_weights": True} if name in (
+            "tv_googlenet", "tv_inception_v3") else {}
+        model = getattr(torchvision.models, MODELS[name])(weights=None, **extra)
+        calibrate_batch_norms(torch, model, args.seed)
+        x = torch.rand(1, 3, 224, 224) * 2 - 1
+        try:
+            torch.onnx.export(model, (x,), os.path.join(args.dir, name + ".onnx"),
+                              input_names=["input"], output_names=["logits"], opset_version=17,
+                              dynamo=False)
+            print(f"[export] {name}", flush=True)
+        except Exception as e:  # an exporter failure: report it and go on with the others
+            print(f"[export] {name} FAILED: {type(e).__name__}: {e}", flush=True)
+            failed += 1
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
