@@ -373,8 +373,9 @@ KernelPipeline amx_pipeline(const graph::ConvKernelSpec& k, const Halide::Target
 // (read over the default for the layer, schedules::default_conv_params) or the CUDA one.
 // The output keeps run-time strides beyond the innermost dimension: it may be a slice of a
 // Concat's (memory_plan.h).
-KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Target& target,
+KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Target& kernel_target,
                              const std::string& schedule) {
+  const Halide::Target target = conv_schedule_target(k, kernel_target);  // the vectors' width
   const graph::Shape in = graph::conv_input_nhwc(k);  // NHWC
   const graph::Shape& w = k.weights.shape;   // HWIO
   const graph::Shape out = graph::conv_output_nhwc(k);  // NHWC, before any pooling

@@ -118,6 +118,13 @@ void autoschedule(KernelPipeline& kp, const graph::KernelSpec& spec, const Halid
   kp.pipeline.apply_autoscheduler(target, {name, {{"parallelism", std::to_string(cores)}}});
 }
 
+// The target a kernel's schedule is chosen for: conv_schedule_target's for a convolution, the
+// kernel's own for the rest.
+Halide::Target schedule_target(const graph::KernelSpec& spec, const Halide::Target& target) {
+  const auto* c = std::get_if<graph::ConvKernelSpec>(&spec);
+  return c ? conv_schedule_target(*c, target) : target;
+}
+
 // The knob-bearing shape of a kernel, if it has one.
 std::optional<schedules::ConvShape> tunable_shape(const graph::KernelSpec& spec,
                                                   const Halide::Target& target) {
@@ -317,15 +324,17 @@ void schedule_resize(const generators::ops::ResizeAlgorithm& a, const graph::Sha
   schedule_pass(a.out, out_shape);
 }
 
-std::string default_schedule(const graph::KernelSpec& spec, const Halide::Target& target) {
+std::string default_schedule(const graph::KernelSpec& spec, const Halide::Target& kernel_target) {
+  const Halide::Target target = schedule_target(spec, kernel_target);
   const std::optional<schedules::ConvShape> s = tunable_shape(spec, target);
   if (!s || target.has_gpu_feature()) return "";
   return schedules::to_string(schedules::default_conv_params(*s, target));
 }
 
 std::vector<std::string> schedule_candidates(const graph::KernelSpec& spec,
-                                             const Halide::Target& target, int threads,
+                                             const Halide::Target& kernel_target, int threads,
                                              size_t limit) {
+  const Halide::Target target = schedule_target(spec, kernel_target);
   const std::optional<schedules::ConvShape> s = tunable_shape(spec, target);
   if (!s || target.has_gpu_feature()) return {};
   std::vector<std::string> out;
@@ -334,8 +343,9 @@ std::vector<std::string> schedule_candidates(const graph::KernelSpec& spec,
   return out;
 }
 
-std::string resolve_schedule(const graph::KernelSpec& spec, const Halide::Target& target,
+std::string resolve_schedule(const graph::KernelSpec& spec, const Halide::Target& kernel_target,
                              const std::string& schedule) {
+  const Halide::Target target = schedule_target(spec, kernel_target);
   const std::optional<schedules::ConvShape> s = tunable_shape(spec, target);
   if (!s) {
     if (!schedule.empty())
@@ -350,8 +360,9 @@ std::string resolve_schedule(const graph::KernelSpec& spec, const Halide::Target
   return schedules::to_string(p);
 }
 
-int winograd_weight_tile(const graph::KernelSpec& spec, const Halide::Target& target,
+int winograd_weight_tile(const graph::KernelSpec& spec, const Halide::Target& kernel_target,
                          const std::string& schedule) {
+  const Halide::Target target = schedule_target(spec, kernel_target);
   const std::optional<schedules::ConvShape> s = tunable_shape(spec, target);
   const auto* conv = std::get_if<graph::ConvKernelSpec>(&spec);
   if (!s || !conv || is_autoscheduler(schedule)) return 0;
@@ -359,8 +370,9 @@ int winograd_weight_tile(const graph::KernelSpec& spec, const Halide::Target& ta
   return p.family == schedules::ConvFamily::winograd ? p.tile : 0;
 }
 
-std::string schedule_for_weight_tile(const graph::KernelSpec& spec, const Halide::Target& target,
+std::string schedule_for_weight_tile(const graph::KernelSpec& spec, const Halide::Target& kernel_target,
                                      const std::string& schedule, int tile) {
+  const Halide::Target target = schedule_target(spec, kernel_target);
   if (winograd_weight_tile(spec, target, schedule) == tile) return schedule;
   const schedules::ConvShape s = *tunable_shape(spec, target);  // a tile > 0 came from one
   return schedules::to_string(tile > 0 ? schedules::default_winograd_params(s, target, tile)

@@ -102,8 +102,10 @@ AlignedVector<uint16_t> pack_bf16_conv_weights(const float* hwio, int64_t kh, in
                                                int64_t ci, int64_t co,
                                                Bf16Layout layout = Bf16Layout::blocked);
 
-// Grouped convolutions whose groups neither fill nor tile a vector of 16 output channels
-// (RegNet's 24 or 56) run as convolutions of blocks of `merge` consecutive groups, the smallest
+// Grouped convolutions whose groups neither fill nor tile a vector of 16 output channels nor
+// fill vectors of 8 (12 or 20 channels; RegNet's 24 or 56 fill 8-channel vectors, which AVX-512
+// kernels then use: codegen::conv_schedule_target) run as convolutions of blocks of `merge`
+// consecutive groups, the smallest
 // number (up to 8) whose output channels are whole vectors: weights widened to the block's
 // input channels, zero where an output channel's group does not read the input. Each vector of
 // output channels then reads one block's inputs as broadcasts instead of gathering them, for

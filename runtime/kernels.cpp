@@ -236,8 +236,10 @@ int grouped_conv_merge(int groups, int64_t out_channels) {
   if (groups <= 1 || out_channels % groups != 0) return 1;
   const int64_t per_group = out_channels / groups;
   // Groups that tile a vector exactly (1, 2, 4 or 8 channels) take the grouped schedule's
-  // permuted inputs instead, with no multiply-add on zeros.
-  if (kVector % per_group == 0) return 1;
+  // permuted inputs instead, with no multiply-add on zeros; groups of whole 8-channel vectors
+  // (RegNet's 24, 40 or 56) take the dense schedules with 8 lanes on AVX-512 as on AVX2
+  // (codegen::conv_schedule_target).
+  if (kVector % per_group == 0 || per_group % (kVector / 2) == 0) return 1;
   for (int merge = 1; merge <= kMaxMerge; ++merge)
     if (merge * per_group % kVector == 0 && groups % merge == 0) return merge;
   return 1;

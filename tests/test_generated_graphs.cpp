@@ -13,6 +13,7 @@
 
 #include "codegen/kernel_library.h"
 #include "codegen/kernel_pipeline.h"
+#include "codegen/pipeline_parts.h"
 #include "generated_cases.h"
 #include "graph/builder.h"
 #include "graph/passes/passes.h"
@@ -128,7 +129,8 @@ TEST(GeneratedKernels, ConvolutionsReadingNchwInputs) {
 // Grouped convolutions of every group width the schedules treat differently, on every CPU
 // target against the reference: groups that tile a vector (2, 4 and 8 output channels: the
 // grouped schedule's permuted inputs), a channel multiplier (one input channel per group), groups
-// that fit no vector (3 channels: gathered), groups merged into blocks (24 channels), strides,
+// that fit no vector (3 channels: gathered), groups merged into blocks (12 channels), groups of
+// whole 8-channel vectors (24 channels: 8 lanes on AVX-512, codegen::conv_schedule_target), strides,
 // asymmetric padding, dilation, a 5x5 kernel, batch 2, rows narrower than a register tile, and
 // a one-pixel column (whose default tile is one pixel wide).
 TEST(GeneratedKernels, GroupedConvolutionsOfEveryGroupWidth) {
@@ -150,7 +152,9 @@ TEST(GeneratedKernels, GroupedConvolutionsOfEveryGroupWidth) {
       {"out_2_in_8", 0, 12, 6, 3, 1, 1, 1, 1, 1, 1},
       {"multiplier_2", 0, 96, 48, 3, 1, 1, 1, 1, 1, 1},
       {"groups_of_3", 0, 48, 16, 3, 1, 1, 1, 1, 1, 1},
-      {"merged_24", 0, 48, 2, 3, 1, 1, 1, 1, 1, 1},
+      {"merged_12", 0, 48, 4, 3, 1, 1, 1, 1, 1, 1},
+      {"lanes8_24", 0, 48, 2, 3, 1, 1, 1, 1, 1, 1},
+      {"lanes8_24_of_3_stride2", 0, 72, 3, 3, 2, 1, 1, 1, 0, 0},
       {"k5_dilation2", 0, 48, 12, 5, 1, 2, 4, 3, 4, 5},
       {"pointwise_4", 0, 48, 12, 1, 1, 1, 0, 0, 0, 0},
       {"width_3", 1, 16, 4, 3, 1, 1, 1, 1, 1, 1},
@@ -182,10 +186,21 @@ TEST(GeneratedKernels, GroupedConvolutionsOfEveryGroupWidth) {
   }
   const graph::Graph input = b.finish();
   const graph::Graph optimized = graph::run_passes(input);
-  std::map<std::string, int> interleave;
+  std::map<std::string, int> interleave, merge, avx512_lanes;
+  const Halide::Target avx512("x86-64-linux-sse41-avx-f16c-fma-avx2-avx512-avx512_skylake");
   for (const graph::KernelSpec& k : lowered_kernels(optimized))
-    if (const auto* conv = std::get_if<graph::ConvKernelSpec>(&k))
+    if (const auto* conv = std::get_if<graph::ConvKernelSpec>(&k)) {
       interleave[conv->name] = runtime::conv_weight_interleave(*conv);
+      merge[conv->name] = runtime::grouped_conv_merge(conv->groups, conv->output.shape[3]);
+      avx512_lanes[conv->name] =
+          codegen::conv_schedule_target(*conv, avx512).natural_vector_size<float>();
+    }
+  EXPECT_EQ(merge["merged_12"], 4);
+  for (const Case& c : cases) {
+    const bool lanes8 = std::string(c.name).rfind("lanes8", 0) == 0;
+    EXPECT_EQ(avx512_lanes[c.name], lanes8 ? 8 : 16) << c.name;
+    if (std::string(c.name) != "merged_12") EXPECT_EQ(merge[c.name], 1) << c.name;
+  }
   const std::map<std::string, int> expected = {
       {"resnext_4", 4},  {"resnext_4_stride2", 4},    {"k5_dilation2", 4},
       {"pointwise_4", 4}, {"width_3", 4},             {"width_1", 4},
