@@ -447,8 +447,17 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
   if (params.family == schedules::ConvFamily::amx) return amx_pipeline(k, target, inputs, params);
   Halide::Func output("output");
   if (winograd) {
+    // Winograd reads transformed weights, so an input scale (ConvKernelSpec::input_scale, the
+    // last input) multiplies the input as the input transform reads it, once per element.
+    Halide::Func source = conv_source(k, inputs);
+    if (k.input_scale) {
+      Halide::Var c("c"), x("x"), y("y"), n("n");
+      Halide::Func scaled("input_scaled");
+      scaled(c, x, y, n) = source(c, x, y, n) * inputs.back()(c, 0, 0, n);
+      source = scaled;
+    }
     const generators::ops::WinogradAlgorithm a = generators::ops::winograd_conv2d(
-        conv_source(k, inputs), static_cast<int>(in[2]), static_cast<int>(in[1]), static_cast<int>(in[3]),
+        source, static_cast<int>(in[2]), static_cast<int>(in[1]), static_cast<int>(in[3]),
         inputs[1], inputs[2], k.pad_left, k.pad_top, static_cast<int>(out[2]), params.tile);
     output(a.co, a.x, a.y, a.n) =
         conv_epilogue(k, a.acc(a.co, a.x, a.y, a.n), inputs, {a.co, a.x, a.y, a.n});

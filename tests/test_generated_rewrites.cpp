@@ -6,11 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 
+#include "codegen/kernel_pipeline.h"
 #include "generated_cases.h"
 #include "graph/builder.h"
 #include "graph/kernel_spec.h"
 #include "graph/passes/pipeline.h"
+#include "runtime/kernels.h"
 #include "test_generator.h"
 
 namespace kiln {
@@ -150,9 +153,10 @@ TEST(GeneratedKernels, AveragePoolingBeforeAPointwiseConvolution) {
 // Squeeze-and-excitation scales (a Mul by a [N, C, 1, 1] tensor) go into the dense convolution
 // that alone reads the product (Conv2d::input_scale), which scales its weights per image: a 1x1
 // projection and a padded 3x3 (the zero padding stays zero), with a batch of 2 so that each
-// image gets its own scale. Kept apart: a product that is also a graph output, and one read by
-// a grouped convolution. Each is checked by name, and the model matches the reference on every
-// CPU target.
+// image gets its own scale. Kept apart: a product that is also a graph output, one read by a
+// grouped convolution, and one whose convolution has more weights per input channel than the
+// image has pixels (scaling them would cost more than scaling the image). Each is checked by
+// name, and the model matches the reference on every CPU target.
 TEST(GeneratedKernels, SqueezeExcitationScaleFoldsIntoTheConvolution) {
   graph::GraphBuilder b;
   uint64_t seed = 700;
@@ -168,7 +172,7 @@ TEST(GeneratedKernels, SqueezeExcitationScaleFoldsIntoTheConvolution) {
     return b.conv2d(name, in, w,
                     b.constant(name + "_b", {co}, graph::random_uniform(co, -0.2f, 0.2f, seed++)), attrs);
   };
-  const graph::ValueId x = b.relu("stem_relu", conv("stem", b.input("input", {2, 8, 9, 7}), 8, 16, 3, 1));
+  const graph::ValueId x = b.relu("stem_relu", conv("stem", b.input("input", {2, 8, 17, 15}), 8, 16, 3, 1));
   // The excitation: global average pooling, 1x1 down, ReLU, 1x1 up, Sigmoid: [2, 16, 1, 1].
   // Its convolutions' weights are large, so that the two images' scales differ well beyond the
   // tolerance although their pixel means are close (a kernel that scaled both images by the
@@ -183,21 +187,24 @@ TEST(GeneratedKernels, SqueezeExcitationScaleFoldsIntoTheConvolution) {
   struct Case {
     const char* name;
     int k, groups;
+    int64_t co;
     bool output_too, fused;
   };
   const Case cases[] = {
-      {"project", 1, 1, false, true},
-      {"padded_3x3", 3, 1, false, true},
-      {"shared", 1, 1, true, false},
-      {"grouped", 3, 4, false, false},
+      {"project", 1, 1, 24, false, true},
+      {"padded_3x3", 3, 1, 24, false, true},  // 216 weights per input channel, 255 pixels
+      {"shared", 1, 1, 24, true, false},
+      {"grouped", 3, 4, 24, false, false},
+      {"weights_dearer", 1, 1, 256, false, false},  // 256 weights per input channel
   };
   for (const Case& c : cases) {
     const graph::ValueId m = scaled(c.name);
     if (c.output_too) b.output(m);
-    b.output(conv(c.name, m, 16, 24, c.k, c.groups));
+    b.output(conv(c.name, m, 16, c.co, c.k, c.groups));
   }
   const graph::Graph input = b.finish();
   const graph::Graph optimized = graph::run_passes(input);
+  const Halide::Target best(runtime::cpu_targets()[static_cast<size_t>(runtime::best_cpu_target())]);
   size_t checked = 0;
   for (const graph::KernelSpec& k : lowered_kernels(optimized)) {
     const auto* spec = std::get_if<graph::ConvKernelSpec>(&k);
@@ -207,6 +214,11 @@ TEST(GeneratedKernels, SqueezeExcitationScaleFoldsIntoTheConvolution) {
       ++checked;
       EXPECT_EQ(spec->input_scale.has_value(), c.fused) << spec->name << "\n" << graph::dump(optimized);
       if (c.fused) EXPECT_EQ(spec->input_scale->shape, (graph::Shape{2, 1, 1, 16})) << spec->name;
+      // Winograd reads transformed weights: the scale multiplies its input instead (it had been
+      // ignored there, and this case came out wrong once its image was large enough for it).
+      if (std::string(c.name) == "padded_3x3")
+        EXPECT_EQ(codegen::default_schedule(k, best).rfind("winograd", 0), 0u)
+            << codegen::default_schedule(k, best);
     }
   }
   EXPECT_EQ(checked, std::size(cases)) << graph::dump(optimized);
