@@ -19,9 +19,11 @@ a difference), so every BatchNormalization gets the statistics of its input on a
 and a random scale and shift: the logits come out of order 1.
 """
 
-import argparse
 import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from export_common import parse_export_args  # noqa: E402
 
 MODELS = {
     "k_mobilenet": ("MobileNet", {}),
@@ -82,17 +84,7 @@ def export(args):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("dir")
-    p.add_argument("--models", default=",".join(MODELS),
-                   help="comma-separated, from: " + ", ".join(MODELS))
-    p.add_argument("--seed", type=int, default=3)
-    args = p.parse_args()
-    args.models = args.models.split(",")
-    unknown = [m for m in args.models if m not in MODELS]
-    if unknown:
-        p.error("unknown models: " + ", ".join(unknown))
-    sys.exit(export(args))
+    sys.exit(export(parse_export_args(__doc__, MODELS)))
 
 
 if __name__ == "__main__":

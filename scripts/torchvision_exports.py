@@ -19,9 +19,11 @@ activations keep their size to the logits; then it is exported in eval mode, bat
 (NCHW), opset 17, by the TorchScript-based exporter (`torch.onnx.export`, dynamo=False).
 """
 
-import argparse
 import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from export_common import parse_export_args  # noqa: E402
 
 MODELS = {
     "tv_resnet50": "resnet50",
@@ -69,16 +71,8 @@ def calibrate_batch_norms(torch, model, seed):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("dir")
-    p.add_argument("--models", default=",".join(MODELS),
-                   help="comma-separated, from: " + ", ".join(MODELS))
-    p.add_argument("--seed", type=int, default=3)
-    args = p.parse_args()
-    names = args.models.split(",")
-    unknown = [m for m in names if m not in MODELS]
-    if unknown:
-        p.error("unknown models: " + ", ".join(unknown))
+    args = parse_export_args(__doc__, MODELS)
+    names = args.models
 
     import torch
     import torchvision
