@@ -66,10 +66,10 @@ Halide::Target conv_schedule_target(const graph::ConvKernelSpec& k, const Halide
   // 8 lanes against 2.7-6.3 ms with 16 (the lanes' inputs gathered), 1.7 ms where blocks of two
   // groups took 16 lanes with half their multiply-adds on zeros.
   Halide::Target narrow = target;
-  for (const auto f : {Halide::Target::AVX512, Halide::Target::AVX512_KNL,
-                       Halide::Target::AVX512_Skylake, Halide::Target::AVX512_Cannonlake,
-                       Halide::Target::AVX512_Zen4, Halide::Target::AVX512_Zen5,
-                       Halide::Target::AVX512_SapphireRapids})
+  for (const auto f :
+       {Halide::Target::AVX512, Halide::Target::AVX512_KNL, Halide::Target::AVX512_Skylake,
+        Halide::Target::AVX512_Cannonlake, Halide::Target::AVX512_Zen4, Halide::Target::AVX512_Zen5,
+        Halide::Target::AVX512_SapphireRapids})
     narrow = narrow.without_feature(f);
   return narrow;
 }

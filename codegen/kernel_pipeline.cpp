@@ -370,7 +370,8 @@ int winograd_weight_tile(const graph::KernelSpec& spec, const Halide::Target& ke
   return p.family == schedules::ConvFamily::winograd ? p.tile : 0;
 }
 
-std::string schedule_for_weight_tile(const graph::KernelSpec& spec, const Halide::Target& kernel_target,
+std::string schedule_for_weight_tile(const graph::KernelSpec& spec,
+                                     const Halide::Target& kernel_target,
                                      const std::string& schedule, int tile) {
   const Halide::Target target = schedule_target(spec, kernel_target);
   if (winograd_weight_tile(spec, target, schedule) == tile) return schedule;

@@ -99,9 +99,9 @@ inline bool is_autoscheduler(const std::string& schedule) {
 schedules::ConvShape conv_shape(const graph::ConvKernelSpec& k, const Halide::Target& target);
 // The target whose vectors a convolution's schedule is chosen for and built with: `target`, but
 // for a grouped convolution whose groups are two or more 8-channel vectors and not whole 16-channel
-// ones (RegNet's 24 or 56 channels) on an AVX-512 target, the same target without AVX-512: 8-lane vectors,
-// each within one group (the dense schedules' broadcast inputs), where 16 lanes would span two
-// groups and gather. The kernel is still compiled for `target`.
+// ones (RegNet's 24 or 56 channels) on an AVX-512 target, the same target without AVX-512: 8-lane
+// vectors, each within one group (the dense schedules' broadcast inputs), where 16 lanes would span
+// two groups and gather. The kernel is still compiled for `target`.
 Halide::Target conv_schedule_target(const graph::ConvKernelSpec& k, const Halide::Target& target);
 // Whether a direct kernel of `k` for `target` reads its weights blocked by 16 output channels
 // (runtime::blocks_conv_weights, on CPU targets; Winograd kernels read transformed weights).

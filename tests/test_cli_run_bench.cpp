@@ -15,6 +15,7 @@
 #include <regex>
 #include <sstream>
 
+#include "cli.h"
 #include "graph/builder.h"
 #include "graph/example.h"
 #include "graph/kernel_spec.h"
@@ -22,7 +23,6 @@
 #include "graph/passes/pipeline.h"
 #include "graph/printable.h"
 #include "graph/reference.h"
-#include "cli.h"
 #include "npy.h"
 #include "onnx_test_models.h"
 #include "sanitizers.h"
@@ -254,7 +254,8 @@ TEST_F(CliRunBench, BenchWarmsUpForAMinimumTime) {
   const Result r = kiln("bench example --iterations 3 --warmup 1 --json w.json");
   ASSERT_EQ(r.code, 0) << r.err;
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("over 3 runs after ([0-9]+) warm-up"))) << r.out;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("over 3 runs after ([0-9]+) warm-up")))
+      << r.out;
   const int rounds = std::stoi(m[1]);
   EXPECT_GT(rounds, 1) << r.out;
   EXPECT_TRUE(contains(slurp(path("w.json")), "\"warmup\": " + std::to_string(rounds)));

@@ -130,9 +130,9 @@ TEST(GeneratedKernels, ConvolutionsReadingNchwInputs) {
 // target against the reference: groups that tile a vector (2, 4 and 8 output channels: the
 // grouped schedule's permuted inputs), a channel multiplier (one input channel per group), groups
 // that fit no vector (3 channels: gathered), groups merged into blocks (12 channels), groups of
-// whole 8-channel vectors (24 channels: 8 lanes on AVX-512, codegen::conv_schedule_target), strides,
-// asymmetric padding, dilation, a 5x5 kernel, batch 2, rows narrower than a register tile, and
-// a one-pixel column (whose default tile is one pixel wide).
+// whole 8-channel vectors (24 channels: 8 lanes on AVX-512, codegen::conv_schedule_target),
+// strides, asymmetric padding, dilation, a 5x5 kernel, batch 2, rows narrower than a register tile,
+// and a one-pixel column (whose default tile is one pixel wide).
 TEST(GeneratedKernels, GroupedConvolutionsOfEveryGroupWidth) {
   graph::GraphBuilder b;
   const graph::ValueId x = b.input("x", {2, 48, 13, 15});

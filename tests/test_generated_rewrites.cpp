@@ -172,7 +172,8 @@ TEST(GeneratedKernels, SqueezeExcitationScaleFoldsIntoTheConvolution) {
     return b.conv2d(name, in, w,
                     b.constant(name + "_b", {co}, graph::random_uniform(co, -0.2f, 0.2f, seed++)), attrs);
   };
-  const graph::ValueId x = b.relu("stem_relu", conv("stem", b.input("input", {2, 8, 17, 15}), 8, 16, 3, 1));
+  const graph::ValueId x =
+      b.relu("stem_relu", conv("stem", b.input("input", {2, 8, 17, 15}), 8, 16, 3, 1));
   // The excitation: global average pooling, 1x1 down, ReLU, 1x1 up, Sigmoid: [2, 16, 1, 1].
   // Its convolutions' weights are large, so that the two images' scales differ well beyond the
   // tolerance although their pixel means are close (a kernel that scaled both images by the
@@ -204,7 +205,8 @@ TEST(GeneratedKernels, SqueezeExcitationScaleFoldsIntoTheConvolution) {
   }
   const graph::Graph input = b.finish();
   const graph::Graph optimized = graph::run_passes(input);
-  const Halide::Target best(runtime::cpu_targets()[static_cast<size_t>(runtime::best_cpu_target())]);
+  const Halide::Target best(
+      runtime::cpu_targets()[static_cast<size_t>(runtime::best_cpu_target())]);
   size_t checked = 0;
   for (const graph::KernelSpec& k : lowered_kernels(optimized)) {
     const auto* spec = std::get_if<graph::ConvKernelSpec>(&k);

@@ -187,13 +187,14 @@ std::vector<Results> measure(const BenchArgs& a, const std::vector<Model*>& mode
     const Status s = m.run(inputs);
     if (!s) throw graph::Error(s.message());
   };
+  // a.warmup rounds, and more until kMinWarmupSeconds have passed (none at all for 0).
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point warmup_start = Clock::now();
+  const auto warm = [&] {
+    return std::chrono::duration<double>(Clock::now() - warmup_start).count() >= kMinWarmupSeconds;
+  };
   int warmup = 0;
-  const auto warmup_start = std::chrono::steady_clock::now();
-  for (; warmup < a.warmup ||
-         (a.warmup > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                                        warmup_start)
-                                  .count() < kMinWarmupSeconds);
-       ++warmup)
+  for (; warmup < a.warmup || (a.warmup > 0 && !warm()); ++warmup)
     for (Model* m : models) run_once(*m);
   std::vector<Results> results(models.size());
   for (Results& r : results) r.warmup = warmup;
@@ -306,8 +307,8 @@ nlohmann::json results_json(const Results& r) {
 }
 
 std::string to_json(const BenchArgs& a, const std::vector<Results>& all) {
-  nlohmann::json j = {{"model", a.model}, {"warmup", all.front().warmup},
-                      {"iterations", a.iterations}};
+  nlohmann::json j = {
+      {"model", a.model}, {"warmup", all.front().warmup}, {"iterations", a.iterations}};
   if (all.size() == 1) {
     j.update(results_json(all[0]));
   } else {
@@ -409,9 +410,10 @@ int run(const BenchArgs& a) {
     if (!model.fallback_reason().empty())
       std::printf("fallback %s\n", graph::printable(model.fallback_reason()).c_str());
     std::printf("%s\n", r.precision.c_str());
-    std::printf("latency  median %.3f ms, p90 %.3f ms, min %.3f ms over %d runs after %d warm-up%s\n",
-                r.ms[r.ms.size() / 2], percentile(r.ms, 90), r.ms.front(), a.iterations, r.warmup,
-                models.size() > 1 ? " (rounds interleaved with the others)" : "");
+    std::printf(
+        "latency  median %.3f ms, p90 %.3f ms, min %.3f ms over %d runs after %d warm-up%s\n",
+        r.ms[r.ms.size() / 2], percentile(r.ms, 90), r.ms.front(), a.iterations, r.warmup,
+        models.size() > 1 ? " (rounds interleaved with the others)" : "");
     if (a.per_layer && model.backend() == Backend::cpu) {
       r.peaks = machine_peaks(r.threads, a.remeasure);
       for (Row& row : r.rows) rate_against(*r.peaks, dots[m], row);

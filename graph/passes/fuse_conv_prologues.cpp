@@ -50,20 +50,22 @@ Graph absorb_chains(const Graph& input) {
   return g;
 }
 
-// A Mul of an NHWC tensor by a [N, 1, 1, C] one (a squeeze-and-excitation block's scale)
-// whose product only a dense convolution reads, as its input, goes into that convolution
-// (Conv2d::input_scale): its kernel scales its weights per image instead, and the scaled
-// tensor is never written (EfficientNet's and MobileNetV3's blocks, before their projection).
-// Only where scaling the weights costs no more than scaling the image: Kh * Kw * Co multiplies
-// (and bytes written) per input channel against H * W. RegNetY-800MF's 7x7 stage (torchvision;
-// 784 -> 784 1x1 convolutions, 49 pixels) took 0.47-0.52 ms with its weights scaled per call,
-// 2.4 MB of them, at 50-55% of the FMA peak.
+// Whether folding a squeeze-and-excitation scale into a convolution's weights costs no more
+// than scaling the image: Kh * Kw * Co multiplies (and bytes written) per input channel against
+// H * W. RegNetY-800MF's 7x7 stage (torchvision; 784 -> 784 1x1 convolutions, 49 pixels) took
+// 0.47-0.52 ms with its weights scaled per call, 2.4 MB of them, at 50-55% of the FMA peak.
 bool scaling_weights_pays(const Shape& image, const Value& weights) {
   const Shape& w = weights.shape;  // HWIO [Kh, Kw, Ci, Co] or OIHW [Co, Ci, Kh, Kw]
   const int64_t per_input_channel =
       weights.layout == Layout::hwio ? w[0] * w[1] * w[3] : w[0] * w[2] * w[3];
   return per_input_channel <= image[1] * image[2];
 }
+
+// A Mul of an NHWC tensor by a [N, 1, 1, C] one (a squeeze-and-excitation block's scale)
+// whose product only a dense convolution reads, as its input, goes into that convolution
+// (Conv2d::input_scale): its kernel scales its weights per image instead, and the scaled
+// tensor is never written (EfficientNet's and MobileNetV3's blocks, before their projection).
+// Only where scaling_weights_pays; elsewhere the Mul stays a kernel of its own.
 Graph absorb_scales(const Graph& input) {
   Graph g = input;
   const auto uses = g.consumers();
