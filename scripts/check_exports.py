@@ -31,7 +31,7 @@ def check(args):
     for name in args.models:
         path = os.path.join(args.dir, name + ".onnx")
         if not os.path.exists(path):
-            print(f"{name:16s} missing ({path})")
+            print(f"{name:22s} missing ({path})")
             failed += 1
             continue
         model = onnx.load(path)
@@ -49,17 +49,22 @@ def check(args):
             options.graph_optimization_level = level
             session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
             port = session.get_inputs()[0]
-            x = np.random.default_rng(args.seed).random(port.shape, dtype=np.float32) * 2 - 1
+            shape = [d if isinstance(d, int) else 1 for d in port.shape]  # a symbolic batch: 1
+            x = np.random.default_rng(args.seed).random(shape, dtype=np.float32) * 2 - 1
             refs.append(session.run(None, {port.name: x})[0])
         ref = refs[0]
         ort_own = float(np.abs(refs[0] - refs[1]).max())
         x_file = os.path.join(args.dir, name + ".input.npy")
         np.save(x_file, x)
         out_dir = os.path.join(args.dir, name + ".kiln")
+        if os.path.isdir(out_dir):  # no output of an earlier run is read as this one's
+            for f in os.listdir(out_dir):
+                if f.endswith(".npy"):
+                    os.remove(os.path.join(out_dir, f))
         run = subprocess.run([args.kiln, "run", path, "--input", x_file, "--output-dir", out_dir],
                              capture_output=True, text=True)
         if run.returncode != 0:
-            print(f"{name:16s} kiln run failed: {run.stderr.strip().splitlines()[-1]}")
+            print(f"{name:22s} kiln run failed: {run.stderr.strip().splitlines()[-1]}")
             failed += 1
             continue
         got = np.load(os.path.join(out_dir, sorted(f for f in os.listdir(out_dir)
