@@ -56,8 +56,7 @@ Halide::Target conv_schedule_target(const graph::ConvKernelSpec& k, const Halide
       target.natural_vector_size<float>() != kLanes)
     return target;
   const int64_t out_channels = graph::conv_output_nhwc(k)[3];
-  const int64_t per_group =
-      out_channels / k.groups * runtime::grouped_conv_merge(k.groups, out_channels);
+  const int64_t per_group = out_channels / k.groups;  // such groups are never merged
   // Groups of 8 channels or fewer tile a 16-lane vector: the grouped schedule's (interleaved).
   if (out_channels % k.groups != 0 || per_group <= kLanes / 2 || per_group % kLanes == 0 ||
       per_group % (kLanes / 2) != 0)
