@@ -160,8 +160,9 @@ std::vector<float> run_step(ChainStepKind kind, const std::vector<float>& x, int
 // against double precision over [-100, 100], past where the exponential is clamped (|v| > 87),
 // and the special values: the error stays under 1e-6 relative (5e-6 on targets without FMA,
 // where k ln2 is rounded; Halide's exp measured 4.1e-6 there) plus 2e-36 absolute (what the
-// clamp leaves below v = -87, where both are under 1.7e-38 * |v|); sigmoid(+-inf) is 1 and
-// about 0, SiLU(inf) is inf and SiLU(-inf) NaN (-inf * 0, as in ONNX); NaN stays NaN.
+// clamp leaves below v = -87, where both are under 1.7e-38 * |v|, and SiLU's -0 below -88.37,
+// where it is under 3.7e-37); sigmoid(+-inf) is 1 and about 0, SiLU(inf) is inf and SiLU(-inf)
+// NaN (-inf * 0, as in ONNX); NaN stays NaN.
 TEST(GeneratedKernels, SigmoidAndSiluAccuracyAcrossTheirRange) {
   const int64_t n = 200001;
   std::vector<float> x(static_cast<size_t>(n));
