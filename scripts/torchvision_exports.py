@@ -23,7 +23,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from export_common import parse_export_args  # noqa: E402
+from export_common import calibrate_batch_norms, parse_export_args  # noqa: E402
 
 MODELS = {
     "tv_resnet50": "resnet50",
@@ -44,30 +44,6 @@ MODELS = {
     "tv_inception_v3": "inception_v3",
     "tv_vgg11_bn": "vgg11_bn",
 }
-
-
-def calibrate_batch_norms(torch, model, seed):
-    """Sets each BatchNorm's running statistics to its input's on a random batch, in the order
-    the forward pass reaches them, with a random affine scale and shift."""
-    g = torch.Generator().manual_seed(seed)
-    x = torch.rand(4, 3, 224, 224, generator=g) * 2 - 1
-    norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
-
-    def hook(module, inputs):
-        a = inputs[0].detach()
-        dims = [d for d in range(a.dim()) if d != 1]
-        module.running_mean.copy_(a.mean(dim=dims))
-        module.running_var.copy_(a.var(dim=dims, unbiased=False) + 1e-3)
-        if module.affine:
-            module.weight.data.uniform_(0.5, 1.5, generator=g)
-            module.bias.data.uniform_(-0.2, 0.2, generator=g)
-
-    handles = [m.register_forward_pre_hook(hook) for m in norms]
-    model.eval()
-    with torch.no_grad():
-        model(x)
-    for h in handles:
-        h.remove()
 
 
 def main():

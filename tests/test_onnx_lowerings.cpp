@@ -346,5 +346,74 @@ TEST(OnnxLowering, LpPoolCeilModeMatchesItsDefinition) {
   }
 }
 
+// BatchNormalization with training_mode=1 normalizes with the input's own statistics per
+// channel (over the batch and the other axes; the population variance), as PyTorch's
+// F.batch_norm(training=True) does; the running statistics in inputs 3 and 4 play no part in
+// output 0. Batch 2 at rank 4 (a Transpose to channels first) and batch 1 at rank 3 (a weight
+// standardization's [1, O, I*Kh*Kw]), both against the definition computed here.
+TEST(OnnxLowering, TrainingModeBatchNormUsesTheInputsStatistics) {
+  for (const Dims& shape : {Dims{2, 3, 4, 5}, Dims{1, 4, 27}}) {
+    const int64_t n = shape[0], ch = shape[1],
+                  inner = shape.size() == 4 ? shape[2] * shape[3] : shape[2];
+    SCOPED_TRACE(testing::PrintToString(shape));
+    const std::vector<float> x = rnd(n * ch * inner, 401, -2.0f, 3.0f);
+    const std::vector<float> scale = rnd(ch, 402, 0.5f, 1.5f), shift = rnd(ch, 403);
+    ModelBuilder m(15);
+    m.input("x", shape);
+    m.init("s", {ch}, scale), m.init("b", {ch}, shift);
+    m.init("mu", {ch}, rnd(ch, 404)), m.init("var", {ch}, rnd(ch, 405, 0.5f, 2.0f));
+    auto& bn = m.node("BatchNormalization", {"x", "s", "b", "mu", "var"},
+                      {"y", "running_mean", "running_var"}, "bn");
+    attr_i(bn, "training_mode", 1);
+    onnx_test::attr_f(bn, "epsilon", 1e-3f);
+    m.output("y");
+    const Tensor y = onnx_test::run_one(m, x);
+    ASSERT_EQ(y.data.size(), x.size());
+    for (int64_t c = 0; c < ch; ++c) {
+      double sum = 0, square_sum = 0;
+      for (int64_t b = 0; b < n; ++b)
+        for (int64_t i = 0; i < inner; ++i) sum += x[(b * ch + c) * inner + i];
+      const double mean = sum / static_cast<double>(n * inner);
+      for (int64_t b = 0; b < n; ++b)
+        for (int64_t i = 0; i < inner; ++i)
+          square_sum += std::pow(x[(b * ch + c) * inner + i] - mean, 2);
+      const double inv_std = 1.0 / std::sqrt(square_sum / static_cast<double>(n * inner) + 1e-3);
+      for (int64_t b = 0; b < n; ++b)
+        for (int64_t i = 0; i < inner; ++i) {
+          const size_t k = static_cast<size_t>((b * ch + c) * inner + i);
+          EXPECT_NEAR(y.data[k], (x[k] - mean) * inv_std * scale[c] + shift[c], 1e-4)
+              << c << " " << b << " " << i;
+        }
+    }
+  }
+}
+
+// PyTorch exports F.pad(x, [left, right, top, bottom]) as arithmetic on an integer pad list:
+// ConstantOfShape, Concat, Reshape to [4, 2], a reversing Slice, Transpose and Reshape to 8, Cast
+// (HGNetV2's and EfficientViT's exports). The Transpose of that constant folds at import, so
+// Pad sees constant pads.
+TEST(OnnxLowering, TransposeOfAnIntegerConstantFolds) {
+  ModelBuilder m(17);
+  m.input("x", {1, 2, 3, 4});
+  m.init_i64("torch_pads", {4}, {1, 2, 0, 3});  // left, right, top, bottom
+  m.init_i64("zeros", {4}, {0, 0, 0, 0});       // ConstantOfShape's, in the export
+  attr_i(m.node("Concat", {"torch_pads", "zeros"}, {"pairs_flat"}, "concat"), "axis", 0);
+  m.init_i64("pairs_shape", {2}, {-1, 2});
+  m.node("Reshape", {"pairs_flat", "pairs_shape"}, {"pairs"}, "pairs");
+  m.init_i64("start", {1}, {-1}), m.init_i64("stop", {1}, {std::numeric_limits<int64_t>::min()});
+  m.init_i64("axis0", {1}, {0}), m.init_i64("step", {1}, {-1});
+  m.node("Slice", {"pairs", "start", "stop", "axis0", "step"}, {"reversed"}, "reverse");
+  attr_ints(m.node("Transpose", {"reversed"}, {"by_side"}, "transpose"), "perm", {1, 0});
+  m.init_i64("flat", {1}, {-1});
+  m.node("Reshape", {"by_side", "flat"}, {"pads"}, "flatten");
+  m.node("Pad", {"x", "pads"}, {"y"}, "pad");
+  m.output("y");
+  const Graph g = import(m);
+  ASSERT_EQ(g.num_nodes(), 1u);
+  const Pad& pad = op_at<Pad>(g, 0);
+  // ONNX order: begins of N, C, H, W, then their ends: H gets top 0 and bottom 3, W 1 and 2.
+  EXPECT_EQ(pad.pads, (std::vector<int64_t>{0, 0, 0, 1, 0, 0, 3, 2}));
+}
+
 }  // namespace
 }  // namespace kiln::graph

@@ -43,10 +43,6 @@ TEST(OnnxImport, UnsupportedOpsAttributesAndTrainingModeAreErrors) {
   ModelBuilder dom = one_node("Relu", 13);
   dom.graph().mutable_node(0)->set_domain("com.microsoft");
   EXPECT_THAT(import_error(dom.bytes()), HasSubstr("domain 'com.microsoft' is not supported"));
-  ModelBuilder bn = one_node("BatchNormalization", 15);
-  attr_i(*bn.graph().mutable_node(0), "training_mode", 1);
-  EXPECT_THAT(import_error(bn.bytes()),
-              HasSubstr("node 'n1' (BatchNormalization): attribute 'training_mode'=1"));
   ModelBuilder pad = one_node("AveragePool", 13);
   attr_ints(*pad.graph().mutable_node(0), "kernel_shape", {2, 2});
   attr_s(*pad.graph().mutable_node(0), "auto_pad", "SAME_MIDDLE");
@@ -95,7 +91,8 @@ TEST(OnnxImport, UnknownAttributesAreErrors) {
 }
 
 // BatchNormalization's training outputs (running mean and variance, saved statistics) are
-// refused even when nothing reads them: a model that declares them was exported for training.
+// refused even when nothing reads them: outside training mode, a model that declares them was
+// exported for training.
 TEST(OnnxImport, BatchNormTrainingOutputsAreErrors) {
   std::mt19937_64 rng(std::random_device{}());
   const int extra = 1 + static_cast<int>(rng() % 4);
@@ -110,6 +107,19 @@ TEST(OnnxImport, BatchNormTrainingOutputsAreErrors) {
   EXPECT_THAT(import_error(m.bytes()),
               HasSubstr("node 'bn' (BatchNormalization): declares " + std::to_string(1 + extra) +
                         " outputs"));
+  // In training mode (normalized with the input's own statistics) they may be declared, as
+  // PyTorch's export does, but nothing may read them.
+  ModelBuilder t(15);
+  t.input("x", {1, 2, 3, 3});
+  t.init("s", {2}, {1, 1}), t.init("b", {2}, {0, 0}), t.init("mu", {2}, {0, 0}),
+      t.init("v", {2}, {1, 1});
+  attr_i(t.node("BatchNormalization", {"x", "s", "b", "mu", "v"}, {"y", "mean", "var"}, "bn"),
+         "training_mode", 1);
+  t.node("Relu", {"mean"}, {"r"}, "reads_mean");
+  t.output("y"), t.output("r");
+  EXPECT_EQ(import_error(t.bytes()),
+            "node 'bn' (BatchNormalization): output #1 'mean' is used, "
+            "but Kiln does not support computing it");
 }
 
 // A graph output's declared type must agree with what Kiln computes: FLOAT, the inferred rank

@@ -223,6 +223,7 @@ void convert_where(Importer& im, const NodeCtx& c);
 void convert_expand(Importer& im, const NodeCtx& c);
 // ops_norm.cpp
 void convert_instance_norm(Importer& im, const NodeCtx& c);
+void convert_batch_norm_training(Importer& im, const NodeCtx& c);  // from convert_batch_norm
 void convert_group_norm(Importer& im, const NodeCtx& c);
 void convert_lrn(Importer& im, const NodeCtx& c);
 // ops_shape.cpp

@@ -194,8 +194,7 @@ void convert_batch_norm(Importer& im, const NodeCtx& c) {
     node_error(c, "training mode (attribute 'is_test'=0) is not supported; Kiln runs inference");
   if (c.opset < 9 && attr_int(c, "spatial", 1) != 1)
     node_error(c, "attribute 'spatial'=0 (per-activation statistics) is not supported");
-  if (attr_int(c, "training_mode", 0) != 0)
-    node_error(c, "attribute 'training_mode'=1 is not supported; Kiln runs inference only");
+  if (attr_int(c, "training_mode", 0) != 0) return convert_batch_norm_training(im, c);
   // Running mean and variance (and saved statistics before opset 14) exist only in training.
   int outputs = 0;
   for (int k = 0; k < im.num_outputs(c); ++k) outputs += !im.output_name(c, k).empty();

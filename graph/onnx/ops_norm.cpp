@@ -1,8 +1,10 @@
-// ONNX -> IR for the normalizations Kiln builds from its generated kernels: InstanceNormalization
-// and GroupNormalization (a LayerNorm over the spatial axes, or over a group's channels and the
-// spatial axes, then the per-channel scale and bias) and LRN (a sum of squares over a channel
-// window computed as a 1x1 convolution with a band of ones, then elementwise steps).
+// ONNX -> IR for the normalizations Kiln builds from its generated kernels: InstanceNormalization,
+// BatchNormalization in training mode and GroupNormalization (a LayerNorm over the spatial axes,
+// over the batch and spatial axes, or over a group's channels and the spatial axes, then the
+// per-channel scale and bias) and LRN (a sum of squares over a channel window computed as a 1x1
+// convolution with a band of ones, then elementwise steps).
 #include <algorithm>
+#include <numeric>
 
 #include "graph/onnx/importer.h"
 #include "graph/shape_inference.h"
@@ -73,6 +75,35 @@ void convert_instance_norm(Importer& im, const NodeCtx& c) {
   const ValueId y =
       normalize_from(im, c, im.value_input(c, 0), xs, 2, attr_float(c, "epsilon", 1e-5f));
   scale_and_shift(im, c, y, scale, bias);
+}
+
+// BatchNormalization with training_mode=1, as PyTorch exports F.batch_norm(training=True)
+// (normalizer-free networks standardize their weights so): the mean and variance of each
+// channel are the input's own, over the batch and the other axes. Inputs 3 and 4, the running
+// statistics, only feed outputs 1 and 2 (their update), which Kiln does not compute. Channels
+// first (a Transpose, unless the batch is 1), a LayerNorm over the rest, channels back.
+void convert_batch_norm_training(Importer& im, const NodeCtx& c) {
+  const Shape xs = im.input_shape(c, 0);
+  if (xs.size() < 2)
+    node_error(c, "input '" + im.input_name(c, 0) + "' is " + to_string(xs) +
+                      ", expected [N, C, ...] (rank 2 or more)");
+  const ValueId scale = channel_constant(im, c, 1, "scale", xs[1], xs[1], xs.size());
+  const ValueId bias = channel_constant(im, c, 2, "B", xs[1], xs[1], xs.size());
+  const float epsilon = attr_float(c, "epsilon", 1e-5f);
+  const ValueId x = im.value_input(c, 0);
+  if (xs[0] == 1 && xs.size() >= 3)
+    return scale_and_shift(im, c, normalize_from(im, c, x, xs, 2, epsilon), scale, bias);
+  std::vector<int> perm(xs.size());
+  std::iota(perm.begin(), perm.end(), 0);
+  std::swap(perm[0], perm[1]);
+  Shape channels_first = xs;
+  std::swap(channels_first[0], channels_first[1]);
+  const ValueId t =
+      im.emit(c, Transpose{perm}, {x}, c.name + "/channels_first", c.name + "/channels_first");
+  const ValueId y = normalize_from(im, c, t, channels_first, 1, epsilon);
+  scale_and_shift(
+      im, c, im.emit(c, Transpose{perm}, {y}, c.name + "/channels_back", c.name + "/channels_back"),
+      scale, bias);
 }
 
 // GroupNormalization: the statistics per (n, group of C / G channels) over the group's channels

@@ -201,7 +201,28 @@ void convert_transpose(Importer& im, const NodeCtx& c) {
   bool identity = static_cast<int64_t>(t.perm.size()) == r;
   for (size_t a = 0; identity && a < t.perm.size(); ++a) identity = t.perm[a] == static_cast<int>(a);
   if (identity) return im.define_alias(c, 0, 0);
-  im.define_value(c, 0, im.emit(c, t, {im.value_input(c, 0)}, im.output_name(c, 0)));
+  std::vector<bool> seen(static_cast<size_t>(r), false);
+  for (int a : t.perm) {
+    if (static_cast<int64_t>(t.perm.size()) != r || seen[static_cast<size_t>(a)])
+      node_error(c, "attribute 'perm' is not a permutation of the " + std::to_string(r) + " axes");
+    seen[static_cast<size_t>(a)] = true;
+  }
+  const Shape in = im.input_shape(c, 0);
+  Shape out;
+  for (int a : t.perm) out.push_back(in[static_cast<size_t>(a)]);
+  const HostTensor* h = foldable(im, c, 0);
+  if (!h || !fits_fold(out))
+    return im.define_value(c, 0, im.emit(c, t, {im.value_input(c, 0)}, im.output_name(c, 0)));
+  // A constant (exporters transpose integer pad lists: PyTorch's F.pad) is folded here.
+  Shape in_strides(static_cast<size_t>(r), 1);
+  for (int64_t a = r - 2; a >= 0; --a) in_strides[a] = in_strides[a + 1] * in[a + 1];
+  std::vector<int64_t> src(static_cast<size_t>(h->size())), index(static_cast<size_t>(r), 0);
+  for (int64_t& from : src) {  // the output in order, its index counted like an odometer
+    from = 0;
+    for (int64_t a = 0; a < r; ++a) from += index[a] * in_strides[t.perm[a]];
+    for (int64_t a = r - 1; a >= 0 && ++index[a] == out[a]; --a) index[a] = 0;
+  }
+  im.define_host(c, 0, host_gather_flat(*h, out, src));
 }
 
 void convert_concat(Importer& im, const NodeCtx& c) {
