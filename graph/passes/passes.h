@@ -14,6 +14,11 @@ Graph fuse_layer_norm(const Graph& g);
 // the products) into one gelu chain step. Runs before fuse_elementwise_chains.
 Graph fuse_gelu(const Graph& g);
 
+// Rewrites a mean or max over H and W of a 4-D image as a GlobalPool (and a Reshape without
+// keepdims), and leaves out a Tile (ONNX Expand) whose readers are all broadcasting binary ops
+// with another operand of its shape. Runs after fuse_layer_norm, before the layout pass.
+Graph simplify_exported_ops(const Graph& g);
+
 // Rewrites a channels-last linear layer, MatMul of a 4-D [N, H, W, K] tensor by a constant
 // [K, M], as Transpose(0, 3, 1, 2) -> 1x1 Conv2d -> Transpose(0, 2, 3, 1), so that it fuses
 // like any convolution; a MatMul with a 1-D operand becomes its matrix form between Reshapes.
