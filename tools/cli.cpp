@@ -306,13 +306,21 @@ graph::Graph compile_cached(const std::string& model, const InputShapes& shapes,
     if (!std::filesystem::exists(model)) throw graph::Error("no such file: " + model);
     bytes = graph::onnx::read_model_file(model);
   }
+  uint64_t model_hash = graph::fnv1a(bytes);
+  // Weights kept beside the model are part of it: a changed data file is another model.
+  for (const std::string& f : graph::onnx::external_data_files(model, bytes)) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(f, ec))
+      model_hash = graph::fnv1a(graph::read_whole_file(f, "external data file"), model_hash);
+  }
   std::string shape_key;  // the same file at another batch is another graph
   for (const auto& [name, shape] : shapes) shape_key += name + "=" + graph::to_string(shape) + ";";
   std::ostringstream key;
-  key << std::hex << graph::fnv1a(bytes) << "-"
+  key << std::hex << model_hash << "-"
       << graph::fnv1a(target + "|" KILN_VERSION "|" + std::to_string(graph::kGraphFormatVersion) +
                       "|" + codegen::generator_identity() + "|" + shape_key + "|" +
-                      graph::to_string(precision) + (pass_options(precision).bf16_amx ? "|amx" : ""));
+                      graph::to_string(precision) +
+                      (pass_options(precision).bf16_amx ? "|amx" : ""));
   const std::string dir = cache_dir();
   const std::string path = dir.empty() ? "" : dir + "/compiled/" + key.str() + ".kiln";
   std::error_code ec;

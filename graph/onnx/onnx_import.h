@@ -23,8 +23,9 @@ struct ImportOptions {
   // its declared value; a name that is no graph input is an Error, and so is a symbolic
   // dimension left unbound, unless another input's binding gave that dim_param its size.
   std::vector<std::pair<std::string, Shape>> input_shapes;
-  // Reserved for external data paths. The importer refuses tensors stored outside the .onnx
-  // file (data_location EXTERNAL) for now, so nothing is resolved against it.
+  // Where the files of initializers stored outside the model (ONNX external data) are looked
+  // up; import_model defaults it to the model file's directory. import_model_from_bytes
+  // without it refuses external data.
   std::string base_dir;
 };
 
@@ -37,6 +38,11 @@ Graph import_model_from_bytes(const std::string& bytes, const ImportOptions& opt
 // The bytes of a model file, with import_model's checks: a regular file of at most 2 GiB
 // (protobuf's limit), refused before it is read otherwise.
 std::string read_model_file(const std::string& path);
+// The files beside the model that its initializers keep their data in (ONNX external data),
+// given the model file's path and bytes: each once, in the order first named. For cache keys
+// that must change when the weights do.
+std::vector<std::string> external_data_files(const std::string& model_path,
+                                             const std::string& bytes);
 
 // The ONNX op types (default domain) the importer maps to Kiln, sorted.
 const std::vector<std::string>& supported_op_types();

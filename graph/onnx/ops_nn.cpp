@@ -356,9 +356,8 @@ void convert_binary(Importer& im, const NodeCtx& c) {
 
 void convert_pool(Importer& im, const NodeCtx& c) {
   expect_inputs(c, 1, 1);
+  // MaxPool's Indices output may be declared (PyTorch's dynamo exporter does) but not read.
   const bool is_max = c.op() == "MaxPool";
-  if (is_max && !im.output_name(c, 1).empty())
-    node_error(c, "the Indices output '" + im.output_name(c, 1) + "' is not supported");
   if (attr_int(c, "storage_order", 0) != 0)
     node_error(c, "attribute 'storage_order'=1 (column-major indices) is not supported");
   if (im.input_shape(c, 0).size() == 5) return convert_pool_3d(im, c);

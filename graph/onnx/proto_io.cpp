@@ -147,12 +147,81 @@ int64_t checked_elements(const Shape& dims, const std::string& what) {
   return n;
 }
 
-HostTensor decode_tensor(const TP& t, const std::string& what) {
-  if (t.data_location() == TP::EXTERNAL || t.external_data_size() > 0)
-    throw Error(what +
-                " keeps its data outside the model file (data_location EXTERNAL); Kiln "
-                "only imports tensors stored inside the .onnx file - save the model without "
-                "external data");
+namespace {
+
+// A non-negative integer from an external_data entry's text.
+int64_t external_number(const std::string& text, const std::string& key, const std::string& what) {
+  int64_t v = 0;
+  bool ok = !text.empty() && text.size() <= 18;
+  for (char ch : text) ok &= ch >= '0' && ch <= '9';
+  if (ok) v = std::stoll(text);
+  if (!ok)
+    throw Error(what + " has external_data " + key + " '" + text + "'; expected a byte count");
+  return v;
+}
+
+// The bytes of a tensor kept in a file beside the model (ONNX external data, as PyTorch's
+// dynamo exporter and large models write): `location` relative to the model's directory (no
+// absolute path, no '..'), `offset` and `length` in bytes (defaults: 0, to the end of the
+// file); `checksum` is not verified. Their count must be what the tensor's dims and dtype need,
+// checked before anything is read.
+std::string read_external_data(const TP& t, const std::string& what, const std::string& base_dir) {
+  std::string location, offset_text = "0", length_text;
+  for (const auto& kv : t.external_data()) {
+    if (kv.key() == "location")
+      location = kv.value();
+    else if (kv.key() == "offset")
+      offset_text = kv.value();
+    else if (kv.key() == "length")
+      length_text = kv.value();
+  }
+  if (location.empty()) throw Error(what + " is stored externally but names no location");
+  const std::filesystem::path rel(location);
+  bool escapes = rel.is_absolute();
+  for (const auto& part : rel) escapes |= part == "..";
+  if (escapes)
+    throw Error(what + " keeps its data in '" + location +
+                "'; an external data location must be a relative path inside the model's "
+                "directory");
+  if (base_dir.empty())
+    throw Error(what + " keeps its data in the file '" + location +
+                "' beside the model, but the model was given as bytes, with no directory to "
+                "look in");
+  const std::string path = (std::filesystem::path(base_dir) / rel).string();
+  const int64_t size = regular_file_size(path, "external data file of " + what);
+  const int64_t offset = external_number(offset_text, "offset", what);
+  const int64_t length = length_text.empty() ? size - std::min(offset, size)
+                                             : external_number(length_text, "length", what);
+  if (offset > size || length > size - offset)
+    throw Error(what + " claims bytes [" + std::to_string(offset) + ", " +
+                std::to_string(offset + length) + ") of '" + path + "', which holds " +
+                std::to_string(size));
+  int64_t need = checked_elements({t.dims().begin(), t.dims().end()}, what);
+  const size_t elem = element_bytes(t.data_type());
+  if (elem != 0 &&
+      (__builtin_mul_overflow(need, static_cast<int64_t>(elem), &need) || need != length))
+    throw Error(what + " has " + std::to_string(length) + " bytes in '" + path + "'; its dims " +
+                to_string(Shape(t.dims().begin(), t.dims().end())) + " and dtype " +
+                dtype_name(t.data_type()) + " need " + std::to_string(need));
+  std::string bytes(static_cast<size_t>(length), '\0');
+  std::ifstream in(path, std::ios::binary);
+  in.seekg(offset);
+  if (!in.read(bytes.data(), length))
+    throw Error("cannot read " + std::to_string(length) + " bytes at offset " +
+                std::to_string(offset) + " of '" + path + "' (" + what + ")");
+  return bytes;
+}
+
+}  // namespace
+
+HostTensor decode_tensor(const TP& t, const std::string& what, const std::string& base_dir) {
+  if (t.data_location() == TP::EXTERNAL || t.external_data_size() > 0) {
+    TP inline_copy = t;  // external tensors hold no data fields of their own
+    inline_copy.clear_external_data();
+    inline_copy.set_data_location(TP::DEFAULT);
+    *inline_copy.mutable_raw_data() = read_external_data(t, what, base_dir);
+    return decode_tensor(inline_copy, what);
+  }
   if (t.has_segment()) throw Error(what + " is segmented; Kiln does not load segmented tensors");
   if (t.dims_size() > static_cast<int>(kMaxRank))
     throw Error(what + " has rank " + std::to_string(t.dims_size()) + "; Kiln supports up to " +
