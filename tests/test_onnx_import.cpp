@@ -455,7 +455,9 @@ TEST(OnnxImport, GatherOnRuntimeTensorBecomesSlices) {
   };
   const Case cases[] = {{{1, 3, 5}, {3}, 1, 1, 0, 0},  // evenly stepped: one strided slice
                         {{3, 0, 1}, {3}, 0, 3, 1, 0},  // arbitrary: slices + concat
-                        {{-2}, {}, 1, 1, 0, 1}};       // scalar index drops the axis
+                        {{-2}, {}, 1, 1, 0, 1},        // scalar index drops the axis
+                        // all of the axis in order, as [2, 3]: a view (as_strided, exported)
+                        {{0, 1, 2, 3, 4, 5}, {2, 3}, 1, 0, 0, 1}};
   for (const Case& k : cases) {
     ModelBuilder m(13);
     m.input("x", {4, 6});

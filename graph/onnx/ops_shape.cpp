@@ -82,11 +82,6 @@ std::vector<int64_t> optional_list(Importer& im, const NodeCtx& c, int i, const 
 void lower_gather(Importer& im, const NodeCtx& c, int axis, const std::vector<int64_t>& idx,
                   const Shape& out) {
   if (idx.empty()) node_error(c, "gathers no indices; Kiln tensors cannot be empty");
-  if (idx.size() > kMaxGatherSlices)
-    node_error(c, "gathers " + std::to_string(idx.size()) +
-                      " indices from a runtime tensor; "
-                      "Kiln lowers Gather to slices and supports at most " +
-                      std::to_string(kMaxGatherSlices));
   const ValueId x = im.value_input(c, 0);
   const Shape in = im.graph().value(x).shape;
   Shape sliced = in;
@@ -104,12 +99,20 @@ void lower_gather(Importer& im, const NodeCtx& c, int axis, const std::vector<in
   bool even = step != 0;
   for (int64_t k = 0; even && k < n; ++k) even = idx[k] == idx[0] + k * step;
   ValueId v;
-  if (even) {
+  if (even && step == 1 && idx[0] == 0 && n == in[axis]) {
+    v = x;  // all of the axis in order (PyTorch's dynamo exporter writes a view this way)
+    if (!reshape) return im.define_alias(c, 0, 0);
+  } else if (even) {
     const int64_t last = idx[0] + (n - 1) * step;
     const std::string name = c.name + "/slice";
     v = slice(idx[0], last + (step > 0 ? 1 : -1), step, reshape ? name : out_name,
               reshape ? name : c.name);
   } else {
+    if (idx.size() > kMaxGatherSlices)
+      node_error(c, "gathers " + std::to_string(idx.size()) +
+                        " indices in no even steps from a runtime tensor; Kiln lowers such a "
+                        "Gather to a slice per index and supports at most " +
+                        std::to_string(kMaxGatherSlices));
     std::vector<ValueId> parts;
     for (int64_t k = 0; k < n; ++k) {
       const std::string name = c.name + "/slice" + std::to_string(k);
