@@ -2,15 +2,23 @@
 share (plain Python: each runs in its exporter's own environment, and PyTorch is passed in)."""
 
 import argparse
+import os
+import sys
 
 
-def parse_export_args(doc, models):
-    """DIR [--models a,b,...] [--seed N]; args.models is the list, each one of `models`."""
+def parse_export_args(doc, models, torch_exporter=False):
+    """DIR [--models a,b,...] [--seed N] [--dynamo]; args.models is the list, each one of
+    `models`. --dynamo (PyTorch's scripts only) picks the dynamo-based exporter."""
     p = argparse.ArgumentParser(description=doc.split("\n")[0])
     p.add_argument("dir")
     p.add_argument("--models", default=",".join(models),
                    help="comma-separated, from: " + ", ".join(models))
     p.add_argument("--seed", type=int, default=3)
+    if torch_exporter:
+        p.add_argument("--dynamo", action="store_true",
+                       help="export with torch.onnx's dynamo-based exporter (its default opset; "
+                            "the weights in NAME.onnx.data beside the model) instead of the "
+                            "TorchScript-based one at opset 17")
     args = p.parse_args()
     args.models = args.models.split(",")
     unknown = [m for m in args.models if m not in models]
@@ -42,3 +50,28 @@ def calibrate_batch_norms(torch, model, seed, size=224):
         model(x)
     for h in handles:
         h.remove()
+
+
+def export_torch_models(args, build):
+    """Exports each of args.models to DIR/NAME.onnx: build(name) gives the model and its input
+    size; its BatchNorms are calibrated, and torch.onnx.export writes it in eval mode, batch 1,
+    NCHW, input "input", output "logits". A failure is reported and the others go on; exits 1
+    if any failed."""
+    import torch
+
+    os.makedirs(args.dir, exist_ok=True)
+    options = {"dynamo": True} if args.dynamo else {"dynamo": False, "opset_version": 17}
+    failed = 0
+    for name in args.models:
+        torch.manual_seed(args.seed)
+        try:
+            model, size = build(name)
+            calibrate_batch_norms(torch, model, args.seed, size)
+            x = torch.rand(1, 3, size, size) * 2 - 1
+            torch.onnx.export(model, (x,), os.path.join(args.dir, name + ".onnx"),
+                              input_names=["input"], output_names=["logits"], **options)
+            print(f"[export] {name} ({size}x{size})", flush=True)
+        except Exception as e:  # a model or exporter failure: report it and go on
+            print(f"[export] {name} FAILED: {type(e).__name__}: {e}", flush=True)
+            failed += 1
+    sys.exit(1 if failed else 0)

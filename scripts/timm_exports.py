@@ -17,14 +17,15 @@ ResNet-D's average-pooled shortcuts, EfficientNet-Lite, TinyNet at 106x106.
 
 Each model gets timm's random initialization (seeded) and every BatchNorm the statistics of its
 input on a random batch (scripts/export_common.py), and is exported in eval mode, batch 1, at
-its default input size (NCHW), opset 17, by the TorchScript-based exporter.
+its default input size (NCHW), opset 17, by the TorchScript-based exporter; with --dynamo, by
+the dynamo-based one (scripts/torchvision_exports.py says which versions were checked).
 """
 
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from export_common import calibrate_batch_norms, parse_export_args  # noqa: E402
+from export_common import export_torch_models, parse_export_args  # noqa: E402
 
 MODELS = {
     "timm_dla34": "dla34",
@@ -61,28 +62,14 @@ MODELS = {
 
 
 def main():
-    args = parse_export_args(__doc__, MODELS)
-
+    args = parse_export_args(__doc__, MODELS, torch_exporter=True)
     import timm
-    import torch
 
-    os.makedirs(args.dir, exist_ok=True)
-    failed = 0
-    for name in args.models:
-        torch.manual_seed(args.seed)
-        try:
-            model = timm.create_model(MODELS[name], pretrained=False)
-            size = model.pretrained_cfg.get("input_size", (3, 224, 224))[-1]
-            calibrate_batch_norms(torch, model, args.seed, size)
-            x = torch.rand(1, 3, size, size) * 2 - 1
-            torch.onnx.export(model, (x,), os.path.join(args.dir, name + ".onnx"),
-                              input_names=["input"], output_names=["logits"], opset_version=17,
-                              dynamo=False)
-            print(f"[export] {name} ({size}x{size})", flush=True)
-        except Exception as e:  # a model or exporter failure: report it and go on
-            print(f"[export] {name} FAILED: {type(e).__name__}: {e}", flush=True)
-            failed += 1
-    sys.exit(1 if failed else 0)
+    def build(name):
+        model = timm.create_model(MODELS[name], pretrained=False)
+        return model, model.pretrained_cfg.get("input_size", (3, 224, 224))[-1]
+
+    export_torch_models(args, build)
 
 
 if __name__ == "__main__":

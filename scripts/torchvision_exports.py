@@ -17,13 +17,19 @@ Each model gets random weights (torchvision's initialization, seeded), and every
 statistics of its input on a random batch with a random scale and shift, so that the
 activations keep their size to the logits; then it is exported in eval mode, batch 1, 3x224x224
 (NCHW), opset 17, by the TorchScript-based exporter (`torch.onnx.export`, dynamo=False).
+
+With --dynamo, the dynamo-based exporter instead (the default of current PyTorch), at its
+default opset, with the weights in OUTDIR/NAME.onnx.data beside each model. Checked with:
+
+    python3 -m venv PT29 && PT29/bin/pip install torch==2.9.1 torchvision==0.24.1 \
+        onnxscript==0.7.2 onnx==1.19.1 timm==1.0.12
 """
 
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from export_common import calibrate_batch_norms, parse_export_args  # noqa: E402
+from export_common import export_torch_models, parse_export_args  # noqa: E402
 
 MODELS = {
     "tv_resnet50": "resnet50",
@@ -47,30 +53,15 @@ MODELS = {
 
 
 def main():
-    args = parse_export_args(__doc__, MODELS)
-    names = args.models
-
-    import torch
+    args = parse_export_args(__doc__, MODELS, torch_exporter=True)
     import torchvision
 
-    os.makedirs(args.dir, exist_ok=True)
-    failed = 0
-    for name in names:
-        torch.manual_seed(args.seed)
+    def build(name):
         extra = {"aux_logits": False, "init_weights": True} if name in (
             "tv_googlenet", "tv_inception_v3") else {}
-        model = getattr(torchvision.models, MODELS[name])(weights=None, **extra)
-        calibrate_batch_norms(torch, model, args.seed)
-        x = torch.rand(1, 3, 224, 224) * 2 - 1
-        try:
-            torch.onnx.export(model, (x,), os.path.join(args.dir, name + ".onnx"),
-                              input_names=["input"], output_names=["logits"], opset_version=17,
-                              dynamo=False)
-            print(f"[export] {name}", flush=True)
-        except Exception as e:  # an exporter failure: report it and go on with the others
-            print(f"[export] {name} FAILED: {type(e).__name__}: {e}", flush=True)
-            failed += 1
-    sys.exit(1 if failed else 0)
+        return getattr(torchvision.models, MODELS[name])(weights=None, **extra), 224
+
+    export_torch_models(args, build)
 
 
 if __name__ == "__main__":
