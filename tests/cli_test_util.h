@@ -14,6 +14,7 @@
 #include <string>
 
 #include "npy.h"
+#include "sanitizers.h"  // KILN_TEST_ASAN, read below
 
 namespace kiln::cli_test {
 

@@ -53,6 +53,8 @@ struct HostTensor {
 std::string read_file(const std::string& path, const char* what);
 // Element count of `dims`; Error naming `what` for a negative dimension or an overflow.
 int64_t checked_elements(const Shape& dims, const std::string& what);
+// Whether an external data location stays inside the model's directory: relative, no "..".
+bool external_location_is_inside(const std::string& location);
 // A tensor stored externally (data_location EXTERNAL) is read from its file under `base_dir`,
 // the model's directory; without one, it is an Error.
 HostTensor decode_tensor(const ::onnx::TensorProto& t, const std::string& what,

@@ -598,7 +598,7 @@ std::vector<std::string> external_data_files(const std::string& model_path,
   std::vector<std::string> files;
   for (const auto& t : model.graph().initializer())
     for (const auto& kv : t.external_data()) {
-      if (kv.key() != "location") continue;
+      if (kv.key() != "location" || !external_location_is_inside(kv.value())) continue;
       const std::string f = (dir / kv.value()).string();
       if (std::find(files.begin(), files.end(), f) == files.end()) files.push_back(f);
     }

@@ -39,8 +39,9 @@ Graph import_model_from_bytes(const std::string& bytes, const ImportOptions& opt
 // (protobuf's limit), refused before it is read otherwise.
 std::string read_model_file(const std::string& path);
 // The files beside the model that its initializers keep their data in (ONNX external data),
-// given the model file's path and bytes: each once, in the order first named. For cache keys
-// that must change when the weights do.
+// given the model file's path and bytes: each once, in the order first named, leaving out
+// locations the import refuses (absolute, or climbing out with ".."). For cache keys that must
+// change when the weights do.
 std::vector<std::string> external_data_files(const std::string& model_path,
                                              const std::string& bytes);
 

@@ -147,6 +147,13 @@ int64_t checked_elements(const Shape& dims, const std::string& what) {
   return n;
 }
 
+bool external_location_is_inside(const std::string& location) {
+  const std::filesystem::path rel(location);
+  bool escapes = rel.is_absolute();
+  for (const auto& part : rel) escapes |= part == "..";
+  return !escapes;
+}
+
 namespace {
 
 // A non-negative integer from an external_data entry's text.
@@ -177,9 +184,7 @@ std::string read_external_data(const TP& t, const std::string& what, const std::
   }
   if (location.empty()) throw Error(what + " is stored externally but names no location");
   const std::filesystem::path rel(location);
-  bool escapes = rel.is_absolute();
-  for (const auto& part : rel) escapes |= part == "..";
-  if (escapes)
+  if (!external_location_is_inside(location))
     throw Error(what + " keeps its data in '" + location +
                 "'; an external data location must be a relative path inside the model's "
                 "directory");
@@ -198,8 +203,8 @@ std::string read_external_data(const TP& t, const std::string& what, const std::
                 std::to_string(size));
   int64_t need = checked_elements({t.dims().begin(), t.dims().end()}, what);
   const size_t elem = element_bytes(t.data_type());
-  if (elem != 0 &&
-      (__builtin_mul_overflow(need, static_cast<int64_t>(elem), &need) || need != length))
+  if (elem == 0) return {};  // a dtype Kiln does not load: decode_tensor says so, nothing read
+  if (__builtin_mul_overflow(need, static_cast<int64_t>(elem), &need) || need != length)
     throw Error(what + " has " + std::to_string(length) + " bytes in '" + path + "'; its dims " +
                 to_string(Shape(t.dims().begin(), t.dims().end())) + " and dtype " +
                 dtype_name(t.data_type()) + " need " + std::to_string(need));
