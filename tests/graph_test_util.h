@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -80,6 +81,22 @@ inline void expect_same_outputs_atol_per_unit(const Graph& before, const Graph& 
     const double atol = atol_per_unit * std::max(1.0, scale);
     EXPECT_LE(worst_error_ratio(got[i].data, want[i].data, rtol, atol), 1.0) << "output " << i;
   }
+}
+
+// A same-padded k x k convolution of x, ci -> co channels in `groups` groups, with weights
+// uniform in +-gain / sqrt(fan-in) (seeded with `seed`) and biases in +-0.2 (seed + 1), so that
+// activations keep their size through a stack of them.
+inline ValueId random_conv(GraphBuilder& b, const std::string& name, ValueId x, int64_t ci,
+                           int64_t co, int k, int groups, uint64_t seed, float gain = 1.0f) {
+  Conv2d attrs;
+  attrs.pad_top = attrs.pad_left = attrs.pad_bottom = attrs.pad_right = k / 2;
+  attrs.groups = groups;
+  const int64_t fan_in = ci / groups * k * k;
+  const float r = gain / std::sqrt(static_cast<float>(fan_in));
+  return b.conv2d(name, x,
+                  b.constant(name + "_w", {co, ci / groups, k, k},
+                             random_uniform(co * fan_in, -r, r, seed), Layout::oihw),
+                  b.constant(name + "_b", {co}, random_uniform(co, -0.2f, 0.2f, seed + 1)), attrs);
 }
 
 }  // namespace kiln::graph::testing_util

@@ -19,6 +19,7 @@
 #include "graph/passes/passes.h"
 #include "graph/passes/pipeline.h"
 #include "graph/reference.h"
+#include "graph_test_util.h"
 #include "kiln/runtime.h"
 #include "runtime/conv_weights.h"
 #include "runtime/kernels.h"
@@ -274,14 +275,7 @@ TEST(GeneratedKernels, ShortcutsAfterTheEpilogueFused) {
   graph::GraphBuilder b;
   auto conv = [&](const std::string& name, graph::ValueId x, int64_t ci, int64_t co, int k,
                   int groups, uint64_t seed) {
-    graph::Conv2d attrs;
-    attrs.pad_top = attrs.pad_left = attrs.pad_bottom = attrs.pad_right = k / 2;
-    attrs.groups = groups;
-    const float r = 1.0f / std::sqrt(static_cast<float>(ci / groups * k * k));
-    return b.conv2d(name, x,
-                    b.constant(name + "_w", {co, ci / groups, k, k},
-                               graph::random_uniform(co * ci / groups * k * k, -r, r, seed), Layout::oihw),
-                    b.constant(name + "_b", {co}, graph::random_uniform(co, -0.2f, 0.2f, seed + 1)), attrs);
+    return graph::testing_util::random_conv(b, name, x, ci, co, k, groups, seed);
   };
   auto silu = [&](const std::string& name, graph::ValueId x) {
     return b.op(name, graph::Binary{graph::BinaryOp::mul}, {x, b.op(name + "_sig", graph::Sigmoid{}, {x})});

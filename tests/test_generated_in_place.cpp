@@ -11,6 +11,7 @@
 #include "graph/builder.h"
 #include "graph/kernel_spec.h"
 #include "graph/passes/pipeline.h"
+#include "graph_test_util.h"
 #include "test_generator.h"
 
 namespace kiln {
@@ -31,16 +32,8 @@ TEST(GeneratedKernels, ChannelSplitsAreReadInPlace) {
   graph::GraphBuilder b;
   auto conv = [&](const std::string& name, graph::ValueId x, int64_t ci, int64_t co, int k,
                   int groups, uint64_t seed) {
-    graph::Conv2d attrs;
-    attrs.pad_top = attrs.pad_left = attrs.pad_bottom = attrs.pad_right = k / 2;
-    attrs.groups = groups;
-    const float r = 1.0f / std::sqrt(static_cast<float>(ci / groups * k * k));
     return b.relu(name + "_relu",
-                  b.conv2d(name, x,
-                           b.constant(name + "_w", {co, ci / groups, k, k},
-                                      graph::random_uniform(co * ci / groups * k * k, -r, r, seed), Layout::oihw),
-                           b.constant(name + "_b", {co}, graph::random_uniform(co, -0.2f, 0.2f, seed + 1)),
-                           attrs));
+                  graph::testing_util::random_conv(b, name, x, ci, co, k, groups, seed));
   };
   auto split = [&](const std::string& name, graph::ValueId x, int64_t from, int64_t to, int64_t h, int64_t w) {
     return b.op(name, graph::Slice{{0, from, 0, 0}, {1, to, h, w}, {1, 1, 1, 1}}, {x});

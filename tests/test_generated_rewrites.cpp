@@ -13,6 +13,7 @@
 #include "graph/builder.h"
 #include "graph/kernel_spec.h"
 #include "graph/passes/pipeline.h"
+#include "graph_test_util.h"
 #include "runtime/kernels.h"
 #include "test_generator.h"
 
@@ -162,15 +163,8 @@ TEST(GeneratedKernels, SqueezeExcitationScaleFoldsIntoTheConvolution) {
   uint64_t seed = 700;
   auto conv = [&](const std::string& name, graph::ValueId in, int64_t ci, int64_t co, int k,
                   int groups, float gain = 1.0f) {
-    graph::Conv2d attrs;
-    attrs.pad_top = attrs.pad_left = attrs.pad_bottom = attrs.pad_right = k / 2;
-    attrs.groups = groups;
-    const int64_t fan_in = ci / groups * k * k;
-    const float r = gain / std::sqrt(static_cast<float>(fan_in));
-    const graph::ValueId w = b.constant(name + "_w", {co, ci / groups, k, k},
-                                        graph::random_uniform(co * fan_in, -r, r, seed++), Layout::oihw);
-    return b.conv2d(name, in, w,
-                    b.constant(name + "_b", {co}, graph::random_uniform(co, -0.2f, 0.2f, seed++)), attrs);
+    seed += 2;  // the weights' seed and the biases'
+    return graph::testing_util::random_conv(b, name, in, ci, co, k, groups, seed - 2, gain);
   };
   const graph::ValueId x =
       b.relu("stem_relu", conv("stem", b.input("input", {2, 8, 17, 15}), 8, 16, 3, 1));

@@ -213,4 +213,20 @@ std::vector<FlatNode> flatten_functions(const ::onnx::ModelProto& model, int mod
   return Flattener(model, model_opset, max_opset).run(model.graph());
 }
 
+std::vector<FlatNode> live_nodes(std::vector<FlatNode> nodes, const ::onnx::GraphProto& graph) {
+  std::set<std::string> needed;
+  for (const auto& out : graph.output()) needed.insert(out.name());
+  std::vector<bool> live(nodes.size(), false);
+  for (size_t k = nodes.size(); k-- > 0;) {
+    const auto& p = *nodes[k].proto;
+    for (const std::string& out : p.output()) live[k] = live[k] || needed.count(out) > 0;
+    if (live[k])
+      for (const std::string& in : p.input()) needed.insert(in);
+  }
+  std::vector<FlatNode> kept;
+  for (size_t k = 0; k < nodes.size(); ++k)
+    if (live[k]) kept.push_back(std::move(nodes[k]));
+  return kept;
+}
+
 }  // namespace kiln::graph::onnx

@@ -33,4 +33,9 @@ struct FlatNode {
 std::vector<FlatNode> flatten_functions(const ::onnx::ModelProto& model, int model_opset,
                                         int max_opset);
 
+// The nodes some graph output depends on, in order. The others are never converted: a
+// branch that leads nowhere may use ops Kiln lacks (PyTorch's dynamo exporter subtracts
+// MaxPool's indices from a second pooling's and never reads the difference).
+std::vector<FlatNode> live_nodes(std::vector<FlatNode> nodes, const ::onnx::GraphProto& graph);
+
 }  // namespace kiln::graph::onnx

@@ -213,29 +213,6 @@ HostTensor bound_input(const ::onnx::ValueInfoProto& v, const Tensor& t) {
 Importer::Importer(const ::onnx::ModelProto& model, const ImportOptions& options)
     : model_(model), options_(options) {}
 
-namespace {
-
-// The nodes some graph output depends on, in order. The others are never converted: a
-// branch that leads nowhere may use ops Kiln lacks (PyTorch's dynamo exporter subtracts
-// MaxPool's indices from a second pooling's and never reads the difference).
-std::vector<FlatNode> live_nodes(std::vector<FlatNode> nodes, const ::onnx::GraphProto& graph) {
-  std::set<std::string> needed;
-  for (const auto& out : graph.output()) needed.insert(out.name());
-  std::vector<bool> live(nodes.size(), false);
-  for (size_t k = nodes.size(); k-- > 0;) {
-    const auto& p = *nodes[k].proto;
-    for (const std::string& out : p.output()) live[k] = live[k] || needed.count(out) > 0;
-    if (live[k])
-      for (const std::string& in : p.input()) needed.insert(in);
-  }
-  std::vector<FlatNode> kept;
-  for (size_t k = 0; k < nodes.size(); ++k)
-    if (live[k]) kept.push_back(std::move(nodes[k]));
-  return kept;
-}
-
-}  // namespace
-
 Graph Importer::run() {
   check_opsets();
   nodes_ = live_nodes(flatten_functions(model_, opset_, kMaxOpset), model_.graph());
@@ -589,21 +566,6 @@ Graph import_model_from_bytes(const std::string& bytes, const ImportOptions& opt
 }
 
 std::string read_model_file(const std::string& path) { return read_file(path, "ONNX model"); }
-
-std::vector<std::string> external_data_files(const std::string& model_path,
-                                             const std::string& bytes) {
-  ::onnx::ModelProto model;
-  if (!model.ParseFromString(bytes)) return {};
-  const std::filesystem::path dir = std::filesystem::path(model_path).parent_path();
-  std::vector<std::string> files;
-  for (const auto& t : model.graph().initializer())
-    for (const auto& kv : t.external_data()) {
-      if (kv.key() != "location" || !external_location_is_inside(kv.value())) continue;
-      const std::string f = (dir / kv.value()).string();
-      if (std::find(files.begin(), files.end(), f) == files.end()) files.push_back(f);
-    }
-  return files;
-}
 
 Graph import_model(const std::string& path, const ImportOptions& options) {
   const std::string bytes = read_model_file(path);

@@ -282,4 +282,19 @@ Tensor load_tensor_file(const std::string& path) {
   return out;
 }
 
+std::vector<std::string> external_data_files(const std::string& model_path,
+                                             const std::string& bytes) {
+  ::onnx::ModelProto model;
+  if (!model.ParseFromString(bytes)) return {};
+  const std::filesystem::path dir = std::filesystem::path(model_path).parent_path();
+  std::vector<std::string> files;
+  for (const auto& t : model.graph().initializer())
+    for (const auto& kv : t.external_data()) {
+      if (kv.key() != "location" || !external_location_is_inside(kv.value())) continue;
+      const std::string f = (dir / kv.value()).string();
+      if (std::find(files.begin(), files.end(), f) == files.end()) files.push_back(f);
+    }
+  return files;
+}
+
 }  // namespace kiln::graph::onnx
