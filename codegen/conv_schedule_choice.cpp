@@ -47,6 +47,7 @@ schedules::ConvShape conv_shape(const graph::ConvKernelSpec& k, const Halide::Ta
   s.costly_epilogue = std::any_of(k.post.begin(), k.post.end(), graph::costly_step);
   s.stride_w = k.stride_w, s.stride_h = k.stride_h;
   s.dilation_w = k.dilation_w, s.dilation_h = k.dilation_h;
+  s.max_winograd_tile = k.max_winograd_tile;
   return s;
 }
 

@@ -102,7 +102,9 @@ ScheduleDb ScheduleDb::load(const std::string& path) {
   return db;
 }
 
-void ScheduleDb::save(const std::string& path) const {
+void ScheduleDb::save(const std::string& path) const { graph::write_file_atomically(path, text()); }
+
+std::string ScheduleDb::text() const {
   std::vector<ScheduleRecord> sorted = records_;
   std::sort(sorted.begin(), sorted.end(), [](const ScheduleRecord& a, const ScheduleRecord& b) {
     return std::tie(a.kernel, a.signature, a.target) < std::tie(b.kernel, b.signature, b.target);
@@ -110,7 +112,7 @@ void ScheduleDb::save(const std::string& path) const {
   std::string text;
   for (const ScheduleRecord& r : sorted)
     text += to_json(r).dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
-  graph::write_file_atomically(path, text);
+  return text;
 }
 
 const ScheduleRecord* ScheduleDb::find(const std::string& signature,
@@ -132,7 +134,7 @@ void ScheduleDb::put(ScheduleRecord record) {
 ScheduleLookup ScheduleDb::lookup() const {
   auto records = std::make_shared<const ScheduleDb>(*this);
   return [records](const graph::KernelSpec& spec, const std::string& target) -> std::string {
-    const ScheduleRecord* r = records->find(graph::kernel_signature(spec), target);
+    const ScheduleRecord* r = records->find(graph::schedule_signature(spec), target);
     return r ? applicable(*r, spec, target, nullptr) : "";
   };
 }
@@ -189,7 +191,7 @@ std::vector<std::string> stale_records(const ScheduleDb& db,
   std::set<std::string> targets_set(targets.begin(), targets.end());
   for (const graph::KernelSpec& k : distinct_kernels(specs).kernels) {
     const std::string& name = graph::kernel_name(k);
-    const std::string signature = graph::kernel_signature(k);
+    const std::string signature = graph::schedule_signature(k);
     for (const std::string& target : targets) {
       const ScheduleRecord* exact = db.find(signature, target);
       std::string why;

@@ -1,8 +1,8 @@
 // The schedule database: what `kiln tune` measured, one record per kernel and target, kept in a
 // text file of one JSON object per line (sorted, so two databases diff line by line). A record
-// applies to a kernel only when both its signature (graph::kernel_signature: the op, every
-// attribute and shape) and its Halide target string match exactly; anything else is stale and
-// reported, never applied.
+// applies to a kernel only when both its signature (graph::schedule_signature: the op, every
+// attribute and shape, but not the Winograd tile cap of the model's output check) and its Halide
+// target string match exactly; anything else is stale and reported, never applied.
 #pragma once
 
 #include <memory>
@@ -16,7 +16,7 @@ namespace kiln::codegen {
 
 struct ScheduleRecord {
   std::string kernel;     // the kernel's name where it was tuned (reports only; not a key)
-  std::string signature;  // key: graph::kernel_signature of the kernel
+  std::string signature;  // key: graph::schedule_signature of the kernel
   std::string target;     // key: the Halide target string it was compiled and measured for
   std::string schedule;   // the winner, in text form (schedules/conv_params.h)
   std::string default_schedule;  // what the kernel had without the record
@@ -37,6 +37,8 @@ class ScheduleDb {
   // Writes every record (sorted by kernel name, signature and target) to a temporary file and
   // renames it over `path`, so an interrupted write never leaves half a database.
   void save(const std::string& path) const;
+  // What save writes: one JSON record per line, sorted.
+  std::string text() const;
 
   const ScheduleRecord* find(const std::string& signature, const std::string& target) const;
   void put(ScheduleRecord record);  // replaces the record with the same key

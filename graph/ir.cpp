@@ -436,6 +436,7 @@ std::string attrs(const Op& op) {
     }
     if (c->nchw_input) s << " nchw_input";
     if (c->bf16) s << " bf16";
+    if (c->max_winograd_tile != 4) s << " winograd<=" << c->max_winograd_tile;
     if (!c->pre.empty()) {
       s << " pre=[";
       for (size_t i = 0; i < c->pre.size(); ++i) s << (i ? "," : "") << to_string(c->pre[i].kind);

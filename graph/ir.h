@@ -218,6 +218,12 @@ struct Conv2d {
   // by fuse_conv_shortcut: the node's last input. Convolutions without a pooling, a resize, an
   // expansion or an input scale.
   bool shortcut = false;
+  // The largest Winograd output tile this convolution's kernel may use: 4 (F(2x2) or F(4x4),
+  // whichever its schedule picks), 2 (F(2x2) only) or 0 (direct convolution only). Lowered by
+  // the tools' output check (kiln compile, run, bench, tune), which measures the model's outputs
+  // against the reference interpreter and caps the layers whose Winograd rounding takes them out
+  // of tolerance; no pass sets it.
+  int max_winograd_tile = 4;
   // Whether something follows the epilogue in the node (a pooling, a resize or a shortcut): its
   // output is no longer the convolution's, so no fusion may add steps after the epilogue.
   bool has_tail() const { return pool || resize || shortcut; }

@@ -115,6 +115,9 @@ std::string describe_conv(const ConvKernelSpec& k) {
   if (k.bf16)
     s << "precision: bf16 multiply-adds (input and weights rounded to bfloat16, to nearest even; "
       << "float32 sums and epilogue)\n";
+  if (k.max_winograd_tile != 4)
+    s << "winograd: " << (k.max_winograd_tile ? "F(2x2, 3x3) at most" : "none (direct only)")
+      << ", capped by the model's output check\n";
   return s.str();
 }
 
@@ -182,6 +185,7 @@ ConvKernelSpec conv_spec(const Graph& g, const Node& n, const Conv2d& c) {
   k.resize = c.resize;
   k.nchw_output = c.nchw_output;
   k.bf16 = c.bf16;
+  k.max_winograd_tile = c.max_winograd_tile;
   for (size_t i = c.first_pre_input(); i < c.first_expand_input(); ++i) k.pre_params.push_back(desc(g, n.inputs[i]));
   if (c.expand) {
     k.expand = c.expand;
@@ -361,12 +365,14 @@ std::string kernel_signature(const KernelSpec& k) {
   KILN_CHECK(is_generated(k), "kernel '" + kernel_name(k) + "' is not a generated kernel");
   std::ostringstream s;
   if (const auto* c = std::get_if<ConvKernelSpec>(&k)) {
-    s << "Conv2d[" << (c->depthwise ? "dw" : "g") << c->groups << "," << c->stride_h << "," << c->stride_w << "," << c->pad_top << "," << c->pad_left
-      << "," << c->pad_bottom << "," << c->pad_right << "," << c->dilation_h << "," << c->dilation_w
-      << "," << std::hexfloat << c->activation.lo << "," << c->activation.hi << std::defaultfloat
+    s << "Conv2d[" << (c->depthwise ? "dw" : "g") << c->groups << "," << c->stride_h << ","
+      << c->stride_w << "," << c->pad_top << "," << c->pad_left << "," << c->pad_bottom << ","
+      << c->pad_right << "," << c->dilation_h << "," << c->dilation_w << "," << std::hexfloat
+      << c->activation.lo << "," << c->activation.hi << std::defaultfloat
       << (c->residual ? ",residual" : "") << (c->constant_weights ? "" : ",weights=input")
       << (c->schedule.empty() ? "" : ",schedule=" + c->schedule)
-      << (c->nchw_input ? ",nchw_input" : "") << (c->bf16 ? ",bf16" : "");
+      << (c->nchw_input ? ",nchw_input" : "") << (c->bf16 ? ",bf16" : "")
+      << (c->max_winograd_tile == 4 ? "" : ",winograd<=" + std::to_string(c->max_winograd_tile));
     if (const std::optional<Pool2d>& p = c->pool)
       s << ",pool=" << static_cast<int>(p->kind) << ":" << p->kernel_h << ":" << p->kernel_w << ":"
         << p->stride_h << ":" << p->stride_w << ":" << p->pad_top << ":" << p->pad_left << ":"
@@ -462,6 +468,14 @@ std::string kernel_signature(const KernelSpec& k) {
     if (!t.strides.empty()) s << "@" << to_string(t.strides);
   }
   return s.str();
+}
+
+std::string schedule_signature(const KernelSpec& k) {
+  const auto* c = std::get_if<ConvKernelSpec>(&k);
+  if (!c || c->max_winograd_tile == 4) return kernel_signature(k);
+  ConvKernelSpec uncapped = *c;
+  uncapped.max_winograd_tile = 4;
+  return kernel_signature(uncapped);
 }
 
 const std::string& kernel_name(const KernelSpec& k) {

@@ -78,6 +78,9 @@ struct ConvKernelSpec {
   // kernel's signature: a kernel compiled with one schedule is never bound to a spec asking
   // for another.
   std::string schedule;
+  // The largest Winograd tile the kernel may use (Conv2d::max_winograd_tile: 4, 2 or 0 for
+  // direct only). Part of the signature, but not of schedule_signature.
+  int max_winograd_tile = 4;
   // Set when the plan merged the image's rows (PlanOptions::flat_pointwise): the output's NHWC
   // shape as the graph has it, whose rows the kernel's shapes hold merged. Descriptive only;
   // the kernel is what its shapes say.
@@ -165,6 +168,10 @@ std::vector<TensorDesc> generated_kernel_arguments(const KernelSpec& k);
 // shape and layout (not the constants' values, which are passed at run time). A compiled kernel
 // is bound only to a spec with the same signature.
 std::string kernel_signature(const KernelSpec& k);
+// The key of a kernel's tuned schedule (codegen::ScheduleDb): its signature without the
+// Winograd tile cap, which the model's output check sets per model (Conv2d::max_winograd_tile),
+// so that a record tuned before the check still applies where its schedule keeps to the cap.
+std::string schedule_signature(const KernelSpec& k);
 
 // The task description, in the form of MISSION.md's reference example.
 std::string describe(const KernelSpec& k);

@@ -56,7 +56,9 @@ namespace kiln::graph {
 // Version 17: Conv2d's attributes end with a flag and, when set, its resize (Resize's
 // attributes) and the flag nchw_output; then the flag shortcut. Version 16 (no resizes or
 // shortcuts) is read as well.
-constexpr uint32_t kGraphFormatVersion = 17;
+// Version 18: Conv2d's attributes end with its max_winograd_tile (i32). Version 17 (every
+// convolution uncapped, 4) is read as well.
+constexpr uint32_t kGraphFormatVersion = 18;
 
 std::string serialize(const Graph& g);
 

@@ -81,6 +81,10 @@ std::vector<std::string> verify_problems(const Graph& g) {
         const std::string why = bf16_conv_refusal(g, n);
         if (!why.empty()) problems.push_back(where + " is marked bf16 but cannot be: " + why);
       }
+      const int tile = conv ? conv->max_winograd_tile : 4;
+      if (tile != 0 && tile != 2 && tile != 4)
+        problems.push_back(where + " has max_winograd_tile " + std::to_string(tile) +
+                           " (0, 2 or 4)");
     } catch (const Error& e) {
       problems.push_back(e.what());
     }

@@ -140,6 +140,13 @@ int winograd_min_task_tiles(const ConvShape& s, int tile, int rows) {
 }
 
 std::string winograd_tile_error(int tile, const ConvShape& s) {
+  if (tile > s.max_winograd_tile)
+    return s.max_winograd_tile == 0
+               ? "winograd is off for this layer: the model's output check measured it out of "
+                 "tolerance (direct schedules apply)"
+               : "winograd tile=" + std::to_string(tile) +
+                     " is over this layer's cap of tile=" + std::to_string(s.max_winograd_tile) +
+                     ", set by the model's output check";
   if (tile == 4 && s.reduction_channels > kWinograd4MaxChannels)
     return "winograd tile=4 loses too much precision over " +
            std::to_string(s.reduction_channels) + " input channels (at most " +

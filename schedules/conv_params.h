@@ -43,6 +43,9 @@ struct ConvShape {
   // tiles of a short reduction are kept to 16 accumulators (internal::limited_tile).
   bool costly_epilogue = false;
   int stride_w = 1, stride_h = 1, dilation_w = 1, dilation_h = 1;
+  // The largest Winograd tile the model's output check leaves this layer
+  // (ConvKernelSpec::max_winograd_tile): 4, 2, or 0 for direct schedules only.
+  int max_winograd_tile = 4;
 };
 
 // naive: Halide's default (a baseline). wide: register tiles, parallel over row strips
@@ -104,9 +107,10 @@ std::string parse_conv_params(const std::string& text, ConvParams* p);
 // where its rounding error stays within the model tolerance (winograd_tile_error).
 std::string conv_params_error(const ConvParams& p, const ConvShape& s, const Halide::Target& target);
 
-// Why Winograd F(tile x tile, 3x3) is not accurate enough for `s`, or "". F(2x2) always is;
-// F(4x4)'s transforms multiply by up to 8 and 1/24 and lose more of fp32's precision, measured on
-// every 3x3 stride-1 layer of the zoo (docs/tuning.md): it is refused for reductions longer than
+// Why Winograd F(tile x tile, 3x3) is not accurate enough for `s`, or "": a tile over the
+// layer's cap (ConvShape::max_winograd_tile), or F(4x4) over a long reduction. F(4x4)'s
+// transforms multiply by up to 8 and 1/24 and lose more of fp32's precision, measured on every
+// 3x3 stride-1 layer of the zoo (docs/tuning.md): it is refused for reductions longer than
 // kWinograd4MaxChannels input channels.
 std::string winograd_tile_error(int tile, const ConvShape& s);
 inline constexpr int kWinograd4MaxChannels = 512;

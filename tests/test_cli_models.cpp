@@ -1,5 +1,6 @@
 // `kiln` on model files end to end: symbolic dimensions bound with --input-shape, names that
-// must stay inside comments, weights kept in a file beside the model (ONNX external data).
+// must stay inside comments, weights kept in a file beside the model (ONNX external data), the
+// Winograd output check and its place in the compile cache.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -128,6 +129,39 @@ TEST_F(CliRunBench, ExternalDataIsReadAndKeysTheCache) {
   }
   fs::remove(path("model/weights.bin"));
   expect_error(kiln("run model/m.onnx"), 1, "does not exist");
+}
+
+// A model with a Winograd F(4x4) layer (3x3, 32 -> 32 channels, 32x32): the first `kiln run`
+// checks it on the outputs and says so on stderr, the next one takes the checked graph from
+// the compile cache (no check line), and `kiln inspect`, which runs nothing, says whether the
+// cache holds the check.
+TEST_F(CliRunBench, WinogradOutputCheckRunsOnceAndInspectShowsIt) {
+  kiln::onnx_test::ModelBuilder m;
+  m.input("x", {1, 32, 32, 32});
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-0.06f, 0.06f);
+  std::vector<float> w(32 * 32 * 9), b(32);
+  for (float& v : w) v = u(rng);
+  for (float& v : b) v = u(rng);
+  m.init("w", {32, 32, 3, 3}, w);
+  m.init("b", {32}, b);
+  kiln::onnx_test::attr_ints(m.node("Conv", {"x", "w", "b"}, {"y"}, "conv"), "pads", {1, 1, 1, 1});
+  m.output("y");
+  spit(path("m.onnx"), m.bytes());
+  Result r = kiln("inspect m.onnx");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "== Winograd output check ==\n  not run yet")) << r.out;
+  r = kiln("run m.onnx --output-dir out");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "[winograd] 1 Winograd layers, 1 of them F(4x4): outputs at "))
+      << r.err;
+  r = kiln("run m.onnx --output-dir out");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_FALSE(contains(r.err, "[winograd]")) << r.err;
+  EXPECT_TRUE(contains(r.out, "compiled graph from the cache")) << r.out;
+  r = kiln("inspect m.onnx");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "== Winograd output check ==\n  no layer capped")) << r.out;
 }
 
 }  // namespace

@@ -405,9 +405,9 @@ TEST(Serialize, Version8ResizeStillRead) {
 }
 
 // Version 10 had Conv2d without pre steps, 11 without pooling, 12 without the bf16 flag, 14
-// without the expansion, 15 without the input scale, 16 without the resize and the shortcut:
-// such files read as the convolution they hold.
-TEST(Serialize, Versions10To16ConvStillRead) {
+// without the expansion, 15 without the input scale, 16 without the resize and the shortcut,
+// 17 without the Winograd tile cap: such files read as the convolution they hold.
+TEST(Serialize, Versions10To17ConvStillRead) {
   GraphBuilder b;
   const ValueId x = b.input("x", {1, 4, 5, 5});
   b.output(b.op("cv", conv_attrs(1, 1, 1, Activation{0.0f}, false),
@@ -423,10 +423,16 @@ TEST(Serialize, Versions10To16ConvStillRead) {
   // nchw_input (0); then what version 11 lacks: the flag of a pooling (0); then what version 12
   // lacks: the flag bf16 (0); then what version 14 lacks: the flag of an expansion (0); then
   // what version 15 lacks: the flag of an input scale (0); then what version 16 lacks: the flags
-  // of a resize (0) and a shortcut (0).
+  // of a resize (0) and a shortcut (0); then what version 17 lacks: the i32 Winograd tile cap
+  // (4).
   const size_t pre = at + 4 + name.size() + 1 + 32 + 8 + 4 + 1 + 4;
   ASSERT_EQ(current.substr(pre - 4, 15), std::string(15, '\0'));
-  std::string v16 = current;
+  ASSERT_EQ(current.substr(pre + 11, 4), std::string("\x04\0\0\0", 4));
+  std::string v17 = current;
+  v17.erase(pre + 11, 4);
+  v17[8] = 17;
+  EXPECT_EQ(dump(deserialize(reseal(v17))), dump(g));
+  std::string v16 = v17;
   v16.erase(pre + 9, 2);
   v16[8] = 16;
   EXPECT_EQ(dump(deserialize(reseal(v16))), dump(g));
@@ -471,15 +477,16 @@ TEST(Serialize, Version15ExpansionStillReads) {
   const std::string name = "ev";
   const size_t at = current.rfind(std::string(1, static_cast<char>(name.size())) + std::string(3, '\0') + name);
   ASSERT_NE(at, std::string::npos);
-  // As in Versions10To16ConvStillRead: the pre-step count, nchw_input, pooling and bf16 flags;
+  // As in Versions10To17ConvStillRead: the pre-step count, nchw_input, pooling and bf16 flags;
   // then the expansion's flag (1), its bounds (2 f32) and what version 15 lacks: the u32 count
-  // of its post steps (0), the flag of an input scale (0) and (version 17's) of a resize (0) and
-  // a shortcut (0).
+  // of its post steps (0), the flag of an input scale (0), (version 17's) of a resize (0) and
+  // a shortcut (0), and (version 18's) the Winograd tile cap (i32 4).
   const size_t pre = at + 4 + name.size() + 1 + 32 + 8 + 4 + 1 + 4;
   ASSERT_EQ(current[pre + 7], 1);
   ASSERT_EQ(current.substr(pre + 16, 7), std::string(7, '\0'));
+  ASSERT_EQ(current.substr(pre + 23, 4), std::string("\x04\0\0\0", 4));
   std::string v15 = current;
-  v15.erase(pre + 16, 7);
+  v15.erase(pre + 16, 11);
   v15[8] = 15;
   EXPECT_EQ(dump(deserialize(reseal(v15))), dump(g));
 }

@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-
 #include <sstream>
 
 #include "codegen/kernel_library.h"
@@ -15,6 +14,7 @@
 #include "graph/passes/pipeline.h"
 #include "graph/serialize.h"
 #include "runtime/kernels.h"
+#include "winograd_check.h"
 
 namespace kiln::cli {
 
@@ -114,13 +114,15 @@ Backend parse_backend_name(const std::string& flag, const std::string& name) {
   throw UsageError("unknown " + flag + " '" + name + "' (expected cpu, cuda or opencl)");
 }
 
-void parse_backend(const Args& args, ModelOptions* options) {
+std::shared_ptr<const codegen::ScheduleDb> parse_backend(const Args& args, ModelOptions* options) {
   options->backend = parse_backend_name("--target", args.get("--target", "cpu"));
   options->fallback_to_cpu = args.has("--fallback");
   options->threads = args.get_int("--threads", 0, 1, 1024);
-  options->generate_kernels = kernel_generator(schedule_db(args));
+  std::shared_ptr<const codegen::ScheduleDb> db = schedule_db(args);
+  options->generate_kernels = kernel_generator(db);
   if (args.has("--max-memory"))
     options->max_memory_bytes = parse_byte_size("--max-memory", args.get("--max-memory"));
+  return db;
 }
 
 void check_inputs_fit(const graph::Graph& g, const ModelOptions& options) {
@@ -297,10 +299,12 @@ std::string precision_note(const graph::Graph& optimized, int cpu_target) {
          " convolutions (the others, and every other op, f32); " + how;
 }
 
-graph::Graph compile_cached(const std::string& model, const InputShapes& shapes,
-                            const std::string& target, graph::Precision precision,
-                            bool* from_cache) {
-  *from_cache = false;
+namespace {
+
+// compile_cached's entry for these arguments: its path, "" without a cache directory.
+std::string compile_cache_path(const std::string& model, const InputShapes& shapes,
+                               const std::string& target, graph::Precision precision,
+                               const OutputCheck* check) {
   std::string bytes = "builtin:" + model;
   if (model != "example") {
     if (!std::filesystem::exists(model)) throw graph::Error("no such file: " + model);
@@ -320,20 +324,49 @@ graph::Graph compile_cached(const std::string& model, const InputShapes& shapes,
       << graph::fnv1a(target + "|" KILN_VERSION "|" + std::to_string(graph::kGraphFormatVersion) +
                       "|" + codegen::generator_identity() + "|" + shape_key + "|" +
                       graph::to_string(precision) +
-                      (pass_options(precision).bf16_amx ? "|amx" : ""));
+                      (pass_options(precision).bf16_amx ? "|amx" : "") + "|" +
+                      (check ? "checked:" + (check->db ? check->db->text() : "") : "unchecked"));
   const std::string dir = cache_dir();
-  const std::string path = dir.empty() ? "" : dir + "/compiled/" + key.str() + ".kiln";
+  return dir.empty() ? "" : dir + "/compiled/" + key.str() + ".kiln";
+}
+
+// The graph at `path` in the compile cache, if there is one (a damaged entry: none; the next
+// compile overwrites it).
+std::optional<graph::Graph> read_cached(const std::string& path) {
   std::error_code ec;
-  if (!path.empty() && std::filesystem::exists(path, ec)) {
-    try {
-      graph::Graph g = graph::read_graph_file(path);
-      *from_cache = true;
-      return g;
-    } catch (const graph::Error&) {
-      // A damaged entry: compile again and overwrite it.
-    }
+  if (path.empty() || !std::filesystem::exists(path, ec)) return std::nullopt;
+  try {
+    return graph::read_graph_file(path);
+  } catch (const graph::Error&) {
+    return std::nullopt;
   }
+}
+
+}  // namespace
+
+std::optional<graph::Graph> cached_graph(const std::string& model, const InputShapes& shapes,
+                                         const std::string& target, graph::Precision precision,
+                                         const OutputCheck* check) {
+  return read_cached(compile_cache_path(model, shapes, target, precision, check));
+}
+
+graph::Graph compile_cached(const std::string& model, const InputShapes& shapes,
+                            const std::string& target, graph::Precision precision, bool* from_cache,
+                            const OutputCheck* check) {
+  const std::string path = compile_cache_path(model, shapes, target, precision, check);
+  *from_cache = false;
+  if (std::optional<graph::Graph> g = read_cached(path)) {
+    *from_cache = true;
+    return std::move(*g);
+  }
+  const std::string dir = cache_dir();
+  std::error_code ec;
   graph::Graph optimized = graph::run_passes(load_model(model, shapes), pass_options(precision));
+  if (check)
+    optimized = check_winograd_tiles(std::move(optimized), check->options,
+                                     {check->db.get(), [](const std::string& line) {
+                                        std::fprintf(stderr, "[winograd] %s\n", line.c_str());
+                                      }});
   if (!path.empty()) {
     std::filesystem::create_directories(dir + "/compiled", ec);
     try {

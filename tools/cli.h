@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -50,8 +52,9 @@ std::string single_model(const Args& args);
 // A backend's name (cpu, cuda, opencl) given to `flag`; a usage error for any other.
 Backend parse_backend_name(const std::string& flag, const std::string& name);
 // --target cpu|cuda|opencl, --fallback, --threads, --max-memory and --schedules into
-// `options`, and the kernel generator below (with the database's schedules).
-void parse_backend(const Args& args, ModelOptions* options);
+// `options`, and the kernel generator below (with the database's schedules). Returns the
+// database (nullptr without --schedules).
+std::shared_ptr<const codegen::ScheduleDb> parse_backend(const Args& args, ModelOptions* options);
 
 // The database --schedules names (a missing file is an error here: a typo must not silently
 // leave every kernel at its default), or none.
@@ -111,13 +114,27 @@ std::string cache_dir();
 // the records that name a kernel of the model but do not apply are listed on stderr first.
 KernelGenerator kernel_generator(std::shared_ptr<const codegen::ScheduleDb> db = nullptr);
 
-// The optimized graph of `model` (import with `shapes` + run_passes at `precision`), from the
-// compile cache when this model (its bytes), these input shapes, this target, this precision
-// and this Kiln build (its version and codegen::generator_identity, the hash of the program)
-// were compiled before; stored there otherwise. A cache that cannot be read or written is skipped,
-// never an error. *from_cache says which.
+// The output check of a model's Winograd layers (check_winograd_tiles) that compile_cached
+// runs: the options its kernels are generated with, and the schedule database they apply.
+struct OutputCheck {
+  ModelOptions options;
+  std::shared_ptr<const codegen::ScheduleDb> db;
+};
+
+// The optimized graph of `model` (import with `shapes` + run_passes at `precision`, then
+// check_winograd_tiles with `check` where given, its lines on stderr), from the compile cache
+// when this model (its bytes and external data), these input shapes, this target, this
+// precision, the check and its database's records, and this Kiln build (its version and
+// codegen::generator_identity, the hash of the program) were compiled before; stored there
+// otherwise. A cache that cannot be read or written is skipped, never an error. *from_cache
+// says which.
 graph::Graph compile_cached(const std::string& model, const InputShapes& shapes,
-                            const std::string& target, graph::Precision precision,
-                            bool* from_cache);
+                            const std::string& target, graph::Precision precision, bool* from_cache,
+                            const OutputCheck* check = nullptr);
+// The graph compile_cached would take from the cache for these arguments, if it holds one (a
+// damaged entry: none). Compiles nothing.
+std::optional<graph::Graph> cached_graph(const std::string& model, const InputShapes& shapes,
+                                         const std::string& target, graph::Precision precision,
+                                         const OutputCheck* check);
 
 }  // namespace kiln::cli

@@ -25,7 +25,8 @@ namespace {
 
 constexpr const char* kHelp = R"(usage: kiln bench MODEL [options]
 
-Imports and optimizes MODEL (an .onnx file, or "example" for the built-in model), compiles
+Imports and optimizes MODEL (an .onnx file, or "example" for the built-in model), with the
+Winograd output check of `kiln run` (or takes the result from the compile cache), compiles
 the kernels generated for its shapes (or loads them from the kernel cache, $XDG_CACHE_HOME/kiln
 or ~/.cache/kiln; a [codegen] line on stderr per kernel compiled, outside the timing), runs it
 on seeded random inputs: warm-up runs, then timed runs, and prints the median, p90 and minimum
@@ -86,6 +87,7 @@ struct BenchArgs {
   std::string model, json;
   InputShapes input_shapes;
   ModelOptions options;
+  std::shared_ptr<const codegen::ScheduleDb> schedules;  // --schedules, or nullptr
   std::vector<std::string> targets;  // --targets: CPU target names, or "cuda"
   std::vector<graph::Precision> precisions{graph::Precision::f32};
   int iterations = 50, warmup = 5;
@@ -96,7 +98,7 @@ BenchArgs parse(const Args& args) {
   BenchArgs a;
   a.model = single_model(args);
   a.input_shapes = parse_input_shapes(args);
-  parse_backend(args, &a.options);
+  a.schedules = parse_backend(args, &a.options);
   a.iterations = args.get_int("--iterations", 50, 1, 1000000);
   a.warmup = args.get_int("--warmup", 5, 0, 1000000);
   a.per_layer = args.has("--per-layer");
@@ -349,10 +351,12 @@ void print_comparison(const std::vector<Results>& all, const std::vector<std::st
 }
 
 int run(const BenchArgs& a) {
-  const graph::Graph imported = load_model(a.model, a.input_shapes);
   std::vector<graph::Graph> graphs;  // one per precision
+  const OutputCheck check{a.options, a.schedules};  // float32's: bf16 has a tolerance of its own
   for (graph::Precision p : a.precisions) {
-    graphs.push_back(graph::run_passes(imported, pass_options(p)));
+    bool cached = false;
+    graphs.push_back(compile_cached(a.model, a.input_shapes, to_string(a.options.backend), p,
+                                    &cached, p == graph::Precision::f32 ? &check : nullptr));
   }
   const graph::Graph& optimized = graphs[0];
   std::vector<std::unique_ptr<Model>> models;

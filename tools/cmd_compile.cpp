@@ -46,7 +46,9 @@ namespace cfg = compile_config;
 
 constexpr const char* kHelp = R"(usage: kiln compile MODEL -o OUTDIR [options]
 
-MODEL is an .onnx file, or `example` for the built-in reference model. Optimizes it and writes
+MODEL is an .onnx file, or `example` for the built-in reference model. Optimizes it (float32:
+with the Winograd output check of `kiln run`, run on this CPU with the first target of
+--targets it supports, its result kept in the compile cache; docs/tuning.md) and writes
   OUTDIR/NAME.a        static library: the model's C++ API, the kernels generated for its
                        shapes (for every requested CPU target, picked at run time, and for
                        CUDA when asked), Kiln's runtime and the Halide runtime (link with
@@ -428,7 +430,18 @@ void check_bf16_error(const graph::Graph& bf16, double limit) {
 int run_compile(const CompileArgs& a) {
   std::cout << "[1/3] optimizing " << graph::printable(a.model) << "\n";
   const graph::Graph input = load_model(a.model, a.input_shapes);
-  const graph::Graph g = graph::run_passes(input, pass_options(a.precision));
+  // Float32 models get the Winograd output check, run on this CPU with the kernels of the first
+  // of the targets it can run (the library's first CPU target decides the Winograd weights).
+  // A CPU that runs none of them (not x86-64) cannot check: its models keep every tile.
+  const int best = runtime::best_cpu_target();
+  OutputCheck check{ModelOptions{}, a.schedules};
+  check.options.generate_kernels = kernel_generator(a.schedules);
+  check.options.threads = a.threads;
+  if (!a.targets.cpu.empty()) check.options.cpu_target = std::max(a.targets.cpu[0], best);
+  bool cached = false;
+  const graph::Graph g =
+      compile_cached(a.model, a.input_shapes, "cpu", a.precision, &cached,
+                     a.precision == graph::Precision::f32 && best >= 0 ? &check : nullptr);
   // Lowering and the runtime's own checks now, so an unsupported model fails here, not in the
   // user's program.
   ModelOptions lower_only;

@@ -4,11 +4,12 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 #include "cli.h"
-#include "commands.h"
 #include "codegen/kernel_library.h"
+#include "commands.h"
 #include "compile_codegen.h"
 #include "graph/file_io.h"
 #include "graph/kernel_spec.h"
@@ -26,7 +27,9 @@ every pass (or only after --after PASS), the fusion groups (which original ops e
 computes, and whether it is a kernel generated for the model's shapes or is stored in place
 with no kernel), each kernel's task description, and the arena plan with the bytes Winograd
 kernels' transformed weights add to the weights file when a model loads (`--schedule` shows
-which kernels those are: schedule family winograd).
+which kernels those are: schedule family winograd). The Winograd output check's caps (see
+`kiln run --help`) come from the compile cache: inspect runs nothing, and says when the
+cache does not hold the check for this model yet.
 
 options:
   {input-shape:17}
@@ -57,6 +60,43 @@ std::string escape(const std::string& s) {
     else out += c;
   }
   return out;
+}
+
+// The Winograd output check (winograd_check.h) runs the model, which inspect does not: its caps
+// come from the compile cache, where `kiln run`, `bench`, `compile` and `tune` leave them, and
+// are set on `optimized`'s convolutions; without a cached check, inspect says so.
+void print_winograd_check(const Args& args, graph::Graph* optimized) {
+  const graph::Precision precision = parse_precision(args);
+  if (precision != graph::Precision::f32) return;  // bf16 models are not checked
+  const OutputCheck check{ModelOptions{}, schedule_db(args)};
+  const std::optional<graph::Graph> checked =
+      cached_graph(args.positionals()[0], parse_input_shapes(args), "cpu", precision, &check);
+  std::map<std::string, int> caps;  // node name (printable) -> cap
+  if (checked)
+    for (const graph::Node& n : checked->nodes())
+      if (const auto* c = std::get_if<graph::Conv2d>(&n.op))
+        caps[graph::printable(n.name)] = c->max_winograd_tile;
+  std::cout << "== Winograd output check ==\n";
+  if (!checked) {
+    std::cout
+        << "  not run yet for this model (kiln run, bench, compile and tune run it once and "
+           "cache it; they may cap layers' Winograd tiles): the tiles below are before it\n\n";
+    return;
+  }
+  int capped = 0;
+  for (uint32_t i = 0; i < optimized->num_nodes(); ++i) {
+    graph::Node& n = optimized->node(graph::NodeId{i});
+    auto* c = std::get_if<graph::Conv2d>(&n.op);
+    const auto it = caps.find(n.name);
+    if (!c || it == caps.end() || it->second == 4) continue;
+    c->max_winograd_tile = it->second;
+    ++capped;
+    std::cout << "  " << n.name << ": "
+              << (it->second ? "Winograd F(2x2) at most" : "direct convolution only") << "\n";
+  }
+  if (!capped)
+    std::cout << "  no layer capped: every Winograd tile keeps the outputs within tolerance\n";
+  std::cout << "\n";
 }
 
 // The weights the runtime transforms for Winograd kernels when it loads the model (for a library
@@ -142,7 +182,8 @@ int cmd_inspect(int argc, char** argv) {
     if (!after.empty() && after != stage) return;
     std::cout << "== after " << stage << " (" << g.num_nodes() << " nodes) ==\n" << graph::dump(g) << "\n";
   };
-  const graph::Graph optimized = graph::run_passes(input, popts);
+  graph::Graph optimized = graph::run_passes(input, popts);
+  print_winograd_check(args, &optimized);
   // The CPU runtime's plan: Concats written in place and Reshapes stored as views run nothing.
   const graph::ArenaPlan plan = graph::plan_arena(optimized);
   const std::vector<graph::KernelSpec> kernels = graph::planned_kernels(optimized, plan);

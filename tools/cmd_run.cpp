@@ -13,14 +13,15 @@
 #include <string>
 
 #include "cli.h"
-#include "graph/shape_inference.h"
 #include "commands.h"
 #include "graph/builder.h"
 #include "graph/kernel_spec.h"
 #include "graph/passes/pipeline.h"
 #include "graph/reference.h"
+#include "graph/shape_inference.h"
 #include "kiln/runtime.h"
 #include "npy.h"
+#include "winograd_check.h"
 
 namespace kiln::cli {
 namespace {
@@ -28,8 +29,11 @@ namespace {
 constexpr const char* kHelp = R"(usage: kiln run MODEL [options]
 
 Imports MODEL (an .onnx file, or "example" for the built-in Conv + BatchNorm + ReLU model),
-optimizes it (or takes the optimized graph from the compile cache, $XDG_CACHE_HOME/kiln or
-~/.cache/kiln, keyed by the model's bytes, the target and Kiln's build), compiles the kernels
+optimizes it and checks its Winograd layers on its outputs (float32; a [winograd] line on
+stderr per measurement, and layers that take the outputs out of tolerance capped at F(2x2) or
+direct convolution: docs/tuning.md), or takes that graph from the compile cache,
+$XDG_CACHE_HOME/kiln or ~/.cache/kiln, keyed by the model's bytes, the target, the schedule
+database and Kiln's build; compiles the kernels
 generated for its shapes (or loads them from the kernel cache in the same directory; one
 [codegen] line on stderr per kernel compiled), runs it once plus 5 timed runs, and writes each
 output as DIR/<name>.npy in the model's declared layout (NCHW for images). Characters of the output name other than
@@ -75,7 +79,6 @@ options:
 )";
 
 constexpr int kTimedRuns = 5;
-constexpr double kRtol = 1e-3, kAtol = 1e-4;
 // bf16 models: the largest error of a kernel's output relative to its largest magnitude.
 constexpr double kBf16Tolerance = 2e-2;
 
@@ -85,6 +88,7 @@ struct RunArgs {
   InputShapes input_shapes;
   std::string output_dir = ".";
   ModelOptions options;
+  std::shared_ptr<const codegen::ScheduleDb> schedules;  // --schedules, or nullptr
   uint64_t seed = 1;
   bool check = false;
   graph::Precision precision = graph::Precision::f32;
@@ -97,7 +101,7 @@ RunArgs parse(const Args& args) {
   a.input_shapes = parse_input_shapes(args);
   a.output_dir = args.get("--output-dir", ".");
   if (a.output_dir.empty()) throw UsageError("--output-dir needs a directory");
-  parse_backend(args, &a.options);
+  a.schedules = parse_backend(args, &a.options);
   a.seed = static_cast<uint64_t>(args.get_int("--seed", 1, 0, 1 << 30));
   a.check = args.has("--check");
   a.precision = parse_precision(args);
@@ -401,12 +405,15 @@ int run(const RunArgs& a) {
     throw graph::Error("output directory '" + a.output_dir + "' exists and is not a directory");
   bool cached = false;
   const auto t0 = std::chrono::steady_clock::now();
+  const OutputCheck check{a.options, a.schedules};  // float32: bf16 has a tolerance of its own
   const graph::Graph optimized =
-      compile_cached(a.model, a.input_shapes, to_string(a.options.backend), a.precision, &cached);
+      compile_cached(a.model, a.input_shapes, to_string(a.options.backend), a.precision, &cached,
+                     a.precision == graph::Precision::f32 ? &check : nullptr);
   const double compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   // Graph inputs and output names survive the passes; outputs are written in logical order.
-  // Inputs come first: a bad input file fails before any kernel is compiled.
+  // Inputs come before the run's kernels (a first compile's output check has compiled the
+  // float32 model's already): a bad input file fails before the model is built.
   const std::vector<graph::Tensor> inputs = load_inputs(optimized, a);
   const auto t1 = std::chrono::steady_clock::now();
   Model model(optimized, a.options);  // generates the kernels the model needs, or loads them

@@ -29,7 +29,9 @@ Searches the schedule of each kernel of MODEL (an .onnx file, or "example") that
 knobs (today: dense, grouped and depthwise convolutions, and MatMuls run as 1x1 convolutions; see
 docs/tuning.md) for one CPU target, and records the fastest in FILE, a schedule database of one
 JSON record per line keyed by the kernel's signature and the target. `kiln compile`, `run` and
-`bench` apply it with --schedules FILE.
+`bench` apply it with --schedules FILE. The model is optimized with the Winograd output check
+of `kiln run` on the default schedules (float32), and no candidate exceeds a tile it capped;
+`--schedules` checks the model again with the tuned ones.
 
 For each kernel: candidates from the schedule families' parameter space, ranked by a simple
 cost model and cut to --candidates; compiled in parallel (separate processes); each checked
@@ -292,7 +294,7 @@ Outcome tune_kernel(const graph::Graph& optimized, const graph::KernelSpec& spec
                    graph::printable(errors[i]).c_str());
 
   record->kernel = o.kernel;
-  record->signature = graph::kernel_signature(spec);
+  record->signature = graph::schedule_signature(spec);
   record->target = target;
   record->schedule = best;
   record->default_schedule = candidates.front();
@@ -310,7 +312,7 @@ Outcome tune_kernel(const graph::Graph& optimized, const graph::KernelSpec& spec
 int try_schedule(const graph::Graph& optimized, const graph::KernelSpec& spec,
                  const std::string& target, const TuneArgs& a, const codegen::ScheduleDb& db) {
   const Halide::Target t(target);
-  const codegen::ScheduleRecord* r = db.find(graph::kernel_signature(spec), target);
+  const codegen::ScheduleRecord* r = db.find(graph::schedule_signature(spec), target);
   const std::string current = codegen::resolve_schedule(spec, t, r ? r->schedule : "");
   std::string text = current;
   for (const std::string& s : a.sets) text = s.rfind("auto:", 0) == 0 ? s : text + " " + s;
@@ -416,8 +418,16 @@ int cmd_tune(int argc, char** argv) {
   codegen::ScheduleDb db = codegen::ScheduleDb::load(a.db);
 
   bool from_cache = false;
+  // The Winograd output check with the default schedules: the tuner's candidates keep to the
+  // caps it sets, and `--schedules` checks the model again with the tuned ones.
+  const graph::Precision precision = parse_precision(args);
+  OutputCheck check;
+  check.options.generate_kernels = kernel_generator();
+  check.options.threads = a.threads;
+  check.options.cpu_target = a.target;
   const graph::Graph optimized =
-      compile_cached(a.model, a.input_shapes, "cpu", parse_precision(args), &from_cache);
+      compile_cached(a.model, a.input_shapes, "cpu", precision, &from_cache,
+                     precision == graph::Precision::f32 ? &check : nullptr);
   ModelOptions lower;
   lower.lower_only = true;
   const Model lowered(optimized, lower);
@@ -455,7 +465,7 @@ int cmd_tune(int argc, char** argv) {
     std::snprintf(label, sizeof label, "[%zu/%zu] %s (%s), %s left:", i + 1, todo.size(),
                   name.c_str(), kernel_work(k).op.c_str(),
                   minutes(a.budget_s - seconds_since(start)).c_str());
-    const codegen::ScheduleRecord* r = db.find(graph::kernel_signature(k), target);
+    const codegen::ScheduleRecord* r = db.find(graph::schedule_signature(k), target);
     if (r && !a.retune) {
       ++kept;
       Outcome o;

@@ -15,13 +15,13 @@
 #include "codegen/kernel_library.h"
 #include "graph/builder.h"
 #include "runtime/kernels.h"
+#include "winograd_check.h"  // kRtol, kAtol
 
 namespace kiln::cli {
 namespace {
 
 namespace fs = std::filesystem;
 
-constexpr double kRtol = 1e-3, kAtol = 1e-4;  // as `kiln run --check`
 constexpr size_t kEvictBytes = size_t{64} << 20;
 
 double percentile(std::vector<double> v, double q) {
