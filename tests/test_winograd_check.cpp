@@ -108,8 +108,8 @@ TEST(WinogradCap, SignaturesFileFormAndVerify) {
   EXPECT_THROW(graph::verify(with_caps(three_convs(), {3, 4, 4})), graph::Error);
 }
 
-// A capped kernel runs the tile its cap allows, and a tuned record asking for more is not
-// applied: it is reported as stale.
+// A capped kernel runs the tile its cap allows, a tuned record asking for more is not applied
+// (it is reported as stale), and the tuner does not try more.
 TEST(WinogradCap, KernelsKeepToTheirCap) {
   Model m(with_caps(three_convs(), {2, 0, 4}), jit());
   std::vector<int> tiles;
@@ -134,6 +134,13 @@ TEST(WinogradCap, KernelsKeepToTheirCap) {
   const std::vector<std::string> stale = codegen::stale_records(db, {capped}, {target});
   ASSERT_EQ(stale.size(), 1u);
   EXPECT_NE(stale[0].find("cap of tile=2"), std::string::npos) << stale[0];
+  // The tuner's candidates keep to the cap: F(2x2) among them, F(4x4) not.
+  const std::vector<std::string> candidates =
+      codegen::schedule_candidates(capped, Halide::Target(target), 2, 64);
+  EXPECT_TRUE(std::any_of(candidates.begin(), candidates.end(), [](const std::string& c) {
+    return c.find("winograd tile=2") != std::string::npos;
+  }));
+  for (const std::string& c : candidates) EXPECT_EQ(c.find("tile=4"), std::string::npos) << c;
 }
 
 // The outputs' worst error over the tolerance, measured here: the model run on the check's
@@ -197,7 +204,8 @@ TEST(WinogradCheck, CapsTheEarliestLayersUntilWithinTolerance) {
       << lines.front();
 }
 
-// Direct convolution and GPU backends have nothing to check: nothing runs.
+// Direct convolution and GPU backends have nothing to check: nothing runs. A model the check
+// cannot run keeps its tiles, and the log says why.
 TEST(WinogradCheck, NothingToCheck) {
   cli::WinogradCheck r;
   cli::check_winograd_tiles(with_caps(three_convs(), {0, 0, 0}), jit(), {}, &r);
@@ -207,6 +215,15 @@ TEST(WinogradCheck, NothingToCheck) {
   gpu.backend = Backend::opencl;
   cli::check_winograd_tiles(three_convs(), gpu, {}, &r);
   EXPECT_EQ(r.runs, 0);
+  ModelOptions small = jit();
+  small.max_memory_bytes = 1024;  // less than the model's arena
+  cli::WinogradCheckOptions o;
+  std::string said;
+  o.log = [&](const std::string& line) { said += line; };
+  const graph::Graph kept = cli::check_winograd_tiles(three_convs(), small, o, &r);
+  EXPECT_EQ(caps(kept), (std::vector<int>{4, 4, 4}));
+  EXPECT_EQ(r.runs, 0);
+  EXPECT_NE(said.find("output check skipped: "), std::string::npos) << said;
 }
 
 }  // namespace

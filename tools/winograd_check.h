@@ -47,7 +47,8 @@ struct WinogradCheckOptions {
 // error with every Winograd layer direct where that is larger (a network that amplifies any
 // float32 rounding, or outputs with a discontinuity such as an ArgMax). A model without
 // Winograd kernels, on a GPU backend or with Schedule::naive is returned as it is, and nothing
-// runs.
+// runs. So is one the check cannot run here (the model or the reference interpreter throws:
+// inputs that are indices, an arena beyond this machine's memory limit), with a log line why.
 graph::Graph check_winograd_tiles(graph::Graph optimized, const ModelOptions& options,
                                   const WinogradCheckOptions& check = {},
                                   WinogradCheck* report = nullptr);
