@@ -141,13 +141,19 @@ TEST_F(CliRunBench, CheckPrintsOneRowPerKernelWithinTolerance) {
     const size_t at = r.out.find(head);
     ASSERT_NE(at, std::string::npos) << r.out;
     std::istringstream row(r.out.substr(at + head.size(), r.out.find('\n', at + 1) - at - head.size()));
-    double max_abs = -1, max_rel = -1;
-    ASSERT_TRUE(row >> max_abs >> max_rel) << "row of " << kiln::graph::kernel_name(k) << ":\n" << r.out;
+    double max_abs = -1, max_rel = -1, normwise = -1;
+    ASSERT_TRUE(row >> max_abs >> max_rel >> normwise)
+        << "row of " << kiln::graph::kernel_name(k) << ":\n"
+        << r.out;
     EXPECT_GE(max_abs, 0.0);
     EXPECT_LE(max_abs, 1e-3);
     EXPECT_GE(max_rel, 0.0);
+    EXPECT_GE(normwise, 0.0);
+    EXPECT_LE(normwise, 1e-3);
   }
   EXPECT_FALSE(contains(r.out, "not compared")) << r.out;
+  // The model's output is judged elementwise, and says so.
+  EXPECT_TRUE(contains(r.out, "(model output: within)")) << r.out;
   EXPECT_TRUE(fs::exists(path("D/out.npy")));
 }
 

@@ -64,11 +64,14 @@ options:
                           rounded to bfloat16, float32 sums and epilogues. Prints
                           whether this CPU runs them on AVX512_BF16 or converts them
   --check                 also run every kernel against the unfused reference interpreter and
-                          print, per kernel, the max abs error and max rel error
-                          (|got - ref| / max(|ref|, 1e-4)) of its output; a kernel beyond
-                          rtol 1e-3 / atol 1e-4 (times its output's largest magnitude where
-                          that exceeds 1) is flagged OUT OF TOLERANCE, and then the
-                          command exits 1 without writing the outputs. With bf16 the
+                          print, per kernel, the max abs error, max rel error
+                          (|got - ref| / max(|ref|, 1e-4)) and normwise error (max abs err /
+                          max |ref|) of its output, accumulated from the model's input on; a
+                          model output beyond rtol 1e-3 / atol 1e-4 (times its largest
+                          magnitude where that exceeds 1), or another kernel's output beyond
+                          a normwise 1e-3 (it carries the rounding of every kernel before
+                          it), is flagged OUT OF TOLERANCE, and then the command exits 1
+                          without writing the outputs. With bf16 the
                           reference stays float32: each kernel's error relative to its
                           output's largest magnitude (normwise, accumulated from the model's
                           input on) is printed, and the model's outputs must be within 2e-2;
@@ -186,11 +189,11 @@ graph::Tensor fetch(const TensorView& v, graph::Layout want) {
 
 struct CheckRow {
   std::string kernel;
+  bool output = false;  // a model output (judged elementwise in float32)
   double max_abs = 0, max_rel = 0;
   double normwise = 0;  // max |got - ref| / max |ref|
   double bf16_bound = -1;  // a bf16 convolution's own rounding bound (normwise), else < 0
   bool compared = false, ok = true;
-  bool judged = true;  // false: reported only (a bf16 model's intermediate tensors)
 };
 
 // The reference value a kernel's output is compared with: the original tensor of the same
@@ -204,8 +207,8 @@ std::string reference_name(const graph::KernelSpec& k) {
 }
 
 CheckRow compare(const std::string& kernel, const graph::Tensor& ref, const TensorView& view,
-                 bool bf16) {
-  CheckRow r{graph::printable(kernel)};
+                 bool bf16, bool output) {
+  CheckRow r{graph::printable(kernel), output};
   const graph::Tensor got = fetch(view, ref.layout);
   r.compared = true;
   if (got.shape != ref.shape) {
@@ -223,9 +226,17 @@ CheckRow compare(const std::string& kernel, const graph::Tensor& ref, const Tens
   // float32 resolves a tensor of magnitude M to about M * 6e-8, so a fixed atol would flag any
   // correct kernel on large values (pixels in 0..255, say) wherever an element cancels to near
   // zero: the atol scales with the output's largest magnitude where that exceeds 1.
-  r.ok = bf16 ? r.normwise <= kBf16Tolerance
-              : graph::worst_error_ratio(got.data, ref.data, kRtol,
-                                         kAtol * std::max(1.0, largest)) <= 1.0;
+  // A tensor inside the model carries the rounding of every kernel before it, which a deep
+  // network amplifies (torchvision's Inception-v3, direct convolutions only: 25 of its later
+  // tensors 1e-3 off somewhere while its logits were within the tolerance): it is judged
+  // normwise, and the model's outputs elementwise.
+  if (bf16)
+    r.ok = r.normwise <= kBf16Tolerance;
+  else if (output)
+    r.ok =
+        graph::worst_error_ratio(got.data, ref.data, kRtol, kAtol * std::max(1.0, largest)) <= 1.0;
+  else
+    r.ok = r.normwise <= kRtol;
   return r;
 }
 
@@ -289,11 +300,12 @@ std::vector<CheckRow> check_kernels(const graph::Graph& original, const graph::G
       rows.push_back(CheckRow{graph::printable(name)});
       continue;
     }
-    rows.push_back(compare(name, *it->second, probe.output(out_index.at(out.value.index)), bf16));
+    rows.push_back(compare(name, *it->second, probe.output(out_index.at(out.value.index)), bf16,
+                           outputs.count(want) > 0));
     // A bf16 model is judged by its outputs: an intermediate tensor's error, relative to its
     // own largest magnitude, is reported, not judged (a small tensor after many bf16 layers can
     // exceed the threshold while the outputs are well within it).
-    if (bf16 && !outputs.count(want)) rows.back().ok = true, rows.back().judged = false;
+    if (bf16 && !outputs.count(want)) rows.back().ok = true;
     // The bound takes the input as this run computed it (its name may be new: an NHWC copy).
     const auto* conv = std::get_if<graph::ConvKernelSpec>(&k);
     if (conv && conv->bf16 && conv->pre.empty()) {
@@ -322,28 +334,32 @@ int print_check(const std::vector<CheckRow>& rows, bool bf16) {
     std::printf("  %-*s  %13s  %13s  %13s  %13s\n", static_cast<int>(w), "kernel", "max abs err",
                 "max rel err", "normwise", "bf16 bound");
   } else {
-    std::printf("\ncheck against the unfused reference (rtol %g, atol %g x max(1, max |ref|)):\n",
-                kRtol, kAtol);
-    std::printf("  %-*s  %13s  %13s\n", static_cast<int>(w), "kernel", "max abs err", "max rel err");
+    std::printf(
+        "\ncheck against the unfused reference (errors from the input on; the model's "
+        "outputs within rtol %g, atol %g x max(1, max |ref|); the other kernels' within "
+        "a normwise %g, max abs err / max |ref|):\n",
+        kRtol, kAtol, kRtol);
+    std::printf("  %-*s  %13s  %13s  %13s\n", static_cast<int>(w), "kernel", "max abs err",
+                "max rel err", "normwise");
   }
   int bad = 0;
   for (const CheckRow& r : rows) {
     if (!r.compared) {
       std::printf(
-          "  %-*s  %13s  %13s  not compared (no tensor of that name in the imported graph)\n",
-          static_cast<int>(w), r.kernel.c_str(), "-", "-");
+          "  %-*s  %13s  %13s  %13s  not compared (no tensor of that name in the imported graph)\n",
+          static_cast<int>(w), r.kernel.c_str(), "-", "-", "-");
       continue;
     }
     bad += !r.ok;
-    std::printf("  %-*s  %13.3e  %13.3e", static_cast<int>(w), r.kernel.c_str(), r.max_abs, r.max_rel);
+    std::printf("  %-*s  %13.3e  %13.3e  %13.3e", static_cast<int>(w), r.kernel.c_str(), r.max_abs,
+                r.max_rel, r.normwise);
     if (bf16) {
-      std::printf("  %13.3e", r.normwise);
       if (r.bf16_bound >= 0)
         std::printf("  %13.3e", r.bf16_bound);
       else
         std::printf("  %13s", "-");
     }
-    std::printf("%s\n", !r.ok ? "  OUT OF TOLERANCE" : bf16 && r.judged ? "  (model output: within)" : "");
+    std::printf("%s\n", !r.ok ? "  OUT OF TOLERANCE" : r.output ? "  (model output: within)" : "");
   }
   return bad;
 }
