@@ -133,36 +133,60 @@ graph::Graph check_tiles(const graph::Graph& g, const ModelOptions& options,
     if (report) *report = r;
     return g;
   }
-  // The fewest layers of `order`, earliest first, whose cap `cap` brings the error within the
-  // bound, by bisection (more layers capped, less error); all of them if none fewer do.
-  const auto cap_first = [&](const std::vector<size_t>& order, int cap, const char* what) {
+  // The first p layers of `order` capped at `cap`, for the smallest p of 1..most that brings
+  // the error within the bound (by bisection: more layers capped, less error), or none if p =
+  // most does not. `from` names the order in the log ("first", "last").
+  struct Choice {
+    std::vector<int> caps;
+    double error = 0;
+    size_t count = 0;
+    bool within = false;
+  };
+  const auto fewest = [&](const std::vector<size_t>& order, int cap, const std::string& what,
+                          const char* from, size_t most) {
     const auto with_first = [&](size_t p) {
       std::vector<int> c = caps;
       for (size_t i = 0; i < p; ++i) c[order[i]] = std::min(c[order[i]], cap);
       return c;
     };
-    double e = measure(with_first(order.size()));
-    say(std::string(what) + " on all " + std::to_string(order.size()) + ": " + of_tolerance(e));
-    size_t lo = 1, hi = order.size();
-    if (e <= bound) {
-      while (lo < hi) {
-        const size_t mid = (lo + hi) / 2;
-        const double em = measure(with_first(mid));
-        say(std::string(what) + " on the first " + std::to_string(mid) + ": " + of_tolerance(em));
-        if (em <= bound)
-          hi = mid, e = em;
-        else
-          lo = mid + 1;
-      }
+    const auto try_first = [&](size_t p) {
+      const double e = measure(with_first(p));
+      say(what + (p == order.size() ? " on all " : std::string(" on the ") + from + " ") +
+          std::to_string(p) + ": " + of_tolerance(e));
+      return e;
+    };
+    Choice best{with_first(most), try_first(most), most, false};
+    best.within = best.error <= bound;
+    if (!best.within) return best;
+    for (size_t lo = 1, hi = most; lo < hi;) {
+      const size_t mid = (lo + hi) / 2;
+      const double e = try_first(mid);
+      if (e <= bound)
+        hi = mid, best = Choice{with_first(mid), e, mid, true};
+      else
+        lo = mid + 1;
     }
-    caps = with_first(hi);
-    r.final_error = e;
-    return e <= bound;
+    return best;
   };
-  if (f4.empty() || !cap_first(f4, 2, "F(2x2)")) {
+  // The fewest layers of `order` (node order) whose cap brings the error within the bound: the
+  // earliest first (an early layer's rounding passes through more of the network), then, where
+  // that takes more than one, the latest first in case fewer do (a network that attenuates
+  // rounding); all of them, and false, if even that is not enough.
+  const auto cap_fewest = [&](const std::vector<size_t>& order, int cap, const std::string& what) {
+    Choice c = fewest(order, cap, what, "first", order.size());
+    if (c.within && c.count > 1) {
+      const std::vector<size_t> latest(order.rbegin(), order.rend());
+      Choice d = fewest(latest, cap, what, "last", c.count - 1);
+      if (d.within) c = d;
+    }
+    caps = c.caps;
+    r.final_error = c.error;
+    return c.within;
+  };
+  if (f4.empty() || !cap_fewest(f4, 2, "F(2x2)")) {
     std::vector<size_t> all(layers.size());
     for (size_t j = 0; j < all.size(); ++j) all[j] = j;
-    cap_first(all, 0, "direct");
+    cap_fewest(all, 0, "direct");
   }
   for (size_t j = 0; j < layers.size(); ++j) {
     r.capped_to_2 += layers[j].tile == 4 && caps[j] == 2;

@@ -40,10 +40,11 @@ struct WinogradCheckOptions {
 // random inputs in [-1, 1) with the kernels `options` generates on this CPU (with the
 // database's schedules: the check measures the schedules that will run); its outputs' worst
 // error is taken over the tolerance (|got - ref| / (rtol |ref| + atol max(1, max |ref|)), 1 =
-// at the tolerance). Within it: nothing changes. Otherwise the F(4x4) layers, earliest first
-// (an early layer's rounding passes through more of the network), are capped at F(2x2), as
-// few as bring the error within (by bisection); if all of them do not, the Winograd layers,
-// earliest first, are capped at direct convolution. The bound is the tolerance, or twice the
+// at the tolerance). Within it: nothing changes. Otherwise the F(4x4) layers are capped at
+// F(2x2), as few as bring the error within: the earliest first (an early layer's rounding
+// passes through more of the network), by bisection, and where that caps more than one, the
+// latest first in case fewer do; if all of them do not, the Winograd layers are capped at
+// direct convolution the same way. The bound is the tolerance, or twice the
 // error with every Winograd layer direct where that is larger (a network that amplifies any
 // float32 rounding, or outputs with a discontinuity such as an ArgMax). A model without
 // Winograd kernels, on a GPU backend or with Schedule::naive is returned as it is, and nothing
