@@ -352,7 +352,7 @@ std::optional<graph::Graph> cached_graph(const std::string& model, const InputSh
 
 graph::Graph compile_cached(const std::string& model, const InputShapes& shapes,
                             const std::string& target, graph::Precision precision, bool* from_cache,
-                            const OutputCheck* check) {
+                            const OutputCheck* check, const graph::Graph* imported) {
   const std::string path = compile_cache_path(model, shapes, target, precision, check);
   *from_cache = false;
   if (std::optional<graph::Graph> g = read_cached(path)) {
@@ -361,7 +361,8 @@ graph::Graph compile_cached(const std::string& model, const InputShapes& shapes,
   }
   const std::string dir = cache_dir();
   std::error_code ec;
-  graph::Graph optimized = graph::run_passes(load_model(model, shapes), pass_options(precision));
+  graph::Graph optimized =
+      graph::run_passes(imported ? *imported : load_model(model, shapes), pass_options(precision));
   if (check)
     optimized = check_winograd_tiles(std::move(optimized), check->options,
                                      {check->db.get(), [](const std::string& line) {

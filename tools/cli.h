@@ -127,10 +127,11 @@ struct OutputCheck {
 // precision, the check and its database's records, and this Kiln build (its version and
 // codegen::generator_identity, the hash of the program) were compiled before; stored there
 // otherwise. A cache that cannot be read or written is skipped, never an error. *from_cache
-// says which.
+// says which. `imported`: load_model(model, shapes) where the caller has it already.
 graph::Graph compile_cached(const std::string& model, const InputShapes& shapes,
                             const std::string& target, graph::Precision precision, bool* from_cache,
-                            const OutputCheck* check = nullptr);
+                            const OutputCheck* check = nullptr,
+                            const graph::Graph* imported = nullptr);
 // The graph compile_cached would take from the cache for these arguments, if it holds one (a
 // damaged entry: none). Compiles nothing.
 std::optional<graph::Graph> cached_graph(const std::string& model, const InputShapes& shapes,

@@ -441,7 +441,7 @@ int run_compile(const CompileArgs& a) {
   bool cached = false;
   const graph::Graph g =
       compile_cached(a.model, a.input_shapes, "cpu", a.precision, &cached,
-                     a.precision == graph::Precision::f32 && best >= 0 ? &check : nullptr);
+                     a.precision == graph::Precision::f32 && best >= 0 ? &check : nullptr, &input);
   // Lowering and the runtime's own checks now, so an unsupported model fails here, not in the
   // user's program.
   ModelOptions lower_only;

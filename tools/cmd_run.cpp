@@ -233,8 +233,7 @@ CheckRow compare(const std::string& kernel, const graph::Tensor& ref, const Tens
   if (bf16)
     r.ok = r.normwise <= kBf16Tolerance;
   else if (output)
-    r.ok =
-        graph::worst_error_ratio(got.data, ref.data, kRtol, kAtol * std::max(1.0, largest)) <= 1.0;
+    r.ok = output_error_over_tolerance(got.data, ref.data) <= 1.0;
   else
     r.ok = r.normwise <= kRtol;
   return r;

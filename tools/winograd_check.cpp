@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <vector>
 
 #include "codegen/kernel_pipeline.h"
@@ -27,6 +28,8 @@ std::vector<Layer> winograd_layers(const graph::Graph& g, const std::string& tar
   const codegen::ScheduleLookup lookup = db ? db->lookup() : nullptr;
   const Halide::Target t(target);
   std::vector<Layer> out;
+  std::map<std::string, size_t> node_index;  // one node per kernel, named alike
+  for (size_t i = 0; i < g.nodes().size(); ++i) node_index.emplace(g.nodes()[i].name, i);
   const std::vector<graph::KernelSpec> kernels =
       graph::planned_kernels(g, graph::plan_arena(g, graph::plan_options_for(true)));
   for (const graph::KernelSpec& k : kernels) {
@@ -34,26 +37,19 @@ std::vector<Layer> winograd_layers(const graph::Graph& g, const std::string& tar
     if (!conv || conv->depthwise) continue;
     const std::string schedule = codegen::requested_schedule(k, target, lookup);
     const int tile = codegen::winograd_weight_tile(k, t, schedule);
-    if (tile == 0) continue;
-    for (size_t i = 0; i < g.nodes().size(); ++i)
-      if (g.nodes()[i].name == conv->name) out.push_back(Layer{i, tile});
+    if (tile != 0) out.push_back(Layer{node_index.at(conv->name), tile});
   }
   return out;
 }
 
-// The outputs' worst error over the tolerance (rtol, atol scaled by each output's largest
-// magnitude where that exceeds 1); infinite where an output is NaN and the reference is not.
-double error_over_tolerance(const Model& m, const std::vector<graph::Tensor>& ref, double rtol,
-                            double atol) {
+// The outputs' worst error over the tolerance (output_error_over_tolerance of each).
+double outputs_error(const Model& m, const std::vector<graph::Tensor>& ref, double rtol,
+                     double atol) {
   double worst = 0;
   for (size_t i = 0; i < ref.size(); ++i) {
     const TensorView v = m.output(i);
     const graph::Tensor got = graph::to_layout(v.data, v.shape, v.layout, ref[i].layout);
-    double largest = 0;
-    for (float x : ref[i].data)
-      if (std::isfinite(x)) largest = std::max<double>(largest, std::fabs(x));
-    worst = std::max(worst, graph::worst_error_ratio(got.data, ref[i].data, rtol,
-                                                     atol * std::max(1.0, largest)));
+    worst = std::max(worst, output_error_over_tolerance(got.data, ref[i].data, rtol, atol));
   }
   return worst;
 }
@@ -65,23 +61,17 @@ std::string of_tolerance(double e) {
   return text;
 }
 
-// check_winograd_tiles, which catches what this throws.
+// check_winograd_tiles, which catches what this throws; `r` gets what it measured.
 graph::Graph check_tiles(const graph::Graph& g, const ModelOptions& options,
-                         const WinogradCheckOptions& check, WinogradCheck* report) {
-  WinogradCheck r;
+                         const WinogradCheckOptions& check, WinogradCheck& r) {
   const int best = runtime::best_cpu_target();
   const int target_index = options.cpu_target >= 0 ? options.cpu_target : best;
-  if (options.backend != Backend::cpu || options.schedule != Schedule::tuned || target_index < 0) {
-    if (report) *report = r;
+  if (options.backend != Backend::cpu || options.schedule != Schedule::tuned || target_index < 0)
     return g;
-  }
   const std::string target = runtime::cpu_targets()[static_cast<size_t>(target_index)];
   const std::vector<Layer> layers = winograd_layers(g, target, check.db);
   r.winograd_layers = static_cast<int>(layers.size());
-  if (layers.empty()) {
-    if (report) *report = r;
-    return g;
-  }
+  if (layers.empty()) return g;
   const auto say = [&](const std::string& line) {
     if (check.log) check.log(line);
   };
@@ -112,7 +102,7 @@ graph::Graph check_tiles(const graph::Graph& g, const ModelOptions& options,
     const Status s = m.run(inputs);
     if (!s) throw graph::Error("the Winograd output check could not run the model: " + s.message());
     ++r.runs;
-    return error_over_tolerance(m, ref, check.rtol, check.atol);
+    return outputs_error(m, ref, check.rtol, check.atol);
   };
 
   std::vector<size_t> f4;  // the F(4x4) layers, in node order
@@ -121,18 +111,12 @@ graph::Graph check_tiles(const graph::Graph& g, const ModelOptions& options,
   r.error = r.final_error = measure(caps);
   say(std::to_string(layers.size()) + " Winograd layers, " + std::to_string(f4.size()) +
       " of them F(4x4): outputs at " + of_tolerance(r.error));
-  if (r.error <= 1.0) {
-    if (report) *report = r;
-    return g;
-  }
+  if (r.error <= 1.0) return g;
   r.direct_error = measure(std::vector<int>(layers.size(), 0));
   const double bound = std::max(1.0, 2 * r.direct_error);
   say("direct convolution in their place: " + of_tolerance(r.direct_error) +
       (bound > 1.0 ? "; the bound is twice that" : ""));
-  if (r.error <= bound) {
-    if (report) *report = r;
-    return g;
-  }
+  if (r.error <= bound) return g;
   // The first p layers of `order` capped at `cap`, for the smallest p of 1..most that brings
   // the error within the bound (by bisection: more layers capped, less error), or none if p =
   // most does not. `from` names the order in the log ("first", "last").
@@ -195,16 +179,26 @@ graph::Graph check_tiles(const graph::Graph& g, const ModelOptions& options,
   say("layers capped: " + std::to_string(r.capped_to_2) + " at F(2x2), " +
       std::to_string(r.capped_to_direct) + " at direct convolution; outputs at " +
       of_tolerance(r.final_error));
-  if (report) *report = r;
   return capped(caps);
 }
 
 }  // namespace
 
+double output_error_over_tolerance(const std::vector<float>& got, const std::vector<float>& ref,
+                                   double rtol, double atol) {
+  double largest = 0;
+  for (float x : ref)
+    if (std::isfinite(x)) largest = std::max<double>(largest, std::fabs(x));
+  return graph::worst_error_ratio(got, ref, rtol, atol * std::max(1.0, largest));
+}
+
 graph::Graph check_winograd_tiles(graph::Graph g, const ModelOptions& options,
                                   const WinogradCheckOptions& check, WinogradCheck* report) {
+  WinogradCheck r;
   try {
-    return check_tiles(g, options, check, report);
+    graph::Graph out = check_tiles(g, options, check, r);
+    if (report) *report = r;
+    return out;
   } catch (const std::exception& e) {
     // A model that cannot run here (inputs that are indices, an arena larger than this
     // machine's memory for a model compiled for a larger one) keeps its tiles.

@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "codegen/schedule_db.h"
 #include "graph/ir.h"
@@ -17,6 +18,12 @@ namespace kiln::cli {
 // The tolerance of every check against the reference interpreter (kiln run --check, the
 // tuner's candidates, this one): |got - ref| <= kRtol |ref| + kAtol max(1, max |ref|).
 inline constexpr double kRtol = 1e-3, kAtol = 1e-4;
+
+// A model output's worst error over that tolerance (1 = at it), the atol scaled by the
+// reference's largest finite magnitude where that exceeds 1; infinite where `got` is NaN and
+// `ref` is not (graph::worst_error_ratio).
+double output_error_over_tolerance(const std::vector<float>& got, const std::vector<float>& ref,
+                                   double rtol = kRtol, double atol = kAtol);
 
 // What the check measured, for reports and tests.
 struct WinogradCheck {
