@@ -58,8 +58,10 @@ struct FreeDeleter {
 
 bool is_gpu(Backend b) { return b != Backend::cpu; }
 
-// Empty when the GPU backend can allocate device memory; otherwise the reason it cannot.
-std::string gpu_unusable_reason(Backend b) {
+}  // namespace
+
+std::string backend_unusable_reason(Backend b) {
+  if (!is_gpu(b)) return "";
   const halide_device_interface_t* device = nullptr;
   if (b == Backend::cuda) {
 #ifdef KILN_HAVE_CUDA
@@ -82,8 +84,6 @@ std::string gpu_unusable_reason(Backend b) {
   return std::string(b == Backend::cuda ? "CUDA" : "OpenCL") + " is not usable here (error " +
          std::to_string(rc) + (why.empty() ? "" : ": " + why) + ")";
 }
-
-}  // namespace
 
 const char* to_string(Backend b) {
   switch (b) {
@@ -407,7 +407,7 @@ Model::Model(graph::Graph optimized, const ModelOptions& options)
     throw graph::Error("this CPU lacks features that target " +
                        runtime::cpu_targets()[options.cpu_target] + " needs");
   if (is_gpu(options.backend)) {
-    const std::string why = gpu_unusable_reason(options.backend);
+    const std::string why = backend_unusable_reason(options.backend);
     if (!why.empty()) {
       if (!options.fallback_to_cpu)
         throw graph::Error(why + "; choose the cpu backend, or allow fallback to the CPU");

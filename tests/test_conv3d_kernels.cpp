@@ -25,23 +25,21 @@ using onnx_test::attr_s;
 using onnx_test::ModelBuilder;
 using onnx_test::rnd;
 
-// Runs `imported` optimized on `target` (an index into runtime::cpu_targets(), or -1 for the
-// OpenCL backend) and compares every output with the reference interpreter on the imported graph.
+// Runs `imported` optimized on `target` (an index into runtime::cpu_targets(), or a GPU backend:
+// testing_util::kOpenClTarget, kCudaTarget) and compares every output with the reference
+// interpreter on the imported graph.
 void expect_kernels_match_reference(const graph::Graph& imported, int target) {
   if (target >= 0 && !testing_util::runs_target(target))
     GTEST_SKIP() << testing_util::target_skip_reason(target);
   const graph::Graph optimized = graph::run_passes(imported);
   ModelOptions o;
   o.generate_kernels = codegen::kernel_generator({{}, KILN_TEST_CACHE_DIR, nullptr});
-  o.cpu_target = target;
-  if (target < 0) o.backend = Backend::opencl;
-  std::unique_ptr<Model> m;
-  try {
-    m = std::make_unique<Model>(optimized, o);
-  } catch (const graph::Error& e) {
-    if (target >= 0) throw;
-    GTEST_SKIP() << "no usable OpenCL device (install pocl-opencl-icd): " << e.what();
+  testing_util::set_target(o, target);
+  if (target < 0) {
+    const std::string why = backend_unusable_reason(o.backend);
+    if (!why.empty()) GTEST_SKIP() << testing_util::gpu_skip_message(o.backend, why);
   }
+  const auto m = std::make_unique<Model>(optimized, o);
   std::vector<graph::Tensor> in;
   for (graph::ValueId v : imported.inputs) {
     const graph::Value& val = imported.value(v);
@@ -153,17 +151,17 @@ graph::Graph conv3d_spread_model() {
   return onnx_test::import(m);
 }
 
-// -1: the OpenCL backend; 0...: the CPU targets of the build.
+// The CPU targets of the build, then the GPU backends.
 std::vector<int> all_targets() {
   std::vector<int> t;
   for (size_t i = 0; i < runtime::cpu_targets().size(); ++i) t.push_back(static_cast<int>(i));
-  t.push_back(-1);
+  t.push_back(testing_util::kOpenClTarget);
+  t.push_back(testing_util::kCudaTarget);
   return t;
 }
 
 std::string target_name(const testing::TestParamInfo<int>& p) {
-  if (p.param < 0) return "opencl";
-  std::string s = runtime::cpu_targets()[static_cast<size_t>(p.param)];
+  std::string s = testing_util::target_label(p.param);
   for (char& ch : s)
     if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
   return s;
@@ -188,7 +186,11 @@ TEST(Conv3dKernels, SpreadMatchesReferenceOnTheBestCpuTarget) {
 }
 
 TEST(Conv3dKernels, SpreadMatchesReferenceOnOpenCl) {
-  expect_kernels_match_reference(conv3d_spread_model(), -1);
+  expect_kernels_match_reference(conv3d_spread_model(), testing_util::kOpenClTarget);
+}
+
+TEST(Conv3dKernels, SpreadMatchesReferenceOnCuda) {
+  expect_kernels_match_reference(conv3d_spread_model(), testing_util::kCudaTarget);
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // The GPU schedules of the generated kernels (the cases are in generated_cases.h): each run
 // through Halide's OpenCL backend (on the CPU, through pocl) against the reference, a whole model
 // on the OpenCL backend, and every kind of kernel's CUDA object, whose PTX is assembled for sm_90.
+// Where a GPU and its CUDA driver are usable, the same kernels and model also run through CUDA
+// (the *Cuda tests; elsewhere they are skipped and say why).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -31,15 +33,29 @@ using namespace testing_util;
 
 std::string test_cache_dir() { return KILN_TEST_CACHE_DIR; }
 
-// Runs the single generated kernel of `g` with its GPU schedule through Halide's OpenCL backend
-// (pocl runs it on the CPU) and compares with the reference. The output is poisoned first. The
-// inputs are `given`, or random in [lo, hi).
-void expect_opencl_matches_reference(const graph::Graph& g, float lo, float hi, double rtol,
-                                     double atol, const std::vector<graph::Tensor>* given = nullptr) {
+// The JIT target that runs GPU schedules through `gpu`: the host with OpenCL (pocl runs it on the
+// CPU), or the CUDA target the CUDA objects are compiled for.
+Halide::Target gpu_jit_target(Backend gpu) {
+  return gpu == Backend::cuda ? Halide::Target(runtime::cuda_target())
+                              : Halide::get_host_target().with_feature(Halide::Target::OpenCL);
+}
+
+// Skips the test (return from it after this when IsSkipped()) where `gpu` cannot run here.
+void skip_unless_usable(Backend gpu) {
+  const std::string why = backend_unusable_reason(gpu);
+  if (!why.empty()) GTEST_SKIP() << gpu_skip_message(gpu, why);
+}
+
+// Runs the single generated kernel of `g` with its GPU schedule through `gpu` (OpenCL: pocl runs
+// it on the CPU) and compares with the reference. The output is poisoned first. The inputs are
+// `given`, or random in [lo, hi).
+void expect_gpu_matches_reference(Backend gpu, const graph::Graph& g, float lo, float hi,
+                                  double rtol, double atol,
+                                  const std::vector<graph::Tensor>* given = nullptr) {
   ModelOptions lower;
   lower.lower_only = true;
   const graph::KernelSpec spec = Model(g, lower).kernels().at(0);
-  const Halide::Target target = Halide::get_host_target().with_feature(Halide::Target::OpenCL);
+  const Halide::Target target = gpu_jit_target(gpu);
   codegen::KernelPipeline k = codegen::build_kernel_pipeline(spec, target);
 
   std::vector<graph::Tensor> ins;
@@ -85,24 +101,30 @@ void expect_opencl_matches_reference(const graph::Graph& g, float lo, float hi, 
   EXPECT_LE(graph::worst_error_ratio(got, want.data, rtol, atol), 1.0);
 }
 
-// The GPU schedules (gpu_blocks / gpu_threads) executed through Halide's OpenCL backend: the
-// same pipelines the CUDA objects are compiled from.
-TEST(GeneratedKernels, GpuScheduleRunsThroughOpenCl) {
+// The GPU schedules (gpu_blocks / gpu_threads) executed through `gpu`: through OpenCL, the same
+// pipelines the CUDA objects are compiled from.
+void expect_gpu_schedules_match_reference(Backend gpu) {
+  skip_unless_usable(gpu);
+  if (testing::Test::IsSkipped()) return;
+  const auto expect_matches = [gpu](const graph::Graph& g, float lo, float hi, double rtol,
+                                    double atol) {
+    expect_gpu_matches_reference(gpu, g, lo, hi, rtol, atol);
+  };
   for (const ChainCase& c : chain_cases()) {
     SCOPED_TRACE(c.name);
-    expect_opencl_matches_reference(chain_graph(c, 21), -6.0f, 6.0f, 1e-5, 1e-6);
+    expect_matches(chain_graph(c, 21), -6.0f, 6.0f, 1e-5, 1e-6);
   }
   for (const BinaryCase& c : binary_cases()) {
     SCOPED_TRACE(c.name);
-    expect_opencl_matches_reference(binary_graph(c), 0.5f, 3.0f, 1e-6, 1e-7);  // divisors > 0
+    expect_matches(binary_graph(c), 0.5f, 3.0f, 1e-6, 1e-7);  // divisors > 0
   }
   for (const MatMulCase& c : matmul_cases()) {
     SCOPED_TRACE(c.name);
-    expect_opencl_matches_reference(matmul_graph(c), -1.0f, 1.0f, 1e-4, 1e-5);
+    expect_matches(matmul_graph(c), -1.0f, 1.0f, 1e-4, 1e-5);
   }
   for (const PoolCase& c : pool_cases()) {
     SCOPED_TRACE(c.name);
-    expect_opencl_matches_reference(pool_graph(c), -3.0f, 3.0f, 1e-5, 1e-6);
+    expect_matches(pool_graph(c), -3.0f, 3.0f, 1e-5, 1e-6);
   }
   // The newer op cases whose GPU schedule an older case already runs here (pocl compiles each
   // kernel for seconds): the reductions share one whatever their kind, LogSoftmax is Softmax's,
@@ -118,19 +140,19 @@ TEST(GeneratedKernels, GpuScheduleRunsThroughOpenCl) {
   for (const OpCase& c : op_cases()) {
     if (same_gpu_schedule.count(c.name)) continue;
     SCOPED_TRACE(c.name);
-    expect_opencl_matches_reference(op_graph(c), c.lo, c.hi, c.rtol, c.atol);
+    expect_matches(op_graph(c), c.lo, c.hi, c.rtol, c.atol);
   }
   for (const ConvCase& c : conv_cases()) {
     SCOPED_TRACE(c.name);
     const graph::Graph g = conv_graph(c);
-    expect_opencl_matches_reference(graph::fuse_elementwise_chains(graph::fuse_epilogues(g)), -2.0f,
-                                    2.0f, 1e-4, 1e-5);
+    expect_matches(graph::fuse_elementwise_chains(graph::fuse_epilogues(g)), -2.0f, 2.0f, 1e-4,
+                   1e-5);
   }
   // A convolution with its pooling fused: on a GPU the whole convolution, then the pooling.
   for (const ConvPoolCase& c : conv_pool_cases()) {
     if (c.name != "pointwise_in_place_max" && c.name != "avg_include_pad_ceil") continue;
     SCOPED_TRACE(c.name);
-    expect_opencl_matches_reference(conv_pool_nhwc_graph(c), -2.0f, 2.0f, 1e-4, 1e-5);
+    expect_matches(conv_pool_nhwc_graph(c), -2.0f, 2.0f, 1e-4, 1e-5);
   }
   // A convolution with its resize fused: on a GPU the whole convolution, then the resize.
   for (const ConvResizeCase& c : conv_resize_cases()) {
@@ -138,7 +160,7 @@ TEST(GeneratedKernels, GpuScheduleRunsThroughOpenCl) {
         c.name != "grouped_nearest_x3")
       continue;
     SCOPED_TRACE(c.name);
-    expect_opencl_matches_reference(conv_resize_nhwc_graph(c), -2.0f, 2.0f, 1e-4, 1e-5);
+    expect_matches(conv_resize_nhwc_graph(c), -2.0f, 2.0f, 1e-4, 1e-5);
   }
   // A shortcut added after the post steps (Conv2d::shortcut): x + SiLU(conv(x)).
   {
@@ -149,7 +171,7 @@ TEST(GeneratedKernels, GpuScheduleRunsThroughOpenCl) {
     p.attrs.post = {graph::ChainStep{graph::ChainStepKind::silu}};
     p.attrs.shortcut = true;
     b.output(b.op("conv", p.attrs, {x, p.w, p.bias, x}));
-    expect_opencl_matches_reference(b.finish(), -2.0f, 2.0f, 1e-4, 1e-5);
+    expect_matches(b.finish(), -2.0f, 2.0f, 1e-4, 1e-5);
   }
   // An average pooling before its 1x1 convolution (graph::pools_before_conv).
   {
@@ -158,7 +180,7 @@ TEST(GeneratedKernels, GpuScheduleRunsThroughOpenCl) {
     const ConvPoolCase c{"pooled_first", 1, 14, 18, 24, 40, 1, 1, 0, 1, false, false, avg2x2};
     const graph::Graph g = conv_pool_nhwc_graph(c, /*relu=*/false);
     ASSERT_TRUE(graph::pools_before_conv(std::get<graph::ConvKernelSpec>(lowered_kernels(g)[0])));
-    expect_opencl_matches_reference(g, -2.0f, 2.0f, 1e-4, 1e-5);
+    expect_matches(g, -2.0f, 2.0f, 1e-4, 1e-5);
   }
   // A depthwise convolution with its expansion (Conv2d::expand): on a GPU the expansion first.
   for (const ExpandCase& c : expand_cases()) {
@@ -166,14 +188,23 @@ TEST(GeneratedKernels, GpuScheduleRunsThroughOpenCl) {
     SCOPED_TRACE(c.name);
     const graph::Graph fused = expand_fused_graph(expand_graph(c));
     ASSERT_EQ(fused.num_nodes(), 1u);
-    expect_opencl_matches_reference(fused, -2.0f, 2.0f, 1e-4, 1e-5);
+    expect_matches(fused, -2.0f, 2.0f, 1e-4, 1e-5);
   }
+}
+
+TEST(GeneratedKernels, GpuScheduleRunsThroughOpenCl) {
+  expect_gpu_schedules_match_reference(Backend::opencl);
+}
+TEST(GeneratedKernels, GpuScheduleRunsThroughCuda) {
+  expect_gpu_schedules_match_reference(Backend::cuda);
 }
 
 // Rounding, comparisons, logic ops, Pow and Where (logic_cases.h, with their drawn inputs:
 // halves, equal elements, booleans) and a convolution with Greater and Not in its epilogue,
-// through the GPU schedules on OpenCL. A subset: the other cases share these kernels' schedule.
-TEST(GeneratedKernels, LogicKernelsRunThroughOpenCl) {
+// through the GPU schedules on `gpu`. A subset: the other cases share these kernels' schedule.
+void expect_logic_kernels_match_reference(Backend gpu) {
+  skip_unless_usable(gpu);
+  if (testing::Test::IsSkipped()) return;
   const std::set<std::string> run = {"round_halves_negative", "compare_constant_each_kind",
                                      "equal_same_shape",      "greater_both_broadcast",
                                      "xor_scalar_operand",    "pow_integer_exponents",
@@ -183,12 +214,19 @@ TEST(GeneratedKernels, LogicKernelsRunThroughOpenCl) {
     SCOPED_TRACE(c.name);
     const graph::Graph g = logic_graph(c);
     const std::vector<graph::Tensor> ins = logic_inputs(c, g, 3);
-    expect_opencl_matches_reference(g, 0.0f, 0.0f, c.name.rfind("pow", 0) == 0 ? 1e-5 : 0.0, 0.0,
-                                    &ins);
+    expect_gpu_matches_reference(gpu, g, 0.0f, 0.0f, c.name.rfind("pow", 0) == 0 ? 1e-5 : 0.0, 0.0,
+                                 &ins);
   }
   const graph::Graph conv = conv_compare_graph(true);
-  expect_opencl_matches_reference(graph::fuse_elementwise_chains(graph::fuse_epilogues(conv)),
-                                  -1.0f, 1.0f, 0.0, 0.0);
+  expect_gpu_matches_reference(gpu, graph::fuse_elementwise_chains(graph::fuse_epilogues(conv)),
+                               -1.0f, 1.0f, 0.0, 0.0);
+}
+
+TEST(GeneratedKernels, LogicKernelsRunThroughOpenCl) {
+  expect_logic_kernels_match_reference(Backend::opencl);
+}
+TEST(GeneratedKernels, LogicKernelsRunThroughCuda) {
+  expect_logic_kernels_match_reference(Backend::cuda);
 }
 
 // The CUDA objects of generated kernels, one of each kind (chain, binary, MatMul, pooling, the
@@ -248,12 +286,14 @@ TEST(GeneratedKernels, CudaObjectPtxAssemblesForSm90) {
   }
 }
 
-
-// A whole model on the OpenCL backend (the GPU schedules through pocl on the CPU): the layout
-// transform, convs with ReLU, one with a BatchNorm + ReLU prologue, a residual branch, global pooling, Flatten, Gemm, a MatMul by a
-// vector (its matrix form between Reshapes, which are device copies where views are off) and a
-// Sigmoid, every one a GPU kernel. Outputs poisoned; compared with the unfused reference.
-TEST(GeneratedKernels, WholeModelRunsOnTheOpenClBackend) {
+// A whole model on GPU backend `gpu` (OpenCL: the GPU schedules through pocl on the CPU): the
+// layout transform, convs with ReLU, one with a BatchNorm + ReLU prologue, a residual branch,
+// global pooling, Flatten, Gemm, a MatMul by a vector (its matrix form between Reshapes, which are
+// device copies where views are off) and a Sigmoid, every one a GPU kernel. Outputs poisoned;
+// compared with the unfused reference.
+void expect_whole_model_matches_reference(Backend gpu) {
+  skip_unless_usable(gpu);
+  if (testing::Test::IsSkipped()) return;
   graph::GraphBuilder b;
   const graph::ValueId x = b.input("x", {2, 5, 9, 11});
   auto conv = [&](const std::string& name, graph::ValueId in, int64_t ci, int64_t co, int k,
@@ -299,15 +339,10 @@ TEST(GeneratedKernels, WholeModelRunsOnTheOpenClBackend) {
   const graph::Graph optimized = graph::run_passes(input);
 
   ModelOptions o;
-  o.backend = Backend::opencl;
+  o.backend = gpu;
   o.generate_kernels = codegen::kernel_generator({{}, test_cache_dir(), nullptr});
-  std::unique_ptr<Model> m;
-  try {
-    m = std::make_unique<Model>(optimized, o);
-  } catch (const graph::Error& e) {
-    GTEST_SKIP() << "no usable OpenCL device (install pocl-opencl-icd): " << e.what();
-  }
-  ASSERT_EQ(m->backend(), Backend::opencl);
+  const auto m = std::make_unique<Model>(optimized, o);
+  ASSERT_EQ(m->backend(), gpu);
   EXPECT_GE(m->kernels().size(), 8u);
   size_t prologues = 0, pooled_convs = 0, scaled_convs = 0;
   for (const graph::KernelSpec& k : m->kernels())
@@ -331,6 +366,13 @@ TEST(GeneratedKernels, WholeModelRunsOnTheOpenClBackend) {
     EXPECT_LE(graph::worst_error_ratio(got, want.data, 1e-4, 1e-5), 1.0)
         << "seed " << seed << ", max abs error " << graph::max_abs_diff(got, want.data);
   }
+}
+
+TEST(GeneratedKernels, WholeModelRunsOnTheOpenClBackend) {
+  expect_whole_model_matches_reference(Backend::opencl);
+}
+TEST(GeneratedKernels, WholeModelRunsOnTheCudaBackend) {
+  expect_whole_model_matches_reference(Backend::cuda);
 }
 
 }  // namespace

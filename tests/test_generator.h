@@ -34,6 +34,34 @@ inline std::string target_skip_reason(int t) {
 }
 inline bool runs_target(int t) { return target_skip_reason(t).empty(); }
 
+// The GPU backends, as "targets" below the CPU targets' indices: the tests run the GPU schedules
+// through OpenCL (pocl runs them on the CPU where there is no GPU) and, where a GPU and its
+// driver are usable, the CUDA kernels as well.
+inline constexpr int kOpenClTarget = -1;
+inline constexpr int kCudaTarget = -2;
+inline Backend backend_of(int target) {
+  return target == kCudaTarget     ? Backend::cuda
+         : target == kOpenClTarget ? Backend::opencl
+                                   : Backend::cpu;
+}
+// "opencl", "cuda", or the CPU target's name.
+inline std::string target_label(int target) {
+  return target < 0 ? to_string(backend_of(target)) : runtime::cpu_targets()[target];
+}
+// The ModelOptions that run on `target` (a CPU target's index, kOpenClTarget or kCudaTarget).
+inline void set_target(ModelOptions& o, int target) {
+  o.backend = backend_of(target);
+  o.cpu_target = target < 0 ? -1 : target;
+}
+// The message of a test skipped because GPU backend `b` cannot run here: `why` is
+// backend_unusable_reason's (or the Model's) error.
+inline std::string gpu_skip_message(Backend b, const std::string& why) {
+  return b == Backend::cuda ? "no usable CUDA device (the CUDA kernels run only where a GPU and "
+                              "its driver are): " +
+                                  why
+                            : "no usable OpenCL device (install pocl-opencl-icd): " + why;
+}
+
 // The target for the tests that run kernels behind the dispatch wrapper: -1, every CPU target of
 // the build; with KILN_TEST_TARGETS=best the best one alone (the wrapper is host code the release
 // stage and the dispatch tests cover, and building every target again under the sanitizers costs

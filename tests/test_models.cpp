@@ -34,15 +34,16 @@ std::vector<float> read_floats(const std::string& path) {
   return out;
 }
 
-// A zoo model on one CPU target (an index into runtime::cpu_targets()), or, with target -1, on
-// the OpenCL backend: the GPU schedules, run on the CPU by pocl.
+// A zoo model on one CPU target (an index into runtime::cpu_targets()), or on a GPU backend
+// (testing_util::kOpenClTarget: the GPU schedules, run on the CPU by pocl; kCudaTarget: the CUDA
+// kernels, where a GPU is usable).
 struct ModelParam {
   std::string name;
   int target;
 };
 
 void PrintTo(const ModelParam& p, std::ostream* os) {
-  *os << p.name << " on " << (p.target < 0 ? "opencl" : runtime::cpu_targets()[p.target]);
+  *os << p.name << " on " << testing_util::target_label(p.target);
 }
 
 class ModelTest : public testing::TestWithParam<ModelParam> {};
@@ -54,16 +55,12 @@ void expect_matches_reference(const graph::Graph& imported, const std::string& p
   const graph::Graph optimized = graph::run_passes(imported);
   ModelOptions o;
   o.generate_kernels = codegen::kernel_generator({{}, KILN_TEST_CACHE_DIR, nullptr});
-  o.cpu_target = target;
-  if (target < 0) o.backend = Backend::opencl;
-  std::unique_ptr<Model> engine;
-  try {
-    engine = std::make_unique<Model>(optimized, o);
-  } catch (const graph::Error& e) {
-    if (target >= 0) throw;
-    GTEST_SKIP() << "no usable OpenCL device (install pocl-opencl-icd): " << e.what();
+  testing_util::set_target(o, target);
+  if (target < 0) {
+    const std::string why = backend_unusable_reason(o.backend);
+    if (!why.empty()) GTEST_SKIP() << testing_util::gpu_skip_message(o.backend, why);
   }
-  Model& m = *engine;
+  Model m(optimized, o);
 
   const graph::Value& in = imported.value(imported.inputs.at(0));
   const std::vector<float> x = read_floats(prefix + ".input.bin");
@@ -79,13 +76,13 @@ void expect_matches_reference(const graph::Graph& imported, const std::string& p
   const double ratio = graph::worst_error_ratio(got.data, want, 1e-3, 1e-4);
   EXPECT_LE(ratio, 1.0) << "max abs error " << graph::max_abs_diff(got.data, want);
 
-  std::printf("%s on %s: %zu nodes imported, %zu after passes, %zu kernels; arena %lld bytes vs "
-              "%lld bytes of intermediate tensors; max abs error vs onnxruntime %.3g\n",
-              label.c_str(), target < 0 ? "opencl" : runtime::cpu_targets()[target].c_str(),
-              imported.num_nodes(), optimized.num_nodes(), m.kernels().size(),
-              static_cast<long long>(m.arena_plan().arena_bytes),
-              static_cast<long long>(graph::naive_activation_bytes(imported)),
-              graph::max_abs_diff(got.data, want));
+  std::printf(
+      "%s on %s: %zu nodes imported, %zu after passes, %zu kernels; arena %lld bytes vs "
+      "%lld bytes of intermediate tensors; max abs error vs onnxruntime %.3g\n",
+      label.c_str(), testing_util::target_label(target).c_str(), imported.num_nodes(),
+      optimized.num_nodes(), m.kernels().size(), static_cast<long long>(m.arena_plan().arena_bytes),
+      static_cast<long long>(graph::naive_activation_bytes(imported)),
+      graph::max_abs_diff(got.data, want));
 }
 
 TEST_P(ModelTest, MatchesOnnxRuntime) {
@@ -157,16 +154,15 @@ std::vector<ModelParam> model_params() {
   for (const char* name : {"resnet18", "resnet50", "mobilenetv2", "squeezenet1_1", "preact_se",
                            "convnext_tiny2", "resnext_tiny", "inception_tiny", "seg_tiny",
                            "preact_se_b4"})
-    for (int t = -1; t < static_cast<int>(runtime::cpu_targets().size()); ++t)
+    for (int t = testing_util::kCudaTarget; t < static_cast<int>(runtime::cpu_targets().size());
+         ++t)
       out.push_back({name, t});
   return out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, ModelTest, testing::ValuesIn(model_params()),
                          [](const testing::TestParamInfo<ModelParam>& i) {
-                           std::string t = i.param.target < 0
-                                               ? "opencl"
-                                               : runtime::cpu_targets()[i.param.target];
+                           std::string t = testing_util::target_label(i.param.target);
                            for (char& c : t)
                              if (c == '-') c = '_';
                            return i.param.name + "_" + t;

@@ -232,6 +232,8 @@ TEST(RuntimeErrors, ArenaOverPhysicalMemoryIsRefusedAtOnce) {
 
 // This machine has no GPU: CUDA must fail with a clear message, or fall back when asked.
 TEST(RuntimeErrors, CudaWithoutGpuFailsClearlyOrFallsBack) {
+  EXPECT_EQ(backend_unusable_reason(Backend::cpu), "");
+  const std::string unusable = backend_unusable_reason(Backend::cuda);
   ModelOptions o;
   o.backend = Backend::cuda;
   try {
@@ -240,9 +242,12 @@ TEST(RuntimeErrors, CudaWithoutGpuFailsClearlyOrFallsBack) {
     graph::Tensor x{{1, 4, 9, 9}, graph::Layout::nchw, graph::random_uniform(324, -1, 1, 5)};
     const Status s = m.run(std::vector<graph::Tensor>{x});
     EXPECT_TRUE(s.is_ok()) << s.message();
+    EXPECT_EQ(unusable, "") << "the probe said no, yet the model was built";
     GTEST_SKIP() << "a usable GPU is present; the no-GPU error path cannot be checked here";
   } catch (const graph::Error& e) {
     EXPECT_TRUE(contains(e.what(), "CUDA")) << e.what();
+    EXPECT_FALSE(unusable.empty());
+    EXPECT_TRUE(contains(e.what(), unusable)) << e.what() << " does not give the probe's reason";
     EXPECT_TRUE(contains(e.what(), "fallback")) << e.what();
   }
   o.fallback_to_cpu = true;

@@ -20,6 +20,11 @@ enum class Schedule { tuned, naive };
 const char* to_string(Backend b);
 const char* to_string(Schedule s);
 
+// Empty when backend `b` can run kernels here (always for the CPU); otherwise why not, e.g.
+// "CUDA is not usable here (error -1: ...)" on a machine without a GPU or driver. It allocates
+// and frees one element of device memory to find out.
+std::string backend_unusable_reason(Backend b);
+
 // Sets the size of the thread pool every Model's kernels run on (ModelOptions::threads), for
 // the Models already built as well; threads must be > 0. Waits for a kernel call in flight on
 // the pool to end.
