@@ -431,6 +431,9 @@ TEST_F(CliRunBench, CompileTakesUnchangedKernelsFromTheCache) {
   ASSERT_EQ(warm.code, 0) << warm.out << warm.err;
   EXPECT_TRUE(contains(warm.out, "kernel 1/2: A_to_nhwc (cached)")) << warm.out;
   EXPECT_TRUE(contains(warm.out, "kernel 2/2: conv_out (cached)")) << warm.out;
+  // The model's source too, though another output directory stages it elsewhere.
+  EXPECT_TRUE(contains(cold.out, "      example.cpp\n")) << cold.out;
+  EXPECT_TRUE(contains(warm.out, "      example.cpp (cached)")) << warm.out;
   EXPECT_EQ(fs::file_size(path("b/example.a")), fs::file_size(path("a/example.a")));
   for (const auto& e : fs::recursive_directory_iterator(path("cache/kiln/archives")))
     if (e.path().filename() == "example_k1.a") spit(e.path().string(), "damaged");

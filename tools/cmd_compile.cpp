@@ -535,19 +535,30 @@ int run_compile(const CompileArgs& a) {
   for (const char* arg : {"-MMD", "-MF"}) cxx.push_back(arg);
   cxx.insert(cxx.end(), {(tmp / "deps.d").string(), "-c", (tmp / (a.name + ".cpp")).string(), "-o",
                          (tmp / (a.name + ".o")).string()});
-  // The object and its depfile are cached, keyed by the command (which names the staging
-  // directory the depfile refers to) and the source, and used while the headers the depfile
-  // names are as they were (headers.txt: their sizes and hashes).
+  // The object and its depfile are cached, keyed by the command and the source, and used
+  // while the headers the depfile names are as they were (headers.txt: their sizes and
+  // hashes). The staging directory, which the command and the depfile name, is written as a
+  // placeholder in the key and in the cached depfile (deps.cached): a model compiled to another
+  // output directory finds the same entry.
+  constexpr const char* kStaging = "@KILN_STAGING@";
   const codegen::FileCache objects(cache_dir(), "objects");
   std::string object_key = codegen::toolchain_identity() + "command";
-  for (const std::string& arg : cxx) object_key += " " + arg;
+  for (const std::string& arg : cxx) object_key += " " + replace_all(arg, tmp.string(), kStaging);
   object_key += "\nsource\n" + source;
-  const std::vector<std::string> object_files = {a.name + ".o", "deps.d", "headers.txt"};
+  const std::vector<std::string> object_files = {a.name + ".o", "deps.cached", "headers.txt"};
   const auto headers = [&] { return dependency_sums(depfile_for(tmp / "deps.d", tmp, "NAME.a")); };
-  if (!objects.fetch(object_key, tmp, object_files) ||
-      codegen::read_text(tmp / "headers.txt") != headers()) {
+  const bool fetched = objects.fetch(object_key, tmp, object_files);
+  if (fetched)
+    write_file(tmp / "deps.d",
+               replace_all(codegen::read_text(tmp / "deps.cached"), kStaging, tmp.string()));
+  if (fetched && codegen::read_text(tmp / "headers.txt") == headers()) {
+    std::cout << "      " << a.name << ".cpp (cached)" << std::endl;
+  } else {
+    std::cout << "      " << a.name << ".cpp" << std::endl;
     codegen::run_tool(cxx, "compiling " + a.name + ".cpp");
     write_file(tmp / "headers.txt", headers());
+    write_file(tmp / "deps.cached",
+               replace_all(codegen::read_text(tmp / "deps.d"), tmp.string(), kStaging));
     objects.store(object_key, tmp, object_files);
   }
 

@@ -120,12 +120,6 @@ std::string Model::fallback_reason() const { return impl_->engine.fallback_reaso
 }  // namespace @NAME@
 )";
 
-std::string replace_all(std::string s, const std::string& key, const std::string& value) {
-  for (size_t at = s.find(key); at != std::string::npos; at = s.find(key, at + value.size()))
-    s.replace(at, key.size(), value);
-  return s;
-}
-
 // One comment line per tensor; NHWC outputs are described in the NCHW order run() returns.
 std::string describe_tensors(const graph::Graph& g, const std::vector<graph::ValueId>& ids) {
   std::string out;
@@ -212,6 +206,12 @@ std::string graph_to_dot(const graph::Graph& g, const std::string& name) {
       s << "  " << source[g.outputs[i].index] << " -> out" << i << " [label=\"" << tensor_label(v) << "\"];\n";
   }
   return s.str() + "}\n";
+}
+
+std::string replace_all(std::string s, const std::string& key, const std::string& value) {
+  for (size_t at = s.find(key); at != std::string::npos; at = s.find(key, at + value.size()))
+    s.replace(at, key.size(), value);
+  return s;
 }
 
 }  // namespace kiln::cli

@@ -24,6 +24,9 @@ std::string model_header(const std::string& name, const std::string& source, con
 // weights file whose checksum is `weights_checksum` (graph::write_graph_file's).
 std::string model_source(const std::string& name, const Targets& targets, uint64_t weights_checksum);
 
+// `s` with every occurrence of `key` replaced by `value`.
+std::string replace_all(std::string s, const std::string& key, const std::string& value);
+
 // Nodes labelled with op, name and fused `computes`; edges with tensor shapes and layouts.
 // Constants are counted in their node's label rather than drawn.
 std::string graph_to_dot(const graph::Graph& g, const std::string& name);
