@@ -518,13 +518,19 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
     bias = Halide::Func("bias_clamped");
     bias(co) = inputs[2](Halide::min(co, static_cast<int>(out[3]) - 1));
   }
+  // The deep family runs each output row's reduction in loops of their own, outside the
+  // register tiles: kernel rows on the padding are left out there (float32: the bf16 form
+  // reduces pairs of channels atomically).
+  const bool skip_padding_rows = !automatic && params.family == schedules::ConvFamily::deep &&
+                                 !target.has_gpu_feature() && !k.bf16 && w[0] > 1 &&
+                                 (k.pad_top > 0 || k.pad_bottom > 0);
   const generators::ops::ConvAlgorithm a = generators::ops::conv2d(
       conv_source(k, inputs), static_cast<int>(in[2]), static_cast<int>(in[1]), weights, bias,
       static_cast<int>(reduction_channels(k)) * merge, static_cast<int>(w[1]),
       static_cast<int>(w[0]),
       {k.stride_w, k.stride_h, k.pad_left, k.pad_top, k.dilation_w, k.dilation_h}, !pointwise,
       k.groups > 1 ? Halide::Expr(out_per_group) : Halide::Expr(), widen, "", interleave,
-      k.input_scale.has_value());
+      k.input_scale.has_value(), skip_padding_rows);
   const Halide::Expr position =
       interleave > 1 ? generators::ops::interleaved_position(a.co, interleave, out_per_group) : a.co;
   output(a.co, a.x, a.y, a.n) =

@@ -30,7 +30,8 @@ ConvAlgorithm conv2d(const Halide::Func& input, const Expr& in_width, const Expr
                      const Halide::Func& weights, const Halide::Func& bias, const Expr& in_channels,
                      const Expr& kernel_w, const Expr& kernel_h, const ConvWindow& w,
                      bool pad_input, const Expr& out_per_group, Bf16Widen bf16,
-                     const std::string& prefix, int interleave, bool weights_per_image) {
+                     const std::string& prefix, int interleave, bool weights_per_image,
+                     bool skip_padding_rows) {
   ConvAlgorithm a{Halide::Func(prefix + "input_padded"),
                   Halide::Func(prefix + "acc"),
                   Halide::Var("co"),
@@ -42,6 +43,10 @@ ConvAlgorithm conv2d(const Halide::Func& input, const Expr& in_width, const Expr
   Expr in = pad_input ? zero_padded(input, in_width, in_height)(a.c, a.x, a.y, a.n)
                       : input(a.c, a.x, a.y, a.n);
   a.r = Halide::RDom(0, in_channels, 0, kernel_w, 0, kernel_h, "r");
+  if (skip_padding_rows) {
+    const Expr row = a.y * w.stride_y + a.r.z * w.dilation_y - w.pad_y;
+    a.r.where(row >= 0 && row < in_height);
+  }
   Expr ci =
       out_per_group.defined() ? a.co / out_per_group * in_channels + a.r.x : Expr(a.r.x);
   Expr out_channel = a.co;

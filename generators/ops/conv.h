@@ -58,6 +58,10 @@ struct ConvAlgorithm {
 // reads output channel co at acc(interleaved_position(co, ...), ...).
 // weights_per_image: weights take the image as a fifth argument, (co, ci, kx, ky, n) (a
 // convolution whose input is scaled per image: the scale folded into its weights).
+// skip_padding_rows: the reduction leaves out the kernel rows that fall on the zero padding
+// above or below the image (a predicate on r.z and y, RDom::where). A schedule that runs the
+// output rows outside the reduction over input channels gets loops trimmed to the rows that
+// do something (ResNet-50's 7x7 3x3 layers: 2 of 21 row taps); inside it, a branch per step.
 ConvAlgorithm conv2d(const Halide::Func& input, const Halide::Expr& in_width,
                      const Halide::Expr& in_height, const Halide::Func& weights,
                      const Halide::Func& bias, const Halide::Expr& in_channels,
@@ -65,7 +69,8 @@ ConvAlgorithm conv2d(const Halide::Func& input, const Halide::Expr& in_width,
                      const ConvWindow& window, bool pad_input,
                      const Halide::Expr& out_per_group = Halide::Expr(),
                      Bf16Widen bf16 = Bf16Widen::none, const std::string& prefix = "",
-                     int interleave = 1, bool weights_per_image = false);
+                     int interleave = 1, bool weights_per_image = false,
+                     bool skip_padding_rows = false);
 
 // Grouped convolutions whose groups are narrower than a vector can hold their channels
 // interleaved by group: in each block of kInterleaveBlock output channels, the `interleave`
