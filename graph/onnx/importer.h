@@ -93,6 +93,9 @@ struct Slot {
   // For a float compute op whose inputs were all constants: emits the node on first use as
   // a graph tensor, so the network's arithmetic still runs in the graph.
   std::function<ValueId()> materialize;
+  // Set instead of the above for an ONNX sequence (SplitToSequence, SequenceConstruct, ...):
+  // its tensors, known in number and order at import time. Only the sequence ops take one.
+  std::shared_ptr<const std::vector<std::shared_ptr<Slot>>> sequence;
 };
 struct Entry {
   std::shared_ptr<Slot> slot;
@@ -117,6 +120,13 @@ class Importer {
   // Input i as a graph value; a host tensor becomes a graph constant in the logical layout
   // for its rank (or the node computing it, for a folded float op).
   ValueId value_input(const NodeCtx& c, int i);
+  // Input i, which must be a sequence: its tensors' slots (input() refuses a sequence).
+  const std::vector<std::shared_ptr<Slot>>& sequence_input(const NodeCtx& c, int i) const;
+  // Input i's slot, a tensor's (for a sequence op to hold it).
+  std::shared_ptr<Slot> tensor_slot(const NodeCtx& c, int i) const { return input(c, i).slot; }
+  // A tensor slot as a graph value (a host tensor becomes a constant, as for value_input);
+  // `name` is for errors and the constant's name.
+  ValueId slot_value(const NodeCtx& c, const std::string& name, Slot& s);
   // Input i, which must be known at import time, as a graph constant in `layout`.
   ValueId constant_value(const NodeCtx& c, int i, Layout layout);
   Shape input_shape(const NodeCtx& c, int i) const;  // static, for graph and host tensors
@@ -136,6 +146,11 @@ class Importer {
   void define_host(const NodeCtx& c, int k, HostTensor t,
                    std::function<ValueId()> materialize = {});
   void define_alias(const NodeCtx& c, int k, int input_index);
+  // Output k is the tensor of `slot` (SequenceAt) or the sequence of `elements`.
+  void define_slot(const NodeCtx& c, int k, std::shared_ptr<Slot> slot) {
+    define(c, k, std::move(slot));
+  }
+  void define_sequence(const NodeCtx& c, int k, std::vector<std::shared_ptr<Slot>> elements);
   // Booleans (float 0/1 in the graph): values an ONNX BOOL tensor becomes (a graph input, a
   // constant, a comparison's or logic op's result). A graph output declared BOOL must be one.
   void mark_boolean(ValueId v) { boolean_values_.insert(v.index); }
@@ -197,6 +212,16 @@ void convert_resize(Importer& im, const NodeCtx& c);
 void convert_upsample(Importer& im, const NodeCtx& c);
 // ops_conv_transpose.cpp
 void convert_conv_transpose(Importer& im, const NodeCtx& c);
+// ops_sequence.cpp: sequences of tensors known at import time (torch's dynamo exporter writes
+// torch.split as SplitToSequence and its items as SequenceAt).
+void convert_split_to_sequence(Importer& im, const NodeCtx& c);
+void convert_sequence_at(Importer& im, const NodeCtx& c);
+void convert_sequence_construct(Importer& im, const NodeCtx& c);
+void convert_sequence_empty(Importer& im, const NodeCtx& c);
+void convert_sequence_insert(Importer& im, const NodeCtx& c);
+void convert_sequence_erase(Importer& im, const NodeCtx& c);
+void convert_sequence_length(Importer& im, const NodeCtx& c);
+void convert_concat_from_sequence(Importer& im, const NodeCtx& c);
 // ops_conv3d.cpp: 3-D convolution as 2-D convolutions over the depth-gathered input.
 struct Conv3dParams {
   int64_t groups = 1;

@@ -352,6 +352,8 @@ void Importer::add_graph_outputs() {
       throw Error("graph output '" + out.name() +
                   "' is not produced by any node, initializer or graph input");
     Slot& s = *it->second.slot;
+    if (s.sequence)
+      throw Error("graph output '" + out.name() + "' is a sequence; Kiln's outputs are tensors");
     const Layout l = logical_layout(s.host && !s.value.valid() ? s.host->dims.size() : 0);
     const ValueId id = slot_value(out.name(), s, l, nullptr);
     const Value& v = g_.value(id);
@@ -393,7 +395,23 @@ const std::string& Importer::input_name(const NodeCtx& c, int i) const {
 }
 
 const Entry& Importer::input(const NodeCtx& c, int i) const {
-  return table_.at(input_name(c, i));  // presence checked before conversion
+  const Entry& e = table_.at(input_name(c, i));  // presence checked before conversion
+  if (e.slot->sequence)
+    node_error(c, "input '" + input_name(c, i) + "' is a sequence; " + c.op() +
+                      " takes a tensor (Kiln reads sequences only through the sequence ops)");
+  return e;
+}
+
+const std::vector<std::shared_ptr<Slot>>& Importer::sequence_input(const NodeCtx& c, int i) const {
+  const Entry& e = table_.at(input_name(c, i));
+  if (!e.slot->sequence)
+    node_error(c, "input '" + input_name(c, i) + "' must be a sequence, but it is a tensor");
+  return *e.slot->sequence;
+}
+
+ValueId Importer::slot_value(const NodeCtx& c, const std::string& name, Slot& s) {
+  const Layout l = s.value.valid() ? Layout::any : logical_layout(s.host->dims.size());
+  return slot_value(name, s, l, &c);
 }
 
 const HostTensor* Importer::host_input(const NodeCtx& c, int i) const {
@@ -421,9 +439,7 @@ std::vector<int64_t> Importer::int_list_input(const NodeCtx& c, int i,
 }
 
 ValueId Importer::value_input(const NodeCtx& c, int i) {
-  Slot& s = *input(c, i).slot;
-  const Layout l = s.value.valid() ? Layout::any : logical_layout(s.host->dims.size());
-  return slot_value(input_name(c, i), s, l, &c);
+  return slot_value(c, input_name(c, i), *input(c, i).slot);
 }
 
 ValueId Importer::constant_value(const NodeCtx& c, int i, Layout layout) {
@@ -550,7 +566,14 @@ void Importer::define_host(const NodeCtx& c, int k, HostTensor t,
 }
 
 void Importer::define_alias(const NodeCtx& c, int k, int input_index) {
-  define(c, k, input(c, input_index).slot);
+  define(c, k, table_.at(input_name(c, input_index)).slot);  // a tensor's or a sequence's
+}
+
+void Importer::define_sequence(const NodeCtx& c, int k,
+                               std::vector<std::shared_ptr<Slot>> elements) {
+  auto s = std::make_shared<Slot>();
+  s->sequence = std::make_shared<const std::vector<std::shared_ptr<Slot>>>(std::move(elements));
+  define(c, k, std::move(s));
 }
 
 // --- public API ---
