@@ -167,6 +167,15 @@ TEST(OnnxSequences, MisuseIsRefusedWithTheNodeNamed) {
   sizes.output("y");
   EXPECT_THAT(import_error(sizes.bytes()), HasSubstr("split sizes sum to 3, not to 2"));
 
+  ModelBuilder many(18);  // one part per element of a long axis: refused before any is made
+  many.input("x", {1, int64_t{1} << 30});
+  many.init_i64("zero", {}, {0});
+  attr_i(many.node("SplitToSequence", {"x"}, {"s"}, "split"), "axis", 1);
+  many.node("SequenceAt", {"s", "zero"}, {"y"});
+  many.output("y");
+  EXPECT_THAT(import_error(many.bytes()),
+              HasSubstr("a split into 1073741824 parts; Kiln takes at most 4096"));
+
   ModelBuilder tensor(18);
   tensor.input("x", {2, 4});
   tensor.init_i64("zero", {}, {0});

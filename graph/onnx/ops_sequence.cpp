@@ -10,6 +10,10 @@ namespace {
 
 using Elements = std::vector<std::shared_ptr<Slot>>;
 
+// A split into more parts than this is no network's (each part is a node): refused before the
+// list of sizes is made, so a malicious axis length cannot exhaust memory.
+constexpr int64_t kMaxParts = 4096;
+
 std::shared_ptr<Slot> value_slot(ValueId v) {
   auto s = std::make_shared<Slot>();
   s->value = v;
@@ -35,6 +39,11 @@ size_t position_input(Importer& im, const NodeCtx& c, int i, size_t size, bool i
   return static_cast<size_t>(k);
 }
 
+[[noreturn]] void too_many_parts(const NodeCtx& c, int64_t parts) {
+  node_error(c, "a split into " + std::to_string(parts) + " parts; Kiln takes at most " +
+                    std::to_string(kMaxParts));
+}
+
 Shape slot_shape(const Importer& im, const Slot& s) {
   return s.value.valid() ? im.graph().value(s.value).shape : s.host->dims;
 }
@@ -57,11 +66,14 @@ void convert_split_to_sequence(Importer& im, const NodeCtx& c) {
     if (split.dims.empty()) {
       const int64_t chunk = split.i.at(0);
       if (chunk <= 0) node_error(c, "split " + std::to_string(chunk) + " must be positive");
+      if ((d + chunk - 1) / chunk > kMaxParts) too_many_parts(c, (d + chunk - 1) / chunk);
       for (int64_t at = 0; at < d; at += chunk) sizes.push_back(std::min(chunk, d - at));
     } else {
+      if (split.size() > kMaxParts) too_many_parts(c, split.size());
       sizes = split.i;
     }
   } else {
+    if (d > kMaxParts) too_many_parts(c, d);
     sizes.assign(static_cast<size_t>(d), 1);
     drop_axis = attr_int(c, "keepdims", 1) == 0;
   }
