@@ -1,8 +1,11 @@
 // ONNX sequence ops (graph/onnx/ops_sequence.cpp): torch's dynamo exporter writes torch.split as
-// SplitToSequence and its items as SequenceAt. Each case runs the imported graph on the
-// reference interpreter and compares with the slices and joins computed here from the input.
+// SplitToSequence and its items as SequenceAt; and ScatterND as its slice assignment. Each case
+// runs the imported graph on the reference interpreter and compares with the slices and joins
+// computed here from the input.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "graph/reference.h"
 #include "onnx_test_models.h"
@@ -183,6 +186,64 @@ TEST(OnnxSequences, MisuseIsRefusedWithTheNodeNamed) {
   tensor.output("y");
   EXPECT_THAT(import_error(tensor.bytes()),
               HasSubstr("input 'x' must be a sequence, but it is a tensor"));
+}
+
+// ScatterND of whole rows of the first axis: torch's slice_scatter (x[1:3] = u, a contiguous run,
+// negative indices counted from the end), rows in any order, and the reductions with repeated
+// rows applied in order; every other form is refused.
+TEST(OnnxScatterNd, WholeRowsOfTheFirstAxis) {
+  const auto model = [](const std::vector<int64_t>& rows, const std::string& reduction,
+                        int64_t update_rows) {
+    ModelBuilder m(18);
+    m.input("x", {4, 3});
+    m.input("u", {update_rows, 3});
+    m.init_i64("idx", {static_cast<int64_t>(rows.size()), 1}, rows);
+    auto& n = m.node("ScatterND", {"x", "idx", "u"}, {"y"}, "scatter");
+    if (!reduction.empty()) onnx_test::attr_s(n, "reduction", reduction);
+    m.output("y");
+    return m;
+  };
+  const std::vector<float> x = rnd(12, 11), u = rnd(6, 12), all = rnd(12, 13);
+  const auto run2 = [&](const ModelBuilder& m, const std::vector<float>& updates) {
+    const Graph g = import(m);
+    const int64_t n = static_cast<int64_t>(updates.size()) / 3;
+    return graph::run_reference(
+        g, {Tensor{{4, 3}, graph::Layout::any, x}, Tensor{{n, 3}, graph::Layout::any, updates}})[0];
+  };
+  const auto row = [](const std::vector<float>& m, int r) {
+    return std::vector<float>(m.begin() + 3 * r, m.begin() + 3 * r + 3);
+  };
+  const auto rows = [](std::initializer_list<std::vector<float>> parts) {
+    std::vector<float> out;
+    for (const auto& p : parts) out.insert(out.end(), p.begin(), p.end());
+    return out;
+  };
+  const Tensor slice = run2(model({1, -2}, "", 2), u);
+  EXPECT_EQ(slice.shape, (Shape{4, 3}));
+  EXPECT_EQ(slice.data, rows({row(x, 0), row(u, 0), row(u, 1), row(x, 3)}));
+  EXPECT_EQ(run2(model({0, 1, 2, 3}, "none", 4), all).data, all);
+  EXPECT_EQ(run2(model({3, 0}, "", 2), u).data, rows({row(u, 1), row(x, 1), row(x, 2), row(u, 0)}));
+  std::vector<float> sum = row(x, 2), biggest = row(x, 2);
+  for (int k = 0; k < 3; ++k) {
+    sum[k] = x[6 + k] + u[k] + u[3 + k];
+    biggest[k] = std::max({x[6 + k], u[k], u[3 + k]});
+  }
+  const Tensor added = run2(model({2, 2}, "add", 2), u);
+  EXPECT_EQ(added.data, rows({row(x, 0), row(x, 1), sum, row(x, 3)}));
+  EXPECT_EQ(run2(model({2, 2}, "max", 2), u).data,
+            rows({row(x, 0), row(x, 1), biggest, row(x, 3)}));
+
+  EXPECT_THAT(import_error(model({1, 2}, "bogus", 2).bytes()),
+              HasSubstr("node 'scatter' (ScatterND): reduction 'bogus' is not one of"));
+  EXPECT_THAT(import_error(model({1, 2}, "", 3).bytes()), HasSubstr("updates [3, 3] do not match"));
+  EXPECT_THAT(import_error(model({1, 4}, "", 2).bytes()), HasSubstr("index 4 is outside"));
+  ModelBuilder elements(18);  // indices naming single elements, not rows
+  elements.input("x", {4, 3});
+  elements.input("u", {2});
+  elements.init_i64("idx", {2, 2}, {0, 0, 1, 1});
+  elements.node("ScatterND", {"x", "idx", "u"}, {"y"});
+  elements.output("y");
+  EXPECT_THAT(import_error(elements.bytes()), HasSubstr("whole rows of the first axis only"));
 }
 
 }  // namespace

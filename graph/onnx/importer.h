@@ -263,6 +263,7 @@ void convert_squeeze(Importer& im, const NodeCtx& c);
 void convert_unsqueeze(Importer& im, const NodeCtx& c);
 void convert_transpose(Importer& im, const NodeCtx& c);
 void convert_concat(Importer& im, const NodeCtx& c);
+void convert_scatter_nd(Importer& im, const NodeCtx& c);
 void convert_slice(Importer& im, const NodeCtx& c);
 void convert_split(Importer& im, const NodeCtx& c);
 void convert_pad(Importer& im, const NodeCtx& c);

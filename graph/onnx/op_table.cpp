@@ -130,6 +130,7 @@ const std::vector<OpInfo>& op_table() {
        "antialias axes coordinate_transformation_mode cubic_coeff_a exclude_outside "
        "extrapolation_value keep_aspect_ratio_policy mode nearest_mode"},
       {"Round", 11, convert_chain_step, {}, ""},
+      {"ScatterND", 11, convert_scatter_nd, {1}, "reduction"},
       {"Selu", 6, convert_chain_step, {}, "alpha consumed_inputs gamma"},
       {"SequenceAt", 11, convert_sequence_at, {1}, ""},
       {"SequenceConstruct", 11, convert_sequence_construct, {}, ""},

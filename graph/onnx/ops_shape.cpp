@@ -1,7 +1,9 @@
 // ONNX -> IR for data movement: Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Concat,
-// Slice, Split, Pad and Gather. On import-time constants these fold; on graph tensors they
-// become IR nodes (Squeeze, Unsqueeze and Flatten as Reshape; Split and Gather as Slices).
+// Slice, Split, Pad, Gather and ScatterND (as slice assignment). On import-time constants these
+// fold; on graph tensors they become IR nodes (Squeeze, Unsqueeze and Flatten as Reshape; Split
+// and Gather as Slices; ScatterND as Slices and a Concat).
 #include <algorithm>
+#include <map>
 
 #include "graph/onnx/importer.h"
 
@@ -404,6 +406,96 @@ void convert_gather(Importer& im, const NodeCtx& c) {
     for (int64_t i : idx)
       for (int64_t k = 0; k < inner; ++k) src.push_back((o * d + i) * inner + k);
   im.define_host(c, 0, host_gather_flat(*h, out, src));
+}
+
+// ScatterND with constant indices of whole rows of the first axis (the last dimension of the
+// indices 1), as torch writes slice assignment (slice_scatter: x[a:b] = y, the tensors
+// transposed so that the axis comes first) and index_put: the output is a Concat of runs of
+// rows, each a Slice of the data or of the updates (reduction none: the last update of a row
+// wins), or, with a reduction (add, mul, max, min), a row of the data combined with its updates
+// in order. At most kMaxGatherSlices pieces.
+void convert_scatter_nd(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 3, 3);
+  const std::string reduction = attr_string(c, "reduction", "none");
+  const std::map<std::string, BinaryOp> reductions = {{"add", BinaryOp::add},
+                                                      {"mul", BinaryOp::mul},
+                                                      {"max", BinaryOp::max},
+                                                      {"min", BinaryOp::min}};
+  const auto how = reductions.find(reduction);
+  if (reduction != "none" && how == reductions.end())
+    node_error(c, "reduction '" + reduction + "' is not one of none, add, mul, max, min");
+  const Shape data = im.input_shape(c, 0), updates = im.input_shape(c, 2);
+  if (data.empty()) node_error(c, "the data is a scalar; ScatterND writes rows of a tensor");
+  const HostTensor& idx = im.constant_input(c, 1, "indices");
+  if (idx.is_float() || idx.dims.empty() || idx.dims.back() != 1)
+    node_error(c, "indices " + dtype_name(idx.dtype) + " " + to_string(idx.dims) +
+                      ": Kiln takes ScatterND of whole rows of the first axis only (indices whose "
+                      "last dimension is 1)");
+  const int64_t d = data.at(0), n = idx.size();
+  Shape want(idx.dims.begin(), idx.dims.end() - 1);
+  want.insert(want.end(), data.begin() + 1, data.end());
+  if (updates != want)
+    node_error(c, "updates " + to_string(updates) + " do not match the indices and data (" +
+                      to_string(want) + ")");
+  std::map<int64_t, std::vector<int64_t>> sources;  // row -> its update rows, in order
+  for (int64_t k = 0; k < n; ++k) {
+    const int64_t i = idx.i[static_cast<size_t>(k)], r = i < 0 ? i + d : i;
+    if (r < 0 || r >= d)
+      node_error(c, "index " + std::to_string(i) + " is outside the first axis (" +
+                        std::to_string(d) + ")");
+    sources[r].push_back(k);
+  }
+  // The updates as [n] + data.shape[1:] rows (a view), and a Slice of rows [from, to) of one.
+  Shape rows_shape = data;
+  rows_shape[0] = n;
+  ValueId rows_of_updates;
+  const auto update_rows = [&] {
+    if (!rows_of_updates.valid()) {
+      rows_of_updates = im.value_input(c, 2);
+      if (updates != rows_shape)
+        rows_of_updates = im.emit(c, Reshape{rows_shape}, {rows_of_updates}, c.name + "/rows");
+    }
+    return rows_of_updates;
+  };
+  std::vector<ValueId> pieces;
+  const auto slice = [&](ValueId v, const Shape& shape, int64_t from, int64_t to,
+                         const std::string& of) {
+    if (pieces.size() >= kMaxGatherSlices)
+      node_error(c, "more than " + std::to_string(kMaxGatherSlices) +
+                        " runs of rows; Kiln takes ScatterND as a few slice assignments");
+    if (from == 0 && to == shape[0]) return v;
+    Slice s{std::vector<int64_t>(shape.size(), 0), shape, std::vector<int64_t>(shape.size(), 1)};
+    s.starts[0] = from, s.ends[0] = to;
+    const std::string name = c.name + "/" + of + std::to_string(from) + "_" + std::to_string(to);
+    return im.emit(c, s, {v}, name, name);
+  };
+  auto next = sources.begin();  // the first updated row at or after r
+  for (int64_t r = 0; r < d;) {
+    if (next == sources.end() || next->first > r) {  // a run of untouched rows
+      const int64_t end = next == sources.end() ? d : next->first;
+      pieces.push_back(slice(im.value_input(c, 0), data, r, end, "data"));
+      r = end;
+    } else if (reduction == "none") {  // a run of rows whose last updates are consecutive
+      const int64_t first = next->second.back();
+      int64_t end = r;
+      for (;
+           next != sources.end() && next->first == end && next->second.back() == first + (end - r);
+           ++next)
+        ++end;
+      pieces.push_back(slice(update_rows(), rows_shape, first, first + (end - r), "updates"));
+      r = end;
+    } else {  // one row, its updates applied in order
+      ValueId v = slice(im.value_input(c, 0), data, r, r + 1, "data");
+      for (int64_t k : next->second)
+        v = im.emit(c, Binary{how->second},
+                    {v, slice(update_rows(), rows_shape, k, k + 1, "updates")},
+                    c.name + "/row" + std::to_string(r) + "_" + std::to_string(k));
+      pieces.push_back(v);
+      ++next, ++r;
+    }
+  }
+  if (pieces.size() == 1) return im.define_value(c, 0, pieces[0]);
+  im.define_value(c, 0, im.emit(c, Concat{0}, std::move(pieces), im.output_name(c, 0)));
 }
 
 }  // namespace kiln::graph::onnx
