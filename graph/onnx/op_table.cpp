@@ -20,41 +20,31 @@ bool has_attribute(const OpInfo& op, const std::string& name) {
 }
 
 const std::vector<OpInfo>& op_table() {
+  // One op per line, long attribute lists wrapped by hand.
+  // clang-format off
   static const std::vector<OpInfo> table = {
       {"Abs", 6, convert_chain_step, {}, "consumed_inputs"},
       {"Add", 1, convert_binary, {}, "axis broadcast consumed_inputs"},
       {"And", 1, convert_compare, {}, "axis broadcast"},
       {"ArgMax", 1, convert_arg_reduce, {}, "axis keepdims select_last_index"},
       {"ArgMin", 1, convert_arg_reduce, {}, "axis keepdims select_last_index"},
-      {"AveragePool",
-       1,
-       convert_pool,
-       {},
+      {"AveragePool", 1, convert_pool, {},
        "auto_pad ceil_mode count_include_pad dilations kernel_shape pads strides"},
-      {"BatchNormalization",
-       6,
-       convert_batch_norm,
-       {1, 2, 3, 4},
+      {"BatchNormalization", 6, convert_batch_norm, {1, 2, 3, 4},
        "consumed_inputs epsilon is_test momentum spatial training_mode"},
-      {"Cast", 6, convert_cast, {}, "round_mode saturate to"},         // all but `to`: float8 only
+      {"Cast", 6, convert_cast, {}, "round_mode saturate to"},  // all but `to`: float8 only
       {"CastLike", 15, convert_cast_like, {}, "round_mode saturate"},  // float8 only
       {"Ceil", 6, convert_chain_step, {}, "consumed_inputs"},
       {"Celu", 12, convert_chain_step, {}, "alpha"},
       {"Clip", 1, convert_clip, {1, 2}, "consumed_inputs max min"},
       {"Concat", 1, convert_concat, {}, "axis"},
       {"ConcatFromSequence", 11, convert_concat_from_sequence, {}, "axis new_axis"},
-      {"Constant",
-       1,
-       convert_constant,
-       {},
+      {"Constant", 1, convert_constant, {},
        "sparse_value value value_float value_floats value_int value_ints value_string "
        "value_strings"},
       {"ConstantOfShape", 9, convert_constant_of_shape, {0}, "value"},
       {"Conv", 1, convert_conv, {1, 2}, "auto_pad dilations group kernel_shape pads strides"},
-      {"ConvTranspose",
-       1,
-       convert_conv_transpose,
-       {1, 2},
+      {"ConvTranspose", 1, convert_conv_transpose, {1, 2},
        "auto_pad dilations group kernel_shape output_padding output_shape pads strides"},
       {"Div", 1, convert_binary, {}, "axis broadcast consumed_inputs"},
       {"DepthToSpace", 1, convert_depth_to_space, {}, "blocksize mode"},
@@ -87,17 +77,11 @@ const std::vector<OpInfo>& op_table() {
       {"LRN", 1, convert_lrn, {}, "alpha beta bias size"},
       {"Log", 6, convert_chain_step, {}, "consumed_inputs"},
       {"LogSoftmax", 1, convert_softmax, {}, "axis"},
-      {"LpPool",
-       2,
-       convert_lp_pool,
-       {},
+      {"LpPool", 2, convert_lp_pool, {},
        "auto_pad ceil_mode dilations kernel_shape p pads strides"},
       {"MatMul", 1, convert_matmul, {}, ""},
       {"Max", 6, convert_variadic, {}, "consumed_inputs"},
-      {"MaxPool",
-       1,
-       convert_pool,
-       {},
+      {"MaxPool", 1, convert_pool, {},
        "auto_pad ceil_mode dilations kernel_shape pads storage_order strides"},
       {"Mean", 6, convert_variadic, {}, "consumed_inputs"},
       {"Min", 6, convert_variadic, {}, "consumed_inputs"},
@@ -123,10 +107,7 @@ const std::vector<OpInfo>& op_table() {
       {"ReduceSumSquare", 1, convert_reduce, {1}, "axes keepdims noop_with_empty_axes"},
       {"Relu", 1, convert_unary, {}, "consumed_inputs"},
       {"Reshape", 1, convert_reshape, {1}, "allowzero consumed_inputs shape"},
-      {"Resize",
-       11,
-       convert_resize,
-       {1, 2, 3},
+      {"Resize", 11, convert_resize, {1, 2, 3},
        "antialias axes coordinate_transformation_mode cubic_coeff_a exclude_outside "
        "extrapolation_value keep_aspect_ratio_policy mode nearest_mode"},
       {"Round", 11, convert_chain_step, {}, ""},
@@ -162,6 +143,7 @@ const std::vector<OpInfo>& op_table() {
       {"Where", 9, convert_where, {}, ""},
       {"Xor", 1, convert_compare, {}, "axis broadcast"},
   };
+  // clang-format on
   return table;
 }
 
