@@ -58,7 +58,8 @@ with the Winograd output check of `kiln run`, run on this CPU with the first tar
 Nothing in OUTDIR changes unless every step succeeds. Each compiled kernel (per target list and
 schedule) and the compiled model source are kept in $XDG_CACHE_HOME/kiln (else ~/.cache/kiln),
 so compiling an unchanged model again, or one whose schedules changed for a few kernels, only
-compiles what changed; a kernel taken from there is marked (cached).
+compiles what changed, whatever OUTDIR; a kernel or model source taken from there is marked
+(cached).
 
 options:
   -o, --output DIR    where to write (created if missing)
