@@ -4,9 +4,10 @@
 Tiny shapes and weights, so the fuzzer mutates structure rather than weight bytes: a CNN with
 the ops of the zoo (Conv, BatchNormalization, Relu, MaxPool, Add, Concat, GlobalAveragePool,
 Flatten, Gemm), a shape subgraph the importer folds (Shape -> Gather -> Unsqueeze -> Concat
--> Reshape) with Clip, Sigmoid, Mul and Softmax, and a model of opset 28 whose nodes call
+-> Reshape) with Clip, Sigmoid, Mul and Softmax, a model of opset 28 whose nodes call
 model-local functions (nested, an attribute reference with a default) that the importer
-inlines."""
+inlines, and the sequence ops and ScatterND as torch's dynamo exporter writes torch.split and
+slice assignment."""
 
 import os
 
@@ -103,8 +104,33 @@ def functions():
         f.write(model.SerializeToString(deterministic=True))
 
 
+def sequences():
+    i64 = lambda name, v: numpy_helper.from_array(np.array(v, dtype=np.int64), name)
+    nodes = [
+        helper.make_node("SplitToSequence", ["x", "chunk"], ["parts"], "split", axis=1),
+        helper.make_node("SequenceAt", ["parts", "zero"], ["a"], "first"),
+        helper.make_node("SequenceAt", ["parts", "last"], ["b"], "last"),
+        helper.make_node("SequenceConstruct", ["b", "a"], ["ba"], "construct"),
+        helper.make_node("SequenceInsert", ["ba", "a", "zero"], ["aba"], "insert"),
+        helper.make_node("ConcatFromSequence", ["aba"], ["cat"], "concat", axis=1),
+        helper.make_node("Transpose", ["cat"], ["t"], "to_rows", perm=[1, 0, 2, 3]),
+        helper.make_node("Transpose", ["b"], ["u"], "update_rows", perm=[1, 0, 2, 3]),
+        helper.make_node("ScatterND", ["t", "rows", "u"], ["s"], "slice_scatter"),
+        helper.make_node("Transpose", ["s"], ["y"], "back", perm=[1, 0, 2, 3]),
+    ]
+    inits = [i64("chunk", 2), i64("zero", 0), i64("last", -1), i64("rows", [[1], [2]])]
+    graph = helper.make_graph(
+        nodes, "sequences", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 3, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 6, 3, 2])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
+    onnx.checker.check_model(model, full_check=True)
+    with open(os.path.join(HERE, "sequences.onnx"), "wb") as f:
+        f.write(model.SerializeToString(deterministic=True))
+
+
 if __name__ == "__main__":
     os.makedirs(HERE, exist_ok=True)
     small_cnn()
     shape_subgraph()
     functions()
+    sequences()
