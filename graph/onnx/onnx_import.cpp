@@ -402,13 +402,6 @@ const Entry& Importer::input(const NodeCtx& c, int i) const {
   return e;
 }
 
-const std::vector<std::shared_ptr<Slot>>& Importer::sequence_input(const NodeCtx& c, int i) const {
-  const Entry& e = table_.at(input_name(c, i));
-  if (!e.slot->sequence)
-    node_error(c, "input '" + input_name(c, i) + "' must be a sequence, but it is a tensor");
-  return *e.slot->sequence;
-}
-
 ValueId Importer::slot_value(const NodeCtx& c, const std::string& name, Slot& s) {
   const Layout l = s.value.valid() ? Layout::any : logical_layout(s.host->dims.size());
   return slot_value(name, s, l, &c);
@@ -569,13 +562,6 @@ void Importer::define_alias(const NodeCtx& c, int k, int input_index) {
   define(c, k, table_.at(input_name(c, input_index)).slot);  // a tensor's or a sequence's
 }
 
-void Importer::define_sequence(const NodeCtx& c, int k,
-                               std::vector<std::shared_ptr<Slot>> elements) {
-  auto s = std::make_shared<Slot>();
-  s->sequence = std::make_shared<const std::vector<std::shared_ptr<Slot>>>(std::move(elements));
-  define(c, k, std::move(s));
-}
-
 // --- public API ---
 
 Graph import_model_from_bytes(const std::string& bytes, const ImportOptions& options) {
@@ -602,23 +588,6 @@ Graph import_model(const std::string& path, const ImportOptions& options) {
   } catch (const Error& e) {
     throw Error("'" + path + "': " + e.what());
   }
-}
-
-const std::vector<std::string>& supported_op_types() {
-  static const std::vector<std::string> types = [] {
-    std::vector<std::string> v;
-    for (const OpInfo& op : op_table()) v.push_back(op.type);
-    std::sort(v.begin(), v.end());
-    return v;
-  }();
-  return types;
-}
-
-bool is_supported_op(const std::string& op_type) { return find_op(op_type) != nullptr; }
-
-std::vector<int> constant_input_slots(const std::string& op_type) {
-  const OpInfo* op = find_op(op_type);
-  return op ? op->constant_slots : std::vector<int>{};
 }
 
 }  // namespace kiln::graph::onnx

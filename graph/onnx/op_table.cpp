@@ -1,5 +1,7 @@
 // The ONNX importer's op table: each supported op with its oldest supported opset, converter,
-// inputs compiled in as constants, and every attribute it has in opsets 1-28.
+// inputs compiled in as constants, and every attribute it has in opsets 1-28; and the public
+// queries on it (onnx_import.h).
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -151,6 +153,23 @@ const OpInfo* find_op(const std::string& type) {
   for (const OpInfo& op : op_table())
     if (type == op.type) return &op;
   return nullptr;
+}
+
+const std::vector<std::string>& supported_op_types() {
+  static const std::vector<std::string> types = [] {
+    std::vector<std::string> v;
+    for (const OpInfo& op : op_table()) v.push_back(op.type);
+    std::sort(v.begin(), v.end());
+    return v;
+  }();
+  return types;
+}
+
+bool is_supported_op(const std::string& op_type) { return find_op(op_type) != nullptr; }
+
+std::vector<int> constant_input_slots(const std::string& op_type) {
+  const OpInfo* op = find_op(op_type);
+  return op ? op->constant_slots : std::vector<int>{};
 }
 
 }  // namespace kiln::graph::onnx

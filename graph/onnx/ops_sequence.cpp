@@ -50,6 +50,19 @@ Shape slot_shape(const Importer& im, const Slot& s) {
 
 }  // namespace
 
+const Elements& Importer::sequence_input(const NodeCtx& c, int i) const {
+  const Entry& e = table_.at(input_name(c, i));
+  if (!e.slot->sequence)
+    node_error(c, "input '" + input_name(c, i) + "' must be a sequence, but it is a tensor");
+  return *e.slot->sequence;
+}
+
+void Importer::define_sequence(const NodeCtx& c, int k, Elements elements) {
+  auto s = std::make_shared<Slot>();
+  s->sequence = std::make_shared<const Elements>(std::move(elements));
+  define(c, k, std::move(s));
+}
+
 // SplitToSequence(input, split?): split a scalar chunk size (the last chunk smaller) or a list
 // of sizes; without it, chunks of 1, the axis dropped unless keepdims.
 void convert_split_to_sequence(Importer& im, const NodeCtx& c) {
