@@ -173,6 +173,12 @@ HostTensor host_gather_flat(const HostTensor& t, Shape dims, const std::vector<i
   return r;
 }
 
+Slice axis_slice(const Shape& dims, int axis, int64_t from, int64_t to, int64_t step) {
+  Slice s{std::vector<int64_t>(dims.size(), 0), dims, std::vector<int64_t>(dims.size(), 1)};
+  s.starts[axis] = from, s.ends[axis] = to, s.steps[axis] = step;
+  return s;
+}
+
 Shape slice_dims(const Shape& in, const Slice& s) {
   Shape out(in.size());
   for (size_t a = 0; a < in.size(); ++a) {

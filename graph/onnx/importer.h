@@ -315,6 +315,9 @@ HostTensor host_where(const NodeCtx& c, const HostTensor& cond, const HostTensor
 // t broadcast to `out` (numpy; out is broadcast(t.dims, something)).
 HostTensor host_broadcast(const HostTensor& t, const Shape& out);
 HostTensor host_cast(const NodeCtx& c, const HostTensor& t, int32_t to);
+// The Slice of `dims` that keeps every axis whole but `axis`, of which it takes [from, to) by
+// `step`.
+Slice axis_slice(const Shape& dims, int axis, int64_t from, int64_t to, int64_t step = 1);
 // Output dims of a normalized slice (0 on an axis where it is empty).
 Shape slice_dims(const Shape& in, const Slice& s);
 // ONNX Slice parameters (any axes, negative indices, out-of-range values) normalized to one

@@ -105,8 +105,7 @@ void convert_split_to_sequence(Importer& im, const NodeCtx& c) {
   Elements parts;
   int64_t offset = 0;
   for (size_t k = 0; k < sizes.size(); ++k) {
-    Slice s{std::vector<int64_t>(in.size(), 0), in, std::vector<int64_t>(in.size(), 1)};
-    s.starts[axis] = offset, s.ends[axis] = offset + sizes[k];
+    const Slice s = axis_slice(in, axis, offset, offset + sizes[k]);
     offset += sizes[k];
     Shape dims = slice_dims(in, s);
     if (drop_axis) dims.erase(dims.begin() + axis);

@@ -92,9 +92,7 @@ void lower_gather(Importer& im, const NodeCtx& c, int axis, const std::vector<in
   const std::string& out_name = im.output_name(c, 0);
   auto slice = [&](int64_t start, int64_t end, int64_t step, const std::string& value,
                    const std::string& node) {
-    Slice s{std::vector<int64_t>(in.size(), 0), in, std::vector<int64_t>(in.size(), 1)};
-    s.starts[axis] = start, s.ends[axis] = end, s.steps[axis] = step;
-    return im.emit(c, s, {x}, value, node);
+    return im.emit(c, axis_slice(in, axis, start, end, step), {x}, value, node);
   };
   const int64_t n = static_cast<int64_t>(idx.size());
   const int64_t step = n > 1 ? idx[1] - idx[0] : 1;
@@ -315,8 +313,7 @@ void convert_split(Importer& im, const NodeCtx& c) {
   const HostTensor* h = foldable(im, c, 0);
   int64_t offset = 0;
   for (int k = 0; k < n; ++k) {
-    Slice s{std::vector<int64_t>(in.size(), 0), in, std::vector<int64_t>(in.size(), 1)};
-    s.starts[axis] = offset, s.ends[axis] = offset + sizes[k];
+    const Slice s = axis_slice(in, axis, offset, offset + sizes[k]);
     offset += sizes[k];
     const std::string& name = im.output_name(c, k);
     if (name.empty()) continue;
@@ -464,8 +461,7 @@ void convert_scatter_nd(Importer& im, const NodeCtx& c) {
       node_error(c, "more than " + std::to_string(kMaxGatherSlices) +
                         " runs of rows; Kiln takes ScatterND as a few slice assignments");
     if (from == 0 && to == shape[0]) return v;
-    Slice s{std::vector<int64_t>(shape.size(), 0), shape, std::vector<int64_t>(shape.size(), 1)};
-    s.starts[0] = from, s.ends[0] = to;
+    const Slice s = axis_slice(shape, 0, from, to);
     const std::string name = c.name + "/" + of + std::to_string(from) + "_" + std::to_string(to);
     return im.emit(c, s, {v}, name, name);
   };
