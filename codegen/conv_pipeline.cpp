@@ -179,16 +179,10 @@ Halide::Func conv_source(const graph::ConvKernelSpec& k, const std::vector<Halid
     source = pre;
   }
   if (!graph::pools_before_conv(k)) return paired_channels(k, source);
-  const graph::Pool2d& p = *k.pool;
-  Halide::Expr sum;
-  for (int ky = 0; ky < p.kernel_h; ++ky)
-    for (int kx = 0; kx < p.kernel_w; ++kx) {
-      const Halide::Expr v = source(c, x * p.stride_w + kx, y * p.stride_h + ky, n);
-      sum = sum.defined() ? sum + v : v;
-    }
-  Halide::Func pooled("pooled_input");
-  pooled(c, x, y, n) = sum * (1.0f / static_cast<float>(p.kernel_h * p.kernel_w));
-  return paired_channels(k, pooled);
+  const graph::Shape& in = k.input.shape;  // NHWC: pooled first never reads NCHW
+  const generators::ops::PoolAlgorithm pooled =
+      generators::ops::pool2d(source, static_cast<int>(in[2]), static_cast<int>(in[1]), *k.pool);
+  return paired_channels(k, pooled.out);
 }
 
 void constrain_conv_output(Halide::Func output, const graph::Shape& out) {

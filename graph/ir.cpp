@@ -442,7 +442,9 @@ std::string attrs(const Op& op) {
       for (size_t i = 0; i < c->pre.size(); ++i) s << (i ? "," : "") << to_string(c->pre[i].kind);
       s << "]";
     }
-    if (c->pool) s << " pool=[" << op_name(Op{*c->pool}) << " " << attrs(Op{*c->pool}) << "]";
+    if (c->pool)
+      s << (c->pool_first ? " input_pool=[" : " pool=[") << op_name(Op{*c->pool}) << " "
+        << attrs(Op{*c->pool}) << "]";
     if (c->shortcut) s << " +shortcut";
     if (c->resize)
       s << " resize=[" << attrs(Op{*c->resize}) << (c->nchw_output ? " to NCHW" : "") << "]";

@@ -182,6 +182,13 @@ struct Conv2d {
   // schedule computes the convolution a band of rows at a time and pools each band in cache,
   // never storing the whole output). NHWC only.
   std::optional<Pool2d> pool;
+  // The pooling reads the input instead, and the convolution reads the pooled tensor: a
+  // pooling before a 1x1, stride-1, unpadded convolution of one group without pre steps, an
+  // expansion or an input scale, absorbed by fuse_pooling_into_conv (the pooling branch of
+  // Inception and GoogLeNet blocks, a 3x3/s1 average or max pooling and its 1x1 projection; a
+  // ResNet-D shortcut's 2x2/s2 average pooling). The pooled tensor is never stored: the kernel
+  // pools the input as it stages it. Any pooling of Pool2d's, padded or not.
+  bool pool_first = false;
   // bfloat16 multiply-adds (PipelineOptions::precision bf16, set by use_bf16): the kernel
   // rounds its input (after any pre steps) and its weights to bfloat16, to nearest even, and
   // accumulates their exact products in float32; the epilogue stays float32. Dense
@@ -226,7 +233,7 @@ struct Conv2d {
   int max_winograd_tile = 4;
   // Whether something follows the epilogue in the node (a pooling, a resize or a shortcut): its
   // output is no longer the convolution's, so no fusion may add steps after the epilogue.
-  bool has_tail() const { return pool || resize || shortcut; }
+  bool has_tail() const { return (pool && !pool_first) || resize || shortcut; }
   size_t first_post_input() const { return residual ? 4 : 3; }
   size_t first_pre_input() const { return first_post_input() + 2 * affine_steps(post); }
   size_t first_expand_input() const { return first_pre_input() + 2 * affine_steps(pre); }

@@ -88,11 +88,13 @@ std::string describe_conv(const ConvKernelSpec& k) {
     s << " (on the input, as the kernel stages it; then the zero padding)\n";
   }
   if (k.pool && pools_before_conv(k))
-    s << "pooling: " << op_name(Op{*k.pool}) << " " << op_attributes(Op{*k.pool})
-      << " of the input" << (k.pre.empty() ? "" : " (after the prologue)")
-      << ", before the convolution (they commute: a 1x1 window and a linear epilogue), in the "
-      << "same kernel: the convolution runs on the " << to_string(conv_input_nhwc(k))
-      << " pooled input\n";
+    s << "pooling: " << op_name(Op{*k.pool}) << " " << op_attributes(Op{*k.pool}) << " of the input"
+      << (k.pre.empty() ? "" : " (after the prologue)")
+      << (k.pool_first ? ", before the convolution (as in the graph)"
+                       : ", before the convolution (they commute: a 1x1 window and a linear "
+                         "epilogue)")
+      << ", in the same kernel, as it stages its input: the convolution runs on the "
+      << to_string(conv_input_nhwc(k)) << " pooled input, never stored\n";
   else if (k.pool)
     s << "pooling: " << op_name(Op{*k.pool}) << " " << op_attributes(Op{*k.pool}) << " of the convolution's "
       << to_string(conv_output_nhwc(k)) << " output, in the same kernel "
@@ -182,6 +184,7 @@ ConvKernelSpec conv_spec(const Graph& g, const Node& n, const Conv2d& c) {
   k.pre = c.pre;
   k.nchw_input = c.nchw_input;
   k.pool = c.pool;
+  k.pool_first = c.pool_first;
   k.resize = c.resize;
   k.nchw_output = c.nchw_output;
   k.bf16 = c.bf16;
@@ -232,6 +235,7 @@ bool pool_reaches_below(const ConvKernelSpec& k) {
 }
 
 bool pools_before_conv(const ConvKernelSpec& k) {
+  if (k.pool_first) return true;
   if (!k.pool || k.pool->kind != PoolKind::avg || k.depthwise || k.groups != 1 || k.expand ||
       k.nchw_input || k.residual || !k.post.empty() || !k.activation.is_identity())
     return false;
@@ -377,7 +381,7 @@ std::string kernel_signature(const KernelSpec& k) {
       s << ",pool=" << static_cast<int>(p->kind) << ":" << p->kernel_h << ":" << p->kernel_w << ":"
         << p->stride_h << ":" << p->stride_w << ":" << p->pad_top << ":" << p->pad_left << ":"
         << p->pad_bottom << ":" << p->pad_right << ":" << p->dilation_h << ":" << p->dilation_w
-        << ":" << p->ceil_mode << ":" << p->count_include_pad;
+        << ":" << p->ceil_mode << ":" << p->count_include_pad << (c->pool_first ? ":first" : "");
     if (const std::optional<Resize>& r = c->resize) {
       s << ",resize=" << static_cast<int>(r->mode) << ":" << static_cast<int>(r->coordinates) << ":"
         << static_cast<int>(r->nearest) << ":" << std::hexfloat << r->cubic_a << ":"

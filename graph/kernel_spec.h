@@ -52,6 +52,8 @@ struct ConvKernelSpec {
   // own output (conv_output_nhwc) lives inside the kernel (a band of rows at a time with the
   // wide CPU schedule).
   std::optional<Pool2d> pool;
+  // The pooling reads the input instead (Conv2d::pool_first): `output` is the convolution's.
+  bool pool_first = false;
   // The resize of the result (Conv2d::resize): `output` is the resized tensor, NCHW with
   // nchw_output (the resize's attributes in that layout's axis order), else NHWC; the
   // convolution's own output (conv_output_nhwc) lives inside the kernel.
@@ -128,7 +130,8 @@ bool is_depthwise_conv(const Graph& g, const Node& n);
 // residual): pool(conv(x) + b) = conv(pool(x)) + b. Pooled first, the convolution runs on the
 // pooled pixels, kernel_h * kernel_w times fewer multiply-adds (a DenseNet transition: BN,
 // ReLU, 1x1 convolution, 2x2/s2 average pooling). Windows of at most 16 pixels (summed in one
-// expression); in bf16 the pooled input is what is rounded to bfloat16.
+// expression). Also every kernel whose pooling is of its input in the graph
+// (ConvKernelSpec::pool_first). In bf16 the pooled input is what is rounded to bfloat16.
 bool pools_before_conv(const ConvKernelSpec& k);
 // Whether the pooling after the convolution has a window reaching the padding below the
 // convolution's output (a 3x3/s2/p1 pooling of an odd number of rows). Such a kernel computes

@@ -131,6 +131,16 @@ Tensor conv(const Conv2d& c, const std::vector<const Tensor*>& in, const Shape& 
     rest[0] = &scaled;
     return conv(plain, rest, out_shape);
   }
+  if (c.pool && c.pool_first) {  // the pooling of the input first, as the unfused graph computes it
+    const Tensor& x = *in[0];    // NHWC; the 1x1 convolution keeps the pooled image's size
+    const Tensor pooled = pool(*c.pool, x, {out_shape[0], out_shape[1], out_shape[2], x.shape[3]});
+    Conv2d plain = c;
+    plain.pool.reset();
+    plain.pool_first = false;
+    std::vector<const Tensor*> rest = in;
+    rest[0] = &pooled;
+    return unpooled_conv(plain, rest, out_shape);
+  }
   if (!c.pool && !c.resize) return unpooled_conv(c, in, out_shape);
   const Tensor &x = *in[0], &w = *in[1];
   const ImageDims xd = image_dims(x.shape, x.layout);

@@ -119,6 +119,7 @@ void attrs(IO& io, Conv2d& c) {
     io.flag(c.shortcut);
   }
   if (io.version >= 18) io.i32(c.max_winograd_tile);
+  if (io.version >= 19) io.flag(c.pool_first);
 }
 template <typename IO>
 void attrs(IO& io, BatchNorm& b) { io.f32(b.epsilon); }
@@ -355,15 +356,15 @@ Graph read_graph(const char* bytes, size_t size,
   // without Conv2d's pre steps, 11 is 12 without Conv2d's pooling, 12 is 13 without Conv2d's
   // bf16 flag, 13 is 14 without constants stored as bfloat16, 14 is 15 without Conv2d's
   // expansion, 15 is 16 without the expansion's post steps and Conv2d's input scale, 16 is 17
-  // without Conv2d's resize and shortcut, 17 is 18 without Conv2d's Winograd tile cap; version
-  // 2 numbered ops by their order in graph::Op.
+  // without Conv2d's resize and shortcut, 17 is 18 without Conv2d's Winograd tile cap, 18 is
+  // 19 without Conv2d's pool_first; version 2 numbered ops by their order in graph::Op.
   if (version != 1 && version != 3 && version != 4 && version != 5 && version != 6 &&
       version != 7 && version != 8 && version != 9 && version != 10 && version != 11 &&
       version != 12 && version != 13 && version != 14 && version != 15 && version != 16 &&
-      version != 17 && version != kGraphFormatVersion)
+      version != 17 && version != 18 && version != kGraphFormatVersion)
     throw Error("graph file format version " + std::to_string(version) +
                 " is not supported (this Kiln reads versions 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, "
-                "13, 14, 15, 16, 17 and " +
+                "13, 14, 15, 16, 17, 18 and " +
                 std::to_string(kGraphFormatVersion) + "; recompile the model)");
   r.version = version;
   if (stored_checksum(bytes, size) != format_checksum(bytes, size - 8))

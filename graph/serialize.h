@@ -58,7 +58,9 @@ namespace kiln::graph {
 // shortcuts) is read as well.
 // Version 18: Conv2d's attributes end with its max_winograd_tile (i32). Version 17 (every
 // convolution uncapped, 4) is read as well.
-constexpr uint32_t kGraphFormatVersion = 18;
+// Version 19: Conv2d's attributes end with the flag pool_first. Version 18 (every pooling after
+// its convolution) is read as well.
+constexpr uint32_t kGraphFormatVersion = 19;
 
 std::string serialize(const Graph& g);
 

@@ -115,6 +115,15 @@ TypedShape infer_conv(const Graph& g, const Node& n, const Conv2d& c) {
                   std::to_string(in.c) + "], got " + to_string(s.shape) + " " + to_string(s.layout));
   }
   const FilterDims f = filter_dims(w.shape, w.layout);
+  if (c.pool_first) {  // the convolution reads the pooled input (fuse_pooling_into_conv)
+    if (!c.pool || x.layout != Layout::nhwc || c.nchw_input || !c.pre.empty() || c.expand ||
+        c.input_scale || c.groups != 1 || f.kh != 1 || f.kw != 1 || c.stride_h != 1 ||
+        c.stride_w != 1 || c.pad_top || c.pad_left || c.pad_bottom || c.pad_right)
+      fail(n,
+           "pool_first needs a pooling and a 1x1, stride-1, unpadded dense convolution of an "
+           "NHWC input, without pre steps, an expansion or an input scale");
+    in = pooled_dims(n, *c.pool, in, x.shape);
+  }
   if (c.expand && (c.groups != in.c || f.co != in.c))
     fail(n, "an expansion feeds a depthwise convolution only (groups = channels = " +
                 std::to_string(in.c) + ")");
@@ -155,7 +164,7 @@ TypedShape infer_conv(const Graph& g, const Node& n, const Conv2d& c) {
       fail(n, "shortcut '" + r.name + "' is " + to_string(r.shape) + " " + to_string(r.layout) +
                   ", the output is " + to_string(out_shape) + " " + to_string(out_layout));
   }
-  if (c.pool) {  // the node's output is the pooled convolution (fuse_conv_pooling)
+  if (c.pool && !c.pool_first) {  // the node's output is the pooled convolution (fuse_conv_pooling)
     if (out_layout != Layout::nhwc) fail(n, "a pooled convolution must have an NHWC output");
     return {image_shape(pooled_dims(n, *c.pool, out, out_shape), out_layout), out_layout};
   }

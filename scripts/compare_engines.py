@@ -132,25 +132,25 @@ def bf16_errors(kiln, path, threads, cache):
     import onnx
     dims = onnx.load(path, load_external_data=False).graph.input[0].type.tensor_type.shape.dim
     x = model_input([d.dim_value if d.dim_value > 0 else 1 for d in dims])
-    work = tempfile.mkdtemp(prefix="kiln_bf16_")
-    x_file = os.path.join(work, "x.npy")
-    np.save(x_file, x)
-    outs = {}
-    precision = ""
-    for engine in ("ort", "openvino_default"):
-        out_file = os.path.join(work, engine + ".npy")
-        run = subprocess.run([sys.executable, __file__, "--peer-output", engine, path, x_file,
-                              out_file, "--threads", str(threads)],
-                             check=True, capture_output=True, text=True)
-        if engine == "openvino_default":
-            precision = run.stderr.strip().splitlines()[-1] if run.stderr.strip() else ""
-        outs[engine] = np.load(out_file)
-    kiln_dir = os.path.join(work, "kiln")
-    subprocess.run([kiln, "run", path, "--precision", "bf16", "--input", x_file, "--output-dir",
-                    kiln_dir, "--threads", str(threads)], check=True, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL, env=dict(os.environ, XDG_CACHE_HOME=cache))
-    files = sorted(f for f in os.listdir(kiln_dir) if f.endswith(".npy"))
-    outs["kiln"] = np.load(os.path.join(kiln_dir, files[0]))
+    with tempfile.TemporaryDirectory(prefix="kiln_bf16_") as work:
+        x_file = os.path.join(work, "x.npy")
+        np.save(x_file, x)
+        outs = {}
+        precision = ""
+        for engine in ("ort", "openvino_default"):
+            out_file = os.path.join(work, engine + ".npy")
+            run = subprocess.run([sys.executable, __file__, "--peer-output", engine, path, x_file,
+                                  out_file, "--threads", str(threads)],
+                                 check=True, capture_output=True, text=True)
+            if engine == "openvino_default":
+                precision = run.stderr.strip().splitlines()[-1] if run.stderr.strip() else ""
+            outs[engine] = np.load(out_file)
+        kiln_dir = os.path.join(work, "kiln")
+        subprocess.run([kiln, "run", path, "--precision", "bf16", "--input", x_file, "--output-dir",
+                        kiln_dir, "--threads", str(threads)], check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, env=dict(os.environ, XDG_CACHE_HOME=cache))
+        files = sorted(f for f in os.listdir(kiln_dir) if f.endswith(".npy"))
+        outs["kiln"] = np.load(os.path.join(kiln_dir, files[0]))
     ref = outs["ort"].astype(np.float64)
     scale = np.abs(ref).max()
 

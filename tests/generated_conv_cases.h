@@ -277,6 +277,78 @@ inline graph::Graph conv_pool_nhwc_graph(const ConvPoolCase& c, bool relu = true
   return b.finish();
 }
 
+// A pooling whose output only a 1x1 convolution reads (graph::fuse_pooling_into_conv): the
+// kernel pools its input as it stages it (Conv2d::pool_first). Inception's pooling branch (3x3/s1
+// average counting the padding, then a 1x1 with BatchNorm and ReLU), GoogLeNet's (the same with
+// a max pooling), Keras's "same" average pooling (the padding not counted), a ResNet-D shortcut
+// (2x2/s2 average with ceil_mode over an odd image, the pooling's last window partly outside),
+// a 5x5 max pooling of two images with fewer channels than a vector, and two that must stay
+// apart: a pooling that a second op reads as well, and one before a 3x3 convolution.
+struct PoolConvCase {
+  std::string name;
+  int64_t n, h, w, ci, co, k;
+  graph::Pool2d pool;
+  bool fused;  // whether the passes put the pooling into the convolution
+};
+inline void PrintTo(const PoolConvCase& c, std::ostream* os) { *os << c.name; }
+
+inline std::vector<PoolConvCase> pool_conv_cases() {
+  using graph::Pool2d;
+  using graph::PoolKind;
+  const Pool2d avg3_include{PoolKind::avg, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, true};
+  return {
+      {"inception_avg_3x3", 1, 17, 15, 40, 32, 1, avg3_include, true},
+      {"googlenet_max_3x3", 1, 14, 13, 24, 16, 1,
+       Pool2d{PoolKind::max, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, false}, true},
+      {"keras_same_avg_3x3", 1, 9, 11, 32, 48, 1,
+       Pool2d{PoolKind::avg, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, false}, true},
+      {"resnet_d_avg_2x2_s2_ceil", 1, 15, 13, 32, 64, 1,
+       Pool2d{PoolKind::avg, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, true, false}, true},
+      {"batch2_max_5x5_narrow", 2, 10, 9, 12, 20, 1,
+       Pool2d{PoolKind::max, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, false, false}, true},
+      {"read_twice_avg_3x3", 1, 12, 12, 16, 16, 1, avg3_include, false},
+      {"before_3x3_conv", 1, 12, 10, 16, 16, 3, avg3_include, false},
+  };
+}
+
+// One graph of all the cases side by side, as the user would give it: NCHW, a pooling, an OIHW
+// convolution (padded to keep the size where it is 3x3), BatchNorm and ReLU; read_twice_* adds
+// the pooled tensor to a graph output of its own.
+inline graph::Graph pool_conv_graph(const std::vector<PoolConvCase>& cases) {
+  graph::GraphBuilder b;
+  uint64_t seed = 170;
+  for (const PoolConvCase& c : cases) {
+    const graph::ValueId x = b.input(c.name + "_x", {c.n, c.ci, c.h, c.w});
+    const graph::ValueId pooled = b.op(c.name + "_pool", c.pool, {x});
+    graph::ValueId y =
+        nchw_conv(b, c.name, pooled, c.ci, c.co, c.k, 1, static_cast<int>(c.k / 2), 1, seed);
+    auto vec = [&](const std::string& name, float lo, float hi, uint64_t s) {
+      return b.constant(c.name + name, {c.co},
+                        graph::random_uniform(static_cast<size_t>(c.co), lo, hi, s));
+    };
+    y = b.batch_norm(c.name + "_bn", y, vec("_g", 0.5f, 1.5f, seed + 2),
+                     vec("_be", -0.2f, 0.2f, seed + 3), vec("_m", -0.1f, 0.1f, seed + 4),
+                     vec("_v", 0.5f, 1.5f, seed + 5));
+    b.output(b.relu(c.name + "_relu", y));
+    if (c.name.rfind("read_twice", 0) == 0) b.output(b.relu(c.name + "_second", pooled));
+    seed += 10;
+  }
+  return b.finish();
+}
+
+// One case as the fused node alone (NHWC input, HWIO weights, ReLU, Conv2d::pool_first): a
+// single kernel, for the GPU tests.
+inline graph::Graph pool_conv_nhwc_graph(const PoolConvCase& c) {
+  graph::GraphBuilder b;
+  const graph::ValueId x = b.input("x", {c.n, c.h, c.w, c.ci}, Layout::nhwc);
+  NhwcConvParts p = nhwc_conv_parts(b, c.k, c.ci, c.co, 1, 1, 0, 181);
+  p.attrs.activation = graph::Activation{0.0f};
+  p.attrs.pool = c.pool;
+  p.attrs.pool_first = true;
+  b.output(b.op("conv", p.attrs, {x, p.w, p.bias}));
+  return b.finish();
+}
+
 // A convolution whose output only a Resize reads (graph::fuse_conv_resize): the kernel computes
 // the convolution whole, then the resize. Interpolating resizes read NCHW, so they fuse through
 // the transform back to NCHW (Conv2d::nchw_output); nearest ones fuse where they lie, NHWC.

@@ -182,6 +182,15 @@ void expect_gpu_schedules_match_reference(Backend gpu) {
     ASSERT_TRUE(graph::pools_before_conv(std::get<graph::ConvKernelSpec>(lowered_kernels(g)[0])));
     expect_matches(g, -2.0f, 2.0f, 1e-4, 1e-5);
   }
+  // Poolings of the input before a 1x1 convolution (Conv2d::pool_first).
+  for (const PoolConvCase& c : pool_conv_cases()) {
+    if (!c.fused || (c.name != "inception_avg_3x3" && c.name != "resnet_d_avg_2x2_s2_ceil"))
+      continue;
+    SCOPED_TRACE(c.name);
+    const graph::Graph g = pool_conv_nhwc_graph(c);
+    ASSERT_TRUE(graph::pools_before_conv(std::get<graph::ConvKernelSpec>(lowered_kernels(g)[0])));
+    expect_matches(g, -2.0f, 2.0f, 1e-4, 1e-5);
+  }
   // A depthwise convolution with its expansion (Conv2d::expand): on a GPU the expansion first.
   for (const ExpandCase& c : expand_cases()) {
     if (c.name != "batch2_5x5_stride2_partial_vectors") continue;

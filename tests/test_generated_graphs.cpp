@@ -244,6 +244,49 @@ TEST(GeneratedKernels, ConvolutionsWithTheirPoolingFused) {
   expect_whole_graph_matches_reference(input, optimized);
 }
 
+// Poolings before 1x1 convolutions (graph::fuse_pooling_into_conv, the cases of
+// generated_conv_cases.h): each goes into its convolution as the pooling of its input, but for
+// the one read twice and the one before a 3x3 convolution; the optimized graph's reference
+// agrees with the input graph's, and the model matches the input graph's reference on every
+// CPU target with poisoned outputs.
+TEST(GeneratedKernels, PoolingsBeforeOneByOneConvolutionsFused) {
+  const std::vector<PoolConvCase> cases = pool_conv_cases();
+  const graph::Graph input = pool_conv_graph(cases);
+  const graph::Graph optimized = graph::run_passes(input);
+  std::map<std::string, bool> pooled_first, pool_kernel;
+  for (const graph::Node& n : optimized.nodes()) {
+    const std::string block = n.name.substr(0, n.name.rfind('_'));
+    if (std::holds_alternative<graph::Pool2d>(n.op)) pool_kernel[block] = true;
+    if (const auto* c = std::get_if<graph::Conv2d>(&n.op)) {
+      pooled_first[block] = c->pool_first;
+      EXPECT_EQ(c->pool.has_value(), c->pool_first) << n.name;
+      EXPECT_TRUE(c->pool_first || !c->pool) << n.name;
+    }
+  }
+  for (const PoolConvCase& c : cases) {
+    EXPECT_EQ(pooled_first[c.name], c.fused) << c.name << "\n" << graph::dump(optimized);
+    EXPECT_EQ(pool_kernel[c.name], !c.fused) << c.name;
+  }
+  for (const graph::KernelSpec& k : lowered_kernels(optimized))
+    if (const auto* conv = std::get_if<graph::ConvKernelSpec>(&k))
+      EXPECT_EQ(graph::pools_before_conv(*conv), conv->pool_first) << graph::kernel_name(k);
+  std::vector<graph::Tensor> ins;
+  for (graph::ValueId id : input.inputs) {
+    const graph::Value& v = input.value(id);
+    ins.push_back({v.shape, v.layout,
+                   graph::random_uniform(graph::num_elements(v.shape), -1.0f, 1.0f, 5 + id.index)});
+  }
+  const std::vector<graph::Tensor> want = graph::run_reference(input, ins);
+  const std::vector<graph::Tensor> fused = graph::run_reference(optimized, ins);
+  ASSERT_EQ(fused.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i)  // the optimized graph's outputs may be NHWC
+    EXPECT_LE(graph::worst_error_ratio(graph::to_layout(fused[i], want[i].layout).data,
+                                       want[i].data, 1e-5, 1e-6),
+              1.0)
+        << i;
+  expect_whole_graph_matches_reference(input, optimized);
+}
+
 // Convolutions with their Resize fused (graph::fuse_conv_resize, the cases of
 // generated_conv_cases.h): every Resize goes into its convolution, through the transform back to
 // NCHW where it interpolates, where it lies (NHWC) where it is nearest; no Resize or transform to

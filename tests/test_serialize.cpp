@@ -148,7 +148,13 @@ Graph every_op_graph() {
   added.shortcut = true;
   const ValueId ac = b.op("shortcut_conv", added,
                           {lt, constant(b, "w9", {3, 3, 4, 4}, 35, Layout::hwio), constant(b, "b9", {4}, 36), lt});
-  for (ValueId out : {t, c2, mp, ga, ln, rs, rl, cc, am, pc, ec, sc, rc, ac}) b.output(out);
+  Conv2d pooled_first = conv_attrs(1, 0, 1, Activation{0.0f}, false);  // since v19
+  pooled_first.pool = Pool2d{PoolKind::max, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true, false};
+  pooled_first.pool_first = true;
+  const ValueId pf =
+      b.op("pooled_first_conv", pooled_first,
+           {lt, constant(b, "w10", {1, 1, 4, 8}, 37, Layout::hwio), constant(b, "b10", {8}, 38)});
+  for (ValueId out : {t, c2, mp, ga, ln, rs, rl, cc, am, pc, ec, sc, rc, ac, pf}) b.output(out);
   return b.finish();
 }
 
@@ -406,8 +412,9 @@ TEST(Serialize, Version8ResizeStillRead) {
 
 // Version 10 had Conv2d without pre steps, 11 without pooling, 12 without the bf16 flag, 14
 // without the expansion, 15 without the input scale, 16 without the resize and the shortcut,
-// 17 without the Winograd tile cap: such files read as the convolution they hold.
-TEST(Serialize, Versions10To17ConvStillRead) {
+// 17 without the Winograd tile cap, 18 without pool_first: such files read as the convolution
+// they hold.
+TEST(Serialize, Versions10To18ConvStillRead) {
   GraphBuilder b;
   const ValueId x = b.input("x", {1, 4, 5, 5});
   b.output(b.op("cv", conv_attrs(1, 1, 1, Activation{0.0f}, false),
@@ -424,11 +431,15 @@ TEST(Serialize, Versions10To17ConvStillRead) {
   // lacks: the flag bf16 (0); then what version 14 lacks: the flag of an expansion (0); then
   // what version 15 lacks: the flag of an input scale (0); then what version 16 lacks: the flags
   // of a resize (0) and a shortcut (0); then what version 17 lacks: the i32 Winograd tile cap
-  // (4).
+  // (4); then what version 18 lacks: the flag pool_first (0).
   const size_t pre = at + 4 + name.size() + 1 + 32 + 8 + 4 + 1 + 4;
   ASSERT_EQ(current.substr(pre - 4, 15), std::string(15, '\0'));
-  ASSERT_EQ(current.substr(pre + 11, 4), std::string("\x04\0\0\0", 4));
-  std::string v17 = current;
+  ASSERT_EQ(current.substr(pre + 11, 5), std::string("\x04\0\0\0\0", 5));
+  std::string v18 = current;
+  v18.erase(pre + 15, 1);
+  v18[8] = 18;
+  EXPECT_EQ(dump(deserialize(reseal(v18))), dump(g));
+  std::string v17 = v18;
   v17.erase(pre + 11, 4);
   v17[8] = 17;
   EXPECT_EQ(dump(deserialize(reseal(v17))), dump(g));
@@ -477,16 +488,17 @@ TEST(Serialize, Version15ExpansionStillReads) {
   const std::string name = "ev";
   const size_t at = current.rfind(std::string(1, static_cast<char>(name.size())) + std::string(3, '\0') + name);
   ASSERT_NE(at, std::string::npos);
-  // As in Versions10To17ConvStillRead: the pre-step count, nchw_input, pooling and bf16 flags;
+  // As in Versions10To18ConvStillRead: the pre-step count, nchw_input, pooling and bf16 flags;
   // then the expansion's flag (1), its bounds (2 f32) and what version 15 lacks: the u32 count
   // of its post steps (0), the flag of an input scale (0), (version 17's) of a resize (0) and
-  // a shortcut (0), and (version 18's) the Winograd tile cap (i32 4).
+  // a shortcut (0), (version 18's) the Winograd tile cap (i32 4) and (version 19's) the flag
+  // pool_first (0).
   const size_t pre = at + 4 + name.size() + 1 + 32 + 8 + 4 + 1 + 4;
   ASSERT_EQ(current[pre + 7], 1);
   ASSERT_EQ(current.substr(pre + 16, 7), std::string(7, '\0'));
-  ASSERT_EQ(current.substr(pre + 23, 4), std::string("\x04\0\0\0", 4));
+  ASSERT_EQ(current.substr(pre + 23, 5), std::string("\x04\0\0\0\0", 5));
   std::string v15 = current;
-  v15.erase(pre + 16, 11);
+  v15.erase(pre + 16, 12);
   v15[8] = 15;
   EXPECT_EQ(dump(deserialize(reseal(v15))), dump(g));
 }

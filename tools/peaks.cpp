@@ -268,7 +268,8 @@ KernelWork kernel_work(const graph::KernelSpec& k) {
   KernelWork r;
   if (const auto* c = std::get_if<graph::ConvKernelSpec>(&k)) {
     const bool pooled_first = graph::pools_before_conv(*c);
-    r.op = c->expand ? "1x1 expand > " : pooled_first ? "avgpool > " : "";  // Conv2d::expand
+    r.op = c->expand ? "1x1 expand > " : "";  // Conv2d::expand
+    if (pooled_first) r.op += c->pool->kind == graph::PoolKind::max ? "maxpool > " : "avgpool > ";
     if (c->input_scale) r.op += "scale > ";  // Conv2d::input_scale
     r.op +=
         "conv " + std::to_string(c->weights.shape[0]) + "x" + std::to_string(c->weights.shape[1]);

@@ -12,15 +12,20 @@ using Halide::Expr;
 namespace {
 
 // Window positions along one axis that count for output position o: inside [0, extent), or
-// with include_pad below extent + pad_after (a window never starts before -pad_before).
+// with include_pad below extent + pad_after (a window never starts before -pad_before). In
+// closed form, without a reduction, so a consumer may inline it: taps k in [0, kernel) with
+// lo <= start + k * dilation < hi are those from ceil((lo - start) / dilation) to
+// ceil((hi - start) / dilation) - 1 (Halide's division rounds down for negative numerators).
 Halide::Func window_count(const Halide::Var& o, int kernel, int stride, int dilation,
                           int pad_before, int pad_after, int extent, bool include_pad,
                           const std::string& name) {
-  Halide::RDom k(0, kernel, name + "_k");
-  const Expr i = o * stride + k * dilation - pad_before;
-  const Expr counts = include_pad ? i < extent + pad_after : i >= 0 && i < extent;
+  const Expr start = o * stride - pad_before;
+  const Expr lo = include_pad ? Expr(-pad_before) : Expr(0);
+  const Expr hi = include_pad ? Expr(extent + pad_after) : Expr(extent);
+  const Expr first = Halide::clamp((lo - start + dilation - 1) / dilation, 0, kernel);
+  const Expr end = Halide::clamp((hi - start + dilation - 1) / dilation, 0, kernel);
   Halide::Func count(name);
-  count(o) = Halide::sum(Halide::select(counts, 1, 0));
+  count(o) = Halide::max(end - first, 0);
   return count;
 }
 

@@ -105,6 +105,13 @@ Graph keep_expansions_apart(const Graph& g);
 // only the resized tensor. After fuse_conv_pooling and fuse_expand_depthwise (a convolution
 // with a pooling or an expansion keeps its Resize apart).
 Graph fuse_conv_resize(const Graph& g);
+
+// Moves each MaxPool or AveragePool (of at most 25 taps) whose output only a 1x1, stride-1,
+// unpadded dense Halide convolution reads, as its input, into that convolution as the pooling
+// of its input (Conv2d::pool_first): the kernel pools the input as it stages it, and the pooled
+// tensor is never stored (Inception's and GoogLeNet's pooling branches, ResNet-D's average
+// pooled shortcut). Runs last of the fusions: the convolution keeps whatever it absorbed.
+Graph fuse_pooling_into_conv(const Graph& g);
 // The same for every such pair, whatever their shapes (the tests' small blocks).
 Graph fuse_expand_depthwise_everywhere(const Graph& g);
 // Whether the fused kernel measured faster than the two it replaces, for an expansion of

@@ -27,6 +27,7 @@ const std::vector<Pass>& default_passes() {
       {"fuse_conv_pooling", fuse_conv_pooling},
       {"fuse_expand_depthwise", fuse_expand_depthwise},
       {"fuse_conv_resize", fuse_conv_resize},
+      {"fuse_pooling_into_conv", fuse_pooling_into_conv},
   };
   return passes;
 }

@@ -15,7 +15,7 @@ struct Pass {
   Graph (*run)(const Graph&);
 };
 
-// The passes in the order they run, from fuse_layer_norm to fuse_conv_resize (pipeline.cpp;
+// The passes in the order they run, from fuse_layer_norm to fuse_pooling_into_conv (pipeline.cpp;
 // docs/design.md says what each does).
 const std::vector<Pass>& default_passes();
 
