@@ -367,7 +367,10 @@ struct Tile {
 struct Where {};
 // ONNX LayerNormalization (opset 17) over the trailing axes [axis, rank): per row of the leading
 // axes, y = (x - mean) / sqrt(var + epsilon) * scale + bias with the biased variance. Inputs: x,
-// scale[, bias]; scale and bias hold the normalized shape x.shape[axis:] (leading 1s aside).
+// scale[, bias]; scale and bias hold the normalized shape x.shape[axis:] (leading 1s aside), or
+// one value for every element. With axis 1 on a 4-D image every axis but the batch is
+// normalized, so the layout does not matter where scale and bias are one value each
+// (GroupNorm(1), which simplify_exported_ops makes so): it runs NHWC too.
 // fuse_layer_norm also makes it from the decomposed form exporters write.
 struct LayerNorm {
   int axis = -1;  // non-negative after import

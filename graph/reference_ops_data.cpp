@@ -203,10 +203,15 @@ Tensor layer_norm(const LayerNorm& ln, const std::vector<const Tensor*>& in) {
     for (int64_t k = 0; k < cols; ++k) var += (row[k] - mean) * (row[k] - mean);
     var /= static_cast<double>(cols);
     const double inv_std = 1.0 / std::sqrt(var + static_cast<double>(ln.epsilon));
+    // A one-value scale or bias applies to every element.
+    const auto param = [&](size_t i, int64_t k) {
+      const std::vector<float>& p = in[i]->data;
+      return static_cast<double>(p.size() == 1 ? p[0] : p[static_cast<size_t>(k)]);
+    };
     for (int64_t k = 0; k < cols; ++k) {
-      const double bias = in.size() > 2 ? in[2]->data[static_cast<size_t>(k)] : 0.0;
+      const double bias = in.size() > 2 ? param(2, k) : 0.0;
       out.data[static_cast<size_t>(r * cols + k)] =
-          static_cast<float>((row[k] - mean) * inv_std * in[1]->data[static_cast<size_t>(k)] + bias);
+          static_cast<float>((row[k] - mean) * inv_std * param(1, k) + bias);
     }
   }
   return out;

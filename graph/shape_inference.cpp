@@ -523,7 +523,13 @@ TypedShape infer_output(const Graph& g, const Node& n) {
   if (const auto* ln = std::get_if<LayerNorm>(&n.op)) {
     if (n.inputs.size() != 2 && n.inputs.size() != 3)
       fail(n, "expected 2 or 3 inputs (x, scale[, bias]), got " + std::to_string(n.inputs.size()));
-    const Value& x = logical_input(g, n, 0);
+    // NHWC only where every axis but the batch is normalized with one-value parameters: the
+    // layout does not matter then (convert_to_nhwc).
+    const Value& x0 = g.value(n.inputs[0]);
+    bool any_layout = x0.layout == Layout::nhwc && ln->axis == 1;
+    for (size_t i = 1; i < n.inputs.size(); ++i)
+      any_layout = any_layout && num_elements(g.value(n.inputs[i]).shape) == 1;
+    const Value& x = any_layout ? x0 : logical_input(g, n, 0);
     if (ln->axis < 0 || ln->axis >= static_cast<int>(x.shape.size()))
       fail(n, "axis " + std::to_string(ln->axis) + " out of range for a rank-" +
                   std::to_string(x.shape.size()) + " input");
@@ -560,6 +566,7 @@ TypedShape infer_output(const Graph& g, const Node& n) {
 }
 
 bool holds_normalized_shape(const Shape& param, const Shape& x, int axis) {
+  if (num_elements(param) == 1) return true;
   auto without_leading_ones = [](Shape::const_iterator b, Shape::const_iterator e) {
     while (b != e && *b == 1) ++b;
     return Shape(b, e);

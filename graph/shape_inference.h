@@ -30,7 +30,8 @@ bool op_is_unary(const Op& op);
 Shape broadcast_shapes(const Shape& a, const Shape& b, bool* ok);
 
 // Whether a LayerNorm scale or bias of shape `param` holds x's normalized shape x[axis:] (leading
-// 1s on either side aside), so it is indexed by the normalized coordinates alone.
+// 1s on either side aside), so it is indexed by the normalized coordinates alone, or is one
+// value, which applies to every element.
 bool holds_normalized_shape(const Shape& param, const Shape& x, int axis);
 
 struct TypedShape {

@@ -10,6 +10,46 @@ namespace kiln::schedules {
 using Halide::TailStrategy;
 using Halide::Var;
 
+namespace {
+
+// One long row over two or more dimensions (a GroupNorm(1) of one image: every element of it):
+// the row's bands along its outermost dimension in parallel, for the two sums (partial sums
+// per band, Halide's rfactor, then added up) and for the output.
+void schedule_one_long_row(const LayerNormFuncs& f, const std::vector<Var>& dims, size_t k,
+                           int64_t row_elements, int vw, bool wide) {
+  const int64_t outer = f.extents[k - 1];
+  const int64_t tasks = std::min({kMaxTasks, outer, row_elements / kMinTaskElements});
+  const int band_rows = static_cast<int>((outer + tasks - 1) / tasks);
+  Halide::Func out = f.out;
+  Var task("task"), in_task("in_task");
+  out.split(dims[k - 1], task, in_task, band_rows, TailStrategy::GuardWithIf).parallel(task);
+  for (Halide::Func p : {f.sum, f.square_sum}) {
+    Halide::RVar band_of("band_of"), in_band("in_band");
+    Var band("band");
+    Halide::Func partial = p.update()
+                               .split(f.r[static_cast<int>(k) - 1], band_of, in_band, band_rows,
+                                      TailStrategy::GuardWithIf)
+                               .rfactor(band_of, band);
+    partial.compute_root();
+    partial.update().parallel(band);
+    if (wide) {
+      // A band's sum in vw lanes (rfactor again), added across at the end: an atomic update
+      // would take a lock per vector, the bands being parallel.
+      Halide::RVar lane_of("lane_of"), in_lane("in_lane");
+      Var lane("lane");
+      Halide::Func lanes = partial.update()
+                               .split(f.r[0], lane_of, in_lane, vw, TailStrategy::GuardWithIf)
+                               .rfactor(in_lane, lane);
+      lanes.compute_at(partial, band).vectorize(lane);
+      lanes.update().vectorize(lane);
+    }
+    p.compute_root();
+  }
+  for (Halide::Func p : {f.mean, f.inv_std}) p.compute_root();
+}
+
+}  // namespace
+
 void schedule_layer_norm_cpu(const LayerNormFuncs& f, const Halide::Target& target) {
   Halide::Func out = f.out;
   const int vw = target.natural_vector_size<float>();
@@ -20,6 +60,8 @@ void schedule_layer_norm_cpu(const LayerNormFuncs& f, const Halide::Target& targ
   for (size_t d = 0; d < f.extents.size(); ++d) (d < k ? row_elements : rows) *= f.extents[d];
   const bool wide = f.extents[0] >= vw;
   if (wide) out.vectorize(dims[0], vw, TailStrategy::ShiftInwards);
+  if (rows == 1 && k >= 2 && row_elements >= 2 * kMinTaskElements && f.extents[k - 1] >= 2)
+    return schedule_one_long_row(f, dims, k, row_elements, vw, wide);
   // The row statistics at the innermost row loop (or once, for a single row).
   Halide::LoopLevel at = Halide::LoopLevel::root();
   if (k < dims.size()) {

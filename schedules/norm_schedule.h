@@ -21,6 +21,9 @@ struct LayerNormFuncs {
 // CPU: parallel over blocks of rows; per row, the two sums vectorized along the innermost axis
 // (a vector of partial sums added across at the end), then the normalized row written in vectors.
 // The row is read three times while it sits in L1, so the kernel costs one pass over memory.
+// One row of at least 32K elements over two or more dimensions (a GroupNorm(1) of one image):
+// bands of it along its outermost dimension in parallel, each sum as partial sums per band; the
+// row is then read three times from memory (or the last-level cache).
 void schedule_layer_norm_cpu(const LayerNormFuncs& f, const Halide::Target& target);
 // GPU: one thread per row for each sum (and the row statistics), one per element for the output.
 void schedule_layer_norm_gpu(const LayerNormFuncs& f, const Halide::Target& target);

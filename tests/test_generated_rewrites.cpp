@@ -1,8 +1,8 @@
 // Graph rewrites that change how the generated kernels compute, each against the reference run
 // of the unoptimized graph on every CPU target: an average pooling computed before the 1x1
 // convolution it commutes with, a squeeze-and-excitation scale folded into the weights of the
-// convolution after it, and channel shuffles, Slices and nearest Resizes kept NHWC by the
-// layout pass. Whole graphs otherwise: test_generated_graphs.cpp.
+// convolution after it, and channel shuffles, Slices, one-group GroupNorms and nearest Resizes
+// kept NHWC by the layout pass. Whole graphs otherwise: test_generated_graphs.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -265,6 +265,77 @@ TEST(GeneratedKernels, ChannelShuffleStaysChannelsLast) {
   EXPECT_EQ(shuffles, 2u) << graph::dump(optimized);
   EXPECT_EQ(nhwc_slices, 4u) << graph::dump(optimized);
   expect_whole_graph_matches_reference(input, optimized);
+}
+
+// GroupNorm with one group as torch exports it before opset 18: a Reshape to [N, 1, C*H*W], an
+// InstanceNormalization (a LayerNorm of the last axis with a unit scale, then a Mul and an Add
+// by one value each), a Reshape back, then the per-channel affine, between convolutions.
+// simplify_exported_ops makes each a LayerNorm from axis 1 with one-value scale and shift, and
+// the layout pass keeps it NHWC: no Reshape and no layout transform but the input's and the
+// output's. One image of 16 x 48 x 48 (one long row: its bands in parallel) and two of
+// 8 x 10 x 12 (a row each). Kept as it is: the same view with a scale that is not one value.
+// Matches the reference on every CPU target.
+TEST(GeneratedKernels, GroupNormOfOneGroupStaysChannelsLast) {
+  graph::GraphBuilder b;
+  uint64_t seed = 600;
+  const auto group_norm = [&](const std::string& name, graph::ValueId x, const graph::Shape& s,
+                              bool uniform_scale) {
+    const int64_t m = s[1] * s[2] * s[3];
+    const graph::ValueId rows = b.op(name + "_view", graph::Reshape{{s[0], 1, m}}, {x});
+    const graph::ValueId scale =
+        uniform_scale
+            ? b.constant(name + "_unit", {1}, {1.0f})
+            : b.constant(name + "_unit", {m}, graph::random_uniform(m, 0.5f, 1.5f, seed++));
+    graph::ValueId y = b.op(name + "_norm", graph::LayerNorm{2, 1e-5f}, {rows, scale});
+    y = b.op(name + "_in_scale", graph::Binary{graph::BinaryOp::mul},
+             {y, b.constant(name + "_s", {1, 1}, {1.25f})});
+    y = b.op(name + "_in_shift", graph::Binary{graph::BinaryOp::add},
+             {y, b.constant(name + "_b", {1, 1}, {-0.125f})});
+    y = b.op(name + "_back", graph::Reshape{s}, {y});
+    y = b.op(name + "_gamma", graph::Binary{graph::BinaryOp::mul},
+             {y, b.constant(name + "_g", {s[1], 1, 1},
+                            graph::random_uniform(s[1], 0.5f, 1.5f, seed++))});
+    return b.op(name + "_beta", graph::Binary{graph::BinaryOp::add},
+                {y, b.constant(name + "_be", {s[1], 1, 1},
+                               graph::random_uniform(s[1], -0.5f, 0.5f, seed++))});
+  };
+  const std::vector<std::pair<graph::Shape, bool>> cases = {
+      {{1, 16, 48, 48}, true}, {{2, 8, 10, 12}, true}, {{1, 8, 6, 7}, false}};
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const graph::Shape& s = cases[i].first;
+    const std::string name = "gn" + std::to_string(i);
+    graph::ValueId x =
+        pointwise_relu(b, name + "_in", b.input(name + "_x", {s[0], 4, s[2], s[3]}), 4, s[1], seed);
+    x = group_norm(name, x, s, cases[i].second);
+    b.output(pointwise_relu(b, name + "_out", x, s[1], 8, seed));
+  }
+  const graph::Graph input = b.finish();
+  const graph::Graph optimized = graph::run_passes(input);
+  size_t transforms = 0, views = 0, sample_norms = 0;
+  for (const graph::Node& n : optimized.nodes()) {
+    transforms += std::holds_alternative<graph::LayoutTransform>(n.op) &&
+                  !optimized.is_graph_output(n.outputs[0]) &&
+                  optimized.value(n.inputs[0]).name.find("_x") == std::string::npos;
+    views += std::holds_alternative<graph::Reshape>(n.op);
+    if (const auto* ln = std::get_if<graph::LayerNorm>(&n.op))
+      sample_norms += ln->axis == 1 && optimized.value(n.inputs[0]).layout == Layout::nhwc;
+  }
+  EXPECT_EQ(sample_norms, 2u) << graph::dump(optimized);
+  // The third case keeps its two views, and the transforms to NCHW and back around them.
+  EXPECT_EQ(views, 2u) << graph::dump(optimized);
+  EXPECT_EQ(transforms, 2u) << graph::dump(optimized);
+  // A sum of 36,864 floats in partial sums: 1e-4 relative, where one-kernel graphs take 1e-5.
+  std::vector<graph::Tensor> ins;
+  for (graph::ValueId id : input.inputs) {
+    const graph::Value& v = input.value(id);
+    ins.push_back(
+        {v.shape, v.layout,
+         graph::random_uniform(graph::num_elements(v.shape), -1.0f, 1.0f, 40 + id.index)});
+  }
+  const std::vector<graph::Tensor> want = graph::run_reference(input, ins);
+  check_outputs_on_every_target(optimized, ins, want, [&](size_t i, const graph::Tensor& got) {
+    EXPECT_LE(graph::worst_error_ratio(got.data, want[i].data, 1e-4, 1e-5), 1.0) << i;
+  });
 }
 
 // A detector's upsampling: nearest Resizes of the image axes (2x asymmetric floor, as

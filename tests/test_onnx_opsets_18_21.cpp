@@ -169,27 +169,39 @@ std::vector<float> group_norm(const std::vector<float>& x, Dims s, int64_t group
   return y;
 }
 
+// One group (PoolFormer's GroupNorm(1)) as well: a LayerNorm of x itself from axis 1, no view.
 TEST(OnnxOpsets18To21, GroupNormalizationPerGroupAndPerChannelParameters) {
   const Dims shape = {2, 6, 3, 4};
   const std::vector<float> x = rnd(2 * 6 * 12, 184, -2.0f, 3.0f);
-  for (int opset : {18, 21}) {
-    const int64_t params = opset == 18 ? 3 : 6;
-    const std::vector<float> s = rnd(params, 185), b = rnd(params, 186);
-    ModelBuilder m(opset);
-    m.input("x", shape);
-    m.init("scale", {params}, s), m.init("bias", {params}, b);
-    auto& node = m.node("GroupNormalization", {"x", "scale", "bias"}, {"y"}, "gn");
-    attr_i(node, "num_groups", 3);
-    attr_f(node, "epsilon", 1e-3f);
-    m.output("y");
-    std::vector<float> per_channel_s(6), per_channel_b(6);
-    for (int ch = 0; ch < 6; ++ch)
-      per_channel_s[ch] = s[ch * params / 6], per_channel_b[ch] = b[ch * params / 6];
-    const std::vector<float> want = group_norm(x, shape, 3, per_channel_s, per_channel_b, 1e-3f);
-    const Tensor y = run_one(m, x);
-    ASSERT_EQ(y.data.size(), want.size());
-    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(y.data[i], want[i], 1e-4f) << opset << " " << i;
-  }
+  for (int groups : {3, 1})
+    for (int opset : {18, 21}) {
+      const int64_t params = opset == 18 ? groups : 6;
+      const std::vector<float> s = rnd(params, 185), b = rnd(params, 186);
+      ModelBuilder m(opset);
+      m.input("x", shape);
+      m.init("scale", {params}, s), m.init("bias", {params}, b);
+      auto& node = m.node("GroupNormalization", {"x", "scale", "bias"}, {"y"}, "gn");
+      attr_i(node, "num_groups", groups);
+      attr_f(node, "epsilon", 1e-3f);
+      m.output("y");
+      std::vector<float> per_channel_s(6), per_channel_b(6);
+      for (int ch = 0; ch < 6; ++ch)
+        per_channel_s[ch] = s[ch * params / 6], per_channel_b[ch] = b[ch * params / 6];
+      const std::vector<float> want =
+          group_norm(x, shape, groups, per_channel_s, per_channel_b, 1e-3f);
+      const Tensor y = run_one(m, x);
+      ASSERT_EQ(y.data.size(), want.size());
+      for (size_t i = 0; i < want.size(); ++i)
+        EXPECT_NEAR(y.data[i], want[i], 1e-4f) << groups << " " << opset << " " << i;
+      const Graph g = import(m);
+      bool views = false, axis1 = false;
+      for (const Node& n : g.nodes()) {
+        views = views || std::holds_alternative<Reshape>(n.op);
+        if (const auto* ln = std::get_if<LayerNorm>(&n.op)) axis1 = ln->axis == 1;
+      }
+      EXPECT_EQ(views, groups != 1) << groups;
+      EXPECT_EQ(axis1, groups == 1) << groups;
+    }
   ModelBuilder bad(21);
   bad.input("x", shape);
   bad.init("scale", {6}, rnd(6, 187)), bad.init("bias", {6}, rnd(6, 188));

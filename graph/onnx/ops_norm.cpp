@@ -38,15 +38,10 @@ ValueId channel_constant(Importer& im, const NodeCtx& c, int i, const std::strin
                          logical_layout(dims.size()));
 }
 
-// LayerNorm of `x` (shaped `xs`) over its axes from `axis` on, with a unit scale.
-ValueId normalize_from(Importer& im, const NodeCtx& c, ValueId x, const Shape& xs, int axis,
-                       float epsilon) {
-  const Shape normalized(xs.begin() + axis, xs.end());
-  const ValueId ones = im.add_constant(
-      c.name + "/unit_scale", normalized,
-      std::vector<float>(static_cast<size_t>(num_elements(normalized)), 1.0f),
-      logical_layout(normalized.size()));
-  return im.emit(c, LayerNorm{axis, epsilon}, {x, ones}, c.name + "/normalized",
+// LayerNorm of `x` (shaped `xs`) over its axes from `axis` on, with a unit scale (one value).
+ValueId normalize_from(Importer& im, const NodeCtx& c, ValueId x, int axis, float epsilon) {
+  const ValueId one = im.add_constant(c.name + "/unit_scale", {1}, {1.0f}, Layout::any);
+  return im.emit(c, LayerNorm{axis, epsilon}, {x, one}, c.name + "/normalized",
                  c.name + "/normalized");
 }
 
@@ -72,8 +67,7 @@ void convert_instance_norm(Importer& im, const NodeCtx& c) {
   const Shape xs = channel_input_shape(im, c);
   const ValueId scale = channel_constant(im, c, 1, "scale", xs[1], xs[1], xs.size());
   const ValueId bias = channel_constant(im, c, 2, "B", xs[1], xs[1], xs.size());
-  const ValueId y =
-      normalize_from(im, c, im.value_input(c, 0), xs, 2, attr_float(c, "epsilon", 1e-5f));
+  const ValueId y = normalize_from(im, c, im.value_input(c, 0), 2, attr_float(c, "epsilon", 1e-5f));
   scale_and_shift(im, c, y, scale, bias);
 }
 
@@ -92,15 +86,13 @@ void convert_batch_norm_training(Importer& im, const NodeCtx& c) {
   const float epsilon = attr_float(c, "epsilon", 1e-5f);
   const ValueId x = im.value_input(c, 0);
   if (xs[0] == 1 && xs.size() >= 3)
-    return scale_and_shift(im, c, normalize_from(im, c, x, xs, 2, epsilon), scale, bias);
+    return scale_and_shift(im, c, normalize_from(im, c, x, 2, epsilon), scale, bias);
   std::vector<int> perm(xs.size());
   std::iota(perm.begin(), perm.end(), 0);
   std::swap(perm[0], perm[1]);
-  Shape channels_first = xs;
-  std::swap(channels_first[0], channels_first[1]);
   const ValueId t =
       im.emit(c, Transpose{perm}, {x}, c.name + "/channels_first", c.name + "/channels_first");
-  const ValueId y = normalize_from(im, c, t, channels_first, 1, epsilon);
+  const ValueId y = normalize_from(im, c, t, 1, epsilon);
   scale_and_shift(
       im, c, im.emit(c, Transpose{perm}, {y}, c.name + "/channels_back", c.name + "/channels_back"),
       scale, bias);
@@ -108,7 +100,8 @@ void convert_batch_norm_training(Importer& im, const NodeCtx& c) {
 
 // GroupNormalization: the statistics per (n, group of C / G channels) over the group's channels
 // and the spatial axes; x viewed as [N, G, C / G * D1 * ...] (a Reshape) is a LayerNorm of its
-// last axis. Scale and bias hold one value per group at opset 18, one per channel from 21.
+// last axis (one group: x itself from axis 1). Scale and bias hold one value per group at
+// opset 18, one per channel from 21.
 void convert_group_norm(Importer& im, const NodeCtx& c) {
   expect_inputs(c, 3, 3);
   const Shape xs = channel_input_shape(im, c);
@@ -123,10 +116,14 @@ void convert_group_norm(Importer& im, const NodeCtx& c) {
   const int64_t params = c.opset < 21 ? groups : xs[1];
   const ValueId scale = channel_constant(im, c, 1, "scale", params, xs[1], xs.size());
   const ValueId bias = channel_constant(im, c, 2, "bias", params, xs[1], xs.size());
+  const float epsilon = attr_float(c, "epsilon", 1e-5f);
+  if (groups == 1)  // every axis but the batch: no view needed (and no layout matters)
+    return scale_and_shift(im, c, normalize_from(im, c, im.value_input(c, 0), 1, epsilon), scale,
+                           bias);
   const Shape rows = {xs[0], groups, num_elements(xs) / (xs[0] * groups)};
   const ValueId grouped = im.emit(c, Reshape{rows}, {im.value_input(c, 0)}, c.name + "/grouped",
                                   c.name + "/grouped");
-  const ValueId y = normalize_from(im, c, grouped, rows, 2, attr_float(c, "epsilon", 1e-5f));
+  const ValueId y = normalize_from(im, c, grouped, 2, epsilon);
   const ValueId back = im.emit(c, Reshape{xs}, {y}, c.name + "/ungrouped", c.name + "/ungrouped");
   scale_and_shift(im, c, back, scale, bias);
 }

@@ -4,8 +4,8 @@
 // windows are generated for NHWC only, so a pool reading an NCHW activation (a graph input, a
 // 1-D pool's Reshape) takes it through a transform too. NHWC then spreads from the
 // convolutions through every op that works in either layout (pooling, BatchNorm, elementwise,
-// Concat and Pad with their axes remapped); an op that indexes its input in logical (ONNX,
-// row-major) order gets a transform back to NCHW in front of it.
+// Concat and Pad with their axes remapped, a LayerNorm of whole samples); an op that indexes its
+// input in logical (ONNX, row-major) order gets a transform back to NCHW in front of it.
 //
 // Channels-last blocks written with explicit Transposes (ConvNeXt's LayerNorm and MLP run on
 // permute(0, 2, 3, 1) of a conv's output, and permute(0, 3, 1, 2) hands the result back) hold
@@ -300,18 +300,24 @@ class LayoutRewriter {
     const bool unary_chain = std::holds_alternative<ElementwiseChain>(n.op) && n.inputs.size() == 1;
     // Where broadcasts its three operands as Binary does its two.
     const bool broadcasting = std::holds_alternative<Binary>(n.op) || std::holds_alternative<Where>(n.op);
-    const bool agnostic = op_is_unary(n.op) || unary_chain || broadcasting ||
-                          std::holds_alternative<BatchNorm>(n.op) ||
-                          std::holds_alternative<Pool2d>(n.op) ||
-                          std::holds_alternative<GlobalPool>(n.op) ||
-                          std::holds_alternative<Concat>(n.op) ||
-                          std::holds_alternative<Pad>(n.op) ||
-                          std::holds_alternative<Slice>(n.op) || is_spatial_nearest_resize(n);
+    // A LayerNorm of every axis but the batch with one-value scale and bias (GroupNorm(1)).
+    const auto* ln = std::get_if<LayerNorm>(&n.op);
+    bool sample_norm = ln && ln->axis == 1;
+    for (size_t i = 1; sample_norm && i < n.inputs.size(); ++i)
+      sample_norm =
+          g_.value(n.inputs[i]).is_constant() && num_elements(g_.value(n.inputs[i]).shape) == 1;
+    const bool agnostic =
+        op_is_unary(n.op) || unary_chain || broadcasting || sample_norm ||
+        std::holds_alternative<BatchNorm>(n.op) || std::holds_alternative<Pool2d>(n.op) ||
+        std::holds_alternative<GlobalPool>(n.op) || std::holds_alternative<Concat>(n.op) ||
+        std::holds_alternative<Pad>(n.op) || std::holds_alternative<Slice>(n.op) ||
+        is_spatial_nearest_resize(n);
     if (!agnostic || g_.value(n.outputs[0]).shape.size() != 4) return false;
     bool any_nhwc = false;
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       const Value& v = g_.value(n.inputs[i]);
-      if (std::holds_alternative<BatchNorm>(n.op) && i > 0) continue;  // 1-D parameters
+      if ((std::holds_alternative<BatchNorm>(n.op) || sample_norm) && i > 0)
+        continue;  // parameters
       if (v.is_constant()) {
         // Only Binary's and Where's broadcast constants can be re-laid-out; at most rank 4.
         if (!broadcasting || v.shape.size() > 4) return false;

@@ -1,4 +1,4 @@
-// simplify_exported_ops: two forms exporters write for what Kiln has a better op for.
+// simplify_exported_ops: three forms exporters write for what Kiln has a better op for.
 // - A mean or max over H and W of a 4-D image (PyTorch's x.mean((2, 3)), which timm's
 //   squeeze-and-excitation and ECA blocks use) is a global pooling: a GlobalPool, which the
 //   layout pass keeps in NHWC, where a Reduce would move the image back to NCHW first. Without
@@ -6,8 +6,17 @@
 // - A Tile (ONNX Expand, as in x * y.expand_as(x)) whose every reader is a broadcasting binary
 //   op with another operand already of the Tile's shape is left out: the readers broadcast its
 //   input themselves, so the expanded copy is never made.
+// - GroupNorm with one group as PyTorch exports it before opset 18 (and torch's dynamo exporter
+//   still does): a Reshape of [N, C, H, W] to [N, 1, C*H*W], an InstanceNormalization (a
+//   LayerNorm of the last axis, then a Mul and an Add by one value each), a Reshape back. The
+//   statistics are over every element of a sample, so this is a LayerNorm of x from axis 1 with
+//   one-value scale and bias, which the layout pass keeps NHWC: the two views and the transforms
+//   to NCHW and back that they would need are never made (PoolFormer's every norm layer).
 // Runs after fuse_layer_norm (whose patterns include means over H and W) and before the layout
 // pass.
+#include <algorithm>
+#include <map>
+#include <memory>
 #include <optional>
 
 #include "graph/passes/passes.h"
@@ -42,14 +51,113 @@ bool broadcast_by_readers(const Graph& g, const Node& tile,
   return true;
 }
 
+// The one value of a constant whose elements are all equal, or nullopt.
+std::optional<float> uniform_constant(const Value& v) {
+  if (!v.is_constant() || v.data->empty()) return std::nullopt;
+  const float first = v.data->front();
+  for (float f : *v.data)
+    if (f != first) return std::nullopt;
+  return first;
+}
+
+// A LayerNorm over whole samples written through a view (see the file comment): the nodes from
+// the first Reshape to the last, and the LayerNorm's one-value scale and bias after the Mul and
+// Add by constants that follow it.
+struct SampleNorm {
+  std::vector<size_t> nodes;  // the view, the LayerNorm, any Mul and Add; the view back last
+  ValueId x;
+  float epsilon = 0.0f, scale = 1.0f, shift = 0.0f;
+};
+
+// The SampleNorm that ends with node `last` (a Reshape), or nullopt. Every value inside it is
+// read once, by the next node, and is no graph output.
+std::optional<SampleNorm> sample_norm_ending_at(const Graph& g, size_t last,
+                                                const std::vector<std::vector<NodeId>>& uses) {
+  const Node& back = g.nodes()[last];
+  if (!std::holds_alternative<Reshape>(back.op)) return std::nullopt;
+  SampleNorm m;
+  m.nodes.push_back(last);
+  auto inner = [&](ValueId v) -> const Node* {  // v's producer, if only the chain reads v
+    const Value& val = g.value(v);
+    if (val.is_constant() || !val.producer.valid() || g.is_graph_output(v) ||
+        uses[v.index].size() != 1)
+      return nullptr;
+    m.nodes.push_back(val.producer.index);
+    return &g.node(val.producer);
+  };
+  const Node* n = inner(back.inputs[0]);
+  // Add and Mul by one value each, in that order from the end (InstanceNormalization's shift
+  // and scale), folded into the LayerNorm's.
+  float add = 0.0f, mul = 1.0f;
+  for (BinaryOp kind : {BinaryOp::add, BinaryOp::mul}) {
+    const auto* b = n ? std::get_if<Binary>(&n->op) : nullptr;
+    if (!b || b->op != kind || n->inputs.size() != 2) continue;
+    const size_t c = g.value(n->inputs[1]).is_constant() ? 1 : 0;
+    const std::optional<float> v =
+        g.value(n->inputs[c]).data && g.value(n->inputs[c]).data->size() == 1
+            ? uniform_constant(g.value(n->inputs[c]))
+            : std::nullopt;
+    if (!v) return std::nullopt;
+    (kind == BinaryOp::add ? add : mul) = *v;
+    n = inner(n->inputs[1 - c]);
+  }
+  const auto* ln = n ? std::get_if<LayerNorm>(&n->op) : nullptr;
+  if (!ln) return std::nullopt;
+  const Shape& rows = g.value(n->inputs[0]).shape;  // [N, M] or [N, 1, M]
+  if (static_cast<size_t>(ln->axis) + 1 != rows.size() || (rows.size() != 2 && rows.size() != 3) ||
+      (rows.size() == 3 && rows[1] != 1))
+    return std::nullopt;
+  const std::optional<float> scale = uniform_constant(g.value(n->inputs[1]));
+  const std::optional<float> shift =
+      n->inputs.size() > 2 ? uniform_constant(g.value(n->inputs[2])) : std::optional<float>(0.0f);
+  if (!scale || !shift) return std::nullopt;
+  m.epsilon = ln->epsilon;
+  m.scale = *scale * mul;
+  m.shift = *shift * mul + add;
+  const Node* view = inner(n->inputs[0]);
+  if (!view || !std::holds_alternative<Reshape>(view->op)) return std::nullopt;
+  m.x = view->inputs[0];
+  const Shape& x = g.value(m.x).shape;
+  if (x.size() < 2 || x != g.value(back.outputs[0]).shape || x[0] != rows[0]) return std::nullopt;
+  std::reverse(m.nodes.begin(), m.nodes.end());
+  return m;
+}
+
 }  // namespace
 
 Graph simplify_exported_ops(const Graph& input) {
   Graph g = input;
   const auto uses = input.consumers();
+  // LayerNorms over whole samples first: node index of the view back -> the norm.
+  std::map<size_t, SampleNorm> sample_norms;
+  std::vector<bool> in_sample_norm(input.num_nodes(), false);
+  for (size_t i = 0; i < input.num_nodes(); ++i)
+    if (std::optional<SampleNorm> m = sample_norm_ending_at(input, i, uses)) {
+      for (size_t k : m->nodes) in_sample_norm[k] = true;
+      sample_norms.emplace(i, std::move(*m));
+    }
   std::vector<Node> nodes;
   std::vector<std::pair<ValueId, ValueId>> replaced;  // a Tile's output -> its input
-  for (const Node& n : input.nodes()) {
+  for (size_t i = 0; i < input.num_nodes(); ++i) {
+    const Node& n = input.nodes()[i];
+    if (const auto it = sample_norms.find(i); it != sample_norms.end()) {
+      const SampleNorm& m = it->second;
+      const Node& ln = input.nodes()[m.nodes[1]];
+      Node norm{ln.name, LayerNorm{1, m.epsilon}, {m.x}, n.outputs, {}};
+      for (size_t k : m.nodes)
+        norm.computes.insert(norm.computes.end(), input.nodes()[k].computes.begin(),
+                             input.nodes()[k].computes.end());
+      norm.computes.push_back("layer_norm over whole samples (one group, without the views)");
+      for (const auto& [role, v] :
+           {std::pair<const char*, float>{"scale", m.scale}, {"shift", m.shift}}) {
+        Value c{ln.name + "/sample_" + role, {1}, DType::f32, Layout::any};
+        c.data = std::make_shared<const std::vector<float>>(1, v);
+        norm.inputs.push_back(g.add_value(std::move(c)));
+      }
+      nodes.push_back(std::move(norm));
+      continue;
+    }
+    if (in_sample_norm[i]) continue;
     if (std::holds_alternative<Tile>(n.op) && broadcast_by_readers(input, n, uses)) {
       replaced.emplace_back(n.outputs[0], n.inputs[0]);
       continue;
