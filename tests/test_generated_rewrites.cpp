@@ -1,11 +1,13 @@
 // Graph rewrites that change how the generated kernels compute, each against the reference run
 // of the unoptimized graph on every CPU target: an average pooling computed before the 1x1
 // convolution it commutes with, a squeeze-and-excitation scale folded into the weights of the
-// convolution after it, and channel shuffles, Slices, one-group GroupNorms and nearest Resizes
-// kept NHWC by the layout pass. Whole graphs otherwise: test_generated_graphs.cpp.
+// convolution after it, convolutions of a few wide groups split into dense ones, and channel
+// shuffles, Slices, one-group GroupNorms and nearest Resizes kept NHWC by the layout pass. Whole
+// graphs otherwise: test_generated_graphs.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <string>
 
 #include "codegen/kernel_pipeline.h"
@@ -264,6 +266,75 @@ TEST(GeneratedKernels, ChannelShuffleStaysChannelsLast) {
   EXPECT_EQ(transforms, 0u) << graph::dump(optimized);
   EXPECT_EQ(shuffles, 2u) << graph::dump(optimized);
   EXPECT_EQ(nhwc_slices, 4u) << graph::dump(optimized);
+  expect_whole_graph_matches_reference(input, optimized);
+}
+
+// Convolutions of a few wide groups (graph::split_grouped_convs) become a dense convolution per
+// group between a Slice and a Concat: radix-2 3x3 convolutions as ResNeSt has them (32 -> 64 and
+// 32 -> 32 channels per group, the second with a BatchNorm and ReLU) and one of 4 groups. Kept
+// whole: 24 channels per group, 8 groups, stride 2, a 1x1 window and an output narrower than 13.
+// The Slices and the Concats copy nothing (the memory plan makes them views), each group is a
+// dense kernel, and the model matches the reference on every CPU target.
+TEST(GeneratedKernels, FewWideGroupsSplitIntoDenseConvolutions) {
+  struct Case {
+    std::string name;
+    int64_t ci, co, k, hw;
+    int groups, stride;
+    bool split;
+  };
+  const std::vector<Case> cases = {{"radix2_32_to_64", 64, 128, 3, 15, 2, 1, true},
+                                   {"radix2_32_bn", 64, 64, 3, 14, 2, 1, true},
+                                   {"four_groups", 128, 128, 3, 13, 4, 1, true},
+                                   {"narrow_groups", 48, 48, 3, 14, 2, 1, false},
+                                   {"eight_groups", 256, 256, 3, 14, 8, 1, false},
+                                   {"stride2", 64, 64, 3, 27, 2, 2, false},
+                                   {"pointwise", 64, 64, 1, 14, 2, 1, false},
+                                   {"small_output", 64, 64, 3, 12, 2, 1, false}};
+  graph::GraphBuilder b;
+  uint64_t seed = 700;
+  for (const Case& c : cases) {
+    graph::ValueId x = pointwise_relu(b, c.name + "_in", b.input(c.name + "_x", {1, 8, c.hw, c.hw}),
+                                      8, c.ci, seed);
+    const int64_t cig = c.ci / c.groups;
+    const float r = 1.0f / std::sqrt(static_cast<float>(cig * c.k * c.k));
+    graph::Conv2d attrs;
+    attrs.groups = c.groups;
+    attrs.stride_h = attrs.stride_w = c.stride;
+    attrs.pad_top = attrs.pad_left = attrs.pad_bottom = attrs.pad_right = static_cast<int>(c.k / 2);
+    graph::ValueId y = b.conv2d(
+        c.name, x,
+        b.constant(c.name + "_w", {c.co, cig, c.k, c.k},
+                   graph::random_uniform(c.co * cig * c.k * c.k, -r, r, seed++), Layout::oihw),
+        b.constant(c.name + "_b", {c.co}, graph::random_uniform(c.co, -0.2f, 0.2f, seed++)), attrs);
+    if (c.name == "radix2_32_bn") {
+      auto vec = [&](const std::string& n, float lo, float hi) {
+        return b.constant(c.name + n, {c.co}, graph::random_uniform(c.co, lo, hi, seed++));
+      };
+      y = b.batch_norm(c.name + "_bn", y, vec("_g", 0.5f, 1.5f), vec("_be", -0.2f, 0.2f),
+                       vec("_m", -0.1f, 0.1f), vec("_v", 0.5f, 1.5f));
+    }
+    b.output(pointwise_relu(b, c.name + "_out", b.relu(c.name + "_relu", y), c.co, 16, seed));
+  }
+  const graph::Graph input = b.finish();
+  const graph::Graph optimized = graph::run_passes(input);
+  std::map<std::string, int> dense_groups;  // case -> its split convolutions
+  for (const graph::Node& n : optimized.nodes())
+    if (const auto* c = std::get_if<graph::Conv2d>(&n.op);
+        c && n.name.find("/group") != std::string::npos) {
+      EXPECT_EQ(c->groups, 1) << n.name;
+      EXPECT_FALSE(c->activation.is_identity()) << n.name << ": the ReLU goes with every group";
+      ++dense_groups[n.name.substr(0, n.name.find('/'))];
+    }
+  for (const Case& c : cases) EXPECT_EQ(dense_groups[c.name], c.split ? c.groups : 0) << c.name;
+  // Every Slice and Concat of the split is a view: no kernel of its own.
+  for (const graph::KernelSpec& k : lowered_kernels(optimized)) {
+    const std::string& name = graph::kernel_name(k);
+    EXPECT_TRUE(name.find("_input") == std::string::npos ||
+                name.find("/group") == std::string::npos)
+        << name;
+    for (const Case& c : cases)
+      if (c.split) EXPECT_NE(name, c.name) << "the Concat of " << c.name << " is a kernel";
+  }
   expect_whole_graph_matches_reference(input, optimized);
 }
 

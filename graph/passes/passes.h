@@ -58,6 +58,12 @@ Graph merge_parallel_convs(const Graph& g);
 // input, then ReLU / Clip chains become its activation. Run after fold_batch_norm.
 Graph fuse_epilogues(const Graph& g);
 
+// Splits each 3x3 stride-1 convolution of 2-4 groups of at least 32 channels each (ResNeSt's
+// split attention) into a dense convolution per group, each reading a Slice of the input's
+// channels, joined by a Concat (both in place: the memory plan's views), so that every group
+// takes the dense schedules, Winograd among them. Runs after fuse_epilogues.
+Graph split_grouped_convs(const Graph& g);
+
 // Converts the graph to NHWC: one LayoutTransform per NCHW graph input at the entry, every
 // activation re-declared NHWC, conv weights re-laid-out ahead of time to HWIO (output channels
 // innermost, the layout the kernels vectorize over). Outputs computed by nodes become NHWC; a

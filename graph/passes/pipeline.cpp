@@ -20,6 +20,7 @@ const std::vector<Pass>& default_passes() {
       {"fold_batch_norm", fold_batch_norm},
       {"merge_parallel_convs", merge_parallel_convs},
       {"fuse_epilogues", fuse_epilogues},
+      {"split_grouped_convs", split_grouped_convs},
       {"convert_to_nhwc", convert_to_nhwc},
       {"fuse_elementwise_chains", fuse_elementwise_chains},
       {"fuse_conv_prologues", fuse_conv_prologues},
