@@ -1,5 +1,7 @@
 // The pipelines of the reductions: Reduce (every kind), the Softmax family, and global average
 // pooling of an NCHW tensor (a mean over H and W).
+#include <algorithm>
+
 #include "codegen/pipeline_parts.h"
 #include "generators/ops/reduce.h"
 #include "schedules/tensor_schedule.h"
@@ -15,6 +17,7 @@ KernelPipeline reduction_pipeline(const graph::OpKernelSpec& k, const Halide::Ta
   // reduced axes leave the innermost one), so they can be computed in vectors along it.
   bool vectorize_inner = true;
   bool rows_in_vectors = false;  // a Softmax along the innermost axis alone
+  int64_t lane_sum = 0;          // see schedules::schedule_reduction_cpu
   if (const auto* sm = std::get_if<graph::Softmax>(&k.op)) {
     a = generators::ops::softmax(inputs[0], in, *sm);
     vectorize_inner = sm->axis != last && !sm->coerce_2d;
@@ -28,12 +31,26 @@ KernelPipeline reduction_pipeline(const graph::OpKernelSpec& k, const Halide::Ta
     }
     a = generators::ops::reduce(inputs[0], in, r, k.output.shape);
     vectorize_inner = !r.axes.empty() && r.axes.back() != last && !k.output.shape.empty();
+    // A sum along the innermost axis (and others), a vector or more of it, 4 or more per result.
+    using K = graph::ReduceKind;
+    const bool sum = r.kind == K::mean || r.kind == K::sum || r.kind == K::l1 || r.kind == K::l2 ||
+                     r.kind == K::log_sum || r.kind == K::sum_square;
+    int64_t per_result = 1;
+    for (size_t d = 0; d < in.size(); ++d)
+      if (r.axes.empty() ||
+          std::find(r.axes.begin(), r.axes.end(), static_cast<int>(d)) != r.axes.end())
+        per_result *= in[d];
+    if (sum && !r.axes.empty() && r.axes.back() == last && !k.output.shape.empty() &&
+        in[static_cast<size_t>(last)] >= target.natural_vector_size<float>() &&
+        per_result >= 4 * target.natural_vector_size<float>())
+      lane_sum = per_result;
   }
   const schedules::ElementwiseFuncs f = elementwise_funcs(a.out, k.output.shape, false);
   if (target.has_gpu_feature()) {
     schedules::schedule_reduction_gpu(f, a.partials, target);
   } else {
-    schedules::schedule_reduction_cpu(f, a.partials, vectorize_inner, target, rows_in_vectors);
+    schedules::schedule_reduction_cpu(f, a.partials, vectorize_inner, target, rows_in_vectors,
+                                      lane_sum);
   }
   constrain([&](int d) { return a.out.output_buffer().dim(d); }, k.output.shape);
   return KernelPipeline{Halide::Pipeline(a.out), inputs};

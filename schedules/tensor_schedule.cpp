@@ -41,7 +41,7 @@ std::vector<Var> pure_vars(const Halide::Func& f) {
 
 void schedule_reduction_cpu(const ElementwiseFuncs& out, const std::vector<Halide::Func>& partials,
                             bool vectorize_inner, const Halide::Target& target,
-                            bool rows_in_vectors) {
+                            bool rows_in_vectors, int64_t lane_sum) {
   schedule_elementwise_cpu(out, target);
   const int vw = target.natural_vector_size<float>();
   int64_t total = 1;
@@ -49,6 +49,20 @@ void schedule_reduction_cpu(const ElementwiseFuncs& out, const std::vector<Halid
   for (Halide::Func p : partials) {
     p.compute_root();
     const std::vector<Var> dims = pure_vars(p);
+    if (lane_sum > 0 && !dims.empty()) {
+      // A partial sum per lane: as one scalar loop per result, ResNeSt's mean over 56 x 56 of
+      // 64 channels (NCHW) ran at 5 GB/s on one thread.
+      Halide::RVar lane_of("lane_of"), in_lane("in_lane");
+      Var lane("lane");
+      Halide::Func lanes =
+          p.update()
+              .split(p.rvars(0)[0], lane_of, in_lane, vw, TailStrategy::GuardWithIf)
+              .rfactor(in_lane, lane);
+      lanes.compute_root().vectorize(lane);
+      Halide::Stage s = lanes.update().vectorize(lane);
+      if (dims.size() > 1) parallel_rows(s, fuse_rows(s, dims), total, lane_sum);
+      continue;
+    }
     if (dims.empty()) continue;  // a reduction to one scalar: one serial loop
     if (rows_in_vectors && dims.size() > 1 && out.extents.size() > 1 && out.extents[1] >= vw) {
       // One row per lane: the reduction's loads gather a row's element from vw rows (a few KB,

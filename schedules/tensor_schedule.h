@@ -16,10 +16,13 @@ namespace kiln::schedules {
 // `vectorize_inner` (the partials are as wide as `out` in its innermost dimension), vectorized
 // along it; with `rows_in_vectors` instead (a reduction along the innermost axis only, such as
 // an attention's Softmax over its last axis), vectorized across the rows of the next dimension,
-// each lane reducing a row of its own; `out` as an elementwise kernel.
+// each lane reducing a row of its own; `out` as an elementwise kernel. `lane_sum` > 0: each
+// partial is a sum of that many elements per result, its innermost reduction variable along
+// the input's innermost axis (a mean over H and W of NCHW): summed in vector lanes (Halide's
+// rfactor, the lanes added at the end), results in parallel by that work.
 void schedule_reduction_cpu(const ElementwiseFuncs& out, const std::vector<Halide::Func>& partials,
                             bool vectorize_inner, const Halide::Target& target,
-                            bool rows_in_vectors = false);
+                            bool rows_in_vectors = false, int64_t lane_sum = 0);
 // GPU: each partial a kernel of one thread per result, `out` an elementwise one.
 void schedule_reduction_gpu(const ElementwiseFuncs& out, const std::vector<Halide::Func>& partials,
                             const Halide::Target& target);
