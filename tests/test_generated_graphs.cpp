@@ -270,12 +270,7 @@ TEST(GeneratedKernels, PoolingsBeforeOneByOneConvolutionsFused) {
   for (const graph::KernelSpec& k : lowered_kernels(optimized))
     if (const auto* conv = std::get_if<graph::ConvKernelSpec>(&k))
       EXPECT_EQ(graph::pools_before_conv(*conv), conv->pool_first) << graph::kernel_name(k);
-  std::vector<graph::Tensor> ins;
-  for (graph::ValueId id : input.inputs) {
-    const graph::Value& v = input.value(id);
-    ins.push_back({v.shape, v.layout,
-                   graph::random_uniform(graph::num_elements(v.shape), -1.0f, 1.0f, 5 + id.index)});
-  }
+  const std::vector<graph::Tensor> ins = random_graph_inputs(input, 5);
   const std::vector<graph::Tensor> want = graph::run_reference(input, ins);
   const std::vector<graph::Tensor> fused = graph::run_reference(optimized, ins);
   ASSERT_EQ(fused.size(), want.size());

@@ -396,17 +396,7 @@ TEST(GeneratedKernels, GroupNormOfOneGroupStaysChannelsLast) {
   EXPECT_EQ(views, 2u) << graph::dump(optimized);
   EXPECT_EQ(transforms, 2u) << graph::dump(optimized);
   // A sum of 36,864 floats in partial sums: 1e-4 relative, where one-kernel graphs take 1e-5.
-  std::vector<graph::Tensor> ins;
-  for (graph::ValueId id : input.inputs) {
-    const graph::Value& v = input.value(id);
-    ins.push_back(
-        {v.shape, v.layout,
-         graph::random_uniform(graph::num_elements(v.shape), -1.0f, 1.0f, 40 + id.index)});
-  }
-  const std::vector<graph::Tensor> want = graph::run_reference(input, ins);
-  check_outputs_on_every_target(optimized, ins, want, [&](size_t i, const graph::Tensor& got) {
-    EXPECT_LE(graph::worst_error_ratio(got.data, want[i].data, 1e-4, 1e-5), 1.0) << i;
-  });
+  expect_whole_graph_matches_reference(input, optimized, 1e-4, 1e-5);
 }
 
 // A detector's upsampling: nearest Resizes of the image axes (2x asymmetric floor, as

@@ -126,18 +126,28 @@ inline void check_outputs_on_every_target(
   }
 }
 
-// `optimized` (the passes' graph of `input`) matches the reference run of `input` on random
-// inputs, on every CPU target.
-inline void expect_whole_graph_matches_reference(const graph::Graph& input, const graph::Graph& optimized) {
+// Seeded random values in [-1, 1) for every input of `g`, in its declared shape and layout
+// (input i from seed + its value index).
+inline std::vector<graph::Tensor> random_graph_inputs(const graph::Graph& g, uint64_t seed) {
   std::vector<graph::Tensor> ins;
-  for (graph::ValueId id : input.inputs) {
-    const graph::Value& val = input.value(id);
-    ins.push_back({val.shape, val.layout,
-                   graph::random_uniform(graph::num_elements(val.shape), -1.0f, 1.0f, 20 + id.index)});
+  for (graph::ValueId id : g.inputs) {
+    const graph::Value& val = g.value(id);
+    ins.push_back(
+        {val.shape, val.layout,
+         graph::random_uniform(graph::num_elements(val.shape), -1.0f, 1.0f, seed + id.index)});
   }
+  return ins;
+}
+
+// `optimized` (the passes' graph of `input`) matches the reference run of `input` on random
+// inputs, on every CPU target, within rtol / atol.
+inline void expect_whole_graph_matches_reference(const graph::Graph& input,
+                                                 const graph::Graph& optimized, double rtol = 1e-5,
+                                                 double atol = 1e-6) {
+  const std::vector<graph::Tensor> ins = random_graph_inputs(input, 20);
   const std::vector<graph::Tensor> want = graph::run_reference(input, ins);
   check_outputs_on_every_target(optimized, ins, want, [&](size_t i, const graph::Tensor& got) {
-    EXPECT_LE(graph::worst_error_ratio(got.data, want[i].data, 1e-5, 1e-6), 1.0);
+    EXPECT_LE(graph::worst_error_ratio(got.data, want[i].data, rtol, atol), 1.0);
   });
 }
 
