@@ -526,10 +526,8 @@ TypedShape infer_output(const Graph& g, const Node& n) {
     // NHWC only where every axis but the batch is normalized with one-value parameters: the
     // layout does not matter then (convert_to_nhwc).
     const Value& x0 = g.value(n.inputs[0]);
-    bool any_layout = x0.layout == Layout::nhwc && ln->axis == 1;
-    for (size_t i = 1; i < n.inputs.size(); ++i)
-      any_layout = any_layout && num_elements(g.value(n.inputs[i]).shape) == 1;
-    const Value& x = any_layout ? x0 : logical_input(g, n, 0);
+    const Value& x =
+        x0.layout == Layout::nhwc && is_layout_free_layer_norm(g, n) ? x0 : logical_input(g, n, 0);
     if (ln->axis < 0 || ln->axis >= static_cast<int>(x.shape.size()))
       fail(n, "axis " + std::to_string(ln->axis) + " out of range for a rank-" +
                   std::to_string(x.shape.size()) + " input");
@@ -563,6 +561,14 @@ TypedShape infer_output(const Graph& g, const Node& n) {
     fail(n, "input '" + x.name + "' is " + to_string(x.layout) + ", expected " +
                 to_string(t.from));
   return {image_shape(image_dims(x.shape, t.from), t.to), t.to};
+}
+
+bool is_layout_free_layer_norm(const Graph& g, const Node& n) {
+  const auto* ln = std::get_if<LayerNorm>(&n.op);
+  if (!ln || ln->axis != 1) return false;
+  for (size_t i = 1; i < n.inputs.size(); ++i)
+    if (num_elements(g.value(n.inputs[i]).shape) != 1) return false;
+  return true;
 }
 
 bool holds_normalized_shape(const Shape& param, const Shape& x, int axis) {

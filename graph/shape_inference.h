@@ -33,6 +33,10 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, bool* ok);
 // 1s on either side aside), so it is indexed by the normalized coordinates alone, or is one
 // value, which applies to every element.
 bool holds_normalized_shape(const Shape& param, const Shape& x, int axis);
+// Whether node n is a LayerNorm of every axis but the first with one-value scale and bias (a
+// GroupNorm of one group): it normalizes each sample whole, so its input's layout does not
+// matter.
+bool is_layout_free_layer_norm(const Graph& g, const Node& n);
 
 struct TypedShape {
   Shape shape;

@@ -301,11 +301,7 @@ class LayoutRewriter {
     // Where broadcasts its three operands as Binary does its two.
     const bool broadcasting = std::holds_alternative<Binary>(n.op) || std::holds_alternative<Where>(n.op);
     // A LayerNorm of every axis but the batch with one-value scale and bias (GroupNorm(1)).
-    const auto* ln = std::get_if<LayerNorm>(&n.op);
-    bool sample_norm = ln && ln->axis == 1;
-    for (size_t i = 1; sample_norm && i < n.inputs.size(); ++i)
-      sample_norm =
-          g_.value(n.inputs[i]).is_constant() && num_elements(g_.value(n.inputs[i]).shape) == 1;
+    const bool sample_norm = is_layout_free_layer_norm(g_, n);
     const bool agnostic =
         op_is_unary(n.op) || unary_chain || broadcasting || sample_norm ||
         std::holds_alternative<BatchNorm>(n.op) || std::holds_alternative<Pool2d>(n.op) ||
