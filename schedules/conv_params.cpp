@@ -73,21 +73,39 @@ RegisterBlock preferred_block(const ConvShape& s, const Halide::Target& t, int s
 // that is under 4% of the row; else `b`. Per reduction step a 4x6 tile loads 4 weight vectors
 // and broadcasts 6 inputs for 24 multiply-adds, where 2x14 broadcasts 14 for 28: each
 // broadcast input's cache line, a different pixel's, comes from L2, and 2x14 tiles needed twice
-// as many of them per multiply-add. ResNet-50's 1x1 layers (2 threads, in the network, weights aligned, one run
-// each): 2x14 -> 4x6 / 4x5 / 4x4 1.05-1.12x; 1 thread, layer3's 1024 -> 256 0.73 -> 0.63 ms
-// (4x6); its stride-2 256 -> 512 downsample (28-pixel rows) 4x4 1.07x twice (kiln tune --set).
-// The spilling 4x7 (33 registers) measured 0.55-0.65x of 2x14 in a C++ copy of the loop. 3x3
-// layers, whose staged input strips stay in cache, measured 0.98x and 1.08x: not taken.
-RegisterBlock pointwise_block(const ConvShape& s, const Halide::Target& t, RegisterBlock b) {
+// as many of them per multiply-add. ResNet-50's 1x1 layers (2 threads, in the network, weights
+// aligned, one run each): 2x14 -> 4x6 / 4x5 / 4x4 1.05-1.12x; 1 thread, layer3's 1024 -> 256 0.73
+// -> 0.63 ms (4x6); its stride-2 256 -> 512 downsample (28-pixel rows) 4x4 1.07x twice (kiln tune
+// --set). The spilling 4x7 (33 registers) measured 0.55-0.65x of 2x14 in a C++ copy of the loop.
+// 3x3 layers, whose staged input strips stay in cache, measured 0.98x and 1.08x: not taken. A
+// wide-family reduction whose 4-vector block of weights is over 32 KiB (more than 128 input
+// channels; deep's chunks keep them in L1) reads them from L2 once per tile, 64 bytes per 4
+// multiply-adds: it takes the widest of 6, 5 and 4 pixels that computes under 4% more columns than
+// the row has, not the fewest columns. kiln tune --set, 2 threads, an Intel Xeon with 48 KiB of L1
+// (two trials each, interleaved with the default): ResNet-50's 512 -> 128 on 112-pixel rows 4x4 ->
+// 4x6 1.10x twice (2x14 1.14-1.15x), its 1024 -> 256 on 98-pixel rows 4x5 -> 4x6 1.01-1.03x
+// (2x14 1.09-1.11x), its 256 -> 64 4x4 -> 4x6 1.04-1.07x; where the weights stay in L1 the fewest
+// columns win: 128 -> 512 4x4 -> 4x6 0.97-0.99x (2x14 0.94-0.95x).
+RegisterBlock pointwise_block(const ConvShape& s, const Halide::Target& t, RegisterBlock b,
+                              bool chunked) {
   const int lanes = vector_lanes(t);
   if (!t.has_feature(Halide::Target::AVX512) || s.kernel_w != 1 || s.kernel_h != 1 || s.padded ||
       s.bf16 || s.grouped || s.depthwise || s.out_channels % (4 * lanes) != 0 || s.out_width < 16)
     return b;
   const auto columns = [&](int pixels) { return ceil_div(s.out_width, pixels) * pixels; };
+  const auto close_fit = [&](int pixels) {
+    return int64_t{columns(pixels)} * 100 < int64_t{s.out_width} * 104;
+  };
+  const bool weights_in_l1 = chunked || int64_t{s.reduction_channels} * 4 * lanes * 4 <= 32 * 1024;
+  if (!weights_in_l1) {
+    for (int pixels : {6, 5, 4})
+      if (close_fit(pixels)) return {4, pixels};
+    return b;
+  }
   int best = 6;
   for (int pixels : {5, 4})
     if (columns(pixels) < columns(best)) best = pixels;
-  if (int64_t{columns(best)} * 100 >= int64_t{s.out_width} * 104) return b;
+  if (!close_fit(best)) return b;
   return {4, best};
 }
 
@@ -457,7 +475,8 @@ ConvParams direct_params_for_shape(const ConvShape& s, const Halide::Target& t) 
         p.block = fitted_block(s, t, p.block);
       // Only tiles that divide the row: deep rounds its last tile up, so any other would need
       // the input staged (ResNet-50's 14x14 1024 -> 512 keeps 2x14 on its 98-pixel rows).
-      if (const RegisterBlock b = pointwise_block(s, t, p.block); s.out_width % b.pixels == 0)
+      if (const RegisterBlock b = pointwise_block(s, t, p.block, /*chunked=*/true);
+          s.out_width % b.pixels == 0)
         p.block = b;
       if (p.block.vectors == 4) {
         // A chunk of 4 vectors' weights in L1 (144 steps: 36 KB, as 288 are for 2 vectors), and
@@ -506,7 +525,7 @@ ConvParams default_wide_params(const ConvShape& s, const Halide::Target& t) {
       s.out_channels >= vector_lanes(t))
     p.block = {tile_channels(s, vector_lanes(t)) >= 2 * vector_lanes(t) ? 2 : 1, s.out_width};
   p.block = fitted_block(s, t, p.block);
-  p.block = pointwise_block(s, t, p.block);
+  p.block = pointwise_block(s, t, p.block, /*chunked=*/false);
   p.rows = taps == 1 ? 1 : 2;  // 1x1 kernels have no halo rows to amortize
   p.rows = std::min(p.rows, s.out_height);
   // Short outputs have too few row strips to keep 2 threads busy: split channel blocks too.

@@ -110,7 +110,8 @@ TEST(PointwiseRows, ModelsWithReshapedKernelsMatchTheReference) {
 }
 
 // AVX-512: 4 vectors by the pixel count of 6, 5 or 4 that computes the fewest columns twice,
-// where that is under 4% of the row, on pointwise layers with whole blocks of 64 channels.
+// where that is under 4% of the row, on pointwise layers with whole blocks of 64 channels; the
+// widest such tile where a block's weights are over 32 KiB (more than 128 input channels).
 TEST(PointwiseRows, FourVectorTilesOnLongRows) {
   const Halide::Target avx512("x86-64-linux-avx-avx2-avx512-f16c-fma-sse41");
   const Halide::Target avx2("x86-64-linux-avx-avx2-f16c-fma-sse41");
@@ -126,6 +127,10 @@ TEST(PointwiseRows, FourVectorTilesOnLongRows) {
             "wide block=4x5 rows=1 split=1 stage=in_place");
   EXPECT_EQ(choice(layer(7, 112, 128, 512), avx512),
             "wide block=4x4 rows=1 split=1 stage=in_place");
+  EXPECT_EQ(choice(layer(7, 112, 512, 128), avx512),
+            "wide block=4x6 rows=1 split=1 stage=in_place");
+  EXPECT_EQ(choice(layer(28, 112, 256, 64), avx512),
+            "wide block=4x6 rows=1 split=0 stage=in_place");
   EXPECT_EQ(choice(layer(28, 112, 64, 256), avx512),
             "wide block=4x4 rows=1 split=0 stage=in_place");
   EXPECT_EQ(choice(layer(8, 120, 64, 256), avx512), "wide block=4x6 rows=1 split=1 stage=in_place");
