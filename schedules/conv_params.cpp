@@ -400,7 +400,17 @@ ConvParams default_direct_conv_params(const ConvShape& s, const Halide::Target& 
 ConvParams direct_params_for_shape(const ConvShape& s, const Halide::Target& t) {
   if (s.depthwise) {
     ConvParams p = default_depthwise_params(s);
-    if (s.expanded) p.rows = expansion_tasks(s.out_channels, s.out_height, s.batch, t).rows;
+    if (s.expanded) {
+      p.rows = expansion_tasks(s.out_channels, s.out_height, s.batch, t).rows;
+      // AVX-512, stride 1, rows of 9 to 14 pixels: the whole row per tile. MobileNetV2's
+      // 14x14 expansions into their depthwise convolutions (64 -> 384 and 96 -> 576; kiln tune
+      // --set, 2 threads, an Intel Xeon, two trials each interleaved with the default): 1x7
+      // -> 1x14 1.25-1.31x, 1x4 1.17-1.20x; its stride-2 one onto a 14-wide output 1.02x, the
+      // 28-wide ones 0.96-0.99x (kept).
+      if (t.has_feature(Halide::Target::AVX512) && s.stride_w == 1 && s.out_width > 8 &&
+          s.out_width <= 14)
+        p.block = {1, s.out_width};
+    }
     return p;
   }
   ConvParams p;

@@ -424,6 +424,21 @@ TEST(ConvKernelSchedules, ExpansionTasksSplitEvenly) {
   EXPECT_EQ(t.rows, 14);
   t = schedules::expansion_tasks(96, 9, 1, avx512);  // 3 blocks x 2 bands of 5 rows
   EXPECT_EQ(t.rows, 5);
+  // Its tile: on AVX-512 at stride 1 a whole row of 9 to 14 pixels; else the depthwise
+  // default's 4 to 8 pixels.
+  schedules::ConvShape e;
+  e.out_height = e.out_width = 14, e.out_channels = 384, e.reduction_channels = 1;
+  e.kernel_h = e.kernel_w = 3, e.padded = true, e.grouped = e.depthwise = e.expanded = true;
+  EXPECT_EQ(schedules::to_string(schedules::default_conv_params(e, avx512)),
+            "depthwise block=1x14 rows=14 inner=channels stage=in_place");
+  const Halide::Target avx2("x86-64-linux-avx-avx2-f16c-fma-sse41");
+  EXPECT_EQ(schedules::default_conv_params(e, avx2).block.pixels, 7);
+  schedules::ConvShape strided = e;
+  strided.stride_w = strided.stride_h = 2;
+  EXPECT_EQ(schedules::default_conv_params(strided, avx512).block.pixels, 7);
+  schedules::ConvShape wide = e;
+  wide.out_width = wide.out_height = 28;
+  EXPECT_EQ(schedules::default_conv_params(wide, avx512).block.pixels, 7);
   for (int channels : {8, 16, 24, 96, 144, 192, 384, 576, 960})
     for (int height : {1, 3, 7, 9, 14, 28, 56, 112})
       for (int batch : {1, 2, 3}) {
