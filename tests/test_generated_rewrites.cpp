@@ -338,6 +338,78 @@ TEST(GeneratedKernels, FewWideGroupsSplitIntoDenseConvolutions) {
   expect_whole_graph_matches_reference(input, optimized);
 }
 
+// Sums over a radix axis (graph::split_radix_sums), as ResNeSt's split attention and SKNet's
+// selective kernel write them: a convolution's [1, R*C, H, W] output viewed as [1, R, C, H, W],
+// summed over axis 1 for the attention's input (then a mean over H and W, a 1x1 convolution and
+// a 5-D Softmax over the radix axis), and weighted by the attention and summed again. Radix 2
+// without keepdims, radix 4 with keepdims and a Reshape back, and radix 3 weighted by a
+// [1, R*C, 1, 1] attention split like the image. Kept: a sum over axis 2 of the same view, and
+// a radix of 16. The split sums leave no Reduce and no 5-D value; the model matches the
+// reference on every CPU target.
+TEST(GeneratedKernels, RadixSumsSplitIntoChannelSlices) {
+  graph::GraphBuilder b;
+  uint64_t seed = 800;
+  using graph::BinaryOp;
+  const auto sum_over = [&](const std::string& name, graph::ValueId x, int axis, bool keepdims) {
+    return b.op(name, graph::Reduce{{axis}, keepdims, graph::ReduceKind::sum}, {x});
+  };
+  struct Case {
+    std::string name;
+    int64_t radix, c, hw;
+    bool keepdims, softmax;  // the attention: a 5-D Softmax, or a split [1, R*C, 1, 1]
+    int axis;                // the sum's axis (1: split)
+  };
+  const std::vector<Case> cases = {{"radix2", 2, 32, 14, false, true, 1},
+                                   {"radix4_keepdims", 4, 16, 9, true, true, 1},
+                                   {"radix3_split_attention", 3, 16, 11, false, false, 1},
+                                   {"axis2_kept", 2, 16, 8, false, true, 2},
+                                   {"radix16_kept", 16, 4, 8, false, true, 1}};
+  for (const Case& c : cases) {
+    const int64_t rc = c.radix * c.c;
+    const graph::Shape view{1, c.radix, c.c, c.hw, c.hw};
+    const graph::ValueId x = pointwise_relu(
+        b, c.name + "_conv", b.input(c.name + "_x", {1, 8, c.hw, c.hw}), 8, rc, seed);
+    const graph::ValueId x5 = b.op(c.name + "_view", graph::Reshape{view}, {x});
+    graph::ValueId gap = sum_over(c.name + "_sum", x5, c.axis, c.keepdims);
+    const int64_t gap_c = c.axis == 1 ? c.c : c.radix;
+    if (c.keepdims) gap = b.op(c.name + "_squeeze", graph::Reshape{{1, c.c, c.hw, c.hw}}, {gap});
+    gap = b.op(c.name + "_mean", graph::Reduce{{2, 3}, true, graph::ReduceKind::mean}, {gap});
+    const graph::ValueId att = pointwise_relu(b, c.name + "_fc", gap, gap_c, rc, seed);
+    graph::ValueId att5 =
+        b.op(c.name + "_att_view", graph::Reshape{{1, c.radix, c.c, 1, 1}}, {att});
+    if (c.softmax) att5 = b.op(c.name + "_softmax", graph::Softmax{1}, {att5});
+    const graph::ValueId weighted =
+        b.op(c.name + "_weight", graph::Binary{BinaryOp::mul}, {x5, att5});
+    graph::ValueId out = sum_over(c.name + "_out_sum", weighted, c.axis, c.keepdims);
+    if (c.keepdims)
+      out = b.op(c.name + "_out_squeeze", graph::Reshape{{1, c.c, c.hw, c.hw}}, {out});
+    if (c.axis == 1) out = pointwise_relu(b, c.name + "_out", out, c.c, 8, seed);
+    b.output(out);
+  }
+  const graph::Graph input = b.finish();
+  const graph::Graph optimized = graph::run_passes(input);
+  // Per case: Reduce nodes over a 5-D value, and 5-D images computed (the attention's 5-D
+  // values, one pixel each, are not images; keepdims' Reshape to [1, 1, C, H, W] is a view).
+  std::map<std::string, int> reduces, images;
+  for (const graph::Node& n : optimized.nodes())
+    for (const Case& c : cases) {
+      if (n.name.rfind(c.name + "_", 0) != 0) continue;
+      const graph::Value& in = optimized.value(n.inputs[0]);
+      reduces[c.name] += std::holds_alternative<graph::Reduce>(n.op) && in.shape.size() == 5;
+      for (graph::ValueId v : n.outputs) {
+        const graph::Shape& s = optimized.value(v).shape;
+        images[c.name] +=
+            s.size() == 5 && s[3] * s[4] > 1 && !std::holds_alternative<graph::Reshape>(n.op);
+      }
+    }
+  for (const Case& c : cases) {
+    const bool split = c.axis == 1 && c.radix <= 8;
+    EXPECT_EQ(reduces[c.name], split ? 0 : 2) << c.name << "\n" << graph::dump(optimized);
+    if (split) EXPECT_EQ(images[c.name], 0) << c.name << "\n" << graph::dump(optimized);
+  }
+  expect_whole_graph_matches_reference(input, optimized, 1e-5, 1e-6);
+}
+
 // GroupNorm with one group as torch exports it before opset 18: a Reshape to [N, 1, C*H*W], an
 // InstanceNormalization (a LayerNorm of the last axis with a unit scale, then a Mul and an Add
 // by one value each), a Reshape back, then the per-channel affine, between convolutions.

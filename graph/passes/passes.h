@@ -14,6 +14,11 @@ Graph fuse_layer_norm(const Graph& g);
 // the products) into one gelu chain step. Runs before fuse_elementwise_chains.
 Graph fuse_gelu(const Graph& g);
 
+// Rewrites a sum over axis 1 of a 5-D [N, R, C, H, W] view of R channel blocks of a 4-D image
+// (ResNeSt's and SKNet's radix axis), and of products and sums of such views, as Adds of the
+// blocks' channel Slices, which stay NHWC. Runs before simplify_exported_ops.
+Graph split_radix_sums(const Graph& g);
+
 // Rewrites a mean or max over H and W of a 4-D image as a GlobalPool (and a Reshape without
 // keepdims), and leaves out a Tile (ONNX Expand) whose readers are all broadcasting binary ops
 // with another operand of its shape. Runs after fuse_layer_norm, before the layout pass.

@@ -12,6 +12,7 @@ const std::vector<Pass>& default_passes() {
   static const std::vector<Pass> passes = {
       {"fuse_layer_norm", fuse_layer_norm},
       {"fuse_gelu", fuse_gelu},
+      {"split_radix_sums", split_radix_sums},
       {"simplify_exported_ops", simplify_exported_ops},
       {"matmul_to_conv", matmul_to_conv},
       {"hoist_conv3d_epilogue", hoist_conv3d_epilogue},

@@ -1,0 +1,215 @@
+// split_radix_sums: a sum over axis 1 of a 5-D [N, R, C, H, W] tensor that views R channel
+// blocks of a 4-D image as a radix axis becomes the sum of the R blocks, each a channel Slice
+// of the 4-D image. ResNeSt's split attention (timm's SplitAttn) and SKNet's selective kernel
+// write it twice per block:
+//
+//   x5 = Reshape(x, [N, R, C, H, W])      (x: the radix branches' [N, R*C, H, W] output)
+//   gap = ReduceSum(x5, axis 1)           -> the attention's input
+//   out = ReduceSum(x5 * a5, axis 1)      (a5: the attention, [N, R, C, 1, 1])
+//
+// The 5-D tensors have no channels-last form, so the layout pass ran all of it in NCHW: a
+// transform of the branches' output to NCHW, two reductions over a strided axis and a
+// transform back, which took 4-6x the time of the block's convolution (docs/benchmarks.md).
+// Split, each sum is Adds (and the weighting Muls) of channel Slices, which the layout pass
+// keeps NHWC, the memory plan makes views, and fuse_elementwise_chains merges.
+//
+// An operand of the summed expression may be: a Reshape that splits axis 1 of a 4-D tensor
+// into [R, C] (its radix blocks are channel Slices of that tensor); Add, Sub, Mul, Div, Max or
+// Min of such operands, broadcasting; or any other 5-D tensor with R or 1 on axis 1 (a Slice
+// of it, or the whole, reshaped to 4-D: SKNet's 5-D Softmax over the radix axis). At least one
+// operand must be a split Reshape. The 5-D nodes nothing reads any more are dropped.
+//
+// Runs first among the rewrites of exported forms, before simplify_exported_ops (whose mean
+// over H and W then sees the 4-D sum, a GlobalPool in NHWC).
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graph/passes/passes.h"
+#include "graph/shape_inference.h"
+
+namespace kiln::graph {
+namespace {
+
+constexpr int64_t kMaxRadix = 8;
+
+const char* arithmetic_name(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::add:
+      return "add";
+    case BinaryOp::sub:
+      return "sub";
+    case BinaryOp::mul:
+      return "mul";
+    case BinaryOp::div:
+      return "div";
+    case BinaryOp::max:
+      return "max";
+    case BinaryOp::min:
+      return "min";
+    default:
+      return nullptr;
+  }
+}
+
+// Whether v is a Reshape of a 4-D [N, R*C, H, W] tensor to v's [N, R, C, H, W].
+bool is_radix_split(const Graph& g, const Value& v) {
+  if (!v.producer.valid() || v.shape.size() != 5) return false;
+  const Node& p = g.node(v.producer);
+  if (!std::holds_alternative<Reshape>(p.op) || p.inputs.size() != 1) return false;
+  const Value& x = g.value(p.inputs[0]);
+  return x.shape.size() == 4 && x.shape[0] == v.shape[0] && x.shape[1] == v.shape[1] * v.shape[2] &&
+         x.shape[2] == v.shape[3] && x.shape[3] == v.shape[4];
+}
+
+// A 5-D operand with `radix` (or 1, broadcast) on axis 1.
+bool is_radix_operand(const Value& v, int64_t radix) {
+  return v.shape.size() == 5 && (v.shape[1] == radix || v.shape[1] == 1);
+}
+
+// Whether v (a radix operand) is an elementwise arithmetic op of radix operands, one of which
+// holds a split Reshape somewhere below: its blocks are then the op of its operands' blocks.
+bool splits_through(const Graph& g, const Value& v, int64_t radix);
+
+// Whether v's blocks read a split Reshape (v itself, or through arithmetic).
+bool holds_split(const Graph& g, const Value& v, int64_t radix) {
+  return (v.shape[1] == radix && is_radix_split(g, v)) || splits_through(g, v, radix);
+}
+
+bool splits_through(const Graph& g, const Value& v, int64_t radix) {
+  if (v.shape[1] != radix || !v.producer.valid()) return false;
+  const Node& p = g.node(v.producer);
+  const auto* b = std::get_if<Binary>(&p.op);
+  if (!b || !arithmetic_name(b->op) || p.inputs.size() != 2) return false;
+  bool split = false;
+  for (ValueId in : p.inputs) {
+    const Value& x = g.value(in);
+    if (!is_radix_operand(x, radix)) return false;
+    split = split || holds_split(g, x, radix);
+  }
+  return split;
+}
+
+// Whether n is a sum over axis 1 of a 5-D tensor this pass splits.
+bool splits(const Graph& g, const Node& n) {
+  const auto* r = std::get_if<Reduce>(&n.op);
+  if (!r || r->kind != ReduceKind::sum || r->axes != std::vector<int>{1} || n.inputs.size() != 1)
+    return false;
+  const Value& x = g.value(n.inputs[0]);
+  return x.shape.size() == 5 && x.shape[1] >= 2 && x.shape[1] <= kMaxRadix &&
+         holds_split(g, x, x.shape[1]);
+}
+
+// Makes the 4-D radix blocks of 5-D values, each once.
+class Blocks {
+ public:
+  Blocks(Graph& g, std::vector<Node>& nodes) : g_(g), nodes_(nodes) {}
+
+  // Block i of v, a radix operand of `radix`.
+  ValueId block(ValueId id, int64_t i, int64_t radix) {
+    const Value v = g_.value(id);
+    if (v.shape[1] == 1) i = 0;  // broadcast: one block for all
+    const auto key = std::make_pair(id.index, i);
+    if (const auto it = made_.find(key); it != made_.end()) return it->second;
+    const Shape out{v.shape[0], v.shape[2], v.shape[3], v.shape[4]};
+    const std::string tag = "/radix" + std::to_string(i);
+    const std::string which = " (radix block " + std::to_string(i) + ")";
+    ValueId r;
+    if (v.shape[1] == radix && is_radix_split(g_, v)) {
+      const ValueId x = g_.node(v.producer).inputs[0];
+      const Value xv = g_.value(x);
+      const int64_t c = v.shape[2];
+      r = add(Value{xv.name + tag, out, v.dtype, xv.layout},
+              Slice{{0, i * c, 0, 0}, {out[0], (i + 1) * c, out[2], out[3]}, {1, 1, 1, 1}}, {x},
+              "slice" + which);
+    } else if (splits_through(g_, v, radix)) {
+      const Node p = g_.node(v.producer);
+      const BinaryOp op = std::get<Binary>(p.op).op;
+      const ValueId a = block(p.inputs[0], i, radix), b = block(p.inputs[1], i, radix);
+      Shape s = g_.value(a).shape;
+      const Shape& t = g_.value(b).shape;
+      for (size_t d = 0; d < s.size(); ++d) s[d] = std::max(s[d], t[d]);
+      r = add(Value{v.name + tag, s, v.dtype, logical_layout(4)}, Binary{op}, {a, b},
+              arithmetic_name(op) + which);
+    } else {
+      // Any other operand: its block i (or the whole, if broadcast) reshaped to 4-D.
+      ValueId part = id;
+      if (v.shape[1] != 1) {
+        Shape one = v.shape;
+        one[1] = 1;
+        part = add(Value{v.name + tag + "_slice", one, v.dtype, v.layout},
+                   Slice{{0, i, 0, 0, 0},
+                         {v.shape[0], i + 1, v.shape[2], v.shape[3], v.shape[4]},
+                         {1, 1, 1, 1, 1}},
+                   {id}, "slice" + which);
+      }
+      r = add(Value{v.name + tag, out, v.dtype, logical_layout(4)}, Reshape{out, Layout::any},
+              {part}, "reshape" + which);
+    }
+    made_[key] = r;
+    return r;
+  }
+
+  ValueId add(Value v, Op op, std::vector<ValueId> inputs, std::string computes,
+              std::optional<ValueId> output = std::nullopt) {
+    const ValueId out = output ? *output : g_.add_value(std::move(v));
+    nodes_.push_back(
+        Node{g_.value(out).name, std::move(op), std::move(inputs), {out}, {std::move(computes)}});
+    return out;
+  }
+
+ private:
+  Graph& g_;
+  std::vector<Node>& nodes_;
+  std::map<std::pair<uint32_t, int64_t>, ValueId> made_;
+};
+
+}  // namespace
+
+Graph split_radix_sums(const Graph& input) {
+  bool any = false;
+  for (const Node& n : input.nodes()) any = any || splits(input, n);
+  if (!any) return input;
+  Graph g = input;
+  std::vector<Node> nodes;
+  Blocks blocks(g, nodes);
+  for (const Node& n : input.nodes()) {
+    if (!splits(input, n)) {
+      nodes.push_back(n);
+      continue;
+    }
+    const int64_t radix = g.value(n.inputs[0]).shape[1];
+    const bool keepdims = std::get<Reduce>(n.op).keepdims;
+    ValueId sum = blocks.block(n.inputs[0], 0, radix);
+    for (int64_t i = 1; i < radix; ++i) {
+      const ValueId b = blocks.block(n.inputs[0], i, radix);
+      const Value sv = g.value(sum);
+      const bool last = i == radix - 1 && !keepdims;
+      sum = blocks.add(
+          Value{n.name + "/sum" + std::to_string(i), sv.shape, sv.dtype, logical_layout(4)},
+          Binary{BinaryOp::add}, {sum, b}, "add (radix sum)",
+          last ? std::optional<ValueId>(n.outputs[0]) : std::nullopt);
+    }
+    if (keepdims)
+      blocks.add(Value{}, Reshape{g.value(n.outputs[0]).shape, Layout::any}, {sum},
+                 "reshape (radix sum, axis kept)", n.outputs[0]);
+  }
+  // Drop the nodes nothing reads any more (the 5-D reshapes and products), last first.
+  std::vector<int> readers(g.values().size(), 0);
+  for (const Node& n : nodes)
+    for (ValueId v : n.inputs) ++readers[v.index];
+  std::vector<bool> erased(nodes.size(), false);
+  for (size_t k = nodes.size(); k-- > 0;) {
+    bool read = false;
+    for (ValueId v : nodes[k].outputs) read = read || readers[v.index] > 0 || g.is_graph_output(v);
+    if (read) continue;
+    erased[k] = true;
+    for (ValueId v : nodes[k].inputs) --readers[v.index];
+  }
+  g.rebuild(std::move(nodes), erased);
+  return g;
+}
+
+}  // namespace kiln::graph
