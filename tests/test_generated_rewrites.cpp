@@ -342,10 +342,11 @@ TEST(GeneratedKernels, FewWideGroupsSplitIntoDenseConvolutions) {
 // selective kernel write them: a convolution's [1, R*C, H, W] output viewed as [1, R, C, H, W],
 // summed over axis 1 for the attention's input (then a mean over H and W, a 1x1 convolution and
 // a 5-D Softmax over the radix axis), and weighted by the attention and summed again. Radix 2
-// without keepdims, radix 4 with keepdims and a Reshape back, and radix 3 weighted by a
-// [1, R*C, 1, 1] attention split like the image. Kept: a sum over axis 2 of the same view, and
-// a radix of 16. The split sums leave no Reduce and no 5-D value; the model matches the
-// reference on every CPU target.
+// without keepdims, radix 4 with keepdims and a Reshape back, radix 3 weighted by a
+// [1, R*C, 1, 1] attention split like the image, and three branches stacked (Unsqueeze and a
+// Concat on the radix axis, as timm's SelectiveKernel writes torch.stack). Kept: a sum over axis 2
+// of the same view, and a radix of 16. The split sums leave no Reduce and no 5-D value; the model
+// matches the reference on every CPU target.
 TEST(GeneratedKernels, RadixSumsSplitIntoChannelSlices) {
   graph::GraphBuilder b;
   uint64_t seed = 800;
@@ -358,10 +359,12 @@ TEST(GeneratedKernels, RadixSumsSplitIntoChannelSlices) {
     int64_t radix, c, hw;
     bool keepdims, softmax;  // the attention: a 5-D Softmax, or a split [1, R*C, 1, 1]
     int axis;                // the sum's axis (1: split)
+    bool stacked = false;    // torch.stack's form: the branches unsqueezed and concatenated
   };
   const std::vector<Case> cases = {{"radix2", 2, 32, 14, false, true, 1},
                                    {"radix4_keepdims", 4, 16, 9, true, true, 1},
                                    {"radix3_split_attention", 3, 16, 11, false, false, 1},
+                                   {"stacked3", 3, 16, 10, false, true, 1, true},
                                    {"axis2_kept", 2, 16, 8, false, true, 2},
                                    {"radix16_kept", 16, 4, 8, false, true, 1}};
   for (const Case& c : cases) {
@@ -369,7 +372,16 @@ TEST(GeneratedKernels, RadixSumsSplitIntoChannelSlices) {
     const graph::Shape view{1, c.radix, c.c, c.hw, c.hw};
     const graph::ValueId x = pointwise_relu(
         b, c.name + "_conv", b.input(c.name + "_x", {1, 8, c.hw, c.hw}), 8, rc, seed);
-    const graph::ValueId x5 = b.op(c.name + "_view", graph::Reshape{view}, {x});
+    graph::ValueId x5 = b.op(c.name + "_view", graph::Reshape{view}, {x});
+    if (c.stacked) {
+      std::vector<graph::ValueId> branches;
+      for (int64_t r = 0; r < c.radix; ++r) {
+        const std::string name = c.name + "_branch" + std::to_string(r);
+        const graph::ValueId y = pointwise_relu(b, name, x, rc, c.c, seed);
+        branches.push_back(b.op(name + "_unsqueeze", graph::Reshape{{1, 1, c.c, c.hw, c.hw}}, {y}));
+      }
+      x5 = b.op(c.name + "_stack", graph::Concat{1}, branches);
+    }
     graph::ValueId gap = sum_over(c.name + "_sum", x5, c.axis, c.keepdims);
     const int64_t gap_c = c.axis == 1 ? c.c : c.radix;
     if (c.keepdims) gap = b.op(c.name + "_squeeze", graph::Reshape{{1, c.c, c.hw, c.hw}}, {gap});

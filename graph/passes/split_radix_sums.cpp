@@ -14,10 +14,12 @@
 // keeps NHWC, the memory plan makes views, and fuse_elementwise_chains merges.
 //
 // An operand of the summed expression may be: a Reshape that splits axis 1 of a 4-D tensor
-// into [R, C] (its radix blocks are channel Slices of that tensor); Add, Sub, Mul, Div, Max or
-// Min of such operands, broadcasting; or any other 5-D tensor with R or 1 on axis 1 (a Slice
-// of it, or the whole, reshaped to 4-D: SKNet's 5-D Softmax over the radix axis). At least one
-// operand must be a split Reshape. The 5-D nodes nothing reads any more are dropped.
+// into [R, C] (its radix blocks are channel Slices of that tensor; with R = 1, torch.stack's
+// Unsqueeze, the tensor itself); a Concat on axis 1 of such operands (torch.stack: timm's
+// SelectiveKernel); Add, Sub, Mul, Div, Max or Min of such operands, broadcasting; or any other
+// 5-D tensor with R or 1 on axis 1 (a Slice of it, or the whole, reshaped to 4-D: the 5-D
+// Softmax over the radix axis). At least one operand must hold a split Reshape. The 5-D nodes
+// nothing reads any more are dropped.
 //
 // Runs first among the rewrites of exported forms, before simplify_exported_ops (whose mean
 // over H and W then sees the 4-D sum, a GlobalPool in NHWC).
@@ -54,7 +56,8 @@ const char* arithmetic_name(BinaryOp op) {
   }
 }
 
-// Whether v is a Reshape of a 4-D [N, R*C, H, W] tensor to v's [N, R, C, H, W].
+// Whether v is a Reshape of a 4-D [N, R*C, H, W] tensor to v's [N, R, C, H, W] (R may be 1:
+// torch.stack's Unsqueeze).
 bool is_radix_split(const Graph& g, const Value& v) {
   if (!v.producer.valid() || v.shape.size() != 5) return false;
   const Node& p = g.node(v.producer);
@@ -64,32 +67,43 @@ bool is_radix_split(const Graph& g, const Value& v) {
          x.shape[2] == v.shape[3] && x.shape[3] == v.shape[4];
 }
 
-// A 5-D operand with `radix` (or 1, broadcast) on axis 1.
-bool is_radix_operand(const Value& v, int64_t radix) {
-  return v.shape.size() == 5 && (v.shape[1] == radix || v.shape[1] == 1);
-}
+bool holds_split(const Graph& g, const Value& v);
 
-// Whether v (a radix operand) is an elementwise arithmetic op of radix operands, one of which
-// holds a split Reshape somewhere below: its blocks are then the op of its operands' blocks.
-bool splits_through(const Graph& g, const Value& v, int64_t radix);
-
-// Whether v's blocks read a split Reshape (v itself, or through arithmetic).
-bool holds_split(const Graph& g, const Value& v, int64_t radix) {
-  return (v.shape[1] == radix && is_radix_split(g, v)) || splits_through(g, v, radix);
-}
-
-bool splits_through(const Graph& g, const Value& v, int64_t radix) {
-  if (v.shape[1] != radix || !v.producer.valid()) return false;
+// Whether v is an elementwise arithmetic op of 5-D operands with v's radix (or 1, broadcast),
+// one of which holds a split: v's blocks are then the op of its operands' blocks.
+bool splits_through(const Graph& g, const Value& v) {
+  if (!v.producer.valid() || v.shape.size() != 5) return false;
   const Node& p = g.node(v.producer);
   const auto* b = std::get_if<Binary>(&p.op);
   if (!b || !arithmetic_name(b->op) || p.inputs.size() != 2) return false;
   bool split = false;
   for (ValueId in : p.inputs) {
     const Value& x = g.value(in);
-    if (!is_radix_operand(x, radix)) return false;
-    split = split || holds_split(g, x, radix);
+    if (x.shape.size() != 5 || (x.shape[1] != v.shape[1] && x.shape[1] != 1)) return false;
+    split = split || holds_split(g, x);
   }
   return split;
+}
+
+// Whether v is a Concat on the radix axis (torch.stack's) of 5-D operands, one of which holds a
+// split: v's blocks are its operands' blocks.
+bool concat_splits(const Graph& g, const Value& v) {
+  if (!v.producer.valid() || v.shape.size() != 5) return false;
+  const Node& p = g.node(v.producer);
+  const auto* c = std::get_if<Concat>(&p.op);
+  if (!c || c->axis != 1) return false;
+  bool split = false;
+  for (ValueId in : p.inputs) {
+    const Value& x = g.value(in);
+    if (x.shape.size() != 5) return false;
+    split = split || holds_split(g, x);
+  }
+  return split;
+}
+
+// Whether v's blocks read a split Reshape (v itself, or through arithmetic and Concats).
+bool holds_split(const Graph& g, const Value& v) {
+  return is_radix_split(g, v) || splits_through(g, v) || concat_splits(g, v);
 }
 
 // Whether n is a sum over axis 1 of a 5-D tensor this pass splits.
@@ -98,8 +112,7 @@ bool splits(const Graph& g, const Node& n) {
   if (!r || r->kind != ReduceKind::sum || r->axes != std::vector<int>{1} || n.inputs.size() != 1)
     return false;
   const Value& x = g.value(n.inputs[0]);
-  return x.shape.size() == 5 && x.shape[1] >= 2 && x.shape[1] <= kMaxRadix &&
-         holds_split(g, x, x.shape[1]);
+  return x.shape.size() == 5 && x.shape[1] >= 2 && x.shape[1] <= kMaxRadix && holds_split(g, x);
 }
 
 // Makes the 4-D radix blocks of 5-D values, each once.
@@ -107,32 +120,41 @@ class Blocks {
  public:
   Blocks(Graph& g, std::vector<Node>& nodes) : g_(g), nodes_(nodes) {}
 
-  // Block i of v, a radix operand of `radix`.
-  ValueId block(ValueId id, int64_t i, int64_t radix) {
+  // Block i of the 5-D value id (block 0 for every i where it has 1 on the radix axis: a
+  // broadcast operand).
+  ValueId block(ValueId id, int64_t i) {
     const Value v = g_.value(id);
-    if (v.shape[1] == 1) i = 0;  // broadcast: one block for all
+    if (v.shape[1] == 1) i = 0;
     const auto key = std::make_pair(id.index, i);
     if (const auto it = made_.find(key); it != made_.end()) return it->second;
     const Shape out{v.shape[0], v.shape[2], v.shape[3], v.shape[4]};
     const std::string tag = "/radix" + std::to_string(i);
     const std::string which = " (radix block " + std::to_string(i) + ")";
     ValueId r;
-    if (v.shape[1] == radix && is_radix_split(g_, v)) {
+    if (is_radix_split(g_, v)) {
       const ValueId x = g_.node(v.producer).inputs[0];
       const Value xv = g_.value(x);
       const int64_t c = v.shape[2];
-      r = add(Value{xv.name + tag, out, v.dtype, xv.layout},
-              Slice{{0, i * c, 0, 0}, {out[0], (i + 1) * c, out[2], out[3]}, {1, 1, 1, 1}}, {x},
-              "slice" + which);
-    } else if (splits_through(g_, v, radix)) {
+      r = v.shape[1] == 1
+              ? x
+              : add(Value{xv.name + tag, out, v.dtype, xv.layout},
+                    Slice{{0, i * c, 0, 0}, {out[0], (i + 1) * c, out[2], out[3]}, {1, 1, 1, 1}},
+                    {x}, "slice" + which);
+    } else if (splits_through(g_, v)) {
       const Node p = g_.node(v.producer);
       const BinaryOp op = std::get<Binary>(p.op).op;
-      const ValueId a = block(p.inputs[0], i, radix), b = block(p.inputs[1], i, radix);
+      const ValueId a = block(p.inputs[0], i), b = block(p.inputs[1], i);
       Shape s = g_.value(a).shape;
       const Shape& t = g_.value(b).shape;
       for (size_t d = 0; d < s.size(); ++d) s[d] = std::max(s[d], t[d]);
       r = add(Value{v.name + tag, s, v.dtype, logical_layout(4)}, Binary{op}, {a, b},
               arithmetic_name(op) + which);
+    } else if (concat_splits(g_, v)) {
+      const Node p = g_.node(v.producer);
+      int64_t first = 0;  // the radix index of operand k's block 0
+      size_t k = 0;
+      while (i >= first + g_.value(p.inputs[k]).shape[1]) first += g_.value(p.inputs[k++]).shape[1];
+      r = block(p.inputs[k], i - first);
     } else {
       // Any other operand: its block i (or the whole, if broadcast) reshaped to 4-D.
       ValueId part = id;
@@ -182,9 +204,9 @@ Graph split_radix_sums(const Graph& input) {
     }
     const int64_t radix = g.value(n.inputs[0]).shape[1];
     const bool keepdims = std::get<Reduce>(n.op).keepdims;
-    ValueId sum = blocks.block(n.inputs[0], 0, radix);
+    ValueId sum = blocks.block(n.inputs[0], 0);
     for (int64_t i = 1; i < radix; ++i) {
-      const ValueId b = blocks.block(n.inputs[0], i, radix);
+      const ValueId b = blocks.block(n.inputs[0], i);
       const Value sv = g.value(sum);
       const bool last = i == radix - 1 && !keepdims;
       sum = blocks.add(
