@@ -1,5 +1,6 @@
 // simplify_exported_ops: a mean or max over H and W of a 4-D image becomes a GlobalPool, and a
 // Tile that only broadcasting binary ops read (against an operand of its shape) is left out.
+// fold_constants: arithmetic on constants is computed once.
 // Each rewrite is checked for its structure and against the reference on random inputs, and
 // the whole pipeline for the squeeze-and-excitation and ECA blocks timm exports: no layout
 // transform around them.
@@ -103,6 +104,61 @@ TEST(SimplifyExportedOps, SqueezeExcitationAndEcaBlocksStayNhwc) {
   EXPECT_EQ(count_ops<Tile>(p), 0) << dump(p);
   EXPECT_EQ(count_ops<Reduce>(p), 0) << dump(p);
   expect_same_outputs(g, p, random_inputs(g, 49), 1e-5, 1e-5);
+}
+
+// fold_constants on EfficientDet's fast normalized fusion: ReLU of a parameter vector, divided
+// by its sum plus epsilon, each weight taken out (a Slice and a Reshape to a scalar) and
+// multiplied with a branch. Folded, the weights are constants; through the whole pipeline the
+// branches stay NHWC (no layout transform but the input's and the output's). Kept: a Tile of a
+// constant that would grow it (40 x 40 of one value per channel), and a graph output computed
+// from constants.
+TEST(FoldConstants, FusionWeightsBecomeConstantsAndBranchesStayNhwc) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {1, 8, 6, 6});
+  auto conv = [&](const std::string& name, ValueId in, uint64_t seed) {
+    const ValueId w =
+        b.constant(name + "_w", {8, 8, 3, 3}, random_uniform(576, -0.3f, 0.3f, seed), Layout::oihw);
+    Conv2d a;
+    a.pad_top = a.pad_left = a.pad_bottom = a.pad_right = 1;
+    return b.relu(
+        name + "_relu",
+        b.conv2d(name, in, w,
+                 b.constant(name + "_b", {8}, random_uniform(8, -0.2f, 0.2f, seed + 1)), a));
+  };
+  const ValueId p = b.relu("w_relu", b.constant("fusion_w", {2}, {0.8f, 1.7f}));
+  const ValueId total = b.op("w_sum", Reduce{{0}, false, ReduceKind::sum}, {p});
+  const ValueId norm =
+      b.op("w_div", Binary{BinaryOp::div},
+           {p, b.op("w_eps", Binary{BinaryOp::add}, {total, b.constant("eps", {}, {1e-4f})})});
+  auto weight = [&](int64_t i) {
+    const ValueId one = b.op("w_take" + std::to_string(i), Slice{{i}, {i + 1}, {1}}, {norm});
+    return b.op("w_scalar" + std::to_string(i), Reshape{{}}, {one});
+  };
+  const ValueId fused =
+      b.op("fuse", Binary{BinaryOp::add},
+           {b.op("w0_mul", Binary{BinaryOp::mul}, {weight(0), conv("a", x, 60)}),
+            b.op("w1_mul", Binary{BinaryOp::mul}, {weight(1), conv("b", x, 62)})});
+  b.output(conv("out", fused, 64));
+  const ValueId grown =
+      b.op("grow", Tile{{1, 1, 40, 40}},
+           {b.constant("per_channel", {1, 8, 1, 1}, random_uniform(8, 0.5f, 1.5f, 66))});
+  b.output(b.op("grown_sum", Reduce{{2, 3}, true, ReduceKind::sum}, {grown}));
+  b.output(b.op("constant_output", Binary{BinaryOp::mul}, {p, p}));
+  const Graph g = b.finish();
+  const Graph f = fold_constants(g);
+  verify(f);
+  EXPECT_EQ(count_ops<Slice>(f), 0) << dump(f);
+  EXPECT_EQ(count_ops<Tile>(f), 1) << dump(f);
+  EXPECT_EQ(count_ops<Reduce>(f), 1) << dump(f);  // grown_sum
+  EXPECT_EQ(count_ops<Binary>(f), 4) << dump(f);  // the two products, the sum, the output's
+  expect_same_outputs(g, f, random_inputs(g, 68), 1e-6, 1e-6);
+  const Graph all = run_passes(g);
+  int transforms = 0;
+  for (const Node& n : all.nodes())
+    transforms += std::holds_alternative<LayoutTransform>(n.op) &&
+                  !all.is_graph_input(n.inputs[0]) && !all.is_graph_output(n.outputs[0]);
+  EXPECT_EQ(transforms, 0) << dump(all);
+  expect_same_outputs(g, all, random_inputs(g, 70), 1e-5, 1e-5);
 }
 
 }  // namespace

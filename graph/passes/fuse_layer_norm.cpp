@@ -4,7 +4,7 @@
 //   y = d / Sqrt(var + eps) [* gamma] [+ beta]
 // over the same trailing axes, becomes one LayerNorm node: one kernel that reads each row once
 // instead of nine kernels and eight intermediate tensors. Every intermediate must be read only
-// inside the pattern. Runs first, on the logical (pre-layout) graph.
+// inside the pattern. Runs after fold_constants, on the logical (pre-layout) graph.
 #include <cmath>
 #include <optional>
 

@@ -5,9 +5,14 @@
 
 namespace kiln::graph {
 
+// Computes every node whose inputs are all constants (float32, outputs no larger than its
+// inputs, no convolution or matrix product, no graph output) once, with the reference
+// interpreter: its outputs become constants. Runs first.
+Graph fold_constants(const Graph& g);
+
 // Rewrites the decomposed LayerNorm exporters write (ReduceMean -> Sub -> Pow(2) or Mul by
 // itself -> ReduceMean -> Add(eps) -> Sqrt -> Div [-> Mul gamma -> Add beta], over the same
-// trailing axes) into one LayerNorm node. Runs first, on the logical graph.
+// trailing axes) into one LayerNorm node. Runs after fold_constants, on the logical graph.
 Graph fuse_layer_norm(const Graph& g);
 
 // Rewrites exact GELU as exporters spell it (x * 0.5 * (1 + Erf(x / sqrt 2)), any grouping of

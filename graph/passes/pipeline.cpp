@@ -10,6 +10,7 @@ namespace kiln::graph {
 
 const std::vector<Pass>& default_passes() {
   static const std::vector<Pass> passes = {
+      {"fold_constants", fold_constants},
       {"fuse_layer_norm", fuse_layer_norm},
       {"fuse_gelu", fuse_gelu},
       {"split_radix_sums", split_radix_sums},
