@@ -401,6 +401,21 @@ void Graph::rebuild(std::vector<Node> nodes) {
   }
 }
 
+std::vector<bool> unread_nodes(const Graph& g, const std::vector<Node>& nodes) {
+  std::vector<int> readers(g.values().size(), 0);
+  for (const Node& n : nodes)
+    for (ValueId v : n.inputs) ++readers[v.index];
+  std::vector<bool> unread(nodes.size(), false);
+  for (size_t i = nodes.size(); i-- > 0;) {
+    bool read = false;
+    for (ValueId v : nodes[i].outputs) read = read || readers[v.index] > 0 || g.is_graph_output(v);
+    if (read) continue;
+    unread[i] = true;
+    for (ValueId v : nodes[i].inputs) --readers[v.index];
+  }
+  return unread;
+}
+
 void Graph::rebuild(std::vector<Node> nodes, const std::vector<bool>& erased) {
   KILN_CHECK(erased.size() == nodes.size(), "one erased flag per node");
   std::vector<Node> kept;

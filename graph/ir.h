@@ -451,6 +451,11 @@ class Graph {
 // `outputs` (values of `g` the nodes produce) are the graph's outputs.
 Graph subgraph(const Graph& g, const std::vector<NodeId>& nodes, const std::vector<ValueId>& outputs);
 
+// The nodes of `nodes` (a topological node list over g's values, such as a pass is about to
+// rebuild g with) whose outputs no other node reads and no graph output is, found last first
+// so that chains of them go too: the erased flags for Graph::rebuild.
+std::vector<bool> unread_nodes(const Graph& g, const std::vector<Node>& nodes);
+
 // Human-readable dump: one line per value and per node, in order.
 std::string dump(const Graph& g);
 

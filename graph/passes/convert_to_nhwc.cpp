@@ -460,23 +460,6 @@ class LayoutRewriter {
   std::set<size_t> regrouped_;  // the Transposes and last Reshapes of regroupings made channels-last
 };
 
-// The nodes nothing reads any more (a Transpose whose every reader now takes the relabel of
-// its input), found last first so that chains go too; Graph::rebuild drops them.
-std::vector<bool> dead_nodes(const Graph& g, const std::vector<Node>& nodes) {
-  std::vector<int> readers(g.values().size(), 0);
-  for (const Node& n : nodes)
-    for (ValueId v : n.inputs) ++readers[v.index];
-  std::vector<bool> dead(nodes.size(), false);
-  for (size_t i = nodes.size(); i-- > 0;) {
-    bool used = false;
-    for (ValueId v : nodes[i].outputs) used = used || readers[v.index] > 0 || g.is_graph_output(v);
-    if (used) continue;
-    dead[i] = true;
-    for (ValueId v : nodes[i].inputs) --readers[v.index];
-  }
-  return dead;
-}
-
 // A Gemm that reads a constant B transposed (a Linear layer's [N, K] weights) gets B stored as
 // [K, N] instead: the kernel then reads B's rows along N in vectors, contiguous, where the
 // transposed read would gather. One copy per distinct B; the original goes if nothing else
@@ -508,7 +491,9 @@ void pretranspose_gemm_weights(Graph& g, std::vector<Node>& nodes) {
 Graph convert_to_nhwc(const Graph& input) {
   Graph g = input;
   std::vector<Node> nodes = LayoutRewriter(g).run();
-  const std::vector<bool> dead = dead_nodes(g, nodes);
+  // The nodes nothing reads any more (a Transpose whose every reader now takes the relabel of
+  // its input).
+  const std::vector<bool> dead = unread_nodes(g, nodes);
   pretranspose_gemm_weights(g, nodes);
   g.rebuild(std::move(nodes), dead);
   return g;

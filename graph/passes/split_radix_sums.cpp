@@ -218,18 +218,8 @@ Graph split_radix_sums(const Graph& input) {
       blocks.add(Value{}, Reshape{g.value(n.outputs[0]).shape, Layout::any}, {sum},
                  "reshape (radix sum, axis kept)", n.outputs[0]);
   }
-  // Drop the nodes nothing reads any more (the 5-D reshapes and products), last first.
-  std::vector<int> readers(g.values().size(), 0);
-  for (const Node& n : nodes)
-    for (ValueId v : n.inputs) ++readers[v.index];
-  std::vector<bool> erased(nodes.size(), false);
-  for (size_t k = nodes.size(); k-- > 0;) {
-    bool read = false;
-    for (ValueId v : nodes[k].outputs) read = read || readers[v.index] > 0 || g.is_graph_output(v);
-    if (read) continue;
-    erased[k] = true;
-    for (ValueId v : nodes[k].inputs) --readers[v.index];
-  }
+  // Drop the nodes nothing reads any more (the 5-D reshapes and products).
+  const std::vector<bool> erased = unread_nodes(g, nodes);
   g.rebuild(std::move(nodes), erased);
   return g;
 }
