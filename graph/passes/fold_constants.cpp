@@ -8,8 +8,9 @@
 //
 // Not folded: convolutions and matrix products (a pass over the weights costs more than the
 // kernel), graph outputs, values that are not float32, and outputs of more than kMaxElements or
-// larger than the node's inputs together (a Tile or an Expand of a constant stays a kernel, not
-// a copy in the model's weights). Runs first, on the logical graph.
+// larger than both the node's inputs together and 1024 elements (a Tile or an Expand of a
+// constant stays a kernel, not a copy in the model's weights). Runs first, on the logical
+// graph.
 #include <algorithm>
 #include <memory>
 #include <vector>

@@ -5,9 +5,10 @@
 
 namespace kiln::graph {
 
-// Computes every node whose inputs are all constants (float32, outputs no larger than its
-// inputs, no convolution or matrix product, no graph output) once, with the reference
-// interpreter: its outputs become constants. Runs first.
+// Computes every node whose inputs are all constants (float32; outputs of at most 2^20
+// elements, and no larger than its inputs together or 1024 elements; no convolution or matrix
+// product, no graph output) once, with the reference interpreter: its outputs become
+// constants. Runs first.
 Graph fold_constants(const Graph& g);
 
 // Rewrites the decomposed LayerNorm exporters write (ReduceMean -> Sub -> Pow(2) or Mul by
