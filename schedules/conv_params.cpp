@@ -83,9 +83,10 @@ RegisterBlock preferred_block(const ConvShape& s, const Halide::Target& t, int s
 // multiply-adds: it takes the widest of 6, 5 and 4 pixels that computes under 4% more columns than
 // the row has, not the fewest columns. kiln tune --set, 2 threads, an Intel Xeon with 48 KiB of L1
 // (two trials each, interleaved with the default): ResNet-50's 512 -> 128 on 112-pixel rows 4x4 ->
-// 4x6 1.10x twice (2x14 1.14-1.15x), its 1024 -> 256 on 98-pixel rows 4x5 -> 4x6 1.01-1.03x
-// (2x14 1.09-1.11x), its 256 -> 64 4x4 -> 4x6 1.04-1.07x; where the weights stay in L1 the fewest
-// columns win: 128 -> 512 4x4 -> 4x6 0.97-0.99x (2x14 0.94-0.95x).
+// 4x6 1.10x twice (2x14 1.14-1.15x), its 256 -> 64 4x4 -> 4x6 1.04-1.07x; its 1024 -> 256 on
+// 98-pixel rows keeps 4x5 (4x6 computes 4.1% more columns there; it measured 1.01-1.03x, 2x14
+// 1.09-1.11x); where the weights stay in L1 the fewest columns win: 128 -> 512 4x4 -> 4x6
+// 0.97-0.99x (2x14 0.94-0.95x).
 RegisterBlock pointwise_block(const ConvShape& s, const Halide::Target& t, RegisterBlock b,
                               bool chunked) {
   const int lanes = vector_lanes(t);

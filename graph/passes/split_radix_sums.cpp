@@ -191,17 +191,16 @@ class Blocks {
 }  // namespace
 
 Graph split_radix_sums(const Graph& input) {
-  bool any = false;
-  for (const Node& n : input.nodes()) any = any || splits(input, n);
-  if (!any) return input;
   Graph g = input;
   std::vector<Node> nodes;
   Blocks blocks(g, nodes);
+  bool split = false;
   for (const Node& n : input.nodes()) {
     if (!splits(input, n)) {
       nodes.push_back(n);
       continue;
     }
+    split = true;
     const int64_t radix = g.value(n.inputs[0]).shape[1];
     const bool keepdims = std::get<Reduce>(n.op).keepdims;
     ValueId sum = blocks.block(n.inputs[0], 0);
@@ -218,6 +217,7 @@ Graph split_radix_sums(const Graph& input) {
       blocks.add(Value{}, Reshape{g.value(n.outputs[0]).shape, Layout::any}, {sum},
                  "reshape (radix sum, axis kept)", n.outputs[0]);
   }
+  if (!split) return input;
   // Drop the nodes nothing reads any more (the 5-D reshapes and products).
   const std::vector<bool> erased = unread_nodes(g, nodes);
   g.rebuild(std::move(nodes), erased);
