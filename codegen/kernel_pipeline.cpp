@@ -343,6 +343,19 @@ std::vector<std::string> schedule_candidates(const graph::KernelSpec& spec,
   return out;
 }
 
+std::vector<std::string> schedule_neighbors(const graph::KernelSpec& spec,
+                                            const Halide::Target& kernel_target, int threads,
+                                            const std::string& schedule) {
+  const Halide::Target target = schedule_target(spec, kernel_target);
+  const std::optional<schedules::ConvShape> s = tunable_shape(spec, target);
+  if (!s || target.has_gpu_feature() || is_autoscheduler(schedule)) return {};
+  const schedules::ConvParams p = conv_params(graph::kernel_name(spec), *s, schedule, target);
+  std::vector<std::string> out;
+  for (const schedules::ConvParams& q : schedules::conv_neighbors(p, *s, target, threads))
+    out.push_back(schedules::to_string(q));
+  return out;
+}
+
 std::string resolve_schedule(const graph::KernelSpec& spec, const Halide::Target& kernel_target,
                              const std::string& schedule) {
   const Halide::Target target = schedule_target(spec, kernel_target);

@@ -54,4 +54,10 @@ std::vector<std::string> schedule_candidates(const graph::KernelSpec& spec,
                                              const Halide::Target& target, int threads,
                                              size_t limit);
 
+// The schedules one knob away from `schedule` for `spec` on `target` (schedules::conv_neighbors),
+// in canonical text form; nothing for a kernel without knobs or an autoscheduler's schedule.
+std::vector<std::string> schedule_neighbors(const graph::KernelSpec& spec,
+                                            const Halide::Target& target, int threads,
+                                            const std::string& schedule);
+
 }  // namespace kiln::codegen

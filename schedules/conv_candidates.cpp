@@ -210,4 +210,70 @@ std::vector<ConvParams> conv_candidates(const ConvShape& s, const Halide::Target
   return out;
 }
 
+std::vector<ConvParams> conv_neighbors(const ConvParams& p, const ConvShape& s,
+                                       const Halide::Target& t, int threads) {
+  std::vector<ConvParams> out;
+  const auto add = [&](ConvParams q) {
+    if (!(q == p) && std::find(out.begin(), out.end(), q) == out.end() &&
+        conv_params_error(q, s, t).empty())
+      out.push_back(q);
+  };
+  // The register tile: a pixel or two more or fewer, a vector more or fewer (the pixels cut to
+  // what the accumulators allow), and the other staging or loop order at the same tile.
+  for (int dp : {-2, -1, 1, 2}) {
+    ConvParams q = p;
+    q.block.pixels = p.block.pixels + dp;
+    if (q.block.pixels >= 1) add(q);
+  }
+  if (p.family == ConvFamily::wide || p.family == ConvFamily::deep ||
+      p.family == ConvFamily::winograd) {
+    for (int dv : {-1, 1}) {
+      ConvParams q = p;
+      q.block.vectors = p.block.vectors + dv;
+      if (q.block.vectors < 1) continue;
+      q.block.pixels = std::min(q.block.pixels, accumulator_registers(t) / q.block.vectors);
+      add(q);
+    }
+  }
+  // Rows per task (tile rows for Winograd): halved, one fewer or more, doubled.
+  if (p.family != ConvFamily::deep && p.family != ConvFamily::grouped) {
+    for (int rows : {p.rows / 2, p.rows - 1, p.rows + 1, p.rows * 2}) {
+      ConvParams q = p;
+      q.rows = rows;
+      if (rows >= 1) add(q);
+    }
+  }
+  ConvParams q = p;
+  switch (p.family) {
+    case ConvFamily::wide:
+      q.split_channels = !p.split_channels, add(q);
+      q = p, q.stage_input = !p.stage_input, add(q);
+      q = p, q.family = ConvFamily::deep, add(q);  // the same tile over a chunked reduction
+      break;
+    case ConvFamily::deep:
+      for (int chunk : {p.chunk / 2, p.chunk * 2}) q = p, q.chunk = chunk, add(q);
+      for (int tasks : {p.tasks / 2, p.tasks * 2}) q = p, q.tasks = std::max(1, tasks), add(q);
+      q = p, q.family = ConvFamily::wide, q.stage_input = true, add(q);
+      break;
+    case ConvFamily::winograd:
+      q.split_channels = !p.split_channels, add(q);
+      // The other tile with its own default block (a block counts tiles of the tile's size).
+      q = default_winograd_params(s, t, p.tile == 2 ? 4 : 2), add(q);
+      q = default_direct_conv_params(s, t), add(q);
+      break;
+    case ConvFamily::depthwise:
+      q.channels_inside = !p.channels_inside, add(q);
+      q = p, q.stage_input = !p.stage_input, add(q);
+      break;
+    default:
+      break;
+  }
+  if (p.family == ConvFamily::wide || p.family == ConvFamily::deep ||
+      p.family == ConvFamily::winograd)
+    std::stable_sort(out.begin(), out.end(), [&](const ConvParams& a, const ConvParams& b) {
+      return conv_cost_estimate(a, s, t, threads) < conv_cost_estimate(b, s, t, threads);
+    });
+  return out;
+}
+
 }  // namespace kiln::schedules

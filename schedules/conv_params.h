@@ -180,6 +180,14 @@ ConvParams default_wide_params(const ConvShape& s, const Halide::Target& target)
 // among them.
 std::vector<ConvParams> conv_candidates(const ConvShape& s, const Halide::Target& target,
                                         int threads, size_t limit);
+// The schedules one step from `p` for `s` (`kiln tune`'s local search after its ranked list):
+// each knob of p's family moved alone (the tile a pixel or two or a vector either way, rows
+// halved, doubled or one off, the chunk and task count halved or doubled, the other staging,
+// split or loop order), and the neighbouring families (wide <-> deep at the same tile;
+// Winograd's other tile and the direct default). Only valid schedules, never `p`; the dense
+// families ranked by conv_cost_estimate.
+std::vector<ConvParams> conv_neighbors(const ConvParams& p, const ConvShape& s,
+                                       const Halide::Target& target, int threads);
 // A relative cost (lower is better) from a simple model: multiply-adds including those the
 // overlapping edge tiles repeat, each reduction step of a register tile bound by its FMAs, its
 // loads or the FMA latency (tiles of fewer than 8 accumulators wait on it), deep chunks, weights

@@ -481,6 +481,53 @@ TEST(ConvKernelSchedules, CandidatesAreValidAndIncludeTheDefault) {
   EXPECT_GT(deep, 4);
 }
 
+// The local search's neighbours: valid, distinct, never the schedule itself, each one knob (or
+// the tile's two sizes, or the family) away from it, for every family the dense layers take.
+TEST(ConvKernelSchedules, NeighboursAreValidSingleSteps) {
+  const Halide::Target avx512("x86-64-linux-avx-avx2-avx512-f16c-fma-sse41");
+  schedules::ConvShape s;
+  s.out_height = s.out_width = 14, s.out_channels = 256, s.reduction_channels = 256;
+  s.kernel_h = s.kernel_w = 3, s.padded = true;
+  schedules::ConvShape dw = s;
+  dw.reduction_channels = 1, dw.grouped = dw.depthwise = true;
+  const auto differing_knobs = [](const schedules::ConvParams& a, const schedules::ConvParams& b) {
+    return int(a.family != b.family) +
+           int(a.block.vectors != b.block.vectors || a.block.pixels != b.block.pixels) +
+           int(a.rows != b.rows) + int(a.split_channels != b.split_channels) +
+           int(a.stage_input != b.stage_input) + int(a.channels_inside != b.channels_inside) +
+           int(a.chunk != b.chunk) + int(a.tasks != b.tasks) + int(a.tile != b.tile);
+  };
+  for (const char* text :
+       {"wide block=2x7 rows=2 split=0 stage=copy", "deep block=4x7 chunk=144 tasks=8",
+        "winograd tile=2 block=2x7 rows=1 split=0"}) {
+    schedules::ConvParams p = schedules::default_conv_params(s, avx512);
+    ASSERT_EQ(schedules::parse_conv_params(text, &p), "") << text;
+    ASSERT_EQ(schedules::conv_params_error(p, s, avx512), "") << text;
+    const std::vector<schedules::ConvParams> n = schedules::conv_neighbors(p, s, avx512, 2);
+    EXPECT_GT(n.size(), 5u) << text;
+    std::set<std::string> distinct;
+    for (const schedules::ConvParams& q : n) {
+      const std::string t = schedules::to_string(q);
+      EXPECT_FALSE(q == p) << t;
+      EXPECT_EQ(schedules::conv_params_error(q, s, avx512), "") << t;
+      EXPECT_TRUE(distinct.insert(t).second) << t;
+      // A family switch or Winograd's other tile may reset the knobs the two do not share.
+      if (q.family == p.family && q.tile == p.tile) {
+        EXPECT_EQ(differing_knobs(p, q), 1) << text << " -> " << t;
+      }
+    }
+  }
+  // The depthwise family: its own knobs only, never another family.
+  const schedules::ConvParams d = schedules::default_conv_params(dw, avx512);
+  const std::vector<schedules::ConvParams> n = schedules::conv_neighbors(d, dw, avx512, 2);
+  EXPECT_GT(n.size(), 3u);
+  for (const schedules::ConvParams& q : n) {
+    EXPECT_EQ(q.family, schedules::ConvFamily::depthwise) << schedules::to_string(q);
+    EXPECT_EQ(schedules::conv_params_error(q, dw, avx512), "") << schedules::to_string(q);
+    EXPECT_EQ(differing_knobs(d, q), 1) << schedules::to_string(q);
+  }
+}
+
 // The cost model that ranks the candidates: a tile of fewer than 8 accumulators waits on the
 // FMA latency (it ranked with 2x14 tiles before, and such tiles filled the candidate lists);
 // weights beyond L2 favour schedules that pass over them fewer times.

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -35,19 +36,27 @@ of `kiln run` on the default schedules (float32), and no candidate exceeds a til
 
 For each kernel: candidates from the schedule families' parameter space, ranked by a simple
 cost model and cut to --candidates; compiled in parallel (separate processes); each checked
-against the reference interpreter (rtol 1e-3, atol 1e-4) before it may win; then timed one at
-a time, interleaved with the best so far (the kernel alone on seeded random inputs, calls
-back to back, in two epochs on fresh instances of both built in opposite orders; --cold
-evicts the caches before each).
-A candidate replaces the best only when its median is at least 2% lower. Finally the winner
+against the reference interpreter (rtol 1e-3, atol 1e-4), the kernel alone, before it may
+win; then timed one at a time, interleaved with the best so far, where it runs: each call a
+run of the whole model on seeded random inputs, the time that of the kernel (and of every
+kernel of the same signature, which a record also applies to), the model's other kernels
+taking the database's records so far (--isolated: the kernel alone, calls back to back, its
+inputs and weights warm in the caches); in two epochs on fresh instances of both built in
+opposite orders; --cold evicts the caches before each call.
+A candidate replaces the best only when its median is at least 2% lower. While the kernel's
+share of the budget lasts, a local search follows: the untried schedules one knob away from
+the best (a tile a pixel or a vector larger or smaller, rows, chunk or tasks halved or
+doubled, the other staging, split, family or Winograd tile), compiled and timed the same
+way, and the new best's neighbours whenever one of them wins, until none does. Finally the winner
 and the default are timed again side by side; the default is kept unless the winner is faster
 there too (a kept default is reported at 1.00x). Kernels the database already holds for this
 target are kept (a rerun resumes), and the database is rewritten after each kernel, so an
-interrupted run loses only the kernel in progress. Ends with a table: the default and tuned schedule of each kernel, their times from
-the same run, the tuned one's share of the FMA peak, and oneDNN's time for the same
-convolution (dense or depthwise, with bias, residual and ReLU/ReLU6 as post-ops, NHWC, on the
-same threads; timed right after the kernel, not interleaved with it; "-" where oneDNN has no
-such op, or where this kiln was built without oneDNN).
+interrupted run loses only the kernel in progress. Ends with a table: the default and tuned
+schedule of each kernel, their times from the same run, the tuned one's share of the FMA peak,
+and oneDNN's time for the same convolution alone (dense or depthwise, with bias, residual and
+ReLU/ReLU6 as post-ops, NHWC, on the same threads; timed right after the kernel, not
+interleaved with it; "-" where oneDNN has no such op, or where this kiln was built without
+oneDNN).
 
 options:
   --db FILE            the schedule database to extend (created if missing)
@@ -58,7 +67,10 @@ options:
                        what is left, and stops trying candidates when it is spent
   --threads N          threads the kernels run with (default: one per core)
   --jobs N             candidates compiled at once (default: one per core)
-  --candidates N       schedules tried per kernel, the default included (default 16)
+  --candidates N       schedules in each kernel's ranked list, the default included
+                       (default 16)
+  --local-rounds N     rounds of the local search after the ranked list (default 20; 0: none);
+                       it stops sooner when no neighbour wins or the budget is spent
   --rounds N           timed calls of each schedule per comparison (default 15)
   --precision f32|bf16 tune the model's kernels at this precision (default f32): bf16 kernels
                        have signatures, and records, of their own
@@ -77,8 +89,11 @@ options:
                        a comparison: a record always holds one of Kiln's schedule families.
                        Adams2019's search can take minutes per kernel.
   --json FILE          also write the final table as JSON (scripts/plot_results.py draws it)
+  --isolated           time each kernel alone, calls back to back, not inside the model
+                       (faster per candidate on large models, but a small kernel's winner
+                       there can lose in the model, where its weights are not warm)
   --cold               write a 64 MiB buffer before every timed call, so the kernel's weights
-                       and inputs come from memory (default: warm caches, calls back to back)
+                       and inputs come from memory (default: as the model leaves them)
   --retune             measure kernels the database already holds again
   -h, --help           this text
 )";
@@ -86,12 +101,12 @@ options:
 struct TuneArgs {
   std::string model, db, json;
   InputShapes input_shapes;
-  int target = -1, threads = 0, jobs = 0, candidates = 16, rounds = 15;
+  int target = -1, threads = 0, jobs = 0, candidates = 16, rounds = 15, local_rounds = 20;
   double budget_s = 30 * 60;
   std::string kernel;
   std::vector<std::string> sets;
   std::vector<std::string> autoschedulers;
-  bool retune = false, cold = false;
+  bool retune = false, cold = false, isolated = false;
 };
 
 TuneArgs parse(const Args& args) {
@@ -109,10 +124,12 @@ TuneArgs parse(const Args& args) {
   a.jobs = args.get_int("--jobs", cores, 1, 256);
   a.candidates = args.get_int("--candidates", 16, 1, 1000);
   a.rounds = args.get_int("--rounds", 15, 3, 10000);
+  a.local_rounds = args.get_int("--local-rounds", 20, 0, 10000);
   a.kernel = args.get("--kernel");
   a.sets = args.get_all("--set");
   a.retune = args.has("--retune");
   a.cold = args.has("--cold");
+  a.isolated = args.has("--isolated");
   a.json = args.get("--json");
   if (args.has("--json") && a.json.empty()) throw UsageError("--json needs a file name");
   if (args.has("--autoschedulers")) {
@@ -197,21 +214,29 @@ void time_onednn(const graph::KernelSpec& k, int threads, const TuneArgs& a, Out
 }
 
 // The local Measurer of kernel `spec` with the command's target, threads, jobs and caches.
-std::unique_ptr<Measurer> measurer_for(const graph::Graph& optimized, const graph::KernelSpec& spec,
-                                       const TuneArgs& a) {
+// Inside the model (the other kernels taking the database's records) unless --isolated.
+std::unique_ptr<Measurer> measurer_for(const std::shared_ptr<const graph::Graph>& optimized,
+                                       const graph::KernelSpec& spec, const TuneArgs& a,
+                                       const codegen::ScheduleDb& db) {
   LocalMeasurerOptions mo;
   mo.cpu_target = a.target;
   mo.threads = a.threads;
   mo.compile_jobs = a.jobs;
   mo.cache_dir = cache_dir();
   mo.evict = a.cold;
-  return local_measurer(kernel_graph(optimized, graph::kernel_name(spec)), mo);
+  if (!a.isolated) {
+    mo.network = optimized;
+    mo.signature = graph::schedule_signature(spec);
+    mo.others = db.lookup();
+  }
+  return local_measurer(kernel_graph(*optimized, graph::kernel_name(spec)), mo);
 }
 
 // Tunes one kernel; returns its record (schedule = the default when nothing beat it).
-Outcome tune_kernel(const graph::Graph& optimized, const graph::KernelSpec& spec,
-                    const std::string& target, const TuneArgs& a, double budget_s,
-                    const std::string& label, codegen::ScheduleRecord* record) {
+Outcome tune_kernel(const std::shared_ptr<const graph::Graph>& optimized,
+                    const graph::KernelSpec& spec, const std::string& target, const TuneArgs& a,
+                    const codegen::ScheduleDb& db, double budget_s, const std::string& label,
+                    codegen::ScheduleRecord* record) {
   const auto start = std::chrono::steady_clock::now();
   const Halide::Target t(target);
   const int threads = a.threads > 0 ? a.threads
@@ -223,7 +248,7 @@ Outcome tune_kernel(const graph::Graph& optimized, const graph::KernelSpec& spec
   o.op = kernel_work(spec).op;
   o.default_schedule = o.schedule = candidates.front();
   o.flops = kernel_work(spec).flops;
-  std::unique_ptr<Measurer> m = measurer_for(optimized, spec, a);
+  std::unique_ptr<Measurer> m = measurer_for(optimized, spec, a, db);
 
   Progress progress;
   progress.update(label + " compiling " + std::to_string(candidates.size()) + " candidates");
@@ -233,24 +258,48 @@ Outcome tune_kernel(const graph::Graph& optimized, const graph::KernelSpec& spec
   std::string best = candidates.front();
   double best_us = 0;
   size_t tried = 1, refused = 0;
-  for (size_t i = 1; i < candidates.size(); ++i) {
-    if (seconds_since(start) > budget_s) {
-      o.note = "budget spent after " + std::to_string(tried) + " of " +
-               std::to_string(candidates.size());
-      break;
+  std::vector<std::pair<std::string, std::string>> refusals;  // (schedule, why)
+  std::set<std::string> seen(candidates.begin(), candidates.end());
+  // Times `list[i]` against the best so far (each list's errors from prepare); false once the
+  // kernel's budget is spent.
+  const auto try_list = [&](const std::vector<std::string>& list,
+                            const std::vector<std::string>& list_errors, size_t first,
+                            const std::string& stage) {
+    for (size_t i = first; i < list.size(); ++i) {
+      if (seconds_since(start) > budget_s) {
+        o.note = "budget spent after " + std::to_string(tried) + " candidates";
+        return false;
+      }
+      ++tried;
+      if (!list_errors[i].empty()) {
+        ++refused;
+        refusals.emplace_back(list[i], list_errors[i]);
+        continue;
+      }
+      const auto [inc, cand] = m->compare(best, list[i], a.rounds);
+      best_us = inc.median_us;
+      if (cand.median_us < 0.98 * inc.median_us) best = list[i], best_us = cand.median_us;
+      char line[256];
+      std::snprintf(line, sizeof line, " %s %s %zu/%zu  best %.1f us%s", stage.c_str(),
+                    bar(i + 1, list.size()).c_str(), i + 1, list.size(), best_us,
+                    best == candidates.front() ? " (default)" : "");
+      progress.update(label + line);
     }
-    ++tried;
-    if (!errors[i].empty()) {
-      ++refused;
-      continue;
-    }
-    const auto [inc, cand] = m->compare(best, candidates[i], a.rounds);
-    best_us = inc.median_us;
-    if (cand.median_us < 0.98 * inc.median_us) best = candidates[i], best_us = cand.median_us;
-    char line[256];
-    std::snprintf(line, sizeof line, " %s %zu/%zu  best %.1f us%s", bar(tried, candidates.size()).c_str(),
-                  tried, candidates.size(), best_us, best == candidates.front() ? " (default)" : "");
-    progress.update(label + line);
+    return true;
+  };
+  bool within_budget = try_list(candidates, errors, 1, "ranked");
+  // Then a local search while the budget lasts: the untried schedules one knob away from the
+  // best, the best's neighbours again whenever one of them wins, until none does.
+  for (int round = 1; within_budget && round <= a.local_rounds; ++round) {
+    const std::string from = best;
+    std::vector<std::string> next;
+    for (const std::string& s : codegen::schedule_neighbors(spec, t, threads, best))
+      if (seen.insert(s).second) next.push_back(s);
+    if (next.empty()) break;
+    progress.update(label + " local search " + std::to_string(round) + ": compiling " +
+                    std::to_string(next.size()) + " neighbours");
+    within_budget = try_list(next, m->prepare(next), 0, "local " + std::to_string(round));
+    if (best == from) break;
   }
   // Halide's autoschedulers, each against the winner.
   if (!a.autoschedulers.empty()) {
@@ -288,10 +337,8 @@ Outcome tune_kernel(const graph::Graph& optimized, const graph::KernelSpec& spec
                 o.default_us / o.tuned_us, o.note.empty() ? "" : ", ", o.note.c_str());
   progress.update(label + line);
   progress.done();
-  for (size_t i = 1; i < candidates.size(); ++i)  // wrong results or a failed compile
-    if (!errors[i].empty())
-      std::fprintf(stderr, "  refused '%s': %s\n", candidates[i].c_str(),
-                   graph::printable(errors[i]).c_str());
+  for (const auto& [schedule, why] : refusals)  // wrong results or a failed compile
+    std::fprintf(stderr, "  refused '%s': %s\n", schedule.c_str(), graph::printable(why).c_str());
 
   record->kernel = o.kernel;
   record->signature = graph::schedule_signature(spec);
@@ -309,15 +356,16 @@ Outcome tune_kernel(const graph::Graph& optimized, const graph::KernelSpec& spec
 }
 
 // --kernel NAME --set ...: one schedule against the current one.
-int try_schedule(const graph::Graph& optimized, const graph::KernelSpec& spec,
-                 const std::string& target, const TuneArgs& a, const codegen::ScheduleDb& db) {
+int try_schedule(const std::shared_ptr<const graph::Graph>& optimized,
+                 const graph::KernelSpec& spec, const std::string& target, const TuneArgs& a,
+                 const codegen::ScheduleDb& db) {
   const Halide::Target t(target);
   const codegen::ScheduleRecord* r = db.find(graph::schedule_signature(spec), target);
   const std::string current = codegen::resolve_schedule(spec, t, r ? r->schedule : "");
   std::string text = current;
   for (const std::string& s : a.sets) text = s.rfind("auto:", 0) == 0 ? s : text + " " + s;
   const std::string trial = codegen::resolve_schedule(spec, t, text);  // refuses nonsense
-  std::unique_ptr<Measurer> m = measurer_for(optimized, spec, a);
+  std::unique_ptr<Measurer> m = measurer_for(optimized, spec, a, db);
   const std::vector<std::string> errors = m->prepare({current, trial});
   if (!errors[0].empty()) throw graph::Error("the current schedule failed: " + errors[0]);
   if (!errors[1].empty()) throw graph::Error("schedule '" + trial + "': " + errors[1]);
@@ -406,9 +454,10 @@ void write_json(const std::string& path, const TuneArgs& a, const std::string& t
 
 int cmd_tune(int argc, char** argv) {
   const Args args(argc, argv, 2,
-                  {"--db", "--target", "--budget", "--threads", "--jobs", "--candidates", "--rounds",
-                   "--kernel", "--set", "--autoschedulers", "--json", "--input-shape", "--precision"},
-                  {"--retune", "--cold"});
+                  {"--db", "--target", "--budget", "--threads", "--jobs", "--candidates",
+                   "--rounds", "--local-rounds", "--kernel", "--set", "--autoschedulers", "--json",
+                   "--input-shape", "--precision"},
+                  {"--retune", "--cold", "--isolated"});
   if (args.help()) {
     print_help(kHelp);
     return 0;
@@ -425,12 +474,12 @@ int cmd_tune(int argc, char** argv) {
   check.options.generate_kernels = kernel_generator();
   check.options.threads = a.threads;
   check.options.cpu_target = a.target;
-  const graph::Graph optimized =
+  const auto optimized = std::make_shared<const graph::Graph>(
       compile_cached(a.model, a.input_shapes, "cpu", precision, &from_cache,
-                     precision == graph::Precision::f32 ? &check : nullptr);
+                     precision == graph::Precision::f32 ? &check : nullptr));
   ModelOptions lower;
   lower.lower_only = true;
-  const Model lowered(optimized, lower);
+  const Model lowered(*optimized, lower);
   const Halide::Target t(target);
   std::vector<graph::KernelSpec> todo;
   bool found = a.kernel.empty();
@@ -486,7 +535,8 @@ int cmd_tune(int argc, char** argv) {
       continue;
     }
     codegen::ScheduleRecord record;
-    rows.push_back(tune_kernel(optimized, k, target, a, left / double(todo.size() - i), label, &record));
+    rows.push_back(
+        tune_kernel(optimized, k, target, a, db, left / double(todo.size() - i), label, &record));
     db.put(record);
     db.save(a.db);
   }

@@ -47,12 +47,9 @@ class LocalMeasurer : public Measurer {
       fs::create_directories(temp_dir_);
       o_.cache_dir = temp_dir_.string();
     }
-    for (size_t i = 0; i < graph_.inputs.size(); ++i) {
-      const graph::Value& v = graph_.value(graph_.inputs[i]);
-      inputs_.push_back({v.shape, v.layout,
-                         graph::random_uniform(graph::num_elements(v.shape), -1.0f, 1.0f, 7 + i)});
-    }
+    inputs_ = random_inputs(graph_);
     expected_ = graph::run_reference(graph_, inputs_).at(0);
+    if (o_.network) network_inputs_ = random_inputs(*o_.network);
     if (o_.evict) evict_.assign(kEvictBytes / sizeof(float), 1.0f);
   }
   ~LocalMeasurer() override {
@@ -107,7 +104,19 @@ class LocalMeasurer : public Measurer {
   }
 
  private:
-  ModelOptions model_options(const std::string& schedule) const {
+  static std::vector<graph::Tensor> random_inputs(const graph::Graph& g) {
+    std::vector<graph::Tensor> out;
+    for (size_t i = 0; i < g.inputs.size(); ++i) {
+      const graph::Value& v = g.value(g.inputs[i]);
+      out.push_back({v.shape, v.layout,
+                     graph::random_uniform(graph::num_elements(v.shape), -1.0f, 1.0f, 7 + i)});
+    }
+    return out;
+  }
+
+  // `in_network`: for a Model of the network, where only the tuned kernel's signature takes
+  // `schedule`.
+  ModelOptions model_options(const std::string& schedule, bool in_network = false) const {
     ModelOptions m;
     m.cpu_target = o_.cpu_target;
     m.threads = o_.threads;
@@ -115,7 +124,15 @@ class LocalMeasurer : public Measurer {
     m.amx = false;  // a bf16 kernel's schedule is its main kernel's, not the AMX one's
     codegen::CodegenOptions c;
     c.cache_dir = o_.cache_dir;
-    c.schedules = [schedule](const graph::KernelSpec&, const std::string&) { return schedule; };
+    if (in_network) {
+      c.schedules = [schedule, signature = o_.signature, others = o_.others](
+                        const graph::KernelSpec& k, const std::string& target) {
+        if (graph::schedule_signature(k) == signature) return schedule;
+        return others ? others(k, target) : std::string();
+      };
+    } else {
+      c.schedules = [schedule](const graph::KernelSpec&, const std::string&) { return schedule; };
+    }
     m.generate_kernels = codegen::kernel_generator(c);
     return m;
   }
@@ -175,28 +192,43 @@ class LocalMeasurer : public Measurer {
     }
   }
 
-  // A new Model of a prepared (compiled and checked) schedule, its kernels from the cache.
+  // A new Model of a prepared (compiled and checked) schedule, its kernels from the cache: of
+  // the kernel alone, or of the network.
   std::unique_ptr<Model> instance(const std::string& schedule) {
     if (!models_.count(schedule)) throw graph::Error("schedule '" + schedule + "' was not prepared");
-    return std::make_unique<Model>(graph_, model_options(schedule));
+    if (!o_.network) return std::make_unique<Model>(graph_, model_options(schedule));
+    auto m = std::make_unique<Model>(*o_.network, model_options(schedule, true));
+    if (timed_.empty()) {  // the same kernels, in the same order, in every instance
+      for (size_t i = 0; i < m->kernels().size(); ++i)
+        if (graph::schedule_signature(m->kernels()[i]) == o_.signature) timed_.push_back(i);
+      if (timed_.empty())
+        throw graph::Error("the network has no kernel of the tuned kernel's signature");
+    }
+    return m;
   }
 
-  // One call's kernel time in microseconds.
+  // One call's time of the kernel (in the network: of the kernels of its signature), in
+  // microseconds.
   double call(Model& m) {
     if (!evict_.empty()) {
       for (size_t i = 0; i < evict_.size(); i += 16) evict_[i] += 1.0f;
     }
-    const Status s = m.run(inputs_);
+    const Status s = m.run(o_.network ? network_inputs_ : inputs_);
     if (!s) throw graph::Error(s.message());
     double total = 0;
-    for (double t : m.kernel_seconds()) total += t;
+    if (o_.network) {
+      for (size_t i : timed_) total += m.kernel_seconds()[i];
+    } else {
+      for (double t : m.kernel_seconds()) total += t;
+    }
     return total * 1e6;
   }
 
   graph::Graph graph_;
   LocalMeasurerOptions o_;
   fs::path temp_dir_;
-  std::vector<graph::Tensor> inputs_;
+  std::vector<graph::Tensor> inputs_, network_inputs_;
+  std::vector<size_t> timed_;  // in the network: the kernels of the tuned kernel's signature
   graph::Tensor expected_;
   std::vector<float> evict_;
   std::map<std::string, std::unique_ptr<Model>> models_;

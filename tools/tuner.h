@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/kernel_library.h"
 #include "graph/ir.h"
 #include "graph/kernel_spec.h"
 #include "graph/reference.h"
@@ -49,11 +50,19 @@ struct LocalMeasurerOptions {
   std::string cache_dir;    // the kernel cache; empty: a temporary one
   bool evict = false;       // write a 64 MiB buffer before each call: the weights and inputs
                             // come from memory, not from caches
+  // Time the kernel where it runs: inside this graph (the whole optimized model), every kernel
+  // with the tuned kernel's schedule signature taking the schedule under test, the others
+  // `others`' (the database's records so far, else their defaults), each call a run of the
+  // whole model and its time the summed time of those kernels. Empty: time the kernel alone.
+  // Checks against the reference are of the kernel alone either way.
+  std::shared_ptr<const graph::Graph> network;
+  std::string signature;  // graph::schedule_signature of the kernel tuned
+  codegen::ScheduleLookup others;
 };
 
 // Runs candidates on this machine, each in a Model of `kernel` (kernel_graph) on seeded random
-// inputs; a candidate whose output is beyond rtol 1e-3 / atol 1e-4 of the reference
-// interpreter's is refused.
+// inputs, or of the options' network; a candidate whose output is beyond rtol 1e-3 / atol 1e-4
+// of the reference interpreter's (the kernel alone) is refused.
 std::unique_ptr<Measurer> local_measurer(graph::Graph kernel, const LocalMeasurerOptions& options);
 
 // oneDNN's time for the kernel's op on this machine, for the tuning table: its convolution
