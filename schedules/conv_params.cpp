@@ -221,17 +221,19 @@ ConvParams default_winograd_params(const ConvShape& s, const Halide::Target& t, 
   const int lanes = vector_lanes(t);
   const bool avx512 = t.has_feature(Halide::Target::AVX512);
   const int tiles_x = winograd_tiles_x(s, p.tile), tiles_y = winograd_tiles_y(s, p.tile);
-  // F(2x2) layers with 2 MiB or more of transformed weights and more output channels than
-  // tiles (ResNet's 14x14 stages: 49 tiles, 256 channels, 4 MiB) take a task per block of
-  // channels over the whole image (split=1), the input transformed once: a task per tile row
-  // read all of the weights, and ResNet-50's took 1.4-1.8 ms at 28-37% of the FMA peak.
-  // kiln tune --set, 2 threads, AVX-512, 4x7 blocks, split against not, warm / caches
+  // Layers with 2 MiB or more of transformed weights and more output channels than tiles
+  // (ResNet's 14x14 stages at F(2x2): 49 tiles, 256 channels, 4 MiB; its 28x28 ones at F(4x4):
+  // 49 tiles, 128 channels, 2.25 MiB) take a task per block of channels over the whole image
+  // (split=1), the input transformed once: a task per tile row read all of the weights, and
+  // ResNet-50's 14x14 layers took 1.4-1.8 ms at 28-37% of the FMA peak.
+  // kiln tune --set, 2 threads, AVX-512, 4x7 blocks, split against not, F(2x2), warm / caches
   // evicted: 4 MiB 1.37-1.56x / 1.09-1.19x, 8 MiB 1.52x / 1.43x, 2 MiB 1.05x / 1.18x; 1 MiB
   // (128 -> 128, 256 -> 64 channels) lost, 0.6-0.8x. AVX2, 4 MiB, 3x4 blocks: 1.20x evicted.
+  // F(4x4), 28x28 128 -> 128, timed inside ResNet-50 (kiln tune, 2 threads, an Intel Xeon):
+  // 1.22x (4x7), 1.25x (4x5); found by the tuner's search in the network.
   const double weight_bytes =
       4.0 * (p.tile + 2) * (p.tile + 2) * s.reduction_channels * s.out_channels;
-  p.split_channels = p.tile == 2 && s.out_channels > int64_t{tiles_x} * tiles_y &&
-                     weight_bytes >= 2 << 20;
+  p.split_channels = s.out_channels > int64_t{tiles_x} * tiles_y && weight_bytes >= 2 << 20;
   p.rows = p.split_channels ? tiles_y : 1;
   // Vectors of output channels: 2 (1 below 2 vectors). On AVX-512, 4 where a tile row has
   // fewer tiles than the 2 x 14 block has columns, so that the block's 28 accumulators are

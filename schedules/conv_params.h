@@ -117,7 +117,7 @@ inline constexpr int kWinograd4MaxChannels = 512;
 
 // The Winograd schedule for `s` on `target` with its default knobs: tile 4 where
 // winograd_tile_error allows it and the output is at least 28 pixels wide (else 2); one tile
-// row per task, or with tile 2, more output channels than tiles and 2 MiB or more of
+// row per task, or with more output channels than tiles and 2 MiB or more of
 // transformed weights, a task per block of channels over the whole image (split=1); a
 // register block of 2 vectors (1 below two; on AVX-512 up to 4 where a tile row has fewer
 // than 14 tiles; with split=1 up to 4 on AVX-512 and 3 elsewhere, while 2 channel blocks

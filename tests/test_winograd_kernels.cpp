@@ -133,6 +133,16 @@ TEST(ConvKernelSchedules, WinogradKnobsAndRefusals) {
   s.out_width = s.out_height = 56;  // F(4x4): 14 tiles a row, 2x14
   EXPECT_EQ(schedules::to_string(schedules::default_winograd_params(s, avx512)),
             "winograd tile=4 block=2x14 rows=1 split=0");
+  // F(4x4) on 28x28 (49 tiles), 128 -> 128: 36 x 128 x 128 floats, 2.25 MiB, and more channels
+  // than tiles: split over the whole image as well (ResNet's stage 2).
+  s.out_width = s.out_height = 28;
+  EXPECT_EQ(schedules::to_string(schedules::default_winograd_params(s, avx512)),
+            "winograd tile=4 block=4x7 rows=7 split=1");
+  EXPECT_EQ(schedules::to_string(schedules::default_winograd_params(s, avx2)),
+            "winograd tile=4 block=3x4 rows=7 split=1");
+  s.out_channels = 48, s.reduction_channels = 512;  // 3.4 MiB, but fewer channels than tiles
+  EXPECT_EQ(schedules::default_winograd_params(s, avx512).tile, 4);
+  EXPECT_EQ(schedules::default_winograd_params(s, avx512).split_channels, false);
   s.out_width = s.out_height = 14;
   s.out_channels = s.reduction_channels = 64;
   const schedules::ConvParams w = schedules::default_winograd_params(s, avx2, 4);

@@ -38,11 +38,12 @@ For each kernel: candidates from the schedule families' parameter space, ranked 
 cost model and cut to --candidates; compiled in parallel (separate processes); each checked
 against the reference interpreter (rtol 1e-3, atol 1e-4), the kernel alone, before it may
 win; then timed one at a time, interleaved with the best so far, where it runs: each call a
-run of the whole model on seeded random inputs, the time that of the kernel (and of every
-kernel of the same signature, which a record also applies to), the model's other kernels
-taking the database's records so far (--isolated: the kernel alone, calls back to back, its
-inputs and weights warm in the caches); in two epochs on fresh instances of both built in
-opposite orders; --cold evicts the caches before each call.
+run of the whole model on seeded random inputs (after an untimed run of the same instance),
+the time that of the kernel (the mean of the model's kernels of its signature, which a
+record applies to alike), the model's other kernels taking the database's records so far (--isolated:
+the kernel alone, calls back to back, its inputs and weights warm in the caches); in two
+epochs on fresh instances of both built in opposite orders; --cold evicts the caches before
+each call.
 A candidate replaces the best only when its median is at least 2% lower. While the kernel's
 share of the budget lasts, a local search follows: the untried schedules one knob away from
 the best (a tile a pixel or a vector larger or smaller, rows, chunk or tasks halved or

@@ -53,7 +53,7 @@ struct LocalMeasurerOptions {
   // Time the kernel where it runs: inside this graph (the whole optimized model), every kernel
   // with the tuned kernel's schedule signature taking the schedule under test, the others
   // `others`' (the database's records so far, else their defaults), each call a run of the
-  // whole model and its time the summed time of those kernels. Empty: time the kernel alone.
+  // whole model and its time the mean time of those kernels. Empty: time the kernel alone.
   // Checks against the reference are of the kernel alone either way.
   std::shared_ptr<const graph::Graph> network;
   std::string signature;  // graph::schedule_signature of the kernel tuned
