@@ -383,9 +383,13 @@ ConvParams default_depthwise_params(const ConvShape& s) {
   p.rows = std::min(s.out_height, std::max(2, static_cast<int>(ceil_div(s.out_height, 8))));
   // In place, the channel loop inside the pixel-tile loop: MobileNetV2's 3x3 layers took
   // 0.50-0.81x the time of the staged band walked channel vector by channel vector (bench_conv,
-  // AVX2, 2 threads; docs/benchmarks.md). Not for other kernels: ConvNeXt's 7x7 took 0.33 ms
-  // in place against 0.117 staged (its untiled tap loops keep the border tests).
-  p.stage_input = !s.expanded && (s.computed_input || s.kernel_w != 3 || s.kernel_h != 3);
+  // AVX2, 2 threads; docs/benchmarks.md). Windows up to 7 wide as well, since a row's taps are
+  // unrolled (depthwise_schedule.cpp): timed inside their models (kiln tune --set, 2 threads,
+  // an Intel Xeon, AVX-512 / AVX2), EfficientNet's 5x5 1.22x / 1.10x, MobileNetV3's 5x5
+  // 1.47x / 1.34x, ConvNeXt's 7x7 1.31x / 1.05x, GhostNet's 5x5 stride 2 1.68x / 1.41x (before
+  // the taps were unrolled, ConvNeXt's 7x7 took 0.33 ms in place against 0.117 staged). Wider
+  // windows keep the staged band.
+  p.stage_input = !s.expanded && (s.computed_input || s.kernel_w > 7);
   p.channels_inside = !p.stage_input;
   return p;
 }

@@ -153,9 +153,9 @@ ConvParams default_amx_params(const ConvShape& s);
 bool amx_by_default(const ConvShape& s);
 
 // The depthwise default (the heuristic schedule_depthwise_cpu measured): one vector by 8
-// pixels (4 or 1 on narrower rows), about 8 bands of rows; 3x3 kernels with an input that is
-// read, not computed, read it in place with the channel loop inside the pixel-tile loop,
-// others stage the padded band and walk each channel vector along the rows.
+// pixels (4 or 1 on narrower rows), about 8 bands of rows; windows up to 7 wide with an input
+// that is read, not computed, read it in place with the channel loop inside the pixel-tile
+// loop, others stage the padded band and walk each channel vector along the rows.
 ConvParams default_depthwise_params(const ConvShape& s);
 
 // The direct convolution's default: deep for outputs of at most 64 pixels, or at most 196 pixels (14x14) from

@@ -372,6 +372,10 @@ TEST(ConvKernelSchedules, DepthwiseParams) {
   schedules::ConvShape seven = s;
   seven.kernel_h = seven.kernel_w = 7, seven.out_width = seven.out_height = 7;
   EXPECT_EQ(schedules::to_string(schedules::default_conv_params(seven, avx2)),
+            "depthwise block=1x7 rows=2 inner=channels stage=in_place");
+  schedules::ConvShape nine = seven;  // wider than the unrolled row of taps: staged
+  nine.kernel_h = nine.kernel_w = 9;
+  EXPECT_EQ(schedules::to_string(schedules::default_conv_params(nine, avx2)),
             "depthwise block=1x7 rows=2 inner=pixels stage=copy");
   schedules::ConvParams p = schedules::default_conv_params(s, avx2);
   ASSERT_EQ(schedules::parse_conv_params("block=1x6 rows=3 inner=pixels stage=copy", &p), "");
