@@ -253,7 +253,12 @@ Outcome tune_kernel(const std::shared_ptr<const graph::Graph>& optimized,
 
   Progress progress;
   progress.update(label + " compiling " + std::to_string(candidates.size()) + " candidates");
+  const auto compile_start = std::chrono::steady_clock::now();
   const std::vector<std::string> errors = m->prepare(candidates);
+  // What a compile and a comparison take here, to keep the search inside the kernel's budget
+  // with room for the final comparison against the default.
+  const double compile_s = seconds_since(compile_start) / double(candidates.size());
+  double compare_s = 0;
   if (!errors.front().empty())
     throw graph::Error("kernel '" + o.kernel + "': its default schedule failed: " + errors.front());
   std::string best = candidates.front();
@@ -267,7 +272,7 @@ Outcome tune_kernel(const std::shared_ptr<const graph::Graph>& optimized,
                             const std::vector<std::string>& list_errors, size_t first,
                             const std::string& stage) {
     for (size_t i = first; i < list.size(); ++i) {
-      if (seconds_since(start) > budget_s) {
+      if (seconds_since(start) + 2 * compare_s > budget_s) {
         o.note = "budget spent after " + std::to_string(tried) + " candidates";
         return false;
       }
@@ -277,7 +282,9 @@ Outcome tune_kernel(const std::shared_ptr<const graph::Graph>& optimized,
         refusals.emplace_back(list[i], list_errors[i]);
         continue;
       }
+      const auto compare_start = std::chrono::steady_clock::now();
       const auto [inc, cand] = m->compare(best, list[i], a.rounds);
+      compare_s = seconds_since(compare_start);
       best_us = inc.median_us;
       if (cand.median_us < 0.98 * inc.median_us) best = list[i], best_us = cand.median_us;
       char line[256];
@@ -294,8 +301,11 @@ Outcome tune_kernel(const std::shared_ptr<const graph::Graph>& optimized,
   for (int round = 1; within_budget && round <= a.local_rounds; ++round) {
     const std::string from = best;
     std::vector<std::string> next;
+    // As many as the budget leaves time to compile and compare.
+    const double left = budget_s - seconds_since(start) - compare_s;
     for (const std::string& s : codegen::schedule_neighbors(spec, t, threads, best))
-      if (seen.insert(s).second) next.push_back(s);
+      if (double(next.size() + 1) * (compile_s + compare_s) <= left && seen.insert(s).second)
+        next.push_back(s);
     if (next.empty()) break;
     progress.update(label + " local search " + std::to_string(round) + ": compiling " +
                     std::to_string(next.size()) + " neighbours");
