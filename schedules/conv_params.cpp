@@ -449,6 +449,21 @@ ConvParams direct_params_for_shape(const ConvShape& s, const Halide::Target& t) 
   const int64_t weight_bytes =
       s.reduction_channels * taps * s.out_channels * (s.bf16 ? 2 : 4);
   const bool streamed = pixels <= 196 && weight_bytes > (int64_t{3} << 19);
+  if (pixels == 1 && weight_bytes <= (int64_t{256} << 10)) {
+    // One output pixel and at most 256 KiB of weights (the squeeze and excite 1x1s of SE blocks,
+    // after a global pooling): the wide family in one task, since waking the other thread for
+    // a few thousand multiply-adds costs more than they do. Timed inside their models (kiln
+    // tune, 2 threads, an Intel Xeon), the tuner's single-task winners against the deep
+    // default's channel-block tasks: MobileNetV3's and EfficientNet's 1.25-3.2x (0.4-1.9 us).
+    p = default_wide_params(s, t);
+    p.split_channels = false;
+    // Up to 4 channel vectors per tile: a 1-pixel tile of one vector waits on the FMA latency
+    // at every reduction step.
+    const int vec = vector_lanes(t);
+    if (s.out_channels >= vec)
+      p.block = {static_cast<int>(std::min<int64_t>(4, tile_channels(s, vec) / vec)), 1};
+    return p;
+  }
   const bool deep = pixels <= 64 || streamed ||
                     (pixels <= 196 && taps > 1 && s.reduction_channels * taps >= 1024);
   if (deep) {

@@ -158,12 +158,13 @@ bool amx_by_default(const ConvShape& s);
 // loop, others stage the padded band and walk each channel vector along the rows.
 ConvParams default_depthwise_params(const ConvShape& s);
 
-// The direct convolution's default: deep for outputs of at most 64 pixels, or at most 196 pixels (14x14) from
-// a spatial kernel with at least 1024 (input channel x tap) steps or with more than 1.5 MiB of
-// weights (on AVX-512 a 1x1 of those with an 8..13-wide output takes a whole row per tile, 2
-// vectors, and chunks of 144 steps); grouped for narrow groups;
-// wide otherwise, reading unpadded 1x1 inputs in place. The register tile is the target's
-// preferred one that fits. Measured, deep against wide (1 thread, weights evicted between
+// The direct convolution's default: wide in one task, up to 4 channel vectors by 1 pixel, for
+// one output pixel with at most 256 KiB of weights (SE blocks); deep for outputs of at most 64
+// pixels, or at most 196 pixels (14x14) from a spatial kernel with at least 1024 (input channel
+// x tap) steps or with more than 1.5 MiB of weights (on AVX-512 a 1x1 of those with an
+// 8..13-wide output takes a whole row per tile, 2 vectors, and chunks of 144 steps); grouped
+// for narrow groups; wide otherwise, reading unpadded 1x1 inputs in place. The register tile is the
+// target's preferred one that fits. Measured, deep against wide (1 thread, weights evicted between
 // calls): 7x7 outputs of 512..2048 channels 1.25-1.30x, the stride-2 1x1 14x14 -> 7x7
 // 1024 -> 2048 1.77x, 3x3 14x14 256 -> 256 1.12x, but 1x1 14x14 0.90-0.97x and 28x28 layers
 // equal. In place against staged 1x1 inputs (same run, 2 threads): 1.01-1.28x, most on thin

@@ -355,6 +355,26 @@ TEST(ConvKernelSchedules, ParamsThatDoNotFitAreRefused) {
   }
 }
 
+// One output pixel (an SE block's 1x1s after a global pooling): one task of the wide family,
+// up to 4 channel vectors per tile; unless the weights are large enough to share out.
+TEST(ConvKernelSchedules, OnePixelOutputsRunInOneTask) {
+  const Halide::Target avx512("x86-64-linux-avx-avx2-avx512-f16c-fma-sse41");
+  const Halide::Target avx2("x86-64-linux-avx-avx2-f16c-fma-sse41");
+  schedules::ConvShape s;
+  const auto chosen = [](const schedules::ConvShape& shape, const Halide::Target& t) {
+    const schedules::ConvParams p = schedules::default_conv_params(shape, t);
+    EXPECT_EQ(schedules::conv_params_error(p, shape, t), "") << schedules::to_string(p);
+    return schedules::to_string(p);
+  };
+  s.out_height = s.out_width = 1, s.out_channels = 64, s.reduction_channels = 240;
+  EXPECT_EQ(chosen(s, avx512), "wide block=4x1 rows=1 split=0 stage=in_place");
+  EXPECT_EQ(chosen(s, avx2), "wide block=4x1 rows=1 split=0 stage=in_place");
+  s.out_channels = 8;  // fewer channels than a vector
+  EXPECT_EQ(chosen(s, avx512), "wide block=0x1 rows=1 split=0 stage=in_place");
+  s.out_channels = 1000, s.reduction_channels = 2048;  // 8 MB of weights: channel-block tasks
+  EXPECT_EQ(chosen(s, avx512).rfind("deep ", 0), 0u);
+}
+
 // The depthwise family: the default per kernel and input, the text form, refusals and the
 // tuner's candidates (every one valid, the default first).
 TEST(ConvKernelSchedules, DepthwiseParams) {

@@ -40,24 +40,23 @@ against the reference interpreter (rtol 1e-3, atol 1e-4), the kernel alone, befo
 win; then timed one at a time, interleaved with the best so far, where it runs: each call a
 run of the whole model on seeded random inputs (after an untimed run of the same instance),
 the time that of the kernel (the mean of the model's kernels of its signature, which a
-record applies to alike), the model's other kernels taking the database's records so far (--isolated:
-the kernel alone, calls back to back, its inputs and weights warm in the caches); in two
-epochs on fresh instances of both built in opposite orders; --cold evicts the caches before
-each call.
-A candidate replaces the best only when its median is at least 2% lower. While the kernel's
-share of the budget lasts, a local search follows: the untried schedules one knob away from
-the best (a tile a pixel or a vector larger or smaller, rows, chunk or tasks halved or
-doubled, the other staging, split, family or Winograd tile), compiled and timed the same
-way, and the new best's neighbours whenever one of them wins, until none does. Finally the winner
-and the default are timed again side by side; the default is kept unless the winner is faster
-there too (a kept default is reported at 1.00x). Kernels the database already holds for this
-target are kept (a rerun resumes), and the database is rewritten after each kernel, so an
-interrupted run loses only the kernel in progress. Ends with a table: the default and tuned
-schedule of each kernel, their times from the same run, the tuned one's share of the FMA peak,
-and oneDNN's time for the same convolution alone (dense or depthwise, with bias, residual and
-ReLU/ReLU6 as post-ops, NHWC, on the same threads; timed right after the kernel, not
-interleaved with it; "-" where oneDNN has no such op, or where this kiln was built without
-oneDNN).
+record applies to alike), the model's other kernels taking the database's records so far
+(--isolated: the kernel alone, calls back to back, its inputs and weights warm in the
+caches); in two epochs on fresh instances of both built in opposite orders; --cold evicts the
+caches before each call. A candidate replaces the best only when its median is at least 2%
+lower. While the kernel's share of the budget lasts, a local search follows: the untried
+schedules one knob away from the best (a tile a pixel or a vector larger or smaller, rows,
+chunk or tasks halved or doubled, the other staging, split, family or Winograd tile),
+compiled and timed the same way, and the new best's neighbours whenever one of them wins,
+until none does. Finally the winner and the default are timed again side by side; the
+default is kept unless the winner is faster there too (a kept default is reported at 1.00x).
+Kernels the database already holds for this target are kept (a rerun resumes), and the
+database is rewritten after each kernel, so an interrupted run loses only the kernel in
+progress. Ends with a table: the default and tuned schedule of each kernel, their times from
+the same run, the tuned one's share of the FMA peak, and oneDNN's time for the same
+convolution alone (dense or depthwise, with bias, residual and ReLU/ReLU6 as post-ops, NHWC,
+on the same threads; timed right after the kernel, not interleaved with it; "-" where oneDNN
+has no such op, or where this kiln was built without oneDNN).
 
 options:
   --db FILE            the schedule database to extend (created if missing)
