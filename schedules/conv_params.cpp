@@ -399,6 +399,21 @@ static ConvParams direct_params_for_shape(const ConvShape& s, const Halide::Targ
 
 ConvParams default_direct_conv_params(const ConvShape& s, const Halide::Target& t) {
   ConvParams p = direct_params_for_shape(s, t);
+  // Deep's tile over a whole reduction for outputs of at most 64 pixels whose weights are at
+  // most 256 KiB: the wide family with that tile, 2 rows per task, no channel split, the input
+  // staged. Timed inside their models (kiln tune --set, 2 threads, an Intel Xeon), 1.05-1.41x
+  // the deep default on nine such layers of the families (7x7 and 8x8 outputs, 29-240 KiB), and
+  // 1.2-1.35x on SKNet's 8x8 128 -> 256 1x1 in `kiln bench --per-layer` with it as a record.
+  // Deep stays for larger weights: mixed at 360-600 KiB, and needed by ResNet's stage 4.
+  const int64_t weight_bytes =
+      int64_t{s.reduction_channels} * s.kernel_w * s.kernel_h * s.out_channels * (s.bf16 ? 2 : 4);
+  if (p.family == ConvFamily::deep && int64_t{s.out_height} * s.out_width <= 64 &&
+      weight_bytes <= (int64_t{256} << 10)) {
+    p.family = ConvFamily::wide;
+    p.rows = std::min(2, s.out_height);
+    p.split_channels = false;
+    p.stage_input = true;
+  }
   if (p.family == ConvFamily::wide || p.family == ConvFamily::deep)
     p.block = limited_tile(s, t, p.block);
   return p;

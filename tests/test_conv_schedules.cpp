@@ -143,7 +143,13 @@ TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
   EXPECT_EQ(choice(14, 14, 1024, 1, false), "wide block=2x7 rows=1 split=0 stage=in_place");
   EXPECT_EQ(choice(14, 14, 1024, 1, true), "wide block=2x7 rows=1 split=0 stage=copy");
   EXPECT_EQ(choice(14, 14, 512, 1, false), "wide block=2x14 rows=1 split=0 stage=in_place");
-  EXPECT_EQ(choice(7, 7, 512, 1, false), "deep block=4x7 chunk=144 tasks=16");
+  // At most 64 output pixels: deep, unless the weights are at most 256 KiB (512 x 64 floats,
+  // 128 KiB): deep's tile in the wide family, 2 rows per task, staged.
+  EXPECT_EQ(choice(7, 7, 512, 1, false), "wide block=4x7 rows=2 split=0 stage=copy");
+  schedules::ConvShape heavier = layer(7, 7, 512, 1, false);
+  heavier.out_channels = 256;  // 512 KiB
+  EXPECT_EQ(schedules::to_string(schedules::default_conv_params(heavier, avx512)),
+            "deep block=4x7 chunk=144 tasks=16");
   schedules::ConvShape wider = layer(7, 7, 512, 3, true);
   wider.out_channels = 512;  // whole blocks of 4 vectors, 8 of them: a task each, no bands
   EXPECT_EQ(schedules::to_string(schedules::default_conv_params(wider, avx512)),
@@ -220,7 +226,8 @@ TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
   EXPECT_EQ(schedules::to_string(schedules::default_conv_params(layer(7, 7, 512, 3, true), avx2)),
             "deep block=3x4 chunk=288 tasks=16");
   EXPECT_EQ(deep_avx2(14, 64, 3), "deep block=3x4 chunk=288 tasks=16");
-  EXPECT_EQ(deep_avx2(7, 16, 1), "deep block=1x7 chunk=288 tasks=16");
+  EXPECT_EQ(deep_avx2(7, 16, 1), "wide block=1x7 rows=2 split=0 stage=copy");  // 32 KiB
+  EXPECT_EQ(deep_avx2(7, 256, 1), "deep block=3x4 chunk=288 tasks=16");        // 512 KiB
   EXPECT_EQ(deep_avx2(6, 512, 1), "deep block=2x6 chunk=288 tasks=16");
 }
 
