@@ -219,7 +219,7 @@ std::vector<ConvParams> conv_neighbors(const ConvParams& p, const ConvShape& s,
       out.push_back(q);
   };
   // The register tile: a pixel or two more or fewer, a vector more or fewer (the pixels cut to
-  // what the accumulators allow), and the other staging or loop order at the same tile.
+  // what the accumulators allow).
   for (int dp : {-2, -1, 1, 2}) {
     ConvParams q = p;
     q.block.pixels = p.block.pixels + dp;
@@ -243,6 +243,7 @@ std::vector<ConvParams> conv_neighbors(const ConvParams& p, const ConvShape& s,
       if (rows >= 1) add(q);
     }
   }
+  // The family's own switches and chunks, and the neighbouring families.
   ConvParams q = p;
   switch (p.family) {
     case ConvFamily::wide:

@@ -165,9 +165,8 @@ ConvParams default_depthwise_params(const ConvShape& s);
 // 8..13-wide output takes a whole row per tile, 2 vectors, and chunks of 144 steps), except
 // that outputs of at most 64 pixels with at most 256 KiB of weights run deep's tile in the wide
 // family (2 rows per task, staged); grouped for narrow groups; wide otherwise, reading unpadded
-// 1x1 inputs in place. The register tile is the
-// target's preferred one that fits. Measured, deep against wide (1 thread, weights evicted between
-// calls): 7x7 outputs of 512..2048 channels 1.25-1.30x, the stride-2 1x1 14x14 -> 7x7
+// 1x1 inputs in place. The register tile is the target's preferred one that fits. Measured,
+// deep against wide (1 thread, weights evicted between calls): 7x7 outputs of 512..2048 channels 1.25-1.30x, the stride-2 1x1 14x14 -> 7x7
 // 1024 -> 2048 1.77x, 3x3 14x14 256 -> 256 1.12x, but 1x1 14x14 0.90-0.97x and 28x28 layers
 // equal. In place against staged 1x1 inputs (same run, 2 threads): 1.01-1.28x, most on thin
 // layers where the staged copy was a large share; in place inside deep measured 0.44-1.01x, so
