@@ -23,6 +23,8 @@
 //
 // Runs first among the rewrites of exported forms, before simplify_exported_ops (whose mean
 // over H and W then sees the 4-D sum, a GlobalPool in NHWC).
+#include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -37,23 +39,15 @@ namespace {
 
 constexpr int64_t kMaxRadix = 8;
 
-const char* arithmetic_name(BinaryOp op) {
-  switch (op) {
-    case BinaryOp::add:
-      return "add";
-    case BinaryOp::sub:
-      return "sub";
-    case BinaryOp::mul:
-      return "mul";
-    case BinaryOp::div:
-      return "div";
-    case BinaryOp::max:
-      return "max";
-    case BinaryOp::min:
-      return "min";
-    default:
-      return nullptr;
-  }
+// The elementwise arithmetic a radix sum splits through (add, sub, mul, div, max, min: the
+// BinaryOps before pow), and its name in lower case for the split nodes' names.
+bool is_arithmetic(BinaryOp op) { return op <= BinaryOp::min; }
+
+std::string arithmetic_name(BinaryOp op) {
+  std::string name = op_name(Binary{op});
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  return name;
 }
 
 // Whether v is a Reshape of a 4-D [N, R*C, H, W] tensor to v's [N, R, C, H, W] (R may be 1:
@@ -75,7 +69,7 @@ bool splits_through(const Graph& g, const Value& v) {
   if (!v.producer.valid() || v.shape.size() != 5) return false;
   const Node& p = g.node(v.producer);
   const auto* b = std::get_if<Binary>(&p.op);
-  if (!b || !arithmetic_name(b->op) || p.inputs.size() != 2) return false;
+  if (!b || !is_arithmetic(b->op) || p.inputs.size() != 2) return false;
   bool split = false;
   for (ValueId in : p.inputs) {
     const Value& x = g.value(in);
