@@ -394,6 +394,12 @@ ConvParams default_depthwise_params(const ConvShape& s) {
   return p;
 }
 
+// Bytes of a direct convolution's weights.
+static int64_t direct_weight_bytes(const ConvShape& s) {
+  return int64_t{s.reduction_channels} * s.kernel_w * s.kernel_h * s.out_channels *
+         (s.bf16 ? 2 : 4);
+}
+
 // The direct default chosen for the layer's shape, before the tile limits.
 static ConvParams direct_params_for_shape(const ConvShape& s, const Halide::Target& t);
 
@@ -405,10 +411,8 @@ ConvParams default_direct_conv_params(const ConvShape& s, const Halide::Target& 
   // the deep default on nine such layers of the families (7x7 and 8x8 outputs, 29-240 KiB), and
   // 1.2-1.35x on SKNet's 8x8 128 -> 256 1x1 in `kiln bench --per-layer` with it as a record.
   // Deep stays for larger weights: mixed at 360-600 KiB, and needed by ResNet's stage 4.
-  const int64_t weight_bytes =
-      int64_t{s.reduction_channels} * s.kernel_w * s.kernel_h * s.out_channels * (s.bf16 ? 2 : 4);
   if (p.family == ConvFamily::deep && int64_t{s.out_height} * s.out_width <= 64 &&
-      weight_bytes <= (int64_t{256} << 10)) {
+      direct_weight_bytes(s) <= (int64_t{256} << 10)) {
     p.family = ConvFamily::wide;
     p.rows = std::min(2, s.out_height);
     p.split_channels = false;
@@ -461,8 +465,7 @@ ConvParams direct_params_for_shape(const ConvShape& s, const Halide::Target& t) 
   // where deep's channel-block tasks read each weight once. ResNet-50 in the network, wide
   // against deep, 3 alternating runs: layer3's 512 -> 1024 downsample 0.89-0.98 -> 0.85-0.87
   // ms, layer4.0's 1024 -> 512 1x1 0.85-0.94 -> 0.81-0.84 ms.
-  const int64_t weight_bytes =
-      s.reduction_channels * taps * s.out_channels * (s.bf16 ? 2 : 4);
+  const int64_t weight_bytes = direct_weight_bytes(s);
   const bool streamed = pixels <= 196 && weight_bytes > (int64_t{3} << 19);
   if (pixels == 1 && weight_bytes <= (int64_t{256} << 10)) {
     // One output pixel and at most 256 KiB of weights (the squeeze and excite 1x1s of SE blocks,
