@@ -4,8 +4,9 @@
     .venv/bin/python scripts/check_exports.py DIR --kiln build/release/tools/kiln [--models a,b]
 
 For the files that scripts/keras_exports.py and scripts/torchvision_exports.py write (or any
-single-input image model): each model is cut before its last Softmax, if it has one (the
-logits, where a difference shows), run by onnxruntime and by `kiln run` on the same seeded
+single-input image model): each model is cut before a Softmax that gives its output, if it
+has one (the logits, where a difference shows; a Softmax inside the network, as in attention,
+stays), run by onnxruntime and by `kiln run` on the same seeded
 input in [-1, 1), and compared with the project's tolerance (|kiln - ort| <= 1e-4 + 1e-3 |ort|).
 Deep networks with random weights amplify rounding (the BatchNorms calibrated on random data
 keep every layer's perturbation alive): onnxruntime's own output with and without its graph
@@ -35,7 +36,10 @@ def check(args):
             failed += 1
             continue
         model = onnx.load(path)
-        softmax = [n for n in model.graph.node if n.op_type == "Softmax"]
+        # A Softmax that gives an output (a classifier's probabilities), not one inside the
+        # network (attention): the logits before it are where a difference shows.
+        outputs = {o.name for o in model.graph.output}
+        softmax = [n for n in model.graph.node if n.op_type == "Softmax" and n.output[0] in outputs]
         if softmax:
             constants = {t.name for t in model.graph.initializer}
             inputs = [i.name for i in model.graph.input if i.name not in constants]

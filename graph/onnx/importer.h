@@ -113,6 +113,10 @@ class Importer {
   const std::string& input_name(const NodeCtx& c, int i) const;
   // The host tensor behind input i, or null when it is only known at run time.
   const HostTensor* host_input(const NodeCtx& c, int i) const;
+  // The host tensor behind input i, or else its value computed now when it is a graph value
+  // of constants only (float arithmetic on constants, e.g. TensorFlow-style "same" padding
+  // computed from the image size); null when it depends on a graph input.
+  const HostTensor* known_input(const NodeCtx& c, int i) const;
   // Input i, which must be known at import time (`role` names it in the error).
   const HostTensor& constant_input(const NodeCtx& c, int i, const std::string& role) const;
   // Integer constant input as a vector (1-D or scalar).
@@ -278,6 +282,8 @@ void convert_shape(Importer& im, const NodeCtx& c);
 void convert_size(Importer& im, const NodeCtx& c);
 void convert_constant_of_shape(Importer& im, const NodeCtx& c);
 void convert_range(Importer& im, const NodeCtx& c);
+void convert_cumsum(Importer& im, const NodeCtx& c);
+void convert_trig(Importer& im, const NodeCtx& c);
 
 // ops_nn.cpp: opset < 7 binary ops broadcast by attribute: an Error unless it is numpy's.
 void check_legacy_broadcast(Importer& im, const NodeCtx& c);

@@ -411,10 +411,15 @@ const HostTensor* Importer::host_input(const NodeCtx& c, int i) const {
   return input(c, i).slot->host.get();
 }
 
-const HostTensor& Importer::constant_input(const NodeCtx& c, int i, const std::string& role) const {
+const HostTensor* Importer::known_input(const NodeCtx& c, int i) const {
   const HostTensor* h = host_input(c, i);
   Slot& s = *input(c, i).slot;
   if (!h && s.value.valid() && (s.host = evaluate_constant(s.value))) h = s.host.get();
+  return h;
+}
+
+const HostTensor& Importer::constant_input(const NodeCtx& c, int i, const std::string& role) const {
+  const HostTensor* h = known_input(c, i);
   if (!h)
     node_error(c, role + " '" + input_name(c, i) +
                       "' must be a constant (an initializer, a "

@@ -1,6 +1,8 @@
 // ONNX ops that vanish at import: pass-throughs (Identity, inference Dropout, Cast to float)
-// and the constant producers (Constant, Shape, ConstantOfShape, Range), evaluated here.
+// and the constant producers (Constant, Shape, ConstantOfShape, Range, CumSum, and Sin and Cos
+// of constants), evaluated here.
 #include <cmath>
+#include <type_traits>
 
 #include "graph/onnx/importer.h"
 
@@ -71,6 +73,10 @@ namespace {
 void cast_input(Importer& im, const NodeCtx& c, int64_t to) {
   const HostTensor* h = im.host_input(c, 0);
   if (h && h->dtype != to) return im.define_host(c, 0, host_cast(c, *h, static_cast<int32_t>(to)));
+  // A float graph value of constants cast to an integer type is shape arithmetic (the padding
+  // a TensorFlow-style "same" convolution computes from the image size): computed now.
+  if (!h && to != TP::FLOAT && to != TP::BOOL && (h = im.known_input(c, 0)))
+    return im.define_host(c, 0, host_cast(c, *h, static_cast<int32_t>(to)));
   if (h || to == TP::FLOAT) return im.define_alias(c, 0, 0);
   if (to == TP::BOOL) {  // x != 0 as float 0/1 (docs/onnx.md, "Booleans"): Not twice
     const ChainStep no{ChainStepKind::logical_not, 0, 0};
@@ -195,6 +201,76 @@ void convert_range(Importer& im, const NodeCtx& c) {
     for (int64_t k = 0; k < n; ++k) h.i.push_back(start + k * delta);
   }
   h.dims = {n};
+  im.define_host(c, 0, std::move(h));
+}
+
+// CumSum (opset 11) of a tensor known at import: the running sums along `axis` (exclusive:
+// each element's sum leaves the element out; reverse: from the end), accumulated in the
+// tensor's type in order, as onnxruntime does. EdgeNeXt's positional encoding takes the
+// cumulative sums of a mask of ones; a CumSum of a runtime tensor is refused.
+void convert_cumsum(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 2, 2);
+  const HostTensor* x = im.known_input(c, 0);
+  if (!x)
+    node_error(c, "the cumulative sum of the runtime tensor '" + im.input_name(c, 0) +
+                      "' is not supported; Kiln evaluates CumSum of constants at import");
+  const HostTensor& a = im.constant_input(c, 1, "axis");
+  if (a.is_float() || a.size() != 1) node_error(c, "axis must be one integer");
+  const bool exclusive = attr_int(c, "exclusive", 0) != 0;
+  const bool reverse = attr_int(c, "reverse", 0) != 0;
+  const int axis = normalize_axis(c, a.i[0], x->dims.size(), "axis");
+  HostTensor h = *x;
+  int64_t inner = 1;
+  for (size_t d = static_cast<size_t>(axis) + 1; d < h.dims.size(); ++d) inner *= h.dims[d];
+  const int64_t len = h.dims.empty() ? 1 : h.dims[static_cast<size_t>(axis)];
+  const int64_t outer = len * inner == 0 ? 0 : h.size() / (len * inner);
+  // a + b, exactly for integers (an overflow is an error, as in the other folded arithmetic).
+  const auto add = [&c](auto a, auto b) {
+    if constexpr (std::is_integral_v<decltype(a)>) {
+      decltype(a) r{};
+      if (__builtin_add_overflow(a, b, &r)) node_error(c, "integer overflow in the cumulative sum");
+      return r;
+    } else {
+      return a + b;
+    }
+  };
+  const auto scan = [&](auto& v) {
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t in = 0; in < inner; ++in) {
+        typename std::decay_t<decltype(v)>::value_type sum{};
+        for (int64_t k = 0; k < len; ++k) {
+          const int64_t at = (o * len + (reverse ? len - 1 - k : k)) * inner + in;
+          auto& e = v[static_cast<size_t>(at)];
+          const auto value = e;
+          if (!exclusive) sum = add(sum, value);
+          e = sum;
+          if (exclusive) sum = add(sum, value);
+        }
+      }
+  };
+  if (h.size() > 0) {
+    if (h.is_float())
+      scan(h.f);
+    else
+      scan(h.i);
+  }
+  im.define_host(c, 0, std::move(h));
+}
+
+// Sin and Cos (opset 7) of a float tensor known at import: the sinusoidal positional
+// encodings of EdgeNeXt and transformer hybrids, computed from constants. Of a runtime tensor
+// they are refused (no CNN computes them on activations).
+void convert_trig(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 1, 1);
+  const HostTensor* x = im.known_input(c, 0);
+  if (!x)
+    node_error(c, c.op() + " of the runtime tensor '" + im.input_name(c, 0) +
+                      "' is not supported; Kiln evaluates " + c.op() + " of constants at import");
+  if (!x->is_float())
+    node_error(c, "the input is " + dtype_name(x->dtype) + "; " + c.op() + " takes floats");
+  HostTensor h = *x;
+  const bool sine = c.op() == "Sin";
+  for (float& v : h.f) v = static_cast<float>(sine ? std::sin(double{v}) : std::cos(double{v}));
   im.define_host(c, 0, std::move(h));
 }
 
