@@ -7,6 +7,7 @@
 #include "graph/builder.h"
 #include "graph/example.h"
 #include "graph/passes/passes.h"
+#include "graph/passes/pipeline.h"
 #include "graph/reference.h"
 #include "graph/shape_inference.h"
 #include "graph/verify.h"
@@ -237,6 +238,46 @@ TEST(ConvertToNhwc, OneChannelOrOnePixelChangesLayoutWithoutACopy) {
     }
   EXPECT_EQ(relabels, 2) << dump(after);
   expect_same_outputs(before, after, random_inputs(before, 12), 1e-6, 1e-6);
+}
+
+// A squeeze-and-excitation block: the activations between its two one-pixel convolutions read
+// and write NHWC, as the convolutions do, with no relabel on either side; so after the whole
+// pipeline each is its convolution's epilogue, not a kernel of its own. (One-pixel tensors are
+// free to relabel, which once kept the activations NCHW between two relabels.)
+TEST(ConvertToNhwc, SqueezeExcitationActivationsStayNhwc) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {1, 16, 8, 8});
+  const ValueId y = b.conv2d("c", x, add_weights(b, "w", 16, 16, 3, 3, 31),
+                             add_bias(b, "b", 16, 32), conv_attrs(1, 1, 1, 1, 1, 1));
+  const ValueId pooled = b.op("gap", GlobalPool{PoolKind::avg}, {y});
+  const ValueId s1 = b.conv2d("squeeze", pooled, add_weights(b, "ws", 4, 16, 1, 1, 33),
+                              add_bias(b, "bs", 4, 34), conv_attrs(1, 1, 0, 0, 0, 0));
+  const ValueId a1 = b.op("act", Sigmoid{}, {s1});
+  const ValueId silu = b.op("silu", Binary{BinaryOp::mul}, {s1, a1});
+  const ValueId s2 = b.conv2d("excite", silu, add_weights(b, "we", 16, 4, 1, 1, 35),
+                              add_bias(b, "be", 16, 36), conv_attrs(1, 1, 0, 0, 0, 0));
+  const ValueId gate = b.op("gate", Sigmoid{}, {s2});
+  b.output(b.op("scale", Binary{BinaryOp::mul}, {y, gate}));
+  const Graph before = b.finish();
+
+  const Graph after = convert_to_nhwc(before);
+  ASSERT_TRUE(verify_problems(after).empty()) << dump(after);
+  int sigmoids = 0;
+  for (const Node& n : after.nodes()) {
+    EXPECT_FALSE(std::holds_alternative<Reshape>(n.op)) << "a relabel: " << n.name << "\n"
+                                                        << dump(after);
+    if (!std::holds_alternative<Sigmoid>(n.op)) continue;
+    ++sigmoids;
+    EXPECT_EQ(after.value(n.inputs[0]).layout, Layout::nhwc) << n.name;
+    EXPECT_EQ(after.value(n.outputs[0]).layout, Layout::nhwc) << n.name;
+  }
+  EXPECT_EQ(sigmoids, 2);
+  expect_same_outputs(before, after, random_inputs(before, 37), 1e-6, 1e-6);
+
+  const Graph optimized = run_passes(before);
+  EXPECT_EQ(count_ops<Sigmoid>(optimized), 0) << dump(optimized);
+  EXPECT_EQ(count_ops<ElementwiseChain>(optimized), 0) << dump(optimized);
+  expect_same_outputs(before, optimized, random_inputs(before, 38), 1e-5, 1e-5);
 }
 
 // One OIHW constant read by two convs (a branch and a chain) becomes one HWIO constant.

@@ -320,12 +320,16 @@ class LayoutRewriter {
         continue;
       }
       if (v.shape.size() != 4) return false;  // a lower-rank runtime operand broadcasts in NCHW
+      // Stored NHWC, even with one pixel (a squeeze-and-excitation convolution's output, whose
+      // activation then stays in the convolution's epilogue rather than a kernel of its own).
+      if (is_nhwc(n.inputs[i])) {
+        any_nhwc = true;
+        continue;
+      }
       // NHWC at no cost (a transposed-back tensor, or one pixel or one channel, such as a
       // squeeze-and-excitation scale reshaped to [N, C, 1, 1]), but no reason on its own.
-      if (free_nhwc(n.inputs[i]) || layouts_share_bytes(image_dims(v.shape, Layout::nchw)))
-        continue;
-      if (!is_nhwc(n.inputs[i])) return false;
-      any_nhwc = true;
+      if (!free_nhwc(n.inputs[i]) && !layouts_share_bytes(image_dims(v.shape, Layout::nchw)))
+        return false;
     }
     return any_nhwc;
   }
