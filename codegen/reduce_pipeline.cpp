@@ -18,6 +18,7 @@ KernelPipeline reduction_pipeline(const graph::OpKernelSpec& k, const Halide::Ta
   bool vectorize_inner = true;
   bool rows_in_vectors = false;  // a Softmax along the innermost axis alone
   int64_t lane_sum = 0;          // see schedules::schedule_reduction_cpu
+  int64_t band_sum = 0;          // likewise
   if (const auto* sm = std::get_if<graph::Softmax>(&k.op)) {
     a = generators::ops::softmax(inputs[0], in, *sm);
     vectorize_inner = sm->axis != last && !sm->coerce_2d;
@@ -44,13 +45,20 @@ KernelPipeline reduction_pipeline(const graph::OpKernelSpec& k, const Halide::Ta
         in[static_cast<size_t>(last)] >= target.natural_vector_size<float>() &&
         per_result >= 4 * target.natural_vector_size<float>())
       lane_sum = per_result;
+    // A sum of many elements per result whose results are one row of the innermost axis (a
+    // norm over H and W of an NHWC image): in parallel bands of the reduction instead.
+    const int64_t results = graph::num_elements(k.output.shape);
+    const int64_t inner = k.output.shape.empty() ? 1 : k.output.shape.back();
+    if (sum && vectorize_inner && results == inner &&
+        inner >= target.natural_vector_size<float>() && per_result >= 64)
+      band_sum = in[static_cast<size_t>(r.axes.front())];  // the outermost reduced axis
   }
   const schedules::ElementwiseFuncs f = elementwise_funcs(a.out, k.output.shape, false);
   if (target.has_gpu_feature()) {
     schedules::schedule_reduction_gpu(f, a.partials, target);
   } else {
     schedules::schedule_reduction_cpu(f, a.partials, vectorize_inner, target, rows_in_vectors,
-                                      lane_sum);
+                                      lane_sum, band_sum);
   }
   constrain([&](int d) { return a.out.output_buffer().dim(d); }, k.output.shape);
   return KernelPipeline{Halide::Pipeline(a.out), inputs};

@@ -481,7 +481,12 @@ TypedShape infer_output(const Graph& g, const Node& n) {
   }
   if (const auto* rm = std::get_if<Reduce>(&n.op)) {
     expect_inputs(n, 1);
-    const Value& x = logical_input(g, n, 0);
+    // An NHWC image reduced with its axes kept, the axes in NHWC order (convert_to_nhwc), is
+    // an NHWC image; any other Reduce reads logical order.
+    const Value& x0 = g.value(n.inputs[0]);
+    const bool nhwc = x0.layout == Layout::nhwc && x0.shape.size() == 4 && rm->keepdims &&
+                      !is_arg_reduce(rm->kind);
+    const Value& x = nhwc ? x0 : logical_input(g, n, 0);
     std::vector<bool> reduce(x.shape.size(), rm->axes.empty());
     for (size_t i = 0; i < rm->axes.size(); ++i) {
       const int a = rm->axes[i];
@@ -501,7 +506,7 @@ TypedShape infer_output(const Graph& g, const Node& n) {
       if (!reduce[a]) out.push_back(x.shape[a]);
       else if (rm->keepdims) out.push_back(1);
     }
-    return {out, logical_layout(out.size())};
+    return {out, nhwc ? Layout::nhwc : logical_layout(out.size())};
   }
   if (const auto* tl = std::get_if<Tile>(&n.op)) {
     expect_inputs(n, 1);

@@ -1,10 +1,9 @@
 // Schedules of reductions and matrix products (see tensor_schedule.h).
 #include "schedules/tensor_schedule.h"
 
-#include "schedules/loop_util.h"
-
 #include <algorithm>
-#include <optional>
+
+#include "schedules/loop_util.h"
 
 namespace kiln::schedules {
 namespace {
@@ -41,7 +40,7 @@ std::vector<Var> pure_vars(const Halide::Func& f) {
 
 void schedule_reduction_cpu(const ElementwiseFuncs& out, const std::vector<Halide::Func>& partials,
                             bool vectorize_inner, const Halide::Target& target,
-                            bool rows_in_vectors, int64_t lane_sum) {
+                            bool rows_in_vectors, int64_t lane_sum, int64_t band_sum) {
   schedule_elementwise_cpu(out, target);
   const int vw = target.natural_vector_size<float>();
   int64_t total = 1;
@@ -49,6 +48,32 @@ void schedule_reduction_cpu(const ElementwiseFuncs& out, const std::vector<Halid
   for (Halide::Func p : partials) {
     p.compute_root();
     const std::vector<Var> dims = pure_vars(p);
+    const std::vector<Halide::RVar> rv = p.rvars(0);  // innermost first
+    if (band_sum >= 2 && !dims.empty() && !rv.empty()) {
+      // About 8 bands (2 threads get 4 each) of the outermost reduced axis, each summed into a
+      // partial of its own with the innermost dimension in vectors, then added up. As one
+      // serial loop, the L2 norm over 56 x 56 pixels of a 160-channel NHWC image (ConvNeXt-V2's
+      // global response norm) took 0.095 ms on one thread.
+      constexpr int64_t kBands = 8;
+      const int rows = static_cast<int>((band_sum + kBands - 1) / kBands);
+      Halide::RVar ro("band_o"), ri("band_i");
+      Var band("band");
+      Halide::Func banded =
+          p.update().split(rv.back(), ro, ri, rows, TailStrategy::GuardWithIf).rfactor(ro, band);
+      banded.compute_root().vectorize(dims[0], vw, TailStrategy::GuardWithIf);
+      std::vector<Halide::VarOrRVar> order = {dims[0]};
+      for (size_t i = 0; i + 1 < rv.size(); ++i) order.emplace_back(rv[i]);
+      order.emplace_back(ri);
+      for (size_t i = 1; i < dims.size(); ++i) order.emplace_back(dims[i]);
+      order.emplace_back(band);
+      banded.update()
+          .reorder(order)
+          .vectorize(dims[0], vw, TailStrategy::GuardWithIf)
+          .parallel(band);
+      Halide::Stage(p).vectorize(dims[0], vw, TailStrategy::GuardWithIf);
+      p.update().vectorize(dims[0], vw, TailStrategy::GuardWithIf);
+      continue;
+    }
     if (lane_sum > 0 && !dims.empty()) {
       // A partial sum per lane: as one scalar loop per result, ResNeSt's mean over 56 x 56 of
       // 64 channels (NCHW) ran at 5 GB/s on one thread.

@@ -19,10 +19,15 @@ namespace kiln::schedules {
 // each lane reducing a row of its own; `out` as an elementwise kernel. `lane_sum` > 0: each
 // partial is a sum of that many elements per result, its innermost reduction variable along
 // the input's innermost axis (a mean over H and W of NCHW): summed in vector lanes (Halide's
-// rfactor, the lanes added at the end), results in parallel by that work.
+// rfactor, the lanes added at the end), results in parallel by that work. `band_sum` > 1: each
+// partial is a sum whose results beside the vectorized innermost dimension are too few to run
+// in parallel (the L2 norm over H and W of an NHWC image: one row of channels), and its
+// outermost reduction variable has this extent: summed in bands of it in parallel (rfactor),
+// the bands added at the end.
 void schedule_reduction_cpu(const ElementwiseFuncs& out, const std::vector<Halide::Func>& partials,
                             bool vectorize_inner, const Halide::Target& target,
-                            bool rows_in_vectors = false, int64_t lane_sum = 0);
+                            bool rows_in_vectors = false, int64_t lane_sum = 0,
+                            int64_t band_sum = 0);
 // GPU: each partial a kernel of one thread per result, `out` an elementwise one.
 void schedule_reduction_gpu(const ElementwiseFuncs& out, const std::vector<Halide::Func>& partials,
                             const Halide::Target& target);

@@ -400,6 +400,40 @@ TEST(GeneratedKernels, ConvProloguesMatchTheReference) {
   expect_whole_graph_matches_reference(input, optimized);
 }
 
+// Reductions of an NHWC image that keep their axes (ConvNeXt-V2's global response norm: the L2
+// norm over H and W, the mean of that over C) reduce the NHWC tensor with their axes remapped:
+// the image is never transformed back to NCHW. Sums over H and W with one row of channels
+// left (40: not a whole number of vectors) are summed in parallel bands of rows (37: the last
+// band short); a maximum and a reduction over one spatial axis take the plain schedule. Every
+// CPU target against the reference.
+TEST(GeneratedKernels, ReductionsOfNhwcImagesKeepTheLayout) {
+  graph::GraphBuilder b;
+  const graph::ValueId x = b.input("x", {1, 8, 37, 19});
+  graph::Conv2d attrs;
+  attrs.pad_top = attrs.pad_left = attrs.pad_bottom = attrs.pad_right = 1;
+  const graph::ValueId y =
+      b.conv2d("conv", x,
+               b.constant("w", {40, 8, 3, 3}, graph::random_uniform(40 * 8 * 9, -0.3f, 0.3f, 61),
+                          Layout::oihw),
+               b.constant("bias", {40}, graph::random_uniform(40, -0.2f, 0.2f, 62)), attrs);
+  using K = graph::ReduceKind;
+  const graph::ValueId norm = b.op("l2", graph::Reduce{{2, 3}, true, K::l2}, {y});
+  const graph::ValueId mean = b.op("mean_c", graph::Reduce{{1}, true, K::mean}, {norm});
+  b.output(b.op("grn", graph::Binary{graph::BinaryOp::div}, {norm, mean}));
+  b.output(b.op("sum", graph::Reduce{{2, 3}, true, K::sum}, {y}));
+  b.output(b.op("sum_rows", graph::Reduce{{2}, true, K::sum_square}, {y}));
+  b.output(b.op("max", graph::Reduce{{2, 3}, true, K::max}, {y}));
+  const graph::Graph input = b.finish();
+  const graph::Graph optimized = graph::run_passes(input);
+  EXPECT_EQ(graph::testing_util::count_ops<graph::LayoutTransform>(optimized), 1)
+      << "only the input's\n"
+      << dump(optimized);
+  for (const graph::Node& n : optimized.nodes())
+    if (std::holds_alternative<graph::Reduce>(n.op))
+      EXPECT_EQ(optimized.value(n.inputs[0]).layout, Layout::nhwc) << n.name;
+  expect_whole_graph_matches_reference(input, optimized, 1e-5, 1e-5);
+}
+
 // ONNX's NaN semantics: max(0, NaN) is NaN. A NaN in the input must reach the output through a
 // conv with fused ReLU or Clip(0, 6), max pooling, global max pooling, HardSigmoid, ReduceMax,
 // ReduceMin and Max, as it does

@@ -89,7 +89,7 @@ class LayoutRewriter {
       } else if (relabels_nhwc(copy)) {
         copy.op = Reshape{g_.value(copy.outputs[0]).shape, Layout::nchw};
         copy.computes = {"relabel (NHWC -> channels-last, no copy)"};
-      } else if (can_stay_nhwc(copy)) {
+      } else if (can_stay_nhwc(copy) || reduces_nhwc(copy)) {
         to_native(copy);
       } else {
         to_logical(copy);
@@ -334,6 +334,16 @@ class LayoutRewriter {
     return any_nhwc;
   }
 
+  // A reduction of an NHWC image over some of its axes, keeping them (ConvNeXt-V2's global
+  // response norm: the L2 norm over H and W, then the mean over C), reduces the NHWC tensor
+  // with its axes remapped: the result is an NHWC image too, and the image is never
+  // transformed back to NCHW for it. The arg kinds (an index output) stay logical.
+  bool reduces_nhwc(const Node& n) const {
+    const auto* r = std::get_if<Reduce>(&n.op);
+    return r && r->keepdims && !r->axes.empty() && !is_arg_reduce(r->kind) &&
+           n.inputs.size() == 1 && is_nhwc(n.inputs[0]) && g_.value(n.outputs[0]).shape.size() == 4;
+  }
+
   // The NHWC version of a 4-D activation: itself if it already is, else one transform
   // (shared by every consumer).
   ValueId nhwc_version(ValueId v) {
@@ -432,6 +442,9 @@ class LayoutRewriter {
       to_nhwc_axes(sl->starts);
       to_nhwc_axes(sl->ends);
       to_nhwc_axes(sl->steps);
+    } else if (auto* r = std::get_if<Reduce>(&n.op)) {
+      for (int& a : r->axes) a = nhwc_axis(a);
+      std::sort(r->axes.begin(), r->axes.end());
     } else if (auto* pad = std::get_if<Pad>(&n.op)) {
       std::vector<int64_t> p(8);
       for (int a = 0; a < 4; ++a) {
