@@ -56,7 +56,7 @@ ImageDims pooled_dims(const Node& n, const Pool2d& p, ImageDims d, const Shape& 
 }
 
 // A Resize's attributes against its input's shape `in` (in the order the Resize reads it).
-void check_resize(const Node& n, const Resize& r, const Shape& in) {
+void check_resize(const Node& n, const Resize& r, const Shape& in, Layout layout) {
   const size_t rank = in.size();
   if (r.sizes.size() != rank || r.scales.size() != rank)
     fail(n, "sizes and scales need one entry per input axis");
@@ -70,9 +70,13 @@ void check_resize(const Node& n, const Resize& r, const Shape& in) {
     if (r.sizes[a] <= 0) fail(n, "output size " + std::to_string(r.sizes[a]) + " on axis " + std::to_string(a));
     if (!(r.scales[a] > 0.0f) || !std::isfinite(r.scales[a]))
       fail(n, "scale " + std::to_string(r.scales[a]) + " on axis " + std::to_string(a) + " is not positive");
-    if (r.mode != ResizeMode::nearest && a + 2 < rank && !resize_axis_is_identity(r, a, in[a]))
+    // The image axes: the last two, or H and W of an NHWC image.
+    const bool image_axis =
+        layout == Layout::nhwc ? rank == 4 && (a == 1 || a == 2) : a + 2 >= rank;
+    if (r.mode != ResizeMode::nearest && !image_axis && !resize_axis_is_identity(r, a, in[a]))
       fail(n, std::string(to_string(r.mode)) + " resizing of axis " + std::to_string(a) +
-                  ": Kiln interpolates only the last two axes");
+                  (layout == Layout::nhwc ? " of an NHWC image: Kiln interpolates only H and W"
+                                          : ": Kiln interpolates only the last two axes"));
   }
   if (r.mode == ResizeMode::cubic && !std::isfinite(r.cubic_a)) fail(n, "cubic_a is not finite");
 }
@@ -177,7 +181,7 @@ TypedShape infer_conv(const Graph& g, const Node& n, const Conv2d& c) {
                   " resizing of an NHWC output (interpolation reads NCHW: nchw_output)");
     const Layout layout = c.nchw_output ? Layout::nchw : Layout::nhwc;
     const Shape unresized = image_shape(out, layout);
-    check_resize(n, *c.resize, unresized);
+    check_resize(n, *c.resize, unresized, layout);
     const size_t channel_axis = c.nchw_output ? 1 : 3;
     if (!resize_axis_is_identity(*c.resize, 0, unresized[0]) ||
         !resize_axis_is_identity(*c.resize, channel_axis, unresized[channel_axis]))
@@ -547,12 +551,12 @@ TypedShape infer_output(const Graph& g, const Node& n) {
   }
   if (const auto* rs = std::get_if<Resize>(&n.op)) {
     expect_inputs(n, 1);
-    // Nearest-neighbour resizing gathers along any axis, so it reads an NHWC tensor in its
-    // stored order too (convert_to_nhwc remaps its axes); interpolation needs logical order.
-    const Value& x = rs->mode == ResizeMode::nearest && g.value(n.inputs[0]).layout == Layout::nhwc
-                         ? g.value(n.inputs[0])
-                         : logical_input(g, n, 0);
-    check_resize(n, *rs, x.shape);
+    // Resizing reads an NHWC image in its stored order too (convert_to_nhwc remaps its axes):
+    // nearest neighbours gather along any axis, interpolation then runs along H and W (axes 1
+    // and 2) instead of the last two.
+    const Value& x =
+        g.value(n.inputs[0]).layout == Layout::nhwc ? g.value(n.inputs[0]) : logical_input(g, n, 0);
+    check_resize(n, *rs, x.shape, x.layout);
     return {rs->sizes, x.layout};
   }
   const auto& t = std::get<LayoutTransform>(n.op);

@@ -434,6 +434,48 @@ TEST(GeneratedKernels, ReductionsOfNhwcImagesKeepTheLayout) {
   expect_whole_graph_matches_reference(input, optimized, 1e-5, 1e-5);
 }
 
+// Bilinear and bicubic upsampling of an image of 16 or more channels runs NHWC, along H and W
+// with the channels in vectors, also when its input is NCHW (transformed before, on the smaller
+// tensor); with fewer channels, or as a graph output, it stays NCHW. Every CPU target against
+// the reference, with 40 channels (not a whole number of vectors) and odd sizes.
+TEST(GeneratedKernels, UpsamplingInterpolationRunsNhwc) {
+  graph::GraphBuilder b;
+  const graph::ValueId x = b.input("x", {1, 40, 7, 9});
+  const graph::ValueId narrow = b.input("narrow", {1, 8, 7, 9});
+  graph::Conv2d attrs;
+  const auto conv = [&](const std::string& name, graph::ValueId in, int64_t ci, uint64_t seed) {
+    return b.conv2d(name, in,
+                    b.constant(name + "_w", {24, ci, 1, 1},
+                               graph::random_uniform(24 * ci, -0.3f, 0.3f, seed), Layout::oihw),
+                    b.constant(name + "_b", {24}, graph::random_uniform(24, -0.2f, 0.2f, seed + 1)),
+                    attrs);
+  };
+  const auto resize = [&](const std::string& name, graph::ValueId in, graph::ResizeMode mode,
+                          int64_t channels) {
+    graph::Resize r;
+    r.mode = mode;
+    r.sizes = {1, channels, 14, 17};
+    r.scales = {1.0f, 1.0f, 2.0f, 17.0f / 9.0f};
+    return b.op(name, r, {in});
+  };
+  using M = graph::ResizeMode;
+  b.output(conv("after_linear", resize("linear", x, M::linear, 40), 40, 71));
+  b.output(conv("after_cubic", resize("cubic", conv("before", x, 40, 73), M::cubic, 24), 24, 75));
+  b.output(conv("after_narrow", resize("narrow_linear", narrow, M::linear, 8), 8, 77));
+  b.output(resize("out_linear", x, M::linear, 40));
+  const graph::Graph input = b.finish();
+  const graph::Graph optimized = graph::run_passes(input);
+  std::map<std::string, Layout> layouts;
+  for (const graph::Node& n : optimized.nodes())
+    if (std::holds_alternative<graph::Resize>(n.op))
+      layouts[n.name] = optimized.value(n.inputs[0]).layout;
+  EXPECT_EQ(layouts["linear"], Layout::nhwc) << dump(optimized);
+  EXPECT_EQ(layouts["cubic"], Layout::nhwc) << dump(optimized);
+  EXPECT_EQ(layouts["narrow_linear"], Layout::nchw) << dump(optimized);
+  EXPECT_EQ(layouts["out_linear"], Layout::nchw) << dump(optimized);
+  expect_whole_graph_matches_reference(input, optimized, 1e-5, 1e-5);
+}
+
 // ONNX's NaN semantics: max(0, NaN) is NaN. A NaN in the input must reach the output through a
 // conv with fused ReLU or Clip(0, 6), max pooling, global max pooling, HardSigmoid, ReduceMax,
 // ReduceMin and Max, as it does

@@ -84,7 +84,7 @@ class LayoutRewriter {
         continue;
       }
       Node copy = n;
-      if (std::holds_alternative<Conv2d>(copy.op) || is_image_pool(copy)) {
+      if (std::holds_alternative<Conv2d>(copy.op) || is_image_pool(copy) || is_upsampling(copy)) {
         to_native(copy);
       } else if (relabels_nhwc(copy)) {
         copy.op = Reshape{g_.value(copy.outputs[0]).shape, Layout::nchw};
@@ -280,18 +280,33 @@ class LayoutRewriter {
            is_activation_4d(g_.value(n.inputs[0]));
   }
 
-  // A nearest-neighbour Resize of the image axes alone (a detector's or U-Net's upsampling)
-  // gathers whole pixels in NHWC as well: it stays NHWC with its axes remapped. Linear and
-  // cubic modes interpolate the last two axes only, so they stay NCHW.
-  bool is_spatial_nearest_resize(const Node& n) const {
+  // A Resize of the image axes alone stays NHWC with its axes remapped. Nearest neighbours (a
+  // detector's or U-Net's upsampling) gather whole pixels. Linear and cubic interpolation (an
+  // attention block's or a segmentation decoder's upsampling) runs along H and W with the
+  // channels in vectors, where NCHW rows of a small image filled them poorly: EfficientFormerV2's
+  // bilinear 7x7 -> 14x14 of 1024 channels took 0.11 ms and two layout transforms. It stays
+  // NCHW with fewer channels than a vector, or as a graph output (a segmentation head's
+  // logits, which the convolution before it writes resized in NCHW: fuse_conv_resize).
+  bool is_spatial_resize(const Node& n) const {
     const auto* r = std::get_if<Resize>(&n.op);
-    if (!r || r->mode != ResizeMode::nearest ||
-        r->coordinates == ResizeCoordinates::tf_crop_and_resize || n.inputs.size() != 1 ||
+    if (!r || r->coordinates == ResizeCoordinates::tf_crop_and_resize || n.inputs.size() != 1 ||
         !is_activation_4d(g_.value(n.inputs[0])))
       return false;
     const Shape& s = g_.value(n.inputs[0]).shape;  // stored NHWC once its producer is
     const int64_t channels = is_nhwc(n.inputs[0]) ? s[3] : s[1];
+    if (r->mode != ResizeMode::nearest &&
+        (channels < kMinInterpolatedChannels || g_.is_graph_output(n.outputs[0])))
+      return false;
     return resize_axis_is_identity(*r, 0, s[0]) && resize_axis_is_identity(*r, 1, channels);
+  }
+  static constexpr int64_t kMinInterpolatedChannels = 16;
+
+  // Such a Resize that enlarges the image goes NHWC whatever its input's layout: a transform
+  // of its NCHW input moves less than one of its output would (EfficientFormerV2's attention
+  // output, NCHW from its matrix products, upsampled for an NHWC convolution).
+  bool is_upsampling(const Node& n) const {
+    return is_spatial_resize(n) && !g_.is_graph_output(n.outputs[0]) &&
+           num_elements(g_.value(n.outputs[0]).shape) > num_elements(g_.value(n.inputs[0]).shape);
   }
 
   // Layout-agnostic ops stay NHWC when every 4-D activation they read already is.
@@ -307,7 +322,7 @@ class LayoutRewriter {
         std::holds_alternative<BatchNorm>(n.op) || std::holds_alternative<Pool2d>(n.op) ||
         std::holds_alternative<GlobalPool>(n.op) || std::holds_alternative<Concat>(n.op) ||
         std::holds_alternative<Pad>(n.op) || std::holds_alternative<Slice>(n.op) ||
-        is_spatial_nearest_resize(n);
+        is_spatial_resize(n);
     if (!agnostic || g_.value(n.outputs[0]).shape.size() != 4) return false;
     bool any_nhwc = false;
     for (size_t i = 0; i < n.inputs.size(); ++i) {
