@@ -1,9 +1,10 @@
 // Schedules of reductions and matrix products (see tensor_schedule.h).
 #include "schedules/tensor_schedule.h"
 
-#include <algorithm>
-
 #include "schedules/loop_util.h"
+
+#include <algorithm>
+#include <optional>
 
 namespace kiln::schedules {
 namespace {
