@@ -240,6 +240,28 @@ KernelPipeline layer_norm_pipeline(const graph::OpKernelSpec& k, const Halide::T
   return KernelPipeline{Halide::Pipeline(a.out), inputs};
 }
 
+// GroupNorm: the per-channel sums over the pixels, the group statistics from them, then the
+// normalized image.
+KernelPipeline group_norm_pipeline(const graph::OpKernelSpec& k, const Halide::Target& target,
+                                   const std::vector<Halide::ImageParam>& inputs) {
+  const bool nhwc = k.inputs[0].layout == graph::Layout::nhwc;
+  const generators::ops::GroupNormAlgorithm a = generators::ops::group_norm(
+      inputs[0], k.inputs[0].shape, nhwc, std::get<graph::GroupNorm>(k.op), inputs[1], inputs[2]);
+  const schedules::GroupNormFuncs f{a.out,
+                                    a.channel_sum,
+                                    a.channel_square_sum,
+                                    {a.mean, a.inv_std, a.channel_mean, a.channel_factor},
+                                    dense_dims(k.output.shape).extents,
+                                    nhwc};
+  if (target.has_gpu_feature()) {
+    schedules::schedule_group_norm_gpu(f, target);
+  } else {
+    schedules::schedule_group_norm_cpu(f, target);
+  }
+  constrain([&](int d) { return a.out.output_buffer().dim(d); }, k.output.shape);
+  return KernelPipeline{Halide::Pipeline(a.out), inputs};
+}
+
 // The operand of a product broadcast to the output's batch dimensions: `at` holds its two
 // matrix coordinates, then its own batch dimensions (innermost first) take the output's batch
 // Var of the same place from the right, or 0 where the operand's extent is 1.
@@ -442,6 +464,8 @@ static KernelPipeline build_scheduled(const graph::KernelSpec& spec, const Halid
     return reduction_pipeline(op_spec, target, inputs);
   if (std::holds_alternative<graph::LayerNorm>(kind))
     return layer_norm_pipeline(op_spec, target, inputs);
+  if (std::holds_alternative<graph::GroupNorm>(kind))
+    return group_norm_pipeline(op_spec, target, inputs);
   if (!std::holds_alternative<graph::ElementwiseChain>(kind) &&
       !std::holds_alternative<graph::Binary>(kind) && !std::holds_alternative<graph::Where>(kind))
     return data_pipeline(op_spec, target, inputs);

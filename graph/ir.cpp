@@ -303,6 +303,7 @@ const char* op_name(const Op& op) {
     const char* operator()(const Tile&) { return "Tile"; }
     const char* operator()(const Where&) { return "Where"; }
     const char* operator()(const LayerNorm&) { return "LayerNorm"; }
+    const char* operator()(const GroupNorm&) { return "GroupNorm"; }
     const char* operator()(const Resize&) { return "Resize"; }
     const char* operator()(const ElementwiseChain&) { return "ElementwiseChain"; }
     const char* operator()(const LayoutTransform&) { return "LayoutTransform"; }
@@ -509,6 +510,8 @@ std::string attrs(const Op& op) {
     s << "repeats=" << list(tl->repeats);
   } else if (const auto* ln = std::get_if<LayerNorm>(&op)) {
     s << "axis=" << ln->axis << " epsilon=" << ln->epsilon;
+  } else if (const auto* gn = std::get_if<GroupNorm>(&op)) {
+    s << "groups=" << gn->groups << " epsilon=" << gn->epsilon;
   } else if (const auto* rs = std::get_if<Resize>(&op)) {
     s << "mode=" << to_string(rs->mode) << " coordinates=" << to_string(rs->coordinates);
     if (rs->mode == ResizeMode::nearest) s << " nearest=" << to_string(rs->nearest);

@@ -376,6 +376,16 @@ struct LayerNorm {
   int axis = -1;  // non-negative after import
   float epsilon = 1e-5f;
 };
+// GroupNormalization of a 4-D image in either layout: per image and group of C / groups
+// consecutive channels, y = (x - mean) / sqrt(var + epsilon) * scale[c] + bias[c] with the
+// statistics (biased variance) over the group's channels and every pixel. Inputs: x, scale and
+// bias ([C] constants). The channel axis is 3 for NHWC, else 1, so it runs in the layout of its
+// producer (made by simplify_exported_ops from the Reshape -> LayerNorm -> Reshape that ONNX
+// GroupNormalization and PyTorch's exports of nn.GroupNorm import as).
+struct GroupNorm {
+  int groups = 1;  // divides C
+  float epsilon = 1e-5f;
+};
 
 // A chain of elementwise steps applied to one tensor in one pass (made by
 // fuse_elementwise_chains from ReLU, Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish,
@@ -393,9 +403,9 @@ struct LayoutTransform {
 };
 
 using Op = std::variant<Conv2d, BatchNorm, Relu, Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish,
-                        Binary, Pool2d, GlobalPool, Gemm, MatMul, Reshape, Transpose, Concat,
-                        Slice, Pad, Softmax, Reduce, LayerNorm, Resize, ElementwiseChain,
-                        LayoutTransform, Tile, Where>;
+                        Binary, Pool2d, GlobalPool, Gemm, MatMul, Reshape, Transpose, Concat, Slice,
+                        Pad, Softmax, Reduce, LayerNorm, Resize, ElementwiseChain, LayoutTransform,
+                        Tile, Where, GroupNorm>;
 const char* op_name(const Op& op);
 // Its attributes as `dump` prints them ("kernel=3x3 stride=2x2 pads=[1,1,1,1]"), or "".
 std::string op_attributes(const Op& op);

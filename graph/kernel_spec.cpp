@@ -317,7 +317,8 @@ bool is_generated(const KernelSpec& k) {
          std::holds_alternative<Concat>(op) || std::holds_alternative<Slice>(op) ||
          std::holds_alternative<Pad>(op) || std::holds_alternative<Softmax>(op) ||
          std::holds_alternative<LayerNorm>(op) || std::holds_alternative<Resize>(op) ||
-         std::holds_alternative<Tile>(op) || std::holds_alternative<Where>(op);
+         std::holds_alternative<Tile>(op) || std::holds_alternative<Where>(op) ||
+         std::holds_alternative<GroupNorm>(op);
 }
 
 std::string not_generated_reason(const KernelSpec& k) {
@@ -453,6 +454,8 @@ std::string kernel_signature(const KernelSpec& k) {
     s << "]";
   } else if (const auto* ln = op ? std::get_if<LayerNorm>(&op->op) : nullptr) {
     s << "[" << ln->axis << "," << std::hexfloat << ln->epsilon << std::defaultfloat << "]";
+  } else if (const auto* gn = op ? std::get_if<GroupNorm>(&op->op) : nullptr) {
+    s << "[" << gn->groups << "," << std::hexfloat << gn->epsilon << std::defaultfloat << "]";
   } else if (const auto* rs = op ? std::get_if<Resize>(&op->op) : nullptr) {
     s << "[" << static_cast<int>(rs->mode) << "," << static_cast<int>(rs->coordinates) << ","
       << static_cast<int>(rs->nearest) << "," << std::hexfloat;

@@ -217,6 +217,43 @@ Tensor layer_norm(const LayerNorm& ln, const std::vector<const Tensor*>& in) {
   return out;
 }
 
+// Per image and group, in double: the group's mean over its channels and pixels, then the
+// biased variance about it, then each element normalized and scaled by its channel's scale and
+// bias. Channels on axis 3 for NHWC, axis 1 otherwise.
+Tensor group_norm(const GroupNorm& gn, const std::vector<const Tensor*>& in) {
+  const Tensor& x = *in[0];
+  const bool nhwc = x.layout == Layout::nhwc;
+  const int64_t n = x.shape[0], channels = x.shape[nhwc ? 3 : 1];
+  const int64_t pixels = num_elements(x.shape) / (n * channels);
+  const int64_t per_group = channels / gn.groups;
+  const auto index = [&](int64_t b, int64_t c, int64_t p) {
+    return static_cast<size_t>(nhwc ? (b * pixels + p) * channels + c
+                                    : (b * channels + c) * pixels + p);
+  };
+  Tensor out = x;
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t g = 0; g < gn.groups; ++g) {
+      double mean = 0.0, var = 0.0;
+      for (int64_t c = g * per_group; c < (g + 1) * per_group; ++c)
+        for (int64_t p = 0; p < pixels; ++p) mean += x.data[index(b, c, p)];
+      mean /= static_cast<double>(per_group * pixels);
+      for (int64_t c = g * per_group; c < (g + 1) * per_group; ++c)
+        for (int64_t p = 0; p < pixels; ++p) {
+          const double d = x.data[index(b, c, p)] - mean;
+          var += d * d;
+        }
+      var /= static_cast<double>(per_group * pixels);
+      const double inv_std = 1.0 / std::sqrt(var + static_cast<double>(gn.epsilon));
+      for (int64_t c = g * per_group; c < (g + 1) * per_group; ++c)
+        for (int64_t p = 0; p < pixels; ++p) {
+          const size_t i = index(b, c, p);
+          out.data[i] =
+              static_cast<float>((x.data[i] - mean) * inv_std * in[1]->data[c] + in[2]->data[c]);
+        }
+    }
+  return out;
+}
+
 // Resize, in double: per axis the source coordinate of each output index, then the nearest
 // input index, or (linear, cubic) its neighbours with edge values past the ends and their
 // weights; every axis is treated alike (an untouched axis maps to itself with weight 0 on the
@@ -430,6 +467,7 @@ Tensor reference_data_op(const Op& op, const std::vector<const Tensor*>& in, con
   if (std::holds_alternative<Where>(op))
     return where(*in[0], *in[1], *in[2], out_shape, out_layout);
   if (const auto* ln = std::get_if<LayerNorm>(&op)) return layer_norm(*ln, in);
+  if (const auto* gn = std::get_if<GroupNorm>(&op)) return group_norm(*gn, in);
   if (const auto* rs = std::get_if<Resize>(&op)) return resize(*rs, *in[0], out_shape, out_layout);
   if (const auto* ch = std::get_if<ElementwiseChain>(&op)) return reference_chain(*ch, in);
   if (const auto* t = std::get_if<LayoutTransform>(&op)) return to_layout(*in[0], t->to);

@@ -27,10 +27,11 @@ constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'G', 'R', 'F', '1'};
 // new op at the end (and bump the version); never reorder. Version 2 used graph::Op's order.
 template <typename... T>
 struct OpList {};
-using TaggedOps = OpList<Conv2d, BatchNorm, Relu, Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish,
-                         Binary, Pool2d, GlobalPool, Gemm, MatMul, Reshape, Transpose, Concat, Slice,
-                         Pad, Softmax, Reduce, LayoutTransform, ElementwiseChain /* v3 */,
-                         LayerNorm, Resize /* v5 */, Tile /* v8 */, Where /* v9 */>;
+using TaggedOps =
+    OpList<Conv2d, BatchNorm, Relu, Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Binary,
+           Pool2d, GlobalPool, Gemm, MatMul, Reshape, Transpose, Concat, Slice, Pad, Softmax,
+           Reduce, LayoutTransform, ElementwiseChain /* v3 */, LayerNorm, Resize /* v5 */,
+           Tile /* v8 */, Where /* v9 */, GroupNorm /* v20 */>;
 template <typename T, typename... Ts>
 constexpr size_t tag_in(OpList<Ts...>) {
   constexpr bool same[] = {std::is_same_v<T, Ts>...};
@@ -198,6 +199,11 @@ void attrs(IO& io, LayerNorm& l) {
   io.f32(l.epsilon);
 }
 template <typename IO>
+void attrs(IO& io, GroupNorm& gn) {
+  io.i32(gn.groups);
+  io.f32(gn.epsilon);
+}
+template <typename IO>
 void attrs(IO& io, Resize& r) {
   io.enum8(r.mode, io.version >= 9 ? 3 : 2);  // 9 added cubic and tf_crop_and_resize
   io.enum8(r.coordinates, io.version >= 9 ? 6 : 5);
@@ -357,14 +363,15 @@ Graph read_graph(const char* bytes, size_t size,
   // bf16 flag, 13 is 14 without constants stored as bfloat16, 14 is 15 without Conv2d's
   // expansion, 15 is 16 without the expansion's post steps and Conv2d's input scale, 16 is 17
   // without Conv2d's resize and shortcut, 17 is 18 without Conv2d's Winograd tile cap, 18 is
-  // 19 without Conv2d's pool_first; version 2 numbered ops by their order in graph::Op.
+  // 19 without Conv2d's pool_first, 19 is 20 without GroupNorm; version 2 numbered ops by
+  // their order in graph::Op.
   if (version != 1 && version != 3 && version != 4 && version != 5 && version != 6 &&
       version != 7 && version != 8 && version != 9 && version != 10 && version != 11 &&
       version != 12 && version != 13 && version != 14 && version != 15 && version != 16 &&
-      version != 17 && version != 18 && version != kGraphFormatVersion)
+      version != 17 && version != 18 && version != 19 && version != kGraphFormatVersion)
     throw Error("graph file format version " + std::to_string(version) +
                 " is not supported (this Kiln reads versions 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, "
-                "13, 14, 15, 16, 17, 18 and " +
+                "13, 14, 15, 16, 17, 18, 19 and " +
                 std::to_string(kGraphFormatVersion) + "; recompile the model)");
   r.version = version;
   if (stored_checksum(bytes, size) != format_checksum(bytes, size - 8))

@@ -385,6 +385,17 @@ TypedShape infer_output(const Graph& g, const Node& n) {
     for (size_t i = 1; i < 5; ++i) expect_vector(g, n, i, channels, roles[i - 1]);
     return {x.shape, x.layout};
   }
+  if (const auto* gn = std::get_if<GroupNorm>(&n.op)) {
+    expect_inputs(n, 3);
+    const Value& x = activation_input(g, n);
+    const int64_t channels = x.shape[x.layout == Layout::nhwc ? 3 : 1];
+    if (gn->groups < 1 || channels % gn->groups != 0)
+      fail(n, std::to_string(gn->groups) + " groups do not divide the " + std::to_string(channels) +
+                  " channels of '" + x.name + "'");
+    expect_vector(g, n, 1, channels, "scale");
+    expect_vector(g, n, 2, channels, "bias");
+    return {x.shape, x.layout};
+  }
   if (const auto* ch = std::get_if<ElementwiseChain>(&n.op)) {
     size_t affine = 0;
     for (const ChainStep& st : ch->steps) affine += st.kind == ChainStepKind::affine;

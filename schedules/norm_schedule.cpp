@@ -3,7 +3,9 @@
 
 #include <algorithm>
 
+#include "schedules/elementwise_schedule.h"
 #include "schedules/loop_util.h"
+#include "schedules/tensor_schedule.h"
 
 namespace kiln::schedules {
 
@@ -91,6 +93,55 @@ void schedule_layer_norm_gpu(const LayerNormFuncs& f, const Halide::Target& /*ta
     std::vector<Var> dims;
     for (const Var& v : p.args()) dims.push_back(v);
     for (int stage = 0; stage < 2; ++stage) {
+      Halide::Stage s = stage == 0 ? Halide::Stage(p) : p.update();
+      Var block("block"), thread("thread");
+      s.gpu_tile(fuse_vars(s, dims), block, thread, 64, TailStrategy::GuardWithIf);
+    }
+  }
+  Halide::Func out = f.out;
+  std::vector<Var> dims;
+  for (const Var& v : out.args()) dims.push_back(v);
+  Var block("block"), thread("thread");
+  out.gpu_tile(fuse_vars(out, dims), block, thread, 256, TailStrategy::GuardWithIf);
+}
+
+void schedule_group_norm_cpu(const GroupNormFuncs& f, const Halide::Target& target) {
+  // Per-channel Funcs are read along the innermost dimension (NHWC) or per row (NCHW).
+  ElementwiseFuncs out{f.out, {}, f.extents, true};
+  for (const Var& v : f.out.args()) out.dims.push_back(v);
+  schedule_elementwise_cpu(out, target);
+  const int vw = target.natural_vector_size<float>();
+  const int64_t height = f.nhwc ? f.extents[2] : f.extents[1];
+  const int64_t channels = f.nhwc ? f.extents[0] : f.extents[2];
+  for (Halide::Func p : {f.channel_sum, f.channel_square_sum}) {
+    p.compute_root();
+    if (f.nhwc && height >= 2) {
+      sum_in_parallel_bands(p, height, target);
+      continue;
+    }
+    const std::vector<Halide::RVar> rv = p.rvars(0);
+    Var c = p.args()[0], n = p.args()[1];
+    Halide::Stage s = p.update();
+    if (f.nhwc) {
+      s.reorder(c, rv[0], rv[1], n).vectorize(c, vw, TailStrategy::GuardWithIf);
+      Halide::Stage(p).vectorize(c, vw, TailStrategy::GuardWithIf);
+    } else {
+      // Float addition reassociated across the lanes: a row of pixels in vw partial sums.
+      if (f.extents[0] >= vw) s.atomic().vectorize(rv[0], vw, TailStrategy::GuardWithIf);
+      if (channels * f.extents[3] >= 2) s.parallel(fuse_vars(s, {c, n}));
+    }
+  }
+  for (Halide::Func p : f.statistics) p.compute_root();
+}
+
+void schedule_group_norm_gpu(const GroupNormFuncs& f, const Halide::Target& /*target*/) {
+  std::vector<Halide::Func> per_channel = {f.channel_sum, f.channel_square_sum};
+  per_channel.insert(per_channel.end(), f.statistics.begin(), f.statistics.end());
+  for (Halide::Func p : per_channel) {
+    p.compute_root();
+    std::vector<Var> dims;
+    for (const Var& v : p.args()) dims.push_back(v);
+    for (int stage = 0; stage < (p.has_update_definition() ? 2 : 1); ++stage) {
       Halide::Stage s = stage == 0 ? Halide::Stage(p) : p.update();
       Var block("block"), thread("thread");
       s.gpu_tile(fuse_vars(s, dims), block, thread, 64, TailStrategy::GuardWithIf);

@@ -28,4 +28,22 @@ void schedule_layer_norm_cpu(const LayerNormFuncs& f, const Halide::Target& targ
 // GPU: one thread per row for each sum (and the row statistics), one per element for the output.
 void schedule_layer_norm_gpu(const LayerNormFuncs& f, const Halide::Target& target);
 
+// A GroupNorm of a 4-D image (generators/ops/norm.h): `out` over the image (`extents`
+// innermost first; NHWC when `nhwc`), the per-channel sums over the pixels (functions of
+// (c, n), summed over the RDom of the two pixel dimensions) and the small per-group and
+// per-channel Funcs between them and `out`.
+struct GroupNormFuncs {
+  Halide::Func out, channel_sum, channel_square_sum;
+  std::vector<Halide::Func> statistics;  // mean, inv_std, channel_mean, channel_factor
+  std::vector<int64_t> extents;
+  bool nhwc = true;
+};
+// CPU: each sum once, over the whole image: NHWC in parallel bands of rows with the channels in
+// vectors (the bands added up at the end), NCHW in vectors along each row of pixels, channels
+// in parallel. The statistics at root (a few values per channel), then `out` as an elementwise
+// kernel. The image is read three times, from the last-level cache when it fits there.
+void schedule_group_norm_cpu(const GroupNormFuncs& f, const Halide::Target& target);
+// GPU: one thread per (channel, image) for each sum, one per element for the output.
+void schedule_group_norm_gpu(const GroupNormFuncs& f, const Halide::Target& target);
+
 }  // namespace kiln::schedules

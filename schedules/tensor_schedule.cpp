@@ -39,6 +39,29 @@ std::vector<Var> pure_vars(const Halide::Func& f) {
 
 }  // namespace
 
+void sum_in_parallel_bands(Halide::Func p, int64_t outer_extent, const Halide::Target& target) {
+  const int vw = target.natural_vector_size<float>();
+  const std::vector<Var> dims = pure_vars(p);
+  const std::vector<Halide::RVar> rv = p.rvars(0);  // innermost first
+  // About 8 bands (2 threads get 4 each), each summed into a partial of its own with the
+  // innermost dimension in vectors, then added up.
+  constexpr int64_t kBands = 8;
+  const int rows = static_cast<int>((outer_extent + kBands - 1) / kBands);
+  Halide::RVar ro("band_o"), ri("band_i");
+  Var band("band");
+  Halide::Func banded =
+      p.update().split(rv.back(), ro, ri, rows, TailStrategy::GuardWithIf).rfactor(ro, band);
+  banded.compute_root().vectorize(dims[0], vw, TailStrategy::GuardWithIf);
+  std::vector<Halide::VarOrRVar> order = {dims[0]};
+  for (size_t i = 0; i + 1 < rv.size(); ++i) order.emplace_back(rv[i]);
+  order.emplace_back(ri);
+  for (size_t i = 1; i < dims.size(); ++i) order.emplace_back(dims[i]);
+  order.emplace_back(band);
+  banded.update().reorder(order).vectorize(dims[0], vw, TailStrategy::GuardWithIf).parallel(band);
+  Halide::Stage(p).vectorize(dims[0], vw, TailStrategy::GuardWithIf);
+  p.update().vectorize(dims[0], vw, TailStrategy::GuardWithIf);
+}
+
 void schedule_reduction_cpu(const ElementwiseFuncs& out, const std::vector<Halide::Func>& partials,
                             bool vectorize_inner, const Halide::Target& target,
                             bool rows_in_vectors, int64_t lane_sum, int64_t band_sum) {
@@ -51,28 +74,9 @@ void schedule_reduction_cpu(const ElementwiseFuncs& out, const std::vector<Halid
     const std::vector<Var> dims = pure_vars(p);
     const std::vector<Halide::RVar> rv = p.rvars(0);  // innermost first
     if (band_sum >= 2 && !dims.empty() && !rv.empty()) {
-      // About 8 bands (2 threads get 4 each) of the outermost reduced axis, each summed into a
-      // partial of its own with the innermost dimension in vectors, then added up. As one
-      // serial loop, the L2 norm over 56 x 56 pixels of a 160-channel NHWC image (ConvNeXt-V2's
-      // global response norm) took 0.095 ms on one thread.
-      constexpr int64_t kBands = 8;
-      const int rows = static_cast<int>((band_sum + kBands - 1) / kBands);
-      Halide::RVar ro("band_o"), ri("band_i");
-      Var band("band");
-      Halide::Func banded =
-          p.update().split(rv.back(), ro, ri, rows, TailStrategy::GuardWithIf).rfactor(ro, band);
-      banded.compute_root().vectorize(dims[0], vw, TailStrategy::GuardWithIf);
-      std::vector<Halide::VarOrRVar> order = {dims[0]};
-      for (size_t i = 0; i + 1 < rv.size(); ++i) order.emplace_back(rv[i]);
-      order.emplace_back(ri);
-      for (size_t i = 1; i < dims.size(); ++i) order.emplace_back(dims[i]);
-      order.emplace_back(band);
-      banded.update()
-          .reorder(order)
-          .vectorize(dims[0], vw, TailStrategy::GuardWithIf)
-          .parallel(band);
-      Halide::Stage(p).vectorize(dims[0], vw, TailStrategy::GuardWithIf);
-      p.update().vectorize(dims[0], vw, TailStrategy::GuardWithIf);
+      // As one serial loop, the L2 norm over 56 x 56 pixels of a 160-channel NHWC image
+      // (ConvNeXt-V2's global response norm) took 0.095 ms on one thread.
+      sum_in_parallel_bands(p, band_sum, target);
       continue;
     }
     if (lane_sum > 0 && !dims.empty()) {

@@ -28,6 +28,12 @@ void schedule_reduction_cpu(const ElementwiseFuncs& out, const std::vector<Halid
                             bool vectorize_inner, const Halide::Target& target,
                             bool rows_in_vectors = false, int64_t lane_sum = 0,
                             int64_t band_sum = 0);
+// A sum `p` (computed at root, one update over an RDom whose outermost variable has extent
+// `outer_extent`) whose results are too few to run in parallel beside its vectorized innermost
+// pure dimension (one row of channels: a norm over H and W of an NHWC image): in about 8
+// bands of that variable in parallel (Halide's rfactor), each with the innermost dimension in
+// vectors, the bands added up at the end.
+void sum_in_parallel_bands(Halide::Func p, int64_t outer_extent, const Halide::Target& target);
 // GPU: each partial a kernel of one thread per result, `out` an elementwise one.
 void schedule_reduction_gpu(const ElementwiseFuncs& out, const std::vector<Halide::Func>& partials,
                             const Halide::Target& target);

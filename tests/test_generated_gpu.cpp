@@ -130,13 +130,25 @@ void expect_gpu_schedules_match_reference(Backend gpu) {
   // kernel for seconds): the reductions share one whatever their kind, LogSoftmax is Softmax's,
   // Tile an elementwise one. A reduction to a rank-0 result and Hardmax's tuple run here; the
   // CUDA PTX test below assembles the rest.
-  const std::set<std::string> same_gpu_schedule = {
-      "reduce_sum_inner",          "reduce_max_middle",        "reduce_prod_two_axes",
-      "reduce_l1_outer_and_inner", "reduce_l2_rows",           "reduce_log_sum_positive",
-      "reduce_log_sum_exp_large",  "reduce_sum_square_leading", "log_softmax_middle_axis",
-      "log_softmax_last_coerce_2d", "hardmax_last_axis",       "tile_three_axes",
-      "resize_cubic_asymmetric_scales_rank3", "resize_cubic_pytorch_half_pixel_to_one",
-      "resize_nearest_tf_crop_and_resize_one_row", "argmin_inner", "argmax_last_outer"};
+  const std::set<std::string> same_gpu_schedule = {"reduce_sum_inner",
+                                                   "reduce_max_middle",
+                                                   "reduce_prod_two_axes",
+                                                   "reduce_l1_outer_and_inner",
+                                                   "reduce_l2_rows",
+                                                   "reduce_log_sum_positive",
+                                                   "reduce_log_sum_exp_large",
+                                                   "reduce_sum_square_leading",
+                                                   "log_softmax_middle_axis",
+                                                   "log_softmax_last_coerce_2d",
+                                                   "hardmax_last_axis",
+                                                   "tile_three_axes",
+                                                   "resize_cubic_asymmetric_scales_rank3",
+                                                   "resize_cubic_pytorch_half_pixel_to_one",
+                                                   "resize_nearest_tf_crop_and_resize_one_row",
+                                                   "argmin_inner",
+                                                   "argmax_last_outer",
+                                                   "group_norm_nhwc_one_row_g8",
+                                                   "group_norm_nchw_narrow_g2"};
   for (const OpCase& c : op_cases()) {
     if (same_gpu_schedule.count(c.name)) continue;
     SCOPED_TRACE(c.name);
@@ -240,7 +252,7 @@ TEST(GeneratedKernels, LogicKernelsRunThroughCuda) {
 
 // The CUDA objects of generated kernels, one of each kind (chain, binary, MatMul, pooling, the
 // layout transform, Gemm, a batched MatMul, Concat, Softmax, reductions (to a row, to a scalar,
-// Hardmax, ArgMax), Tile, LayerNorm, Resize (linear, cubic cropped), dense
+// Hardmax, ArgMax), Tile, LayerNorm, GroupNorm, Resize (linear, cubic cropped), dense
 // convolutions with and without post steps or a residual, depthwise (one with its expansion)
 // and grouped ones): their PTX
 // assembles for the H200 (sm_90).
@@ -258,12 +270,13 @@ TEST(GeneratedKernels, CudaObjectPtxAssemblesForSm90) {
                                 expand_fused_graph(expand_graph(expand_cases()[1]))})  // expand + dw
     specs.push_back(Model(g, lower).kernels().at(0));
   const std::vector<OpCase> ops = op_cases();
-  for (const char* name : {"gemm_fc_transposed_b_bias", "matmul_batched_broadcast",
-                           "concat_channels_3", "softmax_last_axis", "reduce_mean_last_keepdims",
-                           "layer_norm_last_axis_c48", "resize_linear_half_pixel_segmentation_x4",
-                           "reduce_log_sum_exp_large", "reduce_min_all_to_scalar", "hardmax_coerce_2d",
-                           "tile_three_axes", "resize_cubic_tf_crop_and_resize_exclude_outside",
-                           "argmin_last_rank4_keepdims"})
+  for (const char* name :
+       {"gemm_fc_transposed_b_bias", "matmul_batched_broadcast", "concat_channels_3",
+        "softmax_last_axis", "reduce_mean_last_keepdims", "layer_norm_last_axis_c48",
+        "group_norm_nhwc_g32_c64", "resize_linear_half_pixel_segmentation_x4",
+        "reduce_log_sum_exp_large", "reduce_min_all_to_scalar", "hardmax_coerce_2d",
+        "tile_three_axes", "resize_cubic_tf_crop_and_resize_exclude_outside",
+        "argmin_last_rank4_keepdims"})
     for (const OpCase& c : ops)
       if (c.name == name) specs.push_back(Model(op_graph(c), lower).kernels().at(0));
   for (const LogicCase& c : logic_cases())  // a comparison, Pow and Where

@@ -2,7 +2,7 @@
 // of the unoptimized graph on every CPU target: an average pooling computed before the 1x1
 // convolution it commutes with, a squeeze-and-excitation scale folded into the weights of the
 // convolution after it, convolutions of a few wide groups split into dense ones, and channel
-// shuffles, Slices, one-group GroupNorms and nearest Resizes kept NHWC by the layout pass. Whole
+// shuffles, Slices, exported GroupNorms and nearest Resizes kept NHWC by the layout pass. Whole
 // graphs otherwise: test_generated_graphs.cpp.
 #include <gtest/gtest.h>
 
@@ -422,61 +422,78 @@ TEST(GeneratedKernels, RadixSumsSplitIntoChannelSlices) {
   expect_whole_graph_matches_reference(input, optimized, 1e-5, 1e-6);
 }
 
-// GroupNorm with one group as torch exports it before opset 18: a Reshape to [N, 1, C*H*W], an
-// InstanceNormalization (a LayerNorm of the last axis with a unit scale, then a Mul and an Add
-// by one value each), a Reshape back, then the per-channel affine, between convolutions.
-// simplify_exported_ops makes each a LayerNorm from axis 1 with one-value scale and shift, and
-// the layout pass keeps it NHWC: no Reshape and no layout transform but the input's and the
-// output's. One image of 16 x 48 x 48 (one long row: its bands in parallel) and two of
-// 8 x 10 x 12 (a row each). Kept as it is: the same view with a scale that is not one value.
-// Matches the reference on every CPU target.
-TEST(GeneratedKernels, GroupNormOfOneGroupStaysChannelsLast) {
+// GroupNorm as torch exports it before opset 18: a Reshape to [N, G, C/G*H*W], an
+// InstanceNormalization (a LayerNorm of the last axis with a unit scale, or `uniform_scale`
+// false: one of [C/G*H*W] random values, then a Mul and an Add by one value per group), a
+// Reshape back, then the per-channel affine.
+graph::ValueId exported_group_norm(graph::GraphBuilder& b, const std::string& name,
+                                   graph::ValueId x, const graph::Shape& s, int64_t groups,
+                                   bool uniform_scale, uint64_t& seed) {
+  const int64_t m = s[1] / groups * s[2] * s[3];
+  const graph::ValueId rows = b.op(name + "_view", graph::Reshape{{s[0], groups, m}}, {x});
+  const graph::ValueId scale =
+      uniform_scale ? b.constant(name + "_unit", {1}, {1.0f})
+                    : b.constant(name + "_unit", {m}, graph::random_uniform(m, 0.5f, 1.5f, seed++));
+  graph::ValueId y = b.op(name + "_norm", graph::LayerNorm{2, 1e-5f}, {rows, scale});
+  y = b.op(name + "_in_scale", graph::Binary{graph::BinaryOp::mul},
+           {y, b.constant(name + "_s", {groups, 1},
+                          graph::random_uniform(groups, 0.75f, 1.25f, seed++))});
+  y = b.op(name + "_in_shift", graph::Binary{graph::BinaryOp::add},
+           {y, b.constant(name + "_b", {groups, 1},
+                          graph::random_uniform(groups, -0.25f, 0.25f, seed++))});
+  y = b.op(name + "_back", graph::Reshape{s}, {y});
+  y = b.op(
+      name + "_gamma", graph::Binary{graph::BinaryOp::mul},
+      {y, b.constant(name + "_g", {s[1], 1, 1}, graph::random_uniform(s[1], 0.5f, 1.5f, seed++))});
+  return b.op(name + "_beta", graph::Binary{graph::BinaryOp::add},
+              {y, b.constant(name + "_be", {s[1], 1, 1},
+                             graph::random_uniform(s[1], -0.5f, 0.5f, seed++))});
+}
+
+// Exported GroupNorms between convolutions (then a ReLU). With one group,
+// simplify_exported_ops makes each a LayerNorm from axis 1 with one-value scale and shift; with
+// more, a GroupNorm with its scale and shift per channel. The layout pass keeps both NHWC: no
+// Reshape and no layout transform but the input's and the output's. One group: one image of
+// 16 x 48 x 48 (one long row: its bands in parallel) and two of 8 x 10 x 12 (a row each).
+// Groups: 32 of 2 channels (ResNet-GN's), 6 of 4 channels over two images, 4 over one row of
+// pixels. Kept as it is: the same view with a scale that is not one value. Matches the
+// reference on every CPU target.
+TEST(GeneratedKernels, ExportedGroupNormsStayChannelsLast) {
   graph::GraphBuilder b;
   uint64_t seed = 600;
-  const auto group_norm = [&](const std::string& name, graph::ValueId x, const graph::Shape& s,
-                              bool uniform_scale) {
-    const int64_t m = s[1] * s[2] * s[3];
-    const graph::ValueId rows = b.op(name + "_view", graph::Reshape{{s[0], 1, m}}, {x});
-    const graph::ValueId scale =
-        uniform_scale
-            ? b.constant(name + "_unit", {1}, {1.0f})
-            : b.constant(name + "_unit", {m}, graph::random_uniform(m, 0.5f, 1.5f, seed++));
-    graph::ValueId y = b.op(name + "_norm", graph::LayerNorm{2, 1e-5f}, {rows, scale});
-    y = b.op(name + "_in_scale", graph::Binary{graph::BinaryOp::mul},
-             {y, b.constant(name + "_s", {1, 1}, {1.25f})});
-    y = b.op(name + "_in_shift", graph::Binary{graph::BinaryOp::add},
-             {y, b.constant(name + "_b", {1, 1}, {-0.125f})});
-    y = b.op(name + "_back", graph::Reshape{s}, {y});
-    y = b.op(name + "_gamma", graph::Binary{graph::BinaryOp::mul},
-             {y, b.constant(name + "_g", {s[1], 1, 1},
-                            graph::random_uniform(s[1], 0.5f, 1.5f, seed++))});
-    return b.op(name + "_beta", graph::Binary{graph::BinaryOp::add},
-                {y, b.constant(name + "_be", {s[1], 1, 1},
-                               graph::random_uniform(s[1], -0.5f, 0.5f, seed++))});
+  struct Case {
+    graph::Shape shape;
+    int64_t groups;
+    bool uniform_scale;
   };
-  const std::vector<std::pair<graph::Shape, bool>> cases = {
-      {{1, 16, 48, 48}, true}, {{2, 8, 10, 12}, true}, {{1, 8, 6, 7}, false}};
+  const std::vector<Case> cases = {{{1, 16, 48, 48}, 1, true},  {{2, 8, 10, 12}, 1, true},
+                                   {{1, 64, 14, 14}, 32, true}, {{2, 24, 10, 12}, 6, true},
+                                   {{1, 48, 1, 9}, 4, true},    {{1, 8, 6, 7}, 2, false}};
   for (size_t i = 0; i < cases.size(); ++i) {
-    const graph::Shape& s = cases[i].first;
+    const graph::Shape& s = cases[i].shape;
     const std::string name = "gn" + std::to_string(i);
     graph::ValueId x =
         pointwise_relu(b, name + "_in", b.input(name + "_x", {s[0], 4, s[2], s[3]}), 4, s[1], seed);
-    x = group_norm(name, x, s, cases[i].second);
+    x = exported_group_norm(b, name, x, s, cases[i].groups, cases[i].uniform_scale, seed);
+    x = b.op(name + "_relu", graph::Relu{}, {x});
     b.output(pointwise_relu(b, name + "_out", x, s[1], 8, seed));
   }
   const graph::Graph input = b.finish();
   const graph::Graph optimized = graph::run_passes(input);
-  size_t transforms = 0, views = 0, sample_norms = 0;
+  size_t transforms = 0, views = 0, sample_norms = 0, group_norms = 0;
   for (const graph::Node& n : optimized.nodes()) {
     transforms += std::holds_alternative<graph::LayoutTransform>(n.op) &&
                   !optimized.is_graph_output(n.outputs[0]) &&
                   optimized.value(n.inputs[0]).name.find("_x") == std::string::npos;
     views += std::holds_alternative<graph::Reshape>(n.op);
+    const bool nhwc = optimized.value(n.inputs[0]).layout == Layout::nhwc;
     if (const auto* ln = std::get_if<graph::LayerNorm>(&n.op))
-      sample_norms += ln->axis == 1 && optimized.value(n.inputs[0]).layout == Layout::nhwc;
+      sample_norms += ln->axis == 1 && nhwc;
+    group_norms += std::holds_alternative<graph::GroupNorm>(n.op) && nhwc;
   }
   EXPECT_EQ(sample_norms, 2u) << graph::dump(optimized);
-  // The third case keeps its two views, and the transforms to NCHW and back around them.
+  EXPECT_EQ(group_norms, 3u) << graph::dump(optimized);
+  // The last case keeps its two views, and the transforms to NCHW and back around them.
   EXPECT_EQ(views, 2u) << graph::dump(optimized);
   EXPECT_EQ(transforms, 2u) << graph::dump(optimized);
   // A sum of 36,864 floats in partial sums: 1e-4 relative, where one-kernel graphs take 1e-5.

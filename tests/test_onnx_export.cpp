@@ -164,6 +164,7 @@ std::vector<Case> every_op() {
   add("less", Binary{BinaryOp::less}, {x, per_channel}, "Less", k);  // float 0/1: Kiln's op
   add("where", Where{}, {x, x, per_channel}, "Where", k);
   add("layer_norm", LayerNorm{3, 1e-6f}, {x, {{6}, Layout::any, true}}, "LayerNorm", k);
+  add("group_norm", GroupNorm{2, 1e-5f}, {xh, c4, c4}, "GroupNorm", k);
   add("resize", Resize{ResizeMode::linear, ResizeCoordinates::half_pixel, NearestRounding::floor,
                        {1, 4, 12, 12}, {1, 1, 2, 2}},
       {x}, "Resize", k);

@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "graph/passes/pipeline.h"
 #include "onnx_test_models.h"
 
 namespace kiln::graph {
@@ -170,6 +171,7 @@ std::vector<float> group_norm(const std::vector<float>& x, Dims s, int64_t group
 }
 
 // One group (PoolFormer's GroupNorm(1)) as well: a LayerNorm of x itself from axis 1, no view.
+// With groups, the passes make one GroupNorm node of it, whose reference agrees.
 TEST(OnnxOpsets18To21, GroupNormalizationPerGroupAndPerChannelParameters) {
   const Dims shape = {2, 6, 3, 4};
   const std::vector<float> x = rnd(2 * 6 * 12, 184, -2.0f, 3.0f);
@@ -201,6 +203,21 @@ TEST(OnnxOpsets18To21, GroupNormalizationPerGroupAndPerChannelParameters) {
       }
       EXPECT_EQ(views, groups != 1) << groups;
       EXPECT_EQ(axis1, groups == 1) << groups;
+      // The passes make the views, the LayerNorm and the affine one GroupNorm node.
+      const Graph optimized = run_passes(g);
+      size_t group_norms = 0, nodes = 0;
+      for (const Node& n : optimized.nodes()) {
+        group_norms += std::holds_alternative<GroupNorm>(n.op);
+        nodes += !std::holds_alternative<LayoutTransform>(n.op);
+      }
+      if (groups != 1) {
+        EXPECT_EQ(group_norms, 1u) << dump(optimized);
+        EXPECT_EQ(nodes, 1u) << dump(optimized);
+      }
+      const Tensor yo = run_reference(optimized, {Tensor{shape, Layout::nchw, x}})[0];
+      ASSERT_EQ(yo.data.size(), want.size());
+      for (size_t i = 0; i < want.size(); ++i)
+        EXPECT_NEAR(yo.data[i], want[i], 1e-4f) << groups << " " << opset << " " << i;
     }
   ModelBuilder bad(21);
   bad.input("x", shape);

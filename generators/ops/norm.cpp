@@ -50,4 +50,52 @@ LayerNormAlgorithm layer_norm(const Func& x, const graph::Shape& shape, const gr
   return a;
 }
 
+GroupNormAlgorithm group_norm(const Func& x, const graph::Shape& shape, bool nhwc,
+                              const graph::GroupNorm& gn, const Func& scale, const Func& bias) {
+  // Halide dimensions: NHWC is (c, w, h, n), NCHW (w, h, c, n).
+  const int channel_dim = nhwc ? 0 : 2;
+  const int p0 = nhwc ? 1 : 0;  // the innermost pixel dimension, then p0 + 1
+  const int64_t channels = shape[nhwc ? 3 : 1], per_group = channels / gn.groups;
+  const int64_t width = shape[nhwc ? 2 : 3], height = shape[nhwc ? 1 : 2];
+  GroupNormAlgorithm a{Func("group_norm"),
+                       Func("channel_sum"),
+                       Func("group_mean"),
+                       Func("channel_square_sum"),
+                       Func("group_inv_std"),
+                       Func("channel_mean"),
+                       Func("channel_factor"),
+                       Halide::RDom(0, static_cast<int>(width), 0, static_cast<int>(height))};
+  Var c("c"), n("n"), g("g");
+  // x at channel c of image n and pixel (r.x, r.y).
+  const auto at = [&](const Expr& ch, const Expr& px, const Expr& py) {
+    std::vector<Expr> i(4);
+    i[static_cast<size_t>(channel_dim)] = ch;
+    i[static_cast<size_t>(p0)] = px;
+    i[static_cast<size_t>(p0 + 1)] = py;
+    i[3] = n;
+    return x(i);
+  };
+  const float inv_count = 1.0f / static_cast<float>(per_group * width * height);
+  // The sum over a group's channels of a per-channel Func.
+  const auto over_group = [&](const Func& per_channel) -> Expr {
+    if (per_group == 1) return per_channel(g, n);
+    Halide::RDom k(0, static_cast<int>(per_group));
+    return Halide::sum(per_channel(g * static_cast<int>(per_group) + k, n));
+  };
+  a.channel_sum(c, n) = 0.0f;
+  a.channel_sum(c, n) += at(c, a.r.x, a.r.y);
+  a.mean(g, n) = over_group(a.channel_sum) * inv_count;
+  a.channel_mean(c, n) = a.mean(c / static_cast<int>(per_group), n);
+  // About the mean, so a large offset cancels exactly before squaring.
+  const Expr dev = at(c, a.r.x, a.r.y) - a.channel_mean(c, n);
+  a.channel_square_sum(c, n) = 0.0f;
+  a.channel_square_sum(c, n) += dev * dev;
+  a.inv_std(g, n) = 1.0f / Halide::sqrt(over_group(a.channel_square_sum) * inv_count + gn.epsilon);
+  a.channel_factor(c, n) = a.inv_std(c / static_cast<int>(per_group), n) * scale(c);
+  std::vector<Var> o = {Var("d0"), Var("d1"), Var("d2"), Var("d3")};
+  const Var& oc = o[static_cast<size_t>(channel_dim)];
+  a.out(o) = (x(o) - a.channel_mean(oc, o[3])) * a.channel_factor(oc, o[3]) + bias(oc);
+  return a;
+}
+
 }  // namespace kiln::generators::ops

@@ -1,4 +1,5 @@
-// Algorithm builders for normalizations over a tensor's trailing axes (LayerNorm), with the
+// Algorithm builders for normalizations over a tensor's trailing axes (LayerNorm) and over
+// groups of an image's channels (GroupNorm), with the
 // semantics the reference interpreter states (graph/reference_ops_data.cpp). Inputs are Funcs
 // indexed innermost first (Halide dimension d is row-major axis rank - 1 - d).
 #pragma once
@@ -25,5 +26,19 @@ struct LayerNormAlgorithm {
 LayerNormAlgorithm layer_norm(const Halide::Func& x, const graph::Shape& shape,
                               const graph::LayerNorm& ln, const std::vector<Halide::Func>& params,
                               const std::vector<graph::Shape>& param_shapes);
+
+// A GroupNorm of a 4-D image (NHWC when `nhwc`, else NCHW): per image n and channel c, the sums
+// over the pixels (`channel_sum`, then `channel_square_sum` of the deviations from the group's
+// mean) over the RDom `r` (the two pixel dimensions, innermost first), both Funcs of (c, n); the
+// group statistics from them (`mean`, `inv_std` of (group, n)), then per (c, n) the mean and
+// the factor `scale[c] * inv_std` the output applies (`channel_mean`, `channel_factor`).
+// out = (x - channel_mean) * channel_factor + bias[c].
+struct GroupNormAlgorithm {
+  Halide::Func out, channel_sum, mean, channel_square_sum, inv_std, channel_mean, channel_factor;
+  Halide::RDom r;
+};
+GroupNormAlgorithm group_norm(const Halide::Func& x, const graph::Shape& shape, bool nhwc,
+                              const graph::GroupNorm& gn, const Halide::Func& scale,
+                              const Halide::Func& bias);
 
 }  // namespace kiln::generators::ops

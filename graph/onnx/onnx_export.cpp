@@ -289,6 +289,13 @@ class NodeWriter {
     attr_int(p_, "axis", l.axis);
     attr_float(p_, "epsilon", l.epsilon);
   }
+  // Kiln's op: ONNX's GroupNormalization (opset 18) is channels-first only, with one scale per
+  // group until opset 21.
+  void operator()(const GroupNorm& gn) {
+    kiln("GroupNorm");
+    attr_int(p_, "num_groups", gn.groups);
+    attr_float(p_, "epsilon", gn.epsilon);
+  }
   // Kiln's normalized form: the output sizes and per-axis scales as attributes.
   void operator()(const Resize& r) {
     kiln("Resize");

@@ -3,9 +3,10 @@
 // Gemm's transposed constant B stored untransposed, see pretranspose_gemm_weights). Pooling
 // windows are generated for NHWC only, so a pool reading an NCHW activation (a graph input, a
 // 1-D pool's Reshape) takes it through a transform too. NHWC then spreads from the
-// convolutions through every op that works in either layout (pooling, BatchNorm, elementwise,
-// Concat and Pad with their axes remapped, a LayerNorm of whole samples); an op that indexes its
-// input in logical (ONNX, row-major) order gets a transform back to NCHW in front of it.
+// convolutions through every op that works in either layout (pooling, BatchNorm, GroupNorm,
+// elementwise, Concat and Pad with their axes remapped, a LayerNorm of whole samples); an op that
+// indexes its input in logical (ONNX, row-major) order gets a transform back to NCHW in front of
+// it.
 //
 // Channels-last blocks written with explicit Transposes (ConvNeXt's LayerNorm and MLP run on
 // permute(0, 2, 3, 1) of a conv's output, and permute(0, 3, 1, 2) hands the result back) hold
@@ -317,18 +318,19 @@ class LayoutRewriter {
     const bool broadcasting = std::holds_alternative<Binary>(n.op) || std::holds_alternative<Where>(n.op);
     // A LayerNorm of every axis but the batch with one-value scale and bias (GroupNorm(1)).
     const bool sample_norm = is_layout_free_layer_norm(g_, n);
+    // Its parameters are per channel ([C]) in either layout, as BatchNorm's.
+    const bool per_channel_params =
+        std::holds_alternative<BatchNorm>(n.op) || std::holds_alternative<GroupNorm>(n.op);
     const bool agnostic =
-        op_is_unary(n.op) || unary_chain || broadcasting || sample_norm ||
-        std::holds_alternative<BatchNorm>(n.op) || std::holds_alternative<Pool2d>(n.op) ||
-        std::holds_alternative<GlobalPool>(n.op) || std::holds_alternative<Concat>(n.op) ||
-        std::holds_alternative<Pad>(n.op) || std::holds_alternative<Slice>(n.op) ||
-        is_spatial_resize(n);
+        op_is_unary(n.op) || unary_chain || broadcasting || sample_norm || per_channel_params ||
+        std::holds_alternative<Pool2d>(n.op) || std::holds_alternative<GlobalPool>(n.op) ||
+        std::holds_alternative<Concat>(n.op) || std::holds_alternative<Pad>(n.op) ||
+        std::holds_alternative<Slice>(n.op) || is_spatial_resize(n);
     if (!agnostic || g_.value(n.outputs[0]).shape.size() != 4) return false;
     bool any_nhwc = false;
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       const Value& v = g_.value(n.inputs[i]);
-      if ((std::holds_alternative<BatchNorm>(n.op) || sample_norm) && i > 0)
-        continue;  // parameters
+      if ((per_channel_params || sample_norm) && i > 0) continue;  // parameters
       if (v.is_constant()) {
         // Only Binary's and Where's broadcast constants can be re-laid-out; at most rank 4.
         if (!broadcasting || v.shape.size() > 4) return false;

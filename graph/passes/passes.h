@@ -26,8 +26,9 @@ Graph fuse_gelu(const Graph& g);
 Graph split_radix_sums(const Graph& g);
 
 // Rewrites a mean or max over H and W of a 4-D image as a GlobalPool (and a Reshape without
-// keepdims), and leaves out a Tile (ONNX Expand) whose readers are all broadcasting binary ops
-// with another operand of its shape. Runs after fuse_layer_norm, before the layout pass.
+// keepdims), leaves out a Tile (ONNX Expand) whose readers are all broadcasting binary ops
+// with another operand of its shape, and makes a LayerNorm or GroupNorm node of a group
+// normalization written through views. Runs after fuse_layer_norm, before the layout pass.
 Graph simplify_exported_ops(const Graph& g);
 
 // Rewrites a channels-last linear layer, MatMul of a 4-D [N, H, W, K] tensor by a constant
