@@ -241,12 +241,13 @@ KernelPipeline layer_norm_pipeline(const graph::OpKernelSpec& k, const Halide::T
 }
 
 // GroupNorm: the per-channel sums over the pixels, the group statistics from them, then the
-// normalized image.
+// normalized image with its residual and post steps.
 KernelPipeline group_norm_pipeline(const graph::OpKernelSpec& k, const Halide::Target& target,
                                    const std::vector<Halide::ImageParam>& inputs) {
   const bool nhwc = k.inputs[0].layout == graph::Layout::nhwc;
-  const generators::ops::GroupNormAlgorithm a = generators::ops::group_norm(
-      inputs[0], k.inputs[0].shape, nhwc, std::get<graph::GroupNorm>(k.op), inputs[1], inputs[2]);
+  const generators::ops::GroupNormAlgorithm a =
+      generators::ops::group_norm(std::vector<Halide::Func>(inputs.begin(), inputs.end()),
+                                  k.inputs[0].shape, nhwc, std::get<graph::GroupNorm>(k.op));
   const schedules::GroupNormFuncs f{a.out,
                                     a.channel_sum,
                                     a.channel_square_sum,

@@ -512,6 +512,13 @@ std::string attrs(const Op& op) {
     s << "axis=" << ln->axis << " epsilon=" << ln->epsilon;
   } else if (const auto* gn = std::get_if<GroupNorm>(&op)) {
     s << "groups=" << gn->groups << " epsilon=" << gn->epsilon;
+    if (gn->residual) s << " +residual";
+    if (!gn->post.empty()) {
+      s << " post=[";
+      for (size_t i = 0; i < gn->post.size(); ++i)
+        s << (i ? "," : "") << to_string(gn->post[i].kind);
+      s << "]";
+    }
   } else if (const auto* rs = std::get_if<Resize>(&op)) {
     s << "mode=" << to_string(rs->mode) << " coordinates=" << to_string(rs->coordinates);
     if (rs->mode == ResizeMode::nearest) s << " nearest=" << to_string(rs->nearest);

@@ -385,6 +385,12 @@ struct LayerNorm {
 struct GroupNorm {
   int groups = 1;  // divides C
   float epsilon = 1e-5f;
+  // Absorbed by fuse_norm_epilogues: a tensor of x's shape added to y (a GroupNorm ResNet's
+  // shortcut, the input after bias), then elementwise steps (the activation after it), each
+  // affine step's [C] scale and shift inputs after the residual, in step order.
+  bool residual = false;
+  std::vector<ChainStep> post;
+  size_t first_post_input() const { return residual ? 4 : 3; }
 };
 
 // A chain of elementwise steps applied to one tensor in one pass (made by

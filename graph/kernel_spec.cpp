@@ -455,7 +455,10 @@ std::string kernel_signature(const KernelSpec& k) {
   } else if (const auto* ln = op ? std::get_if<LayerNorm>(&op->op) : nullptr) {
     s << "[" << ln->axis << "," << std::hexfloat << ln->epsilon << std::defaultfloat << "]";
   } else if (const auto* gn = op ? std::get_if<GroupNorm>(&op->op) : nullptr) {
-    s << "[" << gn->groups << "," << std::hexfloat << gn->epsilon << std::defaultfloat << "]";
+    s << "[" << gn->groups << "," << std::hexfloat << gn->epsilon << std::defaultfloat << ","
+      << gn->residual;
+    write_steps(s, gn->post);
+    s << "]";
   } else if (const auto* rs = op ? std::get_if<Resize>(&op->op) : nullptr) {
     s << "[" << static_cast<int>(rs->mode) << "," << static_cast<int>(rs->coordinates) << ","
       << static_cast<int>(rs->nearest) << "," << std::hexfloat;

@@ -219,7 +219,8 @@ Tensor layer_norm(const LayerNorm& ln, const std::vector<const Tensor*>& in) {
 
 // Per image and group, in double: the group's mean over its channels and pixels, then the
 // biased variance about it, then each element normalized and scaled by its channel's scale and
-// bias. Channels on axis 3 for NHWC, axis 1 otherwise.
+// bias, the residual added (then rounded to float), and the post steps applied as a chain's.
+// Channels on axis 3 for NHWC, axis 1 otherwise.
 Tensor group_norm(const GroupNorm& gn, const std::vector<const Tensor*>& in) {
   const Tensor& x = *in[0];
   const bool nhwc = x.layout == Layout::nhwc;
@@ -247,11 +248,15 @@ Tensor group_norm(const GroupNorm& gn, const std::vector<const Tensor*>& in) {
       for (int64_t c = g * per_group; c < (g + 1) * per_group; ++c)
         for (int64_t p = 0; p < pixels; ++p) {
           const size_t i = index(b, c, p);
-          out.data[i] =
-              static_cast<float>((x.data[i] - mean) * inv_std * in[1]->data[c] + in[2]->data[c]);
+          const double y = (x.data[i] - mean) * inv_std * in[1]->data[c] + in[2]->data[c];
+          out.data[i] = static_cast<float>(gn.residual ? y + in[3]->data[i] : y);
         }
     }
-  return out;
+  if (gn.post.empty()) return out;
+  std::vector<const Tensor*> chain_in = {&out};
+  chain_in.insert(chain_in.end(), in.begin() + static_cast<std::ptrdiff_t>(gn.first_post_input()),
+                  in.end());
+  return reference_chain(ElementwiseChain{gn.post}, chain_in);
 }
 
 // Resize, in double: per axis the source coordinate of each output index, then the nearest

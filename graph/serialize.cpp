@@ -202,6 +202,8 @@ template <typename IO>
 void attrs(IO& io, GroupNorm& gn) {
   io.i32(gn.groups);
   io.f32(gn.epsilon);
+  io.flag(gn.residual);
+  chain_steps(io, gn.post);
 }
 template <typename IO>
 void attrs(IO& io, Resize& r) {

@@ -60,7 +60,8 @@ namespace kiln::graph {
 // convolution uncapped, 4) is read as well.
 // Version 19: Conv2d's attributes end with the flag pool_first. Version 18 (every pooling after
 // its convolution) is read as well.
-// Version 20: op tag 26 is GroupNorm (i32 groups, f32 epsilon). Version 19 is read as well.
+// Version 20: op tag 26 is GroupNorm (i32 groups, f32 epsilon, flag residual, its post steps as
+// Conv2d's). Version 19 is read as well.
 constexpr uint32_t kGraphFormatVersion = 20;
 
 std::string serialize(const Graph& g);

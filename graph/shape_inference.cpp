@@ -386,7 +386,7 @@ TypedShape infer_output(const Graph& g, const Node& n) {
     return {x.shape, x.layout};
   }
   if (const auto* gn = std::get_if<GroupNorm>(&n.op)) {
-    expect_inputs(n, 3);
+    expect_inputs(n, gn->first_post_input() + 2 * affine_steps(gn->post));
     const Value& x = activation_input(g, n);
     const int64_t channels = x.shape[x.layout == Layout::nhwc ? 3 : 1];
     if (gn->groups < 1 || channels % gn->groups != 0)
@@ -394,6 +394,14 @@ TypedShape infer_output(const Graph& g, const Node& n) {
                   " channels of '" + x.name + "'");
     expect_vector(g, n, 1, channels, "scale");
     expect_vector(g, n, 2, channels, "bias");
+    if (gn->residual) {
+      const Value& r = g.value(n.inputs[3]);
+      if (r.shape != x.shape || r.layout != x.layout)
+        fail(n, "residual '" + r.name + "' is " + to_string(r.shape) + " " + to_string(r.layout) +
+                    ", expected " + to_string(x.shape) + " " + to_string(x.layout));
+    }
+    for (size_t i = gn->first_post_input(); i < n.inputs.size(); ++i)
+      expect_vector(g, n, i, channels, "post step parameter");
     return {x.shape, x.layout};
   }
   if (const auto* ch = std::get_if<ElementwiseChain>(&n.op)) {

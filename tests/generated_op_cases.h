@@ -2,6 +2,7 @@
 // generated_cases.h): one node each, with the shapes and attributes it is tested on.
 #pragma once
 
+#include <limits>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -348,6 +349,30 @@ inline std::vector<OpCase> op_cases() {
        {},
        1e-4,
        1e-5},
+      // With fuse_norm_epilogues' residual and post steps: a shortcut and a ReLU (a GroupNorm
+      // ResNet's block end), SiLU then an affine step with its per-channel inputs.
+      {"group_norm_nhwc_residual_relu",
+       graph::GroupNorm{8,
+                        1e-5f,
+                        true,
+                        {graph::ChainStep{graph::ChainStepKind::clamp, 0.0f,
+                                          std::numeric_limits<float>::infinity()}}},
+       {{1, 12, 10, 64}, {64}, {64}, {1, 12, 10, 64}},
+       Layout::nhwc,
+       {false, true, true, false},
+       1e-4,
+       1e-5},
+      {"group_norm_nchw_silu_affine",
+       graph::GroupNorm{2,
+                        1e-5f,
+                        false,
+                        {graph::ChainStep{graph::ChainStepKind::silu},
+                         graph::ChainStep{graph::ChainStepKind::affine}}},
+       {{2, 4, 6, 19}, {4}, {4}, {4}, {4}},
+       Layout::nchw,
+       {false, true, true, true, true},
+       1e-4,
+       1e-5},
       // Resize: nearest with each rounding, up and down by integer and odd ratios, linear on the
       // last two axes, each coordinate mode, a rank-3 tensor resized on every axis.
       {"resize_nearest_half_pixel_x2",
@@ -497,7 +522,8 @@ inline graph::Graph op_graph(const OpCase& c) {
   std::vector<graph::ValueId> ins;
   for (size_t i = 0; i < c.inputs.size(); ++i) {
     const std::string name = "in" + std::to_string(i);
-    const Layout layout = i == 0 ? c.layout : Layout::any;
+    // An input of the first one's shape (a GroupNorm's residual) takes its layout.
+    const Layout layout = i == 0 || c.inputs[i] == c.inputs[0] ? c.layout : Layout::any;
     ins.push_back(i < c.constant.size() && c.constant[i]
                       ? b.constant(name, c.inputs[i],
                                    graph::random_uniform(graph::num_elements(c.inputs[i]), -0.5f,

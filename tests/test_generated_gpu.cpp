@@ -148,7 +148,8 @@ void expect_gpu_schedules_match_reference(Backend gpu) {
                                                    "argmin_inner",
                                                    "argmax_last_outer",
                                                    "group_norm_nhwc_one_row_g8",
-                                                   "group_norm_nchw_narrow_g2"};
+                                                   "group_norm_nchw_narrow_g2",
+                                                   "group_norm_nchw_silu_affine"};
   for (const OpCase& c : op_cases()) {
     if (same_gpu_schedule.count(c.name)) continue;
     SCOPED_TRACE(c.name);

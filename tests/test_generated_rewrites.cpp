@@ -500,6 +500,39 @@ TEST(GeneratedKernels, ExportedGroupNormsStayChannelsLast) {
   expect_whole_graph_matches_reference(input, optimized, 1e-4, 1e-5);
 }
 
+// The end of a GroupNorm ResNet's downsampling block: the main branch's and the shortcut's
+// convolutions, each followed by an exported GroupNorm(32), their sum, a ReLU, and the next
+// convolution. fuse_norm_epilogues puts the Add (the other norm's output as its residual) and
+// the ReLU into one norm's kernel: two GroupNorm nodes, one with a residual and a post step, no
+// Add and no chain left. Matches the reference on every CPU target.
+TEST(GeneratedKernels, GroupNormBlockEndIsOneKernel) {
+  graph::GraphBuilder b;
+  uint64_t seed = 700;
+  const graph::Shape s = {1, 64, 12, 10};
+  const graph::ValueId x = b.input("x", {1, 16, 12, 10});
+  const graph::ValueId main = exported_group_norm(
+      b, "main", pointwise_relu(b, "conv_main", x, 16, 64, seed), s, 32, true, seed);
+  const graph::ValueId shortcut = exported_group_norm(
+      b, "short", pointwise_relu(b, "conv_short", x, 16, 64, seed), s, 32, true, seed);
+  const graph::ValueId sum = b.op("add", graph::Binary{graph::BinaryOp::add}, {main, shortcut});
+  b.output(pointwise_relu(b, "next", b.op("relu", graph::Relu{}, {sum}), 64, 8, seed));
+  const graph::Graph input = b.finish();
+  const graph::Graph optimized = graph::run_passes(input);
+  size_t fused = 0, plain = 0, others = 0;
+  for (const graph::Node& n : optimized.nodes()) {
+    if (const auto* gn = std::get_if<graph::GroupNorm>(&n.op)) {
+      fused += gn->residual && gn->post.size() == 1;
+      plain += !gn->residual && gn->post.empty();
+    }
+    others += std::holds_alternative<graph::Binary>(n.op) ||
+              std::holds_alternative<graph::ElementwiseChain>(n.op);
+  }
+  EXPECT_EQ(fused, 1u) << graph::dump(optimized);
+  EXPECT_EQ(plain, 1u) << graph::dump(optimized);
+  EXPECT_EQ(others, 0u) << graph::dump(optimized);
+  expect_whole_graph_matches_reference(input, optimized, 1e-4, 1e-5);
+}
+
 // A detector's upsampling: nearest Resizes of the image axes (2x asymmetric floor, as
 // torch.nn.Upsample exports, and 3x2 half_pixel) between convolutions, each concatenated with
 // another convolution's output, stay NHWC (axes remapped, no layout transform), and so does a

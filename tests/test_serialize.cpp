@@ -154,8 +154,11 @@ Graph every_op_graph() {
   const ValueId pf =
       b.op("pooled_first_conv", pooled_first,
            {lt, constant(b, "w10", {1, 1, 4, 8}, 37, Layout::hwio), constant(b, "b10", {8}, 38)});
-  const ValueId gn = b.op("group_norm", GroupNorm{2, 1e-3f},  // since v20
-                          {lt, constant(b, "gg", {4}, 39), constant(b, "gb", {4}, 40)});
+  const ValueId gn = b.op(
+      "group_norm",  // since v20
+      GroupNorm{2, 1e-3f, true, {ChainStep{ChainStepKind::silu}, ChainStep{ChainStepKind::affine}}},
+      {lt, constant(b, "gg", {4}, 39), constant(b, "gb", {4}, 40), lt, constant(b, "gs", {4}, 41),
+       constant(b, "gt", {4}, 42)});
   for (ValueId out : {t, c2, mp, ga, ln, rs, rl, cc, am, pc, ec, sc, rc, ac, pf, gn}) b.output(out);
   return b.finish();
 }

@@ -1,6 +1,8 @@
 // Normalization algorithm builders (see norm.h).
 #include "generators/ops/norm.h"
 
+#include "generators/ops/elementwise.h"
+
 namespace kiln::generators::ops {
 
 using Halide::Expr;
@@ -50,8 +52,11 @@ LayerNormAlgorithm layer_norm(const Func& x, const graph::Shape& shape, const gr
   return a;
 }
 
-GroupNormAlgorithm group_norm(const Func& x, const graph::Shape& shape, bool nhwc,
-                              const graph::GroupNorm& gn, const Func& scale, const Func& bias) {
+GroupNormAlgorithm group_norm(const std::vector<Func>& inputs, const graph::Shape& shape, bool nhwc,
+                              const graph::GroupNorm& gn) {
+  const Func& x = inputs[0];
+  const Func& scale = inputs[1];
+  const Func& bias = inputs[2];
   // Halide dimensions: NHWC is (c, w, h, n), NCHW (w, h, c, n).
   const int channel_dim = nhwc ? 0 : 2;
   const int p0 = nhwc ? 1 : 0;  // the innermost pixel dimension, then p0 + 1
@@ -94,7 +99,11 @@ GroupNormAlgorithm group_norm(const Func& x, const graph::Shape& shape, bool nhw
   a.channel_factor(c, n) = a.inv_std(c / static_cast<int>(per_group), n) * scale(c);
   std::vector<Var> o = {Var("d0"), Var("d1"), Var("d2"), Var("d3")};
   const Var& oc = o[static_cast<size_t>(channel_dim)];
-  a.out(o) = (x(o) - a.channel_mean(oc, o[3])) * a.channel_factor(oc, o[3]) + bias(oc);
+  Expr y = (x(o) - a.channel_mean(oc, o[3])) * a.channel_factor(oc, o[3]) + bias(oc);
+  if (gn.residual) y += inputs[3](o);
+  const std::vector<Func> params(
+      inputs.begin() + static_cast<std::ptrdiff_t>(gn.first_post_input()), inputs.end());
+  a.out(o) = apply_chain(gn.post, y, params, oc);
   return a;
 }
 

@@ -32,13 +32,13 @@ LayerNormAlgorithm layer_norm(const Halide::Func& x, const graph::Shape& shape,
 // mean) over the RDom `r` (the two pixel dimensions, innermost first), both Funcs of (c, n); the
 // group statistics from them (`mean`, `inv_std` of (group, n)), then per (c, n) the mean and
 // the factor `scale[c] * inv_std` the output applies (`channel_mean`, `channel_factor`).
-// out = (x - channel_mean) * channel_factor + bias[c].
+// out = post((x - channel_mean) * channel_factor + bias[c] + residual): `inputs` holds x, scale,
+// bias, the residual (with gn.residual) and the post steps' scale and shift per affine step.
 struct GroupNormAlgorithm {
   Halide::Func out, channel_sum, mean, channel_square_sum, inv_std, channel_mean, channel_factor;
   Halide::RDom r;
 };
-GroupNormAlgorithm group_norm(const Halide::Func& x, const graph::Shape& shape, bool nhwc,
-                              const graph::GroupNorm& gn, const Halide::Func& scale,
-                              const Halide::Func& bias);
+GroupNormAlgorithm group_norm(const std::vector<Halide::Func>& inputs, const graph::Shape& shape,
+                              bool nhwc, const graph::GroupNorm& gn);
 
 }  // namespace kiln::generators::ops

@@ -87,6 +87,11 @@ Graph convert_to_nhwc(const Graph& g);
 // Add/Sub/Mul/Div by a constant) into one ElementwiseChain node. Runs after convert_to_nhwc.
 Graph fuse_elementwise_chains(const Graph& g);
 
+// Moves an Add of a tensor of its shape and layout, then an ElementwiseChain, that alone read a
+// GroupNorm's output into the GroupNorm (GroupNorm::residual, GroupNorm::post). Runs after
+// fuse_elementwise_chains, before fuse_conv_prologues.
+Graph fuse_norm_epilogues(const Graph& g);
+
 // Moves each ElementwiseChain whose output only a dense or grouped convolution reads, as its
 // input, into that convolution as its pre steps (Conv2d::pre): the BatchNorm + ReLU of
 // pre-activation blocks, computed as the convolution stages its input. Then an NCHW -> NHWC

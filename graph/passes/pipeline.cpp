@@ -25,6 +25,7 @@ const std::vector<Pass>& default_passes() {
       {"split_grouped_convs", split_grouped_convs},
       {"convert_to_nhwc", convert_to_nhwc},
       {"fuse_elementwise_chains", fuse_elementwise_chains},
+      {"fuse_norm_epilogues", fuse_norm_epilogues},
       {"fuse_conv_prologues", fuse_conv_prologues},
       {"fuse_conv_shortcut", fuse_conv_shortcut},
       {"fuse_conv_pooling", fuse_conv_pooling},
