@@ -19,10 +19,13 @@ KernelPipeline reduction_pipeline(const graph::OpKernelSpec& k, const Halide::Ta
   bool rows_in_vectors = false;  // a Softmax along the innermost axis alone
   int64_t lane_sum = 0;          // see schedules::schedule_reduction_cpu
   int64_t band_sum = 0;          // likewise
+  bool long_rows = false;        // see schedules::schedule_softmax_rows_cpu
   if (const auto* sm = std::get_if<graph::Softmax>(&k.op)) {
     a = generators::ops::softmax(inputs[0], in, *sm);
     vectorize_inner = sm->axis != last && !sm->coerce_2d;
     rows_in_vectors = sm->axis == last;
+    long_rows = sm->axis == last && sm->kind != graph::SoftmaxKind::hardmax &&
+                in[static_cast<size_t>(last)] >= 4 * target.natural_vector_size<float>();
   } else {
     graph::Reduce r;
     if (const auto* rm = std::get_if<graph::Reduce>(&k.op)) {
@@ -56,6 +59,8 @@ KernelPipeline reduction_pipeline(const graph::OpKernelSpec& k, const Halide::Ta
   const schedules::ElementwiseFuncs f = elementwise_funcs(a.out, k.output.shape, false);
   if (target.has_gpu_feature()) {
     schedules::schedule_reduction_gpu(f, a.partials, target);
+  } else if (long_rows) {
+    schedules::schedule_softmax_rows_cpu(f, a.partials, a.exps, target);
   } else {
     schedules::schedule_reduction_cpu(f, a.partials, vectorize_inner, target, rows_in_vectors,
                                       lane_sum, band_sum);

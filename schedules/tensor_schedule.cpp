@@ -62,6 +62,36 @@ void sum_in_parallel_bands(Halide::Func p, int64_t outer_extent, const Halide::T
   p.update().vectorize(dims[0], vw, TailStrategy::GuardWithIf);
 }
 
+void schedule_softmax_rows_cpu(const ElementwiseFuncs& out,
+                               const std::vector<Halide::Func>& partials, Halide::Func exps,
+                               const Halide::Target& target) {
+  const int vw = target.natural_vector_size<float>();
+  Halide::Func o = out.out;
+  o.vectorize(out.dims[0], vw, TailStrategy::GuardWithIf);
+  int64_t rows = 1;
+  for (size_t d = 1; d < out.extents.size(); ++d) rows *= out.extents[d];
+  Halide::LoopLevel at = Halide::LoopLevel::root();
+  if (out.dims.size() > 1) {
+    const Var row = fuse_rows(o, out.dims);
+    const int64_t tasks = std::min({kMaxTasks, rows, rows * out.extents[0] / kMinTaskElements});
+    Var task("task"), in_task("in_task");
+    if (tasks >= 2) {
+      o.split(row, task, in_task, static_cast<int>((rows + tasks - 1) / tasks),
+              TailStrategy::GuardWithIf)
+          .parallel(task);
+      at = Halide::LoopLevel(o, in_task);
+    } else {
+      at = Halide::LoopLevel(o, row);
+    }
+  }
+  for (Halide::Func p : partials) {
+    p.compute_at(at);
+    // Float max and addition reassociated across the lanes: a row in vw partial results.
+    p.update().atomic().vectorize(p.rvars(0)[0], vw, TailStrategy::GuardWithIf);
+  }
+  if (exps.defined()) exps.compute_at(at).vectorize(exps.args()[0], vw, TailStrategy::GuardWithIf);
+}
+
 void schedule_reduction_cpu(const ElementwiseFuncs& out, const std::vector<Halide::Func>& partials,
                             bool vectorize_inner, const Halide::Target& target,
                             bool rows_in_vectors, int64_t lane_sum, int64_t band_sum) {

@@ -158,6 +158,18 @@ inline std::vector<OpCase> op_cases() {
       {"softmax_last_axis", graph::Softmax{1, false}, {{3, 1000}}},
       {"softmax_middle_axis", graph::Softmax{1, false}, {{2, 7, 33}}},
       {"softmax_coerce_2d", graph::Softmax{1, true}, {{2, 3, 4, 5}}},
+      // Rows of 4 vectors or more (an attention's scores), no vector multiple, in parallel
+      // tasks; LogSoftmax over a wide range (the row maximum matters).
+      {"softmax_long_rows_attention", graph::Softmax{3, false}, {{2, 4, 40, 77}}},
+      {"log_softmax_long_rows_wide_range",
+       graph::Softmax{1, false, graph::SoftmaxKind::log_softmax},
+       {{6, 130}},
+       Layout::any,
+       {},
+       1e-5,
+       1e-5,
+       -30.0f,
+       30.0f},
       {"reduce_mean_last_keepdims", graph::Reduce{{3}, true}, {{1, 9, 9, 48}}},
       {"reduce_mean_spatial_dropped", graph::Reduce{{2, 3}, false}, {{2, 20, 6, 7}}},
       {"reduce_mean_all", graph::Reduce{{}, true}, {{4, 33}}},

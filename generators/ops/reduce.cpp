@@ -164,15 +164,16 @@ ReductionAlgorithm softmax(const Func& in, const graph::Shape& shape, const grap
     return alg;
   }
   // Per row, so the row's coordinates on the normalized axes are 0.
-  Func mx("softmax_max"), sum("softmax_sum");
+  Func mx("softmax_max"), sum("softmax_sum"), e("softmax_exp");
   mx(o) = Halide::Float(32).min();
   mx(o) = Halide::max(mx(o), in(at));
-  sum(o) = 0.0f;
-  sum(o) += Halide::exp(in(at)-mx(row));
   const Expr d = in(o)-mx(row);
-  alg.out(o) =
-      s.kind == graph::SoftmaxKind::softmax ? Halide::exp(d) / sum(row) : d - Halide::log(sum(row));
+  e(o) = Halide::exp(d);
+  sum(o) = 0.0f;
+  sum(o) += e(at);
+  alg.out(o) = s.kind == graph::SoftmaxKind::softmax ? e(o) / sum(row) : d - Halide::log(sum(row));
   alg.partials = {mx, sum};
+  alg.exps = e;
   return alg;
 }
 

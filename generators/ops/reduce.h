@@ -17,6 +17,9 @@ namespace kiln::generators::ops {
 struct ReductionAlgorithm {
   Halide::Func out;
   std::vector<Halide::Func> partials;
+  // Softmax: e^(x - the row's maximum), which the sum and the output both read (inlined into
+  // each unless a schedule computes it once per row).
+  Halide::Func exps;
 };
 
 // The reduction `r` of `in` (row-major `in_shape`) to `out_shape` (rank 0 when every axis goes
