@@ -533,6 +533,43 @@ TEST(GeneratedKernels, GroupNormBlockEndIsOneKernel) {
   expect_whole_graph_matches_reference(input, optimized, 1e-4, 1e-5);
 }
 
+// A transformer's MLP on tokens, [B, T, K] x [K, M] + bias -> GELU -> x [M, K] + bias, and a
+// [T, K] linear layer: matmul_to_conv makes each a 1x1 convolution of the tokens viewed as
+// one image row with the bias Add as its bias, and no MatMul, Add or copy around them is left.
+// The GELU stays a kernel of its own (it reads the convolution's output through the views).
+// Matches the reference on every CPU target.
+TEST(GeneratedKernels, TokenLinearLayersRunAsConvolutions) {
+  graph::GraphBuilder b;
+  uint64_t seed = 800;
+  const auto linear = [&](const std::string& name, graph::ValueId x, int64_t k, int64_t m) {
+    const float r = 1.0f / std::sqrt(static_cast<float>(k));
+    const graph::ValueId y =
+        b.op(name, graph::MatMul{},
+             {x, b.constant(name + "_w", {k, m}, graph::random_uniform(k * m, -r, r, seed++))});
+    return b.op(name + "_bias", graph::Binary{graph::BinaryOp::add},
+                {y, b.constant(name + "_b", {m}, graph::random_uniform(m, -0.2f, 0.2f, seed++))});
+  };
+  graph::ValueId h = linear("fc1", b.input("tokens", {2, 49, 32}), 32, 96);
+  h = b.op("gelu", graph::ElementwiseChain{{graph::ChainStep{graph::ChainStepKind::gelu}}}, {h});
+  b.output(linear("fc2", h, 96, 32));
+  b.output(linear("head", b.input("cls", {10, 32}), 32, 17));
+  const graph::Graph input = b.finish();
+  const graph::Graph optimized = graph::run_passes(input);
+  size_t convs = 0, chains = 0, others = 0;
+  for (const graph::Node& n : optimized.nodes()) {
+    convs += std::holds_alternative<graph::Conv2d>(n.op);
+    chains += std::holds_alternative<graph::ElementwiseChain>(n.op);
+    others += std::holds_alternative<graph::MatMul>(n.op) ||
+              std::holds_alternative<graph::Transpose>(n.op) ||
+              std::holds_alternative<graph::LayoutTransform>(n.op) ||
+              std::holds_alternative<graph::Binary>(n.op);
+  }
+  EXPECT_EQ(convs, 3u) << graph::dump(optimized);
+  EXPECT_EQ(chains, 1u) << graph::dump(optimized);
+  EXPECT_EQ(others, 0u) << graph::dump(optimized);
+  expect_whole_graph_matches_reference(input, optimized, 1e-4, 1e-5);
+}
+
 // A detector's upsampling: nearest Resizes of the image axes (2x asymmetric floor, as
 // torch.nn.Upsample exports, and 3x2 half_pixel) between convolutions, each concatenated with
 // another convolution's output, stay NHWC (axes remapped, no layout transform), and so does a

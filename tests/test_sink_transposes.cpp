@@ -51,11 +51,25 @@ TEST(MatmulToConv, ChannelsLastLinearBecomesAConvBetweenTransposes) {
   expect_equivalent(before, after, 2);
 }
 
+// Tokens by a constant, [B, T, K] or [T, K] x [K, M] (a transformer's linear layers): the
+// tokens viewed as one row of an image, [1, B, T, K], between Reshapes (views).
+TEST(MatmulToConv, TokenLinearBecomesAConvOfAnImageRow) {
+  GraphBuilder b;
+  b.output(b.op("mm3", MatMul{}, {b.input("x", {2, 5, 6}), random_constant(b, "w", {6, 4}, 1)}));
+  b.output(b.op("mm2", MatMul{}, {b.input("t", {7, 6}), random_constant(b, "w2", {6, 3}, 2)}));
+  const Graph before = b.finish();
+  const Graph after = matmul_to_conv(before);
+  EXPECT_EQ(count_ops<MatMul>(after), 0) << dump(after);
+  EXPECT_EQ(count_ops<Conv2d>(after), 2) << dump(after);
+  EXPECT_EQ(count_ops<Reshape>(after), 4) << dump(after);
+  expect_equivalent(before, after, 3);
+}
+
 TEST(MatmulToConv, OtherMatMulsAreLeftAlone) {
   GraphBuilder b;
-  const ValueId x = b.input("x", {2, 5, 6});  // rank 3
+  const ValueId x = b.input("x", {2, 6, 5});
   const ValueId y = b.input("y", {2, 5, 3, 6});
-  b.output(b.op("mm3", MatMul{}, {x, random_constant(b, "w", {6, 4}, 1)}));
+  b.output(b.op("constant_left", MatMul{}, {random_constant(b, "w", {4, 6}, 1), x}));
   b.output(b.op("runtime_w", MatMul{}, {y, b.input("w2", {6, 4})}));  // weights not constant
   const Graph before = b.finish();
   EXPECT_EQ(count_ops<MatMul>(matmul_to_conv(before)), 2);

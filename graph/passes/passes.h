@@ -33,8 +33,9 @@ Graph simplify_exported_ops(const Graph& g);
 
 // Rewrites a channels-last linear layer, MatMul of a 4-D [N, H, W, K] tensor by a constant
 // [K, M], as Transpose(0, 3, 1, 2) -> 1x1 Conv2d -> Transpose(0, 2, 3, 1), so that it fuses
-// like any convolution; a MatMul with a 1-D operand becomes its matrix form between Reshapes.
-// Runs before sink_transposes.
+// like any convolution (a [B, T, K] or [T, K] one too, viewed as [1, B, T, K], with the bias
+// Add after it as the convolution's bias); a MatMul with a 1-D operand becomes its matrix form
+// between Reshapes. Runs before sink_transposes.
 Graph matmul_to_conv(const Graph& g);
 
 // Moves a BatchNorm or unary elementwise op that reads a 3-D convolution's output (a 2-D
