@@ -7,7 +7,8 @@
 // cancels the ones that meet between two such layers. ConvNeXt's MLP is written this way.
 // A transformer's linear layer on tokens, [B, T, K] or [T, K] by a constant [K, M], is the same
 // convolution of the tokens viewed as one image row [1, B, T, K] (Reshapes before and after,
-// views), with the bias Add after it as the convolution's bias: as a matrix product kernel
+// views), with the bias Add after it as the convolution's bias and a one-input elementwise op
+// after that applied before the view back (so it joins the epilogue): as a matrix product kernel
 // LeViT-128S's ran at 25-30% of the FMA peak, as convolutions at 78-95%.
 // A MatMul with a 1-D operand gets its matrix form here too: Reshapes (views) around a
 // MatMul of matrices, which is what the generated product kernels take.
@@ -88,6 +89,15 @@ const Node* bias_add(const Graph& g, const Node& n, const std::vector<std::vecto
   return &add;
 }
 
+// The one-input elementwise node that alone reads v (no graph output), or nullptr.
+const Node* unary_reader(const Graph& g, ValueId v, const std::vector<std::vector<NodeId>>& uses) {
+  if (g.is_graph_output(v) || uses[v.index].size() != 1) return nullptr;
+  const Node& r = g.node(uses[v.index][0]);
+  const bool unary =
+      op_is_unary(r.op) || (std::holds_alternative<ElementwiseChain>(r.op) && r.inputs.size() == 1);
+  return unary && r.inputs.size() == 1 && r.outputs.size() == 1 ? &r : nullptr;
+}
+
 Graph matmul_to_conv(const Graph& input) {
   Graph g = input;
   std::vector<Node> nodes;
@@ -155,25 +165,29 @@ Graph matmul_to_conv(const Graph& input) {
                            {"transpose"}});
       continue;
     }
-    const ValueId flat = g.add_value(out);
+    ValueId flat = g.add_value(out);
     nodes.push_back(Node{n.name + "_to_channels_last",
                          Transpose{to_channels_last},
                          {conv_out},
                          {flat},
                          {"transpose"}});
-    if (add) {
-      nodes[nodes.size() - 2].computes.push_back("add (bias)");
-      nodes.push_back(Node{n.name + "_tokens",
-                           Reshape{out0.shape, Layout::any},
-                           {flat},
-                           add->outputs,
-                           {"reshape (no copy)"}});
-      continue;
+    if (add) nodes[nodes.size() - 2].computes.push_back("add (bias)");
+    std::vector<ValueId> tokens = add ? add->outputs : n.outputs;
+    // A one-input elementwise op that alone reads the result (the GELU of an MLP) applies to
+    // the image row instead, before the view back, where the convolution's epilogue takes it
+    // (sink_transposes moves it across the transpose).
+    if (const Node* act = unary_reader(input, tokens[0], uses)) {
+      absorbed[static_cast<size_t>(act - input.nodes().data())] = true;
+      const ValueId activated =
+          g.add_value(Value{out.name + "_activated", out.shape, out.dtype, out.layout});
+      nodes.push_back(Node{act->name, act->op, {flat}, {activated}, act->computes});
+      flat = activated;
+      tokens = act->outputs;
     }
     nodes.push_back(Node{n.name + "_tokens",
                          Reshape{out0.shape, Layout::any},
                          {flat},
-                         n.outputs,
+                         tokens,
                          {"reshape (no copy)"}});
   }
   g.rebuild(std::move(nodes));
