@@ -87,22 +87,31 @@ void schedule_layer_norm_cpu(const LayerNormFuncs& f, const Halide::Target& targ
   }
 }
 
-void schedule_layer_norm_gpu(const LayerNormFuncs& f, const Halide::Target& /*target*/) {
-  for (Halide::Func p : {f.sum, f.square_sum}) {
+namespace {
+
+// GPU: each of `funcs` at root, a kernel per stage with one thread per point (blocks of 64,
+// an update's reduction serial in its thread), then `out` one thread per element.
+void schedule_statistics_then_output_gpu(const std::vector<Halide::Func>& funcs, Halide::Func out) {
+  for (Halide::Func p : funcs) {
     p.compute_root();
     std::vector<Var> dims;
     for (const Var& v : p.args()) dims.push_back(v);
-    for (int stage = 0; stage < 2; ++stage) {
+    for (int stage = 0; stage < (p.has_update_definition() ? 2 : 1); ++stage) {
       Halide::Stage s = stage == 0 ? Halide::Stage(p) : p.update();
       Var block("block"), thread("thread");
       s.gpu_tile(fuse_vars(s, dims), block, thread, 64, TailStrategy::GuardWithIf);
     }
   }
-  Halide::Func out = f.out;
   std::vector<Var> dims;
   for (const Var& v : out.args()) dims.push_back(v);
   Var block("block"), thread("thread");
   out.gpu_tile(fuse_vars(out, dims), block, thread, 256, TailStrategy::GuardWithIf);
+}
+
+}  // namespace
+
+void schedule_layer_norm_gpu(const LayerNormFuncs& f, const Halide::Target& /*target*/) {
+  schedule_statistics_then_output_gpu({f.sum, f.square_sum}, f.out);
 }
 
 void schedule_group_norm_cpu(const GroupNormFuncs& f, const Halide::Target& target) {
@@ -137,21 +146,7 @@ void schedule_group_norm_cpu(const GroupNormFuncs& f, const Halide::Target& targ
 void schedule_group_norm_gpu(const GroupNormFuncs& f, const Halide::Target& /*target*/) {
   std::vector<Halide::Func> per_channel = {f.channel_sum, f.channel_square_sum};
   per_channel.insert(per_channel.end(), f.statistics.begin(), f.statistics.end());
-  for (Halide::Func p : per_channel) {
-    p.compute_root();
-    std::vector<Var> dims;
-    for (const Var& v : p.args()) dims.push_back(v);
-    for (int stage = 0; stage < (p.has_update_definition() ? 2 : 1); ++stage) {
-      Halide::Stage s = stage == 0 ? Halide::Stage(p) : p.update();
-      Var block("block"), thread("thread");
-      s.gpu_tile(fuse_vars(s, dims), block, thread, 64, TailStrategy::GuardWithIf);
-    }
-  }
-  Halide::Func out = f.out;
-  std::vector<Var> dims;
-  for (const Var& v : out.args()) dims.push_back(v);
-  Var block("block"), thread("thread");
-  out.gpu_tile(fuse_vars(out, dims), block, thread, 256, TailStrategy::GuardWithIf);
+  schedule_statistics_then_output_gpu(per_channel, f.out);
 }
 
 }  // namespace kiln::schedules
