@@ -70,8 +70,6 @@ void matrix_form(Graph& g, std::vector<Node>& nodes, const Node& n) {
   nodes.push_back(Node{n.name + "_vector", Reshape{out.shape, Layout::any}, {p}, n.outputs, {"reshape (no copy)"}});
 }
 
-}  // namespace
-
 // The Add of a constant bias of M values that alone reads a token-major linear layer's output
 // (PyTorch's nn.Linear exports MatMul then Add), or nullptr: the convolution takes it as its
 // bias, which fold_batch_norm cannot give it through the views.
@@ -98,12 +96,15 @@ const Node* unary_reader(const Graph& g, ValueId v, const std::vector<std::vecto
   return unary && r.inputs.size() == 1 && r.outputs.size() == 1 ? &r : nullptr;
 }
 
+}  // namespace
+
 Graph matmul_to_conv(const Graph& input) {
   Graph g = input;
   std::vector<Node> nodes;
   std::map<uint32_t, ValueId> oihw;  // [K, M] constant -> its [M, K, 1, 1] version (shared)
   const auto uses = input.consumers();
-  std::vector<bool> absorbed(input.num_nodes(), false);  // bias Adds taken by a convolution
+  // Bias Adds and activations taken by a token linear layer's convolution.
+  std::vector<bool> absorbed(input.num_nodes(), false);
   for (const Node& n : input.nodes()) {
     if (absorbed[static_cast<size_t>(&n - input.nodes().data())]) continue;
     if (has_vector_operand(input, n)) {
