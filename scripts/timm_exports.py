@@ -8,7 +8,9 @@ the graph), RepVGG and MobileOne before re-parameterization, VoVNet, Res2Net, Re
 attention, selective kernels, ECA's 1-D convolution over channels, global-context blocks,
 ReXNet's partial residuals, LCNet, HGNetV2, PoolFormer's GroupNorm, MobileNetV4, FastViT,
 InceptionNeXt's banded depthwise kernels, EfficientViT's ReLU linear attention, RepGhost; and
-ResNet-D's average-pooled shortcuts, EfficientNet-Lite, TinyNet at 106x106.
+ResNet-D's average-pooled shortcuts, EfficientNet-Lite, TinyNet at 106x106; GroupNorm ResNets
+(ResNet-GN, BiT's pre-activation ResNetV2) and token-major transformers and hybrids (LeViT, ViT,
+MobileViT, EfficientFormer, Visformer), whose linear layers run as convolutions.
 
     python3 -m venv PTENV && PTENV/bin/pip install torch==2.5.1 torchvision==0.20.1 \\
         onnx==1.17.0 timm==1.0.12
@@ -58,6 +60,13 @@ MODELS = {
     "timm_efficientvit_b0": "efficientvit_b0",
     "timm_repghostnet_050": "repghostnet_050",
     "timm_tinynet_e": "tinynet_e",
+    "timm_resnet50_gn": "resnet50_gn",
+    "timm_resnetv2_50x1_bit": "resnetv2_50x1_bit",
+    "timm_levit_128s": "levit_128s",
+    "timm_vit_tiny_patch16_224": "vit_tiny_patch16_224",
+    "timm_mobilevit_xxs": "mobilevit_xxs",
+    "timm_efficientformer_l1": "efficientformer_l1",
+    "timm_visformer_tiny": "visformer_tiny",
 }
 
 
