@@ -301,11 +301,12 @@ TEST(GeneratedKernels, FewWideGroupsSplitIntoDenseConvolutions) {
     attrs.groups = c.groups;
     attrs.stride_h = attrs.stride_w = c.stride;
     attrs.pad_top = attrs.pad_left = attrs.pad_bottom = attrs.pad_right = static_cast<int>(c.k / 2);
-    graph::ValueId y = b.conv2d(
-        c.name, x,
+    const graph::ValueId w =
         b.constant(c.name + "_w", {c.co, cig, c.k, c.k},
-                   graph::random_uniform(c.co * cig * c.k * c.k, -r, r, seed++), Layout::oihw),
-        b.constant(c.name + "_b", {c.co}, graph::random_uniform(c.co, -0.2f, 0.2f, seed++)), attrs);
+                   graph::random_uniform(c.co * cig * c.k * c.k, -r, r, seed++), Layout::oihw);
+    const graph::ValueId bias =
+        b.constant(c.name + "_b", {c.co}, graph::random_uniform(c.co, -0.2f, 0.2f, seed++));
+    graph::ValueId y = b.conv2d(c.name, x, w, bias, attrs);
     if (c.name == "radix2_32_bn") {
       auto vec = [&](const std::string& n, float lo, float hi) {
         return b.constant(c.name + n, {c.co}, graph::random_uniform(c.co, lo, hi, seed++));
@@ -535,9 +536,10 @@ TEST(GeneratedKernels, GroupNormBlockEndIsOneKernel) {
 
 // A transformer's MLP on tokens, [B, T, K] x [K, M] + bias -> GELU -> x [M, K] + bias, and a
 // [T, K] linear layer: matmul_to_conv makes each a 1x1 convolution of the tokens viewed as
-// one image row with the bias Add as its bias and the GELU in the first one's epilogue: three
-// kernels, no MatMul, Add, chain or copy around them. Matches the reference on every CPU
-// target.
+// one image row with the bias Add as its bias and the GELU in the first one's epilogue; and
+// LeViT's linear layer without a bias, its BatchNorm over the flattened tokens folded into the
+// weights and its HardSwish in the epilogue: four kernels, no MatMul, Add, BatchNorm, chain or
+// copy around them. Matches the reference on every CPU target.
 TEST(GeneratedKernels, TokenLinearLayersRunAsConvolutions) {
   graph::GraphBuilder b;
   uint64_t seed = 800;
@@ -553,6 +555,19 @@ TEST(GeneratedKernels, TokenLinearLayersRunAsConvolutions) {
   h = b.op("gelu", graph::ElementwiseChain{{graph::ChainStep{graph::ChainStepKind::gelu}}}, {h});
   b.output(linear("fc2", h, 96, 32));
   b.output(linear("head", b.input("cls", {10, 32}), 32, 17));
+  // LeViT's form: no bias, a BatchNorm over the flattened tokens, views, HardSwish.
+  const graph::ValueId p =
+      b.op("proj", graph::MatMul{},
+           {b.input("tokens2", {2, 49, 32}),
+            b.constant("proj_w", {32, 48}, graph::random_uniform(32 * 48, -0.2f, 0.2f, seed++))});
+  const auto vec = [&](const std::string& n, float lo, float hi) {
+    return b.constant(n, {48}, graph::random_uniform(48, lo, hi, seed++));
+  };
+  const graph::ValueId normalized = b.batch_norm(
+      "proj_bn", b.op("proj_flat", graph::Reshape{{98, 48}}, {p}), vec("proj_g", 0.5f, 1.5f),
+      vec("proj_be", -0.2f, 0.2f), vec("proj_m", -0.1f, 0.1f), vec("proj_v", 0.5f, 1.5f));
+  b.output(b.op("proj_act", graph::HardSwish{},
+                {b.op("proj_back", graph::Reshape{{2, 49, 48}}, {normalized})}));
   const graph::Graph input = b.finish();
   const graph::Graph optimized = graph::run_passes(input);
   size_t convs = 0, chains = 0, others = 0;
@@ -562,9 +577,11 @@ TEST(GeneratedKernels, TokenLinearLayersRunAsConvolutions) {
     others += std::holds_alternative<graph::MatMul>(n.op) ||
               std::holds_alternative<graph::Transpose>(n.op) ||
               std::holds_alternative<graph::LayoutTransform>(n.op) ||
-              std::holds_alternative<graph::Binary>(n.op);
+              std::holds_alternative<graph::Binary>(n.op) ||
+              std::holds_alternative<graph::BatchNorm>(n.op) ||
+              std::holds_alternative<graph::HardSwish>(n.op);
   }
-  EXPECT_EQ(convs, 3u) << graph::dump(optimized);
+  EXPECT_EQ(convs, 4u) << graph::dump(optimized);
   EXPECT_EQ(chains, 0u) << graph::dump(optimized);
   EXPECT_EQ(others, 0u) << graph::dump(optimized);
   expect_whole_graph_matches_reference(input, optimized, 1e-4, 1e-5);

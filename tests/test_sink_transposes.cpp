@@ -65,6 +65,56 @@ TEST(MatmulToConv, TokenLinearBecomesAConvOfAnImageRow) {
   expect_equivalent(before, after, 3);
 }
 
+// LeViT's Linear -> BatchNorm1d: MatMul [B, T, K] x [K, M] -> Flatten to [B * T, M] ->
+// BatchNorm -> Reshape back -> HardSwish. The BatchNorm moves onto the convolution's output,
+// where fold_batch_norm folds it: one convolution, no BatchNorm, no elementwise kernel. A
+// BatchNorm whose flattened input is also read elsewhere, or whose view regroups the last
+// axis, stays where it is.
+TEST(MatmulToConv, FlattenedBatchNormFoldsIntoTheTokenLinearLayer) {
+  const auto bn = [](GraphBuilder& b, const std::string& name, ValueId x, int64_t c,
+                     uint64_t seed) {
+    return b.batch_norm(name, x, random_constant(b, name + "_g", {c}, seed, 0.5f, 1.5f),
+                        random_constant(b, name + "_b", {c}, seed + 1),
+                        random_constant(b, name + "_m", {c}, seed + 2),
+                        random_constant(b, name + "_v", {c}, seed + 3, 0.5f, 1.5f));
+  };
+  GraphBuilder b;
+  const ValueId y =
+      b.op("mm", MatMul{}, {b.input("x", {2, 5, 6}), random_constant(b, "w", {6, 4}, 1)});
+  const ValueId flat = b.op("flatten", Reshape{{10, 4}}, {y});
+  const ValueId back = b.op("back", Reshape{{2, 5, 4}}, {bn(b, "bn", flat, 4, 2)});
+  b.output(b.op("act", HardSwish{}, {back}));
+  // Bias, then a flattened BatchNorm that is the graph's output.
+  const ValueId z =
+      b.op("mm_b", MatMul{}, {b.input("t", {3, 7, 6}), random_constant(b, "w_b", {6, 5}, 7)});
+  const ValueId zb = b.op("bias", Binary{BinaryOp::add}, {z, random_constant(b, "bias_b", {5}, 8)});
+  b.output(bn(b, "bn_out", b.op("flatten_b", Reshape{{21, 5}}, {zb}), 5, 9));
+  const Graph before = b.finish();
+  const Graph after = matmul_to_conv(before);
+  EXPECT_EQ(count_ops<MatMul>(after), 0) << dump(after);
+  expect_equivalent(before, after, 4);
+  const Graph optimized = run_passes(before);
+  EXPECT_EQ(count_ops<BatchNorm>(optimized), 0) << dump(optimized);
+  EXPECT_EQ(count_ops<Binary>(optimized), 0) << dump(optimized);
+  EXPECT_EQ(count_ops<Conv2d>(optimized), 2) << dump(optimized);
+  EXPECT_EQ(count_ops<HardSwish>(optimized), 0) << dump(optimized);  // in the epilogue
+  expect_equivalent(before, optimized, 5);
+
+  // The flattened tokens also read by another node; a view to [5, 8] regroups the channels.
+  GraphBuilder s;
+  const ValueId u =
+      s.op("mm", MatMul{}, {s.input("x", {2, 5, 6}), random_constant(s, "w", {6, 4}, 1)});
+  const ValueId uf = s.op("flatten", Reshape{{10, 4}}, {u});
+  s.output(bn(s, "bn", uf, 4, 2));
+  s.output(s.op("other", Relu{}, {uf}));
+  const ValueId v =
+      s.op("mm2", MatMul{}, {s.input("x2", {2, 5, 6}), random_constant(s, "w2", {6, 4}, 3)});
+  s.output(bn(s, "bn2", s.op("regroup", Reshape{{5, 8}}, {v}), 8, 4));
+  const Graph stays = s.finish();
+  EXPECT_EQ(count_ops<BatchNorm>(matmul_to_conv(stays)), 2) << dump(matmul_to_conv(stays));
+  expect_equivalent(stays, matmul_to_conv(stays), 6);
+}
+
 TEST(MatmulToConv, OtherMatMulsAreLeftAlone) {
   GraphBuilder b;
   const ValueId x = b.input("x", {2, 6, 5});

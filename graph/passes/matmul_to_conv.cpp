@@ -96,6 +96,42 @@ const Node* unary_reader(const Graph& g, ValueId v, const std::vector<std::vecto
   return unary && r.inputs.size() == 1 && r.outputs.size() == 1 ? &r : nullptr;
 }
 
+// The BatchNorm over flattened tokens after a linear layer with M outputs (LeViT's
+// Linear -> BatchNorm1d exports MatMul -> Flatten -> BatchNormalization -> Reshape): v's one
+// reader is a Reshape to [N, M], and that value's one reader a BatchNorm with constant
+// parameters, which normalizes along M. Returns the BatchNorm, or nullptr. It applies to the
+// convolution's output instead, where fold_batch_norm folds it into the weights.
+const Node* flattened_batch_norm(const Graph& g, ValueId v, int64_t m,
+                                 const std::vector<std::vector<NodeId>>& uses) {
+  if (g.is_graph_output(v) || uses[v.index].size() != 1) return nullptr;
+  const Node& view = g.node(uses[v.index][0]);
+  if (!std::holds_alternative<Reshape>(view.op) || view.outputs.size() != 1) return nullptr;
+  const ValueId flat = view.outputs[0];
+  const Shape& fs = g.value(flat).shape;
+  if (fs.size() != 2 || fs[1] != m || g.is_graph_output(flat) || uses[flat.index].size() != 1)
+    return nullptr;
+  const Node& bn = g.node(uses[flat.index][0]);
+  if (!std::holds_alternative<BatchNorm>(bn.op) || bn.inputs.size() != 5 || bn.inputs[0] != flat)
+    return nullptr;
+  for (size_t k = 1; k < 5; ++k) {
+    const Value& p = g.value(bn.inputs[k]);
+    if (!p.is_constant() || num_elements(p.shape) != m) return nullptr;
+  }
+  return &bn;
+}
+
+// The Reshape that alone reads v and keeps its last axis (a view back to the tokens' shape
+// after a flattened BatchNorm), or nullptr.
+const Node* view_keeping_last_axis(const Graph& g, ValueId v,
+                                   const std::vector<std::vector<NodeId>>& uses) {
+  if (g.is_graph_output(v) || uses[v.index].size() != 1) return nullptr;
+  const Node& r = g.node(uses[v.index][0]);
+  const Shape& in = g.value(v).shape;
+  if (!std::holds_alternative<Reshape>(r.op) || r.outputs.size() != 1) return nullptr;
+  const Shape& out = g.value(r.outputs[0]).shape;
+  return !out.empty() && out.back() == in.back() ? &r : nullptr;
+}
+
 }  // namespace
 
 Graph matmul_to_conv(const Graph& input) {
@@ -153,11 +189,30 @@ Graph matmul_to_conv(const Graph& input) {
 
     const std::vector<int> to_image = {0, 3, 1, 2}, to_channels_last = {0, 2, 3, 1};
     const ValueId image = g.add_value(Value{x.name + "_as_image", permuted(x.shape, to_image), x.dtype, Layout::nchw});
-    const ValueId conv_out =
-        g.add_value(Value{out.name + "_image", permuted(out.shape, to_image), out.dtype, Layout::nchw});
+    ValueId conv_out = g.add_value(
+        Value{out.name + "_image", permuted(out.shape, to_image), out.dtype, Layout::nchw});
     nodes.push_back(
         Node{n.name + "_to_image", Transpose{to_image}, {x_id}, {image}, {"transpose"}});
     nodes.push_back(Node{n.name, Conv2d{}, {image, it->second, b}, {conv_out}, {"matmul (as a 1x1 conv2d)"}});
+    std::vector<ValueId> tokens = add ? add->outputs : n.outputs;
+    // A BatchNorm over the flattened tokens normalizes the image's channels: it applies to the
+    // convolution's output (NCHW, channels on axis 1), the views to and from [N, M] dropped.
+    if (const Node* bn = rows ? flattened_batch_norm(input, tokens[0], m, uses) : nullptr) {
+      const Node* view = &input.node(uses[tokens[0].index][0]);
+      absorbed[static_cast<size_t>(view - input.nodes().data())] = true;
+      absorbed[static_cast<size_t>(bn - input.nodes().data())] = true;
+      const ValueId normalized = g.add_value(
+          Value{out.name + "_normalized", g.value(conv_out).shape, out.dtype, Layout::nchw});
+      std::vector<ValueId> in = bn->inputs;
+      in[0] = conv_out;
+      nodes.push_back(Node{bn->name, bn->op, in, {normalized}, bn->computes});
+      conv_out = normalized;
+      tokens = bn->outputs;
+      if (const Node* back = view_keeping_last_axis(input, tokens[0], uses)) {
+        absorbed[static_cast<size_t>(back - input.nodes().data())] = true;
+        tokens = back->outputs;
+      }
+    }
     if (!rows) {
       nodes.push_back(Node{n.name + "_to_channels_last",
                            Transpose{to_channels_last},
@@ -172,8 +227,13 @@ Graph matmul_to_conv(const Graph& input) {
                          {conv_out},
                          {flat},
                          {"transpose"}});
-    if (add) nodes[nodes.size() - 2].computes.push_back("add (bias)");
-    std::vector<ValueId> tokens = add ? add->outputs : n.outputs;
+    if (add) {
+      for (auto k = nodes.rbegin(); k != nodes.rend(); ++k)
+        if (std::holds_alternative<Conv2d>(k->op)) {
+          k->computes.push_back("add (bias)");
+          break;
+        }
+    }
     // A one-input elementwise op that alone reads the result (the GELU of an MLP) applies to
     // the image row instead, before the view back, where the convolution's epilogue takes it
     // (sink_transposes moves it across the transpose).
@@ -186,7 +246,7 @@ Graph matmul_to_conv(const Graph& input) {
       tokens = act->outputs;
     }
     nodes.push_back(Node{n.name + "_tokens",
-                         Reshape{out0.shape, Layout::any},
+                         Reshape{g.value(tokens[0]).shape, Layout::any},
                          {flat},
                          tokens,
                          {"reshape (no copy)"}});
