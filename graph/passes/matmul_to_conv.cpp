@@ -9,7 +9,10 @@
 // convolution of the tokens viewed as one image row [1, B, T, K] (Reshapes before and after,
 // views), with the bias Add after it as the convolution's bias and a one-input elementwise op
 // after that applied before the view back (so it joins the epilogue): as a matrix product kernel
-// LeViT-128S's ran at 25-30% of the FMA peak, as convolutions at 78-95%.
+// LeViT-128S's ran at 25-30% of the FMA peak, as convolutions at 78-95%. A BatchNorm over the
+// flattened tokens between the two (LeViT's Linear -> BatchNorm1d: Flatten to [B * T, M],
+// BatchNormalization, Reshape back) normalizes the image's channels: it applies to the
+// convolution's output, where fold_batch_norm folds it into the weights.
 // A MatMul with a 1-D operand gets its matrix form here too: Reshapes (views) around a
 // MatMul of matrices, which is what the generated product kernels take.
 #include <map>
