@@ -115,6 +115,40 @@ TEST(MatmulToConv, FlattenedBatchNormFoldsIntoTheTokenLinearLayer) {
   expect_equivalent(stays, matmul_to_conv(stays), 6);
 }
 
+// A transformer's residual connection after a linear layer, tokens + (tokens x W + b), and after
+// LeViT's linear layer with its flattened BatchNorm: the Add goes into the convolution
+// (fuse_conv_shortcut), no Binary kernel is left. A residual operand computed after the MatMul
+// in the node order stays a separate Add.
+TEST(MatmulToConv, ResidualAddsAfterTokenLinearLayersJoinTheConvolution) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {2, 5, 6});
+  const ValueId y = b.op("mm", MatMul{}, {x, random_constant(b, "w", {6, 6}, 1)});
+  const ValueId yb = b.op("bias", Binary{BinaryOp::add}, {y, random_constant(b, "bias_c", {6}, 2)});
+  const ValueId h = b.op("residual", Binary{BinaryOp::add}, {x, yb});
+  const ValueId z = b.op("mm2", MatMul{}, {h, random_constant(b, "w2", {6, 6}, 3)});
+  const ValueId flat = b.op("flatten", Reshape{{10, 6}}, {z});
+  const ValueId n = b.batch_norm("bn", flat, random_constant(b, "g", {6}, 4, 0.5f, 1.5f),
+                                 random_constant(b, "be", {6}, 5), random_constant(b, "m", {6}, 6),
+                                 random_constant(b, "v", {6}, 7, 0.5f, 1.5f));
+  b.output(b.op("residual2", Binary{BinaryOp::add}, {b.op("back", Reshape{{2, 5, 6}}, {n}), h}));
+  const Graph before = b.finish();
+  expect_equivalent(before, matmul_to_conv(before), 8);
+  const Graph optimized = run_passes(before);
+  EXPECT_EQ(count_ops<Binary>(optimized), 0) << dump(optimized);
+  EXPECT_EQ(count_ops<BatchNorm>(optimized), 0) << dump(optimized);
+  EXPECT_EQ(count_ops<Conv2d>(optimized), 2) << dump(optimized);
+  expect_equivalent(before, optimized, 9);
+
+  GraphBuilder late;
+  const ValueId u =
+      late.op("mm", MatMul{}, {late.input("x", {2, 5, 6}), random_constant(late, "w", {6, 4}, 1)});
+  const ValueId r = late.op("later", Relu{}, {late.input("r", {2, 5, 4})});
+  late.output(late.op("residual", Binary{BinaryOp::add}, {u, r}));
+  const Graph stays = late.finish();
+  EXPECT_EQ(count_ops<Binary>(matmul_to_conv(stays)), 1) << dump(matmul_to_conv(stays));
+  expect_equivalent(stays, run_passes(stays), 10);
+}
+
 TEST(MatmulToConv, OtherMatMulsAreLeftAlone) {
   GraphBuilder b;
   const ValueId x = b.input("x", {2, 6, 5});

@@ -135,6 +135,23 @@ const Node* view_keeping_last_axis(const Graph& g, ValueId v,
   return !out.empty() && out.back() == in.back() ? &r : nullptr;
 }
 
+// The Add that alone reads v, of v and another value of v's shape computed before node
+// `before` (a transformer's residual connection after a linear layer), or nullptr. The other
+// operand is a graph input or has its producer earlier: the residual's views go where the
+// linear layer is.
+const Node* residual_add(const Graph& g, ValueId v, size_t before,
+                         const std::vector<std::vector<NodeId>>& uses) {
+  if (g.is_graph_output(v) || uses[v.index].size() != 1) return nullptr;
+  const Node& add = g.node(uses[v.index][0]);
+  const auto* b = std::get_if<Binary>(&add.op);
+  if (!b || b->op != BinaryOp::add || add.inputs.size() != 2 || add.inputs[0] == add.inputs[1])
+    return nullptr;
+  const Value& r = g.value(add.inputs[add.inputs[0] == v ? 1 : 0]);
+  if (r.is_constant() || r.shape != g.value(v).shape || g.value(add.outputs[0]).shape != r.shape)
+    return nullptr;
+  return !r.producer.valid() || r.producer.index < before ? &add : nullptr;
+}
+
 }  // namespace
 
 Graph matmul_to_conv(const Graph& input) {
@@ -196,6 +213,7 @@ Graph matmul_to_conv(const Graph& input) {
         Value{out.name + "_image", permuted(out.shape, to_image), out.dtype, Layout::nchw});
     nodes.push_back(
         Node{n.name + "_to_image", Transpose{to_image}, {x_id}, {image}, {"transpose"}});
+    const size_t conv_at = nodes.size();
     nodes.push_back(Node{n.name, Conv2d{}, {image, it->second, b}, {conv_out}, {"matmul (as a 1x1 conv2d)"}});
     std::vector<ValueId> tokens = add ? add->outputs : n.outputs;
     // A BatchNorm over the flattened tokens normalizes the image's channels: it applies to the
@@ -215,6 +233,27 @@ Graph matmul_to_conv(const Graph& input) {
         absorbed[static_cast<size_t>(back - input.nodes().data())] = true;
         tokens = back->outputs;
       }
+    }
+    // A residual Add after it: the other operand viewed as the same image (views, as the
+    // input is; placed before the convolution, which fuse_epilogues requires of a residual),
+    // added to the convolution's output, where fuse_epilogues takes it.
+    const size_t here = static_cast<size_t>(&n - input.nodes().data());
+    if (const Node* res = rows ? residual_add(input, tokens[0], here, uses) : nullptr) {
+      absorbed[static_cast<size_t>(res - input.nodes().data())] = true;
+      const ValueId r = res->inputs[res->inputs[0] == tokens[0] ? 1 : 0];
+      std::vector<Node> views;
+      const ValueId r_row = reshaped(g, views, r, out.shape, res->name + "_rows");
+      const ValueId r_image = g.add_value(
+          Value{res->name + "_as_image", g.value(conv_out).shape, out.dtype, Layout::nchw});
+      views.push_back(
+          Node{res->name + "_to_image", Transpose{to_image}, {r_row}, {r_image}, {"transpose"}});
+      nodes.insert(nodes.begin() + static_cast<std::ptrdiff_t>(conv_at), views.begin(),
+                   views.end());
+      const ValueId sum = g.add_value(
+          Value{out.name + "_plus_residual", g.value(conv_out).shape, out.dtype, Layout::nchw});
+      nodes.push_back(Node{res->name, res->op, {conv_out, r_image}, {sum}, res->computes});
+      conv_out = sum;
+      tokens = res->outputs;
     }
     if (!rows) {
       nodes.push_back(Node{n.name + "_to_channels_last",
