@@ -1,6 +1,6 @@
 // ONNX import-time evaluation of values that depend on constants only: float arithmetic cast
-// to integers (TensorFlow-style "same" padding), CumSum, Sin and Cos; and the refusals when such
-// an op reads a runtime tensor.
+// to integers (TensorFlow-style "same" padding), CumSum, Sin, Cos and Mod; and the refusals when
+// such an op reads a runtime tensor.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -147,6 +147,78 @@ TEST(OnnxConstantEval, SinAndCosOfConstants) {
   r.node("Sin", {"x"}, {"y"});
   r.output("y");
   EXPECT_THAT(import_error(r.bytes()), HasSubstr("Sin of the runtime tensor 'x' is not supported"));
+}
+
+// Swin's padding to whole windows, (7 - 9 % 7) % 7 = 5, as a Pad's pads from Mod of constants;
+// every sign pair under fmod=0 (the divisor's sign, Python's %) and fmod=1 (the dividend's),
+// checked through a Reshape's target shape; float Mod (fmod=1) added to the input; and the
+// refusals: a runtime tensor, fmod=0 on floats, an integer Mod by zero.
+TEST(OnnxConstantEval, ModOfConstants) {
+  ModelBuilder m(13);
+  m.input("x", {1, 2, 9, 9});
+  m.init_i64("window", {}, {7});
+  m.init_i64("size", {}, {9});
+  m.node("Mod", {"size", "window"}, {"rest"});
+  m.node("Sub", {"window", "rest"}, {"short"});
+  m.node("Mod", {"short", "window"}, {"pad"});
+  m.init_i64("axis0", {1}, {0});
+  m.node("Unsqueeze", {"pad", "axis0"}, {"pad1"});
+  m.init_i64("zeros", {6}, {0, 0, 0, 0, 0, 0});
+  attr_i(m.node("Concat", {"zeros", "pad1", "pad1"}, {"pads"}), "axis", 0);
+  m.node("Pad", {"x", "pads"}, {"y"});
+  m.output("y");
+  EXPECT_EQ(import(m).value(import(m).outputs.at(0)).shape, (Shape{1, 2, 14, 14}));
+
+  // {7 % 3, -7 % 3, 7 % -3, -7 % -3} with fmod=0: {1, 2, -2, -1}; with fmod=1: {1, -1, 1, -1}.
+  // Shifted by 3 into positive dimensions for the Reshape.
+  for (const int fmod : {0, 1}) {
+    ModelBuilder s(13);
+    s.input("x", {fmod ? 64 : 40});
+    s.init_i64("a", {4}, {7, -7, 7, -7});
+    s.init_i64("b", {4}, {3, 3, -3, -3});
+    attr_i(s.node("Mod", {"a", "b"}, {"r"}), "fmod", fmod);
+    s.init_i64("three", {1}, {3});
+    s.node("Add", {"r", "three"}, {"shape"});
+    s.node("Reshape", {"x", "shape"}, {"y"});
+    s.output("y");
+    const Shape want = fmod ? Shape{4, 2, 4, 2} : Shape{4, 5, 1, 2};
+    EXPECT_EQ(import(s).value(import(s).outputs.at(0)).shape, want) << "fmod " << fmod;
+  }
+
+  const std::vector<float> a = rnd(6, 56);
+  ModelBuilder f(13);
+  f.input("x", {6});
+  f.init("a", {6}, a);
+  f.init("b", {1}, {0.3f});
+  attr_i(f.node("Mod", {"a", "b"}, {"r"}), "fmod", 1);
+  f.node("Add", {"x", "r"}, {"y"});
+  f.output("y");
+  const Tensor x{{6}, Layout::any, rnd(6, 57)};
+  const std::vector<float> y = run_reference(import(f), {x}).at(0).data;
+  for (size_t k = 0; k < 6; ++k) EXPECT_FLOAT_EQ(y[k], x.data[k] + std::fmod(a[k], 0.3f)) << k;
+
+  ModelBuilder r(13);
+  r.input("x", {6});
+  r.init("b", {1}, {0.3f});
+  attr_i(r.node("Mod", {"x", "b"}, {"y"}), "fmod", 1);
+  r.output("y");
+  EXPECT_THAT(import_error(r.bytes()), HasSubstr("Mod of the runtime tensor 'x' is not supported"));
+  ModelBuilder nf(13);
+  nf.input("x", {6});
+  nf.init("a", {1}, {1.5f});
+  nf.init("b", {1}, {0.3f});
+  nf.node("Mod", {"a", "b"}, {"r"});
+  nf.node("Add", {"x", "r"}, {"y"});
+  nf.output("y");
+  EXPECT_THAT(import_error(nf.bytes()), HasSubstr("fmod=0 on floats"));
+  ModelBuilder z(13);
+  z.input("x", {2, 3});
+  z.init_i64("a", {2}, {2, 3});
+  z.init_i64("b", {2}, {1, 0});
+  z.node("Mod", {"a", "b"}, {"shape"});
+  z.node("Reshape", {"x", "shape"}, {"y"});
+  z.output("y");
+  EXPECT_THAT(import_error(z.bytes()), HasSubstr("integer Mod by zero"));
 }
 
 }  // namespace

@@ -138,13 +138,13 @@ float float_op(BinaryOp op, float a, float b) {
   return 0.0f;
 }
 
+}  // namespace
+
 bool is_int_dtype(int32_t t) {
   using TP = ::onnx::TensorProto;
   return t == TP::INT64 || t == TP::INT32 || t == TP::INT16 || t == TP::INT8 || t == TP::UINT16 ||
          t == TP::UINT8;
 }
-
-}  // namespace
 
 bool fits_fold(const Shape& dims) {
   int64_t n = 1;

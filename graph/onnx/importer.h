@@ -284,6 +284,7 @@ void convert_constant_of_shape(Importer& im, const NodeCtx& c);
 void convert_range(Importer& im, const NodeCtx& c);
 void convert_cumsum(Importer& im, const NodeCtx& c);
 void convert_trig(Importer& im, const NodeCtx& c);
+void convert_mod(Importer& im, const NodeCtx& c);
 
 // ops_nn.cpp: opset < 7 binary ops broadcast by attribute: an Error unless it is numpy's.
 void check_legacy_broadcast(Importer& im, const NodeCtx& c);
@@ -307,6 +308,8 @@ bool has_attribute(const OpInfo& op, const std::string& name);
 // host_ops.cpp: folding on host tensors. Sizes are checked against kMaxFoldElements by the
 // callers that can fall back to a graph node (fits_fold) and by the rest (Error).
 bool fits_fold(const Shape& dims);
+// The integer dtypes host tensors hold (INT8-INT64, UINT8, UINT16).
+bool is_int_dtype(int32_t onnx_dtype);
 HostTensor host_reshape(const HostTensor& t, Shape dims);
 // Copies element src[k] of t into element k of a tensor shaped `dims`.
 HostTensor host_gather_flat(const HostTensor& t, Shape dims, const std::vector<int64_t>& src);

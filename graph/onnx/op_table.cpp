@@ -90,6 +90,7 @@ const std::vector<OpInfo>& op_table() {
       {"Mean", 6, convert_variadic, {}, "consumed_inputs"},
       {"Min", 6, convert_variadic, {}, "consumed_inputs"},
       {"Mish", 18, convert_chain_step, {}, ""},
+      {"Mod", 10, convert_mod, {0, 1}, "fmod"},
       {"Mul", 1, convert_binary, {}, "axis broadcast consumed_inputs"},
       {"Neg", 6, convert_chain_step, {}, "consumed_inputs"},
       {"Not", 1, convert_not, {}, ""},

@@ -1,10 +1,11 @@
 // ONNX ops that vanish at import: pass-throughs (Identity, inference Dropout, Cast to float)
-// and the constant producers (Constant, Shape, ConstantOfShape, Range, CumSum, and Sin and Cos
-// of constants), evaluated here.
+// and the constant producers (Constant, Shape, ConstantOfShape, Range, CumSum, and Sin, Cos and
+// Mod of constants), evaluated here.
 #include <cmath>
 #include <type_traits>
 
 #include "graph/onnx/importer.h"
+#include "graph/shape_inference.h"
 
 namespace kiln::graph::onnx {
 namespace {
@@ -272,6 +273,46 @@ void convert_trig(Importer& im, const NodeCtx& c) {
   const bool sine = c.op() == "Sin";
   for (float& v : h.f) v = static_cast<float>(sine ? std::sin(double{v}) : std::cos(double{v}));
   im.define_host(c, 0, std::move(h));
+}
+
+// Mod (opset 10) of tensors known at import: window-attention transformers (Swin, TinyViT,
+// Twins) compute their padding to a whole number of windows as (w - size % w) % w from
+// constants. fmod=0 takes the divisor's sign (Python's %), fmod=1 the dividend's (C's fmod);
+// floats need fmod=1, as the ONNX specification says. A Mod of a runtime tensor is refused.
+void convert_mod(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 2, 2);
+  const HostTensor* a = im.known_input(c, 0);
+  const HostTensor* b = im.known_input(c, 1);
+  if (!a || !b)
+    node_error(c, "Mod of the runtime tensor '" + im.input_name(c, a ? 1 : 0) +
+                      "' is not supported; Kiln evaluates Mod of constants at import");
+  if (a->dtype != b->dtype)
+    node_error(c, "operands have different dtypes (" + dtype_name(a->dtype) + " and " +
+                      dtype_name(b->dtype) + ")");
+  const bool fmod = attr_int(c, "fmod", 0) != 0;
+  if (a->is_float() && !fmod) node_error(c, "fmod=0 on floats (the specification requires fmod=1)");
+  if (!a->is_float() && !is_int_dtype(a->dtype))
+    node_error(c, "Mod of " + dtype_name(a->dtype) + " tensors is not supported");
+  bool ok = false;
+  const Shape out = broadcast_shapes(a->dims, b->dims, &ok);
+  if (!ok) node_error(c, "cannot broadcast " + to_string(a->dims) + " with " + to_string(b->dims));
+  if (!fits_fold(out))
+    node_error(c, "the constant result " + to_string(out) + " is too large to fold at import");
+  const HostTensor x = host_broadcast(*a, out), y = host_broadcast(*b, out);
+  HostTensor r = x;
+  if (r.is_float()) {
+    for (size_t k = 0; k < r.f.size(); ++k) r.f[k] = std::fmod(x.f[k], y.f[k]);
+  } else {
+    for (size_t k = 0; k < r.i.size(); ++k) {
+      const int64_t d = y.i[k];
+      if (d == 0) node_error(c, "integer Mod by zero");
+      // INT64_MIN % -1 overflows in C++; its remainder is 0.
+      int64_t m = d == -1 ? 0 : x.i[k] % d;
+      if (!fmod && m != 0 && (m < 0) != (d < 0)) m += d;
+      r.i[k] = m;
+    }
+  }
+  im.define_host(c, 0, std::move(r));
 }
 
 }  // namespace kiln::graph::onnx
