@@ -52,9 +52,24 @@ def calibrate_batch_norms(torch, model, seed, size=224):
         h.remove()
 
 
+def randomize_zero_weights(torch, model, seed):
+    """Draws every all-zero weight matrix or kernel (ndim >= 2) from N(0, 0.02), and every
+    layer scale (a parameter named gamma*) below 1e-3 from U(0.1, 1): timm zero-initializes some
+    heads (MLP-Mixer, ResMLP) and starts CaiT's layer scales at 1e-5, which makes the output
+    (nearly) independent of the input and a comparison against onnxruntime vacuous."""
+    g = torch.Generator().manual_seed(seed + 1)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() >= 2 and not p.any():
+                p.copy_(torch.randn(p.shape, generator=g) * 0.02)
+            elif name.split(".")[-1].startswith("gamma") and float(p.abs().max()) < 1e-3:
+                p.copy_(torch.rand(p.shape, generator=g) * 0.9 + 0.1)
+
+
 def export_torch_models(args, build):
     """Exports each of args.models to DIR/NAME.onnx: build(name) gives the model and its input
-    size; its BatchNorms are calibrated, and torch.onnx.export writes it in eval mode, batch 1,
+    size; its all-zero weights are drawn at random and its BatchNorms calibrated, and
+    torch.onnx.export writes it in eval mode, batch 1,
     NCHW, input "input", output "logits". A failure is reported and the others go on; exits 1
     if any failed."""
     import torch
@@ -66,6 +81,7 @@ def export_torch_models(args, build):
         torch.manual_seed(args.seed)
         try:
             model, size = build(name)
+            randomize_zero_weights(torch, model, args.seed)
             calibrate_batch_norms(torch, model, args.seed, size)
             x = torch.rand(1, 3, size, size) * 2 - 1
             torch.onnx.export(model, (x,), os.path.join(args.dir, name + ".onnx"),

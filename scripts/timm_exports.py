@@ -10,7 +10,10 @@ ReXNet's partial residuals, LCNet, HGNetV2, PoolFormer's GroupNorm, MobileNetV4,
 InceptionNeXt's banded depthwise kernels, EfficientViT's ReLU linear attention, RepGhost; and
 ResNet-D's average-pooled shortcuts, EfficientNet-Lite, TinyNet at 106x106; GroupNorm ResNets
 (ResNet-GN, BiT's pre-activation ResNetV2) and token-major transformers and hybrids (LeViT, ViT,
-MobileViT, EfficientFormer, Visformer), whose linear layers run as convolutions.
+MobileViT, EfficientFormer, Visformer), whose linear layers run as convolutions; window and
+pyramid transformers (Swin, TinyViT and Twins, which pad to whole windows with Mod; PVT-v2,
+CoaT, XCiT's cross-covariance attention, GCViT, NextViT, CrossViT's two branches), DeiT, BEiT-v2,
+ConViT, CaiT's class attention, and the MLP models MLP-Mixer and ResMLP.
 
     python3 -m venv PTENV && PTENV/bin/pip install torch==2.5.1 torchvision==0.20.1 \\
         onnx==1.17.0 timm==1.0.12
@@ -67,6 +70,22 @@ MODELS = {
     "timm_mobilevit_xxs": "mobilevit_xxs",
     "timm_efficientformer_l1": "efficientformer_l1",
     "timm_visformer_tiny": "visformer_tiny",
+    "timm_swin_tiny": "swin_tiny_patch4_window7_224",
+    "timm_tiny_vit_5m": "tiny_vit_5m_224",
+    "timm_twins_svt_small": "twins_svt_small",
+    "timm_pvt_v2_b0": "pvt_v2_b0",
+    "timm_efficientvit_m0": "efficientvit_m0",
+    "timm_coat_lite_tiny": "coat_lite_tiny",
+    "timm_xcit_nano": "xcit_nano_12_p16_224",
+    "timm_deit_tiny_distilled": "deit_tiny_distilled_patch16_224",
+    "timm_beitv2_base": "beitv2_base_patch16_224",
+    "timm_mixer_b16": "mixer_b16_224",
+    "timm_resmlp_12": "resmlp_12_224",
+    "timm_convit_tiny": "convit_tiny",
+    "timm_cait_xxs24": "cait_xxs24_224",
+    "timm_gcvit_xxtiny": "gcvit_xxtiny",
+    "timm_crossvit_tiny": "crossvit_tiny_240",
+    "timm_nextvit_small": "nextvit_small",
 }
 
 
