@@ -1,7 +1,7 @@
 // matmul_to_conv, sink_transposes, and fold_batch_norm's per-channel Add/Mul: a channels-last
 // linear layer becomes a 1x1 convolution, Transposes move below elementwise ops and cancel,
-// and what they freed folds into the convolution. Every rewrite is checked against the
-// reference interpreter on the graph before it, with random inputs.
+// tokens viewed as an image become relabels, and what they freed folds into the convolution. Every
+// rewrite is checked against the reference interpreter on the graph before it, with random inputs.
 #include <gtest/gtest.h>
 
 #include "graph/builder.h"
@@ -147,6 +147,45 @@ TEST(MatmulToConv, ResidualAddsAfterTokenLinearLayersJoinTheConvolution) {
   const Graph stays = late.finish();
   EXPECT_EQ(count_ops<Binary>(matmul_to_conv(stays)), 1) << dump(matmul_to_conv(stays));
   expect_equivalent(stays, run_passes(stays), 10);
+}
+
+// PVT-v2's MLP: fc1 on tokens [B, H * W, C], x.transpose(1, 2).reshape(B, C, H, W), a 3x3
+// depthwise convolution, x.flatten(2).transpose(1, 2), GELU, fc2. The token views of the image
+// are relabels of its NHWC bytes: no Transpose or layout transform is left, and the GELU is in
+// the depthwise convolution's epilogue. A transposed view that something else also reads keeps
+// its Transpose.
+TEST(SinkTransposes, TokensViewedAsAnImageAreRelabels) {
+  GraphBuilder b;
+  const ValueId tokens = b.input("tokens", {2, 12, 8});
+  const ValueId h = b.op("fc1", MatMul{}, {tokens, random_constant(b, "w1", {8, 16}, 1)});
+  const ValueId image =
+      b.op("to_image", Reshape{{2, 16, 3, 4}}, {b.op("channels_first", Transpose{{0, 2, 1}}, {h})});
+  Conv2d dw;
+  dw.groups = 16;
+  dw.pad_top = dw.pad_left = dw.pad_bottom = dw.pad_right = 1;
+  const ValueId d = b.conv2d("dwconv", image, random_weights(b, "dw_w", {16, 1, 3, 3}, 2),
+                             random_constant(b, "dw_b", {16}, 3), dw);
+  const ValueId back =
+      b.op("to_tokens", Transpose{{0, 2, 1}}, {b.op("flatten", Reshape{{2, 16, 12}}, {d})});
+  const ValueId act = b.op("gelu", ElementwiseChain{{ChainStep{ChainStepKind::gelu}}}, {back});
+  b.output(b.op("fc2", MatMul{}, {act, random_constant(b, "w2", {16, 8}, 4)}));
+  const Graph before = b.finish();
+  expect_equivalent(before, sink_transposes(before), 5);
+  const Graph optimized = run_passes(before);
+  EXPECT_EQ(count_ops<Transpose>(optimized), 0) << dump(optimized);
+  EXPECT_EQ(count_ops<LayoutTransform>(optimized), 0) << dump(optimized);
+  EXPECT_EQ(count_ops<ElementwiseChain>(optimized), 0) << dump(optimized);
+  EXPECT_EQ(count_ops<Conv2d>(optimized), 3) << dump(optimized);
+  expect_equivalent(before, optimized, 6);
+
+  GraphBuilder s;
+  const ValueId t = s.input("tokens", {1, 12, 8});
+  const ValueId cf = s.op("channels_first", Transpose{{0, 2, 1}}, {t});
+  s.output(s.op("to_image", Reshape{{1, 8, 3, 4}}, {cf}));
+  s.output(s.op("other", Relu{}, {cf}));
+  const Graph shared = s.finish();
+  EXPECT_EQ(count_ops<Transpose>(sink_transposes(shared)), 1) << dump(sink_transposes(shared));
+  expect_equivalent(shared, run_passes(shared), 7);
 }
 
 TEST(MatmulToConv, OtherMatMulsAreLeftAlone) {

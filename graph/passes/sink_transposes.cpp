@@ -10,6 +10,16 @@
 //   - Transpose(p)(x) op Transpose(p)(y) becomes Transpose(p)(x op y).
 // A Transpose moves only when the op is its sole reader, so no tensor is ever copied twice.
 // Runs before the epilogue fusions, on the logical graph.
+//
+// First, tokens that are an image's pixels (hybrid transformers: PVT, SegFormer, CoaT and
+// Twins run a convolution on their tokens and go back) are written as the views the layout pass
+// knows: x.transpose(1, 2).reshape(B, C, H, W) of tokens [B, H * W, C] becomes
+// Transpose(0, 3, 1, 2) of the view [B, H, W, C], and x.flatten(2).transpose(1, 2) of an image
+// [B, C, H, W] becomes the view [B, H * W, C] of Transpose(0, 2, 3, 1): both Transposes are
+// relabels of NHWC bytes once the layout pass runs, where the token form copied twice (a
+// transpose and a layout transform). A one-input elementwise op after the second form (PVT's
+// GELU after its depthwise convolution) moves above the view, then past the Transpose, into the
+// convolution's epilogue.
 #include <algorithm>
 #include <map>
 #include <numeric>
@@ -217,10 +227,122 @@ class Sinker {
   std::map<uint32_t, ValueId> replaced_;    // value -> the value its readers take instead
 };
 
+bool is_perm(const Node& n, const std::vector<int>& perm) {
+  const auto* t = std::get_if<Transpose>(&n.op);
+  return t && t->perm == perm && n.inputs.size() == 1 && n.outputs.size() == 1;
+}
+
+// The node producing v if it is `want` and v is read by one node and is no graph output.
+template <typename Op>
+const Node* sole_producer(const Graph& g, ValueId v, const std::vector<std::vector<NodeId>>& uses) {
+  const Value& val = g.value(v);
+  if (!val.producer.valid() || uses[v.index].size() != 1 || g.is_graph_output(v)) return nullptr;
+  const Node& p = g.node(val.producer);
+  return std::holds_alternative<Op>(p.op) && p.outputs.size() == 1 ? &p : nullptr;
+}
+
+Graph tokens_as_images(const Graph& input) {
+  Graph g = input;
+  const auto uses = input.consumers();
+  // Where each input node went in `nodes` (kept nodes only), and the ones that lose their reader.
+  std::vector<size_t> position(input.num_nodes(), SIZE_MAX);
+  std::vector<size_t> dead_at;
+  const auto index = [&](const Node* n) { return static_cast<size_t>(n - input.nodes().data()); };
+  std::vector<Node> nodes;
+  for (const Node& n : input.nodes()) {
+    const size_t i = index(&n);
+    const bool one_to_one = n.inputs.size() == 1 && n.outputs.size() == 1;
+    const Shape& in = input.value(n.inputs.empty() ? n.outputs[0] : n.inputs[0]).shape;
+    const Value& out = input.value(n.outputs[0]);
+    // Reshape [B, C, N] -> [B, C, H, W] of Transpose(0, 2, 1) of tokens [B, N, C].
+    if (one_to_one && std::holds_alternative<Reshape>(n.op) && in.size() == 3 &&
+        out.shape.size() == 4) {
+      const Node* t = sole_producer<Transpose>(input, n.inputs[0], uses);
+      const Shape& s = out.shape;
+      if (t && is_perm(*t, {0, 2, 1}) && in == Shape{s[0], s[1], s[2] * s[3]} &&
+          position[index(t)] != SIZE_MAX) {
+        dead_at.push_back(position[index(t)]);
+        const Shape pixels{s[0], s[2], s[3], s[1]};
+        const ValueId view =
+            g.add_value(Value{out.name + "_pixels", pixels, out.dtype, Layout::nchw});
+        nodes.push_back(Node{n.name + "_pixels",
+                             Reshape{pixels, Layout::any},
+                             t->inputs,
+                             {view},
+                             {"reshape (no copy)"}});
+        nodes.push_back(Node{n.name, Transpose{{0, 3, 1, 2}}, {view}, n.outputs, {"transpose"}});
+        continue;
+      }
+    }
+    // Transpose(0, 2, 1) of Reshape [B, C, H, W] -> [B, C, H * W].
+    if (one_to_one && is_perm(n, {0, 2, 1}) && in.size() == 3) {
+      const Node* r = sole_producer<Reshape>(input, n.inputs[0], uses);
+      const Shape* x = r ? &input.value(r->inputs[0]).shape : nullptr;
+      if (x && x->size() == 4 && in == Shape{(*x)[0], (*x)[1], (*x)[2] * (*x)[3]} &&
+          position[index(r)] != SIZE_MAX) {
+        dead_at.push_back(position[index(r)]);
+        const Shape pixels{(*x)[0], (*x)[2], (*x)[3], (*x)[1]};
+        const ValueId p = g.add_value(Value{out.name + "_pixels", pixels, out.dtype, Layout::nchw});
+        nodes.push_back(
+            Node{n.name + "_pixels", Transpose{{0, 2, 3, 1}}, r->inputs, {p}, {"transpose"}});
+        nodes.push_back(
+            Node{n.name, Reshape{out.shape, Layout::any}, {p}, n.outputs, {"reshape (no copy)"}});
+        continue;
+      }
+    }
+    position[i] = nodes.size();
+    nodes.push_back(n);
+  }
+  std::vector<bool> dead(nodes.size(), false);
+  for (size_t k : dead_at) dead[k] = true;
+  g.rebuild(std::move(nodes), dead);
+  return g;
+}
+
+// f(Reshape(Transpose(x))) for a one-input elementwise f that alone reads the view: f applies
+// before the view (so the Transpose can sink past it), the view after it.
+Graph hoist_unary_above_views(const Graph& input) {
+  Graph g = input;
+  const auto uses = input.consumers();
+  std::vector<size_t> position(input.num_nodes(), SIZE_MAX);
+  std::vector<size_t> dead_at;
+  std::vector<Node> nodes;
+  for (const Node& n : input.nodes()) {
+    const size_t i = static_cast<size_t>(&n - input.nodes().data());
+    const Node* r =
+        is_unary_elementwise(n) ? sole_producer<Reshape>(input, n.inputs[0], uses) : nullptr;
+    const Node* t = r ? sole_producer<Transpose>(input, r->inputs[0], uses) : nullptr;
+    bool affine = false;
+    if (const auto* chain = std::get_if<ElementwiseChain>(&n.op))
+      for (const ChainStep& step : chain->steps) affine |= step.kind == ChainStepKind::affine;
+    const size_t r_at = r ? position[static_cast<size_t>(r - input.nodes().data())] : SIZE_MAX;
+    if (!t || affine || r_at == SIZE_MAX) {
+      position[i] = nodes.size();
+      nodes.push_back(n);
+      continue;
+    }
+    dead_at.push_back(r_at);
+    const Value& y = input.value(r->inputs[0]);
+    const ValueId early = g.add_value(Value{y.name + "_" + n.name, y.shape, y.dtype, y.layout});
+    Node f = n;
+    f.inputs = r->inputs;
+    f.outputs = {early};
+    nodes.push_back(std::move(f));
+    Node view = *r;
+    view.inputs = {early};
+    view.outputs = n.outputs;
+    nodes.push_back(std::move(view));
+  }
+  std::vector<bool> dead(nodes.size(), false);
+  for (size_t k : dead_at) dead[k] = true;
+  g.rebuild(std::move(nodes), dead);
+  return g;
+}
+
 }  // namespace
 
 Graph sink_transposes(const Graph& input) {
-  Graph g = input;
+  Graph g = hoist_unary_above_views(tokens_as_images(input));
   // Each sweep moves every movable Transpose at least one op down or cancels it, and there
   // are finitely many ops below each: the bound only guards against a bug.
   for (size_t sweep = 0; sweep <= input.num_nodes(); ++sweep) {
