@@ -33,6 +33,15 @@ ValueId conv1x1(GraphBuilder& b, const std::string& name, ValueId x, int64_t ci,
                   random_constant(b, name + "_b", {co}, seed + 1), Conv2d{});
 }
 
+// BatchNorm of x's channels (c of them) with random parameters.
+ValueId random_batch_norm(GraphBuilder& b, const std::string& name, ValueId x, int64_t c,
+                          uint64_t seed) {
+  return b.batch_norm(name, x, random_constant(b, name + "_g", {c}, seed, 0.5f, 1.5f),
+                      random_constant(b, name + "_b", {c}, seed + 1),
+                      random_constant(b, name + "_m", {c}, seed + 2),
+                      random_constant(b, name + "_v", {c}, seed + 3, 0.5f, 1.5f));
+}
+
 // The checks every rewritten graph passes: well-formed, same numbers as the original.
 void expect_equivalent(const Graph& before, const Graph& after, uint64_t seed) {
   ASSERT_TRUE(verify_problems(after).empty()) << dump(after);
@@ -71,13 +80,7 @@ TEST(MatmulToConv, TokenLinearBecomesAConvOfAnImageRow) {
 // BatchNorm whose flattened input is also read elsewhere, or whose view regroups the last
 // axis, stays where it is.
 TEST(MatmulToConv, FlattenedBatchNormFoldsIntoTheTokenLinearLayer) {
-  const auto bn = [](GraphBuilder& b, const std::string& name, ValueId x, int64_t c,
-                     uint64_t seed) {
-    return b.batch_norm(name, x, random_constant(b, name + "_g", {c}, seed, 0.5f, 1.5f),
-                        random_constant(b, name + "_b", {c}, seed + 1),
-                        random_constant(b, name + "_m", {c}, seed + 2),
-                        random_constant(b, name + "_v", {c}, seed + 3, 0.5f, 1.5f));
-  };
+  const auto bn = random_batch_norm;
   GraphBuilder b;
   const ValueId y =
       b.op("mm", MatMul{}, {b.input("x", {2, 5, 6}), random_constant(b, "w", {6, 4}, 1)});
@@ -117,7 +120,7 @@ TEST(MatmulToConv, FlattenedBatchNormFoldsIntoTheTokenLinearLayer) {
 
 // A transformer's residual connection after a linear layer, tokens + (tokens x W + b), and after
 // LeViT's linear layer with its flattened BatchNorm: the Add goes into the convolution
-// (fuse_conv_shortcut), no Binary kernel is left. A residual operand computed after the MatMul
+// (fuse_epilogues), no Binary kernel is left. A residual operand computed after the MatMul
 // in the node order stays a separate Add.
 TEST(MatmulToConv, ResidualAddsAfterTokenLinearLayersJoinTheConvolution) {
   GraphBuilder b;
@@ -127,9 +130,7 @@ TEST(MatmulToConv, ResidualAddsAfterTokenLinearLayersJoinTheConvolution) {
   const ValueId h = b.op("residual", Binary{BinaryOp::add}, {x, yb});
   const ValueId z = b.op("mm2", MatMul{}, {h, random_constant(b, "w2", {6, 6}, 3)});
   const ValueId flat = b.op("flatten", Reshape{{10, 6}}, {z});
-  const ValueId n = b.batch_norm("bn", flat, random_constant(b, "g", {6}, 4, 0.5f, 1.5f),
-                                 random_constant(b, "be", {6}, 5), random_constant(b, "m", {6}, 6),
-                                 random_constant(b, "v", {6}, 7, 0.5f, 1.5f));
+  const ValueId n = random_batch_norm(b, "bn", flat, 6, 4);
   b.output(b.op("residual2", Binary{BinaryOp::add}, {b.op("back", Reshape{{2, 5, 6}}, {n}), h}));
   const Graph before = b.finish();
   expect_equivalent(before, matmul_to_conv(before), 8);
