@@ -118,16 +118,22 @@ TEST(MatmulToConv, FlattenedBatchNormFoldsIntoTheTokenLinearLayer) {
   expect_equivalent(stays, matmul_to_conv(stays), 6);
 }
 
-// A transformer's residual connection after a linear layer, tokens + (tokens x W + b), and after
-// LeViT's linear layer with its flattened BatchNorm: the Add goes into the convolution
-// (fuse_epilogues), no Binary kernel is left. A residual operand computed after the MatMul
+// A transformer's residual connection after a linear layer, tokens + gamma * (tokens x W + b)
+// - s, and after LeViT's linear layer with its flattened BatchNorm: the per-channel Mul and Sub
+// fold into the weights, the Add goes into the convolution (fuse_epilogues), no Binary kernel
+// is left. A residual operand computed after the MatMul
 // in the node order stays a separate Add.
 TEST(MatmulToConv, ResidualAddsAfterTokenLinearLayersJoinTheConvolution) {
   GraphBuilder b;
   const ValueId x = b.input("x", {2, 5, 6});
   const ValueId y = b.op("mm", MatMul{}, {x, random_constant(b, "w", {6, 6}, 1)});
   const ValueId yb = b.op("bias", Binary{BinaryOp::add}, {y, random_constant(b, "bias_c", {6}, 2)});
-  const ValueId h = b.op("residual", Binary{BinaryOp::add}, {x, yb});
+  // A layer scale (XCiT's, CaiT's gamma * x) and a per-channel Sub between bias and residual.
+  const ValueId scaled =
+      b.op("layer_scale", Binary{BinaryOp::mul}, {random_constant(b, "gamma", {1, 1, 6}, 11), yb});
+  const ValueId shifted =
+      b.op("shift", Binary{BinaryOp::sub}, {scaled, random_constant(b, "shift_c", {6}, 12)});
+  const ValueId h = b.op("residual", Binary{BinaryOp::add}, {x, shifted});
   const ValueId z = b.op("mm2", MatMul{}, {h, random_constant(b, "w2", {6, 6}, 3)});
   const ValueId flat = b.op("flatten", Reshape{{10, 6}}, {z});
   const ValueId n = random_batch_norm(b, "bn", flat, 6, 4);

@@ -12,10 +12,13 @@
 // LeViT-128S's ran at 25-30% of the FMA peak, as convolutions at 78-95%. A BatchNorm over the
 // flattened tokens between the two (LeViT's Linear -> BatchNorm1d: Flatten to [B * T, M],
 // BatchNormalization, Reshape back) normalizes the image's channels: it applies to the
-// convolution's output, where fold_batch_norm folds it into the weights.
+// convolution's output, where fold_batch_norm folds it into the weights, and so do the Add,
+// Sub, Mul and Div of per-channel constants (a layer scale, gamma * x). A residual Add after
+// all that joins the convolution too.
 // A MatMul with a 1-D operand gets its matrix form here too: Reshapes (views) around a
 // MatMul of matrices, which is what the generated product kernels take.
 #include <map>
+#include <memory>
 
 #include "graph/passes/passes.h"
 #include "graph/shape_inference.h"
@@ -88,6 +91,30 @@ const Node* bias_add(const Graph& g, const Node& n, const std::vector<std::vecto
       g.value(add.outputs[0]).shape != g.value(out).shape)
     return nullptr;
   return &add;
+}
+
+// The Add, Sub, Mul or Div of a constant that varies along the last axis only (M values, or
+// one) and alone reads v (a transformer's layer scale, gamma * x), with the constant second for
+// Sub and Div; or nullptr. Returns the constant's values in `values`.
+const Node* channel_constant_op(const Graph& g, ValueId v, int64_t m,
+                                const std::vector<std::vector<NodeId>>& uses,
+                                std::shared_ptr<const std::vector<float>>* values) {
+  if (g.is_graph_output(v) || uses[v.index].size() != 1) return nullptr;
+  const Node& op = g.node(uses[v.index][0]);
+  const auto* b = std::get_if<Binary>(&op.op);
+  if (!b || op.inputs.size() != 2 || op.inputs[0] == op.inputs[1]) return nullptr;
+  const bool ordered = b->op == BinaryOp::sub || b->op == BinaryOp::div;
+  if (b->op != BinaryOp::add && b->op != BinaryOp::mul && !ordered) return nullptr;
+  const bool v_first = op.inputs[0] == v;
+  if (ordered && !v_first) return nullptr;
+  const Value& c = g.value(op.inputs[v_first ? 1 : 0]);
+  const Shape& vs = g.value(v).shape;
+  if (!c.is_constant() || c.shape.size() > vs.size() || g.value(op.outputs[0]).shape != vs)
+    return nullptr;
+  const int64_t n = num_elements(c.shape);
+  if (n != 1 && (n != m || c.shape.back() != m)) return nullptr;
+  *values = c.data;
+  return &op;
 }
 
 // The one-input elementwise node that alone reads v (no graph output), or nullptr.
@@ -216,6 +243,29 @@ Graph matmul_to_conv(const Graph& input) {
     const size_t conv_at = nodes.size();
     nodes.push_back(Node{n.name, Conv2d{}, {image, it->second, b}, {conv_out}, {"matmul (as a 1x1 conv2d)"}});
     std::vector<ValueId> tokens = add ? add->outputs : n.outputs;
+    // Per-channel constants after it (a layer scale) apply to the image's channels, the
+    // constant as [M, 1, 1]: fold_batch_norm folds them into the weights.
+    std::shared_ptr<const std::vector<float>> values;
+    while (const Node* op =
+               rows ? channel_constant_op(input, tokens[0], m, uses, &values) : nullptr) {
+      absorbed[static_cast<size_t>(op - input.nodes().data())] = true;
+      const bool v_first = op->inputs[0] == tokens[0];
+      Value c = input.value(op->inputs[v_first ? 1 : 0]);
+      c.name += "_per_channel";
+      c.shape = values->size() == 1 ? Shape{1} : Shape{m, 1, 1};
+      c.layout = Layout::any;
+      const ValueId cid = g.add_value(std::move(c));
+      const ValueId scaled =
+          g.add_value(Value{op->name + "_image", g.value(conv_out).shape, out.dtype, Layout::nchw});
+      nodes.push_back(
+          Node{op->name,
+               op->op,
+               v_first ? std::vector<ValueId>{conv_out, cid} : std::vector<ValueId>{cid, conv_out},
+               {scaled},
+               op->computes});
+      conv_out = scaled;
+      tokens = op->outputs;
+    }
     // A BatchNorm over the flattened tokens normalizes the image's channels: it applies to the
     // convolution's output (NCHW, channels on axis 1), the views to and from [N, M] dropped.
     if (const Node* bn = rows ? flattened_batch_norm(input, tokens[0], m, uses) : nullptr) {
