@@ -80,18 +80,17 @@ TEST(MatmulToConv, TokenLinearBecomesAConvOfAnImageRow) {
 // BatchNorm whose flattened input is also read elsewhere, or whose view regroups the last
 // axis, stays where it is.
 TEST(MatmulToConv, FlattenedBatchNormFoldsIntoTheTokenLinearLayer) {
-  const auto bn = random_batch_norm;
   GraphBuilder b;
   const ValueId y =
       b.op("mm", MatMul{}, {b.input("x", {2, 5, 6}), random_constant(b, "w", {6, 4}, 1)});
   const ValueId flat = b.op("flatten", Reshape{{10, 4}}, {y});
-  const ValueId back = b.op("back", Reshape{{2, 5, 4}}, {bn(b, "bn", flat, 4, 2)});
+  const ValueId back = b.op("back", Reshape{{2, 5, 4}}, {random_batch_norm(b, "bn", flat, 4, 2)});
   b.output(b.op("act", HardSwish{}, {back}));
   // Bias, then a flattened BatchNorm that is the graph's output.
   const ValueId z =
       b.op("mm_b", MatMul{}, {b.input("t", {3, 7, 6}), random_constant(b, "w_b", {6, 5}, 7)});
   const ValueId zb = b.op("bias", Binary{BinaryOp::add}, {z, random_constant(b, "bias_b", {5}, 8)});
-  b.output(bn(b, "bn_out", b.op("flatten_b", Reshape{{21, 5}}, {zb}), 5, 9));
+  b.output(random_batch_norm(b, "bn_out", b.op("flatten_b", Reshape{{21, 5}}, {zb}), 5, 9));
   const Graph before = b.finish();
   const Graph after = matmul_to_conv(before);
   EXPECT_EQ(count_ops<MatMul>(after), 0) << dump(after);
@@ -108,11 +107,11 @@ TEST(MatmulToConv, FlattenedBatchNormFoldsIntoTheTokenLinearLayer) {
   const ValueId u =
       s.op("mm", MatMul{}, {s.input("x", {2, 5, 6}), random_constant(s, "w", {6, 4}, 1)});
   const ValueId uf = s.op("flatten", Reshape{{10, 4}}, {u});
-  s.output(bn(s, "bn", uf, 4, 2));
+  s.output(random_batch_norm(s, "bn", uf, 4, 2));
   s.output(s.op("other", Relu{}, {uf}));
   const ValueId v =
       s.op("mm2", MatMul{}, {s.input("x2", {2, 5, 6}), random_constant(s, "w2", {6, 4}, 3)});
-  s.output(bn(s, "bn2", s.op("regroup", Reshape{{5, 8}}, {v}), 8, 4));
+  s.output(random_batch_norm(s, "bn2", s.op("regroup", Reshape{{5, 8}}, {v}), 8, 4));
   const Graph stays = s.finish();
   EXPECT_EQ(count_ops<BatchNorm>(matmul_to_conv(stays)), 2) << dump(matmul_to_conv(stays));
   expect_equivalent(stays, matmul_to_conv(stays), 6);

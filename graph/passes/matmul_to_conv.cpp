@@ -7,18 +7,16 @@
 // cancels the ones that meet between two such layers. ConvNeXt's MLP is written this way.
 // A transformer's linear layer on tokens, [B, T, K] or [T, K] by a constant [K, M], is the same
 // convolution of the tokens viewed as one image row [1, B, T, K] (Reshapes before and after,
-// views), with the bias Add after it as the convolution's bias and a one-input elementwise op
-// after that applied before the view back (so it joins the epilogue): as a matrix product kernel
-// LeViT-128S's ran at 25-30% of the FMA peak, as convolutions at 78-95%. A BatchNorm over the
-// flattened tokens between the two (LeViT's Linear -> BatchNorm1d: Flatten to [B * T, M],
-// BatchNormalization, Reshape back) normalizes the image's channels: it applies to the
-// convolution's output, where fold_batch_norm folds it into the weights, and so do the Add,
-// Sub, Mul and Div of per-channel constants (a layer scale, gamma * x). A residual Add after
-// all that joins the convolution too.
+// views): as a matrix product kernel LeViT-128S's ran at 25-30% of the FMA peak, as
+// convolutions at 78-95%. What follows it applies to the image before the view back, so that
+// the convolution takes it: the Add, Sub, Mul and Div of per-channel constants (the bias Add of
+// nn.Linear, a layer scale gamma * x) and a BatchNorm over the flattened tokens (LeViT's
+// Linear -> BatchNorm1d: Flatten to [B * T, M], BatchNormalization, Reshape back) fold into
+// the weights (fold_batch_norm), a residual Add joins the epilogue, and so does a one-input
+// elementwise op (sink_transposes moves it across the transpose).
 // A MatMul with a 1-D operand gets its matrix form here too: Reshapes (views) around a
 // MatMul of matrices, which is what the generated product kernels take.
 #include <map>
-#include <memory>
 
 #include "graph/passes/passes.h"
 #include "graph/shape_inference.h"
@@ -76,29 +74,11 @@ void matrix_form(Graph& g, std::vector<Node>& nodes, const Node& n) {
   nodes.push_back(Node{n.name + "_vector", Reshape{out.shape, Layout::any}, {p}, n.outputs, {"reshape (no copy)"}});
 }
 
-// The Add of a constant bias of M values that alone reads a token-major linear layer's output
-// (PyTorch's nn.Linear exports MatMul then Add), or nullptr: the convolution takes it as its
-// bias, which fold_batch_norm cannot give it through the views.
-const Node* bias_add(const Graph& g, const Node& n, const std::vector<std::vector<NodeId>>& uses) {
-  const ValueId out = n.outputs[0];
-  if (g.is_graph_output(out) || uses[out.index].size() != 1) return nullptr;
-  const Node& add = g.node(uses[out.index][0]);
-  const auto* b = std::get_if<Binary>(&add.op);
-  if (!b || b->op != BinaryOp::add || add.inputs.size() != 2) return nullptr;
-  const Value& c = g.value(add.inputs[add.inputs[0] == out ? 1 : 0]);
-  const int64_t m = g.value(out).shape.back();
-  if (!c.is_constant() || c.shape.empty() || c.shape.back() != m || num_elements(c.shape) != m ||
-      g.value(add.outputs[0]).shape != g.value(out).shape)
-    return nullptr;
-  return &add;
-}
-
 // The Add, Sub, Mul or Div of a constant that varies along the last axis only (M values, or
-// one) and alone reads v (a transformer's layer scale, gamma * x), with the constant second for
-// Sub and Div; or nullptr. Returns the constant's values in `values`.
+// one) and alone reads v (a bias, a layer scale gamma * x), with the constant second for Sub
+// and Div; or nullptr.
 const Node* channel_constant_op(const Graph& g, ValueId v, int64_t m,
-                                const std::vector<std::vector<NodeId>>& uses,
-                                std::shared_ptr<const std::vector<float>>* values) {
+                                const std::vector<std::vector<NodeId>>& uses) {
   if (g.is_graph_output(v) || uses[v.index].size() != 1) return nullptr;
   const Node& op = g.node(uses[v.index][0]);
   const auto* b = std::get_if<Binary>(&op.op);
@@ -112,9 +92,7 @@ const Node* channel_constant_op(const Graph& g, ValueId v, int64_t m,
   if (!c.is_constant() || c.shape.size() > vs.size() || g.value(op.outputs[0]).shape != vs)
     return nullptr;
   const int64_t n = num_elements(c.shape);
-  if (n != 1 && (n != m || c.shape.back() != m)) return nullptr;
-  *values = c.data;
-  return &op;
+  return n == 1 || (n == m && c.shape.back() == m) ? &op : nullptr;
 }
 
 // The one-input elementwise node that alone reads v (no graph output), or nullptr.
@@ -186,7 +164,8 @@ Graph matmul_to_conv(const Graph& input) {
   std::vector<Node> nodes;
   std::map<uint32_t, ValueId> oihw;  // [K, M] constant -> its [M, K, 1, 1] version (shared)
   const auto uses = input.consumers();
-  // Bias Adds and activations taken by a token linear layer's convolution.
+  // The nodes after a token linear layer that its convolution takes (per-channel constants,
+  // a flattened BatchNorm, a residual Add, an activation).
   std::vector<bool> absorbed(input.num_nodes(), false);
   for (const Node& n : input.nodes()) {
     if (absorbed[static_cast<size_t>(&n - input.nodes().data())]) continue;
@@ -224,14 +203,8 @@ Graph matmul_to_conv(const Graph& input) {
       wv.data = std::make_shared<const std::vector<float>>(std::move(data));
       it = oihw.emplace(n.inputs[1].index, g.add_value(std::move(wv))).first;
     }
-    const Node* add = rows ? bias_add(input, n, uses) : nullptr;
-    Value bias{n.name + (add ? "_bias" : "_zero_bias"), {m}, DType::f32, Layout::any};
-    if (add) {
-      absorbed[static_cast<size_t>(add - input.nodes().data())] = true;
-      bias.data = g.value(add->inputs[add->inputs[0] == n.outputs[0] ? 1 : 0]).data;
-    } else {
-      bias.data = std::make_shared<const std::vector<float>>(static_cast<size_t>(m), 0.0f);
-    }
+    Value bias{n.name + "_zero_bias", {m}, DType::f32, Layout::any};
+    bias.data = std::make_shared<const std::vector<float>>(static_cast<size_t>(m), 0.0f);
     const ValueId b = g.add_value(std::move(bias));
 
     const std::vector<int> to_image = {0, 3, 1, 2}, to_channels_last = {0, 2, 3, 1};
@@ -242,17 +215,16 @@ Graph matmul_to_conv(const Graph& input) {
         Node{n.name + "_to_image", Transpose{to_image}, {x_id}, {image}, {"transpose"}});
     const size_t conv_at = nodes.size();
     nodes.push_back(Node{n.name, Conv2d{}, {image, it->second, b}, {conv_out}, {"matmul (as a 1x1 conv2d)"}});
-    std::vector<ValueId> tokens = add ? add->outputs : n.outputs;
-    // Per-channel constants after it (a layer scale) apply to the image's channels, the
-    // constant as [M, 1, 1]: fold_batch_norm folds them into the weights.
-    std::shared_ptr<const std::vector<float>> values;
-    while (const Node* op =
-               rows ? channel_constant_op(input, tokens[0], m, uses, &values) : nullptr) {
+    std::vector<ValueId> tokens = n.outputs;
+    // Per-channel constants after it (the bias Add PyTorch's nn.Linear exports, a layer scale)
+    // apply to the image's channels, the constant as [M, 1, 1]: fold_batch_norm folds them into
+    // the weights, which it could not do through the views.
+    while (const Node* op = rows ? channel_constant_op(input, tokens[0], m, uses) : nullptr) {
       absorbed[static_cast<size_t>(op - input.nodes().data())] = true;
       const bool v_first = op->inputs[0] == tokens[0];
       Value c = input.value(op->inputs[v_first ? 1 : 0]);
       c.name += "_per_channel";
-      c.shape = values->size() == 1 ? Shape{1} : Shape{m, 1, 1};
+      c.shape = num_elements(c.shape) == 1 ? Shape{1} : Shape{m, 1, 1};
       c.layout = Layout::any;
       const ValueId cid = g.add_value(std::move(c));
       const ValueId scaled =
@@ -319,13 +291,6 @@ Graph matmul_to_conv(const Graph& input) {
                          {conv_out},
                          {flat},
                          {"transpose"}});
-    if (add) {
-      for (auto k = nodes.rbegin(); k != nodes.rend(); ++k)
-        if (std::holds_alternative<Conv2d>(k->op)) {
-          k->computes.push_back("add (bias)");
-          break;
-        }
-    }
     // A one-input elementwise op that alone reads the result (the GELU of an MLP) applies to
     // the image row instead, before the view back, where the convolution's epilogue takes it
     // (sink_transposes moves it across the transpose).

@@ -26,6 +26,7 @@
 
 #include "graph/op_kind.h"
 #include "graph/passes/passes.h"
+#include "graph/passes/pattern_util.h"
 
 namespace kiln::graph {
 namespace {
@@ -227,116 +228,97 @@ class Sinker {
   std::map<uint32_t, ValueId> replaced_;    // value -> the value its readers take instead
 };
 
-bool is_perm(const Node& n, const std::vector<int>& perm) {
-  const auto* t = std::get_if<Transpose>(&n.op);
-  return t && t->perm == perm && n.inputs.size() == 1 && n.outputs.size() == 1;
+bool is_perm(const Node* n, const std::vector<int>& perm) {
+  const auto* t = n ? std::get_if<Transpose>(&n->op) : nullptr;
+  return t && t->perm == perm && n->inputs.size() == 1 && n->outputs.size() == 1;
 }
 
-// The node producing v if it is `want` and v is read by one node and is no graph output.
-template <typename Op>
-const Node* sole_producer(const Graph& g, ValueId v, const std::vector<std::vector<NodeId>>& uses) {
-  const Value& val = g.value(v);
-  if (!val.producer.valid() || uses[v.index].size() != 1 || g.is_graph_output(v)) return nullptr;
-  const Node& p = g.node(val.producer);
-  return std::holds_alternative<Op>(p.op) && p.outputs.size() == 1 ? &p : nullptr;
+bool is_view(const Node* n) {
+  return n && std::holds_alternative<Reshape>(n->op) && n->inputs.size() == 1 &&
+         n->outputs.size() == 1;
+}
+
+// The rewrites below leave the Transpose or Reshape they replace without a reader: the graph
+// is rebuilt without such nodes.
+Graph rebuilt(Graph g, std::vector<Node> nodes) {
+  const std::vector<bool> dead = unread_nodes(g, nodes);
+  g.rebuild(std::move(nodes), dead);
+  return g;
 }
 
 Graph tokens_as_images(const Graph& input) {
   Graph g = input;
-  const auto uses = input.consumers();
-  // Where each input node went in `nodes` (kept nodes only), and the ones that lose their reader.
-  std::vector<size_t> position(input.num_nodes(), SIZE_MAX);
-  std::vector<size_t> dead_at;
-  const auto index = [&](const Node* n) { return static_cast<size_t>(n - input.nodes().data()); };
+  const patterns::View view(input);
   std::vector<Node> nodes;
   for (const Node& n : input.nodes()) {
-    const size_t i = index(&n);
     const bool one_to_one = n.inputs.size() == 1 && n.outputs.size() == 1;
-    const Shape& in = input.value(n.inputs.empty() ? n.outputs[0] : n.inputs[0]).shape;
+    const Node* producer = one_to_one ? view.sole_producer(n.inputs[0], view.index(n)) : nullptr;
+    if (!producer) {
+      nodes.push_back(n);
+      continue;
+    }
+    const Shape& in = input.value(n.inputs[0]).shape;
     const Value& out = input.value(n.outputs[0]);
     // Reshape [B, C, N] -> [B, C, H, W] of Transpose(0, 2, 1) of tokens [B, N, C].
-    if (one_to_one && std::holds_alternative<Reshape>(n.op) && in.size() == 3 &&
-        out.shape.size() == 4) {
-      const Node* t = sole_producer<Transpose>(input, n.inputs[0], uses);
-      const Shape& s = out.shape;
-      if (t && is_perm(*t, {0, 2, 1}) && in == Shape{s[0], s[1], s[2] * s[3]} &&
-          position[index(t)] != SIZE_MAX) {
-        dead_at.push_back(position[index(t)]);
-        const Shape pixels{s[0], s[2], s[3], s[1]};
-        const ValueId view =
-            g.add_value(Value{out.name + "_pixels", pixels, out.dtype, Layout::nchw});
-        nodes.push_back(Node{n.name + "_pixels",
-                             Reshape{pixels, Layout::any},
-                             t->inputs,
-                             {view},
-                             {"reshape (no copy)"}});
-        nodes.push_back(Node{n.name, Transpose{{0, 3, 1, 2}}, {view}, n.outputs, {"transpose"}});
-        continue;
-      }
+    const Shape& s = out.shape;
+    if (is_view(&n) && is_perm(producer, {0, 2, 1}) && s.size() == 4 &&
+        in == Shape{s[0], s[1], s[2] * s[3]}) {
+      const Shape pixels{s[0], s[2], s[3], s[1]};
+      const ValueId v = g.add_value(Value{out.name + "_pixels", pixels, out.dtype, Layout::nchw});
+      nodes.push_back(Node{n.name + "_pixels",
+                           Reshape{pixels, Layout::any},
+                           producer->inputs,
+                           {v},
+                           {"reshape (no copy)"}});
+      nodes.push_back(Node{n.name, Transpose{{0, 3, 1, 2}}, {v}, n.outputs, {"transpose"}});
+      continue;
     }
     // Transpose(0, 2, 1) of Reshape [B, C, H, W] -> [B, C, H * W].
-    if (one_to_one && is_perm(n, {0, 2, 1}) && in.size() == 3) {
-      const Node* r = sole_producer<Reshape>(input, n.inputs[0], uses);
-      const Shape* x = r ? &input.value(r->inputs[0]).shape : nullptr;
-      if (x && x->size() == 4 && in == Shape{(*x)[0], (*x)[1], (*x)[2] * (*x)[3]} &&
-          position[index(r)] != SIZE_MAX) {
-        dead_at.push_back(position[index(r)]);
-        const Shape pixels{(*x)[0], (*x)[2], (*x)[3], (*x)[1]};
-        const ValueId p = g.add_value(Value{out.name + "_pixels", pixels, out.dtype, Layout::nchw});
-        nodes.push_back(
-            Node{n.name + "_pixels", Transpose{{0, 2, 3, 1}}, r->inputs, {p}, {"transpose"}});
-        nodes.push_back(
-            Node{n.name, Reshape{out.shape, Layout::any}, {p}, n.outputs, {"reshape (no copy)"}});
-        continue;
-      }
+    const Shape* x = is_view(producer) ? &input.value(producer->inputs[0]).shape : nullptr;
+    if (is_perm(&n, {0, 2, 1}) && x && x->size() == 4 &&
+        in == Shape{(*x)[0], (*x)[1], (*x)[2] * (*x)[3]}) {
+      const Shape pixels{(*x)[0], (*x)[2], (*x)[3], (*x)[1]};
+      const ValueId p = g.add_value(Value{out.name + "_pixels", pixels, out.dtype, Layout::nchw});
+      nodes.push_back(
+          Node{n.name + "_pixels", Transpose{{0, 2, 3, 1}}, producer->inputs, {p}, {"transpose"}});
+      nodes.push_back(
+          Node{n.name, Reshape{out.shape, Layout::any}, {p}, n.outputs, {"reshape (no copy)"}});
+      continue;
     }
-    position[i] = nodes.size();
     nodes.push_back(n);
   }
-  std::vector<bool> dead(nodes.size(), false);
-  for (size_t k : dead_at) dead[k] = true;
-  g.rebuild(std::move(nodes), dead);
-  return g;
+  return rebuilt(std::move(g), std::move(nodes));
 }
 
 // f(Reshape(Transpose(x))) for a one-input elementwise f that alone reads the view: f applies
 // before the view (so the Transpose can sink past it), the view after it.
 Graph hoist_unary_above_views(const Graph& input) {
   Graph g = input;
-  const auto uses = input.consumers();
-  std::vector<size_t> position(input.num_nodes(), SIZE_MAX);
-  std::vector<size_t> dead_at;
+  const patterns::View view(input);
   std::vector<Node> nodes;
   for (const Node& n : input.nodes()) {
-    const size_t i = static_cast<size_t>(&n - input.nodes().data());
     const Node* r =
-        is_unary_elementwise(n) ? sole_producer<Reshape>(input, n.inputs[0], uses) : nullptr;
-    const Node* t = r ? sole_producer<Transpose>(input, r->inputs[0], uses) : nullptr;
+        is_unary_elementwise(n) ? view.sole_producer(n.inputs[0], view.index(n)) : nullptr;
+    const Node* t = is_view(r) ? view.sole_producer(r->inputs[0], view.index(*r)) : nullptr;
     bool affine = false;
     if (const auto* chain = std::get_if<ElementwiseChain>(&n.op))
       for (const ChainStep& step : chain->steps) affine |= step.kind == ChainStepKind::affine;
-    const size_t r_at = r ? position[static_cast<size_t>(r - input.nodes().data())] : SIZE_MAX;
-    if (!t || affine || r_at == SIZE_MAX) {
-      position[i] = nodes.size();
+    if (!t || !std::holds_alternative<Transpose>(t->op) || affine) {
       nodes.push_back(n);
       continue;
     }
-    dead_at.push_back(r_at);
     const Value& y = input.value(r->inputs[0]);
     const ValueId early = g.add_value(Value{y.name + "_" + n.name, y.shape, y.dtype, y.layout});
     Node f = n;
     f.inputs = r->inputs;
     f.outputs = {early};
     nodes.push_back(std::move(f));
-    Node view = *r;
-    view.inputs = {early};
-    view.outputs = n.outputs;
-    nodes.push_back(std::move(view));
+    Node moved = *r;
+    moved.inputs = {early};
+    moved.outputs = n.outputs;
+    nodes.push_back(std::move(moved));
   }
-  std::vector<bool> dead(nodes.size(), false);
-  for (size_t k : dead_at) dead[k] = true;
-  g.rebuild(std::move(nodes), dead);
-  return g;
+  return rebuilt(std::move(g), std::move(nodes));
 }
 
 }  // namespace
