@@ -2,7 +2,7 @@
 // for each kind of generated kernel, the shapes and attributes it is tested on and a one-node
 // graph (or a small graph the passes fuse into one kernel) that holds it. The convolutions'
 // cases are in generated_conv_cases.h, those of data movement, reductions and products in
-// generated_op_cases.h.
+// generated_op_cases.h. Also a builder the rewrite tests share (pointwise_relu).
 #pragma once
 
 #include <cmath>
@@ -22,6 +22,17 @@ using graph::ChainStep;
 using graph::ChainStepKind;
 using graph::Layout;
 using graph::Shape;
+
+// A 1x1 convolution (seeded random OIHW weights and bias) + ReLU; `seed` advances.
+inline graph::ValueId pointwise_relu(graph::GraphBuilder& b, const std::string& name,
+                                     graph::ValueId x, int64_t ci, int64_t co, uint64_t& seed) {
+  const float r = 1.0f / std::sqrt(static_cast<float>(ci));
+  const graph::ValueId w = b.constant(name + "_w", {co, ci, 1, 1},
+                                      graph::random_uniform(co * ci, -r, r, seed++), Layout::oihw);
+  const graph::ValueId bias =
+      b.constant(name + "_b", {co}, graph::random_uniform(co, -0.2f, 0.2f, seed++));
+  return b.relu(name + "_relu", b.conv2d(name, x, w, bias, graph::Conv2d{}));
+}
 
 struct ChainCase {
   std::string name;
