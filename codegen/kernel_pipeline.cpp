@@ -314,8 +314,13 @@ KernelPipeline product_pipeline(const graph::OpKernelSpec& k, const Halide::Targ
   out(alg.args()) = value;
   int64_t batch_count = 1;
   for (int i = 0; i < batch_dims; ++i) batch_count *= so[static_cast<size_t>(i)];
-  const schedules::MatMulFuncs f{out,   alg.acc,   alg.n,  alg.m, alg.batch,
-                                 alg.k, so.back(), so[so.size() - 2], batch_count};
+  // B read in place at strides whose rows are not one dense run (graph/memory_plan.h): staged.
+  const graph::TensorDesc& bd = k.inputs[1];
+  const bool b_rows_apart =
+      bd.strides.size() >= 2 && bd.strides[bd.strides.size() - 2] != bd.shape.back();
+  const schedules::MatMulFuncs f{
+      out,       alg.acc,           alg.n,       alg.m, alg.batch,          alg.k,
+      so.back(), so[so.size() - 2], batch_count, b,     b_rows_apart && !tb};
   if (target.has_gpu_feature()) {
     schedules::schedule_matmul_gpu(f, target);
   } else {

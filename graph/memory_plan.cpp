@@ -43,7 +43,8 @@ std::vector<int> producers(const Graph& g) {
 bool reads_strided_inputs(const Graph& g, const Node& n) {
   return lowers_to_halide_conv(g, n) || std::holds_alternative<ElementwiseChain>(n.op) ||
          std::holds_alternative<Binary>(n.op) || std::holds_alternative<Pool2d>(n.op) ||
-         std::holds_alternative<GlobalPool>(n.op) || std::holds_alternative<Concat>(n.op);
+         std::holds_alternative<GlobalPool>(n.op) || std::holds_alternative<Concat>(n.op) ||
+         std::holds_alternative<MatMul>(n.op) || std::holds_alternative<Transpose>(n.op);
 }
 
 // The parts of a split that a Concat takes in order: Slices with unit steps of one tensor,
@@ -150,22 +151,177 @@ std::vector<ArenaAlias> in_place_concats(const Graph& g, const std::vector<int>&
   return aliases;
 }
 
-// The Reshapes that can be views (see PlanOptions::reshape_views), each of the buffer at the
-// root of a chain of them. `sliced`: values stored as slices of a Concat's output.
+// The element offset at which a Slice's output starts in its input when the output is one
+// contiguous run of the input's row-major bytes: unit steps, whole axes after the first cut
+// one, single indices before it (q, k and v taken from the leading axis of attention's
+// [3, B, H, N, D], the class token cut from [B, 1 + N, C]); -1 otherwise.
+int64_t contiguous_slice_offset(const Slice& s, const Shape& from, const Shape& to) {
+  if (from.size() != to.size() || s.starts.size() != from.size() || s.steps.size() != from.size())
+    return -1;
+  size_t cut = from.size();  // the first axis not taken whole
+  for (size_t a = 0; a < from.size() && cut == from.size(); ++a)
+    if (to[a] != from[a] || s.starts[a] != 0) cut = a;
+  if (cut == from.size()) return -1;  // an identity Slice: not worth a special case
+  int64_t offset = 0, stride = 1;
+  for (size_t a = from.size(); a-- > 0;) {
+    if (a > cut && (to[a] != from[a] || s.starts[a] != 0)) return -1;
+    if (a < cut && to[a] != 1) return -1;
+    if (a == cut && s.steps[a] != 1 && to[a] != 1) return -1;
+    offset += s.starts[a] * stride;
+    stride *= from[a];
+  }
+  return offset;
+}
+
+// The Reshapes that can be views (see PlanOptions::reshape_views), and the Slices that cut one
+// contiguous run of their input (contiguous_slice_offset): each a view of the buffer at the
+// root of a chain of them, at the sum of the Slices' offsets. `sliced`: values stored as slices
+// of a Concat's output (a Slice's output among them: a part of a split that a Concat takes in
+// place).
 std::vector<ArenaAlias> reshape_views(const Graph& g, const std::vector<int>& producer,
                                       const std::vector<bool>& sliced) {
   std::vector<ArenaAlias> views;
   std::vector<ValueId> root(g.values().size());
+  std::vector<int64_t> offset(g.values().size(), 0);
   for (uint32_t i = 0; i < g.values().size(); ++i) root[i] = ValueId{i};
   for (uint32_t i = 0; i < g.num_nodes(); ++i) {
     const Node& n = g.node(NodeId{i});
-    if (!std::holds_alternative<Reshape>(n.op) || n.inputs.size() != 1 || n.outputs.size() != 1)
+    const auto* slice = std::get_if<Slice>(&n.op);
+    if ((!std::holds_alternative<Reshape>(n.op) && !slice) || n.inputs.size() != 1 ||
+        n.outputs.size() != 1)
       continue;
-    const ValueId in = n.inputs[0];
+    const ValueId in = n.inputs[0], out = n.outputs[0];
     if (producer[in.index] < 0 || sliced[in.index]) continue;  // not a buffer of the arena's own
+    int64_t start = 0;
+    if (slice) {
+      if (sliced[out.index] || g.is_graph_output(out)) continue;
+      start = contiguous_slice_offset(*slice, g.value(in).shape, g.value(out).shape);
+      if (start < 0) continue;
+    }
     const ValueId base = root[in.index];
-    root[n.outputs[0].index] = base;
-    views.push_back({n.outputs[0], base, ArenaAlias::kWhole, 0, NodeId{i}});
+    root[out.index] = base;
+    offset[out.index] = offset[in.index] + start;
+    views.push_back({out, base, ArenaAlias::kWhole, offset[out.index], NodeId{i}});
+  }
+  return views;
+}
+
+// Whether a Reshape only inserts or removes axes of extent 1 (a Squeeze, an Unsqueeze): the
+// other axes keep their order and extents, so any strided layout of the input serves the output.
+bool squeezes_only(const Shape& from, const Shape& to) {
+  std::vector<int64_t> a, b;
+  for (int64_t e : from)
+    if (e != 1) a.push_back(e);
+  for (int64_t e : to)
+    if (e != 1) b.push_back(e);
+  return a == b;
+}
+
+// The strides of `to` (a Reshape of a tensor at `strides`, squeezes_only): the non-unit axes'
+// in order; an axis of extent 1 is never stepped, and takes the stride of the axis inside it.
+std::vector<int64_t> squeezed_strides(const Shape& from, const std::vector<int64_t>& strides,
+                                      const Shape& to) {
+  std::vector<int64_t> kept;
+  for (size_t a = 0; a < from.size(); ++a)
+    if (from[a] != 1) kept.push_back(strides[a]);
+  std::vector<int64_t> out(to.size(), 1);
+  size_t next = kept.size();
+  for (size_t a = to.size(); a-- > 0;) {
+    if (to[a] != 1) {
+      out[a] = kept[--next];
+    } else if (a + 1 < to.size()) {
+      out[a] = out[a + 1];
+    }
+  }
+  return out;
+}
+
+// Transposes read in place (see PlanOptions::strided_views): a Transpose that keeps the last
+// axis last, of a tensor with a buffer of the arena's own or a chain of Reshapes of one, whose
+// output is no graph output and is read only by kernels that read strided inputs or by Slices
+// with unit steps and squeezing Reshapes whose outputs are read the same way (attention's heads:
+// [B, N, 3, H, D] -> [3, B, H, N, D], then q, k and v sliced and squeezed). Each of those
+// values is a strided view of the buffer: its alias carries its strides and element offset, and
+// the Transpose, Slices and Reshapes copy nothing. `aliased`: values stored inside another so
+// far (a Concat's in-place slices).
+std::vector<ArenaAlias> strided_views(const Graph& g, const std::vector<int>& producer,
+                                      const std::vector<std::vector<NodeId>>& uses,
+                                      const std::vector<bool>& aliased) {
+  const auto node_of = [&](ValueId v) -> const Node* {
+    const int p = producer[v.index];
+    return p < 0 ? nullptr : &g.node(NodeId{static_cast<uint32_t>(p)});
+  };
+  // A Slice or Reshape that a strided view passes through.
+  const auto passes_view = [&](const Node& n) {
+    if (n.inputs.size() != 1 || n.outputs.size() != 1) return false;
+    const Shape &from = g.value(n.inputs[0]).shape, &to = g.value(n.outputs[0]).shape;
+    if (const auto* s = std::get_if<Slice>(&n.op)) {
+      if (s->starts.size() != from.size() || s->steps.size() != from.size() ||
+          to.size() != from.size())
+        return false;
+      for (size_t a = 0; a < from.size(); ++a)
+        if (s->steps[a] != 1 && to[a] != 1) return false;
+      return true;
+    }
+    return std::holds_alternative<Reshape>(n.op) && squeezes_only(from, to);
+  };
+  // readable[v]: every reader of v reads it at any strides (reads_strided_inputs), or is a
+  // Slice or Reshape that passes a view on to readers of the same kind. Nodes in reverse order:
+  // readers come after their inputs.
+  std::vector<bool> readable(g.values().size(), false);
+  for (uint32_t i = g.num_nodes(); i-- > 0;) {
+    const Node& n = g.node(NodeId{i});
+    for (ValueId v : n.outputs) {
+      bool ok = !g.is_graph_output(v) && !aliased[v.index] && !uses[v.index].empty();
+      for (NodeId u : uses[v.index]) {
+        const Node& r = g.node(u);
+        ok = ok && (reads_strided_inputs(g, r) || (passes_view(r) && readable[r.outputs[0].index]));
+      }
+      readable[v.index] = ok;
+    }
+  }
+  std::vector<ArenaAlias> views;
+  std::vector<int> alias_of(g.values().size(), -1);  // into views
+  for (uint32_t i = 0; i < g.num_nodes(); ++i) {
+    const Node& n = g.node(NodeId{i});
+    if (n.inputs.size() != 1 || n.outputs.size() != 1) continue;
+    const ValueId in = n.inputs[0], out = n.outputs[0];
+    const Shape &from = g.value(in).shape, &to = g.value(out).shape;
+    if (alias_of[in.index] >= 0) {  // a Slice or Reshape of a strided view, or a kernel reading it
+      if (!passes_view(n)) continue;
+      ArenaAlias a = views[static_cast<size_t>(alias_of[in.index])];
+      a.value = out;
+      a.node = NodeId{i};
+      if (const auto* s = std::get_if<Slice>(&n.op)) {
+        for (size_t d = 0; d < from.size(); ++d) a.offset += s->starts[d] * a.strides[d];
+      } else {
+        a.strides = squeezed_strides(from, a.strides, to);
+      }
+      alias_of[out.index] = static_cast<int>(views.size());
+      views.push_back(std::move(a));
+      continue;
+    }
+    const auto* t = std::get_if<Transpose>(&n.op);
+    if (!t || t->perm.size() != from.size() || from.empty() ||
+        t->perm.back() != static_cast<int>(from.size()) - 1 || !readable[out.index])
+      continue;
+    ValueId root = in;  // through Reshapes, to the buffer whose bytes they view
+    for (const Node* p = node_of(root); p && std::holds_alternative<Reshape>(p->op) &&
+                                        p->inputs.size() == 1 && node_of(p->inputs[0]);
+         p = node_of(root))
+      root = p->inputs[0];
+    // A buffer of its own: not a graph input, not a Concat's slice, not a Slice's output (which
+    // reshape_views or slice_views may make a view).
+    const Node* made = node_of(root);
+    if (!made || std::holds_alternative<Slice>(made->op) || aliased[root.index] ||
+        aliased[in.index])
+      continue;
+    std::vector<int64_t> dense(from.size(), 1);
+    for (size_t d = from.size() - 1; d > 0; --d) dense[d - 1] = dense[d] * from[d];
+    ArenaAlias a{out, root, ArenaAlias::kStrided, 0, NodeId{i}, {}};
+    for (int p : t->perm) a.strides.push_back(dense[static_cast<size_t>(p)]);
+    alias_of[out.index] = static_cast<int>(views.size());
+    views.push_back(std::move(a));
   }
   return views;
 }
@@ -220,6 +376,11 @@ ArenaPlan plan_arena(const Graph& g, const PlanOptions& options) {
   if (options.in_place_concat) plan.aliases = in_place_concats(g, producer, uses);
   std::vector<bool> aliased(g.values().size(), false);
   for (const ArenaAlias& a : plan.aliases) aliased[a.value.index] = true;
+  if (options.strided_views) {
+    const std::vector<ArenaAlias> views = strided_views(g, producer, uses, aliased);
+    for (const ArenaAlias& a : views) aliased[a.value.index] = true;
+    plan.aliases.insert(plan.aliases.end(), views.begin(), views.end());
+  }
   if (options.reshape_views) {
     const std::vector<ArenaAlias> views = reshape_views(g, producer, aliased);
     for (const ArenaAlias& a : views) aliased[a.value.index] = true;
@@ -335,6 +496,10 @@ std::vector<KernelSpec> planned_kernels(const Graph& g, const ArenaPlan& plan) {
   const auto strided = [&](TensorDesc& t) {
     const ArenaAlias* a = plan.find_alias(t.value);
     if (!a || a->is_view()) return;
+    if (a->is_strided()) {
+      t.strides = a->strides;
+      return;
+    }
     const Shape& base = g.value(a->base).shape;
     t.strides.assign(base.size(), 1);
     for (size_t d = base.size() - 1; d > 0; --d) t.strides[d - 1] = t.strides[d] * base[d];
@@ -381,8 +546,15 @@ std::string describe(const ArenaPlan& plan, const Graph& g) {
   for (const ArenaAlias& a : plan.aliases) {
     s << "  " << std::left << std::setw(w) << g.value(a.value).name << std::right << std::setw(12)
       << g.value(a.value).size_bytes() << "  in place: '" << g.value(a.base).name << "'";
-    if (a.is_view())
-      s << " viewed whole (its Reshape copies nothing)\n";
+    if (a.is_strided()) {
+      s << " strided view from element " << a.offset << ", strides [";
+      for (size_t d = 0; d < a.strides.size(); ++d) s << (d ? ", " : "") << a.strides[d];
+      s << "] (its " << op_name(g.node(a.node).op) << " copies nothing)\n";
+    } else if (a.is_view() && std::holds_alternative<Slice>(g.node(a.node).op))
+      s << " viewed from element " << a.offset << " (its Slice copies nothing)\n";
+    else if (a.is_view())
+      s << " viewed whole" << (a.offset ? " from element " + std::to_string(a.offset) : "")
+        << " (its Reshape copies nothing)\n";
     else
       s << " axis " << a.axis << " from " << a.offset << " (its "
         << (std::holds_alternative<Slice>(g.node(a.node).op) ? "Slice" : "Concat")

@@ -21,27 +21,35 @@ struct ArenaBuffer {
 // A tensor stored inside another. A slice: `value` is [offset, offset + its extent) of `base`
 // along `axis` (same rank, same extents elsewhere), written there by its producer and the
 // Concat `node` copying nothing, or cut from it by the Slice `node`, which copies nothing. A
-// view (axis kWhole): `value` is all of `base`'s bytes under its own shape, and the Reshape
+// view (axis kWhole): `value` is `base`'s bytes from element `offset` on (0 but for a
+// contiguous Slice's, or a view of one) under its own dense shape, and the Reshape or Slice
 // `node` copies nothing. Only a Slice's base may itself be an alias, a view (the Slice of a
 // relabelled tensor).
+// A strided view (axis kStrided): `value`'s element [i0, i1, ...] is `base`'s element
+// offset + sum(i_a * strides[a]), and the Transpose, Slice or Reshape `node` copies nothing
+// (PlanOptions::strided_views); `base` is a buffer of the arena's own.
 struct ArenaAlias {
   static constexpr int kWhole = -1;
+  static constexpr int kStrided = -2;
   ValueId value, base;
   int axis = 0;
   int64_t offset = 0;
-  NodeId node;  // the Concat, Reshape or Slice this makes a no-op
+  NodeId node;                   // the Concat, Reshape, Slice or Transpose this makes a no-op
+  std::vector<int64_t> strides;  // kStrided: in elements, one per axis of `value`, row-major
   bool is_view() const { return axis == kWhole; }
+  bool is_strided() const { return axis == kStrided; }
 };
 
 struct ArenaPlan {
   std::vector<ArenaBuffer> buffers;  // one per tensor a node writes and owns, in node order
-  std::vector<ArenaAlias> aliases;   // Concat inputs written in place, Reshapes and Slices as views
+  std::vector<ArenaAlias> aliases;   // Concat inputs written in place; Reshapes, Slices and
+                                     // Transposes as views
   int64_t arena_bytes = 0;           // planned size
   int64_t unshared_bytes = 0;        // the owned tensors without any reuse
   bool flat_pointwise = false;       // PlanOptions::flat_pointwise
   const ArenaBuffer* find(ValueId v) const;
   const ArenaAlias* find_alias(ValueId v) const;
-  bool elides(NodeId n) const;  // n is a Concat, Reshape or Slice that copies nothing
+  bool elides(NodeId n) const;  // n is a Concat, Reshape, Slice or Transpose that copies nothing
 };
 
 struct PlanOptions {
@@ -53,7 +61,10 @@ struct PlanOptions {
   bool in_place_concat = true;
   // Reshapes as views: a Reshape of a tensor the arena holds (not a graph input or a Concat's
   // slice) stores nothing and runs nothing; its output is the input's bytes, which stay alive
-  // as long as either is read. Off where buffers cannot alias.
+  // as long as either is read. So does a Slice whose output is one contiguous run of such a
+  // tensor (whole trailing axes, single indices before the cut one: attention's q, k and v
+  // taken from [3, B, H, N, D], a class token), read by anything, and not a graph output: its
+  // output is the run's bytes. Off where buffers cannot alias.
   bool reshape_views = true;
   // Slices as views: a Slice with unit steps that cuts one axis of a tensor with a buffer of the
   // arena's own (a channel split: ShuffleNet's, a CSP block's), read only by kernels that read
@@ -61,6 +72,13 @@ struct PlanOptions {
   // the input's strides, and the input stays alive as long as either is read. Off where buffers
   // cannot alias.
   bool slice_views = true;
+  // Transposes as strided views: a Transpose that keeps the last axis last, of a tensor the
+  // arena holds (or a chain of Reshapes of one), read only by kernels that read strided inputs
+  // or through Slices with unit steps and squeezing Reshapes by such kernels (attention's
+  // [B, N, 3, H, D] -> [3, B, H, N, D], then q, k and v), stores nothing and runs nothing, nor
+  // do those Slices and Reshapes: each reader is compiled for its input's strides in the
+  // transposed tensor's buffer. Off where buffers cannot alias.
+  bool strided_views = true;
   // Pointwise convolutions as long rows: a dense 1x1 convolution of stride 1 without padding
   // whose input, output and residual are dense NHWC tensors (not Concat slices) is the same
   // computation on an image of fewer, longer rows, [N, H / k, k * W, C] (flat_pointwise_rows):
@@ -76,7 +94,8 @@ struct PlanOptions {
 // buffers are device allocations of their own, so nothing is aliased there.
 inline PlanOptions plan_options_for(bool aliasing_buffers) {
   PlanOptions o;
-  o.in_place_concat = o.reshape_views = o.slice_views = o.flat_pointwise = aliasing_buffers;
+  o.in_place_concat = o.reshape_views = o.slice_views = o.strided_views = o.flat_pointwise =
+      aliasing_buffers;
   return o;
 }
 

@@ -187,19 +187,30 @@ void Model::Impl::bind_buffers() {
       buffers[i] = wrap(nullptr, v.shape);  // a graph input: bound by run()
     }
   }
-  // Reshapes stored as views: the base's bytes under their own dense shape. Tensors written in
-  // place into a Concat's output, and Slices stored as views: a view of their slice, at the
-  // base's strides, with mins at 0 like every other kernel argument.
+  // Strided views (a Transpose's, and the Slices and Reshapes of one): the base's elements at
+  // their offset and strides. Reshapes and contiguous Slices stored as views: the base's bytes
+  // from the view's offset on, under their own dense shape. Tensors written in place into a
+  // Concat's output, and the other Slices stored as views: a view of their slice, at the base's
+  // strides. Mins at 0, like every other kernel argument.
   for (const graph::ArenaAlias& a : plan.aliases) {
     const HalideBuffer& base = buffers[a.base.index];
     const graph::Shape& shape = g.value(a.value).shape;
-    if (a.is_view()) {
-      buffers[a.value.index] = wrap(const_cast<float*>(base.data()), shape);
-      continue;
-    }
     const int rank = static_cast<int>(shape.size());
     std::vector<halide_dimension_t> dims(static_cast<size_t>(rank));
-    for (int d = 0; d < rank; ++d)  // Halide dimension d is shape axis rank - 1 - d
+    if (a.is_strided()) {  // Halide dimension d is shape axis rank - 1 - d
+      for (int d = 0; d < rank; ++d)
+        dims[static_cast<size_t>(d)] = {
+            0, static_cast<int32_t>(shape[static_cast<size_t>(rank - 1 - d)]),
+            static_cast<int32_t>(a.strides[static_cast<size_t>(rank - 1 - d)])};
+      buffers[a.value.index] =
+          HalideBuffer(const_cast<float*>(base.data()) + a.offset, rank, dims.data());
+      continue;
+    }
+    if (a.is_view()) {
+      buffers[a.value.index] = wrap(const_cast<float*>(base.data()) + a.offset, shape);
+      continue;
+    }
+    for (int d = 0; d < rank; ++d)
       dims[static_cast<size_t>(d)] = {
           0, static_cast<int32_t>(shape[static_cast<size_t>(rank - 1 - d)]), base.dim(d).stride()};
     float* data = base.data() + a.offset * base.dim(rank - 1 - a.axis).stride();

@@ -229,6 +229,11 @@ void schedule_matvec_chunked(const MatMulFuncs& f, int64_t rows, int vw) {
 void schedule_matmul_cpu(const MatMulFuncs& f, const Halide::Target& target) {
   Halide::Func out = f.out, acc = f.acc;
   const int vw = target.natural_vector_size<float>();
+  if (f.stage_b) {  // one dense copy of B, vectorized along its rows, a task per batch
+    Halide::Func b = f.b;
+    b.compute_root().vectorize(b.args()[0], vw, TailStrategy::GuardWithIf);
+    if (b.args().size() > 2) b.parallel(b.args().back());
+  }
   if (const std::optional<int64_t> rows = chunked_rows(f, vw)) {
     schedule_matvec_chunked(f, *rows, vw);
     return;

@@ -63,11 +63,18 @@ struct MatMulFuncs {
   std::vector<Halide::Var> batch;  // innermost first
   Halide::RDom k;
   int64_t n_extent, m_extent, batch_count;
+  // B(n, k, batch...) as the product reads it, and whether to copy it into a dense buffer first
+  // (B is a strided view whose rows lie apart, attention's v read in place; every row tile
+  // reads all of B again, and rows a few hundred bytes long, scattered over a larger tensor,
+  // were measured 24% slower to read so).
+  Halide::Func b;
+  bool stage_b = false;
 };
 // CPU: register tiles of two vectors of n by up to 4 rows of m (four vectors by one or two rows
 // for a matrix-vector product), acc in registers through the whole reduction, parallel over
-// tiles. A matrix-vector product with a B of 1 MB or more sums B's rows in 8 chunks instead, a
-// parallel task each, so that each task streams a contiguous part of B.
+// tiles; B staged whole first where stage_b asks. A matrix-vector product with a B of 1 MB or more
+// sums B's rows in 8 chunks instead, a parallel task each, so that each task streams a contiguous
+// part of B.
 void schedule_matmul_cpu(const MatMulFuncs& f, const Halide::Target& target);
 // GPU: one thread per output element, 16 x 16 blocks.
 void schedule_matmul_gpu(const MatMulFuncs& f, const Halide::Target& target);

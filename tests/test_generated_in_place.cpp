@@ -10,6 +10,7 @@
 
 #include "graph/builder.h"
 #include "graph/kernel_spec.h"
+#include "graph/memory_plan.h"
 #include "graph/passes/pipeline.h"
 #include "graph_test_util.h"
 #include "test_generator.h"
@@ -200,6 +201,150 @@ TEST(GeneratedKernels, PoolingsWriteTheirConcatSlicesInPlace) {
   }
   EXPECT_EQ(strided_pool_outputs, 4) << "each pooling writes its slice in place";
   expect_whole_graph_matches_reference(input, optimized);
+}
+
+// A linear layer without bias on the last axis, [..., k] x [k, m], weights uniform in
+// +-1 / sqrt(k) (seeded with `seed`).
+graph::ValueId random_linear(graph::GraphBuilder& b, const std::string& name, graph::ValueId x,
+                             int64_t k, int64_t m, uint64_t seed) {
+  const float r = 1.0f / std::sqrt(static_cast<float>(k));
+  return b.op(name, graph::MatMul{},
+              {x, b.constant(name + "_w", {k, m}, graph::random_uniform(k * m, -r, r, seed))});
+}
+
+// Attention's q, k and v taken from one linear layer's output, [B, T, 3 * H * D] viewed as
+// [B, T, 3, H, D] and transposed to [3, B, H, T, D]: each Slice of the leading axis is one
+// contiguous run of the transposed tensor, so it stores nothing and runs no kernel (nor does its
+// Squeeze), and its readers (a Softmax, the transpose of k, the second product) read the run in
+// place, whether or not they read strided inputs; so are the class token and the
+// other tokens cut from a linear layer's output. A Slice that is a graph output still copies.
+// The model matches the reference on every CPU target.
+TEST(GeneratedKernels, ContiguousSlicesAreViews) {
+  graph::GraphBuilder b;
+  const int64_t tokens = 10, heads = 2, dim = 8, width = heads * dim;
+  uint64_t seed = 900;
+  const graph::ValueId x = b.input("tokens", {1, tokens, width});
+  const graph::ValueId qkv = b.op("qkv_heads", graph::Reshape{{1, tokens, 3, heads, dim}},
+                                  {random_linear(b, "qkv", x, width, 3 * width, seed++)});
+  const graph::ValueId t = b.op("qkv_t", graph::Transpose{{2, 0, 3, 1, 4}}, {qkv});
+  const auto part = [&](const std::string& name, int64_t i) {
+    const graph::ValueId s = b.op(
+        name, graph::Slice{{i, 0, 0, 0, 0}, {i + 1, 1, heads, tokens, dim}, {1, 1, 1, 1, 1}}, {t});
+    return b.op(name + "_squeeze", graph::Reshape{{1, heads, tokens, dim}}, {s});
+  };
+  // A Softmax reads dense inputs only, so the Transpose is no strided view here
+  // (AttentionHeadsAreStridedViews) and its output has a buffer of its own.
+  const graph::ValueId q = b.op("q_normalized", graph::Softmax{3}, {part("q", 0)});
+  const graph::ValueId kt = b.op("k_t", graph::Transpose{{0, 1, 3, 2}}, {part("k", 1)});
+  const graph::ValueId attn =
+      b.op("attn", graph::Softmax{3}, {b.op("scores", graph::MatMul{}, {q, kt})});
+  const graph::ValueId mixed = b.op("mixed", graph::MatMul{}, {attn, part("v", 2)});
+  b.output(b.op("merged", graph::Reshape{{1, tokens, width}},
+                {b.op("heads_back", graph::Transpose{{0, 2, 1, 3}}, {mixed})}));
+  const graph::ValueId y = random_linear(b, "proj", x, width, width, seed++);
+  b.output(b.relu("cls_relu", b.op("cls", graph::Slice{{0, 0, 0}, {1, 1, width}, {1, 1, 1}}, {y})));
+  b.output(b.relu("rest_relu",
+                  b.op("rest", graph::Slice{{0, 1, 0}, {1, tokens, width}, {1, 1, 1}}, {y})));
+  b.output(b.op("out_slice", graph::Slice{{0, 2, 0}, {1, 4, width}, {1, 1, 1}}, {y}));
+  const graph::Graph input = b.finish();
+  const graph::Graph optimized = graph::run_passes(input);
+  const graph::ArenaPlan plan = graph::plan_arena(optimized);
+  std::set<std::string> viewed;
+  for (const graph::ArenaAlias& a : plan.aliases) {
+    const graph::Node& n = optimized.node(a.node);
+    if (!std::holds_alternative<graph::Slice>(n.op)) continue;
+    EXPECT_TRUE(a.is_view()) << n.name;
+    EXPECT_EQ(plan.find_alias(a.base), nullptr) << n.name << ": a view of the buffer itself";
+    viewed.insert(n.name);
+  }
+  EXPECT_EQ(viewed, (std::set<std::string>{"q", "k", "v", "cls", "rest"}))
+      << graph::describe(plan, optimized);
+  for (const graph::ArenaAlias& a : plan.aliases) {
+    const std::string& name = optimized.node(a.node).name;
+    if (name == "k") EXPECT_EQ(a.offset, heads * tokens * dim);
+    if (name == "v") EXPECT_EQ(a.offset, 2 * heads * tokens * dim);
+    if (name == "rest") EXPECT_EQ(a.offset, width);
+  }
+  size_t slices = 0;
+  for (const graph::KernelSpec& k : graph::planned_kernels(optimized, plan)) {
+    const auto* o = std::get_if<graph::OpKernelSpec>(&k);
+    slices += o && std::holds_alternative<graph::Slice>(o->op);
+  }
+  EXPECT_EQ(slices, 1u) << "only the graph output's Slice runs";
+  expect_whole_graph_matches_reference(input, optimized, 1e-4, 1e-5);
+}
+
+// Attention as timm's models export it: the heads' Transpose of [B, T, 3, H, D] to
+// [3, B, H, T, D] keeps D innermost, and q, k and v are each read by a kernel that takes strided
+// inputs (q and k by their scales, v by the second product), so the Transpose, the Slices and
+// the Squeezes copy nothing (PlanOptions::strided_views): those readers are compiled for their
+// input's strides in the linear layer's output. A Transpose that moves the last axis (XCiT's
+// tokens-innermost [3, B, H, D, T]) still copies. The model matches the reference on every CPU
+// target.
+TEST(GeneratedKernels, AttentionHeadsAreStridedViews) {
+  graph::GraphBuilder b;
+  const int64_t tokens = 10, heads = 2, dim = 8, width = heads * dim;
+  uint64_t seed = 950;
+  const auto attention = [&](const std::string& p, graph::ValueId x, std::vector<int> perm) {
+    const graph::ValueId qkv = b.op(p + "heads", graph::Reshape{{1, tokens, 3, heads, dim}},
+                                    {random_linear(b, p + "qkv", x, width, 3 * width, seed++)});
+    const graph::ValueId t = b.op(p + "qkv_t", graph::Transpose{perm}, {qkv});
+    const graph::Shape heads_shape = {1, tokens, 3, heads, dim};
+    graph::Shape ts;
+    for (int a : perm) ts.push_back(heads_shape[static_cast<size_t>(a)]);
+    const auto part = [&](const std::string& name, int64_t i) {
+      const graph::ValueId s = b.op(
+          p + name, graph::Slice{{i, 0, 0, 0, 0}, {i + 1, 1, ts[2], ts[3], ts[4]}, {1, 1, 1, 1, 1}},
+          {t});
+      return b.op(p + name + "_squeeze", graph::Reshape{{1, ts[2], ts[3], ts[4]}}, {s});
+    };
+    const graph::ValueId scale = b.constant(p + "scale", {1}, {0.6f});
+    const auto scaled = [&](const std::string& name, graph::ValueId v) {
+      return b.op(p + name + "_scaled", graph::Binary{graph::BinaryOp::mul}, {v, scale});
+    };
+    const graph::ValueId q = scaled("q", part("q", 0)), k = scaled("k", part("k", 1));
+    const graph::ValueId scores = b.op(p + "scores", graph::MatMul{},
+                                       {q, b.op(p + "k_t", graph::Transpose{{0, 1, 3, 2}}, {k})});
+    const graph::ValueId attn = b.op(p + "attn", graph::Softmax{3}, {scores});
+    const graph::ValueId mixed = b.op(p + "mixed", graph::MatMul{}, {attn, part("v", 2)});
+    return b.op(p + "merged", graph::Reshape{{1, tokens, width}},
+                {b.op(p + "heads_back", graph::Transpose{{0, 2, 1, 3}}, {mixed})});
+  };
+  const graph::ValueId x = b.input("tokens", {1, tokens, width});
+  b.output(attention("vit_", x, {2, 0, 3, 1, 4}));
+  b.output(attention("xcit_", x, {2, 0, 3, 4, 1}));
+  const graph::Graph input = b.finish();
+  const graph::Graph optimized = graph::run_passes(input);
+  const graph::ArenaPlan plan = graph::plan_arena(optimized);
+  std::set<std::string> strided;
+  for (const graph::ArenaAlias& a : plan.aliases) {
+    if (!a.is_strided()) continue;
+    strided.insert(optimized.node(a.node).name);
+    EXPECT_EQ(plan.find_alias(a.base), nullptr) << "a strided view of the buffer itself";
+    EXPECT_EQ(a.strides.back(), 1) << optimized.node(a.node).name;
+  }
+  EXPECT_EQ(strided, (std::set<std::string>{"vit_qkv_t", "vit_q", "vit_k", "vit_v", "vit_q_squeeze",
+                                            "vit_k_squeeze", "vit_v_squeeze"}))
+      << graph::describe(plan, optimized);
+  // v's strides in the linear layer's output [1, T, 3 * H * D]: heads D apart, tokens 3 * H * D.
+  const graph::ArenaAlias* v = nullptr;
+  for (const graph::ArenaAlias& a : plan.aliases)
+    if (optimized.node(a.node).name == "vit_v_squeeze") v = &a;
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->strides, (std::vector<int64_t>{dim, dim, 3 * width, 1}));
+  EXPECT_EQ(v->offset, 2 * width);
+  std::set<std::string> kernels;
+  for (const graph::KernelSpec& k : graph::planned_kernels(optimized, plan)) {
+    const auto* o = std::get_if<graph::OpKernelSpec>(&k);
+    if (o && (std::holds_alternative<graph::Transpose>(o->op) ||
+              std::holds_alternative<graph::Slice>(o->op)))
+      kernels.insert(graph::kernel_name(k));
+    if (graph::kernel_name(k) == "vit_mixed")
+      EXPECT_EQ(o->inputs[1].strides, v->strides) << "the product reads v in place";
+  }
+  EXPECT_EQ(kernels.count("vit_qkv_t"), 0u);
+  EXPECT_EQ(kernels.count("xcit_qkv_t"), 1u) << "the last axis moves: copied";
+  expect_whole_graph_matches_reference(input, optimized, 1e-4, 1e-5);
 }
 
 }  // namespace
