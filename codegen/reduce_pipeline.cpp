@@ -25,7 +25,7 @@ KernelPipeline reduction_pipeline(const graph::OpKernelSpec& k, const Halide::Ta
     vectorize_inner = sm->axis != last && !sm->coerce_2d;
     rows_in_vectors = sm->axis == last;
     long_rows = sm->axis == last && sm->kind != graph::SoftmaxKind::hardmax &&
-                in[static_cast<size_t>(last)] >= 4 * target.natural_vector_size<float>();
+                in[static_cast<size_t>(last)] >= schedules::kMinSoftmaxRow;
   } else {
     graph::Reduce r;
     if (const auto* rm = std::get_if<graph::Reduce>(&k.op)) {

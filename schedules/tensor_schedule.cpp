@@ -65,7 +65,8 @@ void sum_in_parallel_bands(Halide::Func p, int64_t outer_extent, const Halide::T
 void schedule_softmax_rows_cpu(const ElementwiseFuncs& out,
                                const std::vector<Halide::Func>& partials, Halide::Func exps,
                                const Halide::Target& target) {
-  const int vw = target.natural_vector_size<float>();
+  int vw = target.natural_vector_size<float>();
+  while (vw > kMinSoftmaxRow && vw > out.extents[0]) vw /= 2;  // a short row: narrower vectors
   Halide::Func o = out.out;
   o.vectorize(out.dims[0], vw, TailStrategy::GuardWithIf);
   int64_t rows = 1;

@@ -34,13 +34,17 @@ void schedule_reduction_cpu(const ElementwiseFuncs& out, const std::vector<Halid
 // bands of that variable in parallel (Halide's rfactor), each with the innermost dimension in
 // vectors, the bands added up at the end.
 void sum_in_parallel_bands(Halide::Func p, int64_t outer_extent, const Halide::Target& target);
-// A Softmax or LogSoftmax along the innermost axis whose rows are 4 vectors or longer (an
-// attention's scores): rows in parallel tasks, each row's partials (its maximum, then its sum
-// of exponentials) computed for that row in vectors along it (the lanes combined at the end),
-// the exponentials `exps` once per row into a buffer the sum and a Softmax's output read,
-// then the row written in vectors: the row is read from L1 after its first pass. Rows one per
-// lane instead (`rows_in_vectors`) gathered each element from 16 rows 1 KB apart, and computed
-// each exponential twice: MobileViT-XXS's Softmax over [4, 4, 256, 256] took 0.50 ms.
+// A Softmax or LogSoftmax along the innermost axis whose rows are kMinSoftmaxRow elements or
+// longer (an attention's scores): rows in parallel tasks, each row's partials (its maximum,
+// then its sum of exponentials) computed for that row in vectors along it (the lanes combined
+// at the end), the exponentials `exps` once per row into a buffer the sum and a Softmax's
+// output read, then the row written in vectors: the row is read from L1 after its first pass.
+// The vectors are the target's, or half or a quarter of one where a row is shorter. Rows one
+// per lane instead (`rows_in_vectors`) gathered each element from 16 rows 1 KB apart, and
+// computed each exponential twice: MobileViT-XXS's Softmax over [4, 4, 256, 256] took 0.50 ms,
+// and Swin's over rows of 49 (its 7x7 windows, [64, 3, 49, 49]) 0.35 ms against 0.21 by rows
+// (AVX-512; rows of 16 0.104 -> 0.053 ms, of 32 0.193 -> 0.117).
+inline constexpr int64_t kMinSoftmaxRow = 4;
 void schedule_softmax_rows_cpu(const ElementwiseFuncs& out,
                                const std::vector<Halide::Func>& partials, Halide::Func exps,
                                const Halide::Target& target);
