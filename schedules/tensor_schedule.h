@@ -74,11 +74,11 @@ struct MatMulFuncs {
   Halide::Func b;
   bool stage_b = false;
 };
-// CPU: register tiles of two vectors of n by up to 4 rows of m (four vectors by one or two rows
-// for a matrix-vector product), acc in registers through the whole reduction, parallel over
-// tiles; B staged whole first where stage_b asks. A matrix-vector product with a B of 1 MB or more
-// sums B's rows in 8 chunks instead, a parallel task each, so that each task streams a contiguous
-// part of B.
+// CPU: register tiles of two vectors of n by up to 8 rows of m with AVX-512, 6 with AVX2, 4
+// otherwise (four vectors by one or two rows for a matrix-vector product), acc in registers
+// through the whole reduction, parallel over tiles; B staged whole first where stage_b asks. A
+// matrix-vector product with a B of 1 MB or more sums B's rows in 8 chunks instead, a parallel
+// task each, so that each task streams a contiguous part of B.
 void schedule_matmul_cpu(const MatMulFuncs& f, const Halide::Target& target);
 // GPU: one thread per output element, 16 x 16 blocks.
 void schedule_matmul_gpu(const MatMulFuncs& f, const Halide::Target& target);

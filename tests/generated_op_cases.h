@@ -128,6 +128,15 @@ inline std::vector<OpCase> op_cases() {
        1e-4,
        1e-4},
       {"matmul_2d", graph::MatMul{}, {{6, 40}, {40, 36}}, Layout::any, {}, 1e-4, 1e-4},
+      // Attention heads: rows (37) and columns (45) that no register tile divides, with
+      // AVX-512's 8 rows, AVX2's 6 and SSE's 4 (schedule_matmul_cpu).
+      {"matmul_attention_heads_odd",
+       graph::MatMul{},
+       {{2, 3, 37, 20}, {2, 3, 20, 45}},
+       Layout::any,
+       {},
+       1e-4,
+       1e-4},
       {"transpose_nhwc_to_nchw", graph::Transpose{{0, 3, 1, 2}}, {{2, 5, 6, 19}}},
       {"transpose_rank3_reverse", graph::Transpose{{2, 1, 0}}, {{7, 3, 20}}},
       {"layout_nhwc_to_nchw",
