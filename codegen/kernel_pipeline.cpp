@@ -176,7 +176,26 @@ KernelPipeline data_pipeline(const graph::OpKernelSpec& k, const Halide::Target&
   const graph::Shape& in = k.inputs[0].shape;
   Halide::Func out;
   if (const auto* t = std::get_if<graph::Transpose>(&k.op)) {
-    out = generators::ops::transpose(inputs[0], in, t->perm);
+    // A copy of the input for the CPU schedule to stage at each tile (inlined otherwise).
+    const int rank = static_cast<int>(in.size());
+    std::vector<Halide::Var> v;
+    for (int j = 0; j < rank; ++j) v.emplace_back("s" + std::to_string(j));
+    Halide::Func staged("staged");
+    staged(v) = inputs[0](v);
+    out = generators::ops::transpose(staged, in, t->perm);
+    if (!target.has_gpu_feature()) {
+      std::vector<int64_t> extents;  // the output's, innermost first
+      for (int j = 0; j < rank; ++j)
+        extents.push_back(k.output.shape[static_cast<size_t>(rank - 1 - j)]);
+      const int a =
+          static_cast<int>(std::find(t->perm.begin(), t->perm.end(), rank - 1) - t->perm.begin());
+      const int q = rank - 1 - a;               // the output dim of the input's innermost
+      const int p = rank - 1 - t->perm.back();  // the input dim of the output's innermost
+      if (schedules::schedule_transpose_cpu(out, staged, extents, q, p, target)) {
+        constrain([&](int d) { return out.output_buffer().dim(d); }, k.output.shape);
+        return KernelPipeline{Halide::Pipeline(out), inputs};
+      }
+    }
   } else if (const auto* lt = std::get_if<graph::LayoutTransform>(&k.op)) {
     // NCHW <-> NHWC of a 4-D tensor (the NCHW -> NHWC one is a LayoutKernelSpec).
     const std::vector<int> perm = lt->to == graph::Layout::nchw ? std::vector<int>{0, 3, 1, 2}

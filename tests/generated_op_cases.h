@@ -139,6 +139,11 @@ inline std::vector<OpCase> op_cases() {
        1e-4},
       {"transpose_nhwc_to_nchw", graph::Transpose{{0, 3, 1, 2}}, {{2, 5, 6, 19}}},
       {"transpose_rank3_reverse", graph::Transpose{{2, 1, 0}}, {{7, 3, 20}}},
+      // Transposes that move the innermost axis, in tiles (schedule_transpose_cpu): tokens and
+      // channels swapped, neither a vector multiple (37 x 45); a MobileViT unfold, the input's
+      // innermost axis 4 wide and the output's 24.
+      {"transpose_tokens_and_channels", graph::Transpose{{0, 2, 1}}, {{2, 37, 45}}},
+      {"transpose_unfold_patches", graph::Transpose{{0, 3, 2, 1}}, {{1, 24, 40, 4}}},
       {"layout_nhwc_to_nchw",
        graph::LayoutTransform{Layout::nhwc, Layout::nchw},
        {{1, 7, 9, 24}},
