@@ -183,7 +183,7 @@ KernelPipeline data_pipeline(const graph::OpKernelSpec& k, const Halide::Target&
     Halide::Func staged("staged");
     staged(v) = inputs[0](v);
     out = generators::ops::transpose(staged, in, t->perm);
-    if (!target.has_gpu_feature()) {
+    if (!target.has_gpu_feature() && rank >= 2) {
       std::vector<int64_t> extents;  // the output's, innermost first
       for (int j = 0; j < rank; ++j)
         extents.push_back(k.output.shape[static_cast<size_t>(rank - 1 - j)]);

@@ -144,6 +144,7 @@ inline std::vector<OpCase> op_cases() {
       // innermost axis 4 wide and the output's 24.
       {"transpose_tokens_and_channels", graph::Transpose{{0, 2, 1}}, {{2, 37, 45}}},
       {"transpose_unfold_patches", graph::Transpose{{0, 3, 2, 1}}, {{1, 24, 40, 4}}},
+      {"transpose_rank1", graph::Transpose{{0}}, {{19}}},
       {"layout_nhwc_to_nchw",
        graph::LayoutTransform{Layout::nhwc, Layout::nchw},
        {{1, 7, 9, 24}},
