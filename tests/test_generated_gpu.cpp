@@ -112,7 +112,7 @@ void expect_gpu_schedules_match_reference(Backend gpu) {
   };
   for (const ChainCase& c : chain_cases()) {
     SCOPED_TRACE(c.name);
-    expect_matches(chain_graph(c, 21), -6.0f, 6.0f, 1e-5, 1e-6);
+    expect_matches(chain_graph(c, 21), -6.0f, 6.0f, 1e-5, chain_case_atol(c));
   }
   for (const BinaryCase& c : binary_cases()) {
     SCOPED_TRACE(c.name);

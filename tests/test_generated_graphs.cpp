@@ -482,6 +482,7 @@ TEST(GeneratedKernels, UpsamplingInterpolationRunsNhwc) {
 // in onnxruntime, on every CPU target; numbers elsewhere still match the reference. (Before the
 // fix every one of these outputs had no NaN at all: the clamps were Halide's max and min, and a
 // floating-point NaN test on a value computed in registers is folded away under fast math.)
+// One NaN is positive, one negative (sign bit set, as x86's default NaN).
 TEST(GeneratedKernels, NanPropagatesThroughClampsAndMaxima) {
   graph::GraphBuilder b;
   const graph::ValueId x = b.input("x", {1, 8, 10, 10});
@@ -508,7 +509,8 @@ TEST(GeneratedKernels, NanPropagatesThroughClampsAndMaxima) {
   const graph::Graph optimized = graph::run_passes(input);
 
   graph::Tensor in{{1, 8, 10, 10}, Layout::nchw, graph::random_uniform(800, -1.0f, 1.0f, 9)};
-  in.data[3 * 100 + 4 * 10 + 5] = NAN;  // channel 3, row 4, column 5
+  in.data[3 * 100 + 4 * 10 + 5] = NAN;   // channel 3, row 4, column 5
+  in.data[6 * 100 + 1 * 10 + 8] = -NAN;  // channel 6, row 1, column 8
   const std::vector<graph::Tensor> want = graph::run_reference(input, {in});
   for (const graph::Tensor& w : want) {
     size_t nans = 0;

@@ -61,7 +61,8 @@ void expect_generated_matches_reference(const graph::Graph& g, float lo, float h
 }
 
 TEST_P(GeneratedChain, MatchesReferenceOnEveryCpuTarget) {
-  expect_generated_matches_reference(chain_graph(GetParam(), 11), -6.0f, 6.0f, 1e-5, 1e-6);
+  expect_generated_matches_reference(chain_graph(GetParam(), 11), -6.0f, 6.0f, 1e-5,
+                                     chain_case_atol(GetParam()));
 }
 
 INSTANTIATE_TEST_SUITE_P(Chains, GeneratedChain, testing::ValuesIn(chain_cases()),

@@ -244,9 +244,9 @@ Expr apply_chain(const std::vector<graph::ChainStep>& steps, Expr v,
 
 Expr apply_activation(const graph::Activation& a, Expr v) {
   Expr clamped = v;
-  if (std::isfinite(a.lo)) clamped = Halide::max(clamped, a.lo);
-  if (std::isfinite(a.hi)) clamped = Halide::min(clamped, a.hi);
-  return clamped.same_as(v) ? v : keep_nan(v, clamped);
+  if (std::isfinite(a.lo)) clamped = Halide::select(clamped < a.lo, a.lo, clamped);
+  if (std::isfinite(a.hi)) clamped = Halide::select(clamped > a.hi, a.hi, clamped);
+  return clamped.same_as(v) ? v : Halide::strict_float(clamped);
 }
 
 Expr is_nan_bits(const Expr& v) {
