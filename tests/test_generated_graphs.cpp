@@ -477,12 +477,12 @@ TEST(GeneratedKernels, UpsamplingInterpolationRunsNhwc) {
 }
 
 // ONNX's NaN semantics: max(0, NaN) is NaN. A NaN in the input must reach the output through a
-// conv with fused ReLU or Clip(0, 6), max pooling, global max pooling, HardSigmoid, ReduceMax,
-// ReduceMin and Max, as it does
-// in onnxruntime, on every CPU target; numbers elsewhere still match the reference. (Before the
-// fix every one of these outputs had no NaN at all: the clamps were Halide's max and min, and a
-// floating-point NaN test on a value computed in registers is folded away under fast math.)
-// One NaN is positive, one negative (sign bit set, as x86's default NaN).
+// conv with fused ReLU or Clip(0, 6), max pooling, global max pooling, HardSigmoid, HardSwish,
+// ReduceMax, ReduceMin and Max, as it does in onnxruntime, on every CPU target; numbers elsewhere
+// still match the reference. (Before the fix every one of these outputs had no NaN at all: the
+// clamps were Halide's max and min, and a floating-point NaN test on a value computed in registers
+// is folded away under fast math.) One NaN is positive, one negative (sign bit set, as x86's
+// default NaN).
 TEST(GeneratedKernels, NanPropagatesThroughClampsAndMaxima) {
   graph::GraphBuilder b;
   const graph::ValueId x = b.input("x", {1, 8, 10, 10});
@@ -501,6 +501,7 @@ TEST(GeneratedKernels, NanPropagatesThroughClampsAndMaxima) {
   b.output(b.op("maxpool", pool, {b.relu("relu", conv("conv_relu", 1))}));
   b.output(b.op("gmp", graph::GlobalPool{graph::PoolKind::max}, {b.clip("clip", conv("conv_clip", 3), 0.0f, 6.0f)}));
   b.output(b.op("hsig", graph::HardSigmoid{0.2f, 0.5f}, {conv("conv_hsig", 5)}));
+  b.output(b.op("hswish", graph::HardSwish{}, {conv("conv_hswish", 7)}));
   // ReduceMax over a row, ReduceMin over two axes, the elementwise Max of ONNX (a Binary).
   b.output(b.op("reduce_max", graph::Reduce{{3}, true, graph::ReduceKind::max}, {x}));
   b.output(b.op("reduce_min", graph::Reduce{{1, 2}, false, graph::ReduceKind::min}, {x}));

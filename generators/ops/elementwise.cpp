@@ -155,9 +155,10 @@ Expr apply_chain_step(const graph::ChainStep& step, const Expr& v, const Expr& s
     case K::sigmoid:
       return sigmoid(v);
     case K::hard_sigmoid:
-      return keep_nan(v, Halide::clamp(step.a * v + step.b, 0.0f, 1.0f));
+      return apply_activation(graph::Activation{0.0f, 1.0f}, step.a * v + step.b);
     case K::hard_swish:
-      return keep_nan(v, v * Halide::clamp(v / 6.0f + 0.5f, 0.0f, 1.0f));
+      // A NaN v makes the product NaN whatever the clamp gives.
+      return v * Halide::clamp(v / 6.0f + 0.5f, 0.0f, 1.0f);
     case K::affine:
       return v * scale + shift;  // a BatchNorm or a per-channel Mul/Add
     case K::silu:

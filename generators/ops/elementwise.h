@@ -24,7 +24,10 @@ Halide::Expr apply_chain(const std::vector<graph::ChainStep>& steps, Halide::Exp
                          const std::vector<Halide::Func>& params, const Halide::Expr& channel);
 
 // The activation clamp [a.lo, a.hi] applied to v (infinite bounds are left out); a NaN stays
-// NaN, as in ONNX (max(0, NaN) is NaN).
+// NaN, as in ONNX (max(0, NaN) is NaN): selects that keep v where a comparison with NaN is
+// false, as strict float so that fast math cannot swap them into a max that drops it (one
+// vmaxps or vminps each on x86, where a NaN bit test and a blend took four operations). The
+// whole expression is strict float, v's own operations included.
 Halide::Expr apply_activation(const graph::Activation& a, Halide::Expr v);
 
 // Whether float v is NaN, tested on its bits: the float ops that produce v carry LLVM's
