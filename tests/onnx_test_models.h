@@ -167,4 +167,16 @@ inline void expect_close(const graph::Tensor& got, const graph::Tensor& want, do
   EXPECT_LE(graph::worst_error_ratio(got.data, want.data, rtol, atol), 1.0);
 }
 
+// Node i's op, as the type the test expects it to be (std::get throws otherwise).
+template <typename T>
+const T& op_at(const graph::Graph& g, uint32_t i) {
+  return std::get<T>(g.node(graph::NodeId{i}).op);
+}
+
+// Random values in [-1, 1] for graph input k, in its shape and layout.
+inline graph::Tensor input_tensor(const graph::Graph& g, size_t k, uint64_t seed) {
+  const graph::Value& v = g.value(g.inputs.at(k));
+  return {v.shape, v.layout, rnd(graph::num_elements(v.shape), seed)};
+}
+
 }  // namespace kiln::onnx_test

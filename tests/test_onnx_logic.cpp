@@ -17,14 +17,10 @@ using onnx_test::Dims;
 using onnx_test::import;
 using onnx_test::import_error;
 using onnx_test::ModelBuilder;
+using onnx_test::op_at;
 using onnx_test::rnd;
 using testing::HasSubstr;
 using TP = ::onnx::TensorProto;
-
-template <typename T>
-const T& op_at(const Graph& g, uint32_t i) {
-  return std::get<T>(g.node(NodeId{i}).op);
-}
 
 void declare_output(ModelBuilder& m, const std::string& name, int dtype) {
   m.output(name);
