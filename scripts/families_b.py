@@ -27,99 +27,13 @@ import sys
 import zlib
 
 import numpy as np
-import onnx
-from onnx import TensorProto, helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from make_models import IR_VERSION, OPSET, RELU_GAIN, GraphBuilder  # noqa: E402
+from make_models import RELU_GAIN, GraphBuilder  # noqa: E402
 from make_models import _basic_block as basic_block  # noqa: E402
-from family_common import (SILU_GAIN, classifier, f32, i64, silu,  # noqa: E402
-                           upsample_nearest, write_models)
-
-
-# ---- shared pieces ---------------------------------------------------------------------------
-def hard_sigmoid(g, x, scope):
-    # nn.Hardsigmoid at opset 13
-    return g.node("HardSigmoid", [x], scope, alpha=1.0 / 6, beta=0.5)
-
-
-def gelu(g, x, scope):
-    # nn.GELU() (exact) at opset 13: x * 0.5 * (1 + Erf(x / sqrt(2))), torch's grouping
-    e = g.node("Erf", [g.node("Div", [x, f32(g, scope, math.sqrt(2.0))], scope)], scope)
-    h = g.node("Mul", [x, g.node("Add", [e, f32(g, scope, 1.0)], scope)], scope)
-    return g.node("Mul", [h, f32(g, scope, 0.5)], scope)
-
-
-def layer_norm(g, x, scope, param, c, eps=1e-5):
-    """nn.LayerNorm(c) over the last axis, decomposed as torch.onnx (opset 13) writes it."""
-    mean = g.node("ReduceMean", [x], scope, axes=[-1], keepdims=1)
-    d = g.node("Sub", [x, mean], scope)
-    var = g.node("ReduceMean", [g.node("Pow", [d, f32(g, scope, 2.0)], scope)], scope,
-                 axes=[-1], keepdims=1)
-    std = g.node("Sqrt", [g.node("Add", [var, f32(g, scope, eps)], scope)], scope)
-    y = g.node("Div", [d, std], scope)
-    y = g.node("Mul", [y, g.init(f"{param}.weight", g.uniform((c,), 0.8, 1.2))], scope)
-    return g.node("Add", [y, g.init(f"{param}.bias", g.uniform((c,), -0.1, 0.1))], scope)
-
-
-def linear_nd(g, x, scope, param, cin, cout, gain=1.0):
-    """nn.Linear on a rank > 2 input: MatMul by the transposed weight (an initializer of its
-    own, as torch.onnx stores it), then Add of the bias."""
-    bound = gain * math.sqrt(3.0 / cin)
-    w = g.init(f"onnx::MatMul_{param}", g.uniform((cin, cout), -bound, bound))
-    y = g.node("MatMul", [x, w], scope)
-    return g.node("Add", [g.init(f"{param}.bias", g.uniform((cout,), -0.1, 0.1)), y], scope)
-
-
-def shape_dims(g, x, scope, dims):
-    """`B, C, H, W = x.shape` as torch.onnx traces it: Shape, then one Gather (axis 0, a
-    scalar index) per dimension read; returns the 0-d int64 values."""
-    shape = g.node("Shape", [x], scope)
-    return [g.node("Gather", [shape, i64(g, scope, d)], scope, axis=0) for d in dims]
-
-
-def traced_shape(g, scope, parts):
-    """A Reshape's shape from traced scalars and Python ints: Unsqueeze each 0-d value (a
-    Constant of shape [1] for the ints), Concat."""
-    items = [i64(g, scope, [p]) if isinstance(p, int)
-             else g.node("Unsqueeze", [p, i64(g, scope, [0])], scope) for p in parts]
-    return g.node("Concat", items, scope, axis=0)
-
-
-def finish_multi(g, name, outputs, input_shape):
-    """Like GraphBuilder.finish, for several graph outputs: outputs is a list of (value,
-    output name); each value is renamed (where it is produced and wherever it is read) and its
-    declared shape comes from onnx shape inference."""
-    rename = {v: n for v, n in outputs}
-    for node in g.nodes:
-        for seq in (node.output, node.input):
-            for i, v in enumerate(seq):
-                if v in rename:
-                    seq[i] = rename[v]
-    graph = helper.make_graph(
-        g.nodes, "main_graph",
-        [helper.make_tensor_value_info("input", TensorProto.FLOAT, list(input_shape))],
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for _, n in outputs],
-        initializer=g.initializers)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
-                              producer_name="kiln/scripts/families_b.py", producer_version="1",
-                              doc_string=f"{name}, random weights")
-    model.ir_version = IR_VERSION
-    inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
-    shapes = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim]
-              for v in list(inferred.graph.value_info) + list(inferred.graph.output)
-              if v.type.tensor_type.HasField("shape")}
-    if any(not shapes.get(n) or 0 in shapes[n] for _, n in outputs):
-        # onnx's data propagation stops at a traced Reshape shape (Shape -> Gather of a 0-d
-        # index -> Unsqueeze -> Concat): take those outputs' shapes from a run on zeros
-        import onnxruntime as ort
-        sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-        ys = sess.run([n for _, n in outputs], {"input": np.zeros(input_shape, np.float32)})
-        shapes.update({n: list(y.shape) for (_, n), y in zip(outputs, ys)})
-    del model.graph.output[:]
-    model.graph.output.extend(helper.make_tensor_value_info(n, TensorProto.FLOAT, shapes[n])
-                              for _, n in outputs)
-    return model
+from family_common import (SILU_GAIN, classifier, f32, finish_multi, gelu,  # noqa: E402
+                           hard_sigmoid, i64, layer_norm, linear_nd, shape_dims, silu,
+                           traced_shape, upsample_nearest, write_models)
 
 
 # ---- a. VoVNet (timm ese_vovnet19b_slim-like, eSE attention) ------------------------------
@@ -634,7 +548,7 @@ def build(name, seed):
     g = GraphBuilder(np.random.default_rng([seed, zlib.crc32(name.encode())]))
     x, kw = BUILDERS[name](g)
     if isinstance(x, list):  # several graph outputs
-        return finish_multi(g, name, x, kw["input_shape"])
+        return finish_multi(g, name, x, kw["input_shape"], "kiln/scripts/families_b.py")
     return g.finish(name, x, **kw)
 
 
