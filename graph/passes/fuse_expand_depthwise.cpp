@@ -39,8 +39,9 @@ bool expansion_fusion_pays(int64_t input_channels, const Shape& expanded, int st
   // 1.45x (56x56), 1.16x (28x28), 0.98x (14x14): the expanded tensor is 4x the depthwise
   // output, so its round trip is most of the unfused pair's traffic; stride 1 1.01-1.05x at
   // 28x28, 1.01-1.12x at 14x14, but 0.92-1.00x at 7x7 (per row the expansion gets 7-pixel
-  // register tiles, where the unfused kernel runs the deep family) and 0.79x at 56x56 (not
-  // explained yet: the fused kernel's depthwise part runs slower than the depthwise kernel).
+  // register tiles, where the unfused kernel runs the deep family); at 56x56 first 0.79x,
+  // and since (thirty-second session) 1.14x per layer with the model unchanged (2.70 against
+  // 2.71 ms, four alternating runs), so it stays apart.
   // EfficientNet's SiLU blocks (2 threads, AVX-512, per-layer medians of three alternating
   // runs): 3x3 stride 2 at 112x112 1.25x, 5x5 stride 2 at 56x56 1.14x, but 5x5 stride 1 at
   // 28x28 0.92-0.99x: each band of rows recomputes the expansion of its window's 4 halo rows.
