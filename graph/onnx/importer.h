@@ -210,6 +210,8 @@ void convert_pool(Importer& im, const NodeCtx& c);
 void convert_global_pool(Importer& im, const NodeCtx& c);
 void convert_gemm(Importer& im, const NodeCtx& c);
 void convert_matmul(Importer& im, const NodeCtx& c);
+// ops_einsum.cpp
+void convert_einsum(Importer& im, const NodeCtx& c);
 void convert_softmax(Importer& im, const NodeCtx& c);
 void convert_layer_norm(Importer& im, const NodeCtx& c);
 void convert_resize(Importer& im, const NodeCtx& c);

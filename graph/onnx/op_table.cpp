@@ -53,6 +53,7 @@ const std::vector<OpInfo>& op_table() {
       {"Div", 1, convert_binary, {}, "axis broadcast consumed_inputs"},
       {"DepthToSpace", 1, convert_depth_to_space, {}, "blocksize mode"},
       {"Dropout", 1, convert_dropout, {1, 2}, "consumed_inputs is_test ratio seed"},
+      {"Einsum", 12, convert_einsum, {}, "equation"},
       {"Elu", 6, convert_chain_step, {}, "alpha consumed_inputs"},
       {"Equal", 1, convert_compare, {}, "axis broadcast"},
       {"Erf", 9, convert_chain_step, {}, ""},
