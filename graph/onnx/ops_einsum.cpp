@@ -66,6 +66,7 @@ Equation parse_equation(const NodeCtx& c, std::string eq, const std::vector<size
         node_error(c, "equation '" + eq +
                           "': the ellipsis stands for different numbers of axes "
                           "(broadcasting them is not supported)");
+      if (n > 26) node_error(c, "equation '" + eq + "': the ellipsis stands for more than 26 axes");
       ellipsis_axes = n;
     }
     std::string axes;
