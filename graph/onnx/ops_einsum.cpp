@@ -130,10 +130,6 @@ class EinsumBuilder {
       }
     }
     if (axes.empty()) return x;
-    if (letters.empty()) {  // a sum of everything: keep one axis of 1 (the reduce's rank >= 1)
-      const ValueId v = emit(Reduce{axes, true, ReduceKind::sum}, {x.value}, "sum");
-      return {emit(Reshape{Shape{}}, {v}, "sum_scalar"), {}, {}};
-    }
     return {emit(Reduce{axes, false, ReduceKind::sum}, {x.value}, "sum"), letters, shape};
   }
 
@@ -154,8 +150,9 @@ class EinsumBuilder {
     return from == to ? v : emit(Reshape{to}, {v}, "reshape");
   }
 
-  // a x b contracted over the letters in both but not in `keep`; the result's letters are the
-  // batch letters (in both and kept), a's free letters, then b's.
+  // a x b contracted over the letters in both but not in `keep` (their sizes agree: checked
+  // on the inputs); the result's letters are the batch letters (in both and kept), a's free
+  // letters, then b's.
   Operand contract(Operand a, Operand b, const std::string& keep) {
     Term batch, left, inner, right;
     for (char ch : a.letters) {
@@ -167,11 +164,6 @@ class EinsumBuilder {
     }
     for (char ch : b.letters)
       if (!contains(a.letters, ch)) right.push_back(ch);
-    for (char ch : batch + inner)
-      if (a.shape[a.letters.find(ch)] != b.shape[b.letters.find(ch)])
-        node_error(c_, "subscript '" + std::string(1, ch) + "' has size " +
-                           std::to_string(a.shape[a.letters.find(ch)]) + " in one input and " +
-                           std::to_string(b.shape[b.letters.find(ch)]) + " in the other");
     a = permute(a, batch + left + inner);
     b = permute(b, batch + inner + right);
     const auto size_of = [](const Operand& x, const Term& letters) {
