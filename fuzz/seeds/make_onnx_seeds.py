@@ -6,8 +6,9 @@ the ops of the zoo (Conv, BatchNormalization, Relu, MaxPool, Add, Concat, Global
 Flatten, Gemm), a shape subgraph the importer folds (Shape -> Gather -> Unsqueeze -> Concat
 -> Reshape) with Clip, Sigmoid, Mul and Softmax, a model of opset 28 whose nodes call
 model-local functions (nested, an attribute reference with a default) that the importer
-inlines, and the sequence ops and ScatterND as torch's dynamo exporter writes torch.split and
-slice assignment."""
+inlines, the sequence ops and ScatterND as torch's dynamo exporter writes torch.split and
+slice assignment, and Einsum equations (attention's products, a linear map, an ellipsis, an
+implicit output, a sum) for the importer's equation parser."""
 
 import os
 
@@ -128,9 +129,23 @@ def sequences():
         f.write(model.SerializeToString(deterministic=True))
 
 
+def einsum():
+    nodes = [
+        helper.make_node("Einsum", ["x", "w"], ["t"], "linear", equation="bchw,cd->bhwd"),
+        helper.make_node("Einsum", ["t", "t"], ["s"], "scores", equation="bhid,bhjd->bhij"),
+        helper.make_node("Softmax", ["s"], ["a"], "softmax", axis=-1),
+        helper.make_node("Einsum", ["a", "t"], ["o"], "mix", equation="...ij,...jd->...id"),
+        helper.make_node("Einsum", ["o", "o"], ["g"], "gram", equation="bhid,bhie"),
+        helper.make_node("Einsum", ["g"], ["y"], "sum", equation="de -> e"),
+    ]
+    save("einsum", nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4, 5])],
+         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [6])], [init("w", 3, 6)])
+
+
 if __name__ == "__main__":
     os.makedirs(HERE, exist_ok=True)
     small_cnn()
     shape_subgraph()
     functions()
     sequences()
+    einsum()
