@@ -200,10 +200,16 @@ Expr apply_chain_step(const graph::ChainStep& step, const Expr& v, const Expr& s
       return pow_constant(v, step.a);
     case K::gelu:  // x * P(X <= x) for a standard normal X
       return gelu_erf(v);
-    case K::gelu_tanh:  // ONNX Gelu(approximate="tanh")
-      return 0.5f * v *
-             (1.0f + tanh_vectorized(static_cast<float>(M_2_SQRTPI * M_SQRT1_2) *
-                                     (v + 0.044715f * v * v * v)));
+    case K::gelu_tanh: {
+      // ONNX Gelu(approximate="tanh"), 0.5 v (1 + tanh(z)) with z = sqrt(2/pi) (v + 0.044715
+      // v^3), as v sigmoid(2z) = v / (1 + e^-2z), the identity 0.5 (1 + tanh z) = sigmoid(2z):
+      // SiLU's exponential and one division, where tanh took an expm1 (a series and an
+      // exponential, selected) and its own division, and 1 + tanh(z) lost its digits for
+      // negative z. -2z clamped as SiLU's -v (a NaN, +-inf and -0 behave as there).
+      const float c = static_cast<float>(M_2_SQRTPI * M_SQRT1_2);
+      const Expr minus_2z = (-2.0f * c) * (v + 0.044715f * v * v * v);
+      return v / (1.0f + exp_in_range(Halide::clamp(minus_2z, -87.0f, 89.0f)));
+    }
     case K::mish:
       return v * tanh_vectorized(softplus(v));
     case K::floor:
