@@ -163,41 +163,45 @@ std::vector<float> run_step(ChainStepKind kind, const std::vector<float>& x, int
 // where k ln2 is rounded; Halide's exp measured 4.1e-6 there) plus 2e-36 absolute (what the
 // clamp leaves below v = -87, where both are under 1.7e-38 * |v|, and SiLU's -0 below -88.37,
 // where it is under 3.7e-37); sigmoid(+-inf) is 1 and about 0, SiLU(inf) is inf and SiLU(-inf)
-// NaN (-inf * 0, as in ONNX); NaN stays NaN.
+// NaN (-inf * 0, as in ONNX); NaN stays NaN. Mish (v tanh(softplus v), from the same
+// exponential) is held to the same bounds against v tanh(log1p(e^v)) in double.
 TEST(GeneratedKernels, SigmoidAndSiluAccuracyAcrossTheirRange) {
   const int64_t n = 200001;
   std::vector<float> x(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) x[static_cast<size_t>(i)] = -100.0f + 200.0f * static_cast<float>(i) / (n - 1);
   x[0] = -INFINITY, x[1] = INFINITY, x[2] = NAN, x[3] = 1e-30f, x[4] = -87.0f, x[5] = 87.5f;
   for (int t = 0; t < static_cast<int>(runtime::cpu_targets().size()); ++t)
-  for (const auto kind : {ChainStepKind::sigmoid, ChainStepKind::silu}) {
-    if (!testing_util::runs_target(t)) continue;
-    SCOPED_TRACE(std::string(graph::to_string(kind)) + " on " + runtime::cpu_targets()[t]);
-    const std::vector<float> y = run_step(kind, x, t);
-    const double rtol = runtime::cpu_targets()[t].find("fma") != std::string::npos ? 1e-6 : 5e-6;
-    double worst = 0;
-    for (size_t i = 0; i < x.size(); ++i) {
-      const double v = x[i];
-      const double sig = 1.0 / (1.0 + std::exp(-v));
-      if (std::isnan(v)) {
-        EXPECT_TRUE(std::isnan(y[i])) << "NaN in, " << y[i] << " out";
-      } else if (std::isinf(v)) {
-        if (kind == ChainStepKind::sigmoid) {
-          EXPECT_NEAR(y[i], v > 0 ? 1.0 : 0.0, 2e-38) << "x = " << v;
-        } else if (v > 0) {
-          EXPECT_EQ(y[i], INFINITY);
+    for (const auto kind : {ChainStepKind::sigmoid, ChainStepKind::silu, ChainStepKind::mish}) {
+      if (!testing_util::runs_target(t)) continue;
+      SCOPED_TRACE(std::string(graph::to_string(kind)) + " on " + runtime::cpu_targets()[t]);
+      const std::vector<float> y = run_step(kind, x, t);
+      const double rtol = runtime::cpu_targets()[t].find("fma") != std::string::npos ? 1e-6 : 5e-6;
+      double worst = 0;
+      for (size_t i = 0; i < x.size(); ++i) {
+        const double v = x[i];
+        const double sig = 1.0 / (1.0 + std::exp(-v));
+        if (std::isnan(v)) {
+          EXPECT_TRUE(std::isnan(y[i])) << "NaN in, " << y[i] << " out";
+        } else if (std::isinf(v)) {
+          if (kind == ChainStepKind::sigmoid) {
+            EXPECT_NEAR(y[i], v > 0 ? 1.0 : 0.0, 2e-38) << "x = " << v;
+          } else if (v > 0) {
+            EXPECT_EQ(y[i], INFINITY);
+          } else {
+            EXPECT_TRUE(std::isnan(y[i])) << graph::to_string(kind) << "(-inf) = " << y[i];
+          }
         } else {
-          EXPECT_TRUE(std::isnan(y[i])) << "SiLU(-inf) = " << y[i];
+          ASSERT_TRUE(std::isfinite(y[i])) << "x = " << v;
+          const double want = kind == ChainStepKind::sigmoid ? sig
+                              : kind == ChainStepKind::silu
+                                  ? v * sig
+                                  : v * std::tanh(std::log1p(std::exp(v)));
+          const double err = std::abs(y[i] - want);
+          worst = std::max(worst, err / (rtol * std::abs(want) + 2e-36));
         }
-      } else {
-        ASSERT_TRUE(std::isfinite(y[i])) << "x = " << v;
-        const double want = kind == ChainStepKind::sigmoid ? sig : v * sig;
-        const double err = std::abs(y[i] - want);
-        worst = std::max(worst, err / (rtol * std::abs(want) + 2e-36));
       }
+      EXPECT_LE(worst, 1.0);
     }
-    EXPECT_LE(worst, 1.0);
-  }
 }
 
 // Erf and GELU (Kiln's own rational erf, generators/ops/elementwise.cpp) on every CPU target

@@ -210,8 +210,18 @@ Expr apply_chain_step(const graph::ChainStep& step, const Expr& v, const Expr& s
       const Expr minus_2z = (-2.0f * c) * (v + 0.044715f * v * v * v);
       return v / (1.0f + exp_in_range(Halide::clamp(minus_2z, -87.0f, 89.0f)));
     }
-    case K::mish:
-      return v * tanh_vectorized(softplus(v));
+    case K::mish: {
+      // v tanh(log(1 + e^v)) = v n / (n + 2) with n = e^v (e^v + 2) (tanh(log u) = (u^2 - 1) /
+      // (u^2 + 1) at u = 1 + e^v): one exponential and one division, where the softplus took
+      // an exponential and a logarithm and the tanh an expm1 and a division. e^v is taken at v
+      // clamped to 20 (the fraction is 1 in float from there) and is 0 below -87 (Mish is
+      // under 1e-36 there), so Mish(-inf) = -inf * 0 = NaN as in ONNX; a NaN v carries through
+      // the product.
+      const Expr e =
+          Halide::select(v < -87.0f, 0.0f, exp_in_range(Halide::clamp(v, -87.0f, 20.0f)));
+      const Expr n = e * (e + 2.0f);
+      return v * n / (n + 2.0f);
+    }
     case K::floor:
       return Halide::floor(v);
     case K::ceil:
