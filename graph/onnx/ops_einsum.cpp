@@ -229,20 +229,19 @@ void convert_einsum(Importer& im, const NodeCtx& c) {
                             std::to_string(y.shape[b]));
       }
   EinsumBuilder b(im, c);
-  // Left to right: each step keeps the letters the output or a later operand still needs.
+  // Left to right: each step keeps the letters the output or a later operand still needs. The
+  // product of acc and the next operand then holds only such letters: acc's own ones were
+  // needed after the step before, and those of operand i alone are contracted.
   const auto needed_after = [&](size_t i) {
     std::string keep = e.output;
     for (size_t j = i + 1; j < operands.size(); ++j) keep += operands[j].letters;
     return keep;
   };
-  Operand acc = b.sum_unshared(operands[0],
-                               needed_after(0) + (operands.size() > 1 ? operands[1].letters : ""));
+  Operand acc = b.sum_unshared(operands[0], needed_after(0));
   for (size_t i = 1; i < operands.size(); ++i) {
     const Operand next = b.sum_unshared(operands[i], needed_after(i) + acc.letters);
     acc = b.contract(acc, next, needed_after(i));
-    acc = b.sum_unshared(acc, needed_after(i));
   }
-  acc = b.sum_unshared(acc, e.output);
   b.finish(acc, e.output);
 }
 
