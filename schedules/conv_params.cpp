@@ -44,6 +44,26 @@ int64_t task_count(const ConvParams& p, const ConvShape& s, const Halide::Target
   return p.split_channels ? strips * channel_blocks : strips;
 }
 
+int balanced_band_rows(int height, int batch, int preferred, int min_rows) {
+  // Makespan of `rows`-row bands on t threads, in rows, over the ideal height * batch / t: a
+  // thread runs at most ceil(tasks / t) tasks of `rows` rows each.
+  const auto cost = [&](int rows) {
+    const int64_t tasks = ceil_div(height, rows) * std::max(1, batch);
+    double c = 0;
+    for (int t : {2, 4})
+      c += static_cast<double>(ceil_div(tasks, t) * rows * t) /
+           (int64_t{height} * std::max(1, batch));
+    return c;
+  };
+  int best = preferred;
+  for (int rows = std::max(1, min_rows); rows <= std::min(height, 2 * preferred); ++rows) {
+    const double a = cost(rows), b = cost(best);
+    const int da = std::abs(rows - preferred), db = std::abs(best - preferred);
+    if (a < b - 1e-9 || (a < b + 1e-9 && (da < db || (da == db && rows > best)))) best = rows;
+  }
+  return best;
+}
+
 }  // namespace internal
 
 using namespace internal;
@@ -379,8 +399,16 @@ ConvParams default_depthwise_params(const ConvShape& s) {
   p.block = {1, pixels};
   // About 8 bands of at least 2 rows: 2 threads get 4 each, and a staged band re-reads Kh - 1
   // halo rows, so taller bands waste less (2-row bands re-read 2 of every 4 input rows of a 3x3
-  // stride-1 layer).
-  p.rows = std::min(s.out_height, std::max(2, static_cast<int>(ceil_div(s.out_height, 8))));
+  // stride-1 layer). Then the band height whose tasks 2 and 4 threads share most evenly
+  // (balanced_band_rows): a 28-row output in bands of 4 is 7 tasks, one thread's 4 against the
+  // other's 3. MobileNetV2's 56x56 144-channel 3x3/s2 (28 rows; kiln tune --set, 2 threads,
+  // two runs of 41 calls each against the default's 20.9-22.9 us): rows=7 18.8-19.1 us, 2
+  // 19.0-19.2, 14 18.9-19.2, 1 19.4-19.7.
+  const int preferred =
+      std::min(s.out_height, std::max(2, static_cast<int>(ceil_div(s.out_height, 8))));
+  const bool staged = !s.expanded && (s.computed_input || s.kernel_w > 7);
+  p.rows =
+      balanced_band_rows(s.out_height, s.batch, preferred, staged ? std::min(2, s.out_height) : 1);
   // In place, the channel loop inside the pixel-tile loop: MobileNetV2's 3x3 layers took
   // 0.50-0.81x the time of the staged band walked channel vector by channel vector (bench_conv,
   // AVX2, 2 threads; docs/benchmarks.md). Windows up to 7 wide as well, since a row's taps are
@@ -389,7 +417,7 @@ ConvParams default_depthwise_params(const ConvShape& s) {
   // 1.47x / 1.34x, ConvNeXt's 7x7 1.31x / 1.05x, GhostNet's 5x5 stride 2 1.68x / 1.41x (before
   // the taps were unrolled, ConvNeXt's 7x7 took 0.33 ms in place against 0.117 staged). Wider
   // windows keep the staged band.
-  p.stage_input = !s.expanded && (s.computed_input || s.kernel_w > 7);
+  p.stage_input = staged;
   p.channels_inside = !p.stage_input;
   return p;
 }

@@ -389,13 +389,30 @@ TEST(ConvKernelSchedules, DepthwiseParams) {
   schedules::ConvShape s;
   s.out_height = 28, s.out_width = 28, s.out_channels = 192, s.reduction_channels = 1;
   s.kernel_h = s.kernel_w = 3, s.padded = true, s.grouped = s.depthwise = true;
-  // 7 pixels: the 28-wide row in 4 whole tiles (8 computed 32 columns).
+  // 7 pixels: the 28-wide row in 4 whole tiles (8 computed 32 columns). 4 bands of 7 rows, not
+  // about 8 of 4 (7 tasks: one of 2 threads would run 4 of them, the other 3).
   EXPECT_EQ(schedules::to_string(schedules::default_conv_params(s, avx2)),
-            "depthwise block=1x7 rows=4 inner=channels stage=in_place");
+            "depthwise block=1x7 rows=7 inner=channels stage=in_place");
   schedules::ConvShape computed = s;
   computed.computed_input = true;  // a prologue: staged once, not recomputed per tap
   EXPECT_EQ(schedules::to_string(schedules::default_conv_params(computed, avx2)),
-            "depthwise block=1x7 rows=4 inner=pixels stage=copy");
+            "depthwise block=1x7 rows=7 inner=pixels stage=copy");
+  // 14 rows: in place, 14 one-row bands (7 of 2 rows split 4:3 between 2 threads); staged, a
+  // band re-reads its halo rows, so at least 2 rows, and 4 bands of 4 share no better.
+  schedules::ConvShape fourteen = s;
+  fourteen.out_height = fourteen.out_width = 14;
+  EXPECT_EQ(schedules::default_conv_params(fourteen, avx2).rows, 1);
+  fourteen.computed_input = true;
+  EXPECT_EQ(schedules::default_conv_params(fourteen, avx2).rows, 2);
+  // 56 and 112 rows: 8 bands, as before; a batch of 3 at 28 rows: 3 x 4 bands of 7.
+  schedules::ConvShape tall = s;
+  tall.out_height = 56;
+  EXPECT_EQ(schedules::default_conv_params(tall, avx2).rows, 7);
+  tall.out_height = 112;
+  EXPECT_EQ(schedules::default_conv_params(tall, avx2).rows, 14);
+  schedules::ConvShape batch = s;
+  batch.batch = 3;
+  EXPECT_EQ(schedules::default_conv_params(batch, avx2).rows, 7);
   schedules::ConvShape seven = s;
   seven.kernel_h = seven.kernel_w = 7, seven.out_width = seven.out_height = 7;
   EXPECT_EQ(schedules::to_string(schedules::default_conv_params(seven, avx2)),
