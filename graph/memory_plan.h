@@ -117,11 +117,13 @@ std::vector<KernelSpec> planned_kernels(const Graph& g, const ArenaPlan& plan);
 
 // The rows of H rows of W pixels read as long rows: the most whole rows k (a divisor of H) whose
 // k * W pixels stay within kMaxFlatRow, as H / k rows (at least 2 tasks of rows on a 14x14
-// image). An image whose rows are that long already keeps them (returns H). Images of at most
-// kMinFlatPixels pixels are never reshaped.
+// image). Where 3 or more such rows by the blocks of 64 of `channels` (the output's) make an odd
+// count under 16, an even count of rows at least 3/4 as long if one divides the H * W pixels
+// (rows then start mid image row: the tensors are dense). An image whose rows are that long
+// already keeps them (returns H). Images of at most kMinFlatPixels pixels are never reshaped.
 inline constexpr int64_t kMaxFlatRow = 128;
 inline constexpr int64_t kMinFlatPixels = 64;
-int64_t flat_pointwise_rows(int64_t height, int64_t width);
+int64_t flat_pointwise_rows(int64_t height, int64_t width, int64_t channels);
 
 // Bytes of every activation tensor (non-constant, non-input) of a graph, each in its own
 // buffer: what an engine without fusion or reuse would allocate.

@@ -39,7 +39,8 @@ graph::ValueId conv(graph::GraphBuilder& b, const std::string& name, graph::Valu
 // A bottleneck block on a 14x14 image (3x3, then 1x1 expansion and 1x1 projection with the
 // block's input added), and one reading a graph input (the runtime points its view at each
 // run's input), beside 1x1 convolutions that must keep their rows: one with padding, one of
-// stride 2, one on a 7x7 image and one writing its slice of a Concat in place.
+// stride 2, one on a 7x7 image and one writing its slice of a Concat in place; and a 28x28
+// image's, whose long rows do not end where the image's do.
 graph::Graph pointwise_cases() {
   graph::GraphBuilder b;
   const graph::ValueId x = b.input("x", {1, 64, 14, 14});
@@ -53,6 +54,13 @@ graph::Graph pointwise_cases() {
   const graph::ValueId left = b.relu("left_relu", conv(b, "left", a, 64, 32, 1, 1, 0, 60));
   const graph::ValueId right = b.relu("right_relu", conv(b, "right", a, 64, 32, 3, 1, 1, 70));
   b.output(conv(b, "after_cat", b.op("cat", graph::Concat{1}, {left, right}), 64, 16, 3, 1, 1, 80));
+  // A 28x28 image with one channel block: 8 rows of 98 pixels, most starting mid image row, the
+  // residual read alike.
+  const graph::ValueId z = b.input("z", {1, 48, 28, 28});
+  const graph::ValueId zr =
+      b.relu("mid_row_in", conv(b, "mid_row_in_conv", z, 48, 32, 1, 1, 0, 80));
+  b.output(b.op("mid_row_add", graph::Binary{graph::BinaryOp::add},
+                {conv(b, "mid_row", zr, 32, 32, 1, 1, 0, 82), zr}));
   const graph::ValueId y = b.input("y", {1, 14, 14, 48}, graph::Layout::nhwc);
   b.output(b.conv2d(
       "on_input", y,
@@ -63,12 +71,16 @@ graph::Graph pointwise_cases() {
 }
 
 TEST(PointwiseRows, OnlyDensePointwiseConvolutionsAreReshaped) {
-  EXPECT_EQ(graph::flat_pointwise_rows(14, 14), 2);   // 2 rows of 98
-  EXPECT_EQ(graph::flat_pointwise_rows(28, 28), 7);   // 7 of 112
-  EXPECT_EQ(graph::flat_pointwise_rows(56, 56), 28);  // 28 of 112
-  EXPECT_EQ(graph::flat_pointwise_rows(13, 13), 13);  // 13 is prime: rows as they are
-  EXPECT_EQ(graph::flat_pointwise_rows(1, 300), 1);
-  EXPECT_EQ(graph::flat_pointwise_rows(10, 200), 10);  // rows longer than kMaxFlatRow already
+  EXPECT_EQ(graph::flat_pointwise_rows(14, 14, 256), 2);  // 2 rows of 98
+  EXPECT_EQ(graph::flat_pointwise_rows(28, 28, 128), 7);  // 7 of 112 (by 2 channel blocks)
+  EXPECT_EQ(graph::flat_pointwise_rows(28, 28, 32), 8);   // 8 of 98, not 7 tasks of 112
+  EXPECT_EQ(graph::flat_pointwise_rows(28, 28, 192), 7);  // 21 tasks: enough to share
+  EXPECT_EQ(graph::flat_pointwise_rows(20, 20, 64), 4);   // 4 of 100
+  EXPECT_EQ(graph::flat_pointwise_rows(27, 27, 64), 9);   // 729 = 3^6: no even count
+  EXPECT_EQ(graph::flat_pointwise_rows(56, 56, 64), 28);  // 28 of 112
+  EXPECT_EQ(graph::flat_pointwise_rows(13, 13, 64), 13);  // 13 is prime: rows as they are
+  EXPECT_EQ(graph::flat_pointwise_rows(1, 300, 64), 1);
+  EXPECT_EQ(graph::flat_pointwise_rows(10, 200, 64), 10);  // rows longer than kMaxFlatRow already
 
   const graph::Graph g = graph::run_passes(pointwise_cases());
   std::map<std::string, graph::Shape> inputs, outputs;
@@ -96,6 +108,9 @@ TEST(PointwiseRows, OnlyDensePointwiseConvolutionsAreReshaped) {
   EXPECT_EQ(outputs.at("small"), (graph::Shape{1, 7, 7, 64}));     // 49 pixels
   EXPECT_EQ(outputs.at("left"), (graph::Shape{1, 14, 14, 32}));    // a slice of the Concat
   EXPECT_EQ(inputs.at("on_input"), (graph::Shape{1, 2, 98, 48}));  // a graph input
+  EXPECT_EQ(inputs.at("mid_row_in_conv"), (graph::Shape{1, 8, 98, 48}));
+  EXPECT_EQ(inputs.at("mid_row"), (graph::Shape{1, 8, 98, 32}));
+  EXPECT_EQ(outputs.at("mid_row"), (graph::Shape{1, 8, 98, 32}));
 
   // Backends whose buffers cannot alias (GPUs) get no views: every kernel keeps its rows.
   for (const graph::KernelSpec& k :
