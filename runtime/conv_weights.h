@@ -2,12 +2,14 @@
 // buffers themselves: the runtime's Model and the kernel tests.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <new>
 #include <vector>
 
+#include "HalideRuntime.h"
 #include "graph/kernel_spec.h"
 
 namespace kiln::runtime {
@@ -42,13 +44,13 @@ using AlignedVector = std::vector<T, CacheLineAllocator<T>>;
 
 // Dense convolutions on CPUs read their constant weights blocked by output channels:
 // [ceil(Co / 16)][Kh][Kw][Ci][16], Halide dimensions (co % 16, ci, kx, ky, co / 16), innermost
-// first, the last block zero-padded when Co is not a multiple of 16 (the kernels never read
-// the padding). A kernel's register tile covers one or two such blocks of output channels and
-// walks the reduction input channel by input channel, so each block's weights are one
-// sequential stream (64 bytes per input channel) instead of a 64-byte piece of every Co-wide
-// HWIO row: weights that come from DRAM (a network's late layers, megabytes each) then stream
-// with the hardware prefetchers, and no power-of-two row stride maps the loads to the same L1
-// sets.
+// first, the blocks conv_weight_block_stride apart (a line of padding after each), the last
+// block zero-padded when Co is not a multiple of 16 (the kernels never read the padding). A
+// kernel's register tile covers one or two such blocks of output channels and walks the reduction
+// input channel by input channel, so each block's weights are one sequential stream (64 bytes per
+// input channel) instead of a 64-byte piece of every Co-wide HWIO row: weights that come from DRAM
+// (a network's late layers, megabytes each) then stream with the hardware prefetchers, and no
+// power-of-two row stride maps the loads to the same L1 sets.
 constexpr int kConvWeightBlock = 16;
 
 // Whether a convolution's CPU kernel reads its weights blocked (above): constant weights, and
@@ -70,6 +72,21 @@ int conv_weight_interleave(const graph::ConvKernelSpec& c);
 
 // The number of blocks of output channels: ceil(out_channels / 16).
 int64_t conv_weight_blocks(int64_t out_channels);
+
+// Floats from one block of output channels to the next in the blocked layout: the block's
+// Kh * Kw * Ci rows of 16, and one row (a 64-byte line) of zeros after them. Without it a
+// block of Ci a multiple of 64 (Kh = Kw = 1) is a multiple of 4 KiB long, so the 2 to 4 blocks a
+// register tile reads at once, one line each per reduction step, map to the same L1 set at
+// every step: with the deep schedule's chunk of 144 steps (36 KiB of weights reused by every
+// tile of a task) that asked 9 lines of each of 64 sets of weights alone, of 12 ways. In
+// MobileNetV2 (2 threads, alternating runs, kernel medians) its 7x7 1x1 layers 1.5-4% faster
+// (320 -> 1280 0.1445-0.1452 -> 0.1402-0.1428 ms, 960 -> 320 0.109-0.110 -> 0.105-0.108);
+// ResNet-50 and the layers alone with warm caches (bench_conv) within noise.
+int64_t conv_weight_block_stride(int64_t kh, int64_t kw, int64_t ci);
+// The Halide dimensions of block_conv_weights' copy, (co % 16, ci, kx, ky, co / 16): what a
+// blocked kernel's weight argument is bound with.
+std::array<halide_dimension_t, 5> blocked_conv_weight_dims(int64_t kh, int64_t kw, int64_t ci,
+                                                           int64_t co);
 
 // HWIO weights [Kh, Kw, Ci, Co] -> the blocked layout above, each block's channels
 // interleaved by groups of Co / `interleave` / blocks channels when interleave > 1

@@ -177,17 +177,35 @@ int64_t conv_weight_blocks(int64_t out_channels) {
   return (out_channels + kConvWeightBlock - 1) / kConvWeightBlock;
 }
 
+int64_t conv_weight_block_stride(int64_t kh, int64_t kw, int64_t ci) {
+  return (kh * kw * ci + 1) * kConvWeightBlock;
+}
+
+std::array<halide_dimension_t, 5> blocked_conv_weight_dims(int64_t kh, int64_t kw, int64_t ci,
+                                                           int64_t co) {
+  const int64_t extents[5] = {kConvWeightBlock, ci, kw, kh, conv_weight_blocks(co)};
+  std::array<halide_dimension_t, 5> dims;
+  int64_t stride = 1;
+  for (int d = 0; d < 5; ++d) {
+    if (d == 4) stride = conv_weight_block_stride(kh, kw, ci);
+    dims[d] = halide_dimension_t(0, static_cast<int32_t>(extents[d]), static_cast<int32_t>(stride));
+    stride *= extents[d];
+  }
+  return dims;
+}
+
 AlignedVector<float> block_conv_weights(const float* hwio, int64_t kh, int64_t kw, int64_t ci,
                                       int64_t co, int interleave) {
   constexpr int64_t kB = kConvWeightBlock;
   const int64_t rows = kh * kw * ci;  // (ky, kx, ci), outermost first, in both layouts
-  AlignedVector<float> out(static_cast<size_t>(conv_weight_blocks(co) * rows * kB), 0.0f);
+  const int64_t stride = conv_weight_block_stride(kh, kw, ci);
+  AlignedVector<float> out(static_cast<size_t>(conv_weight_blocks(co) * stride), 0.0f);
   const int64_t per_group = kB / interleave;  // interleave > 1: whole blocks
   for (int64_t b = 0; b < conv_weight_blocks(co); ++b) {
     const int64_t width = std::min(kB, co - b * kB);  // the last block may be partly zeros
     for (int64_t r = 0; r < rows; ++r) {
       const float* row = hwio + r * co + b * kB;
-      float* to = out.data() + (b * rows + r) * kB;
+      float* to = out.data() + b * stride + r * kB;
       if (interleave == 1) {
         std::copy(row, row + width, to);
       } else {  // position p: channel p / interleave of the block's group p % interleave

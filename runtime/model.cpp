@@ -275,8 +275,8 @@ std::vector<void*> Model::Impl::copied_weight_args(const graph::ConvKernelSpec& 
     } else {
       copy = runtime::block_conv_weights(w.data->data(), s[0], s[1], s[2], s[3],
                                          runtime::conv_weight_interleave(c));
-      buffer = HalideBuffer(copy.data(), {runtime::kConvWeightBlock, i32(s[2]), i32(s[1]),
-                                          i32(s[0]), i32(runtime::conv_weight_blocks(s[3]))});
+      buffer = HalideBuffer(copy.data(), 5,
+                            runtime::blocked_conv_weight_dims(s[0], s[1], s[2], s[3]).data());
     }
     // The buffer points into the copy, which restrided_weights owns (no second copy at load).
     weight_copies.emplace_back(key, std::move(buffer));

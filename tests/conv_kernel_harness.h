@@ -129,8 +129,7 @@ inline std::vector<float> run_kernel(const Problem& p, const std::string& schedu
   } else if (runtime::blocks_conv_weights(conv)) {
     copy = runtime::block_conv_weights(w.data->data(), kh, kw, ci, co,
                                        runtime::conv_weight_interleave(conv));
-    constexpr int kB = runtime::kConvWeightBlock;
-    w_b = HalideBuffer(copy.data(), {kB, ci, kw, kh, static_cast<int>(runtime::conv_weight_blocks(co))});
+    w_b = HalideBuffer(copy.data(), 5, runtime::blocked_conv_weight_dims(kh, kw, ci, co).data());
   }
   HalideBuffer b_b = wrap(bias.data->data(), bias.shape);
   HalideBuffer out_b = wrap(out.data(), conv.output.shape);

@@ -30,14 +30,34 @@ TEST(ConvKernelWeights, BlockedLayout) {
     const auto blocked = runtime::block_conv_weights(hwio.data(), kh, kw, ci, co);
     const int64_t blocks = runtime::conv_weight_blocks(co);
     ASSERT_EQ(blocks, (co + block - 1) / block);
-    ASSERT_EQ(blocked.size(), static_cast<size_t>(blocks * kh * kw * ci * block));
+    // Each block a line longer than its weights (zeros): never a multiple of 4 KiB apart.
+    const int64_t stride = (kh * kw * ci + 1) * block;
+    ASSERT_EQ(runtime::conv_weight_block_stride(kh, kw, ci), stride);
+    ASSERT_EQ(blocked.size(), static_cast<size_t>(blocks * stride));
     for (int64_t y = 0; y < kh; ++y)
       for (int64_t x = 0; x < kw; ++x)
         for (int64_t i = 0; i < ci; ++i)
           for (int64_t o = 0; o < blocks * block; ++o)
-            ASSERT_EQ(blocked[static_cast<size_t>((((o / block * kh + y) * kw + x) * ci + i) * block + o % block)],
+            ASSERT_EQ(blocked[static_cast<size_t>(o / block * stride +
+                                                  ((y * kw + x) * ci + i) * block + o % block)],
                       o < co ? hwio[static_cast<size_t>(((y * kw + x) * ci + i) * co + o)] : 0.0f)
                 << "co " << co << " o " << o;
+    for (int64_t b = 0; b < blocks; ++b)
+      for (int64_t p = 0; p < block; ++p)
+        ASSERT_EQ(blocked[static_cast<size_t>(b * stride + kh * kw * ci * block + p)], 0.0f);
+    // The Halide dimensions the kernels are bound with: (co % 16, ci, kx, ky, co / 16).
+    const auto dims = runtime::blocked_conv_weight_dims(kh, kw, ci, co);
+    const int32_t extents[5] = {static_cast<int32_t>(block), static_cast<int32_t>(ci),
+                                static_cast<int32_t>(kw), static_cast<int32_t>(kh),
+                                static_cast<int32_t>(blocks)};
+    const int32_t strides[5] = {1, static_cast<int32_t>(block), static_cast<int32_t>(block * ci),
+                                static_cast<int32_t>(block * ci * kw),
+                                static_cast<int32_t>(stride)};
+    for (int d = 0; d < 5; ++d) {
+      EXPECT_EQ(dims[static_cast<size_t>(d)].min, 0);
+      EXPECT_EQ(dims[static_cast<size_t>(d)].extent, extents[d]) << d;
+      EXPECT_EQ(dims[static_cast<size_t>(d)].stride, strides[d]) << d;
+    }
   }
   graph::ConvKernelSpec c;
   c.output.shape = {1, 7, 7, 48};
@@ -66,13 +86,14 @@ TEST(ConvKernelWeights, InterleavedLayout) {
     for (size_t i = 0; i < hwio.size(); ++i) hwio[i] = static_cast<float>(i) * 0.25f - 7.0f;
     const auto blocked =
         runtime::block_conv_weights(hwio.data(), kh, kw, ci, co, interleave);
-    ASSERT_EQ(blocked.size(), hwio.size());
+    const int64_t stride = runtime::conv_weight_block_stride(kh, kw, ci);
+    ASSERT_EQ(blocked.size(), static_cast<size_t>(co / block * stride));
     for (int64_t tap = 0; tap < kh * kw; ++tap)
       for (int64_t i = 0; i < ci; ++i)
         for (int64_t b = 0; b < co / block; ++b)
           for (int64_t p = 0; p < block; ++p) {
             const int64_t channel = b * block + p % interleave * per_group + p / interleave;
-            ASSERT_EQ(blocked[static_cast<size_t>(((b * kh * kw + tap) * ci + i) * block + p)],
+            ASSERT_EQ(blocked[static_cast<size_t>(b * stride + (tap * ci + i) * block + p)],
                       hwio[static_cast<size_t>((tap * ci + i) * co + channel)])
                 << per_group << " per group, position " << p << " of block " << b;
           }
