@@ -563,8 +563,15 @@ ConvParams direct_params_for_shape(const ConvShape& s, const Halide::Target& t) 
         // medians): its 7x7 3x3 layers 1.10-1.15 -> 0.98-0.99 ms and 0.91-1.00 -> 0.81-0.84,
         // its 2048 -> 512 1x1 0.43-0.44 -> 0.40-0.43; kiln tune had found chunk=144 tasks=8 on
         // those three (1.03-1.11x alone).
+        // An odd count of blocks under 16 keeps 16 tasks (2 bands of rows per block): as many
+        // tasks as blocks would leave one of 2 threads a block more. MobileNetV2's 7x7 160 ->
+        // 960 (15 blocks; kiln tune --set tasks=16, 2 threads, three runs against 15 tasks)
+        // 1.04-1.11x, its 20-block 320 -> 1280 1.01x; in the network (six alternating runs,
+        // kernel medians) the second and third of those layers 0.0610-0.0618 -> 0.0593-0.0601
+        // ms, the first unchanged (0.0610-0.0625 both).
         p.chunk = 144;
-        if (ceil_div(s.out_channels, 4 * lanes) >= 8) p.tasks = 8;
+        const int64_t blocks = ceil_div(s.out_channels, 4 * lanes);
+        if (blocks >= 8 && (blocks % 2 == 0 || blocks >= 16)) p.tasks = 8;
       }
       return p;
     }

@@ -175,6 +175,12 @@ TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
   wider.out_channels = 512;  // whole blocks of 4 vectors, 8 of them: a task each, no bands
   EXPECT_EQ(schedules::to_string(schedules::default_conv_params(wider, avx512)),
             "deep block=4x7 chunk=144 tasks=8");
+  wider.out_channels = 960;  // 15 blocks, an odd count under 16: 16 tasks (2 bands a block)
+  EXPECT_EQ(schedules::to_string(schedules::default_conv_params(wider, avx512)),
+            "deep block=4x7 chunk=144 tasks=16");
+  wider.out_channels = 1088;  // 17 blocks: a task each
+  EXPECT_EQ(schedules::to_string(schedules::default_conv_params(wider, avx512)),
+            "deep block=4x7 chunk=144 tasks=8");
   wider.out_channels = 336;  // 21 vectors: not whole blocks of 4, whole blocks of 3
   EXPECT_EQ(schedules::to_string(schedules::default_conv_params(wider, avx512)),
             "deep block=3x7 chunk=288 tasks=16");
