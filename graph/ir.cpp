@@ -86,6 +86,14 @@ const char* to_string(ChainStepKind k) {
     case ChainStepKind::equal: return "equal";
     case ChainStepKind::greater_equal: return "greater_equal";
     case ChainStepKind::less_equal: return "less_equal";
+    case ChainStepKind::sign:
+      return "sign";
+    case ChainStepKind::shrink:
+      return "shrink";
+    case ChainStepKind::is_nan:
+      return "is_nan";
+    case ChainStepKind::is_inf:
+      return "is_inf";
   }
   return "?";
 }

@@ -113,12 +113,46 @@ bool resize_axis_is_identity(const Resize& r, size_t a, int64_t in_len);
 // The ONNX unary ops imported as one-step chains are here too (Tanh, Erf, Exp, ..., Celu, and
 // Pow with a constant scalar exponent).
 enum class ChainStepKind : uint8_t {  // append only: serialized
-  clamp, leaky_relu, sigmoid, hard_sigmoid, hard_swish, affine, silu,
-  tanh, erf, exp, log, sqrt, abs, neg, reciprocal, softplus, softsign, elu, selu, celu,
-  thresholded_relu, pow, gelu, gelu_tanh, mish,
-  floor, ceil, round, logical_not, greater, less, equal, greater_equal, less_equal
+  clamp,
+  leaky_relu,
+  sigmoid,
+  hard_sigmoid,
+  hard_swish,
+  affine,
+  silu,
+  tanh,
+  erf,
+  exp,
+  log,
+  sqrt,
+  abs,
+  neg,
+  reciprocal,
+  softplus,
+  softsign,
+  elu,
+  selu,
+  celu,
+  thresholded_relu,
+  pow,
+  gelu,
+  gelu_tanh,
+  mish,
+  floor,
+  ceil,
+  round,
+  logical_not,
+  greater,
+  less,
+  equal,
+  greater_equal,
+  less_equal,
+  sign,
+  shrink,
+  is_nan,
+  is_inf
 };
-constexpr int kNumChainStepKinds = 34;
+constexpr int kNumChainStepKinds = 38;
 const char* to_string(ChainStepKind k);  // "clamp", "leaky_relu", ..., "thresholded_relu"
 // Steps that evaluate an exponential, a logarithm, a division, a square root or a rational
 // approximation per element (15-25 vector operations where a clamp or an affine step takes one
@@ -133,7 +167,10 @@ struct ChainStep {
   // x * (1 + erf(x / sqrt 2)) / 2, gelu_tanh ONNX Gelu's approximate="tanh" form; mish is
   // x * tanh(softplus(x)). round rounds half to even (ONNX Round); logical_not is 1 where x is
   // 0, else 0; greater ... less_equal compare x with the constant a (1 where true, else 0; a
-  // NaN x compares false).
+  // NaN x compares false). sign is -1, 0 or 1 (a zero keeps its sign, NaN stays NaN); shrink
+  // (lambd = a, bias = b) is x + b below -a, x - b above a, else 0 (NaN gives 0); is_nan is 1
+  // where x is NaN; is_inf is 1 where x is -inf and a is non-zero (ONNX detect_negative), or
+  // +inf and b is non-zero (detect_positive).
   float a = 0.0f, b = 0.0f;
 };
 // The number of affine steps: each takes two per-channel inputs (scale, shift).

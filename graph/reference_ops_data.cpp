@@ -415,6 +415,14 @@ double reference_chain_step(const ChainStep& st, double v, double scale, double 
     case ChainStepKind::equal: return v == st.a ? 1.0 : 0.0;
     case ChainStepKind::greater_equal: return v >= st.a ? 1.0 : 0.0;
     case ChainStepKind::less_equal: return v <= st.a ? 1.0 : 0.0;
+    case ChainStepKind::sign:
+      return v > 0 ? 1.0 : v < 0 ? -1.0 : v;
+    case ChainStepKind::shrink:
+      return v < -st.a ? v + st.b : v > st.a ? v - st.b : 0.0;
+    case ChainStepKind::is_nan:
+      return std::isnan(v) ? 1.0 : 0.0;
+    case ChainStepKind::is_inf:
+      return std::isinf(v) && (v < 0 ? st.a != 0.0f : st.b != 0.0f) ? 1.0 : 0.0;
   }
   return v;
 }

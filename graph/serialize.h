@@ -62,7 +62,9 @@ namespace kiln::graph {
 // its convolution) is read as well.
 // Version 20: op tag 26 is GroupNorm (i32 groups, f32 epsilon, flag residual, its post steps as
 // Conv2d's). Version 19 is read as well.
-constexpr uint32_t kGraphFormatVersion = 20;
+// Version 21: chain step kinds 34-37 are sign, shrink, is_nan and is_inf. Version 20 is read as
+// well.
+constexpr uint32_t kGraphFormatVersion = 21;
 
 std::string serialize(const Graph& g);
 

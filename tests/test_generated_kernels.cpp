@@ -144,11 +144,11 @@ TEST_P(GeneratedOp, MatchesReferenceOnEveryCpuTarget) {
 INSTANTIATE_TEST_SUITE_P(Ops, GeneratedOp, testing::ValuesIn(op_cases()),
                          [](const testing::TestParamInfo<OpCase>& i) { return i.param.name; });
 
-// One chain step of `kind` over x on CPU target t, generated as its own kernel: its outputs.
-std::vector<float> run_step(ChainStepKind kind, const std::vector<float>& x, int t) {
+// One chain step over x on CPU target t, generated as its own kernel: its outputs.
+std::vector<float> run_step(const graph::ChainStep& step, const std::vector<float>& x, int t) {
   const int64_t n = static_cast<int64_t>(x.size());
   graph::GraphBuilder b;
-  b.output(b.op("f", graph::ElementwiseChain{{{kind, 0, 0}}}, {b.input("x", {1, n}, Layout::any)}));
+  b.output(b.op("f", graph::ElementwiseChain{{step}}, {b.input("x", {1, n}, Layout::any)}));
   ModelOptions o;
   o.cpu_target = t;
   o.generate_kernels = codegen::kernel_generator({{runtime::cpu_targets()[t]}, test_cache_dir(), nullptr});
@@ -174,7 +174,7 @@ TEST(GeneratedKernels, SigmoidAndSiluAccuracyAcrossTheirRange) {
     for (const auto kind : {ChainStepKind::sigmoid, ChainStepKind::silu, ChainStepKind::mish}) {
       if (!testing_util::runs_target(t)) continue;
       SCOPED_TRACE(std::string(graph::to_string(kind)) + " on " + runtime::cpu_targets()[t]);
-      const std::vector<float> y = run_step(kind, x, t);
+      const std::vector<float> y = run_step({kind, 0, 0}, x, t);
       const double rtol = runtime::cpu_targets()[t].find("fma") != std::string::npos ? 1e-6 : 5e-6;
       double worst = 0;
       for (size_t i = 0; i < x.size(); ++i) {
@@ -204,6 +204,61 @@ TEST(GeneratedKernels, SigmoidAndSiluAccuracyAcrossTheirRange) {
     }
 }
 
+// Sign, Shrink, IsNaN and IsInf (ONNX's definitions, in the reference interpreter) on every CPU
+// target, on random values with the special ones among them: NaN of either sign, both
+// infinities, both zeros, the Shrink thresholds themselves and their neighbours. Each output
+// equals the reference's bit for bit but for NaN, which must be where the reference has it (sign
+// keeps a NaN; shrink makes it 0; the tests give 0 or 1).
+TEST(GeneratedKernels, SignShrinkIsNanIsInfOnSpecialValues) {
+  const float lambd = 0.5f;
+  std::vector<float> x = graph::random_uniform(301, -2.0f, 2.0f, 77);
+  const float special[] = {NAN,
+                           -NAN,
+                           INFINITY,
+                           -INFINITY,
+                           0.0f,
+                           -0.0f,
+                           lambd,
+                           -lambd,
+                           std::nextafter(lambd, 1.0f),
+                           std::nextafter(-lambd, -1.0f),
+                           1e-30f,
+                           -1e-30f,
+                           3.0e38f,
+                           -3.0e38f};
+  for (size_t i = 0; i < std::size(special); ++i) x[7 + 13 * i] = special[i];
+  const std::vector<graph::ChainStep> steps = {
+      {ChainStepKind::sign, 0, 0},      {ChainStepKind::shrink, lambd, 0.25f},
+      {ChainStepKind::shrink, 1.5f, 0}, {ChainStepKind::is_nan, 0, 0},
+      {ChainStepKind::is_inf, 1, 1},    {ChainStepKind::is_inf, 1, 0},
+      {ChainStepKind::is_inf, 0, 1},    {ChainStepKind::is_inf, 0, 0}};
+  for (int t = 0; t < static_cast<int>(runtime::cpu_targets().size()); ++t)
+    for (const graph::ChainStep& step : steps) {
+      if (!testing_util::runs_target(t)) continue;
+      SCOPED_TRACE(std::string(graph::to_string(step.kind)) + " a=" + std::to_string(step.a) +
+                   " b=" + std::to_string(step.b) + " on " + runtime::cpu_targets()[t]);
+      graph::GraphBuilder b;
+      b.output(b.op("f", graph::ElementwiseChain{{step}},
+                    {b.input("x", {1, static_cast<int64_t>(x.size())}, Layout::any)}));
+      const std::vector<graph::Tensor> want = graph::run_reference(
+          b.finish(), {graph::Tensor{{1, static_cast<int64_t>(x.size())}, Layout::any, x}});
+      const std::vector<float> y = run_step(step, x, t);
+      size_t ones = 0;
+      for (size_t i = 0; i < x.size(); ++i) {
+        const float w = want[0].data[i];
+        ones += w == 1.0f;
+        if (std::isnan(w)) {
+          EXPECT_TRUE(std::isnan(y[i])) << "x = " << x[i] << ": " << y[i];
+        } else {
+          EXPECT_EQ(y[i], w) << "x = " << x[i];
+          EXPECT_EQ(std::signbit(y[i]), std::signbit(w)) << "x = " << x[i] << ": " << y[i];
+        }
+      }
+      if (step.kind == ChainStepKind::is_nan) EXPECT_EQ(ones, 2u);  // the two NaNs
+      if (step.kind == ChainStepKind::is_inf) EXPECT_EQ(ones, (step.a != 0) + (step.b != 0));
+    }
+}
+
 // Erf and GELU (Kiln's own rational erf, generators/ops/elementwise.cpp) on every CPU target
 // against double precision over [-8, 8] on a fine grid, plus the special values: the absolute
 // error of erf stays under 6e-7 and GELU's under 2e-6, erf(+-inf) = +-1, GELU(inf) = inf, and
@@ -222,7 +277,7 @@ TEST(GeneratedKernels, ErfAndGeluAccuracyAcrossTheirRange) {
     for (const auto kind : {ChainStepKind::erf, ChainStepKind::gelu, ChainStepKind::gelu_tanh}) {
       if (!testing_util::runs_target(t)) continue;
       SCOPED_TRACE(std::string(graph::to_string(kind)) + " on " + runtime::cpu_targets()[t]);
-      const std::vector<float> y = run_step(kind, x, t);
+      const std::vector<float> y = run_step({kind, 0, 0}, x, t);
       const double tanh_rtol =
           runtime::cpu_targets()[t].find("fma") != std::string::npos ? 1e-6 : 5e-6;
       double worst = 0;

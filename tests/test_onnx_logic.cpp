@@ -1,7 +1,7 @@
-// Import of the comparisons, logic ops, Where, Floor/Ceil/Round, Pow with a tensor exponent and
-// Expand: the nodes they become, their values against the ONNX definitions computed here, the
-// boolean boundary rule (a BOOL graph input or output is float32 0/1), folding of integer
-// operands known at import, and the errors for what stays unsupported.
+// Import of the comparisons, logic ops, Where, Floor/Ceil/Round, Sign, Shrink, IsNaN, IsInf, Pow
+// with a tensor exponent and Expand: the nodes they become, their values against the ONNX
+// definitions computed here, the boolean boundary rule (a BOOL graph input or output is float32
+// 0/1), folding of integer operands known at import, and the errors for what stays unsupported.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -193,6 +193,68 @@ TEST(OnnxLogic, FloorCeilRound) {
     EXPECT_EQ(y[2].data[k], want) << x[k];
   }
   EXPECT_GT(halves, 3);
+}
+
+// Sign, Shrink (lambd, bias), IsNaN and IsInf (detect_negative, detect_positive) are chain steps
+// with ONNX's values, NaN and infinities among the inputs; the tests' BOOL outputs are 0/1; on
+// tensors known at import (an integer Sign, a float IsInf) they fold.
+TEST(OnnxLogic, SignShrinkIsNanIsInf) {
+  ModelBuilder m(13);
+  m.input("x", {40});
+  m.node("Sign", {"x"}, {"s"});
+  auto& shrink = m.node("Shrink", {"x"}, {"h"});
+  onnx_test::attr_f(shrink, "lambd", 1.0f);
+  onnx_test::attr_f(shrink, "bias", 0.5f);
+  m.node("IsNaN", {"x"}, {"n"});
+  onnx_test::attr_i(m.node("IsInf", {"x"}, {"i"}), "detect_positive", 0);
+  m.output("s");
+  m.output("h");
+  declare_output(m, "n", TP::BOOL);
+  declare_output(m, "i", TP::BOOL);
+  const Graph g = import(m);
+  ASSERT_EQ(g.num_nodes(), 4u) << dump(g);
+  EXPECT_EQ(op_at<ElementwiseChain>(g, 0).steps[0].kind, ChainStepKind::sign);
+  const ChainStep& h = op_at<ElementwiseChain>(g, 1).steps[0];
+  EXPECT_EQ(h.kind, ChainStepKind::shrink);
+  EXPECT_EQ(h.a, 1.0f);
+  EXPECT_EQ(h.b, 0.5f);
+  EXPECT_EQ(op_at<ElementwiseChain>(g, 2).steps[0].kind, ChainStepKind::is_nan);
+  const ChainStep& i = op_at<ElementwiseChain>(g, 3).steps[0];
+  EXPECT_EQ(i.kind, ChainStepKind::is_inf);
+  EXPECT_EQ(i.a, 1.0f);  // detect_negative, 1 by default
+  EXPECT_EQ(i.b, 0.0f);
+  std::vector<float> x = draw(40, 11);
+  x[3] = NAN, x[9] = INFINITY, x[17] = -INFINITY, x[21] = 1.0f, x[22] = -1.0f, x[30] = -0.0f;
+  const std::vector<Tensor> y = run_reference(g, {{{40}, Layout::any, x}});
+  for (size_t k = 0; k < x.size(); ++k) {
+    const float v = x[k];
+    if (std::isnan(v)) {
+      EXPECT_TRUE(std::isnan(y[0].data[k]));
+    } else {
+      EXPECT_EQ(y[0].data[k], v > 0 ? 1.0f : v < 0 ? -1.0f : 0.0f) << v;
+    }
+    EXPECT_EQ(y[1].data[k], v < -1.0f ? v + 0.5f : v > 1.0f ? v - 0.5f : 0.0f) << v;
+    EXPECT_EQ(y[2].data[k], std::isnan(v) ? 1.0f : 0.0f) << v;
+    EXPECT_EQ(y[3].data[k], v == -INFINITY ? 1.0f : 0.0f) << v;
+  }
+
+  ModelBuilder f(13);
+  f.input("y", {3});
+  f.init_i64("k", {3}, {-7, 0, 4});
+  f.node("Sign", {"k"}, {"sk"});  // [-1, 0, 1]
+  onnx_test::attr_i(f.node("Cast", {"sk"}, {"skf"}), "to", TP::FLOAT);
+  f.init("c", {3}, {INFINITY, 2.0f, -INFINITY});
+  onnx_test::attr_i(f.node("IsInf", {"c"}, {"ci"}), "detect_negative", 0);  // [1, 0, 0]
+  onnx_test::attr_i(f.node("Cast", {"ci"}, {"cif"}), "to", TP::FLOAT);
+  f.node("Add", {"skf", "cif"}, {"sum"});  // [0, 0, 1]
+  f.node("Mul", {"y", "sum"}, {"z"});
+  f.output("z");
+  const Graph folded = import(f);
+  ASSERT_EQ(folded.num_nodes(), 2u) << dump(folded);  // the Add of the two folded constants
+  for (const ValueId v : folded.node(NodeId{0}).inputs)
+    EXPECT_TRUE(folded.value(v).is_constant()) << dump(folded);
+  const std::vector<Tensor> z = run_reference(folded, {{{3}, Layout::any, {2.0f, 3.0f, 5.0f}}});
+  EXPECT_EQ(z[0].data, (std::vector<float>{0.0f, 0.0f, 5.0f}));
 }
 
 // Pow by a tensor exponent is a broadcasting Binary pow; a scalar constant exponent stays a chain

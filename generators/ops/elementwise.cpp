@@ -240,6 +240,23 @@ Expr apply_chain_step(const graph::ChainStep& step, const Expr& v, const Expr& s
       return boolean(v >= step.a, v, step.a);
     case K::less_equal:
       return boolean(v <= step.a, v, step.a);
+    case K::sign:  // strict: a NaN compares false both ways and stays; a zero keeps its sign
+      return Halide::strict_float(Halide::select(v > 0.0f, 1.0f, v < 0.0f, -1.0f, v));
+    case K::shrink:  // NaN compares false both ways: 0, as ONNX's definition gives
+      return Halide::strict_float(
+          Halide::select(v<-step.a, v + step.b, v> step.a, v - step.b, 0.0f));
+    case K::is_nan:
+      return Halide::select(is_nan_bits(v), 1.0f, 0.0f);
+    case K::is_inf: {
+      // On the bits, as the fast-math comparisons may assume no infinities.
+      const Expr bits = Halide::reinterpret(Halide::UInt(32), v);
+      const Expr negative = bits == Halide::Expr(0xff800000u);
+      const Expr positive = bits == Halide::Expr(0x7f800000u);
+      if (step.a != 0.0f && step.b != 0.0f) return Halide::select(negative || positive, 1.0f, 0.0f);
+      if (step.a != 0.0f) return Halide::select(negative, 1.0f, 0.0f);
+      if (step.b != 0.0f) return Halide::select(positive, 1.0f, 0.0f);
+      return Halide::select(negative && positive, 1.0f, 0.0f);  // neither detected: 0
+    }
   }
   return v;
 }

@@ -255,6 +255,7 @@ void convert_tile(Importer& im, const NodeCtx& c);
 // ops_logic.cpp
 void convert_compare(Importer& im, const NodeCtx& c);
 void convert_not(Importer& im, const NodeCtx& c);
+void convert_is_nan_inf(Importer& im, const NodeCtx& c);
 void convert_where(Importer& im, const NodeCtx& c);
 void convert_expand(Importer& im, const NodeCtx& c);
 // ops_norm.cpp

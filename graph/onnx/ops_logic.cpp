@@ -67,6 +67,29 @@ void convert_compare(Importer& im, const NodeCtx& c) {
   emit_boolean(im, c, Binary{op}, {im.value_input(c, 0), im.value_input(c, 1)});
 }
 
+// IsNaN and IsInf (detect_negative, detect_positive; both default 1): 1 where x is NaN or an
+// infinity of a detected sign, else 0 (chain steps); folded for a tensor known at import.
+void convert_is_nan_inf(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 1, 1);
+  const bool nan = c.op() == "IsNaN";
+  const bool negative = !nan && attr_int(c, "detect_negative", 1) != 0;
+  const bool positive = !nan && attr_int(c, "detect_positive", 1) != 0;
+  if (const HostTensor* h = im.host_input(c, 0)) {
+    if (!h->is_float())
+      node_error(c, "the input is " + dtype_name(h->dtype) + "; " + c.op() + " takes floats");
+    HostTensor r;
+    r.dtype = TP::BOOL;
+    r.dims = h->dims;
+    for (float v : h->f)
+      r.i.push_back(nan ? std::isnan(v) : std::isinf(v) && (v < 0 ? negative : positive));
+    return im.define_host(c, 0, std::move(r));
+  }
+  const ChainStep step =
+      nan ? ChainStep{ChainStepKind::is_nan, 0, 0}
+          : ChainStep{ChainStepKind::is_inf, negative ? 1.0f : 0.0f, positive ? 1.0f : 0.0f};
+  emit_boolean(im, c, ElementwiseChain{{step}}, {im.value_input(c, 0)});
+}
+
 // Not: 1 where x is 0, else 0 (a chain step); folded for a tensor known at import.
 void convert_not(Importer& im, const NodeCtx& c) {
   expect_inputs(c, 1, 1);

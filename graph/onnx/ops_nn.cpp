@@ -231,22 +231,30 @@ void convert_chain_step(Importer& im, const NodeCtx& c) {
   expect_inputs(c, 1, 1);
   using K = ChainStepKind;
   static const std::vector<std::pair<std::string, K>> kinds = {
-      {"Tanh", K::tanh},         {"Erf", K::erf},           {"Exp", K::exp},
-      {"Log", K::log},           {"Sqrt", K::sqrt},         {"Abs", K::abs},
-      {"Neg", K::neg},           {"Reciprocal", K::reciprocal}, {"Softplus", K::softplus},
-      {"Softsign", K::softsign}, {"Elu", K::elu},           {"Selu", K::selu},
-      {"Celu", K::celu},         {"ThresholdedRelu", K::thresholded_relu}, {"Mish", K::mish},
-      {"Floor", K::floor},       {"Ceil", K::ceil},         {"Round", K::round}};
+      {"Tanh", K::tanh},         {"Erf", K::erf},
+      {"Exp", K::exp},           {"Log", K::log},
+      {"Sqrt", K::sqrt},         {"Abs", K::abs},
+      {"Neg", K::neg},           {"Reciprocal", K::reciprocal},
+      {"Softplus", K::softplus}, {"Softsign", K::softsign},
+      {"Elu", K::elu},           {"Selu", K::selu},
+      {"Celu", K::celu},         {"ThresholdedRelu", K::thresholded_relu},
+      {"Mish", K::mish},         {"Floor", K::floor},
+      {"Ceil", K::ceil},         {"Round", K::round},
+      {"Sign", K::sign},         {"Shrink", K::shrink}};
   ChainStep step;
   bool found = false;
   for (const auto& [name, kind] : kinds)
     if (c.op() == name) step.kind = kind, found = true;
-  // Neg and Abs of an integer tensor known at import (shape arithmetic, e.g. LayerNormalization's
-  // function body negating an axis): folded exactly.
+  // Neg, Abs and Sign of an integer tensor known at import (shape arithmetic, e.g.
+  // LayerNormalization's function body negating an axis): folded exactly.
   const HostTensor* h = im.host_input(c, 0);
-  if (h && !h->is_float() && (step.kind == K::neg || step.kind == K::abs)) {
+  if (h && !h->is_float() && (step.kind == K::neg || step.kind == K::abs || step.kind == K::sign)) {
     HostTensor r = *h;
     for (int64_t& v : r.i) {
+      if (step.kind == K::sign) {
+        v = (v > 0) - (v < 0);
+        continue;
+      }
       if (v == std::numeric_limits<int64_t>::min()) node_error(c, "integer overflow");
       v = step.kind == K::neg ? -v : std::abs(v);
     }
@@ -258,6 +266,10 @@ void convert_chain_step(Importer& im, const NodeCtx& c) {
   if (step.kind == K::selu) {
     step.a = attr_float(c, "alpha", 1.67326319217681884765625f);
     step.b = attr_float(c, "gamma", 1.05070102214813232421875f);
+  }
+  if (step.kind == K::shrink) {
+    step.a = attr_float(c, "lambd", 0.5f);
+    step.b = attr_float(c, "bias", 0.0f);
   }
   if (step.kind == K::celu && step.a == 0.0f) node_error(c, "Celu's alpha must not be 0");
   emit_single(im, c, ElementwiseChain{{step}}, {im.value_input(c, 0)});
