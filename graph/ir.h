@@ -112,46 +112,15 @@ bool resize_axis_is_identity(const Resize& r, size_t a, int64_t in_len);
 // affine step is a per-channel scale and shift whose values are inputs of the node.
 // The ONNX unary ops imported as one-step chains are here too (Tanh, Erf, Exp, ..., Celu, and
 // Pow with a constant scalar exponent).
+// clang-format off
 enum class ChainStepKind : uint8_t {  // append only: serialized
-  clamp,
-  leaky_relu,
-  sigmoid,
-  hard_sigmoid,
-  hard_swish,
-  affine,
-  silu,
-  tanh,
-  erf,
-  exp,
-  log,
-  sqrt,
-  abs,
-  neg,
-  reciprocal,
-  softplus,
-  softsign,
-  elu,
-  selu,
-  celu,
-  thresholded_relu,
-  pow,
-  gelu,
-  gelu_tanh,
-  mish,
-  floor,
-  ceil,
-  round,
-  logical_not,
-  greater,
-  less,
-  equal,
-  greater_equal,
-  less_equal,
-  sign,
-  shrink,
-  is_nan,
-  is_inf
+  clamp, leaky_relu, sigmoid, hard_sigmoid, hard_swish, affine, silu,
+  tanh, erf, exp, log, sqrt, abs, neg, reciprocal, softplus, softsign, elu, selu, celu,
+  thresholded_relu, pow, gelu, gelu_tanh, mish,
+  floor, ceil, round, logical_not, greater, less, equal, greater_equal, less_equal,
+  sign, shrink, is_nan, is_inf
 };
+// clang-format on
 constexpr int kNumChainStepKinds = 38;
 const char* to_string(ChainStepKind k);  // "clamp", "leaky_relu", ..., "thresholded_relu"
 // Steps that evaluate an exponential, a logarithm, a division, a square root or a rational
