@@ -242,9 +242,11 @@ Expr apply_chain_step(const graph::ChainStep& step, const Expr& v, const Expr& s
       return boolean(v <= step.a, v, step.a);
     case K::sign:  // strict: a NaN compares false both ways and stays; a zero keeps its sign
       return Halide::strict_float(Halide::select(v > 0.0f, 1.0f, v < 0.0f, -1.0f, v));
-    case K::shrink:  // NaN compares false both ways: 0, as ONNX's definition gives
-      return Halide::strict_float(
-          Halide::select(v<-step.a, v + step.b, v> step.a, v - step.b, 0.0f));
+    case K::shrink: {  // NaN compares false both ways: 0, as ONNX's definition gives
+      const Expr below = v < -step.a;
+      const Expr above = v > step.a;
+      return Halide::strict_float(Halide::select(below, v + step.b, above, v - step.b, 0.0f));
+    }
     case K::is_nan:
       return Halide::select(is_nan_bits(v), 1.0f, 0.0f);
     case K::is_inf: {
