@@ -183,7 +183,8 @@ double measure_dot_gflops(int threads) {
 }
 
 double measure_bandwidth_gbs(int threads) {
-  // 2 x 128 MiB: far beyond any last-level cache, so this is DRAM bandwidth.
+  // 2 x 128 MiB: beyond the last-level cache of most CPUs, so this is DRAM bandwidth there; a
+  // server's L3 can hold more (a VM on one reported 480 MiB), which then serves part of it.
   const size_t n = (size_t{128} << 20) / sizeof(float);
   std::unique_ptr<float[]> src(new float[n]), dst(new float[n]);
   const size_t chunk = (n + threads - 1) / threads;
