@@ -54,9 +54,9 @@ graph::Graph pointwise_cases() {
   const graph::ValueId left = b.relu("left_relu", conv(b, "left", a, 64, 32, 1, 1, 0, 60));
   const graph::ValueId right = b.relu("right_relu", conv(b, "right", a, 64, 32, 3, 1, 1, 70));
   b.output(conv(b, "after_cat", b.op("cat", graph::Concat{1}, {left, right}), 64, 16, 3, 1, 1, 80));
-  // A 28x28 image with one channel block: 8 rows of 98 pixels, most starting mid image row, the
-  // residual read alike.
-  const graph::ValueId z = b.input("z", {1, 48, 28, 28});
+  // Two 28x28 images with one channel block: 8 rows of 98 pixels each, most starting mid image
+  // row, the residual read alike.
+  const graph::ValueId z = b.input("z", {2, 48, 28, 28});
   const graph::ValueId zr =
       b.relu("mid_row_in", conv(b, "mid_row_in_conv", z, 48, 32, 1, 1, 0, 80));
   b.output(b.op("mid_row_add", graph::Binary{graph::BinaryOp::add},
@@ -108,9 +108,9 @@ TEST(PointwiseRows, OnlyDensePointwiseConvolutionsAreReshaped) {
   EXPECT_EQ(outputs.at("small"), (graph::Shape{1, 7, 7, 64}));     // 49 pixels
   EXPECT_EQ(outputs.at("left"), (graph::Shape{1, 14, 14, 32}));    // a slice of the Concat
   EXPECT_EQ(inputs.at("on_input"), (graph::Shape{1, 2, 98, 48}));  // a graph input
-  EXPECT_EQ(inputs.at("mid_row_in_conv"), (graph::Shape{1, 8, 98, 48}));
-  EXPECT_EQ(inputs.at("mid_row"), (graph::Shape{1, 8, 98, 32}));
-  EXPECT_EQ(outputs.at("mid_row"), (graph::Shape{1, 8, 98, 32}));
+  EXPECT_EQ(inputs.at("mid_row_in_conv"), (graph::Shape{2, 8, 98, 48}));
+  EXPECT_EQ(inputs.at("mid_row"), (graph::Shape{2, 8, 98, 32}));
+  EXPECT_EQ(outputs.at("mid_row"), (graph::Shape{2, 8, 98, 32}));
 
   // Backends whose buffers cannot alias (GPUs) get no views: every kernel keeps its rows.
   for (const graph::KernelSpec& k :
