@@ -418,17 +418,14 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
         p.dim(d).set_bounds(0, extents[d]).set_stride(stride), stride *= extents[d];
       inputs.push_back(p);
     } else if (i == 1 && blocked) {
-      // (co % 16, ci, kx, ky, co / 16), innermost first, dense but for the blocks' stride
-      // (runtime::conv_weight_block_stride: a line of padding after each block).
+      // (co % 16, ci, kx, ky, co / 16), as the runtime binds them
+      // (runtime::blocked_conv_weight_dims: dense but for a line of padding after each block).
       Halide::ImageParam p(Halide::Float(32), 5, "arg1");
-      const int extents[5] = {kBlock, static_cast<int>(w[2]), static_cast<int>(w[1]),
-                              static_cast<int>(w[0]),
-                              static_cast<int>(runtime::conv_weight_blocks(w[3]))};
-      int stride = 1;
-      for (int d = 0; d < 5; ++d) {
-        if (d == 4) stride = static_cast<int>(runtime::conv_weight_block_stride(w[0], w[1], w[2]));
-        p.dim(d).set_bounds(0, extents[d]).set_stride(stride), stride *= extents[d];
-      }
+      const auto dims = runtime::blocked_conv_weight_dims(w[0], w[1], w[2], w[3]);
+      for (size_t d = 0; d < dims.size(); ++d)
+        p.dim(static_cast<int>(d))
+            .set_bounds(dims[d].min, dims[d].extent)
+            .set_stride(dims[d].stride);
       inputs.push_back(p);
     } else if (i == 1) {
       Halide::ImageParam p(Halide::Float(32), 4, "arg1");
