@@ -85,7 +85,7 @@ struct PlanOptions {
   // planned_kernels gives its kernel those shapes, and the runtime passes views of the tensors'
   // buffers reshaped alike. A register tile then runs along k rows at once, so the AVX-512
   // schedules can take tiles of 4 channel vectors by 4 to 6 pixels without computing columns
-  // twice at the end of 14- or 28-pixel rows (schedules/conv_params.cpp). Off where buffers
+  // twice at the end of 14- or 28-pixel rows (schedules/conv_params_direct.cpp). Off where buffers
   // cannot alias.
   bool flat_pointwise = true;
 };

@@ -1,5 +1,5 @@
-// What conv_params.cpp and conv_candidates.cpp share: small facts about a target and a
-// schedule's task count. Internal to schedules/.
+// What conv_params.cpp, conv_params_direct.cpp and conv_candidates.cpp share: small facts
+// about a target and a schedule's task count. Internal to schedules/.
 #pragma once
 
 #include <cstdint>
