@@ -92,7 +92,7 @@ void schedule_tail(const graph::ConvKernelSpec& k, const ConvOutput& o,
   const graph::Shape& out = k.output.shape;
   const schedules::PoolShape shape{out[3], out[2], out[1], out[0]};
   if (pooled_in_bands(k, p, target)) {
-    schedules::schedule_pool_cpu_bands(*o.pool, shape, o.conv, target);
+    schedules::schedule_pool_cpu_bands(*o.pool, shape, *k.pool, o.conv, target);
     return;
   }
   Halide::Func(o.conv).compute_root();

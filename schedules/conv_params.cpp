@@ -45,15 +45,15 @@ int64_t task_count(const ConvParams& p, const ConvShape& s, const Halide::Target
   return p.split_channels ? strips * channel_blocks : strips;
 }
 
-int balanced_band_rows(int height, int batch, int preferred, int min_rows) {
+int balanced_band_rows(int height, int batch, int preferred, int min_rows, double halo) {
   // Makespan of `rows`-row bands on t threads, in rows, over the ideal height * batch / t: a
-  // thread runs at most ceil(tasks / t) tasks of `rows` rows each.
+  // thread runs at most ceil(tasks / t) tasks of `rows` + `halo` rows each.
   const auto cost = [&](int rows) {
     const int64_t tasks = ceil_div(height, rows) * std::max(1, batch);
     double c = 0;
     for (int t : {2, 4})
-      c += static_cast<double>(ceil_div(tasks, t) * rows * t) /
-           (int64_t{height} * std::max(1, batch));
+      c += static_cast<double>(ceil_div(tasks, t) * t) * (rows + halo) /
+           static_cast<double>(int64_t{height} * std::max(1, batch));
     return c;
   };
   int best = preferred;

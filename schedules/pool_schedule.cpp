@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "schedules/conv_params_internal.h"
+
 namespace kiln::schedules {
 
 using Halide::TailStrategy;
@@ -83,18 +85,33 @@ void schedule_pool_cpu(const generators::ops::PoolAlgorithm& a, const PoolShape&
   }
 }
 
+int pool_band_rows(const PoolShape& out, const graph::Pool2d& window) {
+  // About 8 bands per image, then the band height whose tasks 2 and 4 threads share most
+  // evenly, counting the convolution rows two bands' windows share, which both compute (a
+  // 3x3/s2 pooling: half a pooled row's worth per band). The last band shifts inwards (it
+  // overlaps the one before) rather than stopping short: bounds inference then never asks the
+  // convolution for rows past the image, which a convolution reading its input in place (1x1,
+  // unpadded) could not give; so a band height that does not divide the rows costs a thread
+  // the rows it computes twice. Inception's 73x73 1x1 convolution pooled 3x3/s2 to 36 rows:
+  // bands of 5 were 8 tasks of 11 convolution rows (88 for 73, one thread 44), 65 us; bands
+  // of 9 are 4 of 19 (76, one thread 38), 58 us. ResNet-18's and SqueezeNet's stems (56 and
+  // 55 rows, bands of 7 -> 14) within 2%.
+  const int window_rows = (window.kernel_h - 1) * window.dilation_h + 1;
+  const double halo =
+      std::max(0.0, static_cast<double>(window_rows - window.stride_h) / window.stride_h);
+  const int height = static_cast<int>(out.height);
+  return internal::balanced_band_rows(height, static_cast<int>(out.batch),
+                                      std::max(1, (height + 7) / 8), 1, halo);
+}
+
 void schedule_pool_cpu_bands(const generators::ops::PoolAlgorithm& a, const PoolShape& out,
-                             Halide::Func producer, const Halide::Target& target) {
+                             const graph::Pool2d& window, Halide::Func producer,
+                             const Halide::Target& target) {
   Halide::Func f = a.out;
   const int vec = target.natural_vector_size<float>();
   f.vectorize(a.c, vec,
               out.channels >= vec ? TailStrategy::ShiftInwards : TailStrategy::GuardWithIf);
-  // About 8 bands per image: 2 threads get 4 each, and a 3x3/s2 pooling recomputes one
-  // convolution row per band (7% of a 56-row pooled output in bands of 7). The last band
-  // shifts inwards (it overlaps the one before) rather than stopping short: bounds inference
-  // then never asks the convolution for rows past the image, which a convolution reading its
-  // input in place (1x1, unpadded) could not give.
-  const int rows = static_cast<int>(std::max<int64_t>(1, (out.height + 7) / 8));
+  const int rows = pool_band_rows(out, window);
   Var yo("yo"), yi("yi"), task("task");
   f.split(a.y, yo, yi, rows, TailStrategy::ShiftInwards).fuse(yo, a.n, task).parallel(task);
   producer.compute_at(f, task);
