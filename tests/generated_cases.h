@@ -74,6 +74,21 @@ inline const std::vector<ChainStep> kActivationSteps = {{ChainStepKind::elu, 0.7
                                                  {ChainStepKind::reciprocal, 0, 0},
                                                  {ChainStepKind::thresholded_relu, 0.1f, 0},
                                                  {ChainStepKind::mish, 0, 0}};
+// 24 steps, most of which use their operand more than once (GeneratedKernels.
+// LongChainsCompileInLinearSize): before each step's operand was bound once, 12 alternating ReLU
+// and Sigmoid steps took 8 GB and a minute to compile. The affine steps keep the values spread.
+inline std::vector<ChainStep> long_chain_steps() {
+  std::vector<ChainStep> steps;
+  for (int i = 0; i < 4; ++i)
+    for (const ChainStep& s : std::vector<ChainStep>{{ChainStepKind::affine, 0, 0},
+                                                     {ChainStepKind::leaky_relu, 0.2f, 0},
+                                                     {ChainStepKind::sigmoid, 0, 0},
+                                                     {ChainStepKind::affine, 0, 0},
+                                                     {ChainStepKind::hard_swish, 0, 0},
+                                                     {ChainStepKind::clamp, -1.0f, 4.0f}})
+      steps.push_back(s);
+  return steps;
+}
 inline const std::vector<ChainStep> kBnRelu = {{ChainStepKind::affine, 0, 0},
                                         {ChainStepKind::clamp, 0.0f, INFINITY}};
 inline const std::vector<ChainStep> kSigmoidOnly = {{ChainStepKind::sigmoid, 0, 0}};
@@ -92,6 +107,7 @@ inline std::vector<ChainCase> chain_cases() {
       {"math_steps", {1, 9, 11, 40}, Layout::nhwc, kMathSteps},
       {"activation_steps", {2, 7, 5, 24}, Layout::nhwc, kActivationSteps},
       {"tanh_alone", {3, 1000}, Layout::any, {{ChainStepKind::tanh, 0, 0}}},
+      {"long_chain", {1, 6, 7, 21}, Layout::nhwc, long_chain_steps()},
       {"sign_of_shrink",
        {1, 9, 11, 40},
        Layout::nhwc,

@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <sstream>
 
 #include "codegen/kernel_library.h"
 #include "codegen/kernel_pipeline.h"
 #include "generated_cases.h"
+#include "generators/ops/elementwise.h"
 #include "graph/builder.h"
 #include "graph/passes/passes.h"
 #include "graph/passes/pipeline.h"
@@ -257,6 +259,27 @@ TEST(GeneratedKernels, SignShrinkIsNanIsInfOnSpecialValues) {
       if (step.kind == ChainStepKind::is_nan) EXPECT_EQ(ones, 2u);  // the two NaNs
       if (step.kind == ChainStepKind::is_inf) EXPECT_EQ(ones, (step.a != 0) + (step.b != 0));
     }
+}
+
+// A chain's expression grows linearly with its steps: each step's operand is bound once (a Let),
+// however many times the step uses it. The printed expression (which writes a shared operand out
+// at every use) of 8 alternating ReLU and Sigmoid steps was 6^3 times that of 2 before; Halide's
+// lowering walked it the same way (12 steps: 8 GB, a minute). The long_chain case checks the
+// values.
+TEST(GeneratedKernels, LongChainsCompileInLinearSize) {
+  const auto printed_size = [](int steps) {
+    std::vector<graph::ChainStep> chain;
+    for (int i = 0; i < steps; ++i)
+      chain.push_back(i % 2 ? graph::ChainStep{ChainStepKind::sigmoid, 0, 0}
+                            : graph::ChainStep{ChainStepKind::clamp, 0.0f, INFINITY});
+    Halide::ImageParam x(Halide::Float(32), 1, "x");
+    Halide::Var c("c");
+    std::ostringstream os;
+    os << generators::ops::apply_chain(chain, x(c), {}, c);
+    return static_cast<double>(os.str().size());
+  };
+  const double two = printed_size(2), eight = printed_size(8);
+  EXPECT_LT(eight / two, 8.0) << "2 steps: " << two << " characters, 8 steps: " << eight;
 }
 
 // Erf and GELU (Kiln's own rational erf, generators/ops/elementwise.cpp) on every CPU target

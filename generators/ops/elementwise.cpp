@@ -273,7 +273,12 @@ Expr apply_chain(const std::vector<graph::ChainStep>& steps, Expr v,
       shift = params[2 * affine + 1](channel);
       ++affine;
     }
-    v = apply_chain_step(step, v, scale, shift);
+    // Most steps use their operand more than once (a NaN test and the value, a select's
+    // condition and branch): the expression is a graph whose shared parts Halide's lowering
+    // passes would walk once per use, 2^n times after n such steps (12 alternating ReLU and
+    // Sigmoid steps took 8 GB and a minute to compile). Each step's operand is therefore
+    // bound to a Let, once, by common subexpression elimination.
+    v = Halide::Internal::common_subexpression_elimination(apply_chain_step(step, v, scale, shift));
   }
   return v;
 }
