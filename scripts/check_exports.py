@@ -4,10 +4,10 @@
     .venv/bin/python scripts/check_exports.py DIR --kiln build/release/tools/kiln [--models a,b]
 
 For the files that scripts/keras_exports.py and scripts/torchvision_exports.py write (or any
-single-input image model): each model is cut before a Softmax that gives its output, if it
-has one (the logits, where a difference shows; a Softmax inside the network, as in attention,
-stays), run by onnxruntime and by `kiln run` on the same seeded
-input in [-1, 1), and compared with the project's tolerance (|kiln - ort| <= 1e-4 + 1e-3 |ort|).
+float32 model): each model is cut before a Softmax that gives its output, if it has one (the
+logits, where a difference shows; a Softmax inside the network, as in attention, stays), run
+by onnxruntime and by `kiln run` on the same seeded inputs in [-1, 1) (every input of the
+model), and compared with the project's tolerance (|kiln - ort| <= 1e-4 + 1e-3 |ort|).
 Deep networks with random weights amplify rounding (the BatchNorms calibrated on random data
 keep every layer's perturbation alive): onnxruntime's own output with and without its graph
 optimizations can differ by more than that tolerance. So a model also passes when Kiln's
@@ -54,19 +54,25 @@ def check(args):
             options = ort.SessionOptions()
             options.graph_optimization_level = level
             session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
-            port = session.get_inputs()[0]
-            shape = [d if isinstance(d, int) else 1 for d in port.shape]  # a symbolic batch: 1
-            x = np.random.default_rng(args.seed).random(shape, dtype=np.float32) * 2 - 1
-            refs.append(session.run(None, {port.name: x}))
+            # Every input, each its own seeded values (a symbolic dimension, such as a batch: 1).
+            rng = np.random.default_rng(args.seed)
+            feed = {}
+            for port in session.get_inputs():
+                shape = [d if isinstance(d, int) else 1 for d in port.shape]
+                feed[port.name] = rng.random(shape, dtype=np.float32) * 2 - 1
+            refs.append(session.run(None, feed))
         names = [o.name for o in session.get_outputs()]
-        x_file = os.path.join(args.dir, name + ".input.npy")
-        np.save(x_file, x)
+        input_args = []
+        for i, (port, x) in enumerate(feed.items()):
+            x_file = os.path.join(args.dir, name + (".input.npy" if i == 0 else f".input{i}.npy"))
+            np.save(x_file, x)
+            input_args += ["--input", f"{port}={x_file}"]
         out_dir = os.path.join(args.dir, name + ".kiln")
         if os.path.isdir(out_dir):  # no output of an earlier run is read as this one's
             for f in os.listdir(out_dir):
                 if f.endswith(".npy"):
                     os.remove(os.path.join(out_dir, f))
-        run = subprocess.run([args.kiln, "run", path, "--input", x_file, "--output-dir", out_dir],
+        run = subprocess.run([args.kiln, "run", path, *input_args, "--output-dir", out_dir],
                              capture_output=True, text=True)
         if run.returncode != 0:
             print(f"{name:22s} kiln run failed: {run.stderr.strip().splitlines()[-1]}")
