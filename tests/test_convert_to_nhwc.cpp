@@ -178,6 +178,30 @@ TEST(ConvertToNhwc, OneEntryTransformPerNchwInput) {
   expect_same_outputs(before, after, random_inputs(before, 10), 1e-6, 1e-6, Layout::nhwc);
 }
 
+// Residual blocks whose Adds read the NCHW graph input, the Add after the ReLU: x -> conv ->
+// relu -> Add(., x) -> conv -> relu -> Add(., previous). The first Add takes the entry transform
+// made for the first convolution, so everything after it is NHWC; it had stayed NCHW (one of its
+// operands was), which took each block's convolution output back to NCHW and each Add's output
+// to NHWC again: two transforms a block.
+TEST(ConvertToNhwc, ResidualAddOfTheGraphInputTakesItsEntryTransform) {
+  GraphBuilder b;
+  ValueId prev = b.input("x", {1, 6, 7, 9});
+  for (int i = 0; i < 3; ++i) {
+    const std::string n = std::to_string(i);
+    const ValueId c = b.conv2d("c" + n, prev, add_weights(b, "w" + n, 6, 6, 3, 3, 20 + i),
+                               add_bias(b, "b" + n, 6, 30 + i), conv_attrs(1, 1, 1, 1, 1, 1));
+    prev = b.op("add" + n, Binary{BinaryOp::add}, {b.relu("r" + n, c), prev});
+  }
+  b.output(prev);
+  const Graph before = b.finish();
+
+  const Graph after = convert_to_nhwc(before);
+  ASSERT_TRUE(verify_problems(after).empty()) << dump(after);
+  expect_entry_transforms(after, 1);
+  expect_all_nhwc(after);
+  expect_same_outputs(before, after, random_inputs(before, 11), 1e-6, 1e-6, Layout::nhwc);
+}
+
 // Pooling windows are generated for NHWC only: a pool on an NCHW graph input runs NHWC behind
 // one entry transform.
 TEST(ConvertToNhwc, PoolOnNchwInputGoesNhwc) {

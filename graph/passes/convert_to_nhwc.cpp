@@ -271,7 +271,14 @@ class LayoutRewriter {
     if (is_perm(n, {0, 3, 1, 2}) && n.inputs.size() == 1 && is_activation_4d(g_.value(n.inputs[0])))
       transposed_back_.emplace(n.outputs[0].index, n.inputs[0]);
   }
-  bool free_nhwc(ValueId v) const { return transposed_back_.count(v.index) > 0; }
+  // An NCHW activation whose NHWC version costs nothing more: the bytes of a Transpose back
+  // from channels-last, or a transform already made for an earlier consumer. A residual block
+  // whose Add reads the NCHW graph input beside a convolution's output: the Add takes the
+  // transform made for the first convolution, instead of a transform of the convolution's
+  // output back to NCHW and of the Add's output to NHWC for the next convolution, twice a block.
+  bool free_nhwc(ValueId v) const {
+    return transposed_back_.count(v.index) > 0 || to_nhwc_.count(v.index) > 0;
+  }
 
   // Windowed pooling and global max pooling are generated for NHWC only (a global average of
   // an NCHW tensor is generated as a mean over H and W, so it stays where its input is).
