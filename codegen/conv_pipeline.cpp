@@ -92,7 +92,10 @@ void schedule_tail(const graph::ConvKernelSpec& k, const ConvOutput& o,
   const graph::Shape& out = k.output.shape;
   const schedules::PoolShape shape{out[3], out[2], out[1], out[0]};
   if (pooled_in_bands(k, p, target)) {
-    schedules::schedule_pool_cpu_bands(*o.pool, shape, *k.pool, o.conv, target);
+    const graph::Shape conv = graph::conv_output_nhwc(k);  // NHWC, before the pooling
+    schedules::schedule_pool_cpu_bands(*o.pool, shape, *k.pool, o.conv,
+                                       conv[2] * conv[3] * static_cast<int64_t>(sizeof(float)),
+                                       target);
     return;
   }
   Halide::Func(o.conv).compute_root();

@@ -45,7 +45,8 @@ int64_t task_count(const ConvParams& p, const ConvShape& s, const Halide::Target
   return p.split_channels ? strips * channel_blocks : strips;
 }
 
-int balanced_band_rows(int height, int batch, int preferred, int min_rows, double halo) {
+int balanced_band_rows(int height, int batch, int preferred, int min_rows, double halo,
+                       int max_rows) {
   // Makespan of `rows`-row bands on t threads, in rows, over the ideal height * batch / t: a
   // thread runs at most ceil(tasks / t) tasks of `rows` + `halo` rows each.
   const auto cost = [&](int rows) {
@@ -57,7 +58,8 @@ int balanced_band_rows(int height, int batch, int preferred, int min_rows, doubl
     return c;
   };
   int best = preferred;
-  for (int rows = std::max(1, min_rows); rows <= std::min(height, 2 * preferred); ++rows) {
+  const int most = std::min(height, max_rows > 0 ? max_rows : 2 * preferred);
+  for (int rows = std::max(1, min_rows); rows <= most; ++rows) {
     const double a = cost(rows), b = cost(best);
     const int da = std::abs(rows - preferred), db = std::abs(best - preferred);
     if (a < b - 1e-9 || (a < b + 1e-9 && (da < db || (da == db && rows > best)))) best = rows;

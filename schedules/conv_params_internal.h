@@ -19,12 +19,13 @@ int accumulator_registers(const Halide::Target& t);
 
 int64_t ceil_div(int64_t a, int64_t b);
 
-// The height of a band of output rows, `min_rows` to twice `preferred`, whose tasks (bands x
-// batch) 2 and 4 threads share most evenly (each thread's whole tasks against an equal share of
-// the rows), where each band also computes `halo` rows' worth of work its neighbour computes
-// again (a fused pooling's overlapping windows); of equals, the nearest to `preferred`, then
-// the taller.
-int balanced_band_rows(int height, int batch, int preferred, int min_rows, double halo = 0);
+// The height of a band of output rows, `min_rows` to `max_rows` (0: twice `preferred`), whose
+// tasks (bands x batch) 2 and 4 threads share most evenly (each thread's whole tasks against an
+// equal share of the rows), where each band also computes `halo` rows' worth of work its
+// neighbour computes again (a fused pooling's overlapping windows); of equals, the nearest to
+// `preferred`, then the taller.
+int balanced_band_rows(int height, int batch, int preferred, int min_rows, double halo = 0,
+                       int max_rows = 0);
 
 // The most output channels a wide or deep register tile of `s` may cover with vectors of `vec`
 // lanes: out_channels, or with whole_channel_blocks the channels up to the next whole vector

@@ -85,7 +85,7 @@ void schedule_pool_cpu(const generators::ops::PoolAlgorithm& a, const PoolShape&
   }
 }
 
-int pool_band_rows(const PoolShape& out, const graph::Pool2d& window) {
+int pool_band_rows(const PoolShape& out, const graph::Pool2d& window, int64_t producer_row_bytes) {
   // About 8 bands per image, then the band height whose tasks 2 and 4 threads share most
   // evenly, counting the convolution rows two bands' windows share, which both compute (a
   // 3x3/s2 pooling: half a pooled row's worth per band). The last band shifts inwards (it
@@ -94,24 +94,33 @@ int pool_band_rows(const PoolShape& out, const graph::Pool2d& window) {
   // unpadded) could not give; so a band height that does not divide the rows costs a thread
   // the rows it computes twice. Inception's 73x73 1x1 convolution pooled 3x3/s2 to 36 rows:
   // bands of 5 were 8 tasks of 11 convolution rows (88 for 73, one thread 44), 65 us; bands
-  // of 9 are 4 of 19 (76, one thread 38), 58 us. ResNet-18's and SqueezeNet's stems (56 and
-  // 55 rows, bands of 7 -> 14) within 2%.
+  // of 9 are 4 of 19 (76, one thread 38), 58 us. A band's convolution rows stay within 512
+  // KiB, half of a 1 MiB L2 (Zen's), where the pooling reads them back: ResNet-18's and
+  // SqueezeNet's stems keep bands of 7 (15 rows of 112 or 111 pixels by 64 channels, 430 KB);
+  // bands of 14 (830 KB) measured within 2% of them on a 2 MiB L2.
   const int window_rows = (window.kernel_h - 1) * window.dilation_h + 1;
+  const auto band_bytes = [&](int rows) {
+    return ((rows - 1) * int64_t{window.stride_h} + window_rows) * producer_row_bytes;
+  };
+  constexpr int64_t kMaxBandBytes = 512 * 1024;
+  const int height = static_cast<int>(out.height);
+  const int preferred = std::max(1, (height + 7) / 8);
+  int max_rows = 2 * preferred;
+  while (max_rows > preferred && band_bytes(max_rows) > kMaxBandBytes) --max_rows;
   const double halo =
       std::max(0.0, static_cast<double>(window_rows - window.stride_h) / window.stride_h);
-  const int height = static_cast<int>(out.height);
-  return internal::balanced_band_rows(height, static_cast<int>(out.batch),
-                                      std::max(1, (height + 7) / 8), 1, halo);
+  return internal::balanced_band_rows(height, static_cast<int>(out.batch), preferred, 1, halo,
+                                      max_rows);
 }
 
 void schedule_pool_cpu_bands(const generators::ops::PoolAlgorithm& a, const PoolShape& out,
                              const graph::Pool2d& window, Halide::Func producer,
-                             const Halide::Target& target) {
+                             int64_t producer_row_bytes, const Halide::Target& target) {
   Halide::Func f = a.out;
   const int vec = target.natural_vector_size<float>();
   f.vectorize(a.c, vec,
               out.channels >= vec ? TailStrategy::ShiftInwards : TailStrategy::GuardWithIf);
-  const int rows = pool_band_rows(out, window);
+  const int rows = pool_band_rows(out, window, producer_row_bytes);
   Var yo("yo"), yi("yi"), task("task");
   f.split(a.y, yo, yi, rows, TailStrategy::ShiftInwards).fuse(yo, a.n, task).parallel(task);
   producer.compute_at(f, task);

@@ -311,18 +311,20 @@ TEST(ConvKernelSchedules, OnePixelOutputsRunInOneTask) {
 // counting the rows two bands both compute.
 TEST(ConvKernelSchedules, PooledBandsShareEvenly) {
   const graph::Pool2d max3s2{graph::PoolKind::max, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, false, false};
+  const auto row = [](int64_t width) { return width * 64 * 4; };  // 64 channels of float
   // Inception's 36 pooled rows: 4 bands of 9 (19 convolution rows each), not 8 of 5 (11 each,
   // 88 rows for 73: one thread's 4 bands 44 rows, 20% over its share).
-  EXPECT_EQ(schedules::pool_band_rows({64, 36, 36, 1}, max3s2), 9);
-  // ResNet-18's 56 rows and SqueezeNet's 55: 4 bands of 14 (the last of 55 overlaps by one).
-  EXPECT_EQ(schedules::pool_band_rows({64, 56, 56, 1}, max3s2), 14);
-  EXPECT_EQ(schedules::pool_band_rows({64, 55, 55, 1}, max3s2), 14);
-  // A batch of 3: 12 tasks of 14 rows, 6 or 3 a thread.
-  EXPECT_EQ(schedules::pool_band_rows({64, 56, 56, 3}, max3s2), 14);
+  EXPECT_EQ(schedules::pool_band_rows({64, 36, 36, 1}, max3s2, row(73)), 9);
+  // ResNet-18's 56 rows: 4 bands of 14 share best, but 29 rows of 112 pixels are over 512 KiB,
+  // so 8 of 7; with rows half as long, 4 of 14.
+  EXPECT_EQ(schedules::pool_band_rows({64, 56, 56, 1}, max3s2, row(112)), 7);
+  EXPECT_EQ(schedules::pool_band_rows({64, 56, 56, 1}, max3s2, row(56)), 14);
+  // A batch of 3 (rows half as long): 12 tasks of 14 rows, 6 or 3 a thread.
+  EXPECT_EQ(schedules::pool_band_rows({64, 56, 56, 3}, max3s2, row(56)), 14);
   // A 2x2/s2 pooling shares no rows: the band nearest 8 per image that splits evenly.
   const graph::Pool2d max2s2{graph::PoolKind::max, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, false, false};
-  EXPECT_EQ(schedules::pool_band_rows({64, 56, 56, 1}, max2s2), 7);
-  EXPECT_EQ(schedules::pool_band_rows({64, 1, 1, 1}, max2s2), 1);
+  EXPECT_EQ(schedules::pool_band_rows({64, 56, 56, 1}, max2s2, row(112)), 7);
+  EXPECT_EQ(schedules::pool_band_rows({64, 1, 1, 1}, max2s2, row(2)), 1);
 }
 
 // The depthwise family: the default per kernel and input, the text form, refusals and the
