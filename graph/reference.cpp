@@ -47,7 +47,8 @@ std::vector<Tensor> run_reference(const Graph& g, const std::vector<Tensor>& inp
     const Value& v = g.value(g.inputs[k]);
     if (inputs[k].shape != v.shape || num_elements(v.shape) != static_cast<int64_t>(inputs[k].data.size()))
       throw Error("reference: input '" + v.name + "' must be " + to_string(v.shape) + ", got " +
-                  to_string(inputs[k].shape));
+                  to_string(inputs[k].shape) + " with " + std::to_string(inputs[k].data.size()) +
+                  " values");
     values[g.inputs[k].index] = inputs[k];
     values[g.inputs[k].index].layout = v.layout;
     ready[g.inputs[k].index] = true;

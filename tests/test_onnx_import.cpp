@@ -167,6 +167,38 @@ TEST(OnnxImport, ClipBoundsFromInputsAndAttributes) {
   EXPECT_EQ(op_at<Clip>(go, 0).max, inf);
 }
 
+// Resize at opset 10 (Upsample-9 renamed, inputs X and scales): asymmetric coordinates, the
+// nearest source pixel rounded down when enlarging and up when shrinking, as onnxruntime's
+// opset-10 Resize takes it; nearest resizing that does both at once is refused.
+TEST(OnnxImport, ResizeOpset10RoundsDownToEnlargeAndUpToShrink) {
+  const auto resize = [](std::vector<float> scales, Shape in, const std::string& mode) {
+    ModelBuilder m(10);
+    m.input("x", in);
+    m.init("scales", {4}, scales);
+    attr_s(m.node("Resize", {"x", "scales"}, {"y"}, "resize"), "mode", mode);
+    m.output("y");
+    return m;
+  };
+  const std::vector<float> x = rnd(7, 41);
+  // Shrinking 7 by 0.34: 2 outputs at source 0 and 1 / 0.34 = 2.94, which rounds up to 3.
+  const Tensor down = onnx_test::run_one(resize({1, 1, 1, 0.34f}, {1, 1, 1, 7}, "nearest"), x);
+  ASSERT_EQ(down.shape, (Shape{1, 1, 1, 2}));
+  EXPECT_EQ(down.data[0], x[0]);
+  EXPECT_EQ(down.data[1], x[3]);
+  // Enlarging 3 by 2.5: 7 outputs at sources i / 2.5 rounded down: 0 0 0 1 1 2 2.
+  const std::vector<float> x3(x.begin(), x.begin() + 3);
+  const Tensor up = onnx_test::run_one(resize({1, 1, 1, 2.5f}, {1, 1, 1, 3}, "nearest"), x3);
+  ASSERT_EQ(up.shape, (Shape{1, 1, 1, 7}));
+  const int want[7] = {0, 0, 0, 1, 1, 2, 2};
+  for (int i = 0; i < 7; ++i) EXPECT_EQ(up.data[i], x[want[i]]) << "output " << i;
+  // Linear, asymmetric: output 1 of 3 -> 6 reads source 0.5.
+  const Tensor lin = onnx_test::run_one(resize({1, 1, 1, 2}, {1, 1, 1, 3}, "linear"), x3);
+  ASSERT_EQ(lin.shape, (Shape{1, 1, 1, 6}));
+  EXPECT_NEAR(lin.data[1], 0.5f * (x[0] + x[1]), 1e-6f);
+  EXPECT_THAT(import_error(resize({1, 1, 2, 0.5f}, {1, 1, 3, 4}, "nearest").bytes()),
+              HasSubstr("enlarges some axes and shrinks others"));
+}
+
 // A bound computed from constants folds into the attribute; float arithmetic the graph reads
 // stays a node.
 TEST(OnnxImport, ConstantExpressionsFeedBoundsButFloatArithmeticStaysInGraph) {

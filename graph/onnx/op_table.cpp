@@ -115,7 +115,7 @@ const std::vector<OpInfo>& op_table() {
       {"ReduceSumSquare", 1, convert_reduce, {1}, "axes keepdims noop_with_empty_axes"},
       {"Relu", 1, convert_unary, {}, "consumed_inputs"},
       {"Reshape", 1, convert_reshape, {1}, "allowzero consumed_inputs shape"},
-      {"Resize", 11, convert_resize, {1, 2, 3},
+      {"Resize", 10, convert_resize, {1, 2, 3},
        "antialias axes coordinate_transformation_mode cubic_coeff_a exclude_outside "
        "extrapolation_value keep_aspect_ratio_policy mode nearest_mode"},
       {"Round", 11, convert_chain_step, {}, ""},

@@ -501,7 +501,32 @@ ResizeMode resize_mode(const NodeCtx& c) {
 // Resize (opsets 11-28): scales or sizes as constants; nearest with every nearest_mode, linear
 // and cubic (on the last two axes), every coordinate_transformation_mode (tf_crop_and_resize
 // with a constant roi).
+// Resize-10: Upsample-9 under a new name, inputs X and constant scales, that may also shrink:
+// asymmetric coordinates, nearest rounding down when enlarging and up when shrinking (as
+// onnxruntime's opset-10 Resize does), or linear.
+void convert_resize_10(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 2, 2);
+  const Shape xs = im.input_shape(c, 0);
+  std::vector<double> values;
+  for (float f : im.constant_input(c, 1, "scales").f) values.push_back(f);
+  Resize r = resize_shape(c, xs, values, false);
+  r.mode = resize_mode(c);
+  r.coordinates = ResizeCoordinates::asymmetric;
+  bool enlarges = false, shrinks = false;
+  for (double v : values) enlarges = enlarges || v > 1, shrinks = shrinks || v < 1;
+  if (r.mode == ResizeMode::nearest && enlarges && shrinks)
+    node_error(c,
+               "nearest resizing that enlarges some axes and shrinks others is not supported at "
+               "opset 10 (its rounding differs between the two)");
+  r.nearest = shrinks ? NearestRounding::ceil : NearestRounding::floor;
+  emit_single(im, c, r, {im.value_input(c, 0)});
+}
+
 void convert_resize(Importer& im, const NodeCtx& c) {
+  if (c.opset < 11) {
+    convert_resize_10(im, c);
+    return;
+  }
   expect_inputs(c, 1, 4);
   // Opset 18's additions, accepted where they change nothing.
   if (attr_int(c, "antialias", 0) != 0)
