@@ -46,7 +46,8 @@ TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
   EXPECT_EQ(choice(56, 56, 32, 3, true), "winograd tile=4 block=2x14 rows=1 split=0");
   EXPECT_EQ(choice(56, 56, 8, 3, true), "wide block=2x14 rows=2 split=0 stage=copy");  // < 16 in
   EXPECT_EQ(choice(13, 13, 64, 3, true), "winograd tile=2 block=4x7 rows=1 split=0");
-  EXPECT_EQ(choice(12, 12, 64, 3, true), "wide block=2x12 rows=2 split=0 stage=copy");  // < 13x13
+  // < 13x13; 4 strips of 3 rows, which 2 and 4 threads share evenly (6 of 2: 2 + 2 + 1 + 1)
+  EXPECT_EQ(choice(12, 12, 64, 3, true), "wide block=2x12 rows=3 split=0 stage=copy");
   schedules::ConvShape strided = layer(56, 56, 64, 3, true);
   strided.stride_w = strided.stride_h = 2;
   EXPECT_EQ(schedules::default_conv_params(strided, avx512).family, schedules::ConvFamily::wide);
@@ -108,7 +109,7 @@ TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
     s.out_channels = out_channels, s.stride_w = s.stride_h = stride;
     return schedules::to_string(schedules::default_conv_params(s, t));
   };
-  EXPECT_EQ(fitted(17, 48, 3, 2, avx512), "wide block=3x9 rows=2 split=0 stage=copy");
+  EXPECT_EQ(fitted(17, 48, 3, 2, avx512), "wide block=3x9 rows=3 split=0 stage=copy");  // 6 strips
   EXPECT_EQ(fitted(17, 24, 1, 1, avx512), "wide block=1x17 rows=1 split=0 stage=in_place");
   EXPECT_EQ(fitted(56, 144, 1, 1, avx512), "wide block=3x8 rows=1 split=0 stage=in_place");
   EXPECT_EQ(fitted(56, 128, 1, 1, avx512), "wide block=4x4 rows=1 split=0 stage=in_place");  // pointwise
@@ -123,7 +124,7 @@ TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
     return schedules::to_string(schedules::default_conv_params(s, avx512));
   };
   EXPECT_EQ(padded(56, 24, 1), "wide block=2x14 rows=1 split=0 stage=in_place");
-  EXPECT_EQ(padded(17, 24, 3), "wide block=2x9 rows=2 split=0 stage=copy");
+  EXPECT_EQ(padded(17, 24, 3), "wide block=2x9 rows=3 split=0 stage=copy");
   EXPECT_EQ(padded(56, 40, 1), "wide block=3x8 rows=1 split=0 stage=in_place");
   const Halide::Target avx2_target("x86-64-linux-avx-avx2-f16c-fma-sse41");
   for (int w = 14; w <= 80; ++w)
