@@ -496,11 +496,6 @@ ResizeMode resize_mode(const NodeCtx& c) {
   node_error(c, "attribute 'mode' is '" + mode + "'; Kiln supports nearest, linear and (Resize) cubic");
 }
 
-}  // namespace
-
-// Resize (opsets 11-28): scales or sizes as constants; nearest with every nearest_mode, linear
-// and cubic (on the last two axes), every coordinate_transformation_mode (tf_crop_and_resize
-// with a constant roi).
 // Resize-10: Upsample-9 under a new name, inputs X and constant scales, that may also shrink:
 // asymmetric coordinates, nearest rounding down when enlarging and up when shrinking (as
 // onnxruntime's opset-10 Resize does), or linear.
@@ -522,6 +517,11 @@ void convert_resize_10(Importer& im, const NodeCtx& c) {
   emit_single(im, c, r, {im.value_input(c, 0)});
 }
 
+}  // namespace
+
+// Resize (opsets 11-28): scales or sizes as constants; nearest with every nearest_mode, linear
+// and cubic (on the last two axes), every coordinate_transformation_mode (tf_crop_and_resize
+// with a constant roi); opset 10's form in convert_resize_10.
 void convert_resize(Importer& im, const NodeCtx& c) {
   if (c.opset < 11) {
     convert_resize_10(im, c);
