@@ -496,25 +496,30 @@ ResizeMode resize_mode(const NodeCtx& c) {
   node_error(c, "attribute 'mode' is '" + mode + "'; Kiln supports nearest, linear and (Resize) cubic");
 }
 
-// Resize-10: Upsample-9 under a new name, inputs X and constant scales, that may also shrink:
-// asymmetric coordinates, nearest rounding down when enlarging and up when shrinking (as
-// onnxruntime's opset-10 Resize does), or linear.
-void convert_resize_10(Importer& im, const NodeCtx& c) {
-  expect_inputs(c, 2, 2);
-  const Shape xs = im.input_shape(c, 0);
-  std::vector<double> values;
-  for (float f : im.constant_input(c, 1, "scales").f) values.push_back(f);
-  Resize r = resize_shape(c, xs, values, false);
+// Resize-10 and Upsample: constant scales, asymmetric coordinates, nearest rounding as given.
+void emit_scaled_resize(Importer& im, const NodeCtx& c, const std::vector<double>& scales,
+                        NearestRounding nearest) {
+  Resize r = resize_shape(c, im.input_shape(c, 0), scales, false);
   r.mode = resize_mode(c);
   r.coordinates = ResizeCoordinates::asymmetric;
+  r.nearest = nearest;
+  emit_single(im, c, r, {im.value_input(c, 0)});
+}
+
+// Resize-10: Upsample-9 under a new name, inputs X and constant scales, that may also shrink:
+// nearest rounding down when enlarging and up when shrinking (as onnxruntime's opset-10 Resize
+// does), or linear.
+void convert_resize_10(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 2, 2);
+  std::vector<double> values;
+  for (float f : im.constant_input(c, 1, "scales").f) values.push_back(f);
   bool enlarges = false, shrinks = false;
   for (double v : values) enlarges = enlarges || v > 1, shrinks = shrinks || v < 1;
-  if (r.mode == ResizeMode::nearest && enlarges && shrinks)
+  if (resize_mode(c) == ResizeMode::nearest && enlarges && shrinks)
     node_error(c,
                "nearest resizing that enlarges some axes and shrinks others is not supported at "
                "opset 10 (its rounding differs between the two)");
-  r.nearest = shrinks ? NearestRounding::ceil : NearestRounding::floor;
-  emit_single(im, c, r, {im.value_input(c, 0)});
+  emit_scaled_resize(im, c, values, shrinks ? NearestRounding::ceil : NearestRounding::floor);
 }
 
 }  // namespace
@@ -595,7 +600,6 @@ void convert_resize(Importer& im, const NodeCtx& c) {
 // coordinates, nearest rounding down.
 void convert_upsample(Importer& im, const NodeCtx& c) {
   expect_inputs(c, 1, 2);
-  const Shape xs = im.input_shape(c, 0);
   std::vector<double> values;
   if (c.opset < 9) {
     for (float f : attr_floats(c, "scales")) values.push_back(f);
@@ -603,11 +607,7 @@ void convert_upsample(Importer& im, const NodeCtx& c) {
     if (!im.has_input(c, 1)) node_error(c, "input 'scales' is missing");
     for (float f : im.constant_input(c, 1, "scales").f) values.push_back(f);
   }
-  Resize r = resize_shape(c, xs, values, false);
-  r.mode = resize_mode(c);
-  r.coordinates = ResizeCoordinates::asymmetric;
-  r.nearest = NearestRounding::floor;
-  emit_single(im, c, r, {im.value_input(c, 0)});
+  emit_scaled_resize(im, c, values, NearestRounding::floor);
 }
 
 }  // namespace kiln::graph::onnx
