@@ -336,16 +336,18 @@ ConvParams default_wide_params(const ConvShape& s, const Halide::Target& t) {
     p.block = {tile_channels(s, vector_lanes(t)) >= 2 * vector_lanes(t) ? 2 : 1, s.out_width};
   p.block = fitted_block(s, t, p.block);
   p.block = pointwise_block(s, t, p.block, /*chunked=*/false);
-  p.rows = taps == 1 ? 1 : 2;  // 1x1 kernels have no halo rows to amortize
-  p.rows = std::min(p.rows, s.out_height);
   // Short outputs have too few row strips to keep 2 threads busy: split channel blocks too.
   p.split_channels = p.block.vectors > 0 && s.out_height < 10;
-  // Strips of 2 to 4 rows (a staged strip re-reads Kh - 1 halo rows) whose tasks 2 and 4
-  // threads share most evenly: Inception's 17-row outputs in 6 strips of 3, not 9 of 2 (one of
-  // 2 threads ran 5 of the 9; 4 threads run 2 of 6 or 3 of 9 strips, 6 rows either way). Its
-  // 36x36 64 -> 48 3x3/s2 (kiln tune --set, 2 threads, 41 calls): 61.5-62 -> 59.0 us.
-  if (taps > 1 && !p.split_channels && s.out_height >= 2)
-    p.rows = balanced_band_rows(s.out_height, s.batch, 2, 2, 0, 4);
+  // 1x1 kernels have no halo rows to amortize: a row a strip. Larger windows: strips of 2 rows
+  // (a staged strip re-reads Kh - 1 halo rows), or without a channel split, of 2 to 4 rows
+  // whose tasks 2 and 4 threads share most evenly: Inception's 17-row outputs in 6 strips of 3,
+  // not 9 of 2 (one of 2 threads ran 5 of the 9; 4 threads run 2 of 6 or 3 of 9 strips, 6 rows
+  // either way). Its 36x36 64 -> 48 3x3/s2 (kiln tune --set, 2 threads, 41 calls): 61.5-62 ->
+  // 59.0 us.
+  if (taps == 1 || s.out_height < 2)
+    p.rows = 1;
+  else
+    p.rows = p.split_channels ? 2 : balanced_band_rows(s.out_height, s.batch, 2, 2, 0, 4);
   p.stage_input = s.bf16 || !(taps == 1 && !s.padded);
   return p;
 }
