@@ -233,6 +233,52 @@ TEST(OnnxLoader, InputShapeErrorsNameTheInputAndTheFlag) {
             "");
 }
 
+// The CLI's default for a dynamic batch: 1 for each input whose free dimension is its first,
+// nothing for an input a given shape binds (itself or through a shared dim_param), nothing for
+// an input with another free dimension, nothing for initializers listed as inputs.
+TEST(OnnxLoader, DefaultBatchShapesBindOnlyAFreeFirstDimension) {
+  using Shapes = std::vector<std::pair<std::string, Shape>>;
+  const std::string shared = dynamic_batch_model().bytes();  // x and z share 'N'
+  EXPECT_EQ(onnx::default_batch_shapes(shared, {}, 1),
+            (Shapes{{"x", {1, 3, 2, 2}}, {"z", {1, 3, 2, 2}}}));
+  EXPECT_EQ(onnx::default_batch_shapes(shared, {}, 3),
+            (Shapes{{"x", {3, 3, 2, 2}}, {"z", {3, 3, 2, 2}}}));
+  EXPECT_EQ(onnx::default_batch_shapes(shared, {{"z", {4, 3, 2, 2}}}, 1), Shapes{});
+  onnx::ImportOptions o;
+  o.input_shapes = onnx::default_batch_shapes(shared, {}, 1);
+  const Graph g = import(dynamic_batch_model(), o);
+  EXPECT_EQ(g.value(g.outputs[0]).shape, (Shape{1, 12}));
+
+  ModelBuilder m(13);  // a: unknown batch; b: free batch and height; c: fixed; w: an initializer
+  for (const char* name : {"a", "b", "c"}) m.input(name, {2, 3, 4, 4});
+  m.graph()
+      .mutable_input(0)
+      ->mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->mutable_dim(0)
+      ->clear_dim_value();
+  onnx_test::make_symbolic(m, "b", 0);
+  m.graph()
+      .mutable_input(1)
+      ->mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->mutable_dim(2)
+      ->set_dim_param("H");
+  m.input("w", {2, 3, 4, 4});
+  onnx_test::make_symbolic(m, "w", 0);
+  m.init("w", {2, 3, 4, 4}, rnd(96, 152));
+  m.node("Add", {"a", "b"}, {"s"}, "add");
+  m.node("Add", {"s", "c"}, {"t"}, "add2");
+  m.node("Add", {"t", "w"}, {"y"}, "add3");
+  m.output("y");
+  EXPECT_EQ(onnx::default_batch_shapes(m.bytes(), {}, 1), (Shapes{{"a", {1, 3, 4, 4}}}));
+  EXPECT_EQ(onnx::default_batch_shapes(m.bytes(), {{"a", {2, 3, 4, 4}}}, 1), Shapes{});
+  EXPECT_EQ(onnx::default_batch_shapes(m.bytes(), {{"q", {2, 3, 4, 4}}}, 1), Shapes{});
+  EXPECT_TRUE(onnx::default_batch_shapes("not a model", {}, 1).empty());
+}
+
 // Names, op types and domains come from the file: in an error they are escaped, so the
 // message stays one line and sends nothing to the terminal.
 TEST(OnnxLoader, ModelControlledTextInErrorsIsEscaped) {

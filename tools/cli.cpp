@@ -134,9 +134,10 @@ void check_inputs_fit(const graph::Graph& g, const ModelOptions& options) {
 void print_help(const char* help) {
   static const char* const kInputShape[] = {
       "the shape of graph input NAME, for a model whose inputs have",
-      "symbolic dimensions (e.g. a dynamic batch); repeat for several",
-      "inputs. Fixed dimensions must be given their declared size; an",
-      "input that shares a symbolic dimension with a given one takes its size"};
+      "symbolic dimensions; repeat for several inputs. Fixed dimensions",
+      "must be given their declared size; an input that shares a symbolic",
+      "dimension with a given one takes its size. A dynamic batch (a free",
+      "first dimension, the others fixed) is 1 unless given, with a note"};
   std::string text = help;
   const std::string marker = "{input-shape:";
   const size_t at = text.find(marker);
@@ -150,7 +151,7 @@ void print_help(const char* help) {
   std::fputs(text.c_str(), stdout);
 }
 
-InputShapes parse_input_shapes(const Args& args) {
+InputShapes parse_input_shapes(const Args& args, const std::string& model) {
   InputShapes shapes;
   for (const std::string& arg : args.get_all("--input-shape")) {
     const size_t eq = arg.rfind('=');  // names may hold '=', sizes never do
@@ -164,6 +165,16 @@ InputShapes parse_input_shapes(const Args& args) {
     if (shape.empty() || arg.back() == ',')
       throw UsageError(what + ": expected NAME=D0,D1,... (e.g. input=1,3,224,224)");
     shapes.emplace_back(arg.substr(0, eq), std::move(shape));
+  }
+  std::error_code ec;
+  if (model == "example" || !std::filesystem::is_regular_file(model, ec)) return shapes;
+  for (auto& [name, shape] :
+       graph::onnx::default_batch_shapes(graph::onnx::read_model_file(model), shapes, 1)) {
+    std::fprintf(stderr,
+                 "note: input '%s' has a dynamic batch; compiling for batch 1, shape %s "
+                 "(--input-shape %s=... for another)\n",
+                 name.c_str(), graph::to_string(shape).c_str(), name.c_str());
+    shapes.emplace_back(name, std::move(shape));
   }
   return shapes;
 }

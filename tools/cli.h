@@ -92,9 +92,11 @@ int parse_cpu_target(const std::string& flag, const std::string& name);
 void check_inputs_fit(const graph::Graph& g, const ModelOptions& options);
 
 // The shapes --input-shape NAME=D0,D1,... (repeatable) gives graph inputs with symbolic
-// dimensions, in order. UsageError for a value that is not NAME= and positive sizes.
+// dimensions, in order, then, for an ONNX file `model`, batch 1 for each input with a dynamic
+// batch that none of them binds (graph::onnx::default_batch_shapes), with a note on stderr.
+// UsageError for a value that is not NAME= and positive sizes.
 using InputShapes = std::vector<std::pair<std::string, graph::Shape>>;
-InputShapes parse_input_shapes(const Args& args);
+InputShapes parse_input_shapes(const Args& args, const std::string& model);
 // Prints a command's --help text, with a line "  {input-shape:N}" replaced by the option
 // --input-shape and its description indented to column N (one text for every command).
 void print_help(const char* help);

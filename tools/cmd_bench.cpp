@@ -97,7 +97,7 @@ struct BenchArgs {
 BenchArgs parse(const Args& args) {
   BenchArgs a;
   a.model = single_model(args);
-  a.input_shapes = parse_input_shapes(args);
+  a.input_shapes = parse_input_shapes(args, a.model);
   a.schedules = parse_backend(args, &a.options);
   a.iterations = args.get_int("--iterations", 50, 1, 1000000);
   a.warmup = args.get_int("--warmup", 5, 0, 1000000);

@@ -175,7 +175,7 @@ CompileArgs parse(const Args& args) {
     throw UsageError(args.positionals().empty() ? "expected a MODEL (an .onnx file or `example`)"
                                                 : "unexpected argument '" + args.positionals()[1] + "'");
   a.model = args.positionals()[0];
-  a.input_shapes = parse_input_shapes(args);
+  a.input_shapes = parse_input_shapes(args, a.model);
   a.outdir = args.get("--output");
   if (a.outdir.empty()) throw UsageError("-o OUTDIR is required");
   a.name = args.get("--name", default_name(a.model));

@@ -65,12 +65,12 @@ std::string escape(const std::string& s) {
 // The Winograd output check (winograd_check.h) runs the model, which inspect does not: its caps
 // come from the compile cache, where `kiln run`, `bench`, `compile` and `tune` leave them, and
 // are set on `optimized`'s convolutions; without a cached check, inspect says so.
-void print_winograd_check(const Args& args, graph::Graph* optimized) {
+void print_winograd_check(const Args& args, const InputShapes& shapes, graph::Graph* optimized) {
   const graph::Precision precision = parse_precision(args);
   if (precision != graph::Precision::f32) return;  // bf16 models are not checked
   const OutputCheck check{ModelOptions{}, schedule_db(args)};
   const std::optional<graph::Graph> checked =
-      cached_graph(args.positionals()[0], parse_input_shapes(args), "cpu", precision, &check);
+      cached_graph(args.positionals()[0], shapes, "cpu", precision, &check);
   std::map<std::string, int> caps;  // node name (printable) -> cap
   if (checked)
     for (const graph::Node& n : checked->nodes())
@@ -175,7 +175,8 @@ int cmd_inspect(int argc, char** argv) {
     if (!known) throw UsageError("--after: unknown pass '" + after + "'");
   }
   // Everything below prints names from the model: escaped once here.
-  const graph::Graph input = graph::with_printable_names(load_model(args.positionals()[0], parse_input_shapes(args)));
+  const InputShapes shapes = parse_input_shapes(args, args.positionals()[0]);
+  const graph::Graph input = graph::with_printable_names(load_model(args.positionals()[0], shapes));
   graph::PipelineOptions popts = pass_options(parse_precision(args));
   popts.verify_each = true;
   popts.on_stage = [&](const std::string& stage, const graph::Graph& g) {
@@ -183,7 +184,7 @@ int cmd_inspect(int argc, char** argv) {
     std::cout << "== after " << stage << " (" << g.num_nodes() << " nodes) ==\n" << graph::dump(g) << "\n";
   };
   graph::Graph optimized = graph::run_passes(input, popts);
-  print_winograd_check(args, &optimized);
+  print_winograd_check(args, shapes, &optimized);
   // The CPU runtime's plan: Concats written in place and Reshapes stored as views run nothing.
   const graph::ArenaPlan plan = graph::plan_arena(optimized);
   const std::vector<graph::KernelSpec> kernels = graph::planned_kernels(optimized, plan);

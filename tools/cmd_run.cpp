@@ -101,7 +101,7 @@ RunArgs parse(const Args& args) {
   RunArgs a;
   a.model = single_model(args);
   a.inputs = args.get_all("--input");
-  a.input_shapes = parse_input_shapes(args);
+  a.input_shapes = parse_input_shapes(args, a.model);
   a.output_dir = args.get("--output-dir", ".");
   if (a.output_dir.empty()) throw UsageError("--output-dir needs a directory");
   a.schedules = parse_backend(args, &a.options);

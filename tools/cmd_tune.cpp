@@ -112,7 +112,7 @@ struct TuneArgs {
 TuneArgs parse(const Args& args) {
   TuneArgs a;
   a.model = single_model(args);
-  a.input_shapes = parse_input_shapes(args);
+  a.input_shapes = parse_input_shapes(args, a.model);
   a.db = args.get("--db");
   if (a.db.empty()) throw UsageError("--db FILE is required (the schedule database to write)");
   const int best = runtime::best_cpu_target();

@@ -581,6 +581,51 @@ Graph import_model_from_bytes(const std::string& bytes, const ImportOptions& opt
 
 std::string read_model_file(const std::string& path) { return read_file(path, "ONNX model"); }
 
+std::vector<std::pair<std::string, Shape>> default_batch_shapes(
+    const std::string& bytes, const std::vector<std::pair<std::string, Shape>>& given,
+    int64_t batch) {
+  ::onnx::ModelProto model;
+  if (!model.ParseFromString(bytes)) return {};  // the import reports it
+  const auto& g = model.graph();
+  ShapeBindings b;
+  try {
+    b = bind_shapes(given, g.input());
+  } catch (const Error&) {
+    return {};  // contradictory bindings: the import reports them
+  }
+  try {
+    check_shape_names(b, g);
+  } catch (const Error&) {
+    return {};  // a misspelt name: the import says so, and a default would only add noise
+  }
+  std::set<std::string> initializers;
+  for (const auto& t : g.initializer()) initializers.insert(t.name());
+  std::vector<std::pair<std::string, Shape>> shapes;
+  for (const auto& in : g.input()) {
+    if (initializers.count(in.name()) || b.by_input.count(in.name()) ||
+        !in.type().tensor_type().has_shape())
+      continue;
+    const auto& dims = in.type().tensor_type().shape();
+    if (dims.dim_size() == 0 || dims.dim(0).has_dim_value() ||
+        (dims.dim(0).has_dim_param() && b.by_param.count(dims.dim(0).dim_param())))
+      continue;
+    Shape s{batch};
+    for (int k = 1; k < dims.dim_size(); ++k) {
+      const auto& d = dims.dim(k);
+      const auto p = d.has_dim_param() ? b.by_param.find(d.dim_param()) : b.by_param.end();
+      if (d.has_dim_value())
+        s.push_back(d.dim_value());
+      else if (p != b.by_param.end())
+        s.push_back(p->second.first);
+      else
+        break;  // another free dimension: the import asks for the whole shape
+    }
+    if (s.size() == static_cast<size_t>(dims.dim_size()))
+      shapes.emplace_back(in.name(), std::move(s));
+  }
+  return shapes;
+}
+
 Graph import_model(const std::string& path, const ImportOptions& options) {
   const std::string bytes = read_model_file(path);
   ImportOptions with_dir = options;

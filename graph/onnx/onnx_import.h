@@ -38,6 +38,16 @@ Graph import_model_from_bytes(const std::string& bytes, const ImportOptions& opt
 // The bytes of a model file, with import_model's checks: a regular file of at most 2 GiB
 // (protobuf's limit), refused before it is read otherwise.
 std::string read_model_file(const std::string& path);
+// The shapes a caller may bind by default for a model (serialized bytes) with a dynamic batch:
+// for each graph input whose first dimension is symbolic or unknown and not bound by `given`
+// (an ImportOptions::input_shapes list, itself or through a shared dim_param), and whose other
+// dimensions are fixed or so bound, its shape with `batch` first. Inputs with another free
+// dimension are left out (an image of unknown size has no sensible default). Empty for bytes
+// that do not parse and for `given` shapes the import would refuse (a name that is no graph
+// input, a dim_param given two sizes): the import's error says what is wrong.
+std::vector<std::pair<std::string, Shape>> default_batch_shapes(
+    const std::string& bytes, const std::vector<std::pair<std::string, Shape>>& given,
+    int64_t batch);
 // The files beside the model that its initializers keep their data in (ONNX external data),
 // given the model file's path and bytes: each once, in the order first named, leaving out
 // locations the import refuses (absolute, or climbing out with ".."). For cache keys that must
