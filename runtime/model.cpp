@@ -12,12 +12,13 @@
 #include "HalideRuntime.h"
 #include "HalideRuntimeCuda.h"
 #include "HalideRuntimeOpenCL.h"
-#include "graph/verify.h"
-#include "halide_errors.h"
 #include "conv_weights.h"
 #include "float_mode.h"
+#include "graph/verify.h"
+#include "halide_errors.h"
 #include "kernels.h"
 #include "kiln/runtime.h"
+#include "scratch_memory.h"
 #include "thread_pool.h"
 
 namespace kiln {
@@ -452,6 +453,7 @@ Model::Model(graph::Graph optimized, const ModelOptions& options)
                             "the model's arena (its intermediate tensors and outputs)");
   m.load_generated_kernels();
   runtime::use_thread_pool(options.threads);
+  runtime::use_scratch_memory();
   const char* env_poison = std::getenv("KILN_POISON_ARENA");
   m.poison = options.poison_arena || (env_poison && std::string(env_poison) == "1");
 #ifndef NDEBUG
