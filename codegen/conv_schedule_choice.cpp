@@ -97,6 +97,21 @@ bool is_conv_matmul(const graph::OpKernelSpec& k) {
 
 // The parameters a convolution is generated with: `text` (resolved by codegen: a tuned
 // record, or the spec's own ConvKernelSpec::schedule) read over the default, or the default.
+namespace {
+
+// Where the last family name of a schedule text (a word without '=') starts; 0 if it has none.
+size_t last_family_word(const std::string& text) {
+  size_t at = 0;
+  for (size_t begin = text.find_first_not_of(' '); begin != std::string::npos;) {
+    const size_t end = std::min(text.find(' ', begin), text.size());
+    if (text.find('=', begin) >= end) at = begin;
+    begin = text.find_first_not_of(' ', end);
+  }
+  return at;
+}
+
+}  // namespace
+
 schedules::ConvParams conv_params(const std::string& kernel, const schedules::ConvShape& shape,
                                   const std::string& text, const Halide::Target& target) {
   using schedules::ConvFamily;
@@ -108,12 +123,12 @@ schedules::ConvParams conv_params(const std::string& kernel, const schedules::Co
   // gives a Winograd schedule reads its knobs over Winograd's default for the layer and the tile
   // it names (after its last "winograd", when it switches from another family, as `kiln tune
   // --set` writes "wide block=2x6 ... winograd tile=2"); a text that switches from Winograd to
-  // a direct family, over the direct default.
+  // a direct family reads the knobs after its last family name over the direct default
+  // ("winograd tile=2 block=1x9 rows=1 split=0 wide" is the direct default, not Winograd's
+  // block and rows in the wide family).
   const bool to_winograd = p.family == ConvFamily::winograd;
   if (error.empty() && (to_winograd || base.family == ConvFamily::winograd)) {
-    const size_t switch_at = (" " + text).rfind(" winograd");
-    const std::string knobs =
-        to_winograd && switch_at != std::string::npos ? text.substr(switch_at) : text;
+    const std::string knobs = text.substr(last_family_word(text));
     p = to_winograd ? schedules::default_winograd_params(shape, target)
                     : schedules::default_direct_conv_params(shape, target);
     error = schedules::parse_conv_params(knobs, &p);

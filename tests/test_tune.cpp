@@ -211,6 +211,17 @@ TEST_F(TuneTest, WinogradCandidatesOnlyForEligibleLayers) {
     EXPECT_EQ(resolved.rfind(std::string("winograd tile=") + tile + " block=", 0), 0u) << resolved;
     EXPECT_EQ(resolved.substr(resolved.size() - 14), "rows=1 split=0") << resolved;
   }
+  // And one that switches from Winograd to a direct family (`--set wide` on a Winograd layer)
+  // takes the direct default, with the knobs named after the family: not Winograd's block (of
+  // tiles) and rows (of tiles).
+  const std::string winograd = codegen::default_schedule(k, target);
+  ASSERT_EQ(winograd.rfind("winograd ", 0), 0u) << winograd;
+  const std::string direct = codegen::schedule_for_weight_tile(k, target, winograd, 0);
+  ASSERT_EQ(direct.rfind("winograd", 0), std::string::npos) << direct;
+  const std::string family = direct.substr(0, direct.find(' '));
+  EXPECT_EQ(codegen::resolve_schedule(k, target, winograd + " " + family), direct);
+  EXPECT_EQ(codegen::resolve_schedule(k, target, winograd + "  " + family + " block=1x4"),
+            codegen::resolve_schedule(k, target, direct + " block=1x4"));
   // Within the tuner's usual cut of 16, at least one.
   size_t in_cut = 0;
   for (const std::string& c : codegen::schedule_candidates(k, target, 2, 16))
