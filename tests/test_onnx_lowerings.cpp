@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include "graph/reference.h"
 #include "onnx_test_models.h"
@@ -386,6 +387,70 @@ TEST(OnnxLowering, TrainingModeBatchNormUsesTheInputsStatistics) {
         }
     }
   }
+}
+
+// MeanVarianceNormalization over its default axes (per channel of the batch: moved last by a
+// Transpose, unless the batch is 1 and the view alone does) and over others, against
+// (x - mean) / (sqrt(var) + 1e-9) computed here in double.
+TEST(OnnxLowering, MeanVarianceNormalizationOverAnyAxes) {
+  struct Case {
+    Dims shape;
+    std::vector<int64_t> axes;  // empty: the attribute is absent ([0, 2, 3])
+    bool transposes;
+  };
+  const Case cases[] = {{{2, 3, 4, 5}, {}, true},      {{1, 3, 4, 5}, {}, false},
+                        {{2, 3, 4, 5}, {2, 3}, false}, {{2, 3, 4}, {1}, true},
+                        {{2, 3, 4}, {-1}, false},      {{2, 3, 4, 5}, {0, 1, 2, 3}, false},
+                        {{3, 1, 4}, {0}, true},        {{3, 4, 1}, {0, 2}, true}};
+  uint64_t seed = 420;
+  for (const Case& k : cases) {
+    SCOPED_TRACE(testing::PrintToString(k.shape) + " axes " + testing::PrintToString(k.axes));
+    int64_t count = 1;
+    for (int64_t d : k.shape) count *= d;
+    const std::vector<float> x = rnd(count, seed++, -2.0f, 3.0f);
+    ModelBuilder m(13);
+    m.input("x", k.shape);
+    auto& node = m.node("MeanVarianceNormalization", {"x"}, {"y"}, "mvn");
+    if (!k.axes.empty()) attr_ints(node, "axes", k.axes);
+    m.output("y");
+    const Graph g = import(m);
+    bool transposes = false;
+    for (const Node& n : g.nodes())
+      transposes = transposes || std::holds_alternative<Transpose>(n.op);
+    EXPECT_EQ(transposes, k.transposes) << dump(g);
+    // Group every element by the coordinates of its kept axes; the statistics are per group.
+    const size_t rank = k.shape.size();
+    std::vector<bool> reduced(rank, false);
+    for (int64_t a : k.axes.empty() ? std::vector<int64_t>{0, 2, 3} : k.axes)
+      reduced[static_cast<size_t>(a < 0 ? a + static_cast<int64_t>(rank) : a)] = true;
+    std::vector<int64_t> group(static_cast<size_t>(count));
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t rest = i, key = 0, scale = 1;
+      for (size_t d = rank; d-- > 0;) {
+        const int64_t coord = rest % k.shape[d];
+        rest /= k.shape[d];
+        if (!reduced[d]) key += coord * scale, scale *= k.shape[d];
+      }
+      group[static_cast<size_t>(i)] = key;
+    }
+    std::map<int64_t, std::pair<double, double>> stats;  // sum, count -> mean; then square sum
+    for (int64_t i = 0; i < count; ++i) stats[group[i]].first += x[i], stats[group[i]].second += 1;
+    std::map<int64_t, double> mean, square;
+    for (const auto& [key, sc] : stats) mean[key] = sc.first / sc.second;
+    for (int64_t i = 0; i < count; ++i) square[group[i]] += std::pow(x[i] - mean[group[i]], 2);
+    const Tensor y = onnx_test::run_one(m, x);
+    ASSERT_EQ(y.data.size(), x.size());
+    for (int64_t i = 0; i < count; ++i) {
+      const double sd = std::sqrt(square[group[i]] / stats[group[i]].second);
+      EXPECT_NEAR(y.data[i], (x[i] - mean[group[i]]) / (sd + 1e-9), 2e-5) << i;
+    }
+  }
+  ModelBuilder twice(13);
+  twice.input("x", {2, 3, 4});
+  attr_ints(twice.node("MeanVarianceNormalization", {"x"}, {"y"}, "mvn"), "axes", {1, -2});
+  twice.output("y");
+  EXPECT_THAT(onnx_test::import_error(twice.bytes()),
+              testing::HasSubstr("axes lists axis 1 twice"));
 }
 
 // PyTorch exports F.pad(x, [left, right, top, bottom]) as arithmetic on an integer pad list:

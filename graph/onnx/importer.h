@@ -263,6 +263,7 @@ void convert_instance_norm(Importer& im, const NodeCtx& c);
 void convert_batch_norm_training(Importer& im, const NodeCtx& c);  // from convert_batch_norm
 void convert_group_norm(Importer& im, const NodeCtx& c);
 void convert_lrn(Importer& im, const NodeCtx& c);
+void convert_mean_variance_norm(Importer& im, const NodeCtx& c);
 // ops_shape.cpp
 void convert_reshape(Importer& im, const NodeCtx& c);
 void convert_flatten(Importer& im, const NodeCtx& c);

@@ -91,6 +91,7 @@ const std::vector<OpInfo>& op_table() {
       {"MaxPool", 1, convert_pool, {},
        "auto_pad ceil_mode dilations kernel_shape pads storage_order strides"},
       {"Mean", 6, convert_variadic, {}, "consumed_inputs"},
+      {"MeanVarianceNormalization", 9, convert_mean_variance_norm, {}, "axes"},
       {"Min", 6, convert_variadic, {}, "consumed_inputs"},
       {"Mish", 18, convert_chain_step, {}, ""},
       {"Mod", 10, convert_mod, {0, 1}, "fmod"},

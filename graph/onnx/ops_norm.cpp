@@ -1,8 +1,9 @@
 // ONNX -> IR for the normalizations Kiln builds from its generated kernels: InstanceNormalization,
 // BatchNormalization in training mode and GroupNormalization (a LayerNorm over the spatial axes,
 // over the batch and spatial axes, or over a group's channels and the spatial axes, then the
-// per-channel scale and bias) and LRN (a sum of squares over a channel window computed as a 1x1
-// convolution with a band of ones, then elementwise steps).
+// per-channel scale and bias), MeanVarianceNormalization (a LayerNorm over any axes) and LRN (a sum
+// of squares over a channel window computed as a 1x1 convolution with a band of ones, then
+// elementwise steps).
 #include <algorithm>
 #include <numeric>
 
@@ -126,6 +127,55 @@ void convert_group_norm(Importer& im, const NodeCtx& c) {
   const ValueId y = normalize_from(im, c, grouped, 2, epsilon);
   const ValueId back = im.emit(c, Reshape{xs}, {y}, c.name + "/ungrouped", c.name + "/ungrouped");
   scale_and_shift(im, c, back, scale, bias);
+}
+
+// MeanVarianceNormalization (opsets 9 and 13): y = (x - mean) / (sqrt(var) + 1e-9), the
+// statistics over `axes` (default [0, 2, 3]: per channel of an NCHW batch). The reduced axes are
+// moved last (a Transpose, unless only axes of size 1 move) and the tensor viewed as [kept,
+// reduced] (a Reshape), a LayerNorm of the last axis with epsilon 1e-18: (x - mean) /
+// sqrt(var + 1e-18), which differs from ONNX's divisor by under 1e-9 absolute (and is 0 where
+// the variance is, as ONNX's is); then back.
+void convert_mean_variance_norm(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 1, 1);
+  const Shape xs = im.input_shape(c, 0);
+  const size_t rank = xs.size();
+  const std::vector<int64_t> listed =
+      find_attr(c, "axes") ? attr_ints(c, "axes") : std::vector<int64_t>{0, 2, 3};
+  if (listed.empty()) node_error(c, "attribute 'axes' is empty");
+  std::vector<bool> reduced(rank, false);
+  for (int64_t a : listed) {
+    const int axis = normalize_axis(c, a, rank, "an axes entry");
+    if (reduced[axis]) node_error(c, "axes lists axis " + std::to_string(axis) + " twice");
+    reduced[axis] = true;
+  }
+  std::vector<int> perm;  // the kept axes, then the reduced ones, each in order
+  for (int pass = 0; pass < 2; ++pass)
+    for (size_t k = 0; k < rank; ++k)
+      if (reduced[k] == (pass == 1)) perm.push_back(static_cast<int>(k));
+  int64_t kept = 1, normalized = 1;
+  Shape moved;
+  for (int k : perm) {
+    moved.push_back(xs[k]);
+    (reduced[k] ? normalized : kept) *= xs[k];
+  }
+  int last = -1;  // whether the axes longer than 1 keep their order: then it is only a view
+  bool in_order = true;
+  for (int k : perm)
+    if (xs[k] > 1) in_order = in_order && k > last, last = k;
+  ValueId x = im.value_input(c, 0);
+  if (!in_order)
+    x = im.emit(c, Transpose{perm}, {x}, c.name + "/reduced_last", c.name + "/reduced_last");
+  x = im.emit(c, Reshape{{kept, normalized}}, {x}, c.name + "/rows", c.name + "/rows");
+  ValueId y = normalize_from(im, c, x, 1, 1e-18f);
+  if (in_order) {
+    im.define_value(c, 0, im.emit(c, Reshape{xs}, {y}, im.output_name(c, 0), c.name + "/back"));
+    return;
+  }
+  std::vector<int> inverse(rank);
+  for (size_t k = 0; k < rank; ++k) inverse[perm[k]] = static_cast<int>(k);
+  y = im.emit(c, Reshape{moved}, {y}, c.name + "/moved", c.name + "/moved");
+  im.define_value(c, 0,
+                  im.emit(c, Transpose{inverse}, {y}, im.output_name(c, 0), c.name + "/back"));
 }
 
 // y = x / (bias + alpha / size * square_sum)^beta, square_sum over channels
