@@ -224,6 +224,19 @@ TEST(OnnxLoader, InputShapeErrorsNameTheInputAndTheFlag) {
   EXPECT_THAT(with({{"x", {2, 3, 2, 2}}, {"x", {2, 3, 2, 2}}}),
               HasSubstr("the shape of input 'x' is given twice"));
   EXPECT_THAT(with({{"x", {0, 3, 2, 2}}}), HasSubstr("dimensions must be positive"));
+  // An image of free size: the suggestion names the dimensions to fill in (a 1 there would be
+  // a one-pixel image), and "?" for one without a name.
+  ModelBuilder image(13);
+  image.input("x", {1, 3, 8, 8});
+  auto* dims =
+      image.graph().mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape();
+  dims->mutable_dim(0)->set_dim_param("batch");
+  dims->mutable_dim(2)->set_dim_param("height");
+  dims->mutable_dim(3)->clear_dim_value();
+  image.node("Relu", {"x"}, {"y"}, "relu");
+  image.output("y");
+  EXPECT_THAT(import_error(image.bytes()),
+              HasSubstr("give its shape with --input-shape x=1,3,height,?"));
   // A fixed model takes its own shape and refuses any other.
   EXPECT_EQ(import_error(relu_model().bytes(), [] {
               onnx::ImportOptions o;

@@ -27,11 +27,28 @@ struct ShapeBindings {
   std::map<std::string, std::pair<int64_t, std::string>> by_param;  // size, the input binding it
 };
 
-// The declared dims with each symbolic or unknown one as 1: the shape to suggest in an error.
+// The shape to suggest in an error: the declared dims, a free first dimension (a batch) as 1, and
+// every other symbolic dimension by its name ("?" when it has none), for the user to fill in: a
+// 1 there would be an image of one pixel. A batch whose name another axis shares is named too.
 std::string suggested_shape(const ::onnx::TensorShapeProto& shape) {
+  auto shares_name = [&](int axis) {
+    for (int k = 0; k < shape.dim_size(); ++k)
+      if (k != axis && shape.dim(k).has_dim_param() &&
+          shape.dim(k).dim_param() == shape.dim(axis).dim_param())
+        return true;
+    return false;
+  };
   std::string s;
-  for (int k = 0; k < shape.dim_size(); ++k)
-    s += (k ? "," : "") + std::to_string(shape.dim(k).has_dim_value() ? shape.dim(k).dim_value() : 1);
+  for (int k = 0; k < shape.dim_size(); ++k) {
+    const auto& d = shape.dim(k);
+    s += k ? "," : "";
+    if (d.has_dim_value())
+      s += std::to_string(d.dim_value());
+    else if (k == 0 && !(d.has_dim_param() && shares_name(0)))
+      s += "1";
+    else
+      s += d.has_dim_param() && !d.dim_param().empty() ? d.dim_param() : "?";
+  }
   return s;
 }
 
