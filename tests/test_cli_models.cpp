@@ -47,18 +47,20 @@ TEST_F(CliRunBench, InputShapeBindsASymbolicBatch) {
   }
 }
 
-// Without --input-shape, a dynamic batch is 1 in every command, with a note; a free dimension
-// elsewhere is still an error that names the flag.
+// Without --input-shape, a dynamic batch is 1 in every command, with a note, or, for `kiln run`,
+// the batch of its input file; a free dimension elsewhere is still an error that names the flag.
 TEST_F(CliRunBench, DynamicBatchDefaultsToOne) {
   const std::vector<float> w = kiln::onnx_test::rnd(3, 162);
   spit(path("dyn.onnx"), dynamic_batch_model(w).bytes());
-  const std::vector<float> x = kiln::onnx_test::rnd(75, 163);
-  kiln::cli::write_npy(path("x.npy"), {1, 3, 5, 5}, x.data());
   const std::string note =
       "note: input 'x' has a dynamic batch; compiling for batch 1, shape [1, 3, 5, 5]";
-  const Result r = kiln("run dyn.onnx --input x.npy --output-dir D");
+  const Result r = kiln("run dyn.onnx --output-dir D --seed 7");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(contains(r.err, note)) << r.err;
+  const std::vector<float> x = kiln::onnx_test::rnd(75, 163);
+  kiln::cli::write_npy(path("x.npy"), {1, 3, 5, 5}, x.data());
+  const Result with_file = kiln("run dyn.onnx --input x.npy --output-dir D");
+  ASSERT_EQ(with_file.code, 0) << with_file.err;
   const NpyArray got = kiln::cli::read_npy(path("D/y.npy"));
   ASSERT_EQ(got.shape, (kiln::graph::Shape{1, 75}));
   for (size_t i = 0; i < x.size(); ++i)
@@ -70,6 +72,20 @@ TEST_F(CliRunBench, DynamicBatchDefaultsToOne) {
     EXPECT_TRUE(contains(other.err, note)) << cmd << "\n" << other.err;
   }
   EXPECT_TRUE(contains(kiln("inspect dyn.onnx --after input").out, "[1, 3, 5, 5]"));
+  // `kiln run` with an input file compiles for the file's batch (--input-shape still wins).
+  const std::vector<float> x3 = kiln::onnx_test::rnd(3 * 75, 164);
+  kiln::cli::write_npy(path("x3.npy"), {3, 3, 5, 5}, x3.data());
+  const Result batch3 = kiln("run dyn.onnx --input x=x3.npy --output-dir D3");
+  ASSERT_EQ(batch3.code, 0) << batch3.err;
+  EXPECT_TRUE(contains(batch3.err,
+                       "note: input 'x' has free dimensions; compiling for [3, 3, 5, 5], "
+                       "its input file's shape"))
+      << batch3.err;
+  const NpyArray got3 = kiln::cli::read_npy(path("D3/y.npy"));
+  ASSERT_EQ(got3.shape, (kiln::graph::Shape{3, 75}));
+  for (size_t i = 0; i < x3.size(); ++i)
+    EXPECT_FLOAT_EQ(got3.data[i], std::max(x3[i], 0.0f) * w[(i / 25) % 3]) << i;
+  expect_error(kiln("run dyn.onnx --input x3.npy --input-shape x=2,3,5,5"), 1, "x3.npy");
 
   kiln::onnx_test::ModelBuilder height = dynamic_batch_model(w);
   kiln::onnx_test::make_symbolic(height, "x", 2);  // batch and height share 'N'

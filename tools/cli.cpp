@@ -151,7 +151,8 @@ void print_help(const char* help) {
   std::fputs(text.c_str(), stdout);
 }
 
-InputShapes parse_input_shapes(const Args& args, const std::string& model) {
+InputShapes parse_input_shapes(const Args& args, const std::string& model,
+                               const InputShapes& implied) {
   InputShapes shapes;
   for (const std::string& arg : args.get_all("--input-shape")) {
     const size_t eq = arg.rfind('=');  // names may hold '=', sizes never do
@@ -168,12 +169,22 @@ InputShapes parse_input_shapes(const Args& args, const std::string& model) {
   }
   std::error_code ec;
   if (model == "example" || !std::filesystem::is_regular_file(model, ec)) return shapes;
+  for (const auto& [name, shape] : implied) {
+    bool given = false;
+    for (const auto& s : shapes) given = given || s.first == name;
+    if (given) continue;
+    std::fprintf(stderr,
+                 "note: input '%s' has free dimensions; compiling for %s, its input file's shape\n",
+                 graph::printable(name).c_str(), graph::to_string(shape).c_str());
+    shapes.emplace_back(name, shape);
+  }
   for (auto& [name, shape] :
        graph::onnx::default_batch_shapes(graph::onnx::read_model_file(model), shapes, 1)) {
     std::fprintf(stderr,
                  "note: input '%s' has a dynamic batch; compiling for batch 1, shape %s "
                  "(--input-shape %s=... for another)\n",
-                 name.c_str(), graph::to_string(shape).c_str(), name.c_str());
+                 graph::printable(name).c_str(), graph::to_string(shape).c_str(),
+                 graph::printable(name).c_str());
     shapes.emplace_back(name, std::move(shape));
   }
   return shapes;

@@ -92,11 +92,14 @@ int parse_cpu_target(const std::string& flag, const std::string& name);
 void check_inputs_fit(const graph::Graph& g, const ModelOptions& options);
 
 // The shapes --input-shape NAME=D0,D1,... (repeatable) gives graph inputs with symbolic
-// dimensions, in order, then, for an ONNX file `model`, batch 1 for each input with a dynamic
-// batch that none of them binds (graph::onnx::default_batch_shapes), with a note on stderr.
-// UsageError for a value that is not NAME= and positive sizes.
+// dimensions, in order; then, for an ONNX file `model`, the `implied` shapes (`kiln run`'s input
+// files, for its inputs with free dimensions) of inputs --input-shape does not name, and batch 1
+// for each input with a dynamic batch that none of them binds
+// (graph::onnx::default_batch_shapes), each with a note on stderr. UsageError for a value that
+// is not NAME= and positive sizes.
 using InputShapes = std::vector<std::pair<std::string, graph::Shape>>;
-InputShapes parse_input_shapes(const Args& args, const std::string& model);
+InputShapes parse_input_shapes(const Args& args, const std::string& model,
+                               const InputShapes& implied = {});
 // Prints a command's --help text, with a line "  {input-shape:N}" replaced by the option
 // --input-shape and its description indented to column N (one text for every command).
 void print_help(const char* help);

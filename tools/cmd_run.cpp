@@ -16,6 +16,7 @@
 #include "commands.h"
 #include "graph/builder.h"
 #include "graph/kernel_spec.h"
+#include "graph/onnx/onnx_import.h"
 #include "graph/passes/pipeline.h"
 #include "graph/reference.h"
 #include "graph/shape_inference.h"
@@ -43,7 +44,8 @@ run and the median of the timed runs. Nothing is written when the command fails.
 options:
   --input NAME=FILE.npy   the input NAME (repeat for several inputs); a little-endian float32
                           ('<f4'), C-order .npy file (version 1.0 or 2.0) of exactly the
-                          input's declared shape
+                          input's declared shape; an input with symbolic dimensions that
+                          --input-shape does not give is compiled for the file's shape
   --input FILE.npy        the same, for a model with a single input
                           (inputs not given: seeded random values in [-1, 1))
   {input-shape:26}
@@ -97,11 +99,38 @@ struct RunArgs {
   graph::Precision precision = graph::Precision::f32;
 };
 
+// The shapes of the --input files of the model's inputs with free dimensions (a dynamic batch,
+// an image of any size), by input name: what those inputs are compiled for unless --input-shape
+// names them. Arguments that name no input, and files that are not readable .npy files, are
+// left to load_inputs, which reports them.
+InputShapes input_file_shapes(const std::string& model, const std::vector<std::string>& raw) {
+  std::error_code ec;
+  if (raw.empty() || model == "example" || !std::filesystem::is_regular_file(model, ec)) return {};
+  const auto inputs = graph::onnx::graph_inputs_with_free_dims(graph::onnx::read_model_file(model));
+  InputShapes shapes;
+  for (const std::string& arg : raw) {
+    const size_t eq = arg.find('=');
+    std::string name, file = arg;
+    for (const auto& [input, free] : inputs)
+      if (eq != std::string::npos && input == arg.substr(0, eq))
+        name = input, file = arg.substr(eq + 1);
+    if (name.empty() && inputs.size() == 1) name = inputs[0].first;
+    bool free = false;
+    for (const auto& [input, f] : inputs) free = free || (input == name && f);
+    if (!free) continue;
+    try {
+      shapes.emplace_back(name, open_npy(file).shape);
+    } catch (const graph::Error&) {
+    }
+  }
+  return shapes;
+}
+
 RunArgs parse(const Args& args) {
   RunArgs a;
   a.model = single_model(args);
   a.inputs = args.get_all("--input");
-  a.input_shapes = parse_input_shapes(args, a.model);
+  a.input_shapes = parse_input_shapes(args, a.model, input_file_shapes(a.model, a.inputs));
   a.output_dir = args.get("--output-dir", ".");
   if (a.output_dir.empty()) throw UsageError("--output-dir needs a directory");
   a.schedules = parse_backend(args, &a.options);

@@ -598,6 +598,23 @@ Graph import_model_from_bytes(const std::string& bytes, const ImportOptions& opt
 
 std::string read_model_file(const std::string& path) { return read_file(path, "ONNX model"); }
 
+std::vector<std::pair<std::string, bool>> graph_inputs_with_free_dims(const std::string& bytes) {
+  ::onnx::ModelProto model;
+  if (!model.ParseFromString(bytes)) return {};
+  std::set<std::string> initializers;
+  for (const auto& t : model.graph().initializer()) initializers.insert(t.name());
+  std::vector<std::pair<std::string, bool>> inputs;
+  for (const auto& in : model.graph().input()) {
+    if (initializers.count(in.name())) continue;
+    const auto& t = in.type().tensor_type();
+    bool free = !t.has_shape();
+    for (int k = 0; !free && k < t.shape().dim_size(); ++k)
+      free = !t.shape().dim(k).has_dim_value();
+    inputs.emplace_back(in.name(), free);
+  }
+  return inputs;
+}
+
 std::vector<std::pair<std::string, Shape>> default_batch_shapes(
     const std::string& bytes, const std::vector<std::pair<std::string, Shape>>& given,
     int64_t batch) {

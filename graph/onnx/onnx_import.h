@@ -45,6 +45,10 @@ std::string read_model_file(const std::string& path);
 // dimension are left out (an image of unknown size has no sensible default). Empty for bytes
 // that do not parse and for `given` shapes the import would refuse (a name that is no graph
 // input, a dim_param given two sizes): the import's error says what is wrong.
+// The names of a model's graph inputs (serialized bytes), initializers listed as inputs left
+// out, in order, each with whether its declared shape has a symbolic or unknown dimension (or no
+// shape at all). Empty for bytes that do not parse.
+std::vector<std::pair<std::string, bool>> graph_inputs_with_free_dims(const std::string& bytes);
 std::vector<std::pair<std::string, Shape>> default_batch_shapes(
     const std::string& bytes, const std::vector<std::pair<std::string, Shape>>& given,
     int64_t batch);
