@@ -95,8 +95,6 @@ bool is_conv_matmul(const graph::OpKernelSpec& k) {
          k.inputs[1].shape.size() == 2;
 }
 
-// The parameters a convolution is generated with: `text` (resolved by codegen: a tuned
-// record, or the spec's own ConvKernelSpec::schedule) read over the default, or the default.
 namespace {
 
 // Where the last family name of a schedule text (a word without '=') starts; 0 if it has none.
@@ -112,6 +110,8 @@ size_t last_family_word(const std::string& text) {
 
 }  // namespace
 
+// The parameters a convolution is generated with: `text` (resolved by codegen: a tuned
+// record, or the spec's own ConvKernelSpec::schedule) read over the default, or the default.
 schedules::ConvParams conv_params(const std::string& kernel, const schedules::ConvShape& shape,
                                   const std::string& text, const Halide::Target& target) {
   using schedules::ConvFamily;

@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
-#include <new>
 
 namespace kiln::runtime {
 namespace {

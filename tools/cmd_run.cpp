@@ -115,12 +115,14 @@ InputShapes input_file_shapes(const std::string& model, const std::vector<std::s
       if (eq != std::string::npos && input == arg.substr(0, eq))
         name = input, file = arg.substr(eq + 1);
     if (name.empty() && inputs.size() == 1) name = inputs[0].first;
-    bool free = false;
+    bool free = false, seen = false;
     for (const auto& [input, f] : inputs) free = free || (input == name && f);
-    if (!free) continue;
+    for (const auto& [input, shape] : shapes) seen = seen || input == name;
+    if (!free || seen) continue;  // an input given twice: load_inputs says so
     try {
       shapes.emplace_back(name, open_npy(file).shape);
     } catch (const graph::Error&) {
+      // not a readable .npy file: load_inputs reports it, naming the file
     }
   }
   return shapes;
