@@ -95,6 +95,12 @@ const char* to_string(ChainStepKind k) {
       return "is_nan";
     case ChainStepKind::is_inf:
       return "is_inf";
+    case ChainStepKind::sin:
+      return "sin";
+    case ChainStepKind::cos:
+      return "cos";
+    case ChainStepKind::tan:
+      return "tan";
   }
   return "?";
 }
@@ -104,7 +110,14 @@ bool costly_step(const ChainStep& s) {
   switch (s.kind) {
     case K::sigmoid: case K::silu: case K::tanh: case K::erf: case K::exp: case K::log:
     case K::sqrt: case K::reciprocal: case K::softplus: case K::softsign: case K::elu:
-    case K::selu: case K::celu: case K::gelu: case K::gelu_tanh: case K::mish:
+    case K::selu:
+    case K::celu:
+    case K::gelu:
+    case K::gelu_tanh:
+    case K::mish:
+    case K::sin:
+    case K::cos:
+    case K::tan:
       return true;
     case K::pow:  // 0 to 3 are multiplications (generators/ops/elementwise.cpp)
       return !(s.a == 0.0f || s.a == 1.0f || s.a == 2.0f || s.a == 3.0f);

@@ -387,6 +387,12 @@ double reference_chain_step(const ChainStep& st, double v, double scale, double 
     case ChainStepKind::silu: return v / (1.0 + std::exp(-v));
     case ChainStepKind::tanh: return std::tanh(v);
     case ChainStepKind::erf: return std::erf(v);
+    case ChainStepKind::sin:
+      return std::sin(v);
+    case ChainStepKind::cos:
+      return std::cos(v);
+    case ChainStepKind::tan:
+      return std::tan(v);
     case ChainStepKind::exp: return std::exp(v);
     case ChainStepKind::log: return std::log(v);
     case ChainStepKind::sqrt: return std::sqrt(v);

@@ -64,7 +64,8 @@ namespace kiln::graph {
 // Conv2d's). Version 19 is read as well.
 // Version 21: chain step kinds 34-37 are sign, shrink, is_nan and is_inf. Version 20 is read as
 // well.
-constexpr uint32_t kGraphFormatVersion = 21;
+// Version 22: chain step kinds 38-40 are sin, cos and tan. Version 21 is read as well.
+constexpr uint32_t kGraphFormatVersion = 22;
 
 std::string serialize(const Graph& g);
 

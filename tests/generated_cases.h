@@ -120,6 +120,17 @@ inline std::vector<ChainCase> chain_cases() {
        {2, 5, 7, 19},
        Layout::nchw,
        {{ChainStepKind::affine, 0, 0}, {ChainStepKind::log, 0, 0}, {ChainStepKind::is_nan, 0, 0}}},
+      // Kiln's own sin, cos and tan (accuracy over their range on every CPU target:
+      // GeneratedKernels.SinCosTanAccuracyAcrossTheirRange); tan of values in [-1, 1], away from
+      // its poles.
+      {"sin_of_cos",
+       {1, 9, 11, 40},
+       Layout::nhwc,
+       {{ChainStepKind::affine, 0, 0}, {ChainStepKind::cos, 0, 0}, {ChainStepKind::sin, 0, 0}}},
+      {"tan_of_sin",
+       {2, 5, 7, 19},
+       Layout::nchw,
+       {{ChainStepKind::sin, 0, 0}, {ChainStepKind::tan, 0, 0}}},
       {"gelu", {1, 9, 11, 40}, Layout::nhwc, {{ChainStepKind::gelu, 0, 0}}},
       {"gelu_tanh_after_affine",
        {2, 5, 7, 19},

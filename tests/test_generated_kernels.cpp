@@ -336,6 +336,50 @@ TEST(GeneratedKernels, ErfAndGeluAccuracyAcrossTheirRange) {
     }
 }
 
+// Sin, Cos and Tan (Kiln's own argument reduction and polynomials, generators/ops/elementwise.cpp)
+// on every CPU target against double precision: a fine grid over [-10, 10], points near the
+// multiples of pi/4 up to |v| = 1e5, and the special values (NaN and +-inf give NaN, +-0 keeps
+// its sign in sin and tan). The error of sin and cos is absolute, that of tan relative to the
+// slope 1 + tan^2 (an error e in the argument moves tan by e (1 + tan^2)); each bound is
+// 1.5e-7 plus the argument reduction's 2.4e-11 |v| (the rounding of k P2).
+TEST(GeneratedKernels, SinCosTanAccuracyAcrossTheirRange) {
+  std::vector<float> x;
+  for (int i = 0; i <= 200000; ++i) x.push_back(-10.0f + 20.0f * static_cast<float>(i) / 200000);
+  for (double m = 1; m < 1e5; m *= 1.07)
+    for (double q = -2; q <= 2; ++q)
+      for (double d : {-1e-3, 0.0, 1e-3, 0.3})
+        x.push_back(static_cast<float>((std::round(m / (M_PI / 4)) + q) * (M_PI / 4) + d)),
+            x.push_back(-x.back());
+  x.insert(x.end(), {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-30f, -1e-30f});
+  for (int t = 0; t < static_cast<int>(runtime::cpu_targets().size()); ++t)
+    for (const auto kind : {ChainStepKind::sin, ChainStepKind::cos, ChainStepKind::tan}) {
+      if (!testing_util::runs_target(t)) continue;
+      SCOPED_TRACE(std::string(graph::to_string(kind)) + " on " + runtime::cpu_targets()[t]);
+      const std::vector<float> y = run_step({kind, 0, 0}, x, t);
+      double worst = 0, worst_at = 0;
+      for (size_t i = 0; i < x.size(); ++i) {
+        const double v = x[i];
+        if (!std::isfinite(v)) {
+          EXPECT_TRUE(std::isnan(y[i])) << graph::to_string(kind) << "(" << v << ") = " << y[i];
+          continue;
+        }
+        if (v == 0.0 && kind != ChainStepKind::cos) {
+          EXPECT_EQ(std::signbit(y[i]), std::signbit(x[i])) << "the sign of zero";
+        }
+        const double want = kind == ChainStepKind::sin   ? std::sin(v)
+                            : kind == ChainStepKind::cos ? std::cos(v)
+                                                         : std::tan(v);
+        const double slope = kind == ChainStepKind::tan ? 1.0 + want * want : 1.0;
+        const double bound = (1.5e-7 + 2.4e-11 * std::abs(v)) * slope;
+        const double ratio = std::abs(y[i] - want) / bound;
+        if (ratio > worst) worst = ratio, worst_at = v;
+      }
+      EXPECT_LE(worst, 1.0) << "worst at " << worst_at;
+      std::printf("%s on %s: worst error %.3f of the bound, at %.9g\n", graph::to_string(kind),
+                  runtime::cpu_targets()[t].c_str(), worst, worst_at);
+    }
+}
+
 // A table compiled for other shapes is refused, and so is a model with nothing to generate its
 // kernels.
 TEST(GeneratedKernels, MismatchedOrMissingKernelsAreErrors) {

@@ -125,7 +125,9 @@ TEST(OnnxConstantEval, CumSumOfConstants) {
   EXPECT_THAT(import_error(r.bytes()), HasSubstr("the cumulative sum of the runtime tensor 'x'"));
 }
 
-// Sinusoidal encodings of constants (EdgeNeXt's positional encoding): computed at import.
+// Sinusoidal encodings of constants (EdgeNeXt's positional encoding): computed at import. Of a
+// runtime tensor, Sin, Cos and Tan are chain steps of one node (generated kernels:
+// GeneratedKernels.SinCosTanAccuracyAcrossTheirRange).
 TEST(OnnxConstantEval, SinAndCosOfConstants) {
   const std::vector<float> c = rnd(8, 54);
   ModelBuilder m(13);
@@ -142,11 +144,28 @@ TEST(OnnxConstantEval, SinAndCosOfConstants) {
   for (size_t k = 0; k < 8; ++k)
     EXPECT_NEAR(y[k], (x.data[k] + std::sin(c[k])) * std::cos(c[k]), 1e-6f) << k;
 
-  ModelBuilder r(13);
-  r.input("x", {8});
-  r.node("Sin", {"x"}, {"y"});
-  r.output("y");
-  EXPECT_THAT(import_error(r.bytes()), HasSubstr("Sin of the runtime tensor 'x' is not supported"));
+  for (const auto& [op, kind] :
+       {std::pair{"Sin", ChainStepKind::sin}, std::pair{"Cos", ChainStepKind::cos},
+        std::pair{"Tan", ChainStepKind::tan}}) {
+    ModelBuilder r(13);
+    r.input("x", {8});
+    r.node(op, {"x"}, {"y"});
+    r.output("y");
+    const Graph rg = import(r);
+    ASSERT_EQ(rg.num_nodes(), 1u) << op;
+    const auto* chain = std::get_if<ElementwiseChain>(&rg.nodes()[0].op);
+    ASSERT_NE(chain, nullptr) << op;
+    ASSERT_EQ(chain->steps.size(), 1u);
+    EXPECT_EQ(chain->steps[0].kind, kind) << op;
+    const std::vector<float> ry = run_reference(rg, {x}).at(0).data;
+    for (size_t k = 0; k < 8; ++k) {
+      const double v = x.data[k];
+      const double want = kind == ChainStepKind::sin   ? std::sin(v)
+                          : kind == ChainStepKind::cos ? std::cos(v)
+                                                       : std::tan(v);
+      EXPECT_NEAR(ry[k], want, 1e-6) << op << " " << k;
+    }
+  }
 }
 
 // Swin's padding to whole windows, (7 - 9 % 7) % 7 = 5, as a Pad's pads from Mod of constants;

@@ -142,6 +142,47 @@ Expr softplus(const Expr& v) {
   return Halide::max(v, 0.0f) + Halide::log(1.0f + Halide::exp(-Halide::abs(v)));
 }
 
+// sin, cos or tan of v in radians, vectorized (Halide's own call libm per lane): v = k pi/2 + r
+// with k the nearest integer to v 2/pi and |r| <= pi/4, r = v - k P1 - k P2 - k P3 with pi/2
+// split into P1 + P2 + P3 (Cody and Waite; P1 has 8 significant bits, so k P1 is exact for |k|
+// < 2^16), in strict float so that no reassociation or contraction undoes the split; then the
+// minimax polynomials of sin and cos on [-pi/4, pi/4] (Cephes' sinf and cosf), and k mod 4
+// picks which one, with which sign (tan: their quotient). The error is a few 1e-8 for |v| up to
+// about 1e3 and grows with |v| (the rounding of k P2: 2e-7 at 1e4, 2e-6 at 1e5, as the test
+// measures); a NaN or infinite v gives NaN, decided on the bits (fast math may assume no NaN).
+Expr trig(graph::ChainStepKind kind, const Expr& v) {
+  const Expr k = Halide::round(v * static_cast<float>(M_2_PI));
+  // v itself where k is 0: -0 - (-0 P1) would be +0, and sin(-0) is -0.
+  const Expr r =
+      Halide::select(k == 0.0f, v,
+                     Halide::strict_float(v - k * 1.5703125f - k * 4.837512969970703125e-4f -
+                                          k * 7.54978995489188216e-8f));
+  const Expr r2 = r * r;
+  // r times a polynomial in r^2 (not r + r^3 (...), whose sum makes -0 a +0).
+  const Expr sin_r =
+      r * (1.0f + r2 * (-1.6666654611e-1f + r2 * (8.3321608736e-3f + r2 * -1.9515295891e-4f)));
+  const Expr cos_r =
+      1.0f - 0.5f * r2 +
+      r2 * r2 *
+          (4.166664568298827e-2f + r2 * (-1.388731625493765e-3f + r2 * 2.443315711809948e-5f));
+  // k mod 4 from its low bits (an int32 holds k for |v| < 3e9; past that sin and cos are noise
+  // in float32 anyway, and k's low bits are 0).
+  const Expr quadrant = Halide::cast<int32_t>(Halide::clamp(k, -1.0e9f, 1.0e9f)) & 3;
+  Expr result;
+  if (kind == graph::ChainStepKind::tan) {
+    // A true division (strict): the reciprocal estimate and its Newton step make -0 a +0.
+    result =
+        Halide::strict_float(Halide::select((quadrant & 1) == 0, sin_r / cos_r, -cos_r / sin_r));
+  } else {
+    const Expr q = kind == graph::ChainStepKind::cos ? (quadrant + 1) & 3 : quadrant;
+    result = Halide::select(q == 0, sin_r, q == 1, cos_r, q == 2, -sin_r, -cos_r);
+  }
+  const Expr bits = Halide::reinterpret(Halide::UInt(32), v);
+  const Expr finite = (bits & Halide::Expr(0x7f800000u)) != Halide::Expr(0x7f800000u);
+  return Halide::select(finite, result,
+                        Halide::reinterpret(Halide::Float(32), Halide::Expr(0x7fc00000u)));
+}
+
 }  // namespace
 
 Expr apply_chain_step(const graph::ChainStep& step, const Expr& v, const Expr& scale,
@@ -249,6 +290,10 @@ Expr apply_chain_step(const graph::ChainStep& step, const Expr& v, const Expr& s
     }
     case K::is_nan:
       return Halide::select(is_nan_bits(v), 1.0f, 0.0f);
+    case K::sin:
+    case K::cos:
+    case K::tan:
+      return trig(step.kind, v);
     case K::is_inf: {
       // On the bits, as the fast-math comparisons may assume no infinities.
       const Expr bits = Halide::reinterpret(Halide::UInt(32), v);

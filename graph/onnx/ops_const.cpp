@@ -258,20 +258,20 @@ void convert_cumsum(Importer& im, const NodeCtx& c) {
   im.define_host(c, 0, std::move(h));
 }
 
-// Sin and Cos (opset 7) of a float tensor known at import: the sinusoidal positional
-// encodings of EdgeNeXt and transformer hybrids, computed from constants. Of a runtime tensor
-// they are refused (no CNN computes them on activations).
+// Sin, Cos and Tan (opset 7) of a float tensor known at import (the sinusoidal positional
+// encodings of EdgeNeXt and transformer hybrids, computed from constants) are evaluated here;
+// of a runtime tensor they are chain steps (convert_chain_step), generated vectorized.
 void convert_trig(Importer& im, const NodeCtx& c) {
   expect_inputs(c, 1, 1);
   const HostTensor* x = im.known_input(c, 0);
-  if (!x)
-    node_error(c, c.op() + " of the runtime tensor '" + im.input_name(c, 0) +
-                      "' is not supported; Kiln evaluates " + c.op() + " of constants at import");
+  if (!x) return convert_chain_step(im, c);  // a runtime tensor: a chain step, generated
   if (!x->is_float())
     node_error(c, "the input is " + dtype_name(x->dtype) + "; " + c.op() + " takes floats");
   HostTensor h = *x;
-  const bool sine = c.op() == "Sin";
-  for (float& v : h.f) v = static_cast<float>(sine ? std::sin(double{v}) : std::cos(double{v}));
+  for (float& v : h.f)
+    v = static_cast<float>(c.op() == "Sin"   ? std::sin(double{v})
+                           : c.op() == "Cos" ? std::cos(double{v})
+                                             : std::tan(double{v}));
   im.define_host(c, 0, std::move(h));
 }
 
