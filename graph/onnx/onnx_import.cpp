@@ -9,6 +9,7 @@
 
 #include "graph/onnx/functions.h"
 #include "graph/onnx/importer.h"
+#include "graph/onnx/input_shapes.h"
 #include "graph/shape_inference.h"
 #include "graph/verify.h"
 
@@ -18,114 +19,6 @@ namespace {
 // The newest opset of the default domain whose changes to the supported ops the converters
 // know (docs/onnx.md): ONNX 1.23's.
 constexpr int kMaxOpset = 28;
-
-// The sizes symbolic dimensions of graph inputs take (ImportOptions::input_shapes): whole
-// shapes by input name, and per dim_param name the size a bound input gave it, so that binding
-// one input's batch binds the batch of every input that shares its dim_param.
-struct ShapeBindings {
-  std::map<std::string, Shape> by_input;
-  std::map<std::string, std::pair<int64_t, std::string>> by_param;  // size, the input binding it
-};
-
-// The shape to suggest in an error: the declared dims, a free first dimension (a batch) as 1, and
-// every other symbolic dimension by its name ("?" when it has none), for the user to fill in: a
-// 1 there would be an image of one pixel. A batch whose name another axis shares is named too.
-std::string suggested_shape(const ::onnx::TensorShapeProto& shape) {
-  auto shares_name = [&](int axis) {
-    for (int k = 0; k < shape.dim_size(); ++k)
-      if (k != axis && shape.dim(k).has_dim_param() &&
-          shape.dim(k).dim_param() == shape.dim(axis).dim_param())
-        return true;
-    return false;
-  };
-  std::string s;
-  for (int k = 0; k < shape.dim_size(); ++k) {
-    const auto& d = shape.dim(k);
-    s += k ? "," : "";
-    if (d.has_dim_value())
-      s += std::to_string(d.dim_value());
-    else if (k == 0 && !(d.has_dim_param() && shares_name(0)))
-      s += "1";
-    else
-      s += d.has_dim_param() && !d.dim_param().empty() ? d.dim_param() : "?";
-  }
-  return s;
-}
-
-// A graph input's static shape: its declared dims, with the symbolic ones bound by `b`. Error
-// for anything the graph cannot hold, a binding that contradicts a fixed dim, and a symbolic
-// dim left unbound (naming the flag that binds it).
-Shape static_shape(const ::onnx::ValueInfoProto& v, const ShapeBindings& b) {
-  const std::string what = "graph input '" + v.name() + "'";
-  const auto& t = v.type().tensor_type();
-  if (!t.has_shape()) throw Error(what + " has no shape; Kiln needs static shapes");
-  const int rank = t.shape().dim_size();
-  if (rank > static_cast<int>(kMaxRank))
-    throw Error(what + " has rank " + std::to_string(rank) + "; Kiln supports up to " +
-                std::to_string(kMaxRank));
-  const auto given = b.by_input.find(v.name());
-  const Shape* bound = given == b.by_input.end() ? nullptr : &given->second;
-  if (bound && bound->size() != static_cast<size_t>(rank))
-    throw Error(what + " has rank " + std::to_string(rank) + ", but the shape given for it, " +
-                to_string(*bound) + ", has rank " + std::to_string(bound->size()));
-  Shape s;
-  for (int k = 0; k < rank; ++k) {
-    const auto& d = t.shape().dim(k);
-    const auto param = d.has_dim_param() ? b.by_param.find(d.dim_param()) : b.by_param.end();
-    int64_t size = 0;
-    if (d.has_dim_value()) {
-      size = d.dim_value();
-      if (bound && (*bound)[k] != size)
-        throw Error(what + " has the fixed dimension " + std::to_string(size) + " on axis " +
-                    std::to_string(k) + ", but the shape given for it is " + to_string(*bound) +
-                    " (only symbolic dimensions can be bound)");
-    } else if (bound) {
-      size = (*bound)[k];
-    } else if (param != b.by_param.end()) {
-      size = param->second.first;
-    } else {
-      throw Error(what + " has " +
-                  (d.has_dim_param() ? "a symbolic dimension '" + d.dim_param() + "'"
-                                     : std::string("an unknown dimension")) +
-                  " (axis " + std::to_string(k) + "); give its shape with --input-shape " +
-                  v.name() + "=" + suggested_shape(t.shape()) +
-                  " (C++: ImportOptions::input_shapes)");
-    }
-    if (size <= 0)
-      throw Error(what + " has dimension " + std::to_string(size) + " on axis " +
-                  std::to_string(k) + "; dimensions must be positive");
-    s.push_back(size);
-  }
-  if (checked_elements(s, what) > kMaxGraphElements)
-    throw Error(what + " is " + to_string(s) + ", too large for any real network");
-  return s;
-}
-
-// Indexes ImportOptions::input_shapes, and the dim_params they bind in `inputs`. Error for a
-// shape given twice and for one dim_param bound to two sizes.
-ShapeBindings bind_shapes(const std::vector<std::pair<std::string, Shape>>& shapes,
-                          const google::protobuf::RepeatedPtrField<::onnx::ValueInfoProto>& inputs) {
-  ShapeBindings b;
-  for (const auto& [name, shape] : shapes)
-    if (!b.by_input.emplace(name, shape).second)
-      throw Error("the shape of input '" + name + "' is given twice");
-  for (const auto& in : inputs) {
-    const auto given = b.by_input.find(in.name());
-    if (given == b.by_input.end() || !in.type().tensor_type().has_shape()) continue;
-    const auto& dims = in.type().tensor_type().shape();
-    for (int k = 0; k < dims.dim_size() && k < static_cast<int>(given->second.size()); ++k) {
-      if (!dims.dim(k).has_dim_param()) continue;
-      const int64_t size = given->second[static_cast<size_t>(k)];
-      const auto [it, added] = b.by_param.emplace(dims.dim(k).dim_param(), std::pair{size, in.name()});
-      if (!added && it->second.first != size)
-        throw Error("symbolic dimension '" + it->first + "' is given the size " +
-                    std::to_string(it->second.first) + " by the shape of input '" +
-                    it->second.second + "' and " + std::to_string(size) + " by input '" +
-                    in.name() + "'");
-    }
-  }
-  return b;
-}
 
 // A graph output's declared type, where the model gives one, must be what Kiln computes: FLOAT
 // and the inferred shape (symbolic and missing dimensions match anything). BOOL is accepted for
@@ -167,23 +60,6 @@ int64_t saturating_round(float v, const std::string& what) {
   if (v >= 9.2233720368547758e18f) return std::numeric_limits<int64_t>::max();
   if (v <= -9.2233720368547758e18f) return std::numeric_limits<int64_t>::min();
   return static_cast<int64_t>(std::nearbyint(v));
-}
-
-// Before any input's shape is read, so a misspelt name is reported as such and not as the
-// symbolic dimension it failed to bind.
-void check_shape_names(const ShapeBindings& shapes, const ::onnx::GraphProto& g) {
-  std::set<std::string> initializers, inputs;
-  for (const auto& t : g.initializer()) initializers.insert(t.name());
-  std::string list;  // the graph inputs that are no initializer's default value
-  for (const auto& in : g.input())
-    if (!initializers.count(in.name()) && inputs.insert(in.name()).second)
-      list += (list.empty() ? "'" : ", '") + in.name() + "'";
-  for (const auto& [name, shape] : shapes.by_input) {
-    if (!inputs.count(name))
-      throw Error("a shape is given for input '" + name +
-                  "', which is not a graph input of the model (its inputs: " +
-                  (list.empty() ? "none" : list) + ")");
-  }
 }
 
 // A graph input bound through ImportOptions::constant_inputs, typed as declared.
@@ -597,68 +473,6 @@ Graph import_model_from_bytes(const std::string& bytes, const ImportOptions& opt
 }
 
 std::string read_model_file(const std::string& path) { return read_file(path, "ONNX model"); }
-
-std::vector<std::pair<std::string, bool>> graph_inputs_with_free_dims(const std::string& bytes) {
-  ::onnx::ModelProto model;
-  if (!model.ParseFromString(bytes)) return {};
-  std::set<std::string> initializers;
-  for (const auto& t : model.graph().initializer()) initializers.insert(t.name());
-  std::vector<std::pair<std::string, bool>> inputs;
-  for (const auto& in : model.graph().input()) {
-    if (initializers.count(in.name())) continue;
-    const auto& t = in.type().tensor_type();
-    bool free = !t.has_shape();
-    for (int k = 0; !free && k < t.shape().dim_size(); ++k)
-      free = !t.shape().dim(k).has_dim_value();
-    inputs.emplace_back(in.name(), free);
-  }
-  return inputs;
-}
-
-std::vector<std::pair<std::string, Shape>> default_batch_shapes(
-    const std::string& bytes, const std::vector<std::pair<std::string, Shape>>& given,
-    int64_t batch) {
-  ::onnx::ModelProto model;
-  if (!model.ParseFromString(bytes)) return {};  // the import reports it
-  const auto& g = model.graph();
-  ShapeBindings b;
-  try {
-    b = bind_shapes(given, g.input());
-  } catch (const Error&) {
-    return {};  // contradictory bindings: the import reports them
-  }
-  try {
-    check_shape_names(b, g);
-  } catch (const Error&) {
-    return {};  // a misspelt name: the import says so, and a default would only add noise
-  }
-  std::set<std::string> initializers;
-  for (const auto& t : g.initializer()) initializers.insert(t.name());
-  std::vector<std::pair<std::string, Shape>> shapes;
-  for (const auto& in : g.input()) {
-    if (initializers.count(in.name()) || b.by_input.count(in.name()) ||
-        !in.type().tensor_type().has_shape())
-      continue;
-    const auto& dims = in.type().tensor_type().shape();
-    if (dims.dim_size() == 0 || dims.dim(0).has_dim_value() ||
-        (dims.dim(0).has_dim_param() && b.by_param.count(dims.dim(0).dim_param())))
-      continue;
-    Shape s{batch};
-    for (int k = 1; k < dims.dim_size(); ++k) {
-      const auto& d = dims.dim(k);
-      const auto p = d.has_dim_param() ? b.by_param.find(d.dim_param()) : b.by_param.end();
-      if (d.has_dim_value())
-        s.push_back(d.dim_value());
-      else if (p != b.by_param.end())
-        s.push_back(p->second.first);
-      else
-        break;  // another free dimension: the import asks for the whole shape
-    }
-    if (s.size() == static_cast<size_t>(dims.dim_size()))
-      shapes.emplace_back(in.name(), std::move(s));
-  }
-  return shapes;
-}
 
 Graph import_model(const std::string& path, const ImportOptions& options) {
   const std::string bytes = read_model_file(path);
