@@ -17,6 +17,7 @@
 #include "schedules/depthwise_schedule.h"
 #include "schedules/layout_schedule.h"
 #include "schedules/pool_schedule.h"
+#include "schedules/weight_prefetch.h"
 
 namespace kiln::codegen {
 namespace {
@@ -554,7 +555,15 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
                            target);
     }
   }
-  return KernelPipeline{Halide::Pipeline(o.out), inputs};
+  Halide::Pipeline pipeline(o.out);
+  // The deep family's prefetch of its next chunk of weights: a lowering pass
+  // (schedules/weight_prefetch.h), for the float32 blocked layout ([Co/16][Kh][Kw][Ci][16]: one
+  // reduction step is 16 elements on).
+  if (!automatic && params.family == schedules::ConvFamily::deep && params.prefetch && blocked &&
+      !k.bf16 && target.arch == Halide::Target::X86 && !target.has_gpu_feature())
+    pipeline.add_custom_lowering_pass(
+        schedules::make_weight_prefetch_pass({"arg1", a.acc.name(), "rci", {"x", "y"}, kBlock, 4}));
+  return KernelPipeline{pipeline, inputs};
 }
 
 // [N, H, W, K] x [K, M] (a linear layer on the last axis, as ConvNeXt's MLP exports): the 1x1

@@ -48,6 +48,7 @@ schedules::ConvShape conv_shape(const graph::ConvKernelSpec& k, const Halide::Ta
   s.stride_w = k.stride_w, s.stride_h = k.stride_h;
   s.dilation_w = k.dilation_w, s.dilation_h = k.dilation_h;
   s.max_winograd_tile = k.max_winograd_tile;
+  s.cold_weights = k.cold_weights;
   return s;
 }
 

@@ -189,6 +189,10 @@ ConvKernelSpec conv_spec(const Graph& g, const Node& n, const Conv2d& c) {
   k.nchw_output = c.nchw_output;
   k.bf16 = c.bf16;
   k.max_winograd_tile = c.max_winograd_tile;
+  int64_t constant_bytes = 0;
+  for (const Value& v : g.values())
+    if (v.is_constant()) constant_bytes += v.size_bytes();
+  k.cold_weights = constant_bytes > kColdWeightBytes;
   for (size_t i = c.first_pre_input(); i < c.first_expand_input(); ++i) k.pre_params.push_back(desc(g, n.inputs[i]));
   if (c.expand) {
     k.expand = c.expand;

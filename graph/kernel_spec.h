@@ -83,11 +83,23 @@ struct ConvKernelSpec {
   // The largest Winograd tile the kernel may use (Conv2d::max_winograd_tile: 4, 2 or 0 for
   // direct only). Part of the signature, but not of schedule_signature.
   int max_winograd_tile = 4;
+  // The model's constant tensors take more than kColdWeightBytes: between two calls of this
+  // kernel the rest of the model's weights pass through the caches, so its own come from
+  // memory. Schedules may prefetch them (schedules::ConvParams::prefetch). Not part of the
+  // signature: every kernel of a model has the same, and the schedule it resolves to is in
+  // the compile cache's key.
+  bool cold_weights = false;
   // Set when the plan merged the image's rows (PlanOptions::flat_pointwise): the output's NHWC
   // shape as the graph has it, whose rows the kernel's shapes hold merged. Descriptive only;
   // the kernel is what its shapes say.
   Shape unmerged_output;
 };
+
+// Constant bytes past which a model's weights count as cold (ConvKernelSpec::cold_weights): more
+// than a core's share of the last-level cache on the machines measured. On an Intel Xeon VM
+// (2 cores, a 480 MiB L3 shared with other tenants) ResNet-18's 45 MiB stayed in cache (its
+// 7x7 3x3 layer 0.61 ms a call) and ResNet-50's 98 MiB did not (the same layer 0.76 ms).
+inline constexpr int64_t kColdWeightBytes = int64_t{64} << 20;
 
 struct LayoutKernelSpec {
   std::string name;

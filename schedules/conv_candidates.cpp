@@ -254,6 +254,7 @@ std::vector<ConvParams> conv_neighbors(const ConvParams& p, const ConvShape& s,
     case ConvFamily::deep:
       for (int chunk : {p.chunk / 2, p.chunk * 2}) q = p, q.chunk = chunk, add(q);
       for (int tasks : {p.tasks / 2, p.tasks * 2}) q = p, q.tasks = std::max(1, tasks), add(q);
+      if (!s.bf16) q = p, q.prefetch = !p.prefetch, add(q);
       q = p, q.family = ConvFamily::wide, q.stage_input = true, add(q);
       break;
     case ConvFamily::winograd:

@@ -249,6 +249,8 @@ std::string conv_params_error(const ConvParams& p, const ConvShape& s, const Hal
   if (b.vectors * b.pixels > accumulator_registers(t))
     return "block " + tile + " needs " + std::to_string(b.vectors * b.pixels) +
            " accumulator registers; the target has " + std::to_string(accumulator_registers(t));
+  if (p.family == ConvFamily::deep && p.prefetch && s.bf16)
+    return "prefetch=1: the deep schedule prefetches float32 weights only";
   if (p.family == ConvFamily::wide) {
     if (!p.stage_input && (s.kernel_w != 1 || s.kernel_h != 1 || s.padded))
       return "stage=in_place takes only 1x1 windows without padding";

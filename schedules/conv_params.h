@@ -42,6 +42,9 @@ struct ConvShape {
   // The epilogue has a costly step (graph::costly_step: SiLU, sigmoid, GELU, ...): register
   // tiles of a short reduction are kept to 16 accumulators (internal::limited_tile).
   bool costly_epilogue = false;
+  // The layer's weights come from memory on every call (graph::ConvKernelSpec::cold_weights):
+  // the deep default prefetches them where that pays (ConvParams::prefetch).
+  bool cold_weights = false;
   int stride_w = 1, stride_h = 1, dilation_w = 1, dilation_h = 1;
   // The largest Winograd tile the model's output check leaves this layer
   // (ConvKernelSpec::max_winograd_tile): 4, 2, or 0 for direct schedules only.
@@ -87,6 +90,9 @@ struct ConvParams {
   int columns = 0;
   bool windows_per_task = true;
   int tasks = 16;   // deep: parallel tasks to aim for (row bands split channel blocks)
+  // deep: software prefetch of the next chunk of weights, spread over the current chunk's
+  // passes (schedules/weight_prefetch.h); float32 only.
+  bool prefetch = false;
   // winograd: output tile side m of F(m x m, 3 x 3), 2 or 4. `block` is then output-channel
   // vectors x tiles of the batched matrix multiply, and `rows` the tile rows per task.
   int tile = 4;

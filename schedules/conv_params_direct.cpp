@@ -9,6 +9,7 @@
 #include "schedules/conv_params_internal.h"
 #include "schedules/conv_schedule.h"
 #include "schedules/depthwise_schedule.h"
+#include "schedules/weight_prefetch.h"
 
 namespace kiln::schedules {
 
@@ -156,6 +157,30 @@ static int64_t direct_weight_bytes(const ConvShape& s) {
 // The direct default chosen for the layer's shape, before the tile limits.
 static ConvParams direct_params_for_shape(const ConvShape& s, const Halide::Target& t);
 
+// Whether the deep schedule `p` prefetches its next chunk of weights by default
+// (schedules/weight_prefetch.h): in a model whose weights do not stay in cache
+// (ConvShape::cold_weights), where the layer's are over 2 MiB (a core's L2) and a task applies each
+// weight to at most 128 output pixels (streaming them is then a large part of its time), with an
+// accumulator within the pass's stack limit. Kernel medians in `kiln bench --per-layer` (2 threads,
+// an Intel Xeon, 4 runs alternating with the binary before): ResNet-50's 7x7 layers (4-9.4 MiB, 49
+// pixels a task) 1.09-1.19x and its 3x3/s2 to 14x14 (2.3 MiB, 98 pixels) 1.08x; not taken: its
+// 14x14 1x1 layers (196 pixels; 0.88-0.95x in a trial, where one chunk serves 28 passes and the
+// prefetch's address arithmetic costs more than the wait it hides), MobileNetV2's 7x7 layers
+// of 0.4-1.6 MiB (0.85-0.94x) and, in models whose weights stay in cache, ResNet-18's 7x7
+// layers (0.97x) and a VGG's (0.91-0.96x).
+static bool deep_prefetch_pays(const ConvShape& s, const ConvParams& p, const Halide::Target& t) {
+  if (!s.cold_weights || s.bf16 || p.block.vectors < 1 || t.arch != Halide::Target::X86 ||
+      t.has_gpu_feature())
+    return false;
+  if (direct_weight_bytes(s) <= (int64_t{2} << 20)) return false;
+  const int64_t channels = int64_t{p.block.vectors} * vector_lanes(t);
+  const int64_t blocks = ceil_div(s.out_channels, channels);
+  const int64_t bands = std::clamp<int64_t>(ceil_div(p.tasks, blocks), 1, s.out_height);
+  const int64_t rows = ceil_div(s.out_height, bands);
+  const int64_t columns = ceil_div(s.out_width, p.block.pixels) * p.block.pixels;
+  return rows * s.out_width <= 128 && rows * columns * channels * 4 <= kMaxPrefetchAcc;
+}
+
 ConvParams default_direct_conv_params(const ConvShape& s, const Halide::Target& t) {
   ConvParams p = direct_params_for_shape(s, t);
   // Deep's tile over a whole reduction for outputs of at most 64 pixels whose weights are at
@@ -173,6 +198,7 @@ ConvParams default_direct_conv_params(const ConvShape& s, const Halide::Target& 
   }
   if (p.family == ConvFamily::wide || p.family == ConvFamily::deep)
     p.block = limited_tile(s, t, p.block);
+  if (p.family == ConvFamily::deep) p.prefetch = deep_prefetch_pays(s, p, t);
   return p;
 }
 

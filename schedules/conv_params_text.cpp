@@ -18,7 +18,7 @@ const std::vector<FamilyInfo>& families() {
   static const std::vector<FamilyInfo> f = {
       {ConvFamily::naive, "naive", {}},
       {ConvFamily::wide, "wide", {"block", "rows", "split", "stage"}},
-      {ConvFamily::deep, "deep", {"block", "chunk", "tasks"}},
+      {ConvFamily::deep, "deep", {"block", "chunk", "tasks", "prefetch"}},
       {ConvFamily::grouped, "grouped", {"block"}},
       {ConvFamily::winograd, "winograd", {"tile", "block", "rows", "split"}},
       {ConvFamily::depthwise, "depthwise", {"block", "rows", "inner", "stage"}},
@@ -67,7 +67,8 @@ std::string to_string(const ConvParams& p) {
     s << " block=" << block << " rows=" << p.rows << " split=" << (p.split_channels ? 1 : 0)
       << " stage=" << (p.stage_input ? "copy" : "in_place");
   if (p.family == ConvFamily::deep)
-    s << " block=" << block << " chunk=" << p.chunk << " tasks=" << p.tasks;
+    s << " block=" << block << " chunk=" << p.chunk << " tasks=" << p.tasks
+      << " prefetch=" << (p.prefetch ? 1 : 0);
   if (p.family == ConvFamily::grouped) s << " block=" << block;
   if (p.family == ConvFamily::winograd)
     s << " tile=" << p.tile << " block=" << block << " rows=" << p.rows
@@ -124,6 +125,9 @@ std::string parse_conv_params(const std::string& text, ConvParams* out) {
       p.stage_input = value == "copy";
     } else if (key == "chunk") {
       if (!parse_int(value, 8, 65536, &p.chunk)) return bad + " (8..65536)";
+    } else if (key == "prefetch") {
+      if (value != "0" && value != "1") return bad + " (0 or 1)";
+      p.prefetch = value == "1";
     } else if (key == "tasks") {
       if (!parse_int(value, 1, 4096, &p.tasks)) return bad + " (1..4096)";
     } else if (key == "inner") {

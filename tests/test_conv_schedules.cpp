@@ -42,7 +42,7 @@ TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
   EXPECT_EQ(choice(14, 14, 256, 3, true), "winograd tile=2 block=4x7 rows=1 split=0");
   // 64 output channels: whole blocks of 4 vectors (4x7), chunks of 144 steps (4 vectors'
   // weights in L1), 2 bands of rows for 1 channel block.
-  EXPECT_EQ(choice(7, 7, 512, 3, true), "deep block=4x7 chunk=144 tasks=16");
+  EXPECT_EQ(choice(7, 7, 512, 3, true), "deep block=4x7 chunk=144 tasks=16 prefetch=0");
   EXPECT_EQ(choice(56, 56, 32, 3, true), "winograd tile=4 block=2x14 rows=1 split=0");
   EXPECT_EQ(choice(56, 56, 8, 3, true), "wide block=2x14 rows=2 split=0 stage=copy");  // < 16 in
   EXPECT_EQ(choice(13, 13, 64, 3, true), "winograd tile=2 block=4x7 rows=1 split=0");
@@ -57,7 +57,7 @@ TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
             schedules::ConvFamily::wide);
   EXPECT_EQ(direct(56, 56, 64, 3, true), "wide block=2x14 rows=2 split=0 stage=copy");
   EXPECT_EQ(direct(28, 28, 128, 3, true), "wide block=2x14 rows=2 split=0 stage=copy");
-  EXPECT_EQ(direct(14, 14, 256, 3, true), "deep block=2x14 chunk=288 tasks=16");
+  EXPECT_EQ(direct(14, 14, 256, 3, true), "deep block=2x14 chunk=288 tasks=16 prefetch=0");
   // 1024 input channels put every pixel's input in one L1 set (4 KB apart): 7-pixel tiles.
   EXPECT_EQ(choice(14, 14, 1024, 1, false), "wide block=2x7 rows=1 split=0 stage=in_place");
   EXPECT_EQ(choice(14, 14, 1024, 1, true), "wide block=2x7 rows=1 split=0 stage=copy");
@@ -68,23 +68,23 @@ TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
   schedules::ConvShape heavier = layer(7, 7, 512, 1, false);
   heavier.out_channels = 256;  // 512 KiB
   EXPECT_EQ(schedules::to_string(schedules::default_conv_params(heavier, avx512)),
-            "deep block=4x7 chunk=144 tasks=16");
+            "deep block=4x7 chunk=144 tasks=16 prefetch=0");
   schedules::ConvShape wider = layer(7, 7, 512, 3, true);
   wider.out_channels = 512;  // whole blocks of 4 vectors, 8 of them: a task each, no bands
   EXPECT_EQ(schedules::to_string(schedules::default_conv_params(wider, avx512)),
-            "deep block=4x7 chunk=144 tasks=8");
+            "deep block=4x7 chunk=144 tasks=8 prefetch=0");
   wider.out_channels = 960;  // 15 blocks, an odd count under 16: 16 tasks (2 bands a block)
   EXPECT_EQ(schedules::to_string(schedules::default_conv_params(wider, avx512)),
-            "deep block=4x7 chunk=144 tasks=16");
+            "deep block=4x7 chunk=144 tasks=16 prefetch=0");
   wider.out_channels = 1088;  // 17 blocks: a task each
   EXPECT_EQ(schedules::to_string(schedules::default_conv_params(wider, avx512)),
-            "deep block=4x7 chunk=144 tasks=8");
+            "deep block=4x7 chunk=144 tasks=8 prefetch=0");
   wider.out_channels = 336;  // 21 vectors: not whole blocks of 4, whole blocks of 3
   EXPECT_EQ(schedules::to_string(schedules::default_conv_params(wider, avx512)),
-            "deep block=3x7 chunk=288 tasks=16");
+            "deep block=3x7 chunk=288 tasks=16 prefetch=0");
   wider.out_channels = 160;  // 12 for 10: 2x7
   EXPECT_EQ(schedules::to_string(schedules::default_conv_params(wider, avx512)),
-            "deep block=2x7 chunk=288 tasks=16");
+            "deep block=2x7 chunk=288 tasks=16 prefetch=0");
   // 8..13 pixels wide: a row per tile (4x7 computed 14 columns of 9).
   EXPECT_EQ(choice(9, 9, 32, 3, true), "wide block=2x9 rows=2 split=1 stage=copy");
   EXPECT_EQ(choice(13, 13, 512, 1, false), "wide block=2x13 rows=1 split=0 stage=in_place");
@@ -95,8 +95,9 @@ TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
     s.out_channels = co;
     return schedules::to_string(schedules::default_conv_params(s, avx512));
   };
-  EXPECT_EQ(big(13, 512, 1000), "deep block=2x13 chunk=144 tasks=16");
-  EXPECT_EQ(big(14, 1024, 512), "deep block=2x7 chunk=288 tasks=16");  // 7: L1 sets, as above
+  EXPECT_EQ(big(13, 512, 1000), "deep block=2x13 chunk=144 tasks=16 prefetch=0");
+  EXPECT_EQ(big(14, 1024, 512),
+            "deep block=2x7 chunk=288 tasks=16 prefetch=0");  // 7: L1 sets, as above
   EXPECT_EQ(big(14, 1024, 256), "wide block=2x7 rows=1 split=0 stage=in_place");
   // 784 pixels; 4x4 tiles on a pointwise layer's rows (test_pointwise_rows.cpp)
   EXPECT_EQ(big(28, 1024, 512), "wide block=4x4 rows=1 split=0 stage=in_place");
@@ -149,11 +150,11 @@ TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
     return schedules::to_string(schedules::default_direct_conv_params(s, avx2));
   };
   EXPECT_EQ(schedules::to_string(schedules::default_conv_params(layer(7, 7, 512, 3, true), avx2)),
-            "deep block=3x4 chunk=288 tasks=16");
-  EXPECT_EQ(deep_avx2(14, 64, 3), "deep block=3x4 chunk=288 tasks=16");
+            "deep block=3x4 chunk=288 tasks=16 prefetch=0");
+  EXPECT_EQ(deep_avx2(14, 64, 3), "deep block=3x4 chunk=288 tasks=16 prefetch=0");
   EXPECT_EQ(deep_avx2(7, 16, 1), "wide block=1x7 rows=2 split=0 stage=copy");  // 32 KiB
-  EXPECT_EQ(deep_avx2(7, 256, 1), "deep block=3x4 chunk=288 tasks=16");        // 512 KiB
-  EXPECT_EQ(deep_avx2(6, 512, 1), "deep block=2x6 chunk=288 tasks=16");
+  EXPECT_EQ(deep_avx2(7, 256, 1), "deep block=3x4 chunk=288 tasks=16 prefetch=0");  // 512 KiB
+  EXPECT_EQ(deep_avx2(6, 512, 1), "deep block=2x6 chunk=288 tasks=16 prefetch=0");
 }
 
 // The tile limits (conv_tile_limits.cpp). A costly epilogue (graph::costly_step) after a
@@ -205,19 +206,57 @@ TEST(ConvKernelSchedules, TilesWithinTheEpiloguesRegistersAndTheL1Ways) {
   EXPECT_EQ(pixels(1024, 1, 7), 7);
 }
 
+// The deep default prefetches the next chunk of weights (schedules/weight_prefetch.h) only in a
+// model whose weights do not stay in cache, on layers with more than 2 MiB of float32 weights
+// whose tasks apply each weight to at most 128 pixels; bf16 never (and refuses it).
+TEST(ConvKernelSchedules, DeepPrefetchesColdWeightsOnlyWhereATaskReusesThemLittle) {
+  const Halide::Target avx512("x86-64-linux-avx-avx2-avx512-f16c-fma-sse41");
+  const Halide::Target avx2("x86-64-linux-avx-avx2-f16c-fma-sse41");
+  const auto layer = [](int hw, int ci, int co, int k, bool cold) {
+    schedules::ConvShape s;
+    s.out_height = s.out_width = hw, s.out_channels = co, s.reduction_channels = ci;
+    s.kernel_h = s.kernel_w = k, s.padded = k > 1, s.cold_weights = cold;
+    return s;
+  };
+  const auto prefetches = [](const schedules::ConvShape& s, const Halide::Target& t) {
+    const schedules::ConvParams p = schedules::default_direct_conv_params(s, t);
+    EXPECT_EQ(p.family, schedules::ConvFamily::deep);
+    return p.prefetch;
+  };
+  // ResNet-50's stage 4 (9 and 4 MiB, 49 pixels a task) and its 3x3/s2 to 14x14 (2.25 MiB).
+  EXPECT_TRUE(prefetches(layer(7, 512, 512, 3, true), avx512));
+  EXPECT_TRUE(prefetches(layer(7, 2048, 512, 1, true), avx512));
+  EXPECT_TRUE(prefetches(layer(7, 512, 512, 3, true), avx2));
+  schedules::ConvShape strided = layer(14, 256, 256, 3, true);
+  strided.stride_w = strided.stride_h = 2;
+  EXPECT_TRUE(prefetches(strided, avx512));
+  EXPECT_FALSE(prefetches(layer(7, 512, 512, 3, false), avx512));   // the weights stay cached
+  EXPECT_FALSE(prefetches(layer(14, 1024, 512, 1, true), avx512));  // 196 pixels a task
+  EXPECT_FALSE(prefetches(layer(7, 960, 320, 1, true), avx512));    // 1.2 MiB
+  schedules::ConvShape bf16 = layer(7, 512, 512, 3, true);
+  bf16.bf16 = true;
+  EXPECT_FALSE(prefetches(bf16, avx512));
+  schedules::ConvParams p = schedules::default_direct_conv_params(bf16, avx512);
+  p.prefetch = true;
+  EXPECT_NE(schedules::conv_params_error(p, bf16, avx512), "");
+}
+
 // Text form: canonical order, partial overrides over a base, and clear refusals.
 TEST(ConvKernelSchedules, ParamsTextRoundTripsAndRefusesNonsense) {
   schedules::ConvParams p;
   ASSERT_EQ(schedules::parse_conv_params("deep chunk=144 block=1x7 tasks=32", &p), "");
-  EXPECT_EQ(schedules::to_string(p), "deep block=1x7 chunk=144 tasks=32");
+  EXPECT_EQ(schedules::to_string(p), "deep block=1x7 chunk=144 tasks=32 prefetch=0");
   schedules::ConvParams q;
   ASSERT_EQ(schedules::parse_conv_params(schedules::to_string(p), &q), "");
   EXPECT_EQ(q, p);
   ASSERT_EQ(schedules::parse_conv_params("tasks=8", &q), "");  // the other knobs stay
-  EXPECT_EQ(schedules::to_string(q), "deep block=1x7 chunk=144 tasks=8");
+  EXPECT_EQ(schedules::to_string(q), "deep block=1x7 chunk=144 tasks=8 prefetch=0");
+  ASSERT_EQ(schedules::parse_conv_params("prefetch=1", &q), "");
+  EXPECT_EQ(schedules::to_string(q), "deep block=1x7 chunk=144 tasks=8 prefetch=1");
   const schedules::ConvParams before = q;
-  for (const char* bad : {"fastest", "deep rows=2", "deep block=2", "deep block=2x0",
-                          "wide split=2", "deep chunk=-1", "wide stage=maybe", "", "deep wide chunk=8"}) {
+  for (const char* bad :
+       {"fastest", "deep rows=2", "deep block=2", "deep block=2x0", "wide split=2", "deep chunk=-1",
+        "wide stage=maybe", "", "deep wide chunk=8", "deep prefetch=2", "wide prefetch=1"}) {
     SCOPED_TRACE(bad);
     EXPECT_NE(schedules::parse_conv_params(bad, &q), "");
     EXPECT_EQ(q, before) << "a refused text changed the parameters";
@@ -489,10 +528,11 @@ TEST(ConvKernelSchedules, NeighboursAreValidSingleSteps) {
            int(a.block.vectors != b.block.vectors || a.block.pixels != b.block.pixels) +
            int(a.rows != b.rows) + int(a.split_channels != b.split_channels) +
            int(a.stage_input != b.stage_input) + int(a.channels_inside != b.channels_inside) +
-           int(a.chunk != b.chunk) + int(a.tasks != b.tasks) + int(a.tile != b.tile);
+           int(a.chunk != b.chunk) + int(a.tasks != b.tasks) + int(a.tile != b.tile) +
+           int(a.prefetch != b.prefetch);
   };
   for (const char* text :
-       {"wide block=2x7 rows=2 split=0 stage=copy", "deep block=4x7 chunk=144 tasks=8",
+       {"wide block=2x7 rows=2 split=0 stage=copy", "deep block=4x7 chunk=144 tasks=8 prefetch=0",
         "winograd tile=2 block=2x7 rows=1 split=0"}) {
     schedules::ConvParams p = schedules::default_conv_params(s, avx512);
     ASSERT_EQ(schedules::parse_conv_params(text, &p), "") << text;

@@ -152,8 +152,10 @@ TEST(PointwiseRows, FourVectorTilesOnLongRows) {
   // Over 1.5 MiB of weights on 196 pixels: deep, which takes only tiles that divide the row (it
   // would stage its input for others): 4x4 on 112-pixel rows; on 98-pixel ones 2x7 (2x14's
   // 14 pixels, 4 KB apart, would share one L1 set: conv_tile_limits.cpp).
-  EXPECT_EQ(choice(layer(1, 112, 1024, 512), avx512), "deep block=4x4 chunk=144 tasks=8");
-  EXPECT_EQ(choice(layer(2, 98, 1024, 512), avx512), "deep block=2x7 chunk=288 tasks=16");
+  EXPECT_EQ(choice(layer(1, 112, 1024, 512), avx512),
+            "deep block=4x4 chunk=144 tasks=8 prefetch=0");
+  EXPECT_EQ(choice(layer(2, 98, 1024, 512), avx512),
+            "deep block=2x7 chunk=288 tasks=16 prefetch=0");
   // A stride-2 pointwise layer's 28-pixel output rows (not merged: its input rows are not).
   schedules::ConvShape strided = layer(28, 28, 256, 512);
   strided.stride_w = strided.stride_h = 2;

@@ -1,0 +1,51 @@
+// Software prefetch of the next chunk of a deep-schedule convolution's weights (the knob
+// `prefetch` of schedule family deep, schedules/conv_params.h).
+//
+// The deep schedule (conv_schedule_cpu_deep.cpp) applies each chunk of a channel block's
+// weights to every register tile of its task, one pass per tile row, while the chunk sits in
+// L1. In a network those weights come from memory, and the first pass over a chunk waits for
+// them: the arithmetic of ResNet-50's 7x7 layers and the stream of their weights took the sum
+// of their times, not the larger. With the prefetch, every reduction step of every pass issues
+// one prefetch per weight line it loads, for a line of the next chunk: pass p of P, step r of a
+// chunk of C, fetches line (p * C + r) / P of it, so the next chunk arrives spread evenly over
+// the current one's passes, each line a few times in a row and never in bursts (Halide's
+// `prefetch` directive fetches a whole box at one loop level, and on x86 as prefetchnta: lines
+// that skip L2 and, evicted from L1, come from memory again).
+//
+// Halide has no schedule directive for this: it is a lowering pass (added to the kernel's
+// Halide::Pipeline) that inserts the prefetches into the chunk's reduction loop, as calls to
+// LLVM's prefetch intrinsic (into L1, for reading; prefetcht0). x86 targets only: there the
+// call binds to the declaration of the intrinsic in Halide's x86 module (its own prefetch uses
+// it; checked on the three CPU targets, tests/test_weight_prefetch.cpp); elsewhere it is not
+// known to be present. Such a call may read any memory LLVM cannot
+// prove apart from the prefetched address, so the task's accumulator must be a stack
+// allocation no pointer escapes from, or its sums are stored back to memory after every
+// multiply-add: the pass makes it one (Halide's register memory type: a stack array of its
+// constant size), and inserts nothing where the accumulator is larger than kMaxPrefetchAcc.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "Halide.h"
+
+namespace kiln::schedules {
+
+// The largest accumulator (bytes) the pass keeps on the stack of the thread running a task.
+inline constexpr int kMaxPrefetchAcc = 32 * 1024;
+
+struct WeightPrefetch {
+  std::string weights;  // the weights buffer (an input of the pipeline)
+  std::string acc;      // the accumulator Func's name (Func::name())
+  // The loop over a chunk's reduction steps: its name ends with "." + this.
+  std::string step_loop = "rci";
+  // The accumulator's variables whose loops around the steps make the passes over a chunk.
+  std::vector<std::string> pass_vars = {"x", "y"};
+  int step_elements = 16;  // weight elements from one reduction step to the next, per block
+  int element_bytes = 4;
+};
+
+// The lowering pass (for Halide::Pipeline::add_custom_lowering_pass, which takes ownership).
+Halide::Internal::IRMutator* make_weight_prefetch_pass(const WeightPrefetch& w);
+
+}  // namespace kiln::schedules
