@@ -461,11 +461,17 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
     output(a.co, a.x, a.y, a.n) =
         conv_epilogue(k, a.acc(a.co, a.x, a.y, a.n), inputs, {a.co, a.x, a.y, a.n});
     const ConvOutput o = conv_output(k, output);
+    Halide::Pipeline pipeline(o.out);
     if (!automatic) {
       schedules::schedule_conv_cpu_winograd(a, output, params, target);
       schedule_tail(k, o, params, target);
+      // The next position's weights prefetched (schedules/weight_prefetch.h): the steps are the
+      // register tile's reduction over input channels, the passes the blocks of tiles.
+      if (params.prefetch && target.arch == Halide::Target::X86 && !target.has_gpu_feature())
+        pipeline.add_custom_lowering_pass(schedules::make_weight_prefetch_pass(
+            {"arg1", a.product.name() + ".s1.", "r$x", a.products.name() + ".s0.", {"t"}, ""}));
     }
-    return KernelPipeline{Halide::Pipeline(o.out), inputs};
+    return KernelPipeline{pipeline, inputs};
   }
   // A prologue or a pooling first is computed as the input is staged, once per element, not
   // once per use; an NCHW input is staged NHWC. Else reads_input_in_place decides: for the deep
@@ -556,13 +562,15 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
     }
   }
   Halide::Pipeline pipeline(o.out);
-  // The deep family's prefetch of its next chunk of weights: a lowering pass
-  // (schedules/weight_prefetch.h), for the float32 blocked layout ([Co/16][Kh][Kw][Ci][16]: one
-  // reduction step is 16 elements on).
-  if (!automatic && params.family == schedules::ConvFamily::deep && params.prefetch && blocked &&
-      !k.bf16 && target.arch == Halide::Target::X86 && !target.has_gpu_feature())
-    pipeline.add_custom_lowering_pass(
-        schedules::make_weight_prefetch_pass({"arg1", a.acc.name(), "rci", {"x", "y"}, kBlock, 4}));
+  // The deep family's prefetch of its next chunk of weights (schedules/weight_prefetch.h): the
+  // steps of a chunk and the passes over it are the accumulator's update loops, the accumulator
+  // on the stack.
+  if (!automatic && params.family == schedules::ConvFamily::deep && params.prefetch && !k.bf16 &&
+      target.arch == Halide::Target::X86 && !target.has_gpu_feature()) {
+    const std::string update = a.acc.name() + ".s1.";
+    pipeline.add_custom_lowering_pass(schedules::make_weight_prefetch_pass(
+        {"arg1", update, "rci", update, {"x", "y"}, a.acc.name()}));
+  }
   return KernelPipeline{pipeline, inputs};
 }
 

@@ -259,6 +259,7 @@ std::vector<ConvParams> conv_neighbors(const ConvParams& p, const ConvShape& s,
       break;
     case ConvFamily::winograd:
       q.split_channels = !p.split_channels, add(q);
+      q = p, q.prefetch = !p.prefetch, add(q);
       // The other tile with its own default block (a block counts tiles of the tile's size).
       q = default_winograd_params(s, t, p.tile == 2 ? 4 : 2), add(q);
       q = default_direct_conv_params(s, t), add(q);

@@ -90,8 +90,9 @@ struct ConvParams {
   int columns = 0;
   bool windows_per_task = true;
   int tasks = 16;   // deep: parallel tasks to aim for (row bands split channel blocks)
-  // deep: software prefetch of the next chunk of weights, spread over the current chunk's
-  // passes (schedules/weight_prefetch.h); float32 only.
+  // deep, winograd: software prefetch of the next chunk of weights (winograd: the next
+  // position's), spread over the current chunk's passes (schedules/weight_prefetch.h); float32
+  // on x86 only.
   bool prefetch = false;
   // winograd: output tile side m of F(m x m, 3 x 3), 2 or 4. `block` is then output-channel
   // vectors x tiles of the batched matrix multiply, and `rows` the tile rows per task.

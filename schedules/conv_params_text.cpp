@@ -20,7 +20,7 @@ const std::vector<FamilyInfo>& families() {
       {ConvFamily::wide, "wide", {"block", "rows", "split", "stage"}},
       {ConvFamily::deep, "deep", {"block", "chunk", "tasks", "prefetch"}},
       {ConvFamily::grouped, "grouped", {"block"}},
-      {ConvFamily::winograd, "winograd", {"tile", "block", "rows", "split"}},
+      {ConvFamily::winograd, "winograd", {"tile", "block", "rows", "split", "prefetch"}},
       {ConvFamily::depthwise, "depthwise", {"block", "rows", "inner", "stage"}},
       {ConvFamily::amx, "amx", {"rows", "cols", "windows"}},
   };
@@ -72,7 +72,7 @@ std::string to_string(const ConvParams& p) {
   if (p.family == ConvFamily::grouped) s << " block=" << block;
   if (p.family == ConvFamily::winograd)
     s << " tile=" << p.tile << " block=" << block << " rows=" << p.rows
-      << " split=" << (p.split_channels ? 1 : 0);
+      << " split=" << (p.split_channels ? 1 : 0) << " prefetch=" << (p.prefetch ? 1 : 0);
   if (p.family == ConvFamily::amx)
     s << " rows=" << p.rows << " cols=" << p.columns
       << " windows=" << (p.windows_per_task ? "task" : "root");

@@ -26,9 +26,11 @@ using Halide::Internal::Stmt;
 using Halide::Internal::Store;
 using Halide::Internal::Variable;
 
-bool is_loop(const std::string& name, const std::string& suffix) {
-  const std::string end = "." + suffix;
-  return name.size() > end.size() && name.compare(name.size() - end.size(), end.size(), end) == 0;
+// Whether loop `name` is "<stage><var>" or "<stage><var>.<a split or a rebase>".
+bool is_loop(const std::string& name, const std::string& stage, const std::string& var) {
+  if (name.compare(0, stage.size(), stage) != 0) return false;
+  const std::string rest = name.substr(stage.size());
+  return rest == var || rest.compare(0, var.size() + 1, var + ".") == 0;
 }
 
 // The weight lines a statement loads, one index per line: a vector narrower than a line (AVX2's
@@ -89,7 +91,7 @@ class PrefetchNextChunk : public IRMutator {
 
   // The accumulator: on the stack where a prefetch went into its reduction.
   Stmt visit(const Allocate* op) override {
-    if (op->name != w_.acc) return IRMutator::visit(op);
+    if (w_.stack_acc.empty() || op->name != w_.stack_acc) return IRMutator::visit(op);
     const int64_t bytes = int64_t{op->constant_allocation_size()} * op->type.bytes();
     const bool outer_allowed = acc_allowed_, outer_inserted = inserted_;
     acc_allowed_ = bytes > 0 && bytes <= kMaxPrefetchAcc;
@@ -105,18 +107,15 @@ class PrefetchNextChunk : public IRMutator {
   }
 
   Stmt visit(const For* op) override {
-    const std::string stage = w_.acc + ".s1.";
     const bool steps =
-        op->name.compare(0, stage.size(), stage) == 0 && is_loop(op->name, w_.step_loop);
-    if (!steps || !acc_allowed_ || in_steps_) {
+        is_step_loop(op->name) && (acc_allowed_ || w_.stack_acc.empty()) && !in_steps_;
+    if (!steps) {
       loops_.push_back(op);
       Stmt s = IRMutator::visit(op);
       loops_.pop_back();
       return s;
     }
-    const std::optional<Expr> offset = next_chunk_offset(op);
-    if (!offset) return IRMutator::visit(op);
-    offset_ = *offset;
+    if (!pace(op)) return IRMutator::visit(op);
     in_steps_ = true;
     lines_ = WeightLines(w_.weights, line_elements_);
     Stmt body = mutate(op->body);
@@ -134,10 +133,12 @@ class PrefetchNextChunk : public IRMutator {
     op->value.accept(&loads);
     for (const Expr& index : loads.lines) {
       if (!lines_.add(index)) continue;
+      const std::optional<Expr> step = step_stride(index);
+      if (!step) continue;
       const Expr host =
           Halide::reinterpret(Halide::UInt(64), Variable::make(Halide::Handle(), w_.weights));
       const Expr address = Halide::reinterpret(
-          Halide::Handle(), host + Halide::cast(Halide::UInt(64), index + offset_) *
+          Halide::Handle(), host + Halide::cast(Halide::UInt(64), index + lines_ahead_ * *step) *
                                        Halide::cast(Halide::UInt(64), w_.element_bytes));
       // llvm.prefetch(address, read, locality 3 (all cache levels), data cache). Halide's own
       // prefetch intrinsic is prefetchnta on x86 (see the header).
@@ -149,17 +150,51 @@ class PrefetchNextChunk : public IRMutator {
     return s;
   }
 
-  // Elements from a step's weights to those that step p * C + r of the P passes over this chunk
-  // of C steps prefetches: line (p * C + r) / P of the next chunk, which starts C steps on (the
-  // next chunk of the tap, the next tap's first, or after a block's last, the next block's,
-  // which the next task of the same thread reads). The passes are the loops over output rows
-  // and tiles around the steps (WeightPrefetch::pass_vars); nothing where their count or the
-  // chunk's steps have no constant bound, which keeps a division by a run-time value out of
-  // the loop (edge bands make fewer passes: the lines of the passes they skip are fetched when
-  // the next chunk is read).
-  std::optional<Expr> next_chunk_offset(const For* steps) const {
+  // The weights' stride from one step to the next, as an expression in scope at `index`:
+  // the difference of the index at the next step, in the names it uses (a stride of the
+  // weights' buffer is a name bound outside the loops), else with the lets around it in place
+  // if that is a constant. None where the index is not linear in the step.
+  std::optional<Expr> step_stride(const Expr& index) const {
+    const Expr next_step = Variable::make(Halide::Int(32), step_var_) + 1;
+    const auto difference = [&](const Expr& e) {
+      return Halide::Internal::simplify(Halide::Internal::substitute(step_var_, next_step, e) - e);
+    };
+    const Expr direct = difference(index);
+    if (!Halide::Internal::is_const_zero(direct) &&
+        !Halide::Internal::expr_uses_var(direct, step_var_))
+      return direct;
+    const Expr expanded = difference(expand(index));
+    if (Halide::Internal::as_const_int(expanded) && !Halide::Internal::is_const_zero(expanded))
+      return expanded;
+    return std::nullopt;
+  }
+
+  // "<step_stage><step_var>", or a split of a variable whose inner loop is step_var
+  // ("<step_stage>r$x.rci").
+  bool is_step_loop(const std::string& name) const {
+    const std::string& stage = w_.step_stage;
+    if (name.compare(0, stage.size(), stage) != 0) return false;
+    const std::string rest = name.substr(stage.size()), end = "." + w_.step_var;
+    return rest == w_.step_var || (rest.size() > end.size() &&
+                                   rest.compare(rest.size() - end.size(), end.size(), end) == 0);
+  }
+
+  // Sets lines_ahead_: the steps from a step's weights to those that step p * C + r of the P
+  // passes over this chunk of C steps prefetches, line (p * C + r) / P of the next chunk, which
+  // starts C steps on (deep: the next chunk of the tap, the next tap's first, or after a
+  // block's last, the next block's, which the next task of the same thread reads; Winograd:
+  // the next position's weights). The passes are the loops around the steps that
+  // WeightPrefetch::pass_vars name. False where their count or the chunk's steps have no
+  // constant bound, which keeps a division by a run-time value out of the loop (edge bands
+  // make fewer passes: the lines of the passes they skip come when the next chunk is read).
+  bool pace(const For* steps) {
+    const auto is_pass = [&](const std::string& name) {
+      for (const std::string& v : w_.pass_vars)
+        if (is_loop(name, w_.pass_stage, v)) return true;
+      return false;
+    };
     size_t first = loops_.size();
-    while (first > 0 && is_pass_loop(loops_[first - 1]->name)) --first;
+    while (first > 0 && is_pass(loops_[first - 1]->name)) --first;
     Expr pass = 0, passes = 1;
     for (size_t i = first; i < loops_.size(); ++i) {
       const For* l = loops_[i];
@@ -180,22 +215,13 @@ class PrefetchNextChunk : public IRMutator {
       return v;
     };
     const std::optional<int64_t> p = bound(passes), c = bound(steps->extent);
-    if (!p || !c) return std::nullopt;
+    if (!p || !c) return false;
+    step_var_ = steps->name;
     const Expr r = Variable::make(Halide::Int(32), steps->name) - steps->min;
     const int chunk = static_cast<int>(*c);
-    return Halide::Internal::simplify((chunk + (pass * chunk + r) / static_cast<int>(*p) - r) *
-                                      w_.step_elements);
-  }
-
-  // A loop over the accumulator's rows or tiles in its update: "<acc>.s1.<v>" or
-  // "<acc>.s1.<v>.<split or rebase>" for a pass variable v.
-  bool is_pass_loop(const std::string& name) const {
-    const std::string stage = w_.acc + ".s1.";
-    if (name.compare(0, stage.size(), stage) != 0) return false;
-    const std::string rest = name.substr(stage.size());
-    for (const std::string& v : w_.pass_vars)
-      if (rest == v || rest.compare(0, v.size() + 1, v + ".") == 0) return true;
-    return false;
+    lines_ahead_ =
+        Halide::Internal::simplify(chunk + (pass * chunk + r) / static_cast<int>(*p) - r);
+    return true;
   }
 
   // `e` with the enclosing lets' values in place of their names.
@@ -213,7 +239,8 @@ class PrefetchNextChunk : public IRMutator {
   std::map<std::string, Expr> lets_;
   std::vector<const For*> loops_;
   bool acc_allowed_ = false, inserted_ = false, in_steps_ = false;
-  Expr offset_;
+  Expr lines_ahead_;
+  std::string step_var_;
   WeightLines lines_{"", 1};
 };
 

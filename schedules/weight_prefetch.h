@@ -1,16 +1,18 @@
-// Software prefetch of the next chunk of a deep-schedule convolution's weights (the knob
-// `prefetch` of schedule family deep, schedules/conv_params.h).
+// Software prefetch of the next chunk of a convolution's weights (the knob `prefetch` of the
+// schedule families deep and winograd, schedules/conv_params.h).
 //
 // The deep schedule (conv_schedule_cpu_deep.cpp) applies each chunk of a channel block's
 // weights to every register tile of its task, one pass per tile row, while the chunk sits in
-// L1. In a network those weights come from memory, and the first pass over a chunk waits for
-// them: the arithmetic of ResNet-50's 7x7 layers and the stream of their weights took the sum
-// of their times, not the larger. With the prefetch, every reduction step of every pass issues
-// one prefetch per weight line it loads, for a line of the next chunk: pass p of P, step r of a
-// chunk of C, fetches line (p * C + r) / P of it, so the next chunk arrives spread evenly over
-// the current one's passes, each line a few times in a row and never in bursts (Halide's
-// `prefetch` directive fetches a whole box at one loop level, and on x86 as prefetchnta: lines
-// that skip L2 and, evicted from L1, come from memory again).
+// L1; Winograd's with split=1 (conv_schedule_cpu_winograd.cpp) the weights of one of the
+// alpha x alpha positions to every block of the task's tiles, one pass per block. In a network
+// those weights come from memory, and the first pass over a chunk waits for them: the arithmetic of
+// ResNet-50's 7x7 layers and the stream of their weights took the sum of their times, not the
+// larger. With the prefetch, every reduction step of every pass issues one prefetch per weight line
+// it loads, for a line of the next chunk: pass p of P, step r of a chunk of C, fetches line (p * C
+// + r) / P of it, so the next chunk arrives spread evenly over the current one's passes, each line
+// a few times in a row and never in bursts (Halide's `prefetch` directive fetches a whole box at
+// one loop level, and on x86 as prefetchnta: lines that skip L2 and, evicted from L1, come from
+// memory again).
 //
 // Halide has no schedule directive for this: it is a lowering pass (added to the kernel's
 // Halide::Pipeline) that inserts the prefetches into the chunk's reduction loop, as calls to
@@ -34,14 +36,20 @@ namespace kiln::schedules {
 // The largest accumulator (bytes) the pass keeps on the stack of the thread running a task.
 inline constexpr int kMaxPrefetchAcc = 32 * 1024;
 
+// Where the pass inserts prefetches. A loop name matches (stage, var) when it is
+// "<stage><var>" or "<stage><var>.<a split or a rebase>", stage ending with '.' (Halide's
+// "<func>.s<n>.").
 struct WeightPrefetch {
   std::string weights;  // the weights buffer (an input of the pipeline)
-  std::string acc;      // the accumulator Func's name (Func::name())
-  // The loop over a chunk's reduction steps: its name ends with "." + this.
-  std::string step_loop = "rci";
-  // The accumulator's variables whose loops around the steps make the passes over a chunk.
-  std::vector<std::string> pass_vars = {"x", "y"};
-  int step_elements = 16;  // weight elements from one reduction step to the next, per block
+  // The loop over a chunk's reduction steps: "<step_stage><step_var>", or the inner loop
+  // step_var of a split ("<step_stage>r$x.rci").
+  std::string step_stage, step_var;
+  // The loops around the step loop that make the passes over a chunk, innermost first.
+  std::string pass_stage;
+  std::vector<std::string> pass_vars;
+  // The accumulator to keep on the stack (Func::name()), "" for none: the steps then take
+  // prefetches wherever they are.
+  std::string stack_acc;
   int element_bytes = 4;
 };
 

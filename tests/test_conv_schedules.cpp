@@ -37,15 +37,15 @@ TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
     return schedules::to_string(
         schedules::default_direct_conv_params(layer(h, w, ci, k, padded), avx512));
   };
-  EXPECT_EQ(choice(56, 56, 64, 3, true), "winograd tile=4 block=2x14 rows=1 split=0");
-  EXPECT_EQ(choice(28, 28, 128, 3, true), "winograd tile=4 block=4x7 rows=1 split=0");
-  EXPECT_EQ(choice(14, 14, 256, 3, true), "winograd tile=2 block=4x7 rows=1 split=0");
+  EXPECT_EQ(choice(56, 56, 64, 3, true), "winograd tile=4 block=2x14 rows=1 split=0 prefetch=0");
+  EXPECT_EQ(choice(28, 28, 128, 3, true), "winograd tile=4 block=4x7 rows=1 split=0 prefetch=0");
+  EXPECT_EQ(choice(14, 14, 256, 3, true), "winograd tile=2 block=4x7 rows=1 split=0 prefetch=0");
   // 64 output channels: whole blocks of 4 vectors (4x7), chunks of 144 steps (4 vectors'
   // weights in L1), 2 bands of rows for 1 channel block.
   EXPECT_EQ(choice(7, 7, 512, 3, true), "deep block=4x7 chunk=144 tasks=16 prefetch=0");
-  EXPECT_EQ(choice(56, 56, 32, 3, true), "winograd tile=4 block=2x14 rows=1 split=0");
+  EXPECT_EQ(choice(56, 56, 32, 3, true), "winograd tile=4 block=2x14 rows=1 split=0 prefetch=0");
   EXPECT_EQ(choice(56, 56, 8, 3, true), "wide block=2x14 rows=2 split=0 stage=copy");  // < 16 in
-  EXPECT_EQ(choice(13, 13, 64, 3, true), "winograd tile=2 block=4x7 rows=1 split=0");
+  EXPECT_EQ(choice(13, 13, 64, 3, true), "winograd tile=2 block=4x7 rows=1 split=0 prefetch=0");
   // < 13x13; 4 strips of 3 rows, which 2 and 4 threads share evenly (6 of 2: 2 + 2 + 1 + 1)
   EXPECT_EQ(choice(12, 12, 64, 3, true), "wide block=2x12 rows=3 split=0 stage=copy");
   schedules::ConvShape strided = layer(56, 56, 64, 3, true);
@@ -533,7 +533,7 @@ TEST(ConvKernelSchedules, NeighboursAreValidSingleSteps) {
   };
   for (const char* text :
        {"wide block=2x7 rows=2 split=0 stage=copy", "deep block=4x7 chunk=144 tasks=8 prefetch=0",
-        "winograd tile=2 block=2x7 rows=1 split=0"}) {
+        "winograd tile=2 block=2x7 rows=1 split=0 prefetch=0"}) {
     schedules::ConvParams p = schedules::default_conv_params(s, avx512);
     ASSERT_EQ(schedules::parse_conv_params(text, &p), "") << text;
     ASSERT_EQ(schedules::conv_params_error(p, s, avx512), "") << text;

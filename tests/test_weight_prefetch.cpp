@@ -109,6 +109,30 @@ TEST(WeightPrefetch, NothingWhereTheAccumulatorIsTooLargeForTheStack) {
   EXPECT_GT(count(text, "halide_malloc"), 0);
 }
 
+// Winograd with a task per block of channels (split=1), each position's weights the next
+// chunk of the one before: F(2x2) and F(4x4), channels off the vector, padding 0 and 1.
+TEST(WeightPrefetch, WinogradKernelsWithItMatchTheReferenceOnEveryTarget) {
+  const ConvCase cases[] = {
+      {"ci48_co40_9x11_pad1", 1, 48, 9, 11, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+      {"ci32_co64_10x10_pad0", 1, 32, 10, 10, 64, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1},
+  };
+  for (size_t i = 0; i < std::size(cases); ++i) {
+    const Problem prob = make_problem(cases[i], kEpilogues[1 + i], 960 + i);
+    for (int t = 0; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
+      if (!testing_util::runs_target(t)) continue;
+      for (const char* schedule :
+           {"winograd tile=2 split=1 prefetch=1", "winograd tile=4 split=1 prefetch=1"}) {
+        SCOPED_TRACE(std::string(cases[i].name) + " " + schedule + " on " +
+                     runtime::cpu_targets()[static_cast<size_t>(t)]);
+        expect_close(run_kernel(prob, schedule, t), prob.expected, 1e-4);
+      }
+    }
+  }
+  const Problem prob = make_problem(cases[1], kEpilogues[0], 970);
+  EXPECT_GT(count(assembly(prob, "winograd tile=2 split=1 prefetch=1"), "prefetcht0"), 0);
+  EXPECT_EQ(count(assembly(prob, "winograd tile=2 split=1 prefetch=0"), "prefetch"), 0);
+}
+
 // A model's convolutions have cold weights when its constants take more than
 // graph::kColdWeightBytes, each counted once.
 TEST(WeightPrefetch, ColdWeightsAreThoseOfModelsOverTheCacheBudget) {

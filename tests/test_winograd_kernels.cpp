@@ -100,10 +100,10 @@ TEST(ConvKernelSchedules, WinogradKnobsAndRefusals) {
   const Halide::Target avx2("x86-64-linux-avx-avx2-f16c-fma-sse41");
   schedules::ConvParams p;
   ASSERT_EQ(schedules::parse_conv_params("winograd rows=2 tile=2 block=1x5", &p), "");
-  EXPECT_EQ(schedules::to_string(p), "winograd tile=2 block=1x5 rows=2 split=0");
+  EXPECT_EQ(schedules::to_string(p), "winograd tile=2 block=1x5 rows=2 split=0 prefetch=0");
   schedules::ConvParams split = p;
   ASSERT_EQ(schedules::parse_conv_params("split=1", &split), "");
-  EXPECT_EQ(schedules::to_string(split), "winograd tile=2 block=1x5 rows=2 split=1");
+  EXPECT_EQ(schedules::to_string(split), "winograd tile=2 block=1x5 rows=2 split=1 prefetch=0");
   for (const char* bad : {"winograd tile=3", "winograd tile=", "winograd chunk=8"}) {
     schedules::ConvParams q = p;
     EXPECT_NE(schedules::parse_conv_params(bad, &q), "") << bad;
@@ -112,41 +112,47 @@ TEST(ConvKernelSchedules, WinogradKnobsAndRefusals) {
   s.out_height = s.out_width = 14, s.out_channels = 64, s.reduction_channels = 64;
   s.kernel_h = s.kernel_w = 3, s.padded = true;
   EXPECT_EQ(schedules::to_string(schedules::default_winograd_params(s, avx2)),
-            "winograd tile=2 block=3x4 rows=1 split=0");  // F(2x2) below 28 pixels wide; 7 tiles: 4 + 3
+            "winograd tile=2 block=3x4 rows=1 split=0 prefetch=0");  // F(2x2) below 28 pixels wide;
+                                                                     // 7 tiles: 4 + 3
   s.out_channels = 16;  // too few channels for 3 vectors
   EXPECT_EQ(schedules::to_string(schedules::default_winograd_params(s, avx2)),
-            "winograd tile=2 block=2x4 rows=1 split=0");
+            "winograd tile=2 block=2x4 rows=1 split=0 prefetch=0");
   // More output channels than tiles and 2 MiB or more of transformed weights (16 x 256 x 256
-  // floats, 4 MiB): a task per block of channels over the whole image.
+  // floats, 4 MiB): a task per block of channels over the whole image, and over 2 MiB, the
+  // next position's weights prefetched (schedules/weight_prefetch.h).
   s.out_channels = s.reduction_channels = 256;
   const Halide::Target avx512("x86-64-linux-avx-avx2-avx512-f16c-fma-sse41");
   EXPECT_EQ(schedules::to_string(schedules::default_winograd_params(s, avx2)),
-            "winograd tile=2 block=3x4 rows=7 split=1");
+            "winograd tile=2 block=3x4 rows=7 split=1 prefetch=1");
   EXPECT_EQ(schedules::to_string(schedules::default_winograd_params(s, avx512)),
-            "winograd tile=2 block=4x7 rows=7 split=1");
+            "winograd tile=2 block=4x7 rows=7 split=1 prefetch=1");
   s.out_channels = 128;  // 2 MiB: 2 blocks of 4 vectors
   EXPECT_EQ(schedules::to_string(schedules::default_winograd_params(s, avx512)),
-            "winograd tile=2 block=4x7 rows=7 split=1");
+            "winograd tile=2 block=4x7 rows=7 split=1 prefetch=0");
   s.reduction_channels = 128;  // 1 MiB: a task per tile row, all 28 accumulators
   EXPECT_EQ(schedules::to_string(schedules::default_winograd_params(s, avx512)),
-            "winograd tile=2 block=4x7 rows=1 split=0");
+            "winograd tile=2 block=4x7 rows=1 split=0 prefetch=0");
   s.out_width = s.out_height = 56;  // F(4x4): 14 tiles a row, 2x14
   EXPECT_EQ(schedules::to_string(schedules::default_winograd_params(s, avx512)),
-            "winograd tile=4 block=2x14 rows=1 split=0");
+            "winograd tile=4 block=2x14 rows=1 split=0 prefetch=0");
   // F(4x4) on 28x28 (49 tiles), 128 -> 128: 36 x 128 x 128 floats, 2.25 MiB, and more channels
   // than tiles: split over the whole image as well (ResNet's stage 2).
   s.out_width = s.out_height = 28;
   EXPECT_EQ(schedules::to_string(schedules::default_winograd_params(s, avx512)),
-            "winograd tile=4 block=4x7 rows=7 split=1");
+            "winograd tile=4 block=4x7 rows=7 split=1 prefetch=1");
+  s.reduction_channels = 64;  // 1.1 MiB: a task per tile row, nothing prefetched
+  EXPECT_EQ(schedules::to_string(schedules::default_winograd_params(s, avx512)),
+            "winograd tile=4 block=4x7 rows=1 split=0 prefetch=0");
+  s.reduction_channels = 128;
   EXPECT_EQ(schedules::to_string(schedules::default_winograd_params(s, avx2)),
-            "winograd tile=4 block=3x4 rows=7 split=1");
+            "winograd tile=4 block=3x4 rows=7 split=1 prefetch=1");
   s.out_channels = 48, s.reduction_channels = 512;  // 3.4 MiB, but fewer channels than tiles
   EXPECT_EQ(schedules::default_winograd_params(s, avx512).tile, 4);
   EXPECT_EQ(schedules::default_winograd_params(s, avx512).split_channels, false);
   s.out_width = s.out_height = 14;
   s.out_channels = s.reduction_channels = 64;
   const schedules::ConvParams w = schedules::default_winograd_params(s, avx2, 4);
-  EXPECT_EQ(schedules::to_string(w), "winograd tile=4 block=2x4 rows=1 split=0");
+  EXPECT_EQ(schedules::to_string(w), "winograd tile=4 block=2x4 rows=1 split=0 prefetch=0");
   EXPECT_EQ(schedules::conv_params_error(w, s, avx2), "");
   const auto refused = [&](schedules::ConvShape layer, const Halide::Target& t,
                            const std::string& why, schedules::ConvParams q) {
