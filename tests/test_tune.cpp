@@ -209,7 +209,7 @@ TEST_F(TuneTest, WinogradCandidatesOnlyForEligibleLayers) {
     const std::string text = codegen::default_schedule(k, target) + " winograd tile=" + tile;
     const std::string resolved = codegen::resolve_schedule(k, target, text);
     EXPECT_EQ(resolved.rfind(std::string("winograd tile=") + tile + " block=", 0), 0u) << resolved;
-    EXPECT_EQ(resolved.substr(resolved.size() - 14), "rows=1 split=0") << resolved;
+    EXPECT_EQ(resolved.substr(resolved.size() - 25), "rows=1 split=0 prefetch=0") << resolved;
   }
   // And one that switches from Winograd to a direct family (`--set wide` on a Winograd layer)
   // takes the direct default, with the knobs named after the family: not Winograd's block (of
