@@ -1,8 +1,10 @@
-// Software prefetch of the deep schedule's next chunk of weights (schedules/weight_prefetch.h).
+// Software prefetch of a convolution's next chunk of weights (schedules/weight_prefetch.h).
 #include "schedules/weight_prefetch.h"
 
 #include <cstdlib>
 #include <map>
+#include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 

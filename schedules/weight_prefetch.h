@@ -16,14 +16,15 @@
 //
 // Halide has no schedule directive for this: it is a lowering pass (added to the kernel's
 // Halide::Pipeline) that inserts the prefetches into the chunk's reduction loop, as calls to
-// LLVM's prefetch intrinsic (into L1, for reading; prefetcht0). x86 targets only: there the
-// call binds to the declaration of the intrinsic in Halide's x86 module (its own prefetch uses
-// it; checked on the three CPU targets, tests/test_weight_prefetch.cpp); elsewhere it is not
-// known to be present. Such a call may read any memory LLVM cannot
-// prove apart from the prefetched address, so the task's accumulator must be a stack
-// allocation no pointer escapes from, or its sums are stored back to memory after every
-// multiply-add: the pass makes it one (Halide's register memory type: a stack array of its
-// constant size), and inserts nothing where the accumulator is larger than kMaxPrefetchAcc.
+// LLVM's prefetch intrinsic (into L1, for reading: prefetcht0). x86 targets only: there the call
+// binds to the declaration of the intrinsic in Halide's x86 module (its own prefetch uses it;
+// checked on the three CPU targets, tests/test_weight_prefetch.cpp); elsewhere it is not known
+// to be present. Such a call may read any memory LLVM cannot prove apart from the prefetched
+// address, so an accumulator that lives through the reduction must be a stack allocation no
+// pointer escapes from, or its sums are stored back to memory after every multiply-add: the
+// pass makes deep's one (Halide's register memory type: a stack array of its constant size) and
+// inserts nothing where it is larger than kMaxPrefetchAcc. Winograd's register tile is on the
+// stack already.
 #pragma once
 
 #include <string>
@@ -44,7 +45,8 @@ struct WeightPrefetch {
   // The loop over a chunk's reduction steps: "<step_stage><step_var>", or the inner loop
   // step_var of a split ("<step_stage>r$x.rci").
   std::string step_stage, step_var;
-  // The loops around the step loop that make the passes over a chunk, innermost first.
+  // The passes over a chunk: the loops around the step loop over any of these variables of
+  // pass_stage.
   std::string pass_stage;
   std::vector<std::string> pass_vars;
   // The accumulator to keep on the stack (Func::name()), "" for none: the steps then take
