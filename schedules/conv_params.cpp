@@ -194,9 +194,9 @@ ConvParams default_winograd_params(const ConvShape& s, const Halide::Target& t, 
   // position's weights are read a row of input channels at a time, Co floats apart, which the
   // hardware prefetchers follow worse than deep's contiguous chunks, so this pays even where
   // the model's weights stay in the last-level cache (unlike deep's, deep_prefetch_pays).
-  // Kernel medians in `kiln bench --per-layer` (2 threads, an Intel Xeon, 4 alternating runs):
-  // ResNet-18's six such layers (F(4x4) 28x28 128 -> 128, F(2x2) 14x14 256 -> 256) 1.12-1.20x,
-  // ResNet-50's eight 1.17-1.30x.
+  // Kernel medians in `kiln bench --per-layer` (2 threads, an Intel Xeon, 4 runs alternating
+  // with the binary before): ResNet-18's six such layers (F(4x4) 28x28 128 -> 128, F(2x2)
+  // 14x14 256 -> 256) 1.07-1.20x, ResNet-50's eight 1.09-1.31x.
   p.prefetch = p.split_channels && weight_bytes > double(2 << 20) && !s.bf16 &&
                t.arch == Halide::Target::X86 && !t.has_gpu_feature();
   return p;
