@@ -164,10 +164,10 @@ static ConvParams direct_params_for_shape(const ConvShape& s, const Halide::Targ
 // accumulator within the pass's stack limit. Kernel medians in `kiln bench --per-layer` (2 threads,
 // an Intel Xeon, 4 or 5 runs alternating with the binary before, five such comparisons):
 // ResNet-50's 7x7 layers (4-9.4 MiB, 49 pixels a task) 1.06-1.19x and its 3x3/s2 to 14x14 (2.3 MiB,
-// 98 pixels) 1.04-1.08x; not taken: its 14x14 1x1 layers (196 pixels; 0.88-0.95x in a trial, where
-// one chunk serves 28 passes and the prefetch's address arithmetic costs more than the wait it
-// hides), MobileNetV2's 7x7 layers of 0.4-1.6 MiB (0.85-0.94x) and, in models whose weights stay in
-// cache, ResNet-18's 7x7 layers (0.97x) and a VGG's (0.91-0.96x).
+// 98 pixels) 1.04-1.08x; not taken: its 14x14 1x1 layers (196 pixels; 0.88-1.00x in three trials,
+// where one chunk serves 28 passes and the prefetch's address arithmetic costs more than the wait
+// it hides), MobileNetV2's 7x7 layers of 0.4-1.6 MiB (0.85-0.94x) and, in models whose weights stay
+// in cache, ResNet-18's 7x7 layers (0.97x) and a VGG's (0.91-0.96x).
 static bool deep_prefetch_pays(const ConvShape& s, const ConvParams& p, const Halide::Target& t) {
   if (!s.cold_weights || s.bf16 || p.block.vectors < 1 || t.arch != Halide::Target::X86 ||
       t.has_gpu_feature())
