@@ -158,7 +158,9 @@ bool halide_conv(const Graph& g, const Node& n, const Conv2d& c) {
   return generatable_conv(g, n, c) && conv_epilogue_supported(c.activation);
 }
 
-ConvKernelSpec conv_spec(const Graph& g, const Node& n, const Conv2d& c) {
+// `cold_weights`: the model's constants take more than kColdWeightBytes (the same for every
+// convolution of the graph: lower_to_kernels counts them once).
+ConvKernelSpec conv_spec(const Graph& g, const Node& n, const Conv2d& c, bool cold_weights) {
   ConvKernelSpec k;
   k.depthwise = is_depthwise(g, n, c);
   k.groups = c.groups;
@@ -189,10 +191,7 @@ ConvKernelSpec conv_spec(const Graph& g, const Node& n, const Conv2d& c) {
   k.nchw_output = c.nchw_output;
   k.bf16 = c.bf16;
   k.max_winograd_tile = c.max_winograd_tile;
-  int64_t constant_bytes = 0;
-  for (const Value& v : g.values())
-    if (v.is_constant()) constant_bytes += v.size_bytes();
-  k.cold_weights = constant_bytes > kColdWeightBytes;
+  k.cold_weights = cold_weights;
   for (size_t i = c.first_pre_input(); i < c.first_expand_input(); ++i) k.pre_params.push_back(desc(g, n.inputs[i]));
   if (c.expand) {
     k.expand = c.expand;
@@ -209,11 +208,15 @@ ConvKernelSpec conv_spec(const Graph& g, const Node& n, const Conv2d& c) {
 
 std::vector<KernelSpec> lower_to_kernels(const Graph& g) {
   std::vector<KernelSpec> kernels;
+  int64_t constant_bytes = 0;
+  for (const Value& v : g.values())
+    if (v.is_constant()) constant_bytes += v.size_bytes();
+  const bool cold_weights = constant_bytes > kColdWeightBytes;
   for (const Node& n : g.nodes()) {
     const auto* c = std::get_if<Conv2d>(&n.op);
     const auto* t = std::get_if<LayoutTransform>(&n.op);
     if (c && halide_conv(g, n, *c)) {
-      kernels.push_back(conv_spec(g, n, *c));
+      kernels.push_back(conv_spec(g, n, *c, cold_weights));
     } else if (t && t->from == Layout::nchw && t->to == Layout::nhwc) {
       kernels.push_back(LayoutKernelSpec{n.name, desc(g, n.inputs[0]), desc(g, n.outputs[0])});
     } else {
