@@ -101,6 +101,22 @@ const char* to_string(ChainStepKind k) {
       return "cos";
     case ChainStepKind::tan:
       return "tan";
+    case ChainStepKind::sinh:
+      return "sinh";
+    case ChainStepKind::cosh:
+      return "cosh";
+    case ChainStepKind::asin:
+      return "asin";
+    case ChainStepKind::acos:
+      return "acos";
+    case ChainStepKind::atan:
+      return "atan";
+    case ChainStepKind::asinh:
+      return "asinh";
+    case ChainStepKind::acosh:
+      return "acosh";
+    case ChainStepKind::atanh:
+      return "atanh";
   }
   return "?";
 }
@@ -118,6 +134,14 @@ bool costly_step(const ChainStep& s) {
     case K::sin:
     case K::cos:
     case K::tan:
+    case K::sinh:
+    case K::cosh:
+    case K::asin:
+    case K::acos:
+    case K::atan:
+    case K::asinh:
+    case K::acosh:
+    case K::atanh:
       return true;
     case K::pow:  // 0 to 3 are multiplications (generators/ops/elementwise.cpp)
       return !(s.a == 0.0f || s.a == 1.0f || s.a == 2.0f || s.a == 3.0f);

@@ -118,15 +118,17 @@ enum class ChainStepKind : uint8_t {  // append only: serialized
   tanh, erf, exp, log, sqrt, abs, neg, reciprocal, softplus, softsign, elu, selu, celu,
   thresholded_relu, pow, gelu, gelu_tanh, mish,
   floor, ceil, round, logical_not, greater, less, equal, greater_equal, less_equal,
-  sign, shrink, is_nan, is_inf, sin, cos, tan
+  sign, shrink, is_nan, is_inf, sin, cos, tan,
+  sinh, cosh, asin, acos, atan, asinh, acosh, atanh
 };
 // clang-format on
-constexpr int kNumChainStepKinds = 41;
+constexpr int kNumChainStepKinds = 49;
 const char* to_string(ChainStepKind k);  // "clamp", "leaky_relu", ..., "thresholded_relu"
 // Steps that evaluate an exponential, a logarithm, a division, a square root or a rational
 // approximation per element (15-25 vector operations where a clamp or an affine step takes one
 // or two): sigmoid, SiLU, tanh, erf, GELU, Mish, the ELUs, softplus, softsign, exp, log, sqrt,
-// reciprocal, sin, cos, tan, and pow other than 0-3.
+// reciprocal, the trigonometric and hyperbolic functions and their inverses, and pow other
+// than 0-3.
 struct ChainStep;
 bool costly_step(const ChainStep& s);
 struct ChainStep {
@@ -139,7 +141,8 @@ struct ChainStep {
   // NaN x compares false). sign is -1, 0 or 1 (a zero keeps its sign, NaN stays NaN); shrink
   // (lambd = a, bias = b) is x + b below -a, x - b above a, else 0 (NaN gives 0); is_nan is 1
   // where x is NaN; is_inf is 1 where x is -inf and a is non-zero (ONNX detect_negative), or
-  // +inf and b is non-zero (detect_positive). sin, cos and tan take radians.
+  // +inf and b is non-zero (detect_positive). sin, cos and tan take radians, and asin, acos
+  // and atan give them; sinh ... atanh are the hyperbolic functions and their inverses.
   float a = 0.0f, b = 0.0f;
 };
 // The number of affine steps: each takes two per-channel inputs (scale, shift).

@@ -393,6 +393,22 @@ double reference_chain_step(const ChainStep& st, double v, double scale, double 
       return std::cos(v);
     case ChainStepKind::tan:
       return std::tan(v);
+    case ChainStepKind::sinh:
+      return std::sinh(v);
+    case ChainStepKind::cosh:
+      return std::cosh(v);
+    case ChainStepKind::asin:
+      return std::asin(v);
+    case ChainStepKind::acos:
+      return std::acos(v);
+    case ChainStepKind::atan:
+      return std::atan(v);
+    case ChainStepKind::asinh:
+      return std::asinh(v);
+    case ChainStepKind::acosh:
+      return std::acosh(v);
+    case ChainStepKind::atanh:
+      return std::atanh(v);
     case ChainStepKind::exp: return std::exp(v);
     case ChainStepKind::log: return std::log(v);
     case ChainStepKind::sqrt: return std::sqrt(v);

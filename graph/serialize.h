@@ -65,7 +65,9 @@ namespace kiln::graph {
 // Version 21: chain step kinds 34-37 are sign, shrink, is_nan and is_inf. Version 20 is read as
 // well.
 // Version 22: chain step kinds 38-40 are sin, cos and tan. Version 21 is read as well.
-constexpr uint32_t kGraphFormatVersion = 22;
+// Version 23: chain step kinds 41-48 are sinh, cosh, asin, acos, atan, asinh, acosh and atanh.
+// Version 22 is read as well.
+constexpr uint32_t kGraphFormatVersion = 23;
 
 std::string serialize(const Graph& g);
 

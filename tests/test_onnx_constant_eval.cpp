@@ -125,46 +125,59 @@ TEST(OnnxConstantEval, CumSumOfConstants) {
   EXPECT_THAT(import_error(r.bytes()), HasSubstr("the cumulative sum of the runtime tensor 'x'"));
 }
 
-// Sinusoidal encodings of constants (EdgeNeXt's positional encoding): computed at import. Of a
-// runtime tensor, Sin, Cos and Tan are chain steps of one node (generated kernels:
-// GeneratedKernels.SinCosTanAccuracyAcrossTheirRange).
-TEST(OnnxConstantEval, SinAndCosOfConstants) {
-  const std::vector<float> c = rnd(8, 54);
-  ModelBuilder m(13);
-  m.input("x", {8});
-  m.init("c", {8}, c);
-  m.node("Sin", {"c"}, {"s"});
-  m.node("Cos", {"c"}, {"k"});
-  m.node("Add", {"x", "s"}, {"xs"});
-  m.node("Mul", {"xs", "k"}, {"y"});
-  m.output("y");
-  const Graph g = import(m);
-  const Tensor x{{8}, Layout::any, rnd(8, 55)};
-  const std::vector<float> y = run_reference(g, {x}).at(0).data;
-  for (size_t k = 0; k < 8; ++k)
-    EXPECT_NEAR(y[k], (x.data[k] + std::sin(c[k])) * std::cos(c[k]), 1e-6f) << k;
+// Sinusoidal encodings of constants (EdgeNeXt's positional encoding): computed at import, and
+// so are the other trigonometric and hyperbolic functions and their inverses of constants. Of a
+// runtime tensor, each is a chain step of one node (generated kernels:
+// GeneratedKernels.SinCosTanAccuracyAcrossTheirRange and
+// InverseTrigAndHyperbolicAccuracyAcrossTheirDomains).
+TEST(OnnxConstantEval, TrigonometricAndHyperbolicFunctionsOfConstants) {
+  using K = ChainStepKind;
+  struct Function {
+    const char* op;
+    K kind;
+    double (*f)(double);
+  };
+  const std::vector<Function> functions = {
+      {"Sin", K::sin, [](double v) { return std::sin(v); }},
+      {"Cos", K::cos, [](double v) { return std::cos(v); }},
+      {"Tan", K::tan, [](double v) { return std::tan(v); }},
+      {"Asin", K::asin, [](double v) { return std::asin(v); }},
+      {"Acos", K::acos, [](double v) { return std::acos(v); }},
+      {"Atan", K::atan, [](double v) { return std::atan(v); }},
+      {"Sinh", K::sinh, [](double v) { return std::sinh(v); }},
+      {"Cosh", K::cosh, [](double v) { return std::cosh(v); }},
+      {"Asinh", K::asinh, [](double v) { return std::asinh(v); }},
+      {"Acosh", K::acosh, [](double v) { return std::acosh(v); }},
+      {"Atanh", K::atanh, [](double v) { return std::atanh(v); }}};
+  for (const Function& fn : functions) {
+    SCOPED_TRACE(fn.op);
+    // Values inside each domain: acosh's from 1 on, the others' within (-1, 1).
+    const float lo = fn.kind == K::acosh ? 1.0f : -0.99f, hi = fn.kind == K::acosh ? 4.0f : 0.99f;
+    const std::vector<float> c = rnd(8, 54, lo, hi);
+    const Tensor x{{8}, Layout::any, rnd(8, 55, lo, hi)};
+    ModelBuilder m(13);
+    m.input("x", {8});
+    m.init("c", {8}, c);
+    m.node(fn.op, {"c"}, {"s"});
+    m.node("Add", {"x", "s"}, {"y"});
+    m.output("y");
+    const Graph g = import(m);
+    EXPECT_EQ(g.num_nodes(), 1u) << "the function of the constant folded";
+    const std::vector<float> y = run_reference(g, {x}).at(0).data;
+    for (size_t k = 0; k < 8; ++k) EXPECT_NEAR(y[k], x.data[k] + fn.f(c[k]), 1e-6f) << k;
 
-  for (const auto& [op, kind] :
-       {std::pair{"Sin", ChainStepKind::sin}, std::pair{"Cos", ChainStepKind::cos},
-        std::pair{"Tan", ChainStepKind::tan}}) {
     ModelBuilder r(13);
     r.input("x", {8});
-    r.node(op, {"x"}, {"y"});
+    r.node(fn.op, {"x"}, {"y"});
     r.output("y");
     const Graph rg = import(r);
-    ASSERT_EQ(rg.num_nodes(), 1u) << op;
+    ASSERT_EQ(rg.num_nodes(), 1u);
     const auto* chain = std::get_if<ElementwiseChain>(&rg.nodes()[0].op);
-    ASSERT_NE(chain, nullptr) << op;
+    ASSERT_NE(chain, nullptr);
     ASSERT_EQ(chain->steps.size(), 1u);
-    EXPECT_EQ(chain->steps[0].kind, kind) << op;
+    EXPECT_EQ(chain->steps[0].kind, fn.kind);
     const std::vector<float> ry = run_reference(rg, {x}).at(0).data;
-    for (size_t k = 0; k < 8; ++k) {
-      const double v = x.data[k];
-      const double want = kind == ChainStepKind::sin   ? std::sin(v)
-                          : kind == ChainStepKind::cos ? std::cos(v)
-                                                       : std::tan(v);
-      EXPECT_NEAR(ry[k], want, 1e-6) << op << " " << k;
-    }
+    for (size_t k = 0; k < 8; ++k) EXPECT_NEAR(ry[k], fn.f(x.data[k]), 1e-6) << k;
   }
 }
 

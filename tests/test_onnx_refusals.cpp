@@ -36,7 +36,7 @@ TEST(OnnxImport, UnsupportedOpsAttributesAndTrainingModeAreErrors) {
     m.output("y");
     return m;
   };
-  EXPECT_EQ(import_error(one_node("Atan", 13).bytes()), "node 'n1' (Atan): op not supported");
+  EXPECT_EQ(import_error(one_node("Det", 13).bytes()), "node 'n1' (Det): op not supported");
   ModelBuilder bn6 = one_node("BatchNormalization", 5);
   EXPECT_THAT(import_error(bn6.bytes()),
               HasSubstr("opset 5 is not supported for BatchNormalization"));

@@ -21,12 +21,16 @@ namespace {
 // without (the product rounded); Halide's exp: 3.5e-7 and 4.1e-6. Ten vector operations on
 // AVX-512 (LLVM folds the last multiply into a multiply-add), where Halide's takes about 20 (its
 // floor splits into two halves on AVX-512).
-Expr exp_in_range(const Expr& x) {
+// With `two_part_ln2`, r = x - k L1 - k L2 in strict float, ln2 = L1 + L2 with L1 of 9
+// significant bits (Cephes' expf: k L1 is exact), for callers that need the relative error
+// under 2e-7 on every target whatever LLVM contracts (sinh and cosh: 4.3e-6 at 72 without).
+Expr exp_in_range(const Expr& x, bool two_part_ln2 = false) {
   const Expr sum = x * 1.44269504f + 12583039.0f;  // 1.5 * 2^23 + 127
   const Expr bits = Halide::reinterpret(Halide::UInt(32), sum);
   const Expr k =
       Halide::cast<float>(Halide::reinterpret(Halide::Int(32), bits - Halide::Expr(0x4b40007fu)));
-  const Expr r = x - k * 0.693147181f;
+  const Expr r = two_part_ln2 ? Halide::strict_float(x - k * 0.693359375f - k * -2.12194440e-4f)
+                              : x - k * 0.693147181f;
   const Expr p =
       1.0f +
       r * (1.0f + r * (0.49999243f + r * (0.16667111f + r * (0.041889019f + r * 0.0083128605f))));
@@ -183,6 +187,113 @@ Expr trig(graph::ChainStepKind kind, const Expr& v) {
                         Halide::reinterpret(Halide::Float(32), Halide::Expr(0x7fc00000u)));
 }
 
+// The float with v's sign bit and r's other bits (r is non-negative): sign symmetry that keeps
+// a -0 (asinh(-0) = -0), decided on the bits.
+Expr with_sign_of(const Expr& v, const Expr& r) {
+  const Expr sign = Halide::reinterpret(Halide::UInt(32), v) & Halide::Expr(0x80000000u);
+  return Halide::reinterpret(Halide::Float(32), Halide::reinterpret(Halide::UInt(32), r) | sign);
+}
+
+Expr quiet_nan() { return Halide::reinterpret(Halide::Float(32), Halide::Expr(0x7fc00000u)); }
+Expr infinity() { return Halide::reinterpret(Halide::Float(32), Halide::Expr(0x7f800000u)); }
+
+// log(1 + u) for u >= 0 without the cancellation of log(1 + u) near 0: with w = 1 + u rounded,
+// log(w) u / (w - 1) (Goldberg), whose two roundings cancel; u itself where w rounds to 1. In
+// strict float, so that w - 1 is not simplified to u. Relative error a few 1e-7.
+Expr log1p_accurate(const Expr& u) {
+  const Expr w = 1.0f + u;
+  return Halide::strict_float(Halide::select(w == 1.0f, u, Halide::log(w) * (u / (w - 1.0f))));
+}
+
+// sinh and cosh of v from h = e^|v| / 2: h -+ 1 / (4h). e^|v| is squared from e^(|v|/2), so that
+// it overflows where sinh does (|v| > 89.4), not at 88.7. Below |v| = 1 sinh is its Taylor series
+// to v^11 (truncation under 2e-10 relative), free of h - 1/(4h)'s cancellation. Relative error
+// about 1e-6 at most (the exponential's, doubled by the square); NaN stays NaN.
+Expr hyperbolic(graph::ChainStepKind kind, const Expr& v) {
+  const Expr a = Halide::abs(v);
+  const Expr t = exp_in_range(Halide::min(a, 120.0f) * 0.5f, /*two_part_ln2=*/true);
+  // Halved first (strict: reassociated, t * t overflows from |v| = 88.7, sinh at 89.4).
+  const Expr h = Halide::strict_float((t * 0.5f) * t);
+  if (kind == graph::ChainStepKind::cosh) return keep_nan(v, h + 0.25f / h);
+  const Expr z = a * a;
+  const Expr series =
+      a * (1.0f +
+           z * (1.0f / 6 + z * (1.0f / 120 +
+                                z * (1.0f / 5040 + z * (1.0f / 362880 + z * (1.0f / 39916800))))));
+  return keep_nan(v, with_sign_of(v, Halide::select(a < 1.0f, series, h - 0.25f / h)));
+}
+
+// asin(x) for 0 <= x <= 1/2, z = x^2: x + x z p(z) (Cephes' asinf, relative error about 1e-7).
+Expr asin_near_zero(const Expr& x, const Expr& z) {
+  return x + x * z *
+                 (1.6666752422e-1f +
+                  z * (7.4953002686e-2f +
+                       z * (4.5470025998e-2f + z * (2.4181311049e-2f + z * 4.2163199048e-2f))));
+}
+
+// asin, acos and atan, vectorized (Halide's call libm per lane), as Cephes' asinf, acosf and
+// atanf: asin above 1/2 from asin(x) = pi/2 - 2 asin(sqrt((1 - x) / 2)); acos from asin's
+// polynomial by acos(x) = pi/2 - asin(x) within [-1/2, 1/2] and 2 asin(sqrt((1 -+ x) / 2))
+// beyond; atan reduced to [0, tan(pi/8)] by atan(x) = pi/4 + atan((x - 1) / (x + 1)) and pi/2 +
+// atan(-1/x). Outside [-1, 1] asin and acos are NaN, as are all three of NaN; atan(+-inf) is
+// +-pi/2; asin, atan keep a -0.
+Expr inverse_trig(graph::ChainStepKind kind, const Expr& v) {
+  const float half_pi = static_cast<float>(M_PI_2);
+  const Expr a = Halide::abs(v);
+  if (kind == graph::ChainStepKind::atan) {
+    const Expr big = a > 2.414213562373095f, mid = a > 0.4142135623730950f;
+    const Expr x = Halide::select(big, -1.0f / a, mid, (a - 1.0f) / (a + 1.0f), a);
+    const Expr base = Halide::select(big, half_pi, mid, static_cast<float>(M_PI_4), 0.0f);
+    const Expr z = x * x;
+    const Expr p =
+        x + x * z *
+                (-3.33329491539e-1f +
+                 z * (1.99777106478e-1f + z * (-1.38776856032e-1f + z * 8.05374449538e-2f)));
+    return keep_nan(v, with_sign_of(v, base + p));
+  }
+  const Expr far = a > 0.5f;
+  const Expr z = Halide::select(far, 0.5f * (1.0f - a), a * a);
+  const Expr x = Halide::select(far, Halide::sqrt(z), a);
+  const Expr p = asin_near_zero(x, z);  // asin(x)
+  Expr r;
+  if (kind == graph::ChainStepKind::asin) {
+    r = with_sign_of(v, Halide::select(far, half_pi - 2.0f * p, p));
+  } else {
+    const Expr negative = v < 0.0f;
+    r = Halide::select(far, Halide::select(negative, static_cast<float>(M_PI) - 2.0f * p, 2.0f * p),
+                       half_pi - with_sign_of(v, p));
+  }
+  return keep_nan(v, Halide::select(a > 1.0f, quiet_nan(), r));
+}
+
+// asinh, acosh and atanh through log1p_accurate: asinh(x) = log1p(x + x^2 / (1 + sqrt(1 +
+// x^2))), acosh(1 + t) = log1p(t + sqrt(t (t + 2))), atanh(x) = log1p(2x / (1 - x)) / 2, for
+// x >= 0 (asinh and atanh are odd: the sign is v's, -0 kept). From 2^12 on asinh and acosh are
+// log(x) + ln 2 (x^2 would overflow; the terms left out are under 1e-8 relative). acosh below 1
+// and atanh beyond [-1, 1] are NaN, atanh(+-1) is +-inf, acosh(inf) and asinh(+-inf) infinite.
+Expr inverse_hyperbolic(graph::ChainStepKind kind, const Expr& v) {
+  const float ln2 = static_cast<float>(M_LN2);
+  const Expr a = Halide::abs(v);
+  const Expr bits = Halide::reinterpret(Halide::UInt(32), a);
+  const Expr is_inf = bits == Halide::Expr(0x7f800000u);
+  if (kind == graph::ChainStepKind::atanh) {
+    const Expr r = 0.5f * log1p_accurate(2.0f * a / (1.0f - a));
+    return keep_nan(
+        v, with_sign_of(v, Halide::select(a > 1.0f, quiet_nan(), a == 1.0f, infinity(), r)));
+  }
+  const Expr large = Halide::log(Halide::min(a, 3.0e38f)) + ln2;
+  if (kind == graph::ChainStepKind::asinh) {
+    const Expr small = Halide::min(a, 4096.0f);
+    const Expr z = small * small;
+    const Expr r = log1p_accurate(small + z / (1.0f + Halide::sqrt(1.0f + z)));
+    return keep_nan(v, with_sign_of(v, Halide::select(is_inf, infinity(), a >= 4096.0f, large, r)));
+  }
+  const Expr t = Halide::clamp(v, 1.0f, 4096.0f) - 1.0f;  // exact for v in [1, 2]
+  const Expr r = log1p_accurate(t + Halide::sqrt(t * (t + 2.0f)));
+  return keep_nan(
+      v, Halide::select(v < 1.0f, quiet_nan(), is_inf, infinity(), v >= 4096.0f, large, r));
+}
+
 }  // namespace
 
 Expr apply_chain_step(const graph::ChainStep& step, const Expr& v, const Expr& scale,
@@ -294,6 +405,17 @@ Expr apply_chain_step(const graph::ChainStep& step, const Expr& v, const Expr& s
     case K::cos:
     case K::tan:
       return trig(step.kind, v);
+    case K::sinh:
+    case K::cosh:
+      return hyperbolic(step.kind, v);
+    case K::asin:
+    case K::acos:
+    case K::atan:
+      return inverse_trig(step.kind, v);
+    case K::asinh:
+    case K::acosh:
+    case K::atanh:
+      return inverse_hyperbolic(step.kind, v);
     case K::is_inf: {
       // On the bits, as the fast-math comparisons may assume no infinities.
       const Expr bits = Halide::reinterpret(Halide::UInt(32), v);

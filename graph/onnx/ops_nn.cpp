@@ -231,29 +231,22 @@ void convert_chain_step(Importer& im, const NodeCtx& c) {
   expect_inputs(c, 1, 1);
   using K = ChainStepKind;
   static const std::vector<std::pair<std::string, K>> kinds = {
-      {"Tanh", K::tanh},
-      {"Erf", K::erf},
-      {"Exp", K::exp},
-      {"Log", K::log},
-      {"Sqrt", K::sqrt},
-      {"Abs", K::abs},
-      {"Neg", K::neg},
-      {"Reciprocal", K::reciprocal},
-      {"Softplus", K::softplus},
-      {"Softsign", K::softsign},
-      {"Elu", K::elu},
-      {"Selu", K::selu},
-      {"Celu", K::celu},
-      {"ThresholdedRelu", K::thresholded_relu},
-      {"Mish", K::mish},
-      {"Floor", K::floor},
-      {"Ceil", K::ceil},
-      {"Round", K::round},
-      {"Sign", K::sign},
-      {"Shrink", K::shrink},
-      {"Sin", K::sin},
-      {"Cos", K::cos},
-      {"Tan", K::tan}};
+      {"Tanh", K::tanh},         {"Erf", K::erf},
+      {"Exp", K::exp},           {"Log", K::log},
+      {"Sqrt", K::sqrt},         {"Abs", K::abs},
+      {"Neg", K::neg},           {"Reciprocal", K::reciprocal},
+      {"Softplus", K::softplus}, {"Softsign", K::softsign},
+      {"Elu", K::elu},           {"Selu", K::selu},
+      {"Celu", K::celu},         {"ThresholdedRelu", K::thresholded_relu},
+      {"Mish", K::mish},         {"Floor", K::floor},
+      {"Ceil", K::ceil},         {"Round", K::round},
+      {"Sign", K::sign},         {"Shrink", K::shrink},
+      {"Sin", K::sin},           {"Cos", K::cos},
+      {"Tan", K::tan},           {"Sinh", K::sinh},
+      {"Cosh", K::cosh},         {"Asin", K::asin},
+      {"Acos", K::acos},         {"Atan", K::atan},
+      {"Asinh", K::asinh},       {"Acosh", K::acosh},
+      {"Atanh", K::atanh}};
   ChainStep step;
   bool found = false;
   for (const auto& [name, kind] : kinds)
