@@ -1,5 +1,5 @@
-// Import of the comparisons, logic ops, Where, Floor/Ceil/Round, Sign, Shrink, IsNaN, IsInf, Pow
-// with a tensor exponent and Expand: the nodes they become, their values against the ONNX
+// Import of the comparisons, logic ops, Where, Trilu, Floor/Ceil/Round, Sign, Shrink, IsNaN, IsInf,
+// Pow with a tensor exponent and Expand: the nodes they become, their values against the ONNX
 // definitions computed here, the boolean boundary rule (a BOOL graph input or output is float32
 // 0/1), folding of integer operands known at import, and the errors for what stays unsupported.
 #include <gmock/gmock.h>
@@ -355,6 +355,62 @@ TEST(OnnxLogic, ExpandIsReshapeAndTile) {
   bad.output("y");
   EXPECT_THAT(import_error(bad.bytes()),
               HasSubstr("node 'ex' (Expand): cannot broadcast the input [3, 2] to [3, 4]"));
+}
+
+// Trilu: a Where of a constant mask of the last two axes between x and 0, for both triangles
+// and diagonals below, on and above the main one (past the matrix too); a NaN or an infinity
+// in the dropped triangle becomes 0. Of a constant it folds; k must be one integer.
+TEST(OnnxLogic, TriluIsAWhereOfAConstantMask) {
+  const Shape shape = {2, 3, 4, 5};
+  std::vector<float> x = rnd(120, 61);
+  x[7] = NAN, x[44] = INFINITY, x[90] = -INFINITY;
+  for (const int upper : {0, 1})
+    for (const int64_t k : {-7, -2, 0, 1, 3, 9}) {
+      SCOPED_TRACE("upper " + std::to_string(upper) + " k " + std::to_string(k));
+      ModelBuilder m(14);
+      m.input("x", Dims(shape.begin(), shape.end()));
+      m.init_i64("k", {}, {k});
+      onnx_test::attr_i(m.node("Trilu", {"x", "k"}, {"y"}), "upper", upper);
+      m.output("y");
+      const Graph g = import(m);
+      ASSERT_EQ(g.num_nodes(), 1u) << dump(g);
+      EXPECT_TRUE(std::holds_alternative<Where>(g.node(NodeId{0}).op));
+      const std::vector<float> y = run_reference(g, {{shape, Layout::any, x}}).at(0).data;
+      for (size_t e = 0; e < x.size(); ++e) {
+        const int64_t i = static_cast<int64_t>(e / 5 % 4), j = static_cast<int64_t>(e % 5);
+        const bool kept = upper ? j - i >= k : j - i <= k;
+        if (kept && std::isnan(x[e])) {
+          EXPECT_TRUE(std::isnan(y[e])) << e;
+        } else {
+          EXPECT_EQ(y[e], kept ? x[e] : 0.0f) << e;
+        }
+      }
+    }
+
+  ModelBuilder folded(14);  // the default diagonal (0) and triangle (upper)
+  folded.input("x", {2, 2});
+  folded.init("c", {2, 2}, {1.0f, 2.0f, 3.0f, 4.0f});
+  folded.node("Trilu", {"c"}, {"t"});
+  folded.node("Add", {"x", "t"}, {"y"});
+  folded.output("y");
+  const Graph fg = import(folded);
+  ASSERT_EQ(fg.num_nodes(), 1u) << dump(fg);
+  const std::vector<float> y =
+      run_reference(fg, {{{2, 2}, Layout::any, {10.0f, 20.0f, 30.0f, 40.0f}}}).at(0).data;
+  EXPECT_EQ(y, (std::vector<float>{11.0f, 22.0f, 30.0f, 44.0f}));
+
+  ModelBuilder bad(14);
+  bad.input("x", {3, 3});
+  bad.init_i64("k", {2}, {0, 1});
+  bad.node("Trilu", {"x", "k"}, {"y"}, "tri");
+  bad.output("y");
+  EXPECT_THAT(import_error(bad.bytes()),
+              HasSubstr("node 'tri' (Trilu): k must be one integer, got 2"));
+  ModelBuilder vec(14);
+  vec.input("x", {3});
+  vec.node("Trilu", {"x"}, {"y"}, "tri");
+  vec.output("y");
+  EXPECT_THAT(import_error(vec.bytes()), HasSubstr("Trilu takes tensors of rank 2 or more"));
 }
 
 // A runtime Cast to BOOL is x != 0 (Not twice, one chain); Where's shapes must broadcast.

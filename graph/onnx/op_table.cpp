@@ -159,6 +159,7 @@ const std::vector<OpInfo>& op_table() {
       {"ThresholdedRelu", 10, convert_chain_step, {}, "alpha"},
       {"Tile", 6, convert_tile, {1}, ""},
       {"Transpose", 1, convert_transpose, {}, "perm"},
+      {"Trilu", 14, convert_trilu, {1}, "upper"},
       {"Upsample", 7, convert_upsample, {1}, "mode scales"},
       {"Unsqueeze", 1, convert_unsqueeze, {1}, "axes"},
       {"Where", 9, convert_where, {}, ""},

@@ -121,6 +121,49 @@ void convert_where(Importer& im, const NodeCtx& c) {
   im.define_value(c, 0, v);
 }
 
+// Trilu (opset 14): the upper (upper=1, the default) or lower triangle of each matrix of the
+// last two axes, from diagonal k (the optional second input, known at import; 0 the main one):
+// element (i, j) is kept where j - i >= k (upper) or j - i <= k (lower), else 0. A Where of a
+// constant 0/1 mask [M, N], broadcast over the leading axes, between x and 0 (not x times the
+// mask, which would keep a NaN or an infinity that should be 0); folded for a tensor known at
+// import.
+void convert_trilu(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 1, 2);
+  const Shape in = im.input_shape(c, 0);
+  if (in.size() < 2)
+    node_error(c, "the input is " + to_string(in) + "; Trilu takes tensors of rank 2 or more");
+  int64_t k = 0;
+  if (im.has_input(c, 1)) {
+    const std::vector<int64_t> ks = im.int_list_input(c, 1, "k");
+    if (ks.size() != 1) node_error(c, "k must be one integer, got " + std::to_string(ks.size()));
+    k = ks[0];
+  }
+  const bool upper = attr_int(c, "upper", 1) != 0;
+  const int64_t rows = in[in.size() - 2], cols = in.back();
+  HostTensor mask;
+  mask.dtype = ::onnx::TensorProto::BOOL;
+  mask.dims = {rows, cols};
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) mask.i.push_back(upper ? j - i >= k : j - i <= k);
+  if (const HostTensor* h = im.host_input(c, 0); h && fits_fold(in)) {
+    HostTensor zero;
+    zero.dtype = h->dtype;
+    zero.dims = {};
+    if (h->is_float())
+      zero.f = {0.0f};
+    else
+      zero.i = {0};
+    return im.define_host(c, 0, host_where(c, mask, *h, zero));
+  }
+  std::vector<float> values(mask.i.begin(), mask.i.end());
+  const ValueId m = im.add_constant(c.name + "/mask", mask.dims, std::move(values), Layout::any);
+  const ValueId zero = im.add_constant(c.name + "/zero", {1}, {0.0f}, Layout::any);
+  const ValueId x = im.value_input(c, 0);
+  const ValueId v = im.emit(c, Where{}, {m, x, zero}, im.output_name(c, 0));
+  if (im.is_boolean(x)) im.mark_boolean(v);
+  im.define_value(c, 0, v);
+}
+
 // Pow (before opset 7 broadcasting by attribute, accepted where that is numpy's). A scalar exponent
 // known at import (LayerNorm's square, GELU's cube) is a chain step; any other exponent a
 // broadcasting Binary pow. An integer exponent known at import is converted to float32 (exact up to
