@@ -168,8 +168,8 @@ KernelPipeline layout_pipeline(const graph::LayoutKernelSpec& k, const Halide::T
   return KernelPipeline{Halide::Pipeline(f.output), {input}};
 }
 
-// Data movement (and Resize): the output a pure function of its coordinates, read from other
-// places of the input (so the innermost dimension is kept: fusing it would not make the loads
+// Data movement (and Resize, GridSample): the output a pure function of its coordinates, read from
+// other places of the input (so the innermost dimension is kept: fusing it would not make the loads
 // contiguous).
 KernelPipeline data_pipeline(const graph::OpKernelSpec& k, const Halide::Target& target,
                              const std::vector<Halide::ImageParam>& inputs) {
@@ -227,6 +227,8 @@ KernelPipeline data_pipeline(const graph::OpKernelSpec& k, const Halide::Target&
     schedule_resize(a, k.output.shape, target);
     constrain([&](int d) { return a.out.output_buffer().dim(d); }, k.output.shape);
     return KernelPipeline{Halide::Pipeline(a.out), inputs};
+  } else if (const auto* gs = std::get_if<graph::GridSample>(&k.op)) {
+    out = generators::ops::grid_sample(inputs[0], inputs[1], in, *gs);
   } else if (std::holds_alternative<graph::Tile>(k.op)) {
     out = generators::ops::tile(inputs[0], in);
   } else {

@@ -236,6 +236,30 @@ const char* to_string(NearestRounding r) {
   return "?";
 }
 
+const char* to_string(GridSampleMode m) {
+  switch (m) {
+    case GridSampleMode::linear:
+      return "linear";
+    case GridSampleMode::nearest:
+      return "nearest";
+    case GridSampleMode::cubic:
+      return "cubic";
+  }
+  return "?";
+}
+
+const char* to_string(GridSamplePadding p) {
+  switch (p) {
+    case GridSamplePadding::zeros:
+      return "zeros";
+    case GridSamplePadding::border:
+      return "border";
+    case GridSamplePadding::reflection:
+      return "reflection";
+  }
+  return "?";
+}
+
 std::string to_string(const Shape& s) {
   std::string out = "[";
   for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
@@ -351,6 +375,7 @@ const char* op_name(const Op& op) {
     const char* operator()(const LayerNorm&) { return "LayerNorm"; }
     const char* operator()(const GroupNorm&) { return "GroupNorm"; }
     const char* operator()(const Resize&) { return "Resize"; }
+    const char* operator()(const GridSample&) { return "GridSample"; }
     const char* operator()(const ElementwiseChain&) { return "ElementwiseChain"; }
     const char* operator()(const LayoutTransform&) { return "LayoutTransform"; }
   };

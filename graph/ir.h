@@ -108,6 +108,24 @@ struct Resize {
 // Whether Resize r maps every index of axis a (input length in_len) to itself.
 bool resize_axis_is_identity(const Resize& r, size_t a, int64_t in_len);
 
+// ONNX GridSample (opsets 16-22, 2-D): out[n, c, i, j] samples x[n, c] at the point grid[n, i,
+// j] = (gx, gy) in [-1, 1] (x across the width, y down the height), mapped to pixels as
+// ((g + 1) / 2) (size - 1) with align_corners, else ((g + 1) size - 1) / 2. A point outside the
+// image (past the pixel centres with align_corners, else past the edges) is clamped into it
+// (border) or reflected back (reflection) first; then nearest rounds it half to even, linear
+// interpolates its 2x2 neighbours, cubic its 4x4 (Keys' kernel, a = -0.75). A neighbour outside
+// the image reads 0 (zeros), the nearest edge pixel (border) or its reflection (reflection).
+// Inputs: x [N, C, H, W] and grid [N, Ho, Wo, 2], in logical order; output [N, C, Ho, Wo].
+enum class GridSampleMode : uint8_t { linear, nearest, cubic };
+enum class GridSamplePadding : uint8_t { zeros, border, reflection };
+const char* to_string(GridSampleMode m);
+const char* to_string(GridSamplePadding p);
+struct GridSample {
+  GridSampleMode mode = GridSampleMode::linear;
+  GridSamplePadding padding = GridSamplePadding::zeros;
+  bool align_corners = false;
+};
+
 // One elementwise step of an ElementwiseChain (below) or of a convolution's post steps. An
 // affine step is a per-channel scale and shift whose values are inputs of the node.
 // The ONNX unary ops imported as one-step chains are here too (Tanh, Erf, Exp, ..., Celu, and
@@ -420,7 +438,7 @@ struct LayoutTransform {
 using Op = std::variant<Conv2d, BatchNorm, Relu, Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish,
                         Binary, Pool2d, GlobalPool, Gemm, MatMul, Reshape, Transpose, Concat, Slice,
                         Pad, Softmax, Reduce, LayerNorm, Resize, ElementwiseChain, LayoutTransform,
-                        Tile, Where, GroupNorm>;
+                        Tile, Where, GroupNorm, GridSample>;
 const char* op_name(const Op& op);
 // Its attributes as `dump` prints them ("kernel=3x3 stride=2x2 pads=[1,1,1,1]"), or "".
 std::string op_attributes(const Op& op);

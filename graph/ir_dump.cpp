@@ -114,6 +114,9 @@ std::string attrs(const Op& op) {
       s << " cubic_a=" << rs->cubic_a << (rs->exclude_outside ? " exclude_outside" : "");
     if (rs->coordinates == ResizeCoordinates::tf_crop_and_resize)
       s << " roi=" << list(rs->roi) << " extrapolation=" << rs->extrapolation;
+  } else if (const auto* gs = std::get_if<GridSample>(&op)) {
+    s << "mode=" << to_string(gs->mode) << " padding=" << to_string(gs->padding)
+      << (gs->align_corners ? " align_corners" : "");
   } else if (const auto* ch = std::get_if<ElementwiseChain>(&op)) {
     s << "steps=[";
     for (size_t i = 0; i < ch->steps.size(); ++i)

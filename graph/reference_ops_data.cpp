@@ -374,6 +374,81 @@ Tensor resize(const Resize& r, const Tensor& x, const Shape& out_shape, Layout l
   return out;
 }
 
+// GridSample (graph::GridSample), in double: the point's pixel coordinates, the padding rule
+// for a point outside the image, then its taps, each read by the padding rule.
+// v reflected back into [lo, hi] as often as it takes (a mirror at each end).
+double grid_reflect(double v, double lo, double hi) {
+  const double range = hi - lo;
+  if (v >= lo && v <= hi) return v;
+  if (range <= 0) return lo;  // one pixel, align_corners: lo == hi
+  const double d = v < lo ? lo - v : v - hi;
+  const double flips = std::floor(d / range);
+  const double r = d - flips * range;
+  const bool even = std::fmod(flips, 2.0) == 0.0;
+  return (v < lo) == even ? lo + r : hi - r;
+}
+
+Tensor grid_sample(const GridSample& gs, const Tensor& x, const Tensor& grid,
+                   const Shape& out_shape, Layout layout) {
+  const int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
+  const int64_t Ho = out_shape[2], Wo = out_shape[3];
+  // The range a point may take before the padding rule applies: the pixel centres with
+  // align_corners, else the image's edges.
+  const double lo_x = gs.align_corners ? 0.0 : -0.5, hi_x = gs.align_corners ? W - 1.0 : W - 0.5;
+  const double lo_y = gs.align_corners ? 0.0 : -0.5, hi_y = gs.align_corners ? H - 1.0 : H - 0.5;
+  const auto pixel = [&](double g, int64_t size) {
+    return gs.align_corners ? (g + 1) / 2 * static_cast<double>(size - 1)
+                            : ((g + 1) * static_cast<double>(size) - 1) / 2;
+  };
+  Tensor out = blank(out_shape, layout);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t i = 0; i < Ho; ++i)
+      for (int64_t j = 0; j < Wo; ++j) {
+        const size_t g = static_cast<size_t>(((n * Ho + i) * Wo + j) * 2);
+        double px = pixel(grid.data[g], W), py = pixel(grid.data[g + 1], H);
+        if (gs.mode == GridSampleMode::nearest) px = std::nearbyint(px), py = std::nearbyint(py);
+        if (px < lo_x || px > hi_x || py < lo_y || py > hi_y) {
+          if (gs.padding == GridSamplePadding::border) {
+            px = std::clamp(px, 0.0, W - 1.0), py = std::clamp(py, 0.0, H - 1.0);
+          } else if (gs.padding == GridSamplePadding::reflection) {
+            px = grid_reflect(px, lo_x, hi_x), py = grid_reflect(py, lo_y, hi_y);
+          }
+        }
+        for (int64_t c = 0; c < C; ++c) {
+          const float* image = x.data.data() + (n * C + c) * H * W;
+          const auto tap = [&](double r, double q) -> double {  // row r, column q (integers)
+            if (gs.padding == GridSamplePadding::zeros)
+              return r < 0 || r >= H || q < 0 || q >= W
+                         ? 0.0
+                         : image[static_cast<int64_t>(r) * W + static_cast<int64_t>(q)];
+            if (gs.padding == GridSamplePadding::reflection)
+              r = std::trunc(grid_reflect(r, lo_y, hi_y)),
+              q = std::trunc(grid_reflect(q, lo_x, hi_x));
+            r = std::clamp(r, 0.0, H - 1.0), q = std::clamp(q, 0.0, W - 1.0);
+            return image[static_cast<int64_t>(r) * W + static_cast<int64_t>(q)];
+          };
+          double v = 0;
+          if (gs.mode == GridSampleMode::nearest) {
+            v = tap(py, px);
+          } else {
+            const int reach = gs.mode == GridSampleMode::cubic ? 2 : 1;
+            const double fx = std::floor(px), fy = std::floor(py);
+            for (int dy = 1 - reach; dy <= reach; ++dy)
+              for (int dx = 1 - reach; dx <= reach; ++dx) {
+                const double qx = fx + dx, qy = fy + dy;
+                const double wx =
+                    reach == 2 ? cubic_weight(px - qx, -0.75) : 1 - std::fabs(px - qx);
+                const double wy =
+                    reach == 2 ? cubic_weight(py - qy, -0.75) : 1 - std::fabs(py - qy);
+                v += wx * wy * tap(qy, qx);
+              }
+          }
+          out.data[static_cast<size_t>(((n * C + c) * Ho + i) * Wo + j)] = static_cast<float>(v);
+        }
+      }
+  return out;
+}
+
 }  // namespace
 
 double reference_chain_step(const ChainStep& st, double v, double scale, double shift) {
@@ -504,6 +579,8 @@ Tensor reference_data_op(const Op& op, const std::vector<const Tensor*>& in, con
   if (const auto* ln = std::get_if<LayerNorm>(&op)) return layer_norm(*ln, in);
   if (const auto* gn = std::get_if<GroupNorm>(&op)) return group_norm(*gn, in);
   if (const auto* rs = std::get_if<Resize>(&op)) return resize(*rs, *in[0], out_shape, out_layout);
+  if (const auto* gs = std::get_if<GridSample>(&op))
+    return grid_sample(*gs, *in[0], *in[1], out_shape, out_layout);
   if (const auto* ch = std::get_if<ElementwiseChain>(&op)) return reference_chain(*ch, in);
   if (const auto* t = std::get_if<LayoutTransform>(&op)) return to_layout(*in[0], t->to);
   throw Error(std::string("reference: no implementation of ") + op_name(op) + " yet");

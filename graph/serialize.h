@@ -67,7 +67,9 @@ namespace kiln::graph {
 // Version 22: chain step kinds 38-40 are sin, cos and tan. Version 21 is read as well.
 // Version 23: chain step kinds 41-48 are sinh, cosh, asin, acos, atan, asinh, acosh and atanh.
 // Version 22 is read as well.
-constexpr uint32_t kGraphFormatVersion = 23;
+// Version 24: op tag 27 is GridSample (u8 mode, u8 padding, flag align_corners). Version 23 is
+// read as well.
+constexpr uint32_t kGraphFormatVersion = 24;
 
 std::string serialize(const Graph& g);
 

@@ -375,6 +375,17 @@ TypedShape infer_output(const Graph& g, const Node& n) {
     }
     return {out, nhwc ? Layout::nhwc : logical_layout(out.size())};
   }
+  if (std::holds_alternative<GridSample>(n.op)) {
+    expect_inputs(n, 2);
+    const Value& x = logical_input(g, n, 0);
+    const Value& grid = logical_input(g, n, 1);
+    if (x.shape.size() != 4)
+      fail(n, "x is " + to_string(x.shape) + "; GridSample takes images [N, C, H, W]");
+    if (grid.shape.size() != 4 || grid.shape[0] != x.shape[0] || grid.shape[3] != 2)
+      fail(n, "the grid is " + to_string(grid.shape) + "; expected [" + std::to_string(x.shape[0]) +
+                  ", Ho, Wo, 2] for x " + to_string(x.shape));
+    return {{x.shape[0], x.shape[1], grid.shape[1], grid.shape[2]}, logical_layout(4)};
+  }
   if (const auto* tl = std::get_if<Tile>(&n.op)) {
     expect_inputs(n, 1);
     const Value& x = logical_input(g, n, 0);

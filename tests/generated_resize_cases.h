@@ -1,7 +1,8 @@
-// The Resize cases of the generated-kernel tests for one node (op_cases() in
+// The Resize and GridSample cases of the generated-kernel tests for one node (op_cases() in
 // generated_op_cases.h holds them among the others), and the helpers that build Resize ops.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "graph/ir.h"
@@ -35,7 +36,27 @@ inline graph::Resize cropped(graph::Resize r, std::vector<float> roi, float extr
   return r;
 }
 
+// GridSample of an image `x` at a grid of `ho` x `wo` points (the second input), both drawn
+// from [-1.6, 1.6]. Cubic sums 16 taps by float weights: atol 1e-5 as the cubic Resizes (up to
+// 1.7e-6 measured).
+inline OpCase grid_sample_case(const std::string& name, graph::GridSampleMode mode,
+                               graph::GridSamplePadding padding, bool align_corners, const Shape& x,
+                               int64_t ho, int64_t wo) {
+  const double atol = mode == graph::GridSampleMode::cubic ? 1e-5 : 1e-6;
+  return {name,
+          graph::GridSample{mode, padding, align_corners},
+          {x, {x[0], ho, wo, 2}},
+          Layout::any,
+          {},
+          1e-5,
+          atol,
+          -1.6f,
+          1.6f};
+}
+
 inline std::vector<OpCase> resize_op_cases() {
+  using graph::GridSampleMode;
+  using graph::GridSamplePadding;
   using graph::NearestRounding;
   using graph::ResizeCoordinates;
   using graph::ResizeMode;
@@ -169,6 +190,23 @@ inline std::vector<OpCase> resize_op_cases() {
                          NearestRounding::round_prefer_ceil, {1, 3, 6, 9}, {1, 3, 1, 5}),
                {0, 0, 0.3f, 0.1f, 1, 1, 0.45f, 0.8f}, 0.0f),
        {{1, 3, 6, 9}}},
+      // GridSample: each mode with each padding rule, align_corners either way, grid points in
+      // [-1.6, 1.6] (a fifth of them outside the image, reflected up to twice), one-row images
+      // (align_corners: nothing to reflect across) and more channels than a vector.
+      grid_sample_case("grid_sample_linear_zeros", GridSampleMode::linear, GridSamplePadding::zeros,
+                       false, {2, 3, 5, 7}, 4, 6),
+      grid_sample_case("grid_sample_nearest_border_align_corners", GridSampleMode::nearest,
+                       GridSamplePadding::border, true, {2, 3, 5, 7}, 4, 6),
+      grid_sample_case("grid_sample_cubic_reflection", GridSampleMode::cubic,
+                       GridSamplePadding::reflection, false, {1, 4, 6, 5}, 9, 11),
+      grid_sample_case("grid_sample_linear_reflection_align_corners", GridSampleMode::linear,
+                       GridSamplePadding::reflection, true, {1, 2, 4, 9}, 5, 8),
+      grid_sample_case("grid_sample_cubic_border_align_corners_wide", GridSampleMode::cubic,
+                       GridSamplePadding::border, true, {1, 19, 8, 10}, 7, 13),
+      grid_sample_case("grid_sample_nearest_reflection_one_row", GridSampleMode::nearest,
+                       GridSamplePadding::reflection, false, {1, 2, 1, 6}, 3, 5),
+      grid_sample_case("grid_sample_cubic_zeros_align_corners_one_row", GridSampleMode::cubic,
+                       GridSamplePadding::zeros, true, {2, 1, 1, 6}, 3, 5),
   };
 }
 

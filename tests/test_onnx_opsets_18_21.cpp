@@ -1,6 +1,7 @@
 // ONNX frontend, opsets 18-21: what changed for the ops Kiln supports (the reductions' axes as an
 // input, Mish, Split's num_outputs, Pad's axes, Resize's new attributes), Gelu (opset 20) and
-// GroupNormalization (18 and 21), each against values computed here from the ONNX definitions.
+// GroupNormalization (18 and 21), GridSample (16, renamed modes at 20), each against values
+// computed here from the ONNX definitions.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -226,6 +227,52 @@ TEST(OnnxOpsets18To21, GroupNormalizationPerGroupAndPerChannelParameters) {
   bad.output("y");
   EXPECT_THAT(import_error(bad.bytes()),
               HasSubstr("attribute 'num_groups' is 4, which does not divide the 6 channels"));
+}
+
+// GridSample (opset 16; opset 20 renamed bilinear and bicubic to linear and cubic and made
+// linear the default): the attributes as the node's, one pixel read exactly; the refusals.
+TEST(OnnxOpsets18To21, GridSampleAttributesAndRefusals) {
+  const auto model = [](int opset, const std::string& mode, const std::string& padding,
+                        int64_t align, const Dims& x) {
+    ModelBuilder m(opset);
+    m.input("x", x);
+    m.input("grid", {x[0], 1, 2, 2});
+    auto& n = m.node("GridSample", {"x", "grid"}, {"y"}, "gs");
+    if (!mode.empty()) attr_s(n, "mode", mode);
+    if (!padding.empty()) attr_s(n, "padding_mode", padding);
+    if (align >= 0) attr_i(n, "align_corners", align);
+    m.output("y");
+    return m;
+  };
+  const auto op = [](const Graph& g) { return std::get<GridSample>(g.nodes().at(0).op); };
+  GridSample d = op(import(model(16, "", "", -1, {1, 2, 3, 4})));
+  EXPECT_EQ(d.mode, GridSampleMode::linear);
+  EXPECT_EQ(d.padding, GridSamplePadding::zeros);
+  EXPECT_FALSE(d.align_corners);
+  EXPECT_EQ(op(import(model(20, "", "", -1, {1, 2, 3, 4}))).mode, GridSampleMode::linear);
+  EXPECT_EQ(op(import(model(16, "bicubic", "", -1, {1, 2, 3, 4}))).mode, GridSampleMode::cubic);
+  EXPECT_EQ(op(import(model(20, "cubic", "", -1, {1, 2, 3, 4}))).mode, GridSampleMode::cubic);
+  const GridSample r = op(import(model(16, "nearest", "reflection", 1, {1, 2, 3, 4})));
+  EXPECT_EQ(r.mode, GridSampleMode::nearest);
+  EXPECT_EQ(r.padding, GridSamplePadding::reflection);
+  EXPECT_TRUE(r.align_corners);
+  EXPECT_EQ(op(import(model(16, "", "border", 0, {1, 2, 3, 4}))).padding,
+            GridSamplePadding::border);
+
+  // align_corners: (-1, -1) is pixel (0, 0) and (1, 1) pixel (3, 2), read exactly.
+  const Graph g = import(model(16, "bilinear", "zeros", 1, {1, 2, 3, 4}));
+  EXPECT_EQ(g.value(g.outputs[0]).shape, (Shape{1, 2, 1, 2}));
+  const std::vector<float> x = rnd(24, 5);
+  const std::vector<Tensor> y = run_reference(
+      g, {{{1, 2, 3, 4}, Layout::any, x}, {{1, 1, 2, 2}, Layout::any, {-1.0f, -1.0f, 1.0f, 1.0f}}});
+  EXPECT_EQ(y[0].data, (std::vector<float>{x[0], x[11], x[12], x[23]}));
+
+  EXPECT_THAT(import_error(model(16, "area", "", -1, {1, 2, 3, 4}).bytes()),
+              HasSubstr("node 'gs' (GridSample): mode 'area' is not supported"));
+  EXPECT_THAT(import_error(model(16, "", "mirror", -1, {1, 2, 3, 4}).bytes()),
+              HasSubstr("padding_mode 'mirror' is not supported"));
+  EXPECT_THAT(import_error(model(20, "", "", -1, {1, 2, 3, 4, 5}).bytes()),
+              HasSubstr("Kiln samples 4-D images [N, C, H, W] only"));
 }
 
 }  // namespace

@@ -159,7 +159,13 @@ Graph every_op_graph() {
       GroupNorm{2, 1e-3f, true, {ChainStep{ChainStepKind::silu}, ChainStep{ChainStepKind::affine}}},
       {lt, constant(b, "gg", {4}, 39), constant(b, "gb", {4}, 40), lt, constant(b, "gs", {4}, 41),
        constant(b, "gt", {4}, 42)});
-  for (ValueId out : {t, c2, mp, ga, ln, rs, rl, cc, am, pc, ec, sc, rc, ac, pf, gn}) b.output(out);
+  const ValueId gs = b.op("grid_sample",  // since v24
+                          GridSample{GridSampleMode::cubic, GridSamplePadding::reflection, true},
+                          {x, constant(b, "grid", {1, 3, 5, 2}, 43)});
+  const ValueId tr = b.op("trig", ElementwiseChain{{{ChainStepKind::tan}, {ChainStepKind::atanh}}},
+                          {x});  // since v22 and v23
+  for (ValueId out : {t, c2, mp, ga, ln, rs, rl, cc, am, pc, ec, sc, rc, ac, pf, gn, gs, tr})
+    b.output(out);
   return b.finish();
 }
 

@@ -230,4 +230,91 @@ ResizeAlgorithm resize(const Halide::Func& x, const graph::Shape& in_shape, cons
   return result;
 }
 
+namespace {
+
+// v reflected back into [lo, hi] (a mirror at each end, as often as it takes), as the reference
+// computes it; v itself inside.
+Expr reflect_into(const Expr& v, float lo, float hi) {
+  const float range = hi - lo;
+  if (range <= 0) return Halide::Expr(lo);  // one pixel with align_corners
+  const Expr below = v < lo;
+  const Expr d = Halide::select(below, lo - v, v - hi);
+  const Expr flips = Halide::floor(d / range);
+  const Expr r = d - flips * range;
+  const Expr even = flips - 2.0f * Halide::floor(flips * 0.5f) == 0.0f;
+  return Halide::select(v >= lo && v <= hi, v, Halide::select(below == even, lo + r, hi - r));
+}
+
+}  // namespace
+
+Halide::Func grid_sample(const Halide::Func& x, const Halide::Func& grid,
+                         const graph::Shape& in_shape, const graph::GridSample& gs) {
+  using graph::GridSampleMode;
+  using graph::GridSamplePadding;
+  const int H = static_cast<int>(in_shape[2]), W = static_cast<int>(in_shape[3]);
+  Halide::Var j("j"), i("i"), c("c"), n("n");
+  // The point in pixels, in strict float (the reference's rounding of half-way points for
+  // nearest must not depend on what LLVM contracts).
+  const auto pixel = [&](const Expr& g, int size) {
+    return gs.align_corners
+               ? Halide::strict_float((g + 1.0f) * 0.5f * static_cast<float>(size - 1))
+               : Halide::strict_float(((g + 1.0f) * static_cast<float>(size) - 1.0f) * 0.5f);
+  };
+  Expr px = pixel(grid(0, j, i, n), W), py = pixel(grid(1, j, i, n), H);
+  if (gs.mode == GridSampleMode::nearest)
+    px = Halide::round(px), py = Halide::round(py);  // half to even
+  const float lo_x = gs.align_corners ? 0.0f : -0.5f, hi_x = gs.align_corners ? W - 1.0f : W - 0.5f;
+  const float lo_y = gs.align_corners ? 0.0f : -0.5f, hi_y = gs.align_corners ? H - 1.0f : H - 0.5f;
+  const Expr outside = px < lo_x || px > hi_x || py < lo_y || py > hi_y;
+  if (gs.padding == GridSamplePadding::border) {
+    px = Halide::select(outside, Halide::clamp(px, 0.0f, W - 1.0f), px);
+    py = Halide::select(outside, Halide::clamp(py, 0.0f, H - 1.0f), py);
+  } else if (gs.padding == GridSamplePadding::reflection) {
+    px = reflect_into(px, lo_x, hi_x), py = reflect_into(py, lo_y, hi_y);
+  }
+  // The pixel at integer-valued (qy, qx), read by the padding rule; indices are clamped in
+  // float before the conversion (a huge coordinate must not overflow it).
+  const auto tap = [&](Expr qy, Expr qx) {
+    Expr inside;
+    if (gs.padding == GridSamplePadding::zeros) {
+      inside = qx >= 0.0f && qx <= W - 1.0f && qy >= 0.0f && qy <= H - 1.0f;
+    } else if (gs.padding == GridSamplePadding::reflection) {
+      qx = Halide::trunc(reflect_into(qx, lo_x, hi_x)),
+      qy = Halide::trunc(reflect_into(qy, lo_y, hi_y));
+    }
+    const Expr value = x(Halide::cast<int>(Halide::clamp(qx, 0.0f, W - 1.0f)),
+                         Halide::cast<int>(Halide::clamp(qy, 0.0f, H - 1.0f)), c, n);
+    return inside.defined() ? Halide::select(inside, value, 0.0f) : value;
+  };
+  Halide::Func out("grid_sample");
+  if (gs.mode == GridSampleMode::nearest) {
+    out(j, i, c, n) = tap(py, px);
+    return out;
+  }
+  const Expr fx = Halide::floor(px), fy = Halide::floor(py);
+  const Expr tx = px - fx, ty = py - fy;
+  std::vector<Expr> wx, wy;
+  int first = 0;  // the first tap's offset from the floor
+  if (gs.mode == GridSampleMode::linear) {
+    wx = {1.0f - tx, tx}, wy = {1.0f - ty, ty};
+  } else {  // Keys' kernel with a = -0.75, for the taps at distances t + 1, t, 1 - t, 2 - t
+    constexpr float A = -0.75f;
+    wx = {cubic_far(tx + 1.0f, A), cubic_near(tx, A), cubic_near(1.0f - tx, A),
+          cubic_far(2.0f - tx, A)};
+    wy = {cubic_far(ty + 1.0f, A), cubic_near(ty, A), cubic_near(1.0f - ty, A),
+          cubic_far(2.0f - ty, A)};
+    first = -1;
+  }
+  Expr sum = 0.0f;
+  for (size_t b = 0; b < wy.size(); ++b) {
+    Expr row = 0.0f;
+    for (size_t a = 0; a < wx.size(); ++a)
+      row += wx[a] * tap(fy + static_cast<float>(first + static_cast<int>(b)),
+                         fx + static_cast<float>(first + static_cast<int>(a)));
+    sum += wy[b] * row;
+  }
+  out(j, i, c, n) = sum;
+  return out;
+}
+
 }  // namespace kiln::generators::ops

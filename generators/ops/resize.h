@@ -1,6 +1,6 @@
-// Algorithm builder for Resize (ONNX Resize and Upsample), with the semantics the reference
-// interpreter states (graph/reference_ops_data.cpp). The input is a Func indexed innermost first
-// (Halide dimension d is row-major axis rank - 1 - d).
+// Algorithm builders for Resize (ONNX Resize and Upsample) and GridSample, with the semantics the
+// reference interpreter states (graph/reference_ops_data.cpp). The input is a Func indexed
+// innermost first (Halide dimension d is row-major axis rank - 1 - d).
 #pragma once
 
 #include <vector>
@@ -35,5 +35,11 @@ struct ResizeAlgorithm {
 inline constexpr int kMaxResizePeriod = 16;
 
 ResizeAlgorithm resize(const Halide::Func& x, const graph::Shape& in_shape, const graph::Resize& r);
+
+// ONNX GridSample (graph::GridSample) of x (w, h, c, n) at the points grid (k, wo, ho, n), k = 0
+// the x coordinate and 1 the y one: out(wo, ho, c, n), the semantics of the reference
+// interpreter (graph/reference_ops_data.cpp), the taps gathered at clamped indices.
+Halide::Func grid_sample(const Halide::Func& x, const Halide::Func& grid,
+                         const graph::Shape& in_shape, const graph::GridSample& gs);
 
 }  // namespace kiln::generators::ops

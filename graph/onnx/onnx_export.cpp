@@ -296,6 +296,13 @@ class NodeWriter {
     attr_int(p_, "num_groups", gn.groups);
     attr_float(p_, "epsilon", gn.epsilon);
   }
+  // ONNX has GridSample only from opset 16; under the exported opset 13 it is Kiln's op.
+  void operator()(const GridSample& gs) {
+    kiln("GridSample");
+    attr_string(p_, "mode", to_string(gs.mode));
+    attr_string(p_, "padding_mode", to_string(gs.padding));
+    attr_int(p_, "align_corners", gs.align_corners);
+  }
   // Kiln's normalized form: the output sizes and per-axis scales as attributes.
   void operator()(const Resize& r) {
     kiln("Resize");

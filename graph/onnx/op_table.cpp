@@ -75,6 +75,7 @@ const std::vector<OpInfo>& op_table() {
       {"GlobalLpPool", 2, convert_global_lp_pool, {}, "p"},
       {"GlobalMaxPool", 1, convert_global_pool, {}, ""},
       {"Greater", 1, convert_compare, {}, "axis broadcast"},
+      {"GridSample", 16, convert_grid_sample, {}, "align_corners mode padding_mode"},
       {"GreaterOrEqual", 12, convert_compare, {}, ""},
       {"GroupNormalization", 18, convert_group_norm, {1, 2}, "epsilon num_groups stash_type"},
       {"Hardmax", 1, convert_softmax, {}, "axis"},

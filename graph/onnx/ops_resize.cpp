@@ -165,4 +165,39 @@ void convert_upsample(Importer& im, const NodeCtx& c) {
   emit_scaled_resize(im, c, values, NearestRounding::floor);
 }
 
+// GridSample (opsets 16-22) of 4-D images: modes bilinear/linear, nearest and bicubic/cubic
+// (opset 20 renamed them), padding zeros, border or reflection, align_corners either way. One
+// generated kernel; the grid is an ordinary input (computed or constant).
+void convert_grid_sample(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 2, 2);
+  GridSample gs;
+  const std::string mode = attr_string(c, "mode", c.opset >= 20 ? "linear" : "bilinear");
+  if (mode == "bilinear" || mode == "linear") {
+    gs.mode = GridSampleMode::linear;
+  } else if (mode == "nearest") {
+    gs.mode = GridSampleMode::nearest;
+  } else if (mode == "bicubic" || mode == "cubic") {
+    gs.mode = GridSampleMode::cubic;
+  } else {
+    node_error(c, "mode '" + mode + "' is not supported (bilinear, nearest, bicubic)");
+  }
+  const std::string padding = attr_string(c, "padding_mode", "zeros");
+  if (padding == "zeros") {
+    gs.padding = GridSamplePadding::zeros;
+  } else if (padding == "border") {
+    gs.padding = GridSamplePadding::border;
+  } else if (padding == "reflection") {
+    gs.padding = GridSamplePadding::reflection;
+  } else {
+    node_error(c, "padding_mode '" + padding + "' is not supported (zeros, border, reflection)");
+  }
+  gs.align_corners = attr_int(c, "align_corners", 0) != 0;
+  const Shape x = im.input_shape(c, 0);
+  if (x.size() != 4)
+    node_error(c, "x is " + to_string(x) + "; Kiln samples 4-D images [N, C, H, W] only");
+  const ValueId v =
+      im.emit(c, gs, {im.value_input(c, 0), im.value_input(c, 1)}, im.output_name(c, 0));
+  im.define_value(c, 0, v);
+}
+
 }  // namespace kiln::graph::onnx
