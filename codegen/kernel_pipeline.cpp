@@ -489,6 +489,7 @@ static KernelPipeline build_scheduled(const graph::KernelSpec& spec, const Halid
       std::holds_alternative<graph::Reduce>(kind) ||
       std::holds_alternative<graph::GlobalPool>(kind))
     return reduction_pipeline(op_spec, target, inputs);
+  if (std::holds_alternative<graph::TopK>(kind)) return topk_pipeline(op_spec, target, inputs);
   if (std::holds_alternative<graph::LayerNorm>(kind))
     return layer_norm_pipeline(op_spec, target, inputs);
   if (std::holds_alternative<graph::GroupNorm>(kind))

@@ -125,4 +125,9 @@ KernelPipeline matmul_pipeline(const graph::OpKernelSpec& k, const Halide::Targe
 KernelPipeline reduction_pipeline(const graph::OpKernelSpec& k, const Halide::Target& target,
                                   const std::vector<Halide::ImageParam>& inputs);
 
+// TopK (reduce_pipeline.cpp): every element's place in its row computed ahead, then the output,
+// both elementwise.
+KernelPipeline topk_pipeline(const graph::OpKernelSpec& k, const Halide::Target& target,
+                             const std::vector<Halide::ImageParam>& inputs);
+
 }  // namespace kiln::codegen

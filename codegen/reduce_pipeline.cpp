@@ -1,5 +1,5 @@
-// The pipelines of the reductions: Reduce (every kind), the Softmax family, and global average
-// pooling of an NCHW tensor (a mean over H and W).
+// The pipelines of the reductions: Reduce (every kind), the Softmax family, global average
+// pooling of an NCHW tensor (a mean over H and W), and TopK.
 #include <algorithm>
 
 #include "codegen/pipeline_parts.h"
@@ -65,6 +65,18 @@ KernelPipeline reduction_pipeline(const graph::OpKernelSpec& k, const Halide::Ta
     schedules::schedule_reduction_cpu(f, a.partials, vectorize_inner, target, rows_in_vectors,
                                       lane_sum, band_sum);
   }
+  constrain([&](int d) { return a.out.output_buffer().dim(d); }, k.output.shape);
+  return KernelPipeline{Halide::Pipeline(a.out), inputs};
+}
+
+KernelPipeline topk_pipeline(const graph::OpKernelSpec& k, const Halide::Target& target,
+                             const std::vector<Halide::ImageParam>& inputs) {
+  generators::ops::TopKAlgorithm a =
+      generators::ops::topk(inputs[0], k.inputs[0].shape, std::get<graph::TopK>(k.op));
+  a.order.compute_root();
+  // The rows are read along the axis: the dimensions are never fused.
+  schedule_elementwise(elementwise_funcs(a.order, k.inputs[0].shape, true), target);
+  schedule_elementwise(elementwise_funcs(a.out, k.output.shape, true), target);
   constrain([&](int d) { return a.out.output_buffer().dim(d); }, k.output.shape);
   return KernelPipeline{Halide::Pipeline(a.out), inputs};
 }

@@ -376,6 +376,7 @@ const char* op_name(const Op& op) {
     const char* operator()(const GroupNorm&) { return "GroupNorm"; }
     const char* operator()(const Resize&) { return "Resize"; }
     const char* operator()(const GridSample&) { return "GridSample"; }
+    const char* operator()(const TopK&) { return "TopK"; }
     const char* operator()(const ElementwiseChain&) { return "ElementwiseChain"; }
     const char* operator()(const LayoutTransform&) { return "LayoutTransform"; }
   };

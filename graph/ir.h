@@ -384,6 +384,20 @@ struct Reduce {
   ReduceKind kind = ReduceKind::mean;
 };
 
+// ONNX TopK (opsets 1-28): the k largest (or, without `largest`, smallest) elements along one
+// axis, best first (equal elements by index, a NaN counts as the extreme, as the arg
+// reductions'), as their values or, with `indices`, their indices along the axis (a float32
+// holding the exact integer, as the arg reductions'). One node per output a model reads.
+// Input: x, in logical order; the output is x's shape with k along the axis.
+// The longest row TopK takes: its kernel compares every pair of a row's elements (2^32 at most).
+constexpr int64_t kMaxTopKRow = int64_t{1} << 16;
+struct TopK {
+  int axis = 0;  // non-negative
+  int64_t k = 1;
+  bool largest = true;
+  bool indices = false;
+};
+
 // ONNX Tile with constant repeats: out[i] = x[i mod x.shape] on every axis, the output
 // x.shape * repeats.
 struct Tile {
@@ -438,7 +452,7 @@ struct LayoutTransform {
 using Op = std::variant<Conv2d, BatchNorm, Relu, Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish,
                         Binary, Pool2d, GlobalPool, Gemm, MatMul, Reshape, Transpose, Concat, Slice,
                         Pad, Softmax, Reduce, LayerNorm, Resize, ElementwiseChain, LayoutTransform,
-                        Tile, Where, GroupNorm, GridSample>;
+                        Tile, Where, GroupNorm, GridSample, TopK>;
 const char* op_name(const Op& op);
 // Its attributes as `dump` prints them ("kernel=3x3 stride=2x2 pads=[1,1,1,1]"), or "".
 std::string op_attributes(const Op& op);

@@ -114,6 +114,9 @@ std::string attrs(const Op& op) {
       s << " cubic_a=" << rs->cubic_a << (rs->exclude_outside ? " exclude_outside" : "");
     if (rs->coordinates == ResizeCoordinates::tf_crop_and_resize)
       s << " roi=" << list(rs->roi) << " extrapolation=" << rs->extrapolation;
+  } else if (const auto* tk = std::get_if<TopK>(&op)) {
+    s << "axis=" << tk->axis << " k=" << tk->k << (tk->largest ? " largest" : " smallest")
+      << (tk->indices ? " indices" : " values");
   } else if (const auto* gs = std::get_if<GridSample>(&op)) {
     s << "mode=" << to_string(gs->mode) << " padding=" << to_string(gs->padding)
       << (gs->align_corners ? " align_corners" : "");

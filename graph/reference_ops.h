@@ -46,6 +46,7 @@ Tensor reference_compute_op(const Op& op, const std::vector<const Tensor*>& inpu
 Tensor reference_softmax(const Softmax& sm, const Tensor& x);
 // Every ReduceKind over the reduced axes (reference_ops_reduce.cpp).
 Tensor reference_reduce(const Reduce& r, const Tensor& x, const Shape& out_shape, Layout layout);
+Tensor reference_topk(const TopK& t, const Tensor& x, const Shape& out_shape, Layout layout);
 
 // Every other op: unary and binary elementwise, Reshape, Transpose, Concat, Slice, Pad, Tile,
 // Softmax, Reduce, LayerNorm, Resize, LayoutTransform.

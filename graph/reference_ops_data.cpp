@@ -579,6 +579,8 @@ Tensor reference_data_op(const Op& op, const std::vector<const Tensor*>& in, con
   if (const auto* ln = std::get_if<LayerNorm>(&op)) return layer_norm(*ln, in);
   if (const auto* gn = std::get_if<GroupNorm>(&op)) return group_norm(*gn, in);
   if (const auto* rs = std::get_if<Resize>(&op)) return resize(*rs, *in[0], out_shape, out_layout);
+  if (const auto* tk = std::get_if<TopK>(&op))
+    return reference_topk(*tk, *in[0], out_shape, out_layout);
   if (const auto* gs = std::get_if<GridSample>(&op))
     return grid_sample(*gs, *in[0], *in[1], out_shape, out_layout);
   if (const auto* ch = std::get_if<ElementwiseChain>(&op)) return reference_chain(*ch, in);

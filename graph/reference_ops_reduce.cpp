@@ -105,6 +105,37 @@ Tensor reference_reduce(const Reduce& r, const Tensor& x, const Shape& out_shape
   return out;
 }
 
+// Each row along the axis sorted best first (a NaN the best, equal values by index), its first
+// k kept: their values or their indices.
+Tensor reference_topk(const TopK& t, const Tensor& x, const Shape& out_shape, Layout layout) {
+  int64_t outer = 1, inner = 1;
+  const int64_t n = x.shape[static_cast<size_t>(t.axis)];
+  for (int a = 0; a < static_cast<int>(x.shape.size()); ++a) {
+    if (a < t.axis) outer *= x.shape[static_cast<size_t>(a)];
+    if (a > t.axis) inner *= x.shape[static_cast<size_t>(a)];
+  }
+  Tensor out{out_shape, layout, std::vector<float>(static_cast<size_t>(num_elements(out_shape)))};
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t in = 0; in < inner; ++in) {
+      const auto value = [&](int64_t k) {
+        return double{x.data[static_cast<size_t>((o * n + k) * inner + in)]};
+      };
+      for (int64_t k = 0; k < n; ++k) order[static_cast<size_t>(k)] = k;
+      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+        const double va = value(a), vb = value(b);
+        if (std::isnan(va) || std::isnan(vb)) return std::isnan(va) && !std::isnan(vb);
+        return t.largest ? va > vb : va < vb;
+      });
+      for (int64_t j = 0; j < t.k; ++j) {
+        const int64_t src = order[static_cast<size_t>(j)];
+        out.data[static_cast<size_t>((o * t.k + j) * inner + in)] =
+            t.indices ? static_cast<float>(src) : static_cast<float>(value(src));
+      }
+    }
+  return out;
+}
+
 // Every tensor is viewed as [outer, n, inner] and normalized along n: the axis itself
 // (n = dims[axis]), or with coerce_2d everything from the axis on (n = prod(dims[axis:])).
 Tensor reference_softmax(const Softmax& sm, const Tensor& x) {

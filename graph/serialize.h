@@ -69,7 +69,9 @@ namespace kiln::graph {
 // Version 22 is read as well.
 // Version 24: op tag 27 is GridSample (u8 mode, u8 padding, flag align_corners). Version 23 is
 // read as well.
-constexpr uint32_t kGraphFormatVersion = 24;
+// Version 25: op tag 28 is TopK (i32 axis, i64 k, flags largest and indices). Version 24 is read
+// as well.
+constexpr uint32_t kGraphFormatVersion = 25;
 
 std::string serialize(const Graph& g);
 

@@ -375,6 +375,23 @@ TypedShape infer_output(const Graph& g, const Node& n) {
     }
     return {out, nhwc ? Layout::nhwc : logical_layout(out.size())};
   }
+  if (const auto* tk = std::get_if<TopK>(&n.op)) {
+    expect_inputs(n, 1);
+    const Value& x = logical_input(g, n, 0);
+    if (tk->axis < 0 || tk->axis >= static_cast<int>(x.shape.size()))
+      fail(n, "axis " + std::to_string(tk->axis) + " is out of range for " + to_string(x.shape));
+    const int64_t d = x.shape[static_cast<size_t>(tk->axis)];
+    if (tk->k < 1 || tk->k > d)
+      fail(n, "k = " + std::to_string(tk->k) + " is not in [1, " + std::to_string(d) + "] (axis " +
+                  std::to_string(tk->axis) + " of " + to_string(x.shape) + ")");
+    if (d > kMaxTopKRow)
+      fail(n, "axis " + std::to_string(tk->axis) + " has " + std::to_string(d) +
+                  " elements; Kiln's TopK takes rows of at most " + std::to_string(kMaxTopKRow) +
+                  " (it compares every pair of a row's elements)");
+    Shape out = x.shape;
+    out[static_cast<size_t>(tk->axis)] = tk->k;
+    return {out, x.layout};
+  }
   if (std::holds_alternative<GridSample>(n.op)) {
     expect_inputs(n, 2);
     const Value& x = logical_input(g, n, 0);

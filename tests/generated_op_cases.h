@@ -429,6 +429,13 @@ inline std::vector<OpCase> op_cases() {
            graph::GlobalPool{graph::PoolKind::avg},
            {{2, 24, 7, 9}},
            Layout::nchw},
+          // TopK: values and indices, largest and smallest, along the innermost, a middle and
+          // the outermost axis, k from 1 to the whole row (ties and NaN: test_arg_reduce.cpp).
+          {"topk_values_inner_classifier", graph::TopK{1, 5, true, false}, {{2, 1000}}},
+          {"topk_indices_inner_classifier", graph::TopK{1, 5, true, true}, {{2, 1000}}},
+          {"topk_smallest_indices_middle", graph::TopK{1, 4, false, true}, {{3, 17, 5}}},
+          {"topk_smallest_values_outer_whole_row", graph::TopK{0, 6, false, false}, {{6, 7, 3}}},
+          {"topk_one_rank4", graph::TopK{2, 1, true, true}, {{2, 3, 9, 4}}},
       });
   return cases;
 }

@@ -124,14 +124,16 @@ std::string dtype_of(const onnx::ValueInfoProto& v) {
   return onnx::TensorProto::DataType_IsValid(t) ? onnx::TensorProto::DataType_Name(t) : "?";
 }
 
-// Whether graph output `name` is an index output: one an ArgMax or ArgMin node produces. Kiln
-// returns it as float32 holding the exact index where the model declares INT64 (docs/onnx.md),
-// and it is compared exactly.
+// Whether graph output `name` is an index output: one an ArgMax or ArgMin node produces, or
+// TopK's second. Kiln returns it as float32 holding the exact index where the model declares
+// INT64 (docs/onnx.md), and it is compared exactly.
 bool is_index_output(const onnx::GraphProto& g, const std::string& name) {
-  for (const auto& n : g.node())
+  for (const auto& n : g.node()) {
     if (n.op_type() == "ArgMax" || n.op_type() == "ArgMin")
       for (const auto& o : n.output())
         if (o == name) return true;
+    if (n.op_type() == "TopK" && n.output_size() > 1 && n.output(1) == name) return true;
+  }
   return false;
 }
 

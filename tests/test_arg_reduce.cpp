@@ -1,7 +1,7 @@
-// ArgMax / ArgMin and Resize's cubic and tf_crop_and_resize through the ONNX importer, and
-// ArgMax's generated kernels on inputs with repeated maxima and NaN (numpy's rules, computed
-// here independently of the reference interpreter); a classifier ending in ArgMax run end to
-// end. The random-input kernel cases of both ops are in generated_cases.h.
+// ArgMax / ArgMin, TopK and Resize's cubic and tf_crop_and_resize through the ONNX importer, and
+// ArgMax's and TopK's generated kernels on inputs with repeated maxima and NaN (numpy's rules,
+// computed here independently of the reference interpreter); a classifier ending in ArgMax run end
+// to end. The random-input kernel cases of both ops are in generated_cases.h.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -130,6 +130,141 @@ TEST(ArgReduce, ImportsEveryAttributeAndRefusesHugeAxes) {
       import_error(huge.bytes()),
       HasSubstr(
           "node 'am' (ArgMax): axis 1 has 16777216 elements; Kiln returns indices as float32"));
+}
+
+// The first k elements of `row` in TopK's order, as (value, index): a NaN first (in index
+// order), then the largest (smallest) values, equal values in index order. Selection, not the
+// reference interpreter's sort.
+std::vector<std::pair<float, int>> top_k(const std::vector<float>& row, int k, bool largest) {
+  std::vector<bool> taken(row.size(), false);
+  std::vector<std::pair<float, int>> out;
+  for (int j = 0; j < k; ++j) {
+    int best = -1;
+    for (int i = 0; i < static_cast<int>(row.size()); ++i) {
+      if (taken[static_cast<size_t>(i)]) continue;
+      if (best < 0) {
+        best = i;
+        continue;
+      }
+      const float v = row[static_cast<size_t>(i)], b = row[static_cast<size_t>(best)];
+      if (std::isnan(b)) continue;
+      if (std::isnan(v) || (largest ? v > b : v < b)) best = i;
+    }
+    taken[static_cast<size_t>(best)] = true;
+    out.push_back({row[static_cast<size_t>(best)], best});
+  }
+  return out;
+}
+
+// Equal, or both NaN.
+bool same_values(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!(a[i] == b[i] || (std::isnan(a[i]) && std::isnan(b[i])))) return false;
+  return true;
+}
+
+// TopK's values and indices, largest and smallest, along the middle axis of rows with repeated
+// values and NaNs: the reference and the generated kernels on every CPU target against top_k.
+TEST(TopK, TiesAndNanOnEveryCpuTarget) {
+  const Shape shape{5, 12, 3};
+  std::mt19937 rng(11);
+  std::vector<float> x(5 * 12 * 3);
+  for (float& v : x) v = static_cast<float>(static_cast<int>(rng() % 5) - 2);
+  auto at = [](int n, int i, int w) { return static_cast<size_t>((n * 12 + i) * 3 + w); };
+  x[at(1, 4, 2)] = NAN;
+  x[at(1, 9, 2)] = NAN;
+  x[at(3, 0, 0)] = NAN;
+  constexpr int k = 5;
+  graph::GraphBuilder b;
+  const graph::ValueId in = b.input("x", shape, Layout::any);
+  for (const bool largest : {true, false})
+    for (const bool indices : {false, true})
+      b.output(
+          b.op(std::string(largest ? "largest" : "smallest") + (indices ? "_indices" : "_values"),
+               graph::TopK{1, k, largest, indices}, {in}));
+  const graph::Graph g = b.finish();
+  std::vector<std::vector<float>> want(4, std::vector<float>(5 * k * 3));
+  for (int n = 0; n < 5; ++n)
+    for (int w = 0; w < 3; ++w) {
+      std::vector<float> row;
+      for (int i = 0; i < 12; ++i) row.push_back(x[at(n, i, w)]);
+      for (int o = 0; o < 2; ++o) {
+        const std::vector<std::pair<float, int>> top = top_k(row, k, o == 0);
+        for (int j = 0; j < k; ++j) {
+          const size_t e = static_cast<size_t>((n * k + j) * 3 + w);
+          want[static_cast<size_t>(2 * o)][e] = top[static_cast<size_t>(j)].first;
+          want[static_cast<size_t>(2 * o + 1)][e] =
+              static_cast<float>(top[static_cast<size_t>(j)].second);
+        }
+      }
+    }
+  EXPECT_EQ(want[1][static_cast<size_t>((1 * k + 0) * 3 + 2)], 4.0f);  // the first NaN first
+  EXPECT_EQ(want[1][static_cast<size_t>((1 * k + 1) * 3 + 2)], 9.0f);
+  const Tensor t{shape, Layout::any, x};
+  const std::vector<Tensor> ref = graph::run_reference(g, {t});
+  for (size_t o = 0; o < 4; ++o)
+    EXPECT_TRUE(same_values(ref[o].data, want[o])) << o << " (reference)";
+  for_each_cpu_target(g, {t}, [&](const Model& m) {
+    for (size_t o = 0; o < 4; ++o) {
+      EXPECT_EQ(m.output(o).shape, (Shape{5, k, 3}));
+      EXPECT_TRUE(same_values(output_data(m, o), want[o])) << o;
+    }
+  });
+}
+
+// TopK's k as an attribute (opset 1) and as the input K (10 on), largest and a negative axis
+// (11 on): a node per output read, the indices declared INT64; the refusals.
+TEST(TopK, ImportsEveryFormAndRefusesWhatItCannotCompute) {
+  for (int opset : {1, 10, 11, 13}) {
+    SCOPED_TRACE(opset);
+    ModelBuilder m(opset);
+    m.input("x", {2, 7, 4});
+    std::vector<std::string> ins = {"x"};
+    if (opset >= 10) m.init_i64("K", {1}, {3}), ins.push_back("K");
+    auto& n = m.node("TopK", ins, {"values", "indices"}, "topk");
+    attr_i(n, "axis", opset >= 11 ? -2 : 1);
+    if (opset < 10) attr_i(n, "k", 3);
+    if (opset >= 11) attr_i(n, "largest", 0);
+    m.output("values");
+    m.output("indices");
+    m.graph().mutable_output(1)->mutable_type()->mutable_tensor_type()->set_elem_type(TP::INT64);
+    const graph::Graph g = import(m);
+    ASSERT_EQ(g.num_nodes(), 2u);
+    for (size_t o = 0; o < 2; ++o) {
+      const auto& tk = std::get<graph::TopK>(g.node(graph::NodeId{static_cast<uint32_t>(o)}).op);
+      EXPECT_EQ(tk.axis, 1);
+      EXPECT_EQ(tk.k, 3);
+      EXPECT_EQ(tk.largest, opset < 11);
+      EXPECT_EQ(tk.indices, o == 1);
+      EXPECT_EQ(g.value(g.outputs[o]).shape, (Shape{2, 3, 4}));
+    }
+  }
+  ModelBuilder values_only(13);
+  values_only.input("x", {4, 9});
+  values_only.init_i64("K", {1}, {2});
+  values_only.node("TopK", {"x", "K"}, {"v", "unused"});
+  values_only.output("v");
+  EXPECT_EQ(import(values_only).num_nodes(), 1u);
+
+  const auto refused = [](int64_t k, int64_t width) {
+    ModelBuilder m(13);
+    m.input("x", {2, width});
+    m.init_i64("K", {1}, {k});
+    m.node("TopK", {"x", "K"}, {"v", "i"}, "tk");
+    m.output("v");
+    return import_error(m.bytes());
+  };
+  EXPECT_THAT(refused(0, 9), HasSubstr("k = 0 is not in [1, 9]"));
+  EXPECT_THAT(refused(10, 9), HasSubstr("k = 10 is not in [1, 9]"));
+  EXPECT_THAT(refused(5, (int64_t{1} << 16) + 1),
+              HasSubstr("Kiln's TopK takes rows of at most 65536"));
+  ModelBuilder two(13);
+  two.input("x", {2, 9});
+  two.init_i64("K", {2}, {1, 2});
+  two.node("TopK", {"x", "K"}, {"v", "i"}, "tk");
+  two.output("v");
+  EXPECT_THAT(import_error(two.bytes()), HasSubstr("K must hold one value, got 2"));
 }
 
 // conv -> global pool -> flatten -> Gemm -> ArgMax, the class index declared INT64 as

@@ -128,8 +128,8 @@ void expect_gpu_schedules_match_reference(Backend gpu) {
   }
   // The newer op cases whose GPU schedule an older case already runs here (pocl compiles each
   // kernel for seconds): the reductions share one whatever their kind, LogSoftmax is Softmax's,
-  // Tile an elementwise one. A reduction to a rank-0 result and Hardmax's tuple run here; the
-  // CUDA PTX test below assembles the rest.
+  // Tile an elementwise one, and each GridSample mode and TopK output runs once. A reduction to a
+  // rank-0 result and Hardmax's tuple run here; the CUDA PTX test below assembles the rest.
   const std::set<std::string> same_gpu_schedule = {"reduce_sum_inner",
                                                    "reduce_max_middle",
                                                    "reduce_prod_two_axes",
@@ -149,6 +149,9 @@ void expect_gpu_schedules_match_reference(Backend gpu) {
                                                    "grid_sample_cubic_border_align_corners_wide",
                                                    "grid_sample_nearest_reflection_one_row",
                                                    "grid_sample_cubic_zeros_align_corners_one_row",
+                                                   "topk_values_inner_classifier",
+                                                   "topk_smallest_indices_middle",
+                                                   "topk_one_rank4",
                                                    "argmin_inner",
                                                    "argmax_last_outer",
                                                    "group_norm_nhwc_one_row_g8",

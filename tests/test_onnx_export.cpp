@@ -168,6 +168,7 @@ std::vector<Case> every_op() {
   add("resize", Resize{ResizeMode::linear, ResizeCoordinates::half_pixel, NearestRounding::floor,
                        {1, 4, 12, 12}, {1, 1, 2, 2}},
       {x}, "Resize", k);
+  add("topk", TopK{1, 2, false, true}, {x}, "TopK", k);
   add("grid_sample", GridSample{GridSampleMode::cubic, GridSamplePadding::border, true},
       {x, {{1, 5, 7, 2}, Layout::any}}, "GridSample", k);
   const ElementwiseChain chain{{{ChainStepKind::clamp, 0.0f, 6.0f}, {ChainStepKind::affine}}};

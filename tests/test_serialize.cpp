@@ -164,7 +164,8 @@ Graph every_op_graph() {
                           {x, constant(b, "grid", {1, 3, 5, 2}, 43)});
   const ValueId tr = b.op("trig", ElementwiseChain{{{ChainStepKind::tan}, {ChainStepKind::atanh}}},
                           {x});  // since v22 and v23
-  for (ValueId out : {t, c2, mp, ga, ln, rs, rl, cc, am, pc, ec, sc, rc, ac, pf, gn, gs, tr})
+  const ValueId tk = b.op("topk", TopK{2, 3, false, true}, {x});  // since v25
+  for (ValueId out : {t, c2, mp, ga, ln, rs, rl, cc, am, pc, ec, sc, rc, ac, pf, gn, gs, tr, tk})
     b.output(out);
   return b.finish();
 }

@@ -177,4 +177,32 @@ ReductionAlgorithm softmax(const Func& in, const graph::Shape& shape, const grap
   return alg;
 }
 
+TopKAlgorithm topk(const Halide::Func& in, const graph::Shape& in_shape, const graph::TopK& t) {
+  const int rank = static_cast<int>(in_shape.size());
+  const int d = rank - 1 - t.axis;  // the axis' Halide dimension
+  const int n = static_cast<int>(in_shape[static_cast<size_t>(t.axis)]);
+  std::vector<Halide::Var> v;
+  for (int j = 0; j < rank; ++j) v.emplace_back("t" + std::to_string(j));
+  const auto along = [&](const Expr& i) {
+    std::vector<Expr> at(v.begin(), v.end());
+    at[static_cast<size_t>(d)] = i;
+    return at;
+  };
+  Halide::RDom m(0, n, "m");
+  const Expr xi = in(v), xm = in(along(m));
+  const Expr nan_i = is_nan_bits(xi), nan_m = is_nan_bits(xm);
+  // Strict: the comparisons of a NaN are masked here, but a fast-math one would be poison.
+  const Expr beats = Halide::strict_float(t.largest ? xm > xi : xm < xi);
+  const Expr equal = Halide::strict_float(xm == xi) || (nan_m && nan_i);
+  const Expr before =
+      (nan_m && !nan_i) || (!nan_m && !nan_i && beats) || (equal && m < v[static_cast<size_t>(d)]);
+  TopKAlgorithm a{Halide::Func("topk"), Halide::Func("topk_order")};
+  a.order(v) = Halide::sum(Halide::select(before, 1, 0));
+  Halide::RDom r(0, n, "r");
+  const Expr found =
+      Halide::argmax(Halide::select(a.order(along(r)) == v[static_cast<size_t>(d)], 1, 0))[0];
+  a.out(v) = t.indices ? Halide::cast<float>(found) : in(along(Halide::clamp(found, 0, n - 1)));
+  return a;
+}
+
 }  // namespace kiln::generators::ops

@@ -34,4 +34,13 @@ ReductionAlgorithm reduce(const Halide::Func& in, const graph::Shape& in_shape,
 ReductionAlgorithm softmax(const Halide::Func& in, const graph::Shape& shape,
                            const graph::Softmax& s);
 
+// TopK along its axis: `order` (over the input's coordinates) is each element's place in its
+// row, the count of the row's elements that come before it (better, or equal at a lower index;
+// a NaN the best), n comparisons an element; `out` takes the element whose place is the output
+// coordinate along the axis (n more comparisons), as its value or its index.
+struct TopKAlgorithm {
+  Halide::Func out, order;
+};
+TopKAlgorithm topk(const Halide::Func& in, const graph::Shape& in_shape, const graph::TopK& t);
+
 }  // namespace kiln::generators::ops

@@ -290,6 +290,7 @@ void convert_cumsum(Importer& im, const NodeCtx& c);
 void convert_trig(Importer& im, const NodeCtx& c);
 void convert_trilu(Importer& im, const NodeCtx& c);
 void convert_grid_sample(Importer& im, const NodeCtx& c);
+void convert_topk(Importer& im, const NodeCtx& c);
 void convert_mod(Importer& im, const NodeCtx& c);
 
 // ops_nn.cpp: opset < 7 binary ops broadcast by attribute: an Error unless it is numpy's.

@@ -296,6 +296,14 @@ class NodeWriter {
     attr_int(p_, "num_groups", gn.groups);
     attr_float(p_, "epsilon", gn.epsilon);
   }
+  // TopK's K is an input in ONNX, and each node here computes one of its two outputs: Kiln's op.
+  void operator()(const TopK& t) {
+    kiln("TopK");
+    attr_int(p_, "axis", t.axis);
+    attr_int(p_, "k", t.k);
+    attr_int(p_, "largest", t.largest);
+    attr_int(p_, "indices", t.indices);
+  }
   // ONNX has GridSample only from opset 16; under the exported opset 13 it is Kiln's op.
   void operator()(const GridSample& gs) {
     kiln("GridSample");

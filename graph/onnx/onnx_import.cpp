@@ -24,7 +24,7 @@ constexpr int kMaxOpset = 28;
 // and the inferred shape (symbolic and missing dimensions match anything). BOOL is accepted for
 // a boolean (`boolean`: a comparison's or logic op's result, or a BOOL input), which the
 // caller receives as float32 0.0/1.0; INT64 for an `index` output (one an ArgMax or ArgMin
-// produces), returned as FLOAT holding the exact index.
+// produces, or TopK's indices), returned as FLOAT holding the exact index.
 void check_declared_output(const ::onnx::ValueInfoProto& v, const Shape& computed, bool boolean,
                            bool index) {
   const std::string what = "graph output '" + v.name() + "' is declared ";
@@ -39,8 +39,9 @@ void check_declared_output(const ::onnx::ValueInfoProto& v, const Shape& compute
   if (dtype != ::onnx::TensorProto::UNDEFINED && dtype != ::onnx::TensorProto::FLOAT &&
       dtype != ::onnx::TensorProto::BOOL && !(index && dtype == ::onnx::TensorProto::INT64))
     throw Error(what + dtype_name(dtype) + ", but Kiln computes it as FLOAT" +
-                (dtype == ::onnx::TensorProto::INT64 ? " (only ArgMax/ArgMin outputs may be INT64)"
-                                                     : ""));
+                (dtype == ::onnx::TensorProto::INT64
+                     ? " (only ArgMax/ArgMin outputs and TopK's indices may be INT64)"
+                     : ""));
   if (!t.has_shape()) return;
   bool agree = t.shape().dim_size() == static_cast<int>(computed.size());
   std::string dims;
@@ -250,8 +251,11 @@ void Importer::add_graph_outputs() {
     const Layout l = logical_layout(s.host && !s.value.valid() ? s.host->dims.size() : 0);
     const ValueId id = slot_value(out.name(), s, l, nullptr);
     const Value& v = g_.value(id);
-    const Reduce* r = v.producer.valid() ? std::get_if<Reduce>(&g_.node(v.producer).op) : nullptr;
-    check_declared_output(out, v.shape, is_boolean(id), r && is_arg_reduce(r->kind));
+    const Op* producer = v.producer.valid() ? &g_.node(v.producer).op : nullptr;
+    const Reduce* r = producer ? std::get_if<Reduce>(producer) : nullptr;
+    const TopK* t = producer ? std::get_if<TopK>(producer) : nullptr;
+    check_declared_output(out, v.shape, is_boolean(id),
+                          (r && is_arg_reduce(r->kind)) || (t && t->indices));
     g_.outputs.push_back(named_output(id, out.name()));
   }
 }

@@ -159,6 +159,7 @@ const std::vector<OpInfo>& op_table() {
       {"Tanh", 6, convert_chain_step, {}, "consumed_inputs"},
       {"ThresholdedRelu", 10, convert_chain_step, {}, "alpha"},
       {"Tile", 6, convert_tile, {1}, ""},
+      {"TopK", 1, convert_topk, {1}, "axis k largest sorted"},
       {"Transpose", 1, convert_transpose, {}, "perm"},
       {"Trilu", 14, convert_trilu, {1}, "upper"},
       {"Upsample", 7, convert_upsample, {1}, "mode scales"},

@@ -149,6 +149,34 @@ void convert_arg_reduce(Importer& im, const NodeCtx& c) {
   im.define_value(c, 0, im.emit(c, r, {im.value_input(c, 0)}, im.output_name(c, 0)));
 }
 
+// TopK (opsets 1-28: k an attribute before 10, then the input K, known at import; largest and
+// sorted from 11): one TopK node per output a later node or the graph reads, the values and the
+// indices (a float32 holding the exact index, as ArgMax's). The output is always sorted, which
+// sorted=0 allows.
+void convert_topk(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, c.opset >= 10 ? 2 : 1, c.opset >= 10 ? 2 : 1);
+  const Shape xs = im.input_shape(c, 0);
+  if (xs.empty())
+    node_error(c, "input '" + im.input_name(c, 0) + "' is a scalar; there is no axis to search");
+  TopK t;
+  t.axis = normalize_axis(c, attr_int(c, "axis", -1), xs.size(), "axis");
+  if (c.opset >= 10) {
+    const std::vector<int64_t> k = im.int_list_input(c, 1, "K");
+    if (k.size() != 1) node_error(c, "K must hold one value, got " + std::to_string(k.size()));
+    t.k = k[0];
+  } else {
+    t.k = attr_int(c, "k", -1);
+  }
+  t.largest = attr_int(c, "largest", 1) != 0;
+  for (int o = 0; o < std::min(im.num_outputs(c), 2); ++o) {
+    if (!im.output_used(c, o)) continue;
+    t.indices = o == 1;
+    im.define_value(c, o,
+                    im.emit(c, t, {im.value_input(c, 0)}, im.output_name(c, o),
+                            c.name + (o == 1 ? "/indices" : "/values")));
+  }
+}
+
 // Max, Min, Sum, Mean of one or more inputs with numpy broadcasting: a chain of binary nodes
 // (Mean: Sum, then a division by the count). Inputs known at import fold (shape arithmetic).
 void convert_variadic(Importer& im, const NodeCtx& c) {
