@@ -301,7 +301,7 @@ TEST(ArgReduce, ClassifierEndingInArgMax) {
   };
   EXPECT_THAT(import_error(classifier(true).bytes()),
               HasSubstr("graph output 'r' is declared INT64, but Kiln computes it as FLOAT (only "
-                        "ArgMax/ArgMin outputs may be INT64)"));
+                        "ArgMax/ArgMin outputs and TopK's indices may be INT64)"));
   const graph::Graph g = import(classifier(false));
   const Tensor x{{3, 3, 10, 10}, Layout::nchw, rnd(300 * 3, 15)};
   const std::vector<Tensor> ref = graph::run_reference(g, {x});
