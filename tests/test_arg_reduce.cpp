@@ -63,16 +63,22 @@ std::vector<float> output_data(const Model& m, size_t i) {
   return std::vector<float>(v.data, v.data + graph::num_elements(v.shape));
 }
 
-// Values from {-2, ..., 2}: rows of 12 repeat their maximum and minimum; two rows hold NaNs.
-TEST(ArgReduce, TiesAndNanFollowNumpyOnEveryCpuTarget) {
-  const Shape shape{5, 12, 3};  // reduced over axis 1: rows are (n, w)
-  std::mt19937 rng(7);
+// A [5, 12, 3] tensor of values from {-2, ..., 2}, so that its rows along the middle axis, (n,
+// w), repeat their maximum and minimum; row (1, 2) holds NaNs at 4 and 9, row (3, 0) at 0.
+size_t at(int n, int i, int w) { return static_cast<size_t>((n * 12 + i) * 3 + w); }
+std::vector<float> tied_rows_with_nans(uint32_t seed) {
+  std::mt19937 rng(seed);
   std::vector<float> x(5 * 12 * 3);
   for (float& v : x) v = static_cast<float>(static_cast<int>(rng() % 5) - 2);
-  auto at = [](int n, int i, int w) { return static_cast<size_t>((n * 12 + i) * 3 + w); };
   x[at(1, 4, 2)] = NAN;
   x[at(1, 9, 2)] = NAN;
   x[at(3, 0, 0)] = NAN;
+  return x;
+}
+
+TEST(ArgReduce, TiesAndNanFollowNumpyOnEveryCpuTarget) {
+  const Shape shape{5, 12, 3};  // reduced over axis 1: rows are (n, w)
+  const std::vector<float> x = tied_rows_with_nans(7);
   graph::GraphBuilder b;
   const graph::ValueId in = b.input("x", shape, Layout::any);
   const ReduceKind kinds[] = {ReduceKind::argmax, ReduceKind::argmin, ReduceKind::argmax_last,
@@ -168,13 +174,7 @@ bool same_values(const std::vector<float>& a, const std::vector<float>& b) {
 // values and NaNs: the reference and the generated kernels on every CPU target against top_k.
 TEST(TopK, TiesAndNanOnEveryCpuTarget) {
   const Shape shape{5, 12, 3};
-  std::mt19937 rng(11);
-  std::vector<float> x(5 * 12 * 3);
-  for (float& v : x) v = static_cast<float>(static_cast<int>(rng() % 5) - 2);
-  auto at = [](int n, int i, int w) { return static_cast<size_t>((n * 12 + i) * 3 + w); };
-  x[at(1, 4, 2)] = NAN;
-  x[at(1, 9, 2)] = NAN;
-  x[at(3, 0, 0)] = NAN;
+  const std::vector<float> x = tied_rows_with_nans(11);
   constexpr int k = 5;
   graph::GraphBuilder b;
   const graph::ValueId in = b.input("x", shape, Layout::any);
