@@ -201,6 +201,8 @@ void convert_batch_norm(Importer& im, const NodeCtx& c);
 void convert_unary(Importer& im, const NodeCtx& c);
 void convert_clip(Importer& im, const NodeCtx& c);
 void convert_chain_step(Importer& im, const NodeCtx& c);
+// The chain step of a unary ONNX op convert_chain_step takes (Tanh, Sin, Atanh, ...).
+ChainStepKind unary_step_kind(const NodeCtx& c);
 void convert_gelu(Importer& im, const NodeCtx& c);
 void convert_swish(Importer& im, const NodeCtx& c);
 void convert_prelu(Importer& im, const NodeCtx& c);

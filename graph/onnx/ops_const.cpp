@@ -1,11 +1,11 @@
 // ONNX ops that vanish at import: pass-throughs (Identity, inference Dropout, Cast to float)
 // and the constant producers (Constant, Shape, ConstantOfShape, Range, CumSum, and Sin, Cos and
 // Mod of constants), evaluated here.
-#include <algorithm>
 #include <cmath>
 #include <type_traits>
 
 #include "graph/onnx/importer.h"
+#include "graph/reference_ops.h"
 #include "graph/shape_inference.h"
 
 namespace kiln::graph::onnx {
@@ -262,31 +262,17 @@ void convert_cumsum(Importer& im, const NodeCtx& c) {
 // The trigonometric functions (Sin, Cos, Tan, Asin, Acos, Atan: opset 7) and the hyperbolic
 // ones (Sinh, Cosh, Asinh, Acosh, Atanh: opset 9) of a float tensor known at import (the
 // sinusoidal positional encodings of EdgeNeXt and transformer hybrids, computed from constants)
-// are evaluated here, in double; of a runtime tensor they are chain steps (convert_chain_step),
-// generated vectorized.
+// are evaluated here, in double, as the reference interpreter does; of a runtime tensor they
+// are chain steps (convert_chain_step), generated vectorized.
 void convert_trig(Importer& im, const NodeCtx& c) {
   expect_inputs(c, 1, 1);
   const HostTensor* x = im.known_input(c, 0);
   if (!x) return convert_chain_step(im, c);  // a runtime tensor: a chain step, generated
   if (!x->is_float())
     node_error(c, "the input is " + dtype_name(x->dtype) + "; " + c.op() + " takes floats");
-  static const std::vector<std::pair<std::string, double (*)(double)>> functions = {
-      {"Sin", [](double v) { return std::sin(v); }},
-      {"Cos", [](double v) { return std::cos(v); }},
-      {"Tan", [](double v) { return std::tan(v); }},
-      {"Asin", [](double v) { return std::asin(v); }},
-      {"Acos", [](double v) { return std::acos(v); }},
-      {"Atan", [](double v) { return std::atan(v); }},
-      {"Sinh", [](double v) { return std::sinh(v); }},
-      {"Cosh", [](double v) { return std::cosh(v); }},
-      {"Asinh", [](double v) { return std::asinh(v); }},
-      {"Acosh", [](double v) { return std::acosh(v); }},
-      {"Atanh", [](double v) { return std::atanh(v); }}};
-  const auto f = std::find_if(functions.begin(), functions.end(),
-                              [&](const auto& e) { return e.first == c.op(); });
-  if (f == functions.end()) node_error(c, "op not supported");  // op_table names no other
+  const ChainStep step{unary_step_kind(c)};
   HostTensor h = *x;
-  for (float& v : h.f) v = static_cast<float>(f->second(double{v}));
+  for (float& v : h.f) v = static_cast<float>(reference_chain_step(step, v, 1.0, 0.0));
   im.define_host(c, 0, std::move(h));
 }
 

@@ -225,10 +225,7 @@ void convert_unary(Importer& im, const NodeCtx& c) {
   emit_single(im, c, op, {im.value_input(c, 0)});
 }
 
-// Unary math and activation ops without an op of their own in the IR: each is a chain of one
-// step, which fusion merges with its neighbours and codegen generates.
-void convert_chain_step(Importer& im, const NodeCtx& c) {
-  expect_inputs(c, 1, 1);
+ChainStepKind unary_step_kind(const NodeCtx& c) {
   using K = ChainStepKind;
   static const std::vector<std::pair<std::string, K>> kinds = {
       {"Tanh", K::tanh},         {"Erf", K::erf},
@@ -247,10 +244,19 @@ void convert_chain_step(Importer& im, const NodeCtx& c) {
       {"Acos", K::acos},         {"Atan", K::atan},
       {"Asinh", K::asinh},       {"Acosh", K::acosh},
       {"Atanh", K::atanh}};
-  ChainStep step;
-  bool found = false;
   for (const auto& [name, kind] : kinds)
-    if (c.op() == name) step.kind = kind, found = true;
+    if (c.op() == name) return kind;
+  KILN_CHECK(false, "convert_chain_step has no step for " + c.op());
+  return K::clamp;
+}
+
+// Unary math and activation ops without an op of their own in the IR: each is a chain of one
+// step, which fusion merges with its neighbours and codegen generates.
+void convert_chain_step(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 1, 1);
+  using K = ChainStepKind;
+  ChainStep step;
+  step.kind = unary_step_kind(c);
   // Neg, Abs and Sign of an integer tensor known at import (shape arithmetic, e.g.
   // LayerNormalization's function body negating an axis): folded exactly.
   const HostTensor* h = im.host_input(c, 0);
@@ -266,7 +272,6 @@ void convert_chain_step(Importer& im, const NodeCtx& c) {
     }
     return im.define_host(c, 0, std::move(r));
   }
-  KILN_CHECK(found, "convert_chain_step has no step for " + c.op());
   if (step.kind == K::elu || step.kind == K::celu || step.kind == K::thresholded_relu)
     step.a = attr_float(c, "alpha", 1.0f);
   if (step.kind == K::selu) {
