@@ -1,10 +1,11 @@
-// Generated convolutions' pipelines (dense, grouped, depthwise, Winograd, and MatMuls run as
-// 1x1 convolutions). The schedule parameters they are built with: conv_schedule_choice.cpp.
+// Generated convolutions' pipelines (dense, grouped, Winograd, AMX, and MatMuls run as 1x1
+// convolutions; the depthwise ones in depthwise_pipeline.cpp). The schedule parameters they
+// are built with: conv_schedule_choice.cpp.
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "codegen/pipeline_parts.h"
+#include "codegen/conv_pipeline_parts.h"
 #include "generators/ops/conv.h"
 #include "generators/ops/elementwise.h"
 #include "generators/ops/pool.h"
@@ -14,48 +15,12 @@
 #include "runtime/kernels.h"
 #include "schedules/conv_params.h"
 #include "schedules/conv_schedule.h"
-#include "schedules/depthwise_schedule.h"
 #include "schedules/layout_schedule.h"
 #include "schedules/pool_schedule.h"
 #include "schedules/weight_prefetch.h"
 
 namespace kiln::codegen {
 namespace {
-
-// What the convolution schedules touch (schedules/conv_schedule.h), for an NHWC output `out` of
-// a convolution of an input with `in_channels` dense channels.
-schedules::ConvFuncs conv_funcs(const generators::ops::ConvAlgorithm& a, const Halide::Func& output,
-                                const graph::Shape& out, int64_t in_channels, bool stage_input,
-                                bool input_nchw = false) {
-  return {a.input_padded,
-          a.acc,
-          output,
-          a.co,
-          a.x,
-          a.y,
-          a.n,
-          a.c,
-          a.r,
-          static_cast<int>(out[3]),
-          static_cast<int>(out[2]),
-          static_cast<int>(out[1]),
-          static_cast<int>(in_channels),
-          static_cast<int>(in_channels),
-          stage_input,
-          input_nchw};
-}
-
-// The pipeline's output: the convolution's `conv` (its epilogue applied), or the pooling of it
-// (ConvKernelSpec::pool), or the resize of it (ConvKernelSpec::resize, reading `nchw`, the
-// convolution transposed to NCHW, with nchw_output), with the output buffer's constant bounds.
-struct ConvOutput {
-  Halide::Func conv, out;
-  std::optional<generators::ops::PoolAlgorithm> pool;
-  std::optional<generators::ops::ResizeAlgorithm> resize;
-  Halide::Func nchw;
-};
-
-ConvOutput conv_output(const graph::ConvKernelSpec& k, const Halide::Func& conv);
 
 // Whether the convolution is computed inside the tasks of its pooling (schedule_tail): the
 // wide family on CPUs, whose row strips fit bands of the pooled rows, unless a pooling window
@@ -65,6 +30,100 @@ bool pooled_in_bands(const graph::ConvKernelSpec& k, const schedules::ConvParams
   return k.pool && !graph::pools_before_conv(k) && !target.has_gpu_feature() &&
          p.family == schedules::ConvFamily::wide && !graph::pool_reaches_below(k);
 }
+
+// The schedule of a generated convolution: the naive one when asked for; else CUDA's on a GPU
+// target; on the CPU the family's schedule with its knobs.
+void schedule_conv(const schedules::ConvFuncs& f, const Halide::Target& target,
+                   const schedules::ConvParams& p) {
+  if (p.family == schedules::ConvFamily::naive) {
+    schedules::schedule_conv_naive(f, target);
+  } else if (target.has_gpu_feature()) {
+    schedules::schedule_conv_cuda(f, target);
+  } else if (p.family == schedules::ConvFamily::grouped) {
+    schedules::schedule_conv_cpu_grouped(f, p, target);
+  } else if (p.family == schedules::ConvFamily::deep) {
+    schedules::schedule_conv_cpu_deep(f, p, target);
+  } else {
+    schedules::schedule_conv_cpu(f, p, target);
+  }
+}
+
+// The scale and shift inputs of the post steps, or of the pre steps (after the post steps'), in
+// the argument order of graph::generated_kernel_arguments.
+std::vector<Halide::Func> step_params(const std::vector<Halide::ImageParam>& inputs,
+                                      const graph::ConvKernelSpec& k, bool pre) {
+  const size_t post = 3 + (k.residual ? 1 : 0);
+  const size_t first = pre ? post + k.post_params.size() : post;
+  const size_t count = pre ? k.pre_params.size() : k.post_params.size();
+  return std::vector<Halide::Func>(inputs.begin() + static_cast<std::ptrdiff_t>(first),
+                                   inputs.begin() + static_cast<std::ptrdiff_t>(first + count));
+}
+
+// The input channels a convolution's reduction runs over: a bf16 one takes them in pairs
+// (runtime::bf16_conv_channels), an odd count (an RGB stem's 3) with one more, read as zero.
+int64_t reduction_channels(const graph::ConvKernelSpec& k) {
+  const int64_t channels = k.weights.shape[2];
+  return k.bf16 ? runtime::bf16_conv_channels(channels) : channels;
+}
+
+Halide::Func paired_channels(const graph::ConvKernelSpec& k, const Halide::Func& source) {
+  const int64_t channels = k.weights.shape[2];
+  if (reduction_channels(k) == channels) return source;
+  Halide::Var c("c"), x("x"), y("y"), n("n");
+  Halide::Func paired("paired_input");
+  const int last = static_cast<int>(channels) - 1;
+  paired(c, x, y, n) = Halide::select(c <= last, source(Halide::min(c, last), x, y, n), 0.0f);
+  return paired;
+}
+
+void constrain_conv_output(Halide::Func output, const graph::Shape& out) {
+  const DenseDims od = dense_dims(out);
+  for (int d = 0; d < 4; ++d)
+    output.output_buffer().dim(d).set_bounds(0,
+                                             static_cast<int>(od.extents[static_cast<size_t>(d)]));
+  output.output_buffer().dim(0).set_stride(1);
+}
+
+// Whether a direct CPU schedule reads the convolution's input in place (no staged copy): the
+// wide family when its knob says so, the deep family for an unpadded 1x1 window (float32)
+// whose tiles cover the output's `width` exactly (it rounds the last tile up, which would read
+// past the edge of an unstaged input).
+bool reads_input_in_place(const schedules::ConvParams& params, int64_t width, bool unpadded_1x1) {
+  if (params.family == schedules::ConvFamily::wide) return !params.stage_input;
+  return params.family == schedules::ConvFamily::deep && unpadded_1x1 &&
+         width % params.block.pixels == 0;
+}
+
+// A bf16 convolution on AMX (family amx): the windows times the weights as a matrix multiply
+// (generators::ops::conv2d_as_matmul), then bias and epilogue per output element.
+KernelPipeline amx_pipeline(const graph::ConvKernelSpec& k, const Halide::Target& target,
+                            const std::vector<Halide::ImageParam>& inputs,
+                            const schedules::ConvParams& params) {
+  const graph::Shape in = graph::conv_input_nhwc(k);
+  const graph::Shape& w = k.weights.shape;  // HWIO
+  const graph::Shape out = graph::conv_output_nhwc(k);
+  Halide::Var co("co"), step("step");
+  Halide::Func weights("weights");  // (co, k): the packed pairs, Bf16Layout::rows
+  weights(co, step) = Halide::cast<float>(inputs[1](step % 2, co, step / 2));
+  const auto i32 = [](int64_t v) { return static_cast<int>(v); };
+  const generators::ops::ConvMatmulAlgorithm a = generators::ops::conv2d_as_matmul(
+      conv_source(k, inputs), i32(in[2]), i32(in[1]), i32(in[0]), weights,
+      i32(reduction_channels(k)), i32(w[1]), i32(w[0]),
+      i32(runtime::bf16_conv_reduction(w[0], w[1], w[2])), i32(out[2]), i32(out[1]),
+      {k.stride_w, k.stride_h, k.pad_left, k.pad_top, k.dilation_w, k.dilation_h});
+  Halide::Var x("x"), y("y"), n("n");
+  Halide::Func output("output");
+  const Halide::Expr sum = a.acc(co, x + i32(out[2]) * (y + i32(out[1]) * n)) + inputs[2](co);
+  output(co, x, y, n) = conv_epilogue(k, sum, inputs, {co, x, y, n});
+  const ConvOutput o = conv_output(k, output);
+  schedules::schedule_conv_cpu_amx(
+      {a.windows, a.acc, output, a.co, a.k, a.p, co, y, n, a.r, i32(reduction_channels(k))},
+      params);
+  schedule_tail(k, o, params, target);
+  return KernelPipeline{Halide::Pipeline(o.out), inputs};
+}
+
+}  // namespace
 
 // The schedule of what follows the convolution in its kernel, after the convolution's own. A
 // pooling: wide convolutions on CPUs are computed per task of the pooling, a band of rows at a
@@ -107,34 +166,6 @@ void schedule_tail(const graph::ConvKernelSpec& k, const ConvOutput& o,
   }
 }
 
-// The schedule of a generated convolution: the naive one when asked for; else CUDA's on a GPU
-// target; on the CPU the family's schedule with its knobs.
-void schedule_conv(const schedules::ConvFuncs& f, const Halide::Target& target,
-                   const schedules::ConvParams& p) {
-  if (p.family == schedules::ConvFamily::naive) {
-    schedules::schedule_conv_naive(f, target);
-  } else if (target.has_gpu_feature()) {
-    schedules::schedule_conv_cuda(f, target);
-  } else if (p.family == schedules::ConvFamily::grouped) {
-    schedules::schedule_conv_cpu_grouped(f, p, target);
-  } else if (p.family == schedules::ConvFamily::deep) {
-    schedules::schedule_conv_cpu_deep(f, p, target);
-  } else {
-    schedules::schedule_conv_cpu(f, p, target);
-  }
-}
-
-// The scale and shift inputs of the post steps, or of the pre steps (after the post steps'), in
-// the argument order of graph::generated_kernel_arguments.
-std::vector<Halide::Func> step_params(const std::vector<Halide::ImageParam>& inputs,
-                                      const graph::ConvKernelSpec& k, bool pre) {
-  const size_t post = 3 + (k.residual ? 1 : 0);
-  const size_t first = pre ? post + k.post_params.size() : post;
-  const size_t count = pre ? k.pre_params.size() : k.post_params.size();
-  return std::vector<Halide::Func>(inputs.begin() + static_cast<std::ptrdiff_t>(first),
-                                   inputs.begin() + static_cast<std::ptrdiff_t>(first + count));
-}
-
 // The conv's epilogue on its accumulator value v at (co, x, y, n): the residual (inputs[3] when
 // present), the activation, the post steps with their scale and shift inputs, then the
 // shortcut (the last input: a convolution with one has no expansion or input scale).
@@ -145,23 +176,6 @@ Halide::Expr conv_epilogue(const graph::ConvKernelSpec& k, Halide::Expr v,
   v = generators::ops::apply_activation(k.activation, v);
   v = generators::ops::apply_chain(k.post, v, step_params(inputs, k, false), at[0]);
   return k.shortcut ? v + inputs.back()(at) : v;
-}
-
-// The input channels a convolution's reduction runs over: a bf16 one takes them in pairs
-// (runtime::bf16_conv_channels), an odd count (an RGB stem's 3) with one more, read as zero.
-int64_t reduction_channels(const graph::ConvKernelSpec& k) {
-  const int64_t channels = k.weights.shape[2];
-  return k.bf16 ? runtime::bf16_conv_channels(channels) : channels;
-}
-
-Halide::Func paired_channels(const graph::ConvKernelSpec& k, const Halide::Func& source) {
-  const int64_t channels = k.weights.shape[2];
-  if (reduction_channels(k) == channels) return source;
-  Halide::Var c("c"), x("x"), y("y"), n("n");
-  Halide::Func paired("paired_input");
-  const int last = static_cast<int>(channels) - 1;
-  paired(c, x, y, n) = Halide::select(c <= last, source(Halide::min(c, last), x, y, n), 0.0f);
-  return paired;
 }
 
 // What the convolution reads, as (c, x, y, n): inputs[0] (NHWC, or NCHW read in place), through
@@ -189,14 +203,6 @@ Halide::Func conv_source(const graph::ConvKernelSpec& k, const std::vector<Halid
   return paired_channels(k, pooled.out);
 }
 
-void constrain_conv_output(Halide::Func output, const graph::Shape& out) {
-  const DenseDims od = dense_dims(out);
-  for (int d = 0; d < 4; ++d)
-    output.output_buffer().dim(d).set_bounds(0,
-                                             static_cast<int>(od.extents[static_cast<size_t>(d)]));
-  output.output_buffer().dim(0).set_stride(1);
-}
-
 ConvOutput conv_output(const graph::ConvKernelSpec& k, const Halide::Func& conv) {
   if (k.resize) {
     const graph::Shape c = graph::conv_output_nhwc(k);
@@ -222,149 +228,6 @@ ConvOutput conv_output(const graph::ConvKernelSpec& k, const Halide::Func& conv)
   constrain_conv_output(a.out, k.output.shape);
   return {conv, a.out, a, std::nullopt, Halide::Func()};
 }
-
-// Whether a direct CPU schedule reads the convolution's input in place (no staged copy): the
-// wide family when its knob says so, the deep family for an unpadded 1x1 window (float32)
-// whose tiles cover the output's `width` exactly (it rounds the last tile up, which would read
-// past the edge of an unstaged input).
-bool reads_input_in_place(const schedules::ConvParams& params, int64_t width, bool unpadded_1x1) {
-  if (params.family == schedules::ConvFamily::wide) return !params.stage_input;
-  return params.family == schedules::ConvFamily::deep && unpadded_1x1 &&
-         width % params.block.pixels == 0;
-}
-
-// A depthwise convolution's pointwise expansion (ConvKernelSpec::expand): the 1x1 convolution
-// of inputs[0] by the last two inputs (weights and bias), then its activation.
-struct Expansion {
-  generators::ops::ConvAlgorithm a;
-  Halide::Func expanded;  // (c, x, y, n)
-  Halide::Func source;    // expanded, read at coordinates clamped to the image (inline)
-};
-
-Expansion expansion(const graph::ConvKernelSpec& k, const std::vector<Halide::ImageParam>& inputs) {
-  const graph::Shape& x = k.input.shape;  // NHWC, Ci channels
-  const size_t e = inputs.size() - 2;
-  // Both reads clamp their coordinates to the image: the depthwise window's zero padding is a
-  // select, which does not bound the region of the expansion computed, and Halide's bounds of
-  // a task's rows overhang the image at the last task (never used, but the input's required
-  // region must hold them).
-  // Halide's repeat_edge: the function at coordinates clamped to the image.
-  const auto clamped = [&](const Halide::Func& f) {
-    return Halide::BoundaryConditions::repeat_edge(
-        f, {{Halide::Expr(), Halide::Expr()}, {0, static_cast<int>(x[2])}, {0, static_cast<int>(x[1])},
-            {Halide::Expr(), Halide::Expr()}});
-  };
-  Expansion r{generators::ops::conv2d(clamped(inputs[0]), static_cast<int>(x[2]), static_cast<int>(x[1]),
-                                      inputs[e], inputs[e + 1], static_cast<int>(x[3]), 1, 1,
-                                      {1, 1, 0, 0, 1, 1}, /*pad_input=*/false, Halide::Expr(),
-                                      generators::ops::Bf16Widen::none, "expansion_"),
-              Halide::Func("expanded"), Halide::Func()};
-  r.expanded(r.a.co, r.a.x, r.a.y, r.a.n) = generators::ops::apply_chain(
-      k.expand_post,
-      generators::ops::apply_activation(*k.expand, r.a.acc(r.a.co, r.a.x, r.a.y, r.a.n)), {}, r.a.co);
-  r.source = clamped(r.expanded);
-  return r;
-}
-
-// The expansion's own loops (its placement is the depthwise schedule's): on CPUs the wide
-// family's default for its shape, computed a row at a time inside the depthwise tasks
-// (ConvFuncs::in_task); CUDA's convolution schedule on GPUs; Halide's default with `naive`.
-void schedule_expansion(const graph::ConvKernelSpec& k, const Expansion& e,
-                        const schedules::ConvParams& depthwise, const Halide::Target& target) {
-  const graph::Shape out = graph::conv_input_nhwc(k);  // the expanded tensor, NHWC
-  schedules::ConvFuncs f = conv_funcs(e.a, e.expanded, out, k.input.shape[3], /*stage_input=*/false);
-  if (depthwise.family == schedules::ConvFamily::naive) {
-    schedules::schedule_conv_naive(f, target);
-  } else if (target.has_gpu_feature()) {
-    schedules::schedule_conv_cuda(f, target);
-  } else {
-    // Per task of the depthwise schedule: its block of channels, a row at a time.
-    schedules::ConvShape s;
-    s.out_channels = schedules::expansion_tasks(static_cast<int>(out[3]), static_cast<int>(graph::conv_output_nhwc(k)[1]),
-                                                static_cast<int>(out[0]), target).channels;
-    s.out_width = static_cast<int>(out[2]);
-    s.out_height = static_cast<int>(out[1]);
-    s.batch = static_cast<int>(out[0]);
-    s.reduction_channels = static_cast<int>(k.input.shape[3]);
-    f.in_task = true;
-    schedules::schedule_conv_cpu(f, schedules::default_wide_params(s, target), target);
-  }
-}
-
-// `automatic`: a Halide autoscheduler schedules the pipeline, so Kiln's schedule is not applied.
-KernelPipeline depthwise_pipeline(const graph::ConvKernelSpec& k, const Halide::Target& target,
-                                  const std::vector<Halide::ImageParam>& inputs,
-                                  const schedules::ConvParams& params, bool automatic) {
-  const graph::Shape in = graph::conv_input_nhwc(k);  // NHWC
-  const graph::Shape& w = k.weights.shape;   // [Kh, Kw, 1, C]
-  const graph::Shape out = graph::conv_output_nhwc(k);  // NHWC, before any pooling
-  const std::optional<Expansion> e =
-      k.expand ? std::optional<Expansion>(expansion(k, inputs)) : std::nullopt;
-  const generators::ops::DepthwiseAlgorithm a = generators::ops::depthwise_conv2d(
-      e ? e->source : conv_source(k, inputs), static_cast<int>(in[2]), static_cast<int>(in[1]), inputs[1], inputs[2],
-      static_cast<int>(w[1]), static_cast<int>(w[0]),
-      {k.stride_w, k.stride_h, k.pad_left, k.pad_top, k.dilation_w, k.dilation_h});
-  Halide::Func output("output");
-  output(a.c, a.x, a.y, a.n) =
-      conv_epilogue(k, a.acc(a.c, a.x, a.y, a.n), inputs, {a.c, a.x, a.y, a.n});
-  const ConvOutput o = conv_output(k, output);
-  const schedules::DepthwiseFuncs f{a.input_padded,
-                                    a.acc,
-                                    output,
-                                    a.c,
-                                    a.x,
-                                    a.y,
-                                    a.n,
-                                    a.r,
-                                    static_cast<int>(out[3]),
-                                    static_cast<int>(out[2]),
-                                    static_cast<int>(out[1]),
-                                    k.stride_w,
-                                    k.dilation_w,
-                                    e ? e->expanded : Halide::Func(),
-                                    static_cast<int>(out[0]),
-                                    static_cast<int>((w[0] - 1) * k.dilation_h + 1)};
-  if (automatic) return KernelPipeline{Halide::Pipeline(o.out), inputs};
-  if (e) schedule_expansion(k, *e, params, target);
-  if (target.has_gpu_feature()) {
-    schedules::schedule_depthwise_cuda(f, target);
-  } else {
-    schedules::schedule_depthwise_cpu(f, params, target);
-  }
-  schedule_tail(k, o, params, target);
-  return KernelPipeline{Halide::Pipeline(o.out), inputs};
-}
-
-// A bf16 convolution on AMX (family amx): the windows times the weights as a matrix multiply
-// (generators::ops::conv2d_as_matmul), then bias and epilogue per output element.
-KernelPipeline amx_pipeline(const graph::ConvKernelSpec& k, const Halide::Target& target,
-                            const std::vector<Halide::ImageParam>& inputs,
-                            const schedules::ConvParams& params) {
-  const graph::Shape in = graph::conv_input_nhwc(k);
-  const graph::Shape& w = k.weights.shape;  // HWIO
-  const graph::Shape out = graph::conv_output_nhwc(k);
-  Halide::Var co("co"), step("step");
-  Halide::Func weights("weights");  // (co, k): the packed pairs, Bf16Layout::rows
-  weights(co, step) = Halide::cast<float>(inputs[1](step % 2, co, step / 2));
-  const auto i32 = [](int64_t v) { return static_cast<int>(v); };
-  const generators::ops::ConvMatmulAlgorithm a = generators::ops::conv2d_as_matmul(
-      conv_source(k, inputs), i32(in[2]), i32(in[1]), i32(in[0]), weights,
-      i32(reduction_channels(k)), i32(w[1]), i32(w[0]),
-      i32(runtime::bf16_conv_reduction(w[0], w[1], w[2])), i32(out[2]), i32(out[1]),
-      {k.stride_w, k.stride_h, k.pad_left, k.pad_top, k.dilation_w, k.dilation_h});
-  Halide::Var x("x"), y("y"), n("n");
-  Halide::Func output("output");
-  const Halide::Expr sum = a.acc(co, x + i32(out[2]) * (y + i32(out[1]) * n)) + inputs[2](co);
-  output(co, x, y, n) = conv_epilogue(k, sum, inputs, {co, x, y, n});
-  const ConvOutput o = conv_output(k, output);
-  schedules::schedule_conv_cpu_amx(
-      {a.windows, a.acc, output, a.co, a.k, a.p, co, y, n, a.r, i32(reduction_channels(k))},
-      params);
-  schedule_tail(k, o, params, target);
-  return KernelPipeline{Halide::Pipeline(o.out), inputs};
-}
-
-}  // namespace
 
 // A generated convolution: the algorithm from generators/ops/conv.h, the residual, activation
 // and post steps applied to the accumulator in registers, and the schedule `schedule` names
