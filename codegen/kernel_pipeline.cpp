@@ -228,7 +228,14 @@ KernelPipeline data_pipeline(const graph::OpKernelSpec& k, const Halide::Target&
     constrain([&](int d) { return a.out.output_buffer().dim(d); }, k.output.shape);
     return KernelPipeline{Halide::Pipeline(a.out), inputs};
   } else if (const auto* gs = std::get_if<graph::GridSample>(&k.op)) {
-    out = generators::ops::grid_sample(inputs[0], inputs[1], in, *gs);
+    const generators::ops::GridSampleAlgorithm a =
+        generators::ops::grid_sample(inputs[0], inputs[1], in, *gs);
+    // Each point's coordinates once, ahead, not once per channel.
+    Halide::Func point = a.point;
+    point.compute_root();
+    const graph::Shape& o = k.output.shape;  // [N, C, Ho, Wo]
+    schedule_elementwise(elementwise_funcs(point, {o[0], o[2], o[3]}, true), target);
+    out = a.out;
   } else if (std::holds_alternative<graph::Tile>(k.op)) {
     out = generators::ops::tile(inputs[0], in);
   } else {

@@ -247,8 +247,8 @@ Expr reflect_into(const Expr& v, float lo, float hi) {
 
 }  // namespace
 
-Halide::Func grid_sample(const Halide::Func& x, const Halide::Func& grid,
-                         const graph::Shape& in_shape, const graph::GridSample& gs) {
+GridSampleAlgorithm grid_sample(const Halide::Func& x, const Halide::Func& grid,
+                                const graph::Shape& in_shape, const graph::GridSample& gs) {
   using graph::GridSampleMode;
   using graph::GridSamplePadding;
   const int H = static_cast<int>(in_shape[2]), W = static_cast<int>(in_shape[3]);
@@ -272,6 +272,9 @@ Halide::Func grid_sample(const Halide::Func& x, const Halide::Func& grid,
   } else if (gs.padding == GridSamplePadding::reflection) {
     px = reflect_into(px, lo_x, hi_x), py = reflect_into(py, lo_y, hi_y);
   }
+  GridSampleAlgorithm a{Halide::Func("grid_sample"), Halide::Func("grid_point")};
+  a.point(j, i, n) = Halide::Tuple(px, py);
+  px = a.point(j, i, n)[0], py = a.point(j, i, n)[1];
   // The pixel at integer-valued (qy, qx), read by the padding rule; indices are clamped in
   // float before the conversion (a huge coordinate must not overflow it).
   const auto tap = [&](Expr qy, Expr qx) {
@@ -286,10 +289,9 @@ Halide::Func grid_sample(const Halide::Func& x, const Halide::Func& grid,
                          Halide::cast<int>(Halide::clamp(qy, 0.0f, H - 1.0f)), c, n);
     return inside.defined() ? Halide::select(inside, value, 0.0f) : value;
   };
-  Halide::Func out("grid_sample");
   if (gs.mode == GridSampleMode::nearest) {
-    out(j, i, c, n) = tap(py, px);
-    return out;
+    a.out(j, i, c, n) = tap(py, px);
+    return a;
   }
   const Expr fx = Halide::floor(px), fy = Halide::floor(py);
   const Expr tx = px - fx, ty = py - fy;
@@ -313,8 +315,8 @@ Halide::Func grid_sample(const Halide::Func& x, const Halide::Func& grid,
                          fx + static_cast<float>(first + static_cast<int>(a)));
     sum += wy[b] * row;
   }
-  out(j, i, c, n) = sum;
-  return out;
+  a.out(j, i, c, n) = sum;
+  return a;
 }
 
 }  // namespace kiln::generators::ops

@@ -38,8 +38,13 @@ ResizeAlgorithm resize(const Halide::Func& x, const graph::Shape& in_shape, cons
 
 // ONNX GridSample (graph::GridSample) of x (w, h, c, n) at the points grid (k, wo, ho, n), k = 0
 // the x coordinate and 1 the y one: out(wo, ho, c, n), the semantics of the reference
-// interpreter (graph/reference_ops_data.cpp), the taps gathered at clamped indices.
-Halide::Func grid_sample(const Halide::Func& x, const Halide::Func& grid,
-                         const graph::Shape& in_shape, const graph::GridSample& gs);
+// interpreter (graph/reference_ops_data.cpp), the taps gathered at clamped indices. `point`
+// (wo, ho, n) is each point's pixel coordinates after the padding rule, a Tuple (x, y) that
+// every channel reads, for a schedule to compute once per point.
+struct GridSampleAlgorithm {
+  Halide::Func out, point;
+};
+GridSampleAlgorithm grid_sample(const Halide::Func& x, const Halide::Func& grid,
+                                const graph::Shape& in_shape, const graph::GridSample& gs);
 
 }  // namespace kiln::generators::ops
