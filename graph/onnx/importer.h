@@ -159,12 +159,21 @@ class Importer {
   // constant, a comparison's or logic op's result). A graph output declared BOOL must be one.
   void mark_boolean(ValueId v) { boolean_values_.insert(v.index); }
   bool is_boolean(ValueId v) const { return boolean_values_.count(v.index) != 0; }
+  // Quantized tensors (float32 holding the integers of an ONNX UINT8, INT8, ... tensor): the
+  // outputs of QuantizeLinear and of data movement on them. 0 for any other value.
+  void mark_quantized(ValueId v, int32_t onnx_dtype) { quantized_[v.index] = onnx_dtype; }
+  int32_t quantized_dtype(ValueId v) const {
+    const auto it = quantized_.find(v.index);
+    return it == quantized_.end() ? 0 : it->second;
+  }
 
  private:
   void check_opsets();
   void add_initializers();
   void add_graph_inputs();
   void convert_nodes();
+  // The quantized type of node c's runtime inputs (0 if none); an Error where c may not read one.
+  int32_t quantized_inputs(const NodeCtx& c) const;
   void add_graph_outputs();
   void drop_unused_nodes();
   std::shared_ptr<const HostTensor> evaluate_constant(ValueId v) const;
@@ -188,6 +197,7 @@ class Importer {
   // evaluate a tensor computed from constants).
   mutable int64_t folded_elements_ = 0;
   std::set<uint32_t> boolean_values_;
+  std::map<uint32_t, int32_t> quantized_;
 };
 
 // Converters, one per ONNX op (or family); each defines the node's outputs in the table.
@@ -294,6 +304,16 @@ void convert_trilu(Importer& im, const NodeCtx& c);
 void convert_grid_sample(Importer& im, const NodeCtx& c);
 void convert_topk(Importer& im, const NodeCtx& c);
 void convert_mod(Importer& im, const NodeCtx& c);
+// ops_quantize.cpp: quantized tensors as float32 integers (docs/onnx.md, "Quantized models").
+void convert_quantize_linear(Importer& im, const NodeCtx& c);
+void convert_dequantize_linear(Importer& im, const NodeCtx& c);
+// QLinearConv and QLinearMatMul replaced by DequantizeLinear of their operands, the float op and
+// QuantizeLinear of its result (the INT32 bias dequantized at x_scale * w_scale).
+std::vector<FlatNode> expand_qlinear_ops(std::vector<FlatNode> nodes);
+void convert_expanded(Importer& im, const NodeCtx& c);  // never reached: expanded above
+// Whether ONNX op `op` only moves a tensor's elements (Reshape, Transpose, MaxPool, ...), so
+// that it may read a quantized tensor and gives one of the same type.
+bool moves_quantized(const std::string& op);
 
 // ops_nn.cpp: opset < 7 binary ops broadcast by attribute: an Error unless it is numpy's.
 void check_legacy_broadcast(Importer& im, const NodeCtx& c);

@@ -109,7 +109,8 @@ Importer::Importer(const ::onnx::ModelProto& model, const ImportOptions& options
 
 Graph Importer::run() {
   check_opsets();
-  nodes_ = live_nodes(flatten_functions(model_, opset_, kMaxOpset), model_.graph());
+  nodes_ =
+      live_nodes(expand_qlinear_ops(flatten_functions(model_, opset_, kMaxOpset)), model_.graph());
   add_initializers();
   add_graph_inputs();
   for (const FlatNode& n : nodes_)
@@ -230,7 +231,13 @@ void Importer::convert_nodes() {
                           " (duplicate value name)");
       if (!outs.insert(out).second) node_error(c, "lists output '" + out + "' twice");
     }
+    const int32_t quantized = quantized_inputs(c);
     info->fn(*this, c);
+    for (int k = 0; quantized != 0 && k < p.output_size(); ++k) {  // data movement: still quantized
+      const auto it = table_.find(output_name(c, k));
+      if (it != table_.end() && it->second.slot->value.valid() && !it->second.slot->host)
+        mark_quantized(it->second.slot->value, quantized);
+    }
     for (int k = 0; k < p.output_size(); ++k)
       if (output_used(c, k) && !table_.count(p.output(k)))
         node_error(c, "output #" + std::to_string(k) + " '" + p.output(k) +
@@ -254,10 +261,39 @@ void Importer::add_graph_outputs() {
     const Op* producer = v.producer.valid() ? &g_.node(v.producer).op : nullptr;
     const Reduce* r = producer ? std::get_if<Reduce>(producer) : nullptr;
     const TopK* t = producer ? std::get_if<TopK>(producer) : nullptr;
+    if (quantized_dtype(id) != 0)
+      throw Error("graph output '" + out.name() + "' is a quantized " +
+                  dtype_name(quantized_dtype(id)) +
+                  " tensor; Kiln's outputs are FLOAT (end the graph with DequantizeLinear)");
     check_declared_output(out, v.shape, is_boolean(id),
                           (r && is_arg_reduce(r->kind)) || (t && t->indices));
     g_.outputs.push_back(named_output(id, out.name()));
   }
+}
+
+int32_t Importer::quantized_inputs(const NodeCtx& c) const {
+  const bool moves = moves_quantized(c.op());
+  int32_t found = 0;
+  bool plain = false;  // a FLOAT graph tensor among the inputs
+  for (int i = 0; i < c.proto->input_size(); ++i) {
+    if (!has_input(c, i)) continue;
+    const Slot& s = *input(c, i).slot;
+    if (s.host || s.sequence || !s.value.valid()) continue;
+    const int32_t q = quantized_dtype(s.value);
+    plain = plain || q == 0;
+    if (q == 0 || (c.op() == "DequantizeLinear" && i == 0)) continue;
+    if (!moves)
+      node_error(c, "reads '" + input_name(c, i) + "', a quantized " + dtype_name(q) +
+                        " tensor; Kiln computes on quantized tensors only through "
+                        "DequantizeLinear, moving them unchanged before it (Reshape, Transpose, "
+                        "Slice, Concat, MaxPool, ...)");
+    if (found != 0 && found != q)
+      node_error(c, "mixes quantized " + dtype_name(found) + " and " + dtype_name(q) + " tensors");
+    found = q;
+  }
+  if (found != 0 && plain)
+    node_error(c, "mixes a quantized " + dtype_name(found) + " tensor with FLOAT ones");
+  return found;
 }
 
 // A graph output keeps the model's name for it where it is another tensor under a new name (an

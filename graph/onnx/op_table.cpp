@@ -59,6 +59,7 @@ const std::vector<OpInfo>& op_table() {
       {"CumSum", 11, convert_cumsum, {0, 1}, "exclusive reverse"},
       {"Div", 1, convert_binary, {}, "axis broadcast consumed_inputs"},
       {"DepthToSpace", 1, convert_depth_to_space, {}, "blocksize mode"},
+      {"DequantizeLinear", 10, convert_dequantize_linear, {1, 2}, "axis block_size output_dtype"},
       {"Dropout", 1, convert_dropout, {1, 2}, "consumed_inputs is_test ratio seed"},
       {"Einsum", 12, convert_einsum, {}, "equation"},
       {"Elu", 6, convert_chain_step, {}, "alpha consumed_inputs"},
@@ -110,6 +111,10 @@ const std::vector<OpInfo>& op_table() {
       {"Pad", 2, convert_pad, {1, 2, 3}, "mode pads value"},
       {"PRelu", 1, convert_prelu, {}, "consumed_inputs"},
       {"Pow", 1, convert_pow, {}, "axis broadcast"},
+      {"QLinearConv", 10, convert_expanded, {}, "auto_pad dilations group kernel_shape pads strides"},
+      {"QLinearMatMul", 10, convert_expanded, {}, ""},
+      {"QuantizeLinear", 10, convert_quantize_linear, {1, 2},
+       "axis block_size output_dtype precision saturate"},
       {"Range", 11, convert_range, {0, 1, 2}, "stash_type"},  // 27: float16/bfloat16 only
       {"Reciprocal", 6, convert_chain_step, {}, "consumed_inputs"},
       {"ReduceL1", 1, convert_reduce, {1}, "axes keepdims noop_with_empty_axes"},
