@@ -389,16 +389,24 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
   // The deep family runs each output row's reduction in loops of their own, outside the
   // register tiles: kernel rows on the padding are left out there (float32: the bf16 form
   // reduces pairs of channels atomically).
-  const bool skip_padding_rows = !automatic && params.family == schedules::ConvFamily::deep &&
-                                 !target.has_gpu_feature() && !k.bf16 && w[0] > 1 &&
-                                 (k.pad_top > 0 || k.pad_bottom > 0);
+  const bool deep_f32 = !automatic && params.family == schedules::ConvFamily::deep &&
+                        !target.has_gpu_feature() && !k.bf16;
+  const bool skip_padding_rows = deep_f32 && w[0] > 1 && (k.pad_top > 0 || k.pad_bottom > 0);
+  // The window reaches past the left edge with any left padding, past the right one only if
+  // the last output's window gets there (a stride may skip the right padding).
+  const bool x_padded =
+      k.pad_left > 0 || (out[2] - 1) * k.stride_w + (w[1] - 1) * k.dilation_w - k.pad_left >= in[2];
+  // And its columns, where one tile spans each output row (7x7 outputs): r.y unrolled, each
+  // copy's multiply-adds on the padding fall away at compile time (ResNet's 7x7 3x3 layers: 2
+  // of 21 column taps as well).
+  const bool skip_padding_cols = deep_f32 && w[1] > 1 && x_padded && params.block.pixels == out[2];
   const generators::ops::ConvAlgorithm a = generators::ops::conv2d(
       conv_source(k, inputs), static_cast<int>(in[2]), static_cast<int>(in[1]), weights, bias,
       static_cast<int>(reduction_channels(k)) * merge, static_cast<int>(w[1]),
       static_cast<int>(w[0]),
       {k.stride_w, k.stride_h, k.pad_left, k.pad_top, k.dilation_w, k.dilation_h}, !pointwise,
       k.groups > 1 ? Halide::Expr(out_per_group) : Halide::Expr(), widen, "", interleave,
-      k.input_scale.has_value(), skip_padding_rows);
+      k.input_scale.has_value(), skip_padding_rows, skip_padding_cols);
   const Halide::Expr position =
       interleave > 1 ? generators::ops::interleaved_position(a.co, interleave, out_per_group) : a.co;
   output(a.co, a.x, a.y, a.n) =
@@ -409,10 +417,8 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
     schedules::ConvFuncs f = conv_funcs(a, output, out, k.bf16 ? reduction_channels(k) : in[3],
                                         !pointwise, k.nchw_input);
     f.in_task = pooled_in_bands(k, params, target);
-    // The window reaches past the left edge with any left padding, past the right one only if
-    // the last output's window gets there (a stride may skip the right padding).
-    f.padded_x = k.pad_left > 0 || (out[2] - 1) * k.stride_w + (w[1] - 1) * k.dilation_w -
-                                            k.pad_left >= in[2];
+    f.padded_x = x_padded;
+    f.unroll_kernel_columns = skip_padding_cols;
     f.bf16 = k.bf16;
     f.whole_channel_blocks = blocked && out[3] % kBlock != 0;
     f.interleave = interleave;

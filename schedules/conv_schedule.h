@@ -56,6 +56,10 @@ struct ConvFuncs {
   // interleaved_position), this many groups per block of 16: acc's co is a position and
   // input_padded holds the input interleaved alike (it must be staged: stage_input is true).
   int interleave = 1;
+  // The reduction leaves out the kernel columns on the padding (generators/ops/conv.h,
+  // skip_padding_cols): the schedule must unroll r.y inside one tile per output row, so that the
+  // predicate of each unrolled multiply-add is a constant (the deep family).
+  bool unroll_kernel_columns = false;
 };
 
 // Halide's default: everything inlined or at root, nothing vectorized or parallel.

@@ -94,6 +94,7 @@ void schedule_conv_cpu_deep(const ConvFuncs& f, const ConvParams& p, const Targe
         .reorder(co, xi, rci, xo, y, rco, f.r.y, f.r.z);
   }
   update.vectorize(co, vec, TailStrategy::GuardWithIf).unroll(co).unroll(xi);
+  if (f.unroll_kernel_columns) update.unroll(f.r.y);
 
   if (!f.stage_input) return;  // an unpadded 1x1 window's input, read in place
   Func input_padded = f.input_padded;

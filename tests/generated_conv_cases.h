@@ -43,6 +43,9 @@ inline std::vector<ConvCase> conv_cases() {
       {"deep_232_channels_residual_relu_bn", 1, 7, 7, 232, 232, 1, 1, 0, Tail::residual_relu_bn},
       {"wide_13x13_136_channels_relu", 1, 13, 13, 64, 136, 1, 1, 0, Tail::relu},
       {"deep_3x3_residual_relu_bn", 1, 7, 7, 128, 64, 3, 1, 1, Tail::residual_relu_bn},
+      // The deep family on a 7x7 output, one tile per row: the kernel columns on the padding
+      // are left out at compile time (two on each side of a 5x5 window).
+      {"deep_5x5_stride2_relu", 1, 14, 14, 256, 64, 5, 2, 2, Tail::relu},
       {"batch2_odd_residual_relu_bn", 2, 9, 11, 8, 20, 3, 1, 1, Tail::residual_relu_bn},
       {"narrow_output_silu", 1, 12, 12, 8, 6, 3, 1, 1, Tail::silu},
       // Fewer channels than a vector: one masked vector by a row of pixels (Res2Net's 8-channel
@@ -55,7 +58,8 @@ inline std::vector<ConvCase> conv_cases() {
       // operations), 12 channels as two 8-lane vectors shifted inwards, a stride of 2.
       {"depthwise_8_channels_relu", 1, 13, 19, 8, 8, 3, 1, 1, Tail::relu, 8},
       {"depthwise_12_channels_stride2_silu", 2, 11, 10, 12, 12, 3, 2, 1, Tail::silu, 12},
-      {"depthwise_4_channels_5x5_residual_relu_bn", 1, 9, 12, 4, 4, 5, 1, 2, Tail::residual_relu_bn, 4},
+      {"depthwise_4_channels_5x5_residual_relu_bn", 1, 9, 12, 4, 4, 5, 1, 2, Tail::residual_relu_bn,
+       4},
       // ConvNeXt's 7x7 at stride 1, its taps of a row unrolled: a row narrower than the tile
       // is cut into tiles of 4 and 1, a last vector shifted inwards.
       {"depthwise_7x7_odd_width_relu", 1, 10, 13, 24, 24, 7, 1, 3, Tail::relu, 24},

@@ -31,7 +31,7 @@ ConvAlgorithm conv2d(const Halide::Func& input, const Expr& in_width, const Expr
                      const Expr& kernel_w, const Expr& kernel_h, const ConvWindow& w,
                      bool pad_input, const Expr& out_per_group, Bf16Widen bf16,
                      const std::string& prefix, int interleave, bool weights_per_image,
-                     bool skip_padding_rows) {
+                     bool skip_padding_rows, bool skip_padding_cols) {
   ConvAlgorithm a{Halide::Func(prefix + "input_padded"),
                   Halide::Func(prefix + "acc"),
                   Halide::Var("co"),
@@ -46,6 +46,10 @@ ConvAlgorithm conv2d(const Halide::Func& input, const Expr& in_width, const Expr
   if (skip_padding_rows) {
     const Expr row = a.y * w.stride_y + a.r.z * w.dilation_y - w.pad_y;
     a.r.where(row >= 0 && row < in_height);
+  }
+  if (skip_padding_cols) {
+    const Expr col = a.x * w.stride_x + a.r.y * w.dilation_x - w.pad_x;
+    a.r.where(col >= 0 && col < in_width);
   }
   Expr ci =
       out_per_group.defined() ? a.co / out_per_group * in_channels + a.r.x : Expr(a.r.x);

@@ -62,6 +62,9 @@ struct ConvAlgorithm {
 // above or below the image (a predicate on r.z and y, RDom::where). A schedule that runs the
 // output rows outside the reduction over input channels gets loops trimmed to the rows that
 // do something (ResNet-50's 7x7 3x3 layers: 2 of 21 row taps); inside it, a branch per step.
+// skip_padding_cols: the same for the kernel columns left or right of the image (a predicate on
+// r.y and x): free only where the schedule unrolls both the pixels of a row and r.y, so that
+// every copy's predicate is a constant (ConvFuncs::unroll_kernel_columns).
 ConvAlgorithm conv2d(const Halide::Func& input, const Halide::Expr& in_width,
                      const Halide::Expr& in_height, const Halide::Func& weights,
                      const Halide::Func& bias, const Halide::Expr& in_channels,
@@ -70,7 +73,7 @@ ConvAlgorithm conv2d(const Halide::Func& input, const Halide::Expr& in_width,
                      const Halide::Expr& out_per_group = Halide::Expr(),
                      Bf16Widen bf16 = Bf16Widen::none, const std::string& prefix = "",
                      int interleave = 1, bool weights_per_image = false,
-                     bool skip_padding_rows = false);
+                     bool skip_padding_rows = false, bool skip_padding_cols = false);
 
 // Grouped convolutions whose groups are narrower than a vector can hold their channels
 // interleaved by group: in each block of kInterleaveBlock output channels, the `interleave`

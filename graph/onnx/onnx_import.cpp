@@ -276,8 +276,9 @@ int32_t Importer::quantized_inputs(const NodeCtx& c) const {
   int32_t found = 0;
   bool plain = false;  // a FLOAT graph tensor among the inputs
   for (int i = 0; i < c.proto->input_size(); ++i) {
-    if (!has_input(c, i)) continue;
-    const Slot& s = *input(c, i).slot;
+    const auto it = has_input(c, i) ? table_.find(c.proto->input(i)) : table_.end();
+    if (it == table_.end()) continue;  // input() would refuse a sequence: the op's to judge
+    const Slot& s = *it->second.slot;
     if (s.host || s.sequence || !s.value.valid()) continue;
     const int32_t q = quantized_dtype(s.value);
     plain = plain || q == 0;
