@@ -281,6 +281,48 @@ TEST(Quantized, MicrosoftQOperatorOpsMatchTheirDefinitions) {
   expect_everywhere(g, {Tensor{{1, 2, 4, 4}, graph::Layout::nchw, x}}, {gemm, avg_f}, 1.0 / 8);
 }
 
+// A linear Resize of a quantized tensor: the interpolated integers truncated toward zero and
+// clamped, as ONNX's reference and onnxruntime cast them (UINT8: the floor; INT8: up for
+// negative halves), checked on a width doubled with the asymmetric rule (every other output the
+// mean of two neighbours, the last one clamped to the edge).
+TEST(Quantized, LinearResizeOfQuantizedTensorsTruncatesLikeOnnx) {
+  ModelBuilder m(13);
+  m.input("x", {1, 2, 3, 4});
+  m.init("s", {}, {0.25f});
+  init_int(m, "zu", {}, TP::UINT8, {100});
+  init_int(m, "z8", {}, TP::INT8, {-5});
+  m.init("roi", {0}, {});
+  m.init("scales", {4}, {1, 1, 1, 2});
+  for (const std::string t : {"u", "8"}) {
+    const std::string z = t == "u" ? "zu" : "z8";
+    m.node("QuantizeLinear", {"x", "s", z}, {"q" + t});
+    auto& r = m.node("Resize", {"q" + t, "roi", "scales"}, {"r" + t});
+    attr_s(r, "mode", "linear");
+    attr_s(r, "coordinate_transformation_mode", "asymmetric");
+    m.node("DequantizeLinear", {"r" + t, "s", z}, {"y" + t});
+    m.output("y" + t);
+  }
+  const graph::Graph g = import(m);
+  const std::vector<float> x = grid_values(24, 0.25f, 41);
+  std::vector<std::vector<double>> want(2, std::vector<double>(48));
+  int truncated_up = 0;
+  for (int signed_type = 0; signed_type < 2; ++signed_type) {
+    const int zero = signed_type ? -5 : 100, lo = signed_type ? -128 : 0,
+              hi = signed_type ? 127 : 255;
+    for (int row = 0; row < 6; ++row)
+      for (int k = 0; k < 4; ++k) {
+        const double a = quantize(x[row * 4 + k], 0.25, zero, lo, hi);
+        const double b = quantize(x[row * 4 + std::min(k + 1, 3)], 0.25, zero, lo, hi);
+        const double mean = std::trunc((a + b) / 2);
+        truncated_up += mean > (a + b) / 2;
+        want[signed_type][row * 8 + 2 * k] = (a - zero) * 0.25;
+        want[signed_type][row * 8 + 2 * k + 1] = (mean - zero) * 0.25;
+      }
+  }
+  EXPECT_GT(truncated_up, 2);  // negative halves, where truncation is not the floor
+  expect_everywhere(g, {Tensor{{1, 2, 3, 4}, graph::Layout::nchw, x}}, {want[0], want[1]}, 0.0);
+}
+
 // What stays refused, by name: float ops on quantized tensors, quantized graph outputs, mixing
 // types, blocked quantization, non-positive scales, dequantizing a float tensor.
 TEST(Quantized, RefusesIntegerArithmeticItDoesNotModel) {

@@ -150,6 +150,9 @@ class Importer {
   void define_host(const NodeCtx& c, int k, HostTensor t,
                    std::function<ValueId()> materialize = {});
   void define_alias(const NodeCtx& c, int k, int input_index);
+  // The runtime value defined for output k, or an invalid id (undefined, a host tensor or a
+  // sequence).
+  ValueId output_value(const NodeCtx& c, int k) const;
   // Output k is the tensor of `slot` (SequenceAt) or the sequence of `elements`.
   void define_slot(const NodeCtx& c, int k, std::shared_ptr<Slot> slot) {
     define(c, k, std::move(slot));
@@ -314,6 +317,9 @@ void convert_expanded(Importer& im, const NodeCtx& c);  // never reached: expand
 // Whether ONNX op `op` only moves a tensor's elements (Reshape, Transpose, MaxPool, ...), so
 // that it may read a quantized tensor and gives one of the same type.
 bool moves_quantized(const std::string& op);
+// After a Resize or Upsample that read a quantized tensor: a linear or cubic one's output rounded
+// and clamped back to `dtype`'s integers.
+void requantize_resized(Importer& im, const NodeCtx& c, int32_t dtype);
 
 // ops_nn.cpp: opset < 7 binary ops broadcast by attribute: an Error unless it is numpy's.
 void check_legacy_broadcast(Importer& im, const NodeCtx& c);

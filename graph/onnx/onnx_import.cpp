@@ -233,10 +233,10 @@ void Importer::convert_nodes() {
     }
     const int32_t quantized = quantized_inputs(c);
     info->fn(*this, c);
+    if (quantized != 0) requantize_resized(*this, c, quantized);
     for (int k = 0; quantized != 0 && k < p.output_size(); ++k) {  // data movement: still quantized
-      const auto it = table_.find(output_name(c, k));
-      if (it != table_.end() && it->second.slot->value.valid() && !it->second.slot->host)
-        mark_quantized(it->second.slot->value, quantized);
+      const ValueId v = output_value(c, k);
+      if (v.valid()) mark_quantized(v, quantized);
     }
     for (int k = 0; k < p.output_size(); ++k)
       if (output_used(c, k) && !table_.count(p.output(k)))
@@ -269,6 +269,13 @@ void Importer::add_graph_outputs() {
                           (r && is_arg_reduce(r->kind)) || (t && t->indices));
     g_.outputs.push_back(named_output(id, out.name()));
   }
+}
+
+ValueId Importer::output_value(const NodeCtx& c, int k) const {
+  const auto it = table_.find(output_name(c, k));
+  if (it == table_.end()) return ValueId{};
+  const Slot& s = *it->second.slot;
+  return s.host || s.sequence ? ValueId{} : s.value;
 }
 
 int32_t Importer::quantized_inputs(const NodeCtx& c) const {

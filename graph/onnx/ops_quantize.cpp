@@ -342,15 +342,45 @@ void convert_expanded(Importer& /*im*/, const NodeCtx& c) {
              "conversion; this node was not");
 }
 
-// Data movement that carries a quantized tensor's integers unchanged.
+// Data movement that carries a quantized tensor's integers unchanged, and Resize / Upsample
+// (requantize_resized).
 bool moves_quantized(const std::string& op) {
-  static const char* const kOps[] = {"Reshape",      "Flatten",     "Squeeze",       "Unsqueeze",
-                                     "Transpose",    "Slice",       "Split",         "Concat",
-                                     "Identity",     "MaxPool",     "GlobalMaxPool", "Tile",
-                                     "DepthToSpace", "SpaceToDepth"};
+  static const char* const kOps[] = {"Reshape",      "Flatten",      "Squeeze",       "Unsqueeze",
+                                     "Transpose",    "Slice",        "Split",         "Concat",
+                                     "Identity",     "MaxPool",      "GlobalMaxPool", "Tile",
+                                     "DepthToSpace", "SpaceToDepth", "Resize",        "Upsample"};
   for (const char* o : kOps)
     if (op == o) return true;
   return false;
+}
+
+// A linear or cubic Resize of a quantized tensor interpolates its integers with weights that sum
+// to 1, which commutes with dequantizing them; the result is cast back to the integer type as
+// ONNX's reference and onnxruntime do: truncated toward zero (floor for the unsigned types,
+// floor above zero and ceil below for the signed), then clamped to the type's range (cubic
+// overshoots). Nearest moves the integers as they are.
+void requantize_resized(Importer& im, const NodeCtx& c, int32_t dtype) {
+  if ((c.op() != "Resize" && c.op() != "Upsample") ||
+      attr_string(c, "mode", "nearest") == "nearest")
+    return;
+  float lo = 0, hi = 0;
+  if (!quantized_range(dtype, &lo, &hi))
+    node_error(c, "cannot resize a " + dtype_name(dtype) + " tensor");
+  const std::string& out = im.output_name(c, 0);
+  const ValueId v = im.output_value(c, 0);
+  if (!v.valid()) return;  // folded: the importer computed no runtime value
+  auto step = [&](ChainStepKind kind, const std::string& suffix) {
+    return im.emit(c, ElementwiseChain{{ChainStep{kind, 0, 0}}}, {v}, out + "/" + suffix,
+                   c.name + "/" + suffix);
+  };
+  ValueId t = step(ChainStepKind::floor, "floor");
+  if (lo < 0) {
+    const ValueId negative = step(ChainStepKind::less, "negative");
+    im.mark_boolean(negative);
+    t = im.emit(c, Where{}, {negative, step(ChainStepKind::ceil, "ceil"), t}, out + "/truncated",
+                c.name + "/truncate");
+  }
+  im.define_value(c, 0, im.emit(c, Clip{lo, hi}, {t}, out + "/requantized", c.name + "/clip"));
 }
 
 }  // namespace kiln::graph::onnx
