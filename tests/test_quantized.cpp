@@ -323,6 +323,101 @@ TEST(Quantized, LinearResizeOfQuantizedTensorsTruncatesLikeOnnx) {
   expect_everywhere(g, {Tensor{{1, 2, 3, 4}, graph::Layout::nchw, x}}, {want[0], want[1]}, 0.0);
 }
 
+// onnxruntime's dynamic quantization: DynamicQuantizeLinear (the scale and zero point from the
+// range of x, 0 included, computed in the graph), ConvInteger with per-channel weight zero
+// points, MatMulInteger with per-column ones, each cast to FLOAT and scaled as
+// quantize_dynamic writes it, and DequantizeLinear by the computed scale and zero point: against
+// the definitions in float32, as onnxruntime computes them.
+TEST(Quantized, DynamicQuantizationMatchesItsDefinition) {
+  ModelBuilder m(13);
+  m.input("x", {1, 3, 5, 5});
+  m.input("a", {2, 6});
+  std::mt19937 rng(9);
+  std::vector<int> w(108);
+  for (int& e : w) e = static_cast<int>(rng() % 256);
+  init_int(m, "w", {4, 3, 3, 3}, TP::UINT8, w);
+  init_int(m, "wz", {4}, TP::UINT8, {128, 120, 131, 127});
+  init_int(m, "b", {6, 3}, TP::INT8,
+           {5, -7, 11, 2, -4, 9, -120, 33, 0, 64, -1, 17, 99, -50, 23, 8, 127, -128});
+  init_int(m, "bz", {3}, TP::INT8, {1, -2, 0});
+  m.node("DynamicQuantizeLinear", {"x"}, {"xq", "xs", "xz"});
+  attr_ints(m.node("ConvInteger", {"xq", "w", "xz", "wz"}, {"ci"}), "pads", {1, 1, 1, 1});
+  attr_i(m.node("Cast", {"ci"}, {"cf"}), "to", TP::FLOAT);
+  m.node("Mul", {"cf", "xs"}, {"y"});
+  m.node("DequantizeLinear", {"xq", "xs", "xz"}, {"xd"});
+  m.node("DynamicQuantizeLinear", {"a"}, {"aq", "as", "az"});
+  m.node("MatMulInteger", {"aq", "b", "az", "bz"}, {"pi"});
+  attr_i(m.node("Cast", {"pi"}, {"pf"}), "to", TP::FLOAT);
+  m.node("Mul", {"pf", "as"}, {"p"});
+  for (const char* o : {"y", "xd", "p"}) m.output(o);
+  const graph::Graph g = import(m);
+
+  // x from -0.7 to 2.3 (zero point 59 or so), a from 0.1 to 1.9 (zero point 0: the range
+  // includes 0).
+  const std::vector<float> x = rnd(75, 51, -0.7f, 2.3f), a = rnd(12, 52, 0.1f, 1.9f);
+  struct Dynamic {
+    float scale;
+    int zero;
+    std::vector<int> q;
+  };
+  auto dynamic = [](const std::vector<float>& v) {
+    const float lo = std::min(0.0f, *std::min_element(v.begin(), v.end()));
+    const float hi = std::max(0.0f, *std::max_element(v.begin(), v.end()));
+    Dynamic d{(hi - lo) / 255.0f, 0, {}};
+    d.zero = static_cast<int>(std::clamp(std::nearbyint(-(lo / d.scale)), 0.0f, 255.0f));
+    for (float e : v)  // float32 division, as the graph's
+      d.q.push_back(
+          static_cast<int>(std::clamp(std::nearbyint(e / d.scale) + d.zero, 0.0f, 255.0f)));
+    return d;
+  };
+  const Dynamic dx = dynamic(x), da = dynamic(a);
+  EXPECT_GT(dx.zero, 0);
+  EXPECT_EQ(da.zero, 0);
+  const std::vector<int> wz = {128, 120, 131, 127}, bz = {1, -2, 0};
+  const std::vector<int> b = {5,  -7, 11, 2,  -4,  9,  -120, 33,  0,
+                              64, -1, 17, 99, -50, 23, 8,    127, -128};
+  std::vector<double> y(4 * 25), xd(75), p(6);
+  for (int o = 0; o < 4; ++o)
+    for (int i = 0; i < 5; ++i)
+      for (int j = 0; j < 5; ++j) {
+        int64_t acc = 0;
+        for (int c = 0; c < 3; ++c)
+          for (int ky = 0; ky < 3; ++ky)
+            for (int kx = 0; kx < 3; ++kx) {
+              const int yy = i + ky - 1, xx = j + kx - 1;
+              if (yy < 0 || yy >= 5 || xx < 0 || xx >= 5) continue;
+              acc += int64_t{dx.q[(c * 5 + yy) * 5 + xx] - dx.zero} *
+                     (w[((o * 3 + c) * 3 + ky) * 3 + kx] - wz[o]);
+            }
+        y[(o * 5 + i) * 5 + j] = static_cast<float>(acc) * dx.scale;
+      }
+  for (int k = 0; k < 75; ++k) xd[k] = static_cast<float>(dx.q[k] - dx.zero) * dx.scale;
+  for (int r = 0; r < 2; ++r)
+    for (int n = 0; n < 3; ++n) {
+      int64_t acc = 0;
+      for (int k = 0; k < 6; ++k)
+        acc += int64_t{da.q[r * 6 + k] - da.zero} * (b[k * 3 + n] - bz[n]);
+      p[r * 3 + n] = static_cast<float>(acc) * da.scale;
+    }
+  expect_everywhere(
+      g, {Tensor{{1, 3, 5, 5}, graph::Layout::nchw, x}, Tensor{{2, 6}, graph::Layout::any, a}},
+      {y, xd, p}, 1e-2);
+}
+
+// An x of all zeros: the scale 1 and the zero point 0, as onnxruntime gives them (the range
+// formula would divide by zero).
+TEST(Quantized, DynamicQuantizationOfZerosTakesTheUnitScale) {
+  ModelBuilder m(13);
+  m.input("x", {2, 3});
+  m.node("DynamicQuantizeLinear", {"x"}, {"xq", "xs", "xz"});
+  m.node("DequantizeLinear", {"xq", "xs", "xz"}, {"y"});
+  m.output("y");
+  m.output("xs");
+  const graph::Graph g = import(m);
+  expect_everywhere(g, {Tensor{{2, 3}, graph::Layout::any, std::vector<float>(6, 0.0f)}},
+                    {std::vector<double>(6, 0.0), {1.0}}, 0.0);
+}
+
 // What stays refused, by name: float ops on quantized tensors, quantized graph outputs, mixing
 // types, blocked quantization, non-positive scales, dequantizing a float tensor.
 TEST(Quantized, RefusesIntegerArithmeticItDoesNotModel) {

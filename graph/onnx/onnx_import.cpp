@@ -289,7 +289,7 @@ int32_t Importer::quantized_inputs(const NodeCtx& c) const {
     if (s.host || s.sequence || !s.value.valid()) continue;
     const int32_t q = quantized_dtype(s.value);
     plain = plain || q == 0;
-    if (q == 0 || (c.op() == "DequantizeLinear" && i == 0)) continue;
+    if (q == 0 || (c.op() == "DequantizeLinear" && i != 1)) continue;  // x, its zero point
     if (!moves)
       node_error(c, "reads '" + input_name(c, i) + "', a quantized " + dtype_name(q) +
                         " tensor; Kiln computes on quantized tensors only through "
@@ -299,7 +299,7 @@ int32_t Importer::quantized_inputs(const NodeCtx& c) const {
       node_error(c, "mixes quantized " + dtype_name(found) + " and " + dtype_name(q) + " tensors");
     found = q;
   }
-  if (found != 0 && plain)
+  if (found != 0 && plain && c.op() != "DequantizeLinear")
     node_error(c, "mixes a quantized " + dtype_name(found) + " tensor with FLOAT ones");
   return found;
 }

@@ -89,6 +89,13 @@ QuantParams quant_params(Importer& im, const NodeCtx& c, const Shape& x, int32_t
   p.zero.assign(p.scale.size(), 0.0f);
   if (im.has_input(c, 2)) {
     const HostTensor& z = im.constant_input(c, 2, "zero point");
+    // One scale for zero points per axis: the unit scale of ConvInteger's and MatMulInteger's
+    // expansion (expand_qlinear_ops), whose zero points may run along an axis.
+    if (p.scale.size() == 1 && z.size() > 1 && !z.is_float()) {
+      p.axis = per_axis(c, z, x, "the zero point");
+      p.scale.assign(static_cast<size_t>(z.size()), p.scale[0]);
+      p.zero.assign(p.scale.size(), 0.0f);
+    }
     if (z.is_float() || z.size() != static_cast<int64_t>(p.scale.size()))
       node_error(c, "the zero point must be an integer tensor shaped like the scale " +
                         to_string(s.dims) + ", got " + dtype_name(z.dtype) + " " +
@@ -155,6 +162,40 @@ void convert_quantize_linear(Importer& im, const NodeCtx& c) {
   im.define_value(c, 0, v);
 }
 
+namespace {
+
+// DequantizeLinear of a graph tensor by a scale or zero point computed in the graph (those of
+// DynamicQuantizeLinear): one value each, subtracted and multiplied as graph tensors.
+void dequantize_by_values(Importer& im, const NodeCtx& c, ValueId x, int32_t dtype) {
+  for (int i = 1; i <= 2; ++i)
+    if (im.has_input(c, i) && num_elements(im.input_shape(c, i)) != 1)
+      node_error(c, std::string(i == 1 ? "the scale" : "the zero point") +
+                        " is computed in the graph and has " +
+                        std::to_string(num_elements(im.input_shape(c, i))) +
+                        " values; Kiln takes one there");
+  const std::string& out = im.output_name(c, 0);
+  ValueId v = x;
+  if (im.has_input(c, 2)) {
+    ValueId zero;
+    if (const HostTensor* z = im.host_input(c, 2)) {
+      if (z->dtype != dtype)
+        node_error(c, "x is " + dtype_name(dtype) + " but its zero point " + dtype_name(z->dtype));
+      zero =
+          im.add_constant(out + "/zero_point", {1}, {static_cast<float>(z->i.at(0))}, Layout::any);
+    } else {
+      zero = im.value_input(c, 2);
+      if (im.quantized_dtype(zero) != dtype)
+        node_error(c, "the zero point '" + im.input_name(c, 2) + "' is not a " + dtype_name(dtype) +
+                          " tensor, as x is");
+    }
+    v = im.emit(c, Binary{BinaryOp::sub}, {v, zero}, out + "/centered", c.name + "/sub");
+  }
+  im.define_value(
+      c, 0, im.emit(c, Binary{BinaryOp::mul}, {v, im.value_input(c, 1)}, out, c.name + "/mul"));
+}
+
+}  // namespace
+
 // y = (x - zero_point) * scale: on constants (quantized weights and biases) now, into a FLOAT
 // constant; on a quantized graph tensor as two chain steps.
 void convert_dequantize_linear(Importer& im, const NodeCtx& c) {
@@ -184,6 +225,8 @@ void convert_dequantize_linear(Importer& im, const NodeCtx& c) {
     node_error(c, "x '" + im.input_name(c, 0) +
                       "' is a FLOAT graph tensor; Kiln dequantizes constants and the outputs "
                       "of QuantizeLinear (and of data movement on them)");
+  if (!im.host_input(c, 1) || (im.has_input(c, 2) && !im.host_input(c, 2)))
+    return dequantize_by_values(im, c, in, dtype);
   const QuantParams p = quant_params(im, c, x, dtype);
   if (p.dtype != dtype)
     node_error(c, "x is " + dtype_name(dtype) + " but its zero point " + dtype_name(p.dtype));
@@ -263,6 +306,109 @@ const QLinearOp* find_qlinear(const ::onnx::NodeProto& p) {
   return nullptr;
 }
 
+// A Constant node of one float (value_float) or of one UINT8 zero (value).
+std::shared_ptr<::onnx::NodeProto> constant(const ::onnx::NodeProto& from, const std::string& name,
+                                            float v, bool uint8_zero = false) {
+  auto n = synthetic(from, "Constant", {}, {name});
+  auto* a = n->add_attribute();
+  if (uint8_zero) {
+    a->set_name("value");
+    a->set_type(::onnx::AttributeProto::TENSOR);
+    a->mutable_t()->set_data_type(TP::UINT8);
+    a->mutable_t()->add_int32_data(0);
+  } else {
+    a->set_name("value_float");
+    a->set_type(::onnx::AttributeProto::FLOAT);
+    a->set_f(v);
+  }
+  return n;
+}
+
+// DynamicQuantizeLinear (UINT8 by the range of x, 0 included), ConvInteger and MatMulInteger,
+// in ONNX ops: the scale and zero point computed in the graph; the integer products as float
+// products of the integers (exact up to 2^24 per sum), which the model then casts to FLOAT.
+// Returns false for any other node.
+bool expand_dynamic(const FlatNode& f, std::vector<FlatNode>& out) {
+  const ::onnx::NodeProto& p = *f.proto;
+  const std::string& type = p.op_type();
+  if (!(p.domain().empty() || p.domain() == "ai.onnx") ||
+      (type != "DynamicQuantizeLinear" && type != "ConvInteger" && type != "MatMulInteger"))
+    return false;
+  const NodeCtx c{&p, f.name, f.opset};
+  const std::string base = (p.output_size() > 0 ? p.output(0) : f.name) + "/" + type + "/";
+  auto add = [&](std::shared_ptr<::onnx::NodeProto> n) {
+    out.push_back(
+        FlatNode{n, f.name + "/" + n->op_type() + "_" + std::to_string(out.size()), f.opset});
+  };
+  auto node = [&](const char* op, std::vector<std::string> in, const std::string& o) {
+    add(synthetic(p, op, std::move(in), {o}));
+    return o;
+  };
+  add(constant(p, base + "one", 1.0f));
+  if (type == "DynamicQuantizeLinear") {
+    if (p.input_size() != 1 || p.output_size() < 1 || p.output_size() > 3)
+      node_error(c, "expected 1 input and up to 3 outputs");
+    auto output = [&](int k, const std::string& fallback) {
+      return k < p.output_size() && !p.output(k).empty() ? p.output(k) : base + fallback;
+    };
+    add(constant(p, base + "zero", 0.0f));
+    add(constant(p, base + "qmax", 255.0f));
+    add(constant(p, base + "uint8_zero", 0.0f, true));
+    auto reduce = [&](const char* op, const std::string& o) {
+      auto n = synthetic(p, op, {p.input(0)}, {o});
+      auto* a = n->add_attribute();
+      a->set_name("keepdims");
+      a->set_type(::onnx::AttributeProto::INT);
+      a->set_i(0);
+      add(std::move(n));
+      return o;
+    };
+    const std::string lo =
+        node("Min", {reduce("ReduceMin", base + "min"), base + "zero"}, base + "lo");
+    const std::string hi =
+        node("Max", {reduce("ReduceMax", base + "max"), base + "zero"}, base + "hi");
+    // A range of 0 (x all zeros) takes the scale 1, as onnxruntime's kernel does.
+    const std::string range = node("Sub", {hi, lo}, base + "range");
+    const std::string scale =
+        node("Where",
+             {node("Equal", {range, base + "zero"}, base + "empty_range"), base + "one",
+              node("Div", {range, base + "qmax"}, base + "range_steps")},
+             output(1, "scale"));
+    // zero point = saturate(round(0 - lo / scale)), a UINT8 (QuantizeLinear by 1 marks it one).
+    std::string zp = node("Neg", {node("Div", {lo, scale}, base + "lo_steps")}, base + "neg_steps");
+    zp =
+        node("Min",
+             {node("Max", {node("Round", {zp}, base + "zp_round"), base + "zero"}, base + "zp_low"),
+              base + "qmax"},
+             base + "zp_float");
+    node("QuantizeLinear", {zp, base + "one", base + "uint8_zero"}, output(2, "zero_point"));
+    std::string y =
+        node("Round", {node("Div", {p.input(0), scale}, base + "steps")}, base + "rounded");
+    y = node("Min",
+             {node("Max", {node("Add", {y, zp}, base + "shifted"), base + "zero"}, base + "y_low"),
+              base + "qmax"},
+             base + "y_float");
+    node("QuantizeLinear", {y, base + "one", base + "uint8_zero"}, output(0, "y"));
+    return true;
+  }
+  const bool conv = type == "ConvInteger";
+  if (p.input_size() < 2 || p.input_size() > 4 || p.output_size() != 1)
+    node_error(c, "expected 2 to 4 inputs and 1 output");
+  auto dq = [&](int i, const std::string& o, int64_t axis) {
+    std::vector<std::string> in = {p.input(i), base + "one", input_or_empty(p, i + 2)};
+    auto n = synthetic(p, "DequantizeLinear", std::move(in), {o});
+    if (axis != 1) set_axis(*n, axis);
+    add(std::move(n));
+    return o;
+  };
+  // B's zero point per output channel (axis 0) / per column (the last axis).
+  auto op = synthetic(p, conv ? "Conv" : "MatMul",
+                      {dq(0, base + "a", 1), dq(1, base + "b", conv ? 0 : -1)}, {p.output(0)});
+  for (const auto& a : p.attribute()) *op->add_attribute() = a;
+  add(std::move(op));
+  return true;
+}
+
 }  // namespace
 
 std::vector<FlatNode> expand_qlinear_ops(std::vector<FlatNode> nodes) {
@@ -270,6 +416,7 @@ std::vector<FlatNode> expand_qlinear_ops(std::vector<FlatNode> nodes) {
   out.reserve(nodes.size());
   for (FlatNode& f : nodes) {
     const ::onnx::NodeProto& p = *f.proto;
+    if (expand_dynamic(f, out)) continue;
     const QLinearOp* q = find_qlinear(p);
     if (!q) {
       out.push_back(std::move(f));
