@@ -310,8 +310,10 @@ void convert_mod(Importer& im, const NodeCtx& c);
 // ops_quantize.cpp: quantized tensors as float32 integers (docs/onnx.md, "Quantized models").
 void convert_quantize_linear(Importer& im, const NodeCtx& c);
 void convert_dequantize_linear(Importer& im, const NodeCtx& c);
-// QLinearConv and QLinearMatMul replaced by DequantizeLinear of their operands, the float op and
-// QuantizeLinear of its result (the INT32 bias dequantized at x_scale * w_scale).
+// QLinearConv, QLinearMatMul and onnxruntime's com.microsoft QOperator ops replaced by
+// DequantizeLinear of their operands, the float op and QuantizeLinear of its result (an INT32
+// bias dequantized at x_scale * w_scale); DynamicQuantizeLinear, ConvInteger and MatMulInteger
+// by the ONNX ops that compute them.
 std::vector<FlatNode> expand_qlinear_ops(std::vector<FlatNode> nodes);
 void convert_expanded(Importer& im, const NodeCtx& c);  // never reached: expanded above
 // Whether ONNX op `op` only moves a tensor's elements (Reshape, Transpose, MaxPool, ...), so

@@ -1,7 +1,9 @@
-// Quantized models as float computation: QuantizeLinear, DequantizeLinear, and QLinearConv /
-// QLinearMatMul expanded into them (docs/onnx.md, "Quantized models"). A quantized tensor is a
-// float32 tensor holding its integers (exact up to 2^24, so for 8- and 16-bit types); its type
-// is remembered so that only DequantizeLinear and data movement may read it.
+// Quantized models as float computation (docs/onnx.md, "Quantized models"): QuantizeLinear and
+// DequantizeLinear; QLinearConv, QLinearMatMul and onnxruntime's com.microsoft QOperator ops
+// expanded into them around their float op; dynamic quantization (DynamicQuantizeLinear,
+// ConvInteger, MatMulInteger) expanded into ONNX ops; Resize of a quantized tensor. A quantized
+// tensor is a float32 tensor holding its integers (exact up to 2^24, so for 8- and 16-bit
+// types); its type is remembered so that only DequantizeLinear and data movement may read it.
 #include <algorithm>
 #include <cmath>
 #include <memory>
