@@ -1,7 +1,8 @@
-// Quantized ONNX models (QuantizeLinear / DequantizeLinear, the QLinear ops and onnxruntime's
-// com.microsoft QOperator ops) imported as float computation on the integers: values against the
-// ONNX definitions computed here in double from the integers, through the reference interpreter
-// and the generated kernels of every CPU target; the refusals that keep integers out of float ops.
+// Quantized ONNX models (QuantizeLinear / DequantizeLinear, the QLinear ops, onnxruntime's
+// com.microsoft QOperator ops, dynamic quantization, Resize of quantized tensors) imported as
+// float computation on the integers: values against the ONNX definitions computed here from the
+// integers, through the reference interpreter and the generated kernels of every CPU target; the
+// refusals that keep integers out of float ops.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
