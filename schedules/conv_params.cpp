@@ -32,7 +32,7 @@ int64_t tile_channels(const ConvShape& s, int vec) {
 
 // Parallel tasks of a schedule (as the schedule files split the loops).
 int64_t task_count(const ConvParams& p, const ConvShape& s, const Halide::Target& t) {
-  const int64_t channels = p.block.vectors ? int64_t{p.block.vectors} * vector_lanes(t) : 1;
+  const int64_t channels = p.block.vectors ? int64_t{p.block.vectors} * vector_lanes(p, t) : 1;
   const int64_t channel_blocks = ceil_div(s.out_channels, channels);
   if (p.family == ConvFamily::deep) {
     const int64_t bands = std::clamp<int64_t>(ceil_div(p.tasks, channel_blocks), 1, s.out_height);
@@ -70,6 +70,10 @@ int balanced_band_rows(int height, int batch, int preferred, int min_rows, doubl
 }  // namespace internal
 
 using namespace internal;
+
+int vector_lanes(const ConvParams& p, const Halide::Target& t) {
+  return p.lanes > 0 ? p.lanes : internal::vector_lanes(t);
+}
 
 int winograd_tiles_x(const ConvShape& s, int tile) {
   return static_cast<int>(ceil_div(s.out_width, tile));
@@ -113,7 +117,7 @@ std::string winograd_error(const ConvParams& p, const ConvShape& s, const Halide
   if (s.grouped) return "winograd takes dense (ungrouped) convolutions only";
   if (!s.constant_weights)
     return "winograd needs constant weights (the model transforms them once, when it loads)";
-  const int vec = vector_lanes(t);
+  const int vec = vector_lanes(p, t);
   if (s.out_channels < vec)
     return "winograd needs at least one vector of output channels (" + std::to_string(vec) +
            "), not " + std::to_string(s.out_channels);
@@ -218,15 +222,32 @@ std::string conv_params_error(const ConvParams& p, const ConvShape& s, const Hal
   }
   if (s.bf16 && p.family != ConvFamily::wide && p.family != ConvFamily::deep)
     return "a bf16 convolution takes the wide, deep, amx or naive schedule";
+  if (t.has_gpu_feature()) return p.family == ConvFamily::winograd ? winograd_error(p, s, t) : "";
+  if (p.lanes != 0) {
+    const int natural = vector_lanes(t);
+    if (p.family != ConvFamily::wide && p.family != ConvFamily::deep &&
+        p.family != ConvFamily::winograd)
+      return "lanes=" + std::to_string(p.lanes) +
+             ": only the wide, deep and winograd schedules "
+             "take a vector width";
+    if (p.lanes != natural && (p.lanes * 2 != natural || p.lanes < 4))
+      return "lanes=" + std::to_string(p.lanes) + " is neither the target's vector of " +
+             std::to_string(natural) + " floats nor half of it" +
+             (natural >= 8 ? " (" + std::to_string(natural / 2) + ")" : "");
+    if (s.bf16 && p.lanes != natural)
+      return "lanes=" + std::to_string(p.lanes) +
+             ": a bf16 convolution takes the target's "
+             "vector of " +
+             std::to_string(natural) + " floats";
+  }
   if (p.family == ConvFamily::winograd) return winograd_error(p, s, t);
-  if (t.has_gpu_feature()) return "";  // the GPU schedule has no knobs
   if (s.depthwise != (p.family == ConvFamily::depthwise))
     return s.depthwise ? "a depthwise convolution takes the depthwise (or naive) schedule"
                        : "the depthwise schedule is for depthwise convolutions";
   if (s.narrow_groups != (p.family == ConvFamily::grouped))
     return s.narrow_groups ? "groups narrower than a vector take the grouped (or naive) schedule"
                            : "the grouped schedule is for groups narrower than a vector";
-  const int vec = vector_lanes(t);
+  const int vec = vector_lanes(p, t);
   const RegisterBlock& b = p.block;
   const std::string tile = std::to_string(b.vectors) + "x" + std::to_string(b.pixels);
   // The grouped and depthwise schedules' tile is one vector of output channels (the grouped

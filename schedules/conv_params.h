@@ -97,11 +97,21 @@ struct ConvParams {
   // winograd: output tile side m of F(m x m, 3 x 3), 2 or 4. `block` is then output-channel
   // vectors x tiles of the batched matrix multiply, and `rows` the tile rows per task.
   int tile = 4;
+  // wide, deep, winograd: float lanes per vector of output channels; 0 is the target's own
+  // width (16 on AVX-512, 8 on AVX2 and SSE targets), and half of it the one other choice.
+  // AVX-512 halves fit channel counts that are odd multiples of 8 (24, 40, 72, 144) without
+  // the wasted lanes of a 16-lane tile, and CPUs that run a 512-bit multiply-add as two 256-bit
+  // halves (Zen 4) do as many float multiply-adds a cycle with either width.
+  int lanes = 0;
 
   friend bool operator==(const ConvParams& a, const ConvParams& b);
 };
 
-// The canonical text: the family, then its own knobs in a fixed order.
+// The lanes of `p`'s vectors of output channels on `target`: p.lanes, or the target's width.
+int vector_lanes(const ConvParams& p, const Halide::Target& target);
+
+// The canonical text: the family, then its own knobs in a fixed order (`lanes` only where it
+// is not 0).
 std::string to_string(const ConvParams& p);
 // Reads "family key=value ..." or "key=value ..." into *p: knobs not named keep *p's values,
 // and a family named anywhere switches to it, keeping the values of the knobs it shares (the

@@ -173,7 +173,7 @@ static bool deep_prefetch_pays(const ConvShape& s, const ConvParams& p, const Ha
       t.has_gpu_feature())
     return false;
   if (direct_weight_bytes(s) <= (int64_t{2} << 20)) return false;
-  const int64_t channels = int64_t{p.block.vectors} * vector_lanes(t);
+  const int64_t channels = int64_t{p.block.vectors} * vector_lanes(p, t);
   const int64_t blocks = ceil_div(s.out_channels, channels);
   const int64_t bands = std::clamp<int64_t>(ceil_div(p.tasks, blocks), 1, s.out_height);
   const int64_t rows = ceil_div(s.out_height, bands);

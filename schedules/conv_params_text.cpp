@@ -17,10 +17,10 @@ struct FamilyInfo {
 const std::vector<FamilyInfo>& families() {
   static const std::vector<FamilyInfo> f = {
       {ConvFamily::naive, "naive", {}},
-      {ConvFamily::wide, "wide", {"block", "rows", "split", "stage"}},
-      {ConvFamily::deep, "deep", {"block", "chunk", "tasks", "prefetch"}},
+      {ConvFamily::wide, "wide", {"block", "rows", "split", "stage", "lanes"}},
+      {ConvFamily::deep, "deep", {"block", "chunk", "tasks", "prefetch", "lanes"}},
       {ConvFamily::grouped, "grouped", {"block"}},
-      {ConvFamily::winograd, "winograd", {"tile", "block", "rows", "split", "prefetch"}},
+      {ConvFamily::winograd, "winograd", {"tile", "block", "rows", "split", "prefetch", "lanes"}},
       {ConvFamily::depthwise, "depthwise", {"block", "rows", "inner", "stage"}},
       {ConvFamily::amx, "amx", {"rows", "cols", "windows"}},
   };
@@ -80,6 +80,9 @@ std::string to_string(const ConvParams& p) {
     s << " block=" << block << " rows=" << p.rows
       << " inner=" << (p.channels_inside ? "channels" : "pixels")
       << " stage=" << (p.stage_input ? "copy" : "in_place");
+  const bool takes_lanes = p.family == ConvFamily::wide || p.family == ConvFamily::deep ||
+                           p.family == ConvFamily::winograd;
+  if (takes_lanes && p.lanes != 0) s << " lanes=" << p.lanes;
   return s.str();
 }
 
@@ -95,6 +98,9 @@ std::string parse_conv_params(const std::string& text, ConvParams* out) {
       bool known = false;
       for (const FamilyInfo& f : families())
         if (word == f.name) p.family = f.family, known = true;
+      // A family without the knob keeps no vector width of the one before.
+      const std::vector<std::string>& knobs = info(p.family).knobs;
+      if (std::find(knobs.begin(), knobs.end(), "lanes") == knobs.end()) p.lanes = 0;
       if (!known) {
         std::vector<std::string> names;
         for (const FamilyInfo& f : families()) names.push_back(f.name);
@@ -139,6 +145,8 @@ std::string parse_conv_params(const std::string& text, ConvParams* out) {
     } else if (key == "windows") {
       if (value != "task" && value != "root") return bad + " (task or root)";
       p.windows_per_task = value == "task";
+    } else if (key == "lanes") {
+      if (!parse_int(value, 0, 64, &p.lanes)) return bad + " (floats per vector; 0: the target's)";
     } else if (key == "tile") {
       if (value != "2" && value != "4") return bad + " (2 or 4)";
       p.tile = value == "2" ? 2 : 4;

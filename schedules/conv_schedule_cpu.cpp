@@ -48,7 +48,7 @@ std::vector<Halide::VarOrRVar> split_output_channels(Func output, const Var& co,
 }
 
 void schedule_conv_cpu(const ConvFuncs& f, const ConvParams& p, const Target& target) {
-  const int vec = target.natural_vector_size<float>();
+  const int vec = vector_lanes(p, target);
   Func output = f.output;
   Func acc = f.acc;
   Func input_padded = f.input_padded;

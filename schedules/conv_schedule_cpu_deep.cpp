@@ -34,7 +34,7 @@ using Halide::Var;
 // (float32; bf16: input channels x taps): a 2x14 block's chunk of 288 weights is 36 KB, inside
 // a 48 KB L1.
 void schedule_conv_cpu_deep(const ConvFuncs& f, const ConvParams& p, const Target& target) {
-  const int vec = target.natural_vector_size<float>();
+  const int vec = vector_lanes(p, target);
   Func output = f.output;
   Func acc = f.acc;
   const Var &co = f.co, &x = f.x, &y = f.y, &n = f.n;

@@ -24,7 +24,7 @@ using Halide::Var;
 
 void schedule_conv_cpu_winograd(generators::ops::WinogradAlgorithm w, Func output,
                                 const ConvParams& p, const Target& target) {
-  const int vec = target.natural_vector_size<float>();
+  const int vec = vector_lanes(p, target);
   const int m = p.tile;
   Var yo("yo"), yi("yi"), ty("ty"), yt("yt"), xo("xo"), xi("xi"), coo("coo"), coi("coi"),
       task("task");

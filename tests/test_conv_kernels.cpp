@@ -153,6 +153,28 @@ TEST(ConvKernelResidual, AllEpilogues) {
   }
 }
 
+// Vectors of half the target's width (lanes=, on targets of 8 lanes or more) in the wide and
+// deep families: channel counts of 40 (5 vectors of 8 on AVX-512, where 16-lane tiles cover 48),
+// 48 and 64, 1x1 and 3x3 windows, stride 2, a batch of 2 and a residual; the default tile at
+// the narrower width, and a 3-vector one.
+TEST(ConvKernelSchedules, HalfWidthVectors) {
+  for (size_t case_index : {size_t{0}, size_t{2}, size_t{4}, size_t{8}}) {
+    const Problem prob =
+        make_problem(kCases[case_index], kEpilogues[case_index % 3], 600 + case_index, true);
+    for (int t = 0; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
+      const int lanes = Halide::Target(runtime::cpu_targets()[t]).natural_vector_size<float>() / 2;
+      if (!testing_util::runs_target(t) || lanes < 4) continue;
+      const std::string half = " lanes=" + std::to_string(lanes);
+      for (const std::string& schedule : {"wide" + half, "deep" + half, "wide block=3x4" + half,
+                                          "deep block=3x4 chunk=16" + half}) {
+        SCOPED_TRACE(std::string(kCases[case_index].name) + " " + schedule + " on " +
+                     runtime::cpu_targets()[t]);
+        expect_close(run_kernel(prob, schedule, t), prob.expected);
+      }
+    }
+  }
+}
+
 // A schedule that does not apply, or an unknown one, is an error at generation, never a kernel
 // that reads outside the input.
 TEST(ConvKernelSchedules, ScheduleThatDoesNotApplyIsAnError) {

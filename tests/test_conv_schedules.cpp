@@ -253,10 +253,19 @@ TEST(ConvKernelSchedules, ParamsTextRoundTripsAndRefusesNonsense) {
   EXPECT_EQ(schedules::to_string(q), "deep block=1x7 chunk=144 tasks=8 prefetch=0");
   ASSERT_EQ(schedules::parse_conv_params("prefetch=1", &q), "");
   EXPECT_EQ(schedules::to_string(q), "deep block=1x7 chunk=144 tasks=8 prefetch=1");
+  // The vector width: printed only where set; a family without the knob drops it.
+  ASSERT_EQ(schedules::parse_conv_params("wide block=3x8 lanes=8", &q), "");
+  EXPECT_EQ(schedules::to_string(q), "wide block=3x8 rows=2 split=0 stage=copy lanes=8");
+  ASSERT_EQ(schedules::parse_conv_params("deep", &q), "");
+  EXPECT_EQ(q.lanes, 8);
+  ASSERT_EQ(schedules::parse_conv_params("depthwise", &q), "");
+  EXPECT_EQ(q.lanes, 0);
+  ASSERT_EQ(schedules::parse_conv_params(schedules::to_string(p), &q), "");
   const schedules::ConvParams before = q;
   for (const char* bad :
        {"fastest", "deep rows=2", "deep block=2", "deep block=2x0", "wide split=2", "deep chunk=-1",
-        "wide stage=maybe", "", "deep wide chunk=8", "deep prefetch=2", "wide prefetch=1"}) {
+        "wide stage=maybe", "", "deep wide chunk=8", "deep prefetch=2", "wide prefetch=1",
+        "wide lanes=-8", "wide lanes=x", "depthwise lanes=8", "grouped lanes=8"}) {
     SCOPED_TRACE(bad);
     EXPECT_NE(schedules::parse_conv_params(bad, &q), "");
     EXPECT_EQ(q, before) << "a refused text changed the parameters";
@@ -283,6 +292,21 @@ TEST(ConvKernelSchedules, ParamsThatDoNotFitAreRefused) {
   EXPECT_NE(error("wide stage=in_place", avx512), "");
   EXPECT_NE(error("grouped", avx512), "");
   EXPECT_EQ(error("deep block=2x7", avx2), "");
+  // The vector width: the target's or half of it (not on 4-lane SSE targets), and the tile's
+  // channels and accumulators counted in vectors of that width.
+  const Halide::Target sse("x86-64-linux-sse41");
+  EXPECT_EQ(error("wide block=4x7 lanes=8", avx512), "");
+  EXPECT_EQ(error("wide block=2x7 lanes=16", avx512), "");
+  EXPECT_NE(error("deep block=4x7 lanes=4", avx2), "");  // 28 accumulators of 14
+  EXPECT_EQ(error("deep block=4x3 lanes=4", avx2), "");
+  EXPECT_EQ(error("deep block=2x7 lanes=4", avx2), "");
+  EXPECT_EQ(error("wide block=2x7 lanes=8", avx2), "");
+  EXPECT_NE(error("wide block=2x7 lanes=4", avx512), "");  // a quarter
+  EXPECT_NE(error("wide block=2x7 lanes=32", avx512), "");
+  EXPECT_NE(error("wide block=2x7 lanes=2", sse), "");
+  EXPECT_NE(error("wide block=5x6 lanes=16", avx512), "");  // 80 channels of 64
+  EXPECT_EQ(error("wide block=5x6 lanes=8", avx512), "");   // 40 of 64, 30 accumulators
+  EXPECT_NE(error("deep block=5x4 lanes=4", avx2), "");
   // Groups narrower than a vector take the grouped family only, with one vector per tile.
   schedules::ConvShape narrow = s;
   narrow.grouped = narrow.narrow_groups = true, narrow.reduction_channels = 4;
@@ -512,10 +536,26 @@ TEST(ConvKernelSchedules, CandidatesAreValidAndIncludeTheDefault) {
   }
   EXPECT_GT(wide, 4);
   EXPECT_GT(deep, 4);
+  // Channel counts that are not whole vectors also get the defaults at half the width: 3
+  // vectors of 8 for 24 channels, which 16-lane tiles cover with 32.
+  schedules::ConvShape narrow = s;
+  narrow.out_height = narrow.out_width = 56, narrow.out_channels = 24;
+  narrow.reduction_channels = 144, narrow.kernel_h = narrow.kernel_w = 1, narrow.padded = false;
+  narrow.whole_channel_blocks = true;
+  bool half = false;
+  for (const schedules::ConvParams& p : schedules::conv_candidates(narrow, avx512, 2, 16)) {
+    EXPECT_EQ(schedules::conv_params_error(p, narrow, avx512), "") << schedules::to_string(p);
+    if (p.lanes == 8) {
+      half = true;
+      EXPECT_EQ(p.block.vectors, 3) << schedules::to_string(p);
+    }
+  }
+  EXPECT_TRUE(half) << "no candidate at half the vector width";
 }
 
 // The local search's neighbours: valid, distinct, never the schedule itself, each one knob (or
-// the tile's two sizes, or the family) away from it, for every family the dense layers take.
+// the tile's two sizes and its vector width, or the family) away from it, for every family the
+// dense layers take.
 TEST(ConvKernelSchedules, NeighboursAreValidSingleSteps) {
   const Halide::Target avx512("x86-64-linux-avx-avx2-avx512-f16c-fma-sse41");
   schedules::ConvShape s;
@@ -525,7 +565,8 @@ TEST(ConvKernelSchedules, NeighboursAreValidSingleSteps) {
   dw.reduction_channels = 1, dw.grouped = dw.depthwise = true;
   const auto differing_knobs = [](const schedules::ConvParams& a, const schedules::ConvParams& b) {
     return int(a.family != b.family) +
-           int(a.block.vectors != b.block.vectors || a.block.pixels != b.block.pixels) +
+           int(a.block.vectors != b.block.vectors || a.block.pixels != b.block.pixels ||
+               a.lanes != b.lanes) +
            int(a.rows != b.rows) + int(a.split_channels != b.split_channels) +
            int(a.stage_input != b.stage_input) + int(a.channels_inside != b.channels_inside) +
            int(a.chunk != b.chunk) + int(a.tasks != b.tasks) + int(a.tile != b.tile) +

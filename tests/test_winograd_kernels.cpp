@@ -62,6 +62,27 @@ TEST(ConvKernelWinograd, RegisterBlocksAndTasks) {
   }
 }
 
+// Vectors of half the target's width (lanes=, on targets of 8 lanes or more): 24 output
+// channels as 3 vectors of 8 on AVX-512 (a 16-lane block of 2 would cover 32), 20 as 2 of 8
+// (the last block shifted onto the one before) or 5 of 4 on AVX2, both tiles, and a task per
+// block of channels.
+TEST(ConvKernelWinograd, HalfWidthVectors) {
+  for (size_t i : {size_t{0}, size_t{1}}) {
+    const Problem prob = make_problem(kWinogradCases[i], kEpilogues[2], 730 + i);
+    for (int t = 0; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
+      const int lanes = Halide::Target(runtime::cpu_targets()[t]).natural_vector_size<float>() / 2;
+      if (!testing_util::runs_target(t) || lanes < 4) continue;
+      const std::string half = " lanes=" + std::to_string(lanes);
+      const std::string vectors = std::to_string(kWinogradCases[i].co / lanes);
+      for (const std::string& schedule : {"winograd tile=2 block=" + vectors + "x2" + half,
+                                          "winograd tile=4 block=1x2 split=1" + half}) {
+        SCOPED_TRACE(schedule + " on " + runtime::cpu_targets()[t]);
+        expect_close(run_kernel(prob, schedule, t), prob.expected, 1e-4);
+      }
+    }
+  }
+}
+
 // A Halide autoscheduler on a layer whose default is Winograd gets the direct algorithm and the
 // weights as given (what the runtime binds for it: codegen::winograd_weight_tile is 0).
 TEST(ConvKernelWinograd, AutoschedulerGetsTheDirectAlgorithm) {
