@@ -3,7 +3,7 @@
 
     python scripts/compare_engines.py --kiln build/release/tools/kiln --models DIR \
         [--threads 2] [--rounds 5] [--iterations 20] [--engines ort,openvino] [--bf16] \
-        [--out docs/engines]
+        [--schedules DB] [--out docs/engines]
 
 For each round and each model it runs `kiln bench MODEL --json` (a subprocess: warm-up, then
 --iterations timed runs), then onnxruntime (all graph optimizations, the same thread count,
@@ -17,6 +17,10 @@ round per model (the share of kernels without a convolution or Gemm, the kernel 
 time furthest from its roofline), and OUT.png with the per-model
 latencies and, for every Kiln kernel of the last round (--per-layer), its fraction of this
 machine's peak.
+
+With --schedules DB each round also runs `kiln bench --schedules DB` (a schedule database of
+`kiln tune`, one file for any number of models) right after the default run, and the table gets
+the tuned Kiln's median and its ratio to the faster peer.
 
 With --bf16 each round also runs `kiln bench --precision bf16` and OpenVINO at its default
 precision (no precision hint: bfloat16 where the CPU has it), and a second table gives their
@@ -167,13 +171,16 @@ def peer_bench_subprocess(engine, path, threads, warmup, iterations):
     return float(out.strip().splitlines()[-1])
 
 
-def kiln_bench(kiln, path, threads, warmup, iterations, per_layer, cache, precision="f32"):
+def kiln_bench(kiln, path, threads, warmup, iterations, per_layer, cache, precision="f32",
+               schedules=None):
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
         out = f.name
     cmd = [kiln, "bench", path, "--threads", str(threads), "--warmup", str(warmup),
            "--iterations", str(iterations), "--json", out, "--precision", precision]
     if per_layer:
         cmd.append("--per-layer")
+    if schedules:
+        cmd += ["--schedules", schedules]
     env = dict(os.environ, XDG_CACHE_HOME=cache)
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
     with open(out) as f:
@@ -211,20 +218,24 @@ def bf16_table(rows):
     return "\n".join(lines)
 
 
-def write_report(rows, peers, layers, threads, out, bf16_rows=None):
+def write_report(rows, peers, layers, threads, out, bf16_rows=None, tuned=None):
     """rows: (model, kiln_ms, {peer: ms}); peers: the peer keys, in column order; bf16_rows:
-    bf16_table's rows, or None."""
+    bf16_table's rows, or None; tuned: {model: Kiln's median with --schedules}, or None."""
     names = [PEERS[p][0] for p in peers]
     head = ["model", "Kiln median (ms)"] + [f"{n} median (ms)" for n in names]
     head += [f"Kiln / {n}" for n in names]
     if len(peers) > 1:
         head.append("Kiln / faster peer")
+    if tuned:
+        head += ["Kiln tuned median (ms)", "Kiln tuned / faster peer"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, k, p in rows:
         cells = [name, f"{k:.2f}"] + [f"{p[e]:.2f}" for e in peers]
         cells += [f"{k / p[e]:.2f}x" for e in peers]
         if len(peers) > 1:
             cells.append(f"{k / min(p.values()):.2f}x")
+        if tuned:
+            cells += [f"{tuned[name]:.2f}", f"{tuned[name] / min(p.values()):.2f}x"]
         lines.append("| " + " | ".join(cells) + " |")
     table = "\n".join(lines)
     kernels = kernel_summary(layers)
@@ -252,6 +263,8 @@ def write_report(rows, peers, layers, threads, out, bf16_rows=None):
     fig, (a, b) = plt.subplots(1, 2, figsize=(13, 4.5))
     xs = np.arange(len(rows))
     series = [("Kiln", [r[1] for r in rows])]
+    if tuned:
+        series.append(("Kiln tuned", [tuned[r[0]] for r in rows]))
     series += [(PEERS[e][0], [r[2][e] for r in rows]) for e in peers]
     if bf16_rows:
         series += [("Kiln bf16", [r[1] for r in bf16_rows]),
@@ -290,6 +303,9 @@ def main():
     ap.add_argument("--bf16", action="store_true",
                     help="also Kiln --precision bf16 against OpenVINO's default precision, with "
                          "both outputs' errors against onnxruntime float32")
+    ap.add_argument("--schedules", metavar="DB",
+                    help="also run Kiln with this schedule database (kiln tune --db) in each "
+                         "round, reported beside the default")
     ap.add_argument("--out", default="engines")
     # internal: one peer measurement, ENGINE MODEL; one peer output, ENGINE MODEL X_NPY OUT_NPY
     ap.add_argument("--peer-one", nargs=2, help=argparse.SUPPRESS)
@@ -314,6 +330,9 @@ def main():
     peer_ms = {n: {e: [] for e in peers} for n in names}
     layers = {}
     bf16_ms = {n: {"kiln": [], "openvino_default": []} for n in names}
+    tuned_ms = {n: [] for n in names}
+    if args.schedules and not os.path.isfile(args.schedules):
+        ap.error(f"--schedules: no such file: {args.schedules}")
     for r in range(args.rounds):
         for n in names:
             path = os.path.join(args.models, n + ".onnx")
@@ -323,6 +342,11 @@ def main():
             if last and res.get("layers"):
                 layers[n] = res["layers"]
             line = f"round {r + 1}/{args.rounds} {n}: kiln {kiln_ms[n][-1]:.2f} ms"
+            if args.schedules:
+                tuned_ms[n].append(kiln_bench(args.kiln, path, args.threads, args.warmup,
+                                              args.iterations, False, cache,
+                                              schedules=args.schedules)["latency_ms"]["median"])
+                line += f", kiln tuned {tuned_ms[n][-1]:.2f} ms"
             for e in peers:
                 peer_ms[n][e].append(
                     peer_bench_subprocess(e, path, args.threads, args.warmup, args.iterations))
@@ -346,7 +370,8 @@ def main():
                                        args.threads, cache)
             bf16_rows.append((n, statistics.median(bf16_ms[n]["kiln"]),
                               statistics.median(bf16_ms[n]["openvino_default"]), ke, oe, prec))
-    write_report(rows, peers, layers, args.threads, args.out, bf16_rows)
+    tuned = {n: statistics.median(tuned_ms[n]) for n in names} if args.schedules else None
+    write_report(rows, peers, layers, args.threads, args.out, bf16_rows, tuned)
 
 
 if __name__ == "__main__":

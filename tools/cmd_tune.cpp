@@ -45,9 +45,9 @@ record applies to alike), the model's other kernels taking the database's record
 caches); in two epochs on fresh instances of both built in opposite orders; --cold evicts the
 caches before each call. A candidate replaces the best only when its median is at least 2%
 lower. While the kernel's share of the budget lasts, a local search follows: the untried
-schedules one knob away from the best (a tile a pixel or a vector larger or smaller, rows,
-chunk or tasks halved or doubled, the other staging, split, prefetch, family or Winograd
-tile), compiled and timed the same way, and the new best's neighbours whenever one of them wins,
+schedules one knob away from the best (a tile a pixel or a vector larger or smaller, the
+other vector width, rows, chunk or tasks halved or doubled, the other staging, split,
+prefetch, family or Winograd tile), compiled and timed the same way, and the new best's neighbours whenever one of them wins,
 until none does. Finally the winner and the default are timed again side by side; the
 default is kept unless the winner is faster there too (a kept default is reported at 1.00x).
 Kernels the database already holds for this target are kept (a rerun resumes), and the
