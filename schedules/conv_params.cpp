@@ -228,17 +228,15 @@ std::string conv_params_error(const ConvParams& p, const ConvShape& s, const Hal
     if (p.family != ConvFamily::wide && p.family != ConvFamily::deep &&
         p.family != ConvFamily::winograd)
       return "lanes=" + std::to_string(p.lanes) +
-             ": only the wide, deep and winograd schedules "
-             "take a vector width";
+             ": only the wide, deep and winograd schedules take a vector width";
     if (p.lanes != natural && (p.lanes * 2 != natural || p.lanes < 4))
       return "lanes=" + std::to_string(p.lanes) + " is neither the target's vector of " +
              std::to_string(natural) + " floats nor half of it" +
              (natural >= 8 ? " (" + std::to_string(natural / 2) + ")" : "");
     if (s.bf16 && p.lanes != natural)
       return "lanes=" + std::to_string(p.lanes) +
-             ": a bf16 convolution takes the target's "
-             "vector of " +
-             std::to_string(natural) + " floats";
+             ": a bf16 convolution takes the target's vector of " + std::to_string(natural) +
+             " floats";
   }
   if (p.family == ConvFamily::winograd) return winograd_error(p, s, t);
   if (s.depthwise != (p.family == ConvFamily::depthwise))
