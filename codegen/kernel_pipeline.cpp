@@ -46,8 +46,7 @@ Algorithm chain_algorithm(const graph::ElementwiseChain& chain, const graph::Ten
                           const std::vector<Halide::ImageParam>& inputs) {
   const int rank = static_cast<int>(out.shape.size());
   bool has_affine = false;
-  for (const graph::ChainStep& s : chain.steps)
-    has_affine |= s.kind == graph::ChainStepKind::affine;
+  for (const graph::ChainStep& s : chain.steps) has_affine |= graph::per_channel_step(s.kind);
   // The channel axis of the chain's per-channel steps (graph/shape_inference.cpp): 3 for NHWC,
   // else 1; in Halide's innermost-first order that is rank - 1 - axis.
   const int channel_dim = has_affine ? rank - 1 - (out.layout == graph::Layout::nhwc ? 3 : 1) : 0;

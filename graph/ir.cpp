@@ -59,6 +59,8 @@ const char* to_string(ChainStepKind k) {
     case ChainStepKind::hard_sigmoid: return "hard_sigmoid";
     case ChainStepKind::hard_swish: return "hard_swish";
     case ChainStepKind::affine: return "affine";
+    case ChainStepKind::prelu:
+      return "prelu";
     case ChainStepKind::silu: return "silu";
     case ChainStepKind::tanh: return "tanh";
     case ChainStepKind::erf: return "erf";

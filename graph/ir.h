@@ -127,7 +127,9 @@ struct GridSample {
 };
 
 // One elementwise step of an ElementwiseChain (below) or of a convolution's post steps. An
-// affine step is a per-channel scale and shift whose values are inputs of the node.
+// affine step is a per-channel scale and shift whose values are inputs of the node; a prelu
+// step is a per-channel pair of them too, the slope below zero and the scale from zero up
+// (x < 0 ? slope * x : scale * x; ONNX PRelu's scale is 1).
 // The ONNX unary ops imported as one-step chains are here too (Tanh, Erf, Exp, ..., Celu, and
 // Pow with a constant scalar exponent).
 // clang-format off
@@ -137,10 +139,10 @@ enum class ChainStepKind : uint8_t {  // append only: serialized
   thresholded_relu, pow, gelu, gelu_tanh, mish,
   floor, ceil, round, logical_not, greater, less, equal, greater_equal, less_equal,
   sign, shrink, is_nan, is_inf, sin, cos, tan,
-  sinh, cosh, asin, acos, atan, asinh, acosh, atanh
+  sinh, cosh, asin, acos, atan, asinh, acosh, atanh, prelu
 };
 // clang-format on
-constexpr int kNumChainStepKinds = 49;
+constexpr int kNumChainStepKinds = 50;
 const char* to_string(ChainStepKind k);  // "clamp", "leaky_relu", ..., "thresholded_relu"
 // Steps that evaluate an exponential, a logarithm, a division, a square root or a rational
 // approximation per element (15-25 vector operations where a clamp or an affine step takes one
@@ -163,10 +165,14 @@ struct ChainStep {
   // and atan give them; sinh ... atanh are the hyperbolic functions and their inverses.
   float a = 0.0f, b = 0.0f;
 };
-// The number of affine steps: each takes two per-channel inputs (scale, shift).
+// Whether a step takes two per-channel inputs (affine: scale, shift; prelu: slope, scale).
+inline bool per_channel_step(ChainStepKind k) {
+  return k == ChainStepKind::affine || k == ChainStepKind::prelu;
+}
+// The number of per-channel steps: each takes two per-channel inputs.
 inline size_t affine_steps(const std::vector<ChainStep>& steps) {
   size_t n = 0;
-  for (const ChainStep& s : steps) n += s.kind == ChainStepKind::affine;
+  for (const ChainStep& s : steps) n += per_channel_step(s.kind);
   return n;
 }
 enum class PoolKind : uint8_t { max, avg };

@@ -84,7 +84,7 @@ Tensor unpooled_conv(const Conv2d& c, const std::vector<const Tensor*>& in, cons
           double v = static_cast<float>(clamp_to(c.activation, acc));  // the unfused op's output
           size_t affine = 0;
           for (const ChainStep& st : c.post) {
-            const bool aff = st.kind == ChainStepKind::affine;
+            const bool aff = per_channel_step(st.kind);
             const double scale = aff ? in[first_post + 2 * affine]->data[o] : 1.0;
             const double shift = aff ? in[first_post + 2 * affine + 1]->data[o] : 0.0;
             affine += aff;

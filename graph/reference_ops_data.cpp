@@ -459,6 +459,8 @@ double reference_chain_step(const ChainStep& st, double v, double scale, double 
     case ChainStepKind::hard_sigmoid: return clamp_nan(st.a * v + st.b, 0.0, 1.0);
     case ChainStepKind::hard_swish: return v * clamp_nan(v / 6.0 + 0.5, 0.0, 1.0);
     case ChainStepKind::affine: return v * scale + shift;
+    case ChainStepKind::prelu:
+      return v < 0 ? v * scale : v * shift;
     case ChainStepKind::silu: return v / (1.0 + std::exp(-v));
     case ChainStepKind::tanh: return std::tanh(v);
     case ChainStepKind::erf: return std::erf(v);
@@ -536,7 +538,7 @@ Tensor reference_chain(const ElementwiseChain& ch, const std::vector<const Tenso
     size_t k = 0;
     for (const ChainStep& st : ch.steps) {
       double scale = 1.0, shift = 0.0;
-      if (st.kind == ChainStepKind::affine) {
+      if (per_channel_step(st.kind)) {
         const int64_t c = (static_cast<int64_t>(e) / inner) % s[axis];
         scale = in[1 + 2 * k]->data[c];
         shift = in[2 + 2 * k]->data[c];

@@ -66,8 +66,9 @@ void chain_steps(IO& io, std::vector<ChainStep>& steps) {
   }
   for (ChainStep& st : steps) {
     // 8 added mish, 9 floor ... less_equal, 21 sign ... is_inf, 22 sin, cos, tan, 23 sinh
-    // ... atanh
-    io.enum8(st.kind, io.version >= 23   ? kNumChainStepKinds
+    // ... atanh, 26 prelu
+    io.enum8(st.kind, io.version >= 26   ? kNumChainStepKinds
+                      : io.version >= 23 ? 49
                       : io.version >= 22 ? 41
                       : io.version >= 21 ? 38
                       : io.version >= 10 ? 34
@@ -386,16 +387,17 @@ Graph read_graph(const char* bytes, size_t size,
   // without Conv2d's resize and shortcut, 17 is 18 without Conv2d's Winograd tile cap, 18 is
   // 19 without Conv2d's pool_first, 19 is 20 without GroupNorm, 20 is 21 without the chain
   // steps from sign on, 21 is 22 without sin, cos and tan, 22 is 23 without sinh ... atanh,
-  // 23 is 24 without GridSample, 24 is 25 without TopK; version 2 numbered ops by their order in
-  // graph::Op.
+  // 23 is 24 without GridSample, 24 is 25 without TopK, 25 is 26 without the prelu step;
+  // version 2 numbered ops by their order in graph::Op.
   if (version != 1 && version != 3 && version != 4 && version != 5 && version != 6 &&
       version != 7 && version != 8 && version != 9 && version != 10 && version != 11 &&
       version != 12 && version != 13 && version != 14 && version != 15 && version != 16 &&
       version != 17 && version != 18 && version != 19 && version != 20 && version != 21 &&
-      version != 22 && version != 23 && version != 24 && version != kGraphFormatVersion)
+      version != 22 && version != 23 && version != 24 && version != 25 &&
+      version != kGraphFormatVersion)
     throw Error("graph file format version " + std::to_string(version) +
                 " is not supported (this Kiln reads versions 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, "
-                "13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24 and " +
+                "13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25 and " +
                 std::to_string(kGraphFormatVersion) + "; recompile the model)");
   r.version = version;
   if (stored_checksum(bytes, size) != format_checksum(bytes, size - 8))

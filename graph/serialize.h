@@ -71,7 +71,8 @@ namespace kiln::graph {
 // read as well.
 // Version 25: op tag 28 is TopK (i32 axis, i64 k, flags largest and indices). Version 24 is read
 // as well.
-constexpr uint32_t kGraphFormatVersion = 25;
+// Version 26: chain step kind 49 is prelu. Version 25 is read as well.
+constexpr uint32_t kGraphFormatVersion = 26;
 
 std::string serialize(const Graph& g);
 

@@ -250,7 +250,7 @@ TypedShape infer_output(const Graph& g, const Node& n) {
   }
   if (const auto* ch = std::get_if<ElementwiseChain>(&n.op)) {
     size_t affine = 0;
-    for (const ChainStep& st : ch->steps) affine += st.kind == ChainStepKind::affine;
+    for (const ChainStep& st : ch->steps) affine += per_channel_step(st.kind);
     expect_inputs(n, 1 + 2 * affine);
     const Value& x = g.value(n.inputs[0]);
     if (ch->steps.empty()) fail(n, "a chain needs at least one step");

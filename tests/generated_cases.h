@@ -161,6 +161,18 @@ inline std::vector<ChainCase> chain_cases() {
        {2, 5, 7, 19},
        Layout::nchw,
        {{ChainStepKind::affine, 0, 0}, {ChainStepKind::gelu_tanh, 0, 0}}},
+      // PRelu's per-channel slope and scale (random, of both signs: the two branches differ),
+      // between per-channel affine steps, on both layouts; Mish after it.
+      {"prelu_between_affines",
+       {2, 5, 7, 19},
+       Layout::nchw,
+       {{ChainStepKind::affine, 0, 0},
+        {ChainStepKind::prelu, 0, 0},
+        {ChainStepKind::affine, 0, 0}}},
+      {"prelu_then_mish",
+       {1, 9, 11, 40},
+       Layout::nhwc,
+       {{ChainStepKind::prelu, 0, 0}, {ChainStepKind::mish, 0, 0}}},
       {"pow_steps",
        {1, 6, 6, 20},
        Layout::nhwc,  // odd power of negatives, then positive bases
@@ -173,14 +185,15 @@ inline std::vector<ChainCase> chain_cases() {
   };
 }
 
-// A graph with one ElementwiseChain node: input x, then a [C] scale and shift per affine step.
+// A graph with one ElementwiseChain node: input x, then two [C] inputs per per-channel step
+// (affine: scale, shift; prelu: slope, scale).
 inline graph::Graph chain_graph(const ChainCase& c, uint64_t seed) {
   graph::GraphBuilder b;
   const graph::ValueId x = b.input("x", c.shape, c.layout);
   std::vector<graph::ValueId> ins = {x};
   const int64_t channels = c.shape.size() >= 2 ? c.shape[c.layout == Layout::nhwc ? 3 : 1] : 1;
   for (const ChainStep& s : c.steps) {
-    if (s.kind != ChainStepKind::affine) continue;
+    if (!graph::per_channel_step(s.kind)) continue;
     const size_t n = static_cast<size_t>(channels);
     ins.push_back(b.constant("scale" + std::to_string(ins.size()), {channels},
                              graph::random_uniform(n, -2.0f, 2.0f, seed + ins.size())));

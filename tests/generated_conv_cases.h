@@ -22,7 +22,7 @@ using graph::Layout;
 // elementwise chain the prebuilt kernels lack, and grouped convs whatever follows them. Each is
 // fused by the passes and generated for its shapes, with the schedule the AOT kernels use for
 // its size (wide, deep, 1x1 in place, depthwise), or the grouped one.
-enum class Tail { none, relu, silu, hard_swish, sigmoid, residual_relu_bn };
+enum class Tail { none, relu, silu, hard_swish, sigmoid, residual_relu_bn, prelu_mish, prelu_one };
 struct ConvCase {
   std::string name;
   int64_t n, h, w, ci, co, k;
@@ -72,6 +72,12 @@ inline std::vector<ConvCase> conv_cases() {
        3},  // no block: own schedule
       {"grouped_24_per_group_silu", 1, 14, 14, 48, 48, 3, 1, 1, Tail::silu, 2},  // blocks of 2
       {"depthwise_multiplier_2", 1, 11, 11, 8, 16, 3, 1, 1, Tail::none, 8},
+      // PRelu as the importer writes it (a per-channel slope, or one for all channels) and Mish
+      // as exporters do before opset 18, x * Tanh(Softplus(x)): post steps prelu and mish, or
+      // leaky_relu; dense with channels that are not whole vectors, and depthwise.
+      {"dense_24_channels_prelu_mish", 1, 11, 13, 16, 24, 3, 1, 1, Tail::prelu_mish},
+      {"depthwise_prelu_one_slope", 1, 9, 9, 32, 32, 3, 2, 1, Tail::prelu_one, 32},
+      {"pointwise_prelu_mish", 1, 7, 7, 64, 40, 1, 1, 0, Tail::prelu_mish},
   };
 }
 
@@ -123,6 +129,27 @@ inline graph::Graph conv_graph(const ConvCase& c) {
     case Tail::sigmoid:
       y = b.op("sig", graph::Sigmoid{}, {y});
       break;
+    case Tail::prelu_mish:
+    case Tail::prelu_one: {
+      // Slopes of both signs and above 1, as learned ones may be.
+      const graph::ValueId slope =
+          c.tail == Tail::prelu_one
+              ? b.constant("slope", {1}, {0.3f})
+              : b.constant("slope", {1, 1, 1, c.co},
+                           graph::random_uniform(static_cast<size_t>(c.co), -0.5f, 1.5f, 37),
+                           Layout::nhwc);
+      const graph::ValueId pos = b.relu("pos", y);
+      const graph::ValueId neg = b.clip("neg", y, -INFINITY, 0.0f);
+      y = b.op("prelu", graph::Binary{graph::BinaryOp::add},
+               {pos, b.op("sloped", graph::Binary{graph::BinaryOp::mul}, {neg, slope})});
+      if (c.tail == Tail::prelu_one) break;
+      const graph::ValueId sp =
+          b.op("softplus", graph::ElementwiseChain{{{graph::ChainStepKind::softplus, 0, 0}}}, {y});
+      const graph::ValueId th =
+          b.op("tanh", graph::ElementwiseChain{{{graph::ChainStepKind::tanh, 0, 0}}}, {sp});
+      y = b.op("mish", graph::Binary{graph::BinaryOp::mul}, {y, th});
+      break;
+    }
     case Tail::residual_relu_bn: {
       const int64_t ho = (c.h + 2 * c.pad - c.k) / c.stride + 1,
                     wo = (c.w + 2 * c.pad - c.k) / c.stride + 1;

@@ -139,6 +139,57 @@ TEST(FuseElementwiseChains, GatesThatAreNotSelfGatedActivationsStay) {
   expect_same_outputs(g, fused, random_inputs(g, 15, -4.0f, 4.0f), 1e-6, 1e-7);
 }
 
+// PRelu as the importer writes it, Add(Relu(x), Mul(Clip(x, -inf, 0), slope)), is one step with
+// a constant per-channel slope (prelu; leaky_relu for one slope), and Mish as exporters write it
+// before opset 18, x * Tanh(Softplus(x)), one mish step: here one chain on an NCHW tensor, with
+// the BatchNorm before them. A slope that is a graph input, or a Mish whose Tanh has another
+// reader, stays as written.
+TEST(FuseElementwiseChains, PreluAndMishBecomeOneStepEach) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {2, 5, 4, 3});
+  const ValueId bn =
+      b.batch_norm("bn", x, vec(b, "g", 5, 0.5f, 1.5f, 1), vec(b, "b", 5, -0.2f, 0.2f, 2),
+                   vec(b, "m", 5, -0.2f, 0.2f, 3), vec(b, "v", 5, 0.5f, 2.0f, 4));
+  auto prelu = [&](const std::string& name, ValueId in, ValueId slope) {
+    const ValueId neg = b.clip(name + "_neg", in, -INFINITY, 0.0f);
+    return b.op(
+        name, Binary{BinaryOp::add},
+        {b.relu(name + "_pos", in), b.op(name + "_sloped", Binary{BinaryOp::mul}, {neg, slope})});
+  };
+  auto chain = [&](const std::string& name, ChainStepKind k, ValueId in) {
+    return b.op(name, ElementwiseChain{{{k, 0, 0}}}, {in});
+  };
+  const ValueId p =
+      prelu("prelu", bn, b.constant("slope", {5, 1, 1}, random_uniform(5, -0.5f, 1.5f, 5)));
+  const ValueId mish =
+      b.op("mish", Binary{BinaryOp::mul},
+           {chain("tanh", ChainStepKind::tanh, chain("softplus", ChainStepKind::softplus, p)), p});
+  const ValueId one = prelu("one", mish, b.constant("one_slope", {1}, {0.25f}));
+  b.output(one);
+  // Not the patterns: a slope that is an input; a Tanh that is also an output.
+  b.output(prelu("input_slope", x, b.input("s", {1, 5, 1, 1})));
+  const ValueId th = chain("th2", ChainStepKind::tanh, chain("sp2", ChainStepKind::softplus, x));
+  b.output(b.op("not_mish", Binary{BinaryOp::mul}, {x, th}));
+  b.output(th);
+  const Graph g = b.finish();
+  const Graph fused = fuse_elementwise_chains(g);
+  verify(fused);
+  std::vector<ChainStepKind> kinds;
+  for (const Node& n : fused.nodes())
+    if (n.name == "one") {
+      const auto& c = std::get<ElementwiseChain>(n.op);
+      for (const ChainStep& st : c.steps) kinds.push_back(st.kind);
+      EXPECT_EQ(n.inputs.size(), 5u);  // x, the BatchNorm's scale and shift, the slopes and 1s
+      EXPECT_EQ(c.steps.back().a, 0.25f);
+    }
+  EXPECT_EQ(kinds, (std::vector<ChainStepKind>{ChainStepKind::affine, ChainStepKind::prelu,
+                                               ChainStepKind::mish, ChainStepKind::leaky_relu}))
+      << dump(fused);
+  EXPECT_EQ(count_ops<Relu>(fused), 0) << dump(fused);    // lone ones become one-step chains
+  EXPECT_EQ(count_ops<Binary>(fused), 3) << dump(fused);  // input_slope's Mul and Add, not_mish
+  expect_same_outputs(g, fused, random_inputs(g, 17, -3.0f, 3.0f), 1e-5, 1e-6);
+}
+
 // A chain after a dense or depthwise NHWC conv goes into the conv (Conv2d::post) when the
 // conv's output has no other reader; after an output read twice, it stays a chain.
 TEST(FuseElementwiseChains, ChainsGoIntoTheDenseConvBeforeThem) {

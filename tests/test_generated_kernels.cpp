@@ -91,6 +91,15 @@ TEST_P(GeneratedConv, FusedAndMatchesReferenceOnEveryCpuTarget) {
   const bool has_post = c.tail != Tail::none && c.tail != Tail::relu;
   ASSERT_EQ(std::get<graph::Conv2d>(fused.node(graph::NodeId{0}).op).post.empty(), !has_post)
       << graph::dump(fused);
+  // The PRelu pattern and Mish are one step each (graph::fuse_elementwise_chains).
+  const auto& post = std::get<graph::Conv2d>(fused.node(graph::NodeId{0}).op).post;
+  using K = graph::ChainStepKind;
+  if (c.tail == Tail::prelu_mish)
+    EXPECT_TRUE(post.size() == 2 && post[0].kind == K::prelu && post[1].kind == K::mish)
+        << graph::dump(fused);
+  if (c.tail == Tail::prelu_one)
+    EXPECT_TRUE(post.size() == 1 && post[0].kind == K::leaky_relu && post[0].a == 0.3f)
+        << graph::dump(fused);
   expect_generated_matches_reference(fused, -2.0f, 2.0f, 1e-4, 1e-5, &g);
 }
 

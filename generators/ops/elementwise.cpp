@@ -313,6 +313,8 @@ Expr apply_chain_step(const graph::ChainStep& step, const Expr& v, const Expr& s
       return v * Halide::clamp(v / 6.0f + 0.5f, 0.0f, 1.0f);
     case K::affine:
       return v * scale + shift;  // a BatchNorm or a per-channel Mul/Add
+    case K::prelu:  // the slope below zero (a NaN v takes the other branch: scale * NaN)
+      return Halide::select(v < 0.0f, v * scale, v * shift);
     case K::silu:
       // v / (1 + e^-v), one division, with -v clamped to [-87, 89]: past 88.37 the exponential
       // is inf (k = 128 above), so that -inf gives -inf / inf = NaN, as v * sigmoid(v) =
@@ -435,7 +437,7 @@ Expr apply_chain(const std::vector<graph::ChainStep>& steps, Expr v,
   size_t affine = 0;
   for (const graph::ChainStep& step : steps) {
     Expr scale = 1.0f, shift = 0.0f;
-    if (step.kind == graph::ChainStepKind::affine) {
+    if (graph::per_channel_step(step.kind)) {
       scale = params[2 * affine](channel);
       shift = params[2 * affine + 1](channel);
       ++affine;

@@ -2,11 +2,14 @@
 // becomes one ElementwiseChain node: one pass over memory instead of one per op, in a kernel
 // generated for its shapes (a lone elementwise node becomes a chain of one step for the same
 // reason). BatchNorm that could not fold into a conv (e.g. BN -> ReLU -> Conv in pre-activation
-// networks) becomes a per-channel scale+shift step, and the self-gated activations exporters
-// write as two nodes, x * Sigmoid(x) (SiLU) and x * HardSigmoid(x) (HardSwish), one step each.
+// networks) becomes a per-channel scale+shift step, the self-gated activations exporters
+// write as two or three nodes, x * Sigmoid(x) (SiLU), x * HardSigmoid(x) (HardSwish) and
+// x * Tanh(Softplus(x)) (Mish), one step each, and PRelu as the importer writes it one prelu
+// step (leaky_relu where the slope is one value).
 // A chain whose input is a dense or depthwise convolution's output, read by nothing else, goes
 // into that conv as its post steps (Conv2d::post), so it never reaches memory on its own. Runs
 // last (after the layout pass, so constants are already in their final layout).
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -36,7 +39,7 @@ std::vector<float> per_channel(const Value& c, const Value& x) {
 
 struct Step {
   ChainStep step;
-  std::vector<float> scale, shift;  // affine only
+  std::vector<float> scale, shift;  // per-channel steps only (affine; prelu: slope, scale)
 };
 
 // A comparison of x with a scalar constant (either side), or x to the power of a scalar
@@ -82,7 +85,7 @@ std::optional<Step> as_step(const Graph& g, const Node& n, ValueId* x) {
   if (std::holds_alternative<HardSwish>(n.op)) return Step{{ChainStepKind::hard_swish, 0, 0}, {}, {}};
   // Unary ops imported as one-step chains (Tanh, Erf, Exp, ...).
   if (const auto* ch = std::get_if<ElementwiseChain>(&n.op))
-    if (ch->steps.size() == 1 && ch->steps[0].kind != ChainStepKind::affine && n.inputs.size() == 1)
+    if (ch->steps.size() == 1 && !per_channel_step(ch->steps[0].kind) && n.inputs.size() == 1)
       return Step{ch->steps[0], {}, {}};
   const Value& in = g.value(n.inputs[0]);
   if (const auto* bn = std::get_if<BatchNorm>(&n.op)) {
@@ -142,30 +145,101 @@ std::optional<Step> as_step(const Graph& g, const Node& n, ValueId* x) {
   return s;
 }
 
-// Mul(x, gate(x)) where the gate is read by nothing else: the gate node, and the step the pair
-// computes on x (SiLU for a Sigmoid gate, HardSwish for HardSigmoid with alpha 1/6, beta 1/2, as
-// opset < 14 exporters write it).
-std::optional<std::pair<NodeId, Step>> as_gated(const Graph& g, const Node& n,
-                                               const std::vector<std::vector<NodeId>>& uses,
-                                               ValueId* x) {
+// A node that computes one step on x with the help of other nodes read by nothing else, which
+// it absorbs: the nodes, and the step.
+struct Absorbing {
+  std::vector<NodeId> nodes;
+  Step step;
+};
+
+// The node producing `v` if `v` is read by `reader` alone and is no graph output.
+const Node* sole_producer(const Graph& g, ValueId v, const std::vector<std::vector<NodeId>>& uses) {
+  const Value& val = g.value(v);
+  if (!val.producer.valid() || g.is_graph_output(v) || uses[v.index].size() != 1) return nullptr;
+  return &g.node(val.producer);
+}
+
+// A chain node of exactly one step of `kind` on one input.
+bool one_step(const Node& n, ChainStepKind kind) {
+  const auto* ch = std::get_if<ElementwiseChain>(&n.op);
+  return ch && ch->steps.size() == 1 && ch->steps[0].kind == kind && n.inputs.size() == 1;
+}
+
+// Mul(x, gate(x)) where the gate is read by nothing else: the gate's nodes, and the step the
+// pair computes on x (SiLU for a Sigmoid gate, HardSwish for HardSigmoid with alpha 1/6, beta
+// 1/2, as opset < 14 exporters write it; Mish for Tanh(Softplus(x)), as exporters write
+// torch's Mish before opset 18).
+std::optional<Absorbing> as_gated(const Graph& g, const Node& n,
+                                  const std::vector<std::vector<NodeId>>& uses, ValueId* x) {
   const auto* b = std::get_if<Binary>(&n.op);
   if (!b || b->op != BinaryOp::mul) return std::nullopt;
   for (int side = 0; side < 2; ++side) {
     const ValueId gate = n.inputs[static_cast<size_t>(side)];
     const ValueId other = n.inputs[static_cast<size_t>(1 - side)];
-    const Value& gv = g.value(gate);
-    if (!gv.producer.valid() || g.is_graph_output(gate) || uses[gate.index].size() != 1) continue;
-    const Node& p = g.node(gv.producer);
-    if (p.inputs[0] != other || g.value(other).shape != gv.shape) continue;
+    const Node* p = sole_producer(g, gate, uses);
+    if (!p || g.value(other).shape != g.value(gate).shape) continue;
     std::optional<ChainStepKind> kind;
-    if (std::holds_alternative<Sigmoid>(p.op)) kind = ChainStepKind::silu;
-    if (const auto* h = std::get_if<HardSigmoid>(&p.op))
-      if (std::abs(h->alpha - 1.0f / 6.0f) < 1e-6f && h->beta == 0.5f) kind = ChainStepKind::hard_swish;
+    std::vector<NodeId> nodes = {g.value(gate).producer};
+    if (p->inputs[0] == other) {
+      if (std::holds_alternative<Sigmoid>(p->op)) kind = ChainStepKind::silu;
+      if (const auto* h = std::get_if<HardSigmoid>(&p->op))
+        if (std::abs(h->alpha - 1.0f / 6.0f) < 1e-6f && h->beta == 0.5f)
+          kind = ChainStepKind::hard_swish;
+    } else if (one_step(*p, ChainStepKind::tanh)) {
+      const Node* sp = sole_producer(g, p->inputs[0], uses);
+      if (sp && one_step(*sp, ChainStepKind::softplus) && sp->inputs[0] == other) {
+        kind = ChainStepKind::mish;
+        nodes.push_back(g.value(p->inputs[0]).producer);
+      }
+    }
     if (!kind) continue;
     *x = other;
-    return std::make_pair(gv.producer, Step{{*kind, 0, 0}, {}, {}});
+    return Absorbing{nodes, Step{{*kind, 0, 0}, {}, {}}};
   }
   return std::nullopt;
+}
+
+// PRelu as the importer decomposes it (graph/onnx/ops_nn.cpp), Add(Relu(x), Mul(Clip(x, -inf,
+// 0), slope)) with a per-channel (or scalar) constant slope and the Relu, Clip and Mul read by
+// nothing else: one step on x, leaky_relu where every channel's slope is the same, else prelu
+// with the slopes and a scale of 1.
+std::optional<Absorbing> as_prelu(const Graph& g, const Node& n,
+                                  const std::vector<std::vector<NodeId>>& uses, ValueId* x) {
+  const auto* add = std::get_if<Binary>(&n.op);
+  if (!add || add->op != BinaryOp::add) return std::nullopt;
+  for (int side = 0; side < 2; ++side) {
+    const Node* relu = sole_producer(g, n.inputs[static_cast<size_t>(side)], uses);
+    const Node* mul = sole_producer(g, n.inputs[static_cast<size_t>(1 - side)], uses);
+    if (!relu || !mul || !std::holds_alternative<Relu>(relu->op)) continue;
+    const auto* m = std::get_if<Binary>(&mul->op);
+    if (!m || m->op != BinaryOp::mul) continue;
+    for (int k = 0; k < 2; ++k) {
+      const Node* clip = sole_producer(g, mul->inputs[static_cast<size_t>(k)], uses);
+      const auto* c = clip ? std::get_if<Clip>(&clip->op) : nullptr;
+      if (!c || c->min != -INFINITY || c->max != 0.0f || clip->inputs[0] != relu->inputs[0])
+        continue;
+      const Value& in = g.value(relu->inputs[0]);
+      if (g.value(n.outputs[0]).shape != in.shape) continue;
+      std::vector<float> slope = per_channel(g.value(mul->inputs[static_cast<size_t>(1 - k)]), in);
+      if (slope.empty()) continue;
+      *x = relu->inputs[0];
+      const std::vector<NodeId> nodes = {g.value(n.inputs[static_cast<size_t>(side)]).producer,
+                                         g.value(n.inputs[static_cast<size_t>(1 - side)]).producer,
+                                         g.value(mul->inputs[static_cast<size_t>(k)]).producer};
+      if (std::all_of(slope.begin(), slope.end(), [&](float v) { return v == slope[0]; }))
+        return Absorbing{nodes, Step{{ChainStepKind::leaky_relu, slope[0], 0}, {}, {}}};
+      std::vector<float> ones(slope.size(), 1.0f);
+      return Absorbing{nodes,
+                       Step{{ChainStepKind::prelu, 0, 0}, std::move(slope), std::move(ones)}};
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Absorbing> as_absorbing(const Graph& g, const Node& n,
+                                      const std::vector<std::vector<NodeId>>& uses, ValueId* x) {
+  if (std::optional<Absorbing> a = as_gated(g, n, uses, x)) return a;
+  return as_prelu(g, n, uses, x);
 }
 
 }  // namespace
@@ -175,29 +249,33 @@ Graph fuse_elementwise_chains(const Graph& input) {
   const auto uses = g.consumers();
   std::vector<Node> nodes = g.nodes();
   std::vector<bool> dead(nodes.size(), false);
-  // Gates absorbed into the Mul that applies them: not chain members of their own, and not
-  // readers that stop a chain from reaching the Mul.
+  // Gates absorbed into the Mul that applies them (and a PRelu's parts into its Add): not
+  // chain members of their own, and not readers that stop a chain from reaching the Mul.
   std::vector<bool> absorbed(nodes.size(), false);
-  std::vector<std::optional<std::pair<NodeId, Step>>> gated(nodes.size());
+  std::vector<size_t> absorber(nodes.size(), 0);
+  std::vector<std::optional<Absorbing>> gated(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
     ValueId x;
-    gated[i] = as_gated(g, nodes[i], uses, &x);
-    if (gated[i]) absorbed[gated[i]->first.index] = true;
+    gated[i] = as_absorbing(g, nodes[i], uses, &x);
+    if (gated[i])
+      for (NodeId a : gated[i]->nodes) absorbed[a.index] = true, absorber[a.index] = i;
   }
   auto step_of = [&](size_t i, ValueId* x) -> std::optional<Step> {
     if (dead[i] || absorbed[i]) return std::nullopt;
     if (gated[i]) {
-      as_gated(g, nodes[i], uses, x);
-      return gated[i]->second;
+      as_absorbing(g, nodes[i], uses, x);
+      return gated[i]->step;
     }
     return as_step(g, nodes[i], x);
   };
+  // The one node that reads v, itself or through the nodes it absorbs (a PRelu's Add reads x
+  // only through its Relu and Clip).
   auto sole_reader = [&](ValueId v) -> std::optional<size_t> {
     std::optional<size_t> reader;
     for (NodeId n : uses[v.index]) {
-      if (absorbed[n.index]) continue;
-      if (reader && *reader != n.index) return std::nullopt;
-      reader = n.index;
+      const size_t r = absorbed[n.index] ? absorber[n.index] : n.index;
+      if (reader && *reader != r) return std::nullopt;
+      reader = r;
     }
     return reader;
   };
@@ -223,9 +301,10 @@ Graph fuse_elementwise_chains(const Graph& input) {
     for (size_t k = 0; k < steps.size(); ++k) {
       chain.steps.push_back(steps[k].step);
       if (const auto& gate = gated[members[k]])
-        for (const std::string& c : nodes[gate->first.index].computes) fused.computes.push_back(c);
+        for (NodeId a : gate->nodes)
+          for (const std::string& c : nodes[a.index].computes) fused.computes.push_back(c);
       for (const std::string& c : nodes[members[k]].computes) fused.computes.push_back(c);
-      if (steps[k].step.kind != ChainStepKind::affine) continue;
+      if (!per_channel_step(steps[k].step.kind)) continue;
       const std::string base = nodes[members[k]].name;
       const int64_t channels = static_cast<int64_t>(steps[k].scale.size());
       Value sc{base + ".scale", {channels}, DType::f32, Layout::any};

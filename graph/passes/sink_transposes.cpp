@@ -302,7 +302,7 @@ Graph hoist_unary_above_views(const Graph& input) {
     const Node* t = is_view(r) ? view.sole_producer(r->inputs[0], view.index(*r)) : nullptr;
     bool affine = false;
     if (const auto* chain = std::get_if<ElementwiseChain>(&n.op))
-      for (const ChainStep& step : chain->steps) affine |= step.kind == ChainStepKind::affine;
+      for (const ChainStep& step : chain->steps) affine |= per_channel_step(step.kind);
     if (!t || !std::holds_alternative<Transpose>(t->op) || affine) {
       nodes.push_back(n);
       continue;
