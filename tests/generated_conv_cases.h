@@ -22,7 +22,17 @@ using graph::Layout;
 // elementwise chain the prebuilt kernels lack, and grouped convs whatever follows them. Each is
 // fused by the passes and generated for its shapes, with the schedule the AOT kernels use for
 // its size (wide, deep, 1x1 in place, depthwise), or the grouped one.
-enum class Tail { none, relu, silu, hard_swish, sigmoid, residual_relu_bn, prelu_mish, prelu_one };
+enum class Tail {
+  none,
+  relu,
+  silu,
+  hard_swish,
+  sigmoid,
+  residual_relu_bn,
+  prelu_mish,
+  prelu_one,
+  relu6_swish
+};
 struct ConvCase {
   std::string name;
   int64_t n, h, w, ci, co, k;
@@ -78,6 +88,8 @@ inline std::vector<ConvCase> conv_cases() {
       {"dense_24_channels_prelu_mish", 1, 11, 13, 16, 24, 3, 1, 1, Tail::prelu_mish},
       {"depthwise_prelu_one_slope", 1, 9, 9, 32, 32, 3, 2, 1, Tail::prelu_one, 32},
       {"pointwise_prelu_mish", 1, 7, 7, 64, 40, 1, 1, 0, Tail::prelu_mish},
+      // HardSwish as TensorFlow writes it: x * relu6(x + 3) * (1/6), one hard_swish step.
+      {"wide_relu6_swish", 1, 12, 12, 16, 32, 3, 1, 1, Tail::relu6_swish},
   };
 }
 
@@ -148,6 +160,15 @@ inline graph::Graph conv_graph(const ConvCase& c) {
       const graph::ValueId th =
           b.op("tanh", graph::ElementwiseChain{{{graph::ChainStepKind::tanh, 0, 0}}}, {sp});
       y = b.op("mish", graph::Binary{graph::BinaryOp::mul}, {y, th});
+      break;
+    }
+    case Tail::relu6_swish: {
+      const graph::ValueId shifted =
+          b.op("add3", graph::Binary{graph::BinaryOp::add}, {y, b.constant("three", {1}, {3.0f})});
+      const graph::ValueId gate = b.clip("relu6", shifted, 0.0f, 6.0f);
+      y = b.op("sixth", graph::Binary{graph::BinaryOp::mul},
+               {b.op("times", graph::Binary{graph::BinaryOp::mul}, {y, gate}),
+                b.constant("one_sixth", {1}, {1.0f / 6.0f})});
       break;
     }
     case Tail::residual_relu_bn: {

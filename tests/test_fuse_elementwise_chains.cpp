@@ -190,6 +190,57 @@ TEST(FuseElementwiseChains, PreluAndMishBecomeOneStepEach) {
   expect_same_outputs(g, fused, random_inputs(g, 17, -3.0f, 3.0f), 1e-5, 1e-6);
 }
 
+// HardSwish as TensorFlow's MobileNetV3 writes it, x * relu6(x + 3) / 6 exported as Add, Clip,
+// Mul and a Mul by 1/6 (outermost, or on the Clip as a Div by 6, operands either way round),
+// is one hard_swish step. With another constant (x + 2), or the Clip's output read twice, it
+// stays as written.
+TEST(FuseElementwiseChains, Relu6SwishBecomesOneStep) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {1, 6, 5, 7}, Layout::nhwc);
+  auto k = [&](const std::string& name, float v) { return b.constant(name, {1}, {v}); };
+  auto relu6_shifted = [&](const std::string& name, ValueId in, float shift) {
+    return b.clip(name + "_relu6",
+                  b.op(name + "_add", Binary{BinaryOp::add}, {k(name + "_3", shift), in}), 0.0f,
+                  6.0f);
+  };
+  // (x * relu6(x + 3)) * (1/6)
+  const ValueId outer =
+      b.op("outer", Binary{BinaryOp::mul},
+           {b.op("outer_mul", Binary{BinaryOp::mul}, {x, relu6_shifted("outer", x, 3.0f)}),
+            k("outer_sixth", 1.0f / 6.0f)});
+  // relu6(y + 3) / 6 * y, y the first one's output
+  const ValueId inner = b.op("inner", Binary{BinaryOp::mul},
+                             {b.op("inner_div", Binary{BinaryOp::div},
+                                   {relu6_shifted("inner", outer, 3.0f), k("six", 6.0f)}),
+                              outer});
+  b.output(inner);
+  // Not the pattern: x + 2; and a relu6(x + 3) that is also an output.
+  b.output(b.op("shift2", Binary{BinaryOp::mul},
+                {b.op("shift2_mul", Binary{BinaryOp::mul}, {x, relu6_shifted("shift2", x, 2.0f)}),
+                 k("s2_sixth", 1.0f / 6.0f)}));
+  const ValueId twice = relu6_shifted("twice", x, 3.0f);
+  b.output(b.op("twice", Binary{BinaryOp::div},
+                {b.op("twice_mul", Binary{BinaryOp::mul}, {x, twice}), k("six2", 6.0f)}));
+  b.output(twice);
+  const Graph g = b.finish();
+  const Graph fused = fuse_elementwise_chains(g);
+  verify(fused);
+  bool found = false;
+  for (const Node& n : fused.nodes()) {
+    if (n.name != "inner") continue;
+    found = true;
+    const auto& c = std::get<ElementwiseChain>(n.op);
+    ASSERT_EQ(c.steps.size(), 2u) << dump(fused);
+    EXPECT_EQ(c.steps[0].kind, ChainStepKind::hard_swish);
+    EXPECT_EQ(c.steps[1].kind, ChainStepKind::hard_swish);
+    EXPECT_EQ(n.inputs, std::vector<ValueId>{x});
+  }
+  EXPECT_TRUE(found) << dump(fused);
+  // shift2's and twice's products of two tensors (their scalings are affine steps).
+  EXPECT_EQ(count_ops<Binary>(fused), 2) << dump(fused);
+  expect_same_outputs(g, fused, random_inputs(g, 18, -5.0f, 5.0f), 1e-5, 1e-6);
+}
+
 // A chain after a dense or depthwise NHWC conv goes into the conv (Conv2d::post) when the
 // conv's output has no other reader; after an output read twice, it stays a chain.
 TEST(FuseElementwiseChains, ChainsGoIntoTheDenseConvBeforeThem) {

@@ -100,6 +100,8 @@ TEST_P(GeneratedConv, FusedAndMatchesReferenceOnEveryCpuTarget) {
   if (c.tail == Tail::prelu_one)
     EXPECT_TRUE(post.size() == 1 && post[0].kind == K::leaky_relu && post[0].a == 0.3f)
         << graph::dump(fused);
+  if (c.tail == Tail::relu6_swish)
+    EXPECT_TRUE(post.size() == 1 && post[0].kind == K::hard_swish) << graph::dump(fused);
   expect_generated_matches_reference(fused, -2.0f, 2.0f, 1e-4, 1e-5, &g);
 }
 

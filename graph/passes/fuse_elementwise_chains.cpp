@@ -4,8 +4,9 @@
 // reason). BatchNorm that could not fold into a conv (e.g. BN -> ReLU -> Conv in pre-activation
 // networks) becomes a per-channel scale+shift step, the self-gated activations exporters
 // write as two or three nodes, x * Sigmoid(x) (SiLU), x * HardSigmoid(x) (HardSwish) and
-// x * Tanh(Softplus(x)) (Mish), one step each, and PRelu as the importer writes it one prelu
-// step (leaky_relu where the slope is one value).
+// x * Tanh(Softplus(x)) (Mish), one step each, HardSwish as TensorFlow writes it,
+// x * relu6(x + 3) / 6, one step, and PRelu as the importer writes it one prelu step
+// (leaky_relu where the slope is one value).
 // A chain whose input is a dense or depthwise convolution's output, read by nothing else, goes
 // into that conv as its post steps (Conv2d::post), so it never reaches memory on its own. Runs
 // last (after the layout pass, so constants are already in their final layout).
@@ -236,9 +237,88 @@ std::optional<Absorbing> as_prelu(const Graph& g, const Node& n,
   return std::nullopt;
 }
 
+// The value of a scalar constant operand of a Binary node, the other operand in *other.
+std::optional<float> scalar_operand(const Graph& g, const Node& n, BinaryOp op, ValueId* other) {
+  const auto* b = std::get_if<Binary>(&n.op);
+  if (!b || b->op != op || n.inputs.size() != 2) return std::nullopt;
+  for (int side = 0; side < 2; ++side) {
+    const Value& c = g.value(n.inputs[static_cast<size_t>(side)]);
+    if (op == BinaryOp::div && side == 0) continue;  // c / x is no scaling of x
+    if (!c.is_constant() || num_elements(c.shape) != 1) continue;
+    *other = n.inputs[static_cast<size_t>(1 - side)];
+    return (*c.data)[0];
+  }
+  return std::nullopt;
+}
+
+// Whether `n` multiplies by 1/6 (Mul by 0.1666..., Div by 6), the operand in *other.
+bool sixth_of(const Graph& g, const Node& n, ValueId* other) {
+  if (std::optional<float> d = scalar_operand(g, n, BinaryOp::div, other)) return *d == 6.0f;
+  const std::optional<float> m = scalar_operand(g, n, BinaryOp::mul, other);
+  return m && std::abs(*m - 1.0f / 6.0f) < 1e-7f;
+}
+
+// HardSwish as TensorFlow's and Keras's MobileNetV3 write it, x * relu6(x + 3) / 6, exported as
+// Add(x, 3), Clip(0, 6), a Mul by x and a Mul by 1/6 (or Div by 6), the last either outermost
+// or on the Clip: one hard_swish step on x, the other nodes absorbed.
+std::optional<Absorbing> as_relu6_swish(const Graph& g, const Node& n,
+                                        const std::vector<std::vector<NodeId>>& uses, ValueId* x) {
+  // relu6(x + 3) for the x it returns, or nullopt.
+  const auto relu6_shifted = [&](ValueId v, std::vector<NodeId>* nodes) -> std::optional<ValueId> {
+    const Node* clip = sole_producer(g, v, uses);
+    const auto* c = clip ? std::get_if<Clip>(&clip->op) : nullptr;
+    if (!c || c->min != 0.0f || c->max != 6.0f) return std::nullopt;
+    const Node* add = sole_producer(g, clip->inputs[0], uses);
+    ValueId in;
+    const std::optional<float> k = add ? scalar_operand(g, *add, BinaryOp::add, &in) : std::nullopt;
+    if (!k || *k != 3.0f || g.value(in).shape != g.value(v).shape) return std::nullopt;
+    nodes->push_back(g.value(v).producer);
+    nodes->push_back(g.value(clip->inputs[0]).producer);
+    return in;
+  };
+  // Mul(x, gate) with gate relu6(x + 3), or that divided by 6 when `sixth`.
+  const auto times_gate = [&](const Node& mul, bool sixth, std::vector<NodeId>* nodes) -> bool {
+    const auto* m = std::get_if<Binary>(&mul.op);
+    if (!m || m->op != BinaryOp::mul) return false;
+    for (int side = 0; side < 2; ++side) {
+      const ValueId gate = mul.inputs[static_cast<size_t>(side)];
+      const ValueId other = mul.inputs[static_cast<size_t>(1 - side)];
+      std::vector<NodeId> found;
+      ValueId inner = gate;
+      if (sixth) {
+        const Node* scale = sole_producer(g, gate, uses);
+        if (!scale || !sixth_of(g, *scale, &inner)) continue;
+        found.push_back(g.value(gate).producer);
+      }
+      const std::optional<ValueId> in = relu6_shifted(inner, &found);
+      if (in && *in == other) {
+        *x = other;
+        nodes->insert(nodes->end(), found.begin(), found.end());
+        return true;
+      }
+    }
+    return false;
+  };
+  std::vector<NodeId> nodes;
+  ValueId product;
+  if (sixth_of(g, n, &product)) {  // (x * relu6(x + 3)) / 6
+    const Node* mul = sole_producer(g, product, uses);
+    if (mul && g.value(product).shape == g.value(n.outputs[0]).shape &&
+        times_gate(*mul, false, &nodes)) {
+      nodes.insert(nodes.begin(), g.value(product).producer);
+      return Absorbing{nodes, Step{{ChainStepKind::hard_swish, 0, 0}, {}, {}}};
+    }
+  }
+  nodes.clear();
+  if (times_gate(n, true, &nodes))  // x * (relu6(x + 3) / 6)
+    return Absorbing{nodes, Step{{ChainStepKind::hard_swish, 0, 0}, {}, {}}};
+  return std::nullopt;
+}
+
 std::optional<Absorbing> as_absorbing(const Graph& g, const Node& n,
                                       const std::vector<std::vector<NodeId>>& uses, ValueId* x) {
   if (std::optional<Absorbing> a = as_gated(g, n, uses, x)) return a;
+  if (std::optional<Absorbing> a = as_relu6_swish(g, n, uses, x)) return a;
   return as_prelu(g, n, uses, x);
 }
 
@@ -257,6 +337,12 @@ Graph fuse_elementwise_chains(const Graph& input) {
   for (size_t i = 0; i < nodes.size(); ++i) {
     ValueId x;
     gated[i] = as_absorbing(g, nodes[i], uses, &x);
+    // A node absorbs nodes of no other pattern (one whose nodes another absorbs, or absorb
+    // others, keeps them as they are: in topological order the inner pattern comes first).
+    const bool taken =
+        gated[i] && std::any_of(gated[i]->nodes.begin(), gated[i]->nodes.end(),
+                                [&](NodeId a) { return absorbed[a.index] || gated[a.index]; });
+    if (taken) gated[i].reset();
     if (gated[i])
       for (NodeId a : gated[i]->nodes) absorbed[a.index] = true, absorber[a.index] = i;
   }
