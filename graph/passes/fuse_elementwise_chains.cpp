@@ -153,7 +153,7 @@ struct Absorbing {
   Step step;
 };
 
-// The node producing `v` if `v` is read by `reader` alone and is no graph output.
+// The node producing `v` if `v` has one reader and is no graph output, else null.
 const Node* sole_producer(const Graph& g, ValueId v, const std::vector<std::vector<NodeId>>& uses) {
   const Value& val = g.value(v);
   if (!val.producer.valid() || g.is_graph_output(v) || uses[v.index].size() != 1) return nullptr;
