@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "graph/builder.h"
+#include "graph/passes/pipeline.h"
 #include "graph_test_util.h"
 #include "onnx_test_models.h"
 
@@ -394,6 +395,38 @@ TEST(OnnxImport, OpsThatLeaveTheTensorAsItIsAreNoNodes) {
   ASSERT_EQ(out[0].data.size(), in[0].data.size());
   for (size_t i = 0; i < in[0].data.size(); ++i)
     EXPECT_FLOAT_EQ(out[0].data[i], 1.0f / (1.0f + std::exp(-in[0].data[i]))) << i;
+}
+
+// PyTorch's export of Conv -> PRelu(num_parameters=C) -> Mish before opset 18: the slope a
+// [C, 1, 1] initializer, Mish as Softplus, Tanh and Mul. After the passes the convolution alone
+// computes all of it (post steps prelu and mish), with the unoptimized graph's numbers.
+TEST(OnnxImport, TorchPreluAndMishFuseIntoTheConvolution) {
+  ModelBuilder m(13);
+  m.input("x", {1, 4, 9, 11});
+  m.init("w", {24, 4, 3, 3}, random_uniform(24 * 4 * 9, -0.3f, 0.3f, 41));
+  m.init("b", {24}, random_uniform(24, -0.2f, 0.2f, 42));
+  attr_ints(m.node("Conv", {"x", "w", "b"}, {"c"}), "pads", {1, 1, 1, 1});
+  m.init("slope", {24, 1, 1}, random_uniform(24, -0.5f, 1.5f, 43));
+  m.node("PRelu", {"c", "slope"}, {"p"});
+  m.node("Softplus", {"p"}, {"sp"});
+  m.node("Tanh", {"sp"}, {"t"});
+  m.node("Mul", {"p", "t"}, {"y"});
+  m.output("y");
+  const Graph g = import(m);
+  const Graph opt = run_passes(g);
+  ASSERT_EQ(count_ops<Conv2d>(opt), 1) << dump(opt);
+  EXPECT_EQ(count_ops<ElementwiseChain>(opt) + count_ops<Binary>(opt) + count_ops<Relu>(opt) +
+                count_ops<Clip>(opt),
+            0)
+      << dump(opt);
+  for (const Node& n : opt.nodes())
+    if (const auto* c = std::get_if<Conv2d>(&n.op)) {
+      ASSERT_EQ(c->post.size(), 2u) << dump(opt);
+      EXPECT_EQ(c->post[0].kind, ChainStepKind::prelu);
+      EXPECT_EQ(c->post[1].kind, ChainStepKind::mish);
+    }
+  testing_util::expect_same_outputs(g, opt, testing_util::random_inputs(g, 44, -2.0f, 2.0f), 1e-5,
+                                    1e-6);
 }
 
 }  // namespace
