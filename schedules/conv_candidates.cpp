@@ -126,7 +126,7 @@ std::vector<ConvParams> conv_candidates(const ConvShape& s, const Halide::Target
   std::vector<ConvParams> out = {chosen};
   if (!(base == chosen) && limit > 1) out.push_back(base);
   if (t.has_gpu_feature()) return out;
-  // Channel counts that are not whole vectors (24, 40, 144 on AVX-512) also try the defaults at
+  // Channel counts that are not whole vectors (24, 40, 120 on AVX-512) also try the defaults at
   // half the vector width, which the cost model (a multiply-add per vector, as on two 512-bit
   // ports) ranks below them, though half-width vectors waste no lanes there and CPUs that split
   // a 512-bit multiply-add in two run as many lanes a cycle: MobileNetV2's 1x1 projections to

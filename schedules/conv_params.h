@@ -99,7 +99,7 @@ struct ConvParams {
   int tile = 4;
   // wide, deep, winograd: float lanes per vector of output channels; 0 is the target's own
   // width (16 on AVX-512, 8 on AVX2 and SSE targets), and half of it the one other choice.
-  // AVX-512 halves fit channel counts that are odd multiples of 8 (24, 40, 72, 144) without
+  // AVX-512 halves fit channel counts that are odd multiples of 8 (24, 40, 72, 120) without
   // the wasted lanes of a 16-lane tile, and CPUs that run a 512-bit multiply-add as two 256-bit
   // halves (Zen 4) do as many float multiply-adds a cycle with either width.
   int lanes = 0;
