@@ -16,6 +16,7 @@
 
 #include "graph/kernel_spec.h"
 #include "graph/passes/passes.h"
+#include "graph/passes/pattern_util.h"
 #include "graph/shape_inference.h"
 
 namespace kiln::graph {
@@ -147,18 +148,12 @@ std::optional<Step> as_step(const Graph& g, const Node& n, ValueId* x) {
 }
 
 // A node that computes one step on x with the help of other nodes read by nothing else, which
-// it absorbs: the nodes, and the step.
+// it absorbs: the nodes, the step and x.
 struct Absorbing {
   std::vector<NodeId> nodes;
   Step step;
+  ValueId x;
 };
-
-// The node producing `v` if `v` has one reader and is no graph output, else null.
-const Node* sole_producer(const Graph& g, ValueId v, const std::vector<std::vector<NodeId>>& uses) {
-  const Value& val = g.value(v);
-  if (!val.producer.valid() || g.is_graph_output(v) || uses[v.index].size() != 1) return nullptr;
-  return &g.node(val.producer);
-}
 
 // A chain node of exactly one step of `kind` on one input.
 bool one_step(const Node& n, ChainStepKind kind) {
@@ -170,14 +165,14 @@ bool one_step(const Node& n, ChainStepKind kind) {
 // pair computes on x (SiLU for a Sigmoid gate, HardSwish for HardSigmoid with alpha 1/6, beta
 // 1/2, as opset < 14 exporters write it; Mish for Tanh(Softplus(x)), as exporters write
 // torch's Mish before opset 18).
-std::optional<Absorbing> as_gated(const Graph& g, const Node& n,
-                                  const std::vector<std::vector<NodeId>>& uses, ValueId* x) {
-  const auto* b = std::get_if<Binary>(&n.op);
-  if (!b || b->op != BinaryOp::mul) return std::nullopt;
+std::optional<Absorbing> as_gated(const patterns::View& v, size_t i) {
+  const Graph& g = v.graph();
+  const Node& n = v.node(i);
+  if (!v.is_binary(n, BinaryOp::mul)) return std::nullopt;
   for (int side = 0; side < 2; ++side) {
     const ValueId gate = n.inputs[static_cast<size_t>(side)];
     const ValueId other = n.inputs[static_cast<size_t>(1 - side)];
-    const Node* p = sole_producer(g, gate, uses);
+    const Node* p = v.sole_producer(gate, i);
     if (!p || g.value(other).shape != g.value(gate).shape) continue;
     std::optional<ChainStepKind> kind;
     std::vector<NodeId> nodes = {g.value(gate).producer};
@@ -187,15 +182,13 @@ std::optional<Absorbing> as_gated(const Graph& g, const Node& n,
         if (std::abs(h->alpha - 1.0f / 6.0f) < 1e-6f && h->beta == 0.5f)
           kind = ChainStepKind::hard_swish;
     } else if (one_step(*p, ChainStepKind::tanh)) {
-      const Node* sp = sole_producer(g, p->inputs[0], uses);
+      const Node* sp = v.sole_producer(p->inputs[0], v.index(*p));
       if (sp && one_step(*sp, ChainStepKind::softplus) && sp->inputs[0] == other) {
         kind = ChainStepKind::mish;
         nodes.push_back(g.value(p->inputs[0]).producer);
       }
     }
-    if (!kind) continue;
-    *x = other;
-    return Absorbing{nodes, Step{{*kind, 0, 0}, {}, {}}};
+    if (kind) return Absorbing{nodes, Step{{*kind, 0, 0}, {}, {}}, other};
   }
   return std::nullopt;
 }
@@ -204,18 +197,18 @@ std::optional<Absorbing> as_gated(const Graph& g, const Node& n,
 // 0), slope)) with a per-channel (or scalar) constant slope and the Relu, Clip and Mul read by
 // nothing else: one step on x, leaky_relu where every channel's slope is the same, else prelu
 // with the slopes and a scale of 1.
-std::optional<Absorbing> as_prelu(const Graph& g, const Node& n,
-                                  const std::vector<std::vector<NodeId>>& uses, ValueId* x) {
-  const auto* add = std::get_if<Binary>(&n.op);
-  if (!add || add->op != BinaryOp::add) return std::nullopt;
+std::optional<Absorbing> as_prelu(const patterns::View& v, size_t i) {
+  const Graph& g = v.graph();
+  const Node& n = v.node(i);
+  if (!v.is_binary(n, BinaryOp::add)) return std::nullopt;
   for (int side = 0; side < 2; ++side) {
-    const Node* relu = sole_producer(g, n.inputs[static_cast<size_t>(side)], uses);
-    const Node* mul = sole_producer(g, n.inputs[static_cast<size_t>(1 - side)], uses);
-    if (!relu || !mul || !std::holds_alternative<Relu>(relu->op)) continue;
-    const auto* m = std::get_if<Binary>(&mul->op);
-    if (!m || m->op != BinaryOp::mul) continue;
+    const Node* relu = v.sole_producer(n.inputs[static_cast<size_t>(side)], i);
+    const Node* mul = v.sole_producer(n.inputs[static_cast<size_t>(1 - side)], i);
+    if (!relu || !mul || !std::holds_alternative<Relu>(relu->op) ||
+        !v.is_binary(*mul, BinaryOp::mul))
+      continue;
     for (int k = 0; k < 2; ++k) {
-      const Node* clip = sole_producer(g, mul->inputs[static_cast<size_t>(k)], uses);
+      const Node* clip = v.sole_producer(mul->inputs[static_cast<size_t>(k)], v.index(*mul));
       const auto* c = clip ? std::get_if<Clip>(&clip->op) : nullptr;
       if (!c || c->min != -INFINITY || c->max != 0.0f || clip->inputs[0] != relu->inputs[0])
         continue;
@@ -223,110 +216,112 @@ std::optional<Absorbing> as_prelu(const Graph& g, const Node& n,
       if (g.value(n.outputs[0]).shape != in.shape) continue;
       std::vector<float> slope = per_channel(g.value(mul->inputs[static_cast<size_t>(1 - k)]), in);
       if (slope.empty()) continue;
-      *x = relu->inputs[0];
       const std::vector<NodeId> nodes = {g.value(n.inputs[static_cast<size_t>(side)]).producer,
                                          g.value(n.inputs[static_cast<size_t>(1 - side)]).producer,
                                          g.value(mul->inputs[static_cast<size_t>(k)]).producer};
-      if (std::all_of(slope.begin(), slope.end(), [&](float v) { return v == slope[0]; }))
-        return Absorbing{nodes, Step{{ChainStepKind::leaky_relu, slope[0], 0}, {}, {}}};
+      if (std::all_of(slope.begin(), slope.end(), [&](float s) { return s == slope[0]; }))
+        return Absorbing{nodes, Step{{ChainStepKind::leaky_relu, slope[0], 0}, {}, {}},
+                         relu->inputs[0]};
       std::vector<float> ones(slope.size(), 1.0f);
-      return Absorbing{nodes,
-                       Step{{ChainStepKind::prelu, 0, 0}, std::move(slope), std::move(ones)}};
+      return Absorbing{nodes, Step{{ChainStepKind::prelu, 0, 0}, std::move(slope), std::move(ones)},
+                       relu->inputs[0]};
     }
   }
   return std::nullopt;
 }
 
-// The value of a scalar constant operand of a Binary node, the other operand in *other.
-std::optional<float> scalar_operand(const Graph& g, const Node& n, BinaryOp op, ValueId* other) {
-  const auto* b = std::get_if<Binary>(&n.op);
-  if (!b || b->op != op || n.inputs.size() != 2) return std::nullopt;
-  for (int side = 0; side < 2; ++side) {
-    const Value& c = g.value(n.inputs[static_cast<size_t>(side)]);
-    if (op == BinaryOp::div && side == 0) continue;  // c / x is no scaling of x
-    if (!c.is_constant() || num_elements(c.shape) != 1) continue;
+// The value of a scalar constant operand of a Binary node `op` (the divisor of a Div), the
+// other operand in *other.
+std::optional<float> scalar_operand(const patterns::View& v, const Node& n, BinaryOp op,
+                                    ValueId* other) {
+  if (!v.is_binary(n, op)) return std::nullopt;
+  for (int side = op == BinaryOp::div ? 1 : 0; side < 2; ++side) {  // c / x is no scaling of x
+    if (!v.is_scalar(n.inputs[static_cast<size_t>(side)])) continue;
     *other = n.inputs[static_cast<size_t>(1 - side)];
-    return (*c.data)[0];
+    return (*v.graph().value(n.inputs[static_cast<size_t>(side)]).data)[0];
   }
   return std::nullopt;
 }
 
 // Whether `n` multiplies by 1/6 (Mul by 0.1666..., Div by 6), the operand in *other.
-bool sixth_of(const Graph& g, const Node& n, ValueId* other) {
-  if (std::optional<float> d = scalar_operand(g, n, BinaryOp::div, other)) return *d == 6.0f;
-  const std::optional<float> m = scalar_operand(g, n, BinaryOp::mul, other);
+bool sixth_of(const patterns::View& v, const Node& n, ValueId* other) {
+  if (std::optional<float> d = scalar_operand(v, n, BinaryOp::div, other)) return *d == 6.0f;
+  const std::optional<float> m = scalar_operand(v, n, BinaryOp::mul, other);
   return m && std::abs(*m - 1.0f / 6.0f) < 1e-7f;
 }
 
 // HardSwish as TensorFlow's and Keras's MobileNetV3 write it, x * relu6(x + 3) / 6, exported as
 // Add(x, 3), Clip(0, 6), a Mul by x and a Mul by 1/6 (or Div by 6), the last either outermost
 // or on the Clip: one hard_swish step on x, the other nodes absorbed.
-std::optional<Absorbing> as_relu6_swish(const Graph& g, const Node& n,
-                                        const std::vector<std::vector<NodeId>>& uses, ValueId* x) {
-  // relu6(x + 3) for the x it returns, or nullopt.
-  const auto relu6_shifted = [&](ValueId v, std::vector<NodeId>* nodes) -> std::optional<ValueId> {
-    const Node* clip = sole_producer(g, v, uses);
+std::optional<Absorbing> as_relu6_swish(const patterns::View& v, size_t i) {
+  const Graph& g = v.graph();
+  const Node& n = v.node(i);
+  // relu6(x + 3) read by node `reader` alone: the x it returns, its nodes appended, or nullopt.
+  const auto relu6_shifted = [&](ValueId r6, size_t reader,
+                                 std::vector<NodeId>* nodes) -> std::optional<ValueId> {
+    const Node* clip = v.sole_producer(r6, reader);
     const auto* c = clip ? std::get_if<Clip>(&clip->op) : nullptr;
     if (!c || c->min != 0.0f || c->max != 6.0f) return std::nullopt;
-    const Node* add = sole_producer(g, clip->inputs[0], uses);
+    const Node* add = v.sole_producer(clip->inputs[0], v.index(*clip));
     ValueId in;
-    const std::optional<float> k = add ? scalar_operand(g, *add, BinaryOp::add, &in) : std::nullopt;
-    if (!k || *k != 3.0f || g.value(in).shape != g.value(v).shape) return std::nullopt;
-    nodes->push_back(g.value(v).producer);
+    const std::optional<float> k = add ? scalar_operand(v, *add, BinaryOp::add, &in) : std::nullopt;
+    if (!k || *k != 3.0f || g.value(in).shape != g.value(r6).shape) return std::nullopt;
+    nodes->push_back(g.value(r6).producer);
     nodes->push_back(g.value(clip->inputs[0]).producer);
     return in;
   };
-  // Mul(x, gate) with gate relu6(x + 3), or that divided by 6 when `sixth`.
-  const auto times_gate = [&](const Node& mul, bool sixth, std::vector<NodeId>* nodes) -> bool {
-    const auto* m = std::get_if<Binary>(&mul.op);
-    if (!m || m->op != BinaryOp::mul) return false;
+  // Node `m`, Mul(x, gate) with gate relu6(x + 3), or that divided by 6 when `sixth`: x, its
+  // nodes appended.
+  const auto times_gate = [&](size_t m, bool sixth,
+                              std::vector<NodeId>* nodes) -> std::optional<ValueId> {
+    const Node& mul = v.node(m);
+    if (!v.is_binary(mul, BinaryOp::mul)) return std::nullopt;
     for (int side = 0; side < 2; ++side) {
       const ValueId gate = mul.inputs[static_cast<size_t>(side)];
       const ValueId other = mul.inputs[static_cast<size_t>(1 - side)];
       std::vector<NodeId> found;
       ValueId inner = gate;
+      size_t reader = m;
       if (sixth) {
-        const Node* scale = sole_producer(g, gate, uses);
-        if (!scale || !sixth_of(g, *scale, &inner)) continue;
+        const Node* scale = v.sole_producer(gate, m);
+        if (!scale || !sixth_of(v, *scale, &inner)) continue;
         found.push_back(g.value(gate).producer);
+        reader = v.index(*scale);
       }
-      const std::optional<ValueId> in = relu6_shifted(inner, &found);
+      const std::optional<ValueId> in = relu6_shifted(inner, reader, &found);
       if (in && *in == other) {
-        *x = other;
         nodes->insert(nodes->end(), found.begin(), found.end());
-        return true;
+        return other;
       }
     }
-    return false;
+    return std::nullopt;
   };
   std::vector<NodeId> nodes;
   ValueId product;
-  if (sixth_of(g, n, &product)) {  // (x * relu6(x + 3)) / 6
-    const Node* mul = sole_producer(g, product, uses);
-    if (mul && g.value(product).shape == g.value(n.outputs[0]).shape &&
-        times_gate(*mul, false, &nodes)) {
-      nodes.insert(nodes.begin(), g.value(product).producer);
-      return Absorbing{nodes, Step{{ChainStepKind::hard_swish, 0, 0}, {}, {}}};
-    }
+  if (sixth_of(v, n, &product)) {  // (x * relu6(x + 3)) / 6
+    const Node* mul = v.sole_producer(product, i);
+    if (mul && g.value(product).shape == g.value(n.outputs[0]).shape)
+      if (const std::optional<ValueId> x = times_gate(v.index(*mul), false, &nodes)) {
+        nodes.insert(nodes.begin(), g.value(product).producer);
+        return Absorbing{nodes, Step{{ChainStepKind::hard_swish, 0, 0}, {}, {}}, *x};
+      }
   }
   nodes.clear();
-  if (times_gate(n, true, &nodes))  // x * (relu6(x + 3) / 6)
-    return Absorbing{nodes, Step{{ChainStepKind::hard_swish, 0, 0}, {}, {}}};
+  if (const std::optional<ValueId> x = times_gate(i, true, &nodes))  // x * (relu6(x + 3) / 6)
+    return Absorbing{nodes, Step{{ChainStepKind::hard_swish, 0, 0}, {}, {}}, *x};
   return std::nullopt;
 }
 
-std::optional<Absorbing> as_absorbing(const Graph& g, const Node& n,
-                                      const std::vector<std::vector<NodeId>>& uses, ValueId* x) {
-  if (std::optional<Absorbing> a = as_gated(g, n, uses, x)) return a;
-  if (std::optional<Absorbing> a = as_relu6_swish(g, n, uses, x)) return a;
-  return as_prelu(g, n, uses, x);
+std::optional<Absorbing> as_absorbing(const patterns::View& v, size_t i) {
+  if (std::optional<Absorbing> a = as_gated(v, i)) return a;
+  if (std::optional<Absorbing> a = as_relu6_swish(v, i)) return a;
+  return as_prelu(v, i);
 }
 
 }  // namespace
 
 Graph fuse_elementwise_chains(const Graph& input) {
   Graph g = input;
-  const auto uses = g.consumers();
   std::vector<Node> nodes = g.nodes();
   std::vector<bool> dead(nodes.size(), false);
   // Gates absorbed into the Mul that applies them (and a PRelu's parts into its Add): not
@@ -334,9 +329,9 @@ Graph fuse_elementwise_chains(const Graph& input) {
   std::vector<bool> absorbed(nodes.size(), false);
   std::vector<size_t> absorber(nodes.size(), 0);
   std::vector<std::optional<Absorbing>> gated(nodes.size());
+  const patterns::View view(g);
   for (size_t i = 0; i < nodes.size(); ++i) {
-    ValueId x;
-    gated[i] = as_absorbing(g, nodes[i], uses, &x);
+    gated[i] = as_absorbing(view, i);
     // A node absorbs nodes of no other pattern (one whose nodes another absorbs, or absorb
     // others, keeps them as they are: in topological order the inner pattern comes first).
     const bool taken =
@@ -349,7 +344,7 @@ Graph fuse_elementwise_chains(const Graph& input) {
   auto step_of = [&](size_t i, ValueId* x) -> std::optional<Step> {
     if (dead[i] || absorbed[i]) return std::nullopt;
     if (gated[i]) {
-      as_absorbing(g, nodes[i], uses, x);
+      *x = gated[i]->x;
       return gated[i]->step;
     }
     return as_step(g, nodes[i], x);
@@ -358,7 +353,7 @@ Graph fuse_elementwise_chains(const Graph& input) {
   // only through its Relu and Clip).
   auto sole_reader = [&](ValueId v) -> std::optional<size_t> {
     std::optional<size_t> reader;
-    for (NodeId n : uses[v.index]) {
+    for (NodeId n : view.readers(v)) {
       const size_t r = absorbed[n.index] ? absorber[n.index] : n.index;
       if (reader && *reader != r) return std::nullopt;
       reader = r;
