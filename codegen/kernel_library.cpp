@@ -93,6 +93,43 @@ std::string amx_entry_point(const std::string& prefix, size_t index) {
   return prefix + "_k" + std::to_string(index) + "_amx_argv";
 }
 
+// Whether kernels get their half-width kernel (GeneratedKernel::half_fn) where they have one:
+// in a library for any CPU unless `half_width` is never; compiled for this CPU, where its
+// Model calls them (Model's uses_half_width: always, or where the CPU splits 512-bit
+// multiply-adds).
+bool half_kernels_for(bool this_cpu, HalfWidth half_width) {
+  if (half_width == HalfWidth::never) return false;
+  return !this_cpu || half_width == HalfWidth::always || runtime::splits_512bit_fma();
+}
+
+// `spec`'s half-width kernel among `targets`: the first AVX-512 target (16 lanes) and the
+// schedule half_width_schedule gives there, when the kernel has no schedule of its own on that
+// target (a tuned record or the spec's) and the schedule reads the weights in the layout the
+// library binds. An empty target: none (or `wanted` is false).
+struct HalfKernel {
+  std::string target, schedule;
+};
+HalfKernel half_kernel(const graph::KernelSpec& spec, const std::vector<std::string>& targets,
+                       const ScheduleLookup& schedules, bool wanted = true) {
+  if (!wanted) return {};
+  for (const std::string& name : targets) {
+    const Halide::Target t = parse_target(name);
+    if (t.has_gpu_feature() || t.natural_vector_size<float>() != 16) continue;
+    if (!requested_schedule(spec, name, schedules).empty()) return {};
+    const std::string half = half_width_schedule(spec, t);
+    if (half.empty() ||
+        winograd_weight_tile(spec, t, half) != library_weight_tile(spec, targets, schedules))
+      return {};
+    return {name, half};
+  }
+  return {};
+}
+
+// The symbol of a half-width kernel's entry point: entry_point's with "_half" before "_argv".
+std::string half_entry_point(const std::string& prefix, size_t index) {
+  return prefix + "_k" + std::to_string(index) + "_half_argv";
+}
+
 void compile_kernel(const graph::KernelSpec& spec, const std::vector<std::string>& requested,
                     const std::string& fn_name, const fs::path& archive,
                     const ScheduleLookup& schedules, const Bf16Kernels& bf16 = {}) {
@@ -155,25 +192,27 @@ std::string toolchain_key(const std::vector<std::string>& targets, const Bf16Ker
 }
 
 // A distinct kernel's part of a cache key: its signature and the schedule it gets on each
-// target, resolved (so a changed database record or default changes the key).
+// target, resolved (so a changed database record or default changes the key), and its
+// half-width kernel's where it gets one.
 std::string kernel_key(const graph::KernelSpec& spec, const std::vector<std::string>& targets,
-                       const ScheduleLookup& schedules) {
+                       const ScheduleLookup& schedules, bool half_wanted) {
   std::string key = graph::kernel_signature(spec) + "\n";
   const std::vector<std::string> texts = library_schedules(spec, targets, schedules);
   for (size_t i = 0; i < targets.size(); ++i) {
     const std::string schedule = resolve_schedule(spec, parse_target(targets[i]), texts[i]);
     if (!schedule.empty()) key += "  schedule " + targets[i] + ": " + schedule + "\n";
   }
+  const HalfKernel half = half_kernel(spec, targets, schedules, half_wanted);
+  if (!half.target.empty()) key += "  half-width " + half.target + ": " + half.schedule + "\n";
   return key;
 }
 
 // Compiles the kernels into DIR/kernels.so.
 void build_shared_object(const std::vector<graph::KernelSpec>& specs, const CodegenOptions& o,
                          const std::vector<std::string>& targets, bool this_cpu,
-                         const fs::path& dir) {
-  const std::vector<fs::path> archives =
-      write_kernel_archives(specs, targets, "kiln", dir, o.progress, o.schedules, this_cpu,
-                            o.cache_dir);
+                         HalfWidth half_width, const fs::path& dir) {
+  const std::vector<fs::path> archives = write_kernel_archives(
+      specs, targets, "kiln", dir, o.progress, o.schedules, this_cpu, o.cache_dir, half_width);
   std::vector<std::string> link = {config::kCxxCompiler, "-shared", "-o",
                                    (dir / "kernels.so").string(), "-Wl,--whole-archive"};
   for (const fs::path& a : archives) link.push_back(a.string());
@@ -185,16 +224,24 @@ void build_shared_object(const std::vector<graph::KernelSpec>& specs, const Code
 std::shared_ptr<const GeneratedKernels> load(const fs::path& so,
                                              const std::vector<graph::KernelSpec>& specs,
                                              const std::vector<std::string>& targets,
-                                             const ScheduleLookup& schedules, bool this_cpu) {
+                                             const ScheduleLookup& schedules, bool this_cpu,
+                                             HalfWidth half_width) {
   const Bf16Kernels bf16 = bf16_kernels_for(targets, this_cpu);
+  const bool half = half_kernels_for(this_cpu, half_width);
   void* handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle)
     throw graph::Error("cannot load the generated kernels " + so.string() + ": " + dlerror());
-  // The signatures must live as long as the table; the specs they come from may not.
+  // The signatures (and the half-width kernels' targets) must live as long as the table; the
+  // specs they come from may not.
   auto signatures = std::make_shared<std::vector<std::string>>();
-  for (const graph::KernelSpec& s : specs) signatures->push_back(graph::kernel_signature(s));
+  auto half_targets = std::make_shared<std::vector<std::string>>();
+  for (const graph::KernelSpec& s : specs) {
+    signatures->push_back(graph::kernel_signature(s));
+    half_targets->push_back(half_kernel(s, targets, schedules, half).target);
+  }
   auto kernels = std::make_shared<GeneratedKernels>();
-  kernels->owner = std::shared_ptr<void>(handle, [signatures](void* h) { dlclose(h); });
+  kernels->owner =
+      std::shared_ptr<void>(handle, [signatures, half_targets](void* h) { dlclose(h); });
   const DistinctKernels d = distinct_kernels(specs);
   for (size_t i = 0; i < specs.size(); ++i) {
     const std::string symbol = entry_point("kiln", d.kernel_of[i]);
@@ -206,9 +253,19 @@ std::shared_ptr<const GeneratedKernels> load(const fs::path& so,
       amx = dlsym(handle, amx_symbol.c_str());
       if (!amx) throw graph::Error("the generated kernels " + so.string() + " lack " + amx_symbol);
     }
+    void* half_fn = nullptr;
+    const std::string& half_target = (*half_targets)[i];
+    if (!half_target.empty()) {
+      const std::string half_symbol = half_entry_point("kiln", d.kernel_of[i]);
+      half_fn = dlsym(handle, half_symbol.c_str());
+      if (!half_fn)
+        throw graph::Error("the generated kernels " + so.string() + " lack " + half_symbol);
+    }
     kernels->kernels.push_back({(*signatures)[i].c_str(), reinterpret_cast<GeneratedKernelFn>(fn),
                                 library_weight_tile(specs[i], targets, schedules),
-                                reinterpret_cast<GeneratedKernelFn>(amx)});
+                                reinterpret_cast<GeneratedKernelFn>(amx),
+                                reinterpret_cast<GeneratedKernelFn>(half_fn),
+                                half_target.empty() ? nullptr : half_target.c_str()});
   }
   return kernels;
 }
@@ -271,8 +328,9 @@ std::vector<fs::path> write_kernel_archives(const std::vector<graph::KernelSpec>
                                             const std::string& prefix, const fs::path& dir,
                                             const Progress& progress,
                                             const ScheduleLookup& schedules, bool this_cpu,
-                                            const std::string& cache_dir) {
+                                            const std::string& cache_dir, HalfWidth half_width) {
   const Bf16Kernels bf16 = bf16_kernels_for(targets, this_cpu);
+  const bool half_wanted = half_kernels_for(this_cpu, half_width);
   if (targets.empty()) throw graph::Error("no target to generate kernels for");
   for (const std::string& t : targets) parse_target(t);  // every name checked before compiling
   const std::vector<graph::KernelSpec> kernels = distinct_kernels(specs).kernels;
@@ -282,13 +340,16 @@ std::vector<fs::path> write_kernel_archives(const std::vector<graph::KernelSpec>
   for (size_t u = 0; u < kernels.size(); ++u) {
     const std::string fn = prefix + "_k" + std::to_string(u);
     const std::string amx = amx_target(kernels[u], targets, bf16);
+    const HalfKernel half = half_kernel(kernels[u], targets, schedules, half_wanted);
     std::vector<std::string> names = {fn + ".a"};
     if (!amx.empty()) names.push_back(fn + "_amx.a");
+    if (!half.target.empty()) names.push_back(fn + "_half.a");
     for (const std::string& n : names) archives.push_back(dir / n);
     // The entry point's name is part of the key: the archive defines it.
-    const std::string key = cache_dir.empty() ? ""
-                                              : toolchain + "entry " + fn + "\n" +
-                                                    kernel_key(kernels[u], targets, schedules);
+    const std::string key = cache_dir.empty()
+                                ? ""
+                                : toolchain + "entry " + fn + "\n" +
+                                      kernel_key(kernels[u], targets, schedules, half_wanted);
     if (cache.fetch(key, dir, names)) {
       if (progress) progress(u, kernels.size(), graph::kernel_name(kernels[u]), true);
       continue;
@@ -298,6 +359,10 @@ std::vector<fs::path> write_kernel_archives(const std::vector<graph::KernelSpec>
     if (!amx.empty())
       compile_kernel(kernels[u], {amx}, fn + "_amx", dir / names[1],
                      [](const graph::KernelSpec&, const std::string&) { return "amx"; });
+    if (!half.target.empty())
+      compile_kernel(
+          kernels[u], {half.target}, fn + "_half", dir / names.back(),
+          [&half](const graph::KernelSpec&, const std::string&) { return half.schedule; });
     cache.store(key, dir, names);
   }
   return archives;
@@ -317,12 +382,19 @@ int write_kernel_listings(const std::vector<graph::KernelSpec>& all_specs,
     KernelTargets kt = kernel_targets(specs[i], targets, schedules, {});
     const std::string amx = amx_target(specs[i], targets);
     if (!amx.empty()) kt.names.push_back(amx), kt.schedules.push_back("amx");
+    const size_t main_kernels = kt.names.size();
+    const HalfKernel half = half_kernel(specs[i], targets, schedules);
+    if (!half.target.empty())
+      kt.names.push_back(half.target), kt.schedules.push_back(half.schedule);
     const std::vector<std::string>& texts = kt.schedules;
     for (size_t ti = 0; ti < kt.names.size(); ++ti) {
       const std::string& name = kt.names[ti];
       const Halide::Target t = parse_target(name);
       const bool amx_kernel = texts[ti] == "amx";
-      const std::string fn = prefix + "_k" + std::to_string(i) + (amx_kernel ? "_amx" : "");
+      const std::string fn = prefix + "_k" + std::to_string(i) +
+                             (amx_kernel           ? "_amx"
+                              : ti >= main_kernels ? "_half"
+                                                   : "");
       const fs::path file = dir / (fn + "-" + name + (assembly ? ".s" : ".stmt"));
       try {
         KernelPipeline k = build_kernel_pipeline(specs[i], t, texts[ti]);
@@ -351,19 +423,27 @@ std::string kernel_table_source(const std::vector<graph::KernelSpec>& specs,
     s << "int " << entry_point(prefix, u) << "(void**);\n";
     if (!amx_target(d.kernels[u], targets).empty())
       s << "int " << amx_entry_point(prefix, u) << "(void**);\n";
+    if (!half_kernel(d.kernels[u], targets, schedules).target.empty())
+      s << "int " << half_entry_point(prefix, u) << "(void**);\n";
   }
   // Named after the prefix: a model's CPU and CUDA tables share one source file.
   const std::string table = "k_" + prefix + "_table";
   s << "}\n\nnamespace {\n";
   if (!specs.empty()) {
     s << "const kiln::GeneratedKernel " << table << "[] = {\n";
-    for (size_t i = 0; i < specs.size(); ++i)
+    for (size_t i = 0; i < specs.size(); ++i) {
+      const HalfKernel half = half_kernel(specs[i], targets, schedules);
       s << "    {" << cpp_string(graph::kernel_signature(specs[i])) << ", "
         << entry_point(prefix, d.kernel_of[i]) << ", "
         << library_weight_tile(specs[i], targets, schedules) << ", "
-        << (amx_target(specs[i], targets).empty() ? "nullptr" : amx_entry_point(prefix, d.kernel_of[i]))
-        << "},  // "
-        << graph::kernel_name(specs[i]).substr(0, 60) << "\n";
+        << (amx_target(specs[i], targets).empty() ? "nullptr"
+                                                  : amx_entry_point(prefix, d.kernel_of[i]))
+        << ", "
+        << (half.target.empty()
+                ? "nullptr, nullptr"
+                : half_entry_point(prefix, d.kernel_of[i]) + ", " + cpp_string(half.target))
+        << "},  // " << graph::kernel_name(specs[i]).substr(0, 60) << "\n";
+    }
     s << "};\n";
   }
   s << "}  // namespace\n\nextern \"C\" const kiln::GeneratedKernel* " << prefix
@@ -392,8 +472,9 @@ KernelGenerator kernel_generator(const CodegenOptions& options) {
     const bool this_cpu = request.backend == Backend::cpu &&
                           (!request.cpu_target.empty() || options.targets.empty());
     std::string key = toolchain_key(targets, bf16_kernels_for(targets, this_cpu));
+    const bool half = half_kernels_for(this_cpu, request.half_width);
     for (const graph::KernelSpec& s : distinct_kernels(specs).kernels)
-      key += kernel_key(s, targets, options.schedules);
+      key += kernel_key(s, targets, options.schedules, half);
 
     std::error_code ec;
     // Without a usable cache: compiled in a temporary directory, loaded, removed (the loaded
@@ -401,8 +482,9 @@ KernelGenerator kernel_generator(const CodegenOptions& options) {
     auto uncached = [&]() -> std::shared_ptr<const GeneratedKernels> {
       const fs::path tmp = unique_dir(fs::temp_directory_path(), "kiln-kernels");
       try {
-        build_shared_object(specs, options, targets, this_cpu, tmp);
-        auto k = load(tmp / "kernels.so", specs, targets, options.schedules, this_cpu);
+        build_shared_object(specs, options, targets, this_cpu, request.half_width, tmp);
+        auto k = load(tmp / "kernels.so", specs, targets, options.schedules, this_cpu,
+                      request.half_width);
         fs::remove_all(tmp, ec);
         return k;
       } catch (...) {
@@ -418,7 +500,8 @@ KernelGenerator kernel_generator(const CodegenOptions& options) {
     const fs::path entry = root / name;
     if (read_text(entry / "key.txt") == key && fs::exists(entry / "kernels.so", ec)) {
       try {
-        return load(entry / "kernels.so", specs, targets, options.schedules, this_cpu);
+        return load(entry / "kernels.so", specs, targets, options.schedules, this_cpu,
+                    request.half_width);
       } catch (const graph::Error&) {
         // A damaged entry: compile again below and replace it.
       }
@@ -429,16 +512,18 @@ KernelGenerator kernel_generator(const CodegenOptions& options) {
     if (ec || access(root.c_str(), W_OK) != 0) return uncached();
     const fs::path tmp = unique_dir(root, std::string(name) + ".tmp");
     try {
-      build_shared_object(specs, options, targets, this_cpu, tmp);
+      build_shared_object(specs, options, targets, this_cpu, request.half_width, tmp);
       std::ofstream(tmp / "key.txt", std::ios::binary) << key;
       fs::remove_all(entry, ec);
       fs::rename(tmp, entry, ec);  // fails if another process got there first: keep theirs,
       if (ec) {                    // load this build from where it is
-        auto k = load(tmp / "kernels.so", specs, targets, options.schedules, this_cpu);
+        auto k = load(tmp / "kernels.so", specs, targets, options.schedules, this_cpu,
+                      request.half_width);
         fs::remove_all(tmp, ec);
         return k;
       }
-      return load(entry / "kernels.so", specs, targets, options.schedules, this_cpu);
+      return load(entry / "kernels.so", specs, targets, options.schedules, this_cpu,
+                  request.half_width);
     } catch (...) {
       fs::remove_all(tmp, ec);
       throw;

@@ -67,7 +67,13 @@ DistinctKernels distinct_kernels(const std::vector<graph::KernelSpec>& specs);
 // target's AVX512_BF16 variant as well (runtime::bf16_target, picked by the dispatch wrapper
 // where the CPU has it), and into a second archive DIR/<prefix>_k<u>_amx.a with the amx
 // schedule (entry <prefix>_k<u>_amx_argv, GeneratedKernel::amx_fn), when the schedule takes the
-// layer. `this_cpu` (one target, for the machine compiling it): only the kernels this CPU runs.
+// layer. A float32 convolution whose output channels are an odd multiple of 8 also gets, for
+// the first AVX-512 target, a kernel with 8-lane vectors in DIR/<prefix>_k<u>_half.a (entry
+// <prefix>_k<u>_half_argv, GeneratedKernel::half_fn; schedules::half_width_params), unless it
+// has a schedule of its own on that target or `half_width` is never.
+// `this_cpu` (one target, for the machine compiling it): only the kernels this CPU runs (the
+// half-width ones with `half_width` always, or where_faster on a CPU that splits 512-bit
+// multiply-adds).
 // `cache_dir` (non-empty): each kernel's archives are kept in cache_dir/archives, keyed by
 // everything they depend on (Kiln's generator, Halide, the compiler, the targets, the entry
 // point's name, the kernel's signature and resolved schedules), and copied from there when the
@@ -75,9 +81,9 @@ DistinctKernels distinct_kernels(const std::vector<graph::KernelSpec>& specs);
 // recorded with them is compiled again, and a cache that cannot be written is skipped.
 std::vector<std::filesystem::path> write_kernel_archives(
     const std::vector<graph::KernelSpec>& specs, const std::vector<std::string>& targets,
-    const std::string& prefix, const std::filesystem::path& dir,
-    const Progress& progress = nullptr, const ScheduleLookup& schedules = nullptr,
-    bool this_cpu = false, const std::string& cache_dir = "");
+    const std::string& prefix, const std::filesystem::path& dir, const Progress& progress = nullptr,
+    const ScheduleLookup& schedules = nullptr, bool this_cpu = false,
+    const std::string& cache_dir = "", HalfWidth half_width = HalfWidth::where_faster);
 
 // Writes what Halide made of each distinct kernel for each target:
 // DIR/<prefix>_k<u>-<target>.stmt (kind "stmt", the lowered statement) or .s (kind "assembly").
@@ -90,7 +96,8 @@ int write_kernel_listings(const std::vector<graph::KernelSpec>& specs,
 
 // C++ source of `extern "C" const kiln::GeneratedKernel* <prefix>_kernel_table(std::size_t*)`:
 // for each spec, its distinct kernel's entry point with the signature it was compiled for and
-// the weight layout its kernels for `targets` with `schedules` read (library_weight_tile).
+// the weight layout its kernels for `targets` with `schedules` read (library_weight_tile), and
+// its AMX and half-width entry points where it has them.
 std::string kernel_table_source(const std::vector<graph::KernelSpec>& specs,
                                 const std::string& prefix,
                                 const std::vector<std::string>& targets,

@@ -386,6 +386,15 @@ std::string default_schedule(const graph::KernelSpec& spec, const Halide::Target
   return schedules::to_string(schedules::default_conv_params(*s, target));
 }
 
+std::string half_width_schedule(const graph::KernelSpec& spec,
+                                const Halide::Target& kernel_target) {
+  const Halide::Target target = schedule_target(spec, kernel_target);
+  const std::optional<schedules::ConvShape> s = tunable_shape(spec, target);
+  if (!s || target.has_gpu_feature()) return "";
+  const std::optional<schedules::ConvParams> p = schedules::half_width_params(*s, target);
+  return p ? schedules::to_string(*p) : "";
+}
+
 std::vector<std::string> schedule_candidates(const graph::KernelSpec& spec,
                                              const Halide::Target& kernel_target, int threads,
                                              size_t limit) {

@@ -49,6 +49,9 @@ int winograd_weight_tile(const graph::KernelSpec& spec, const Halide::Target& ta
 // Winograd tile `tile` (0: direct), the default schedule of that layout for `spec` on `target`.
 std::string schedule_for_weight_tile(const graph::KernelSpec& spec, const Halide::Target& target,
                                      const std::string& schedule, int tile);
+// The schedule of `spec`'s half-width kernel on `target` (GeneratedKernel::half_fn), in
+// canonical text form: schedules::half_width_params for its shapes, or "" where it gets none.
+std::string half_width_schedule(const graph::KernelSpec& spec, const Halide::Target& target);
 // The tuner's candidates for `spec` on `target` (the default first), at most `limit`.
 std::vector<std::string> schedule_candidates(const graph::KernelSpec& spec,
                                              const Halide::Target& target, int threads,

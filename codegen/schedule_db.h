@@ -57,6 +57,9 @@ struct ScheduleUse {
   std::string kernel;    // distinct kernels only
   std::string schedule;  // canonical text; "" for kernels without knobs
   std::string origin;    // "default", "tuned (DB)", "spec" (ConvKernelSpec::schedule)
+  // The schedule of the kernel's half-width kernel (GeneratedKernel::half_fn) on this target,
+  // which CPUs that split 512-bit multiply-adds run instead; "" where it gets none.
+  std::string half_width;
 };
 std::vector<ScheduleUse> schedule_uses(const std::vector<graph::KernelSpec>& specs,
                                        const std::string& target, const ScheduleDb* db);

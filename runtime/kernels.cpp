@@ -3,15 +3,17 @@
 #include "kernels.h"
 
 #include <cpuid.h>
+#include <immintrin.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "HalideRuntime.h"
-
 #include "conv_weights.h"
 #include "graph/bf16.h"
 
@@ -147,6 +149,81 @@ bool amx_usable() {
   }();
   return usable;
 }
+
+namespace {
+
+// `steps` rounds of multiply-adds on 12 independent accumulators of 16 (zmm) or 8 (ymm) floats:
+// enough of them to keep two FMA pipes of 4 cycles' latency busy. Returns a sum of them so the
+// loop is not optimized away.
+__attribute__((target("avx512f"))) float fma_rounds_512(int steps, float seed) {
+  __m512 acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(seed + float(i));
+  const __m512 m = _mm512_set1_ps(0.999f), c = _mm512_set1_ps(seed);
+  for (int k = 0; k < steps; ++k)
+    for (int i = 0; i < 12; ++i) acc[i] = _mm512_fmadd_ps(acc[i], m, c);
+  for (int i = 1; i < 12; ++i) acc[0] = _mm512_add_ps(acc[0], acc[i]);
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, acc[0]);
+  float sum = 0;
+  for (float v : lanes) sum += v;
+  return sum;
+}
+
+__attribute__((target("avx2,fma"))) float fma_rounds_256(int steps, float seed) {
+  __m256 acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = _mm256_set1_ps(seed + float(i));
+  const __m256 m = _mm256_set1_ps(0.999f), c = _mm256_set1_ps(seed);
+  for (int k = 0; k < steps; ++k)
+    for (int i = 0; i < 12; ++i) acc[i] = _mm256_fmadd_ps(acc[i], m, c);
+  for (int i = 1; i < 12; ++i) acc[0] = _mm256_add_ps(acc[0], acc[i]);
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, acc[0]);
+  float sum = 0;
+  for (float v : lanes) sum += v;
+  return sum;
+}
+
+// The fastest of 7 interleaved rounds of each width (after a discarded first pair: a CPU may run
+// its first wide operations slowly while it changes its frequency), as a ratio: noise only
+// slows a round.
+double measure_fma_512_to_256_time() {
+  using Clock = std::chrono::steady_clock;
+  constexpr int kSteps = 16384;  // about 50 us of 512-bit multiply-adds at one a cycle
+  volatile float sink = 0;
+  double best512 = 1e30, best256 = 1e30;
+  for (int round = 0; round < 8; ++round) {
+    const auto t0 = Clock::now();
+    sink = sink + fma_rounds_512(kSteps, 1.0f);
+    const auto t1 = Clock::now();
+    sink = sink + fma_rounds_256(kSteps, 1.0f);
+    const auto t2 = Clock::now();
+    if (round == 0) continue;
+    best512 = std::min(best512, std::chrono::duration<double>(t1 - t0).count());
+    best256 = std::min(best256, std::chrono::duration<double>(t2 - t1).count());
+  }
+  return best256 > 0 ? best512 / best256 : 0.0;
+}
+
+}  // namespace
+
+double fma_512_to_256_time() {
+  static const double ratio = [] {
+    if (!feature_supported("avx512_skylake")) return 0.0;
+    // A neighbour on the same physical core (another VM's thread on its SMT sibling) can share
+    // the FMA pipes for a while: a Zen 4 VM measured 1.2 once, 2.0 otherwise. A ratio between
+    // the two kinds of CPU is measured again, up to 4 times in all, and the largest kept: only
+    // contention lowers it.
+    double r = measure_fma_512_to_256_time();
+    for (int tries = 1; tries < 4 && r > 1.1 && r < 1.5; ++tries) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      r = std::max(r, measure_fma_512_to_256_time());
+    }
+    return r;
+  }();
+  return ratio;
+}
+
+bool splits_512bit_fma() { return fma_512_to_256_time() > 1.5; }
 
 int best_cpu_target() {
   for (int i = 0; i < static_cast<int>(target_table().size()); ++i)

@@ -138,6 +138,7 @@ struct Model::Impl {
   void release_constant(graph::ValueId v);
   void* argument(const graph::TensorDesc& t);
   void make_calls();
+  bool uses_half_width(const GeneratedKernel& gk) const;
   void align_constants();
   Status run_calls();
 };
@@ -157,6 +158,7 @@ void Model::Impl::load_generated_kernels() {
   request.backend = options.backend;
   if (options.backend == Backend::cpu && options.cpu_target >= 0)
     request.cpu_target = runtime::cpu_targets()[static_cast<size_t>(options.cpu_target)];
+  request.half_width = options.half_width;
   generated = options.generate_kernels(specs, request);
   if (!generated || generated->kernels.size() != specs.size())
     throw graph::Error("the generated kernel table has " +
@@ -317,6 +319,19 @@ void* Model::Impl::argument(const graph::TensorDesc& t) {
 // moved graph holds the only reference). The weights are then resident once, not twice.
 void Model::Impl::release_constant(graph::ValueId v) { g.value(v).data.reset(); }
 
+// Whether the call of `gk` is its half-width kernel: one the CPU can run, of the CPU target the
+// options name if they name one, where the options ask for it (by default where the CPU splits
+// 512-bit multiply-adds).
+bool Model::Impl::uses_half_width(const GeneratedKernel& gk) const {
+  if (!gk.half_fn || !gk.half_target || options.backend != Backend::cpu ||
+      options.half_width == HalfWidth::never || !runtime::target_supported(gk.half_target))
+    return false;
+  if (options.cpu_target >= 0 &&
+      runtime::cpu_targets()[static_cast<size_t>(options.cpu_target)] != gk.half_target)
+    return false;
+  return options.half_width == HalfWidth::always || runtime::splits_512bit_fma();
+}
+
 void Model::Impl::make_calls() {
   for (size_t i = 0; i < kernels.size(); ++i) {
     const graph::KernelSpec& k = kernels[i];
@@ -337,7 +352,7 @@ void Model::Impl::make_calls() {
       } else if (conv) {
         widen_grouped_weights(*conv);
       }
-      c.fn = amx ? gk.amx_fn : gk.fn;
+      c.fn = amx ? gk.amx_fn : uses_half_width(gk) ? gk.half_fn : gk.fn;
       c.arguments = graph::generated_kernel_arguments(k);
     }
     calls.push_back(std::move(c));

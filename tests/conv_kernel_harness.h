@@ -87,12 +87,15 @@ inline graph::KernelSpec conv_spec(const Problem& p, const std::string& schedule
 
 // The generated kernel of `spec` for CPU target `target` (an index into runtime::cpu_targets(),
 // or -1: every target behind a dispatch wrapper). `keep` holds the loaded code.
+// `half_width`: which half-width kernels (GeneratedKernel::half_fn) it gets.
 inline const GeneratedKernel& generate_kernel(const graph::KernelSpec& spec, int target,
-                                       std::shared_ptr<const GeneratedKernels>* keep) {
+                                              std::shared_ptr<const GeneratedKernels>* keep,
+                                              HalfWidth half_width = HalfWidth::where_faster) {
   codegen::CodegenOptions o;
   o.cache_dir = KILN_TEST_CACHE_DIR;
   if (target < 0) o.targets = runtime::cpu_targets();
   KernelRequest request;
+  request.half_width = half_width;
   if (target >= 0) request.cpu_target = runtime::cpu_targets()[static_cast<size_t>(target)];
   *keep = codegen::kernel_generator(o)({spec}, request);
   return (*keep)->kernels.at(0);
@@ -105,15 +108,22 @@ inline GeneratedKernelFn generate(const graph::KernelSpec& spec, int target,
 
 // Runs the problem's kernel with `schedule` on `target` and returns the output; the output
 // starts as NaN everywhere. The weights are bound as the runtime binds them: Winograd-transformed
-// or blocked by output channels where the kernel reads them so.
-inline std::vector<float> run_kernel(const Problem& p, const std::string& schedule, int target) {
+// or blocked by output channels where the kernel reads them so. `half`: its half-width kernel
+// (GeneratedKernel::half_fn), which it must have, instead of its main one.
+inline std::vector<float> run_kernel(const Problem& p, const std::string& schedule, int target,
+                                     bool half = false) {
   std::shared_ptr<const GeneratedKernels> keep;
   const graph::KernelSpec spec = conv_spec(p, schedule);
-  const GeneratedKernel& kernel = generate_kernel(spec, target, &keep);
+  const GeneratedKernel& kernel =
+      generate_kernel(spec, target, &keep, half ? HalfWidth::always : HalfWidth::never);
+  std::vector<float> out(p.expected.data.size(), NAN);
+  if (half && !kernel.half_fn) {
+    ADD_FAILURE() << "no half-width kernel";
+    return out;
+  }
   const graph::Node& node = p.g.nodes()[0];
   const graph::Value& w = p.g.value(node.inputs[1]);
   const graph::Value& bias = p.g.value(node.inputs[2]);
-  std::vector<float> out(p.expected.data.size(), NAN);
   // The tensors under the kernel's shapes: a pointwise convolution's may hold the image's rows
   // merged (graph::PlanOptions::flat_pointwise), the same bytes.
   const graph::ConvKernelSpec& conv = std::get<graph::ConvKernelSpec>(spec);
@@ -142,7 +152,7 @@ inline std::vector<float> run_kernel(const Problem& p, const std::string& schedu
   }
   args.push_back(out_b.raw_buffer());
   runtime::begin_halide_call();
-  const int rc = kernel.fn(args.data());
+  const int rc = (half ? kernel.half_fn : kernel.fn)(args.data());
   EXPECT_EQ(rc, 0) << runtime::last_halide_error();
   return out;
 }

@@ -4,6 +4,7 @@
 // test_conv_schedules.cpp.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -48,6 +49,49 @@ TEST(ConvKernelSchedules, CandidatesAreValidAndIncludeTheDefault) {
     }
   }
   EXPECT_TRUE(half) << "no candidate at half the vector width";
+}
+
+// The half-width kernels' schedules (schedules::half_width_params): valid, at 8 lanes, with the
+// tile that computes the fewest channels past the output's, for float32 layers of an odd
+// multiple of 8 channels on AVX-512 whose 16-lane tile wastes a tenth of its multiply-adds or
+// more; none for whole vectors, AVX2, bf16, the depthwise family, or a waste under a tenth.
+TEST(ConvKernelSchedules, HalfWidthKernelsCoverOddMultiplesOfEightChannels) {
+  const Halide::Target avx512("x86-64-linux-avx-avx2-avx512-f16c-fma-sse41");
+  const Halide::Target avx2("x86-64-linux-avx-avx2-f16c-fma-sse41");
+  const auto layer = [](int channels, int window, int width, int inputs) {
+    schedules::ConvShape s;
+    s.out_height = s.out_width = width, s.out_channels = channels;
+    s.reduction_channels = inputs, s.kernel_h = s.kernel_w = window, s.padded = window > 1;
+    return s;
+  };
+  // channels, window, width, input channels -> vectors of 8 (0: no half-width kernel)
+  const struct {
+    int channels, window, width, inputs, vectors;
+  } cases[] = {{24, 1, 56, 144, 3}, {40, 1, 28, 240, 5},   {72, 1, 28, 24, 3},
+               {24, 3, 28, 64, 3},  {40, 3, 17, 96, 5},    {32, 1, 56, 144, 0},
+               {48, 3, 28, 64, 0},  {1000, 1, 13, 512, 0}, {120, 1, 14, 480, 0}};
+  for (const auto& c : cases) {
+    const schedules::ConvShape s = layer(c.channels, c.window, c.width, c.inputs);
+    const std::optional<schedules::ConvParams> p = schedules::half_width_params(s, avx512);
+    SCOPED_TRACE(std::to_string(c.channels) + " channels, " + std::to_string(c.window) + "x" +
+                 std::to_string(c.window) + " at " + std::to_string(c.width));
+    EXPECT_FALSE(schedules::half_width_params(s, avx2).has_value());
+    if (c.vectors == 0) {
+      EXPECT_FALSE(p.has_value()) << schedules::to_string(*p);
+      continue;
+    }
+    ASSERT_TRUE(p.has_value());
+    EXPECT_EQ(p->lanes, 8);
+    EXPECT_EQ(p->block.vectors, c.vectors) << schedules::to_string(*p);
+    EXPECT_EQ(p->family, schedules::default_conv_params(s, avx512).family);
+    EXPECT_EQ(schedules::conv_params_error(*p, s, avx512), "") << schedules::to_string(*p);
+    schedules::ConvShape bf16 = s;
+    bf16.bf16 = true;
+    EXPECT_FALSE(schedules::half_width_params(bf16, avx512).has_value());
+  }
+  schedules::ConvShape dw = layer(24, 3, 56, 1);
+  dw.depthwise = dw.grouped = true;
+  EXPECT_FALSE(schedules::half_width_params(dw, avx512).has_value());
 }
 
 // The local search's neighbours: valid, distinct, never the schedule itself, each one knob (or

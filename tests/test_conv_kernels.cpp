@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <iterator>
 #include <map>
 #include <sstream>
 
@@ -173,6 +175,75 @@ TEST(ConvKernelSchedules, HalfWidthVectors) {
       }
     }
   }
+}
+
+// The generator's half-width kernels (GeneratedKernel::half_fn), which CPUs that split 512-bit
+// multiply-adds run by default, on every AVX-512 target this CPU runs, against the reference:
+// 40 channels by 3x3 (Winograd by default), 24 by 1x1 with a residual (wide), 24 by 3x3 stride 2
+// at batch 2. A kernel of whole vectors gets none, and neither does one asked for `never`.
+TEST(ConvKernelSchedules, HalfWidthKernelsMatchReference) {
+  const ConvCase cases[] = {
+      {"half_3x3_40", 1, 32, 15, 17, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+      {"half_1x1_24_residual", 1, 96, 20, 20, 24, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1},
+      {"half_3x3_s2_24_batch_2", 2, 16, 18, 18, 24, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},
+      {"whole_vectors_32", 1, 16, 12, 12, 32, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1}};
+  int ran = 0;
+  for (int t = 0; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
+    if (!testing_util::runs_target(t) ||
+        Halide::Target(runtime::cpu_targets()[t]).natural_vector_size<float>() != 16)
+      continue;
+    for (size_t i = 0; i < std::size(cases); ++i) {
+      const ConvCase& c = cases[i];
+      SCOPED_TRACE(std::string(c.name) + " on " + runtime::cpu_targets()[t]);
+      const Problem prob = make_problem(c, kEpilogues[i % 3], 700 + i, i == 1);
+      std::shared_ptr<const GeneratedKernels> keep;
+      const GeneratedKernel& k = generate_kernel(conv_spec(prob, ""), t, &keep, HalfWidth::always);
+      if (c.co % 16 == 0) {
+        EXPECT_EQ(k.half_fn, nullptr);
+        continue;
+      }
+      ASSERT_NE(k.half_fn, nullptr);
+      ASSERT_NE(k.half_target, nullptr);
+      EXPECT_EQ(std::string(k.half_target), runtime::cpu_targets()[t]);
+      EXPECT_EQ(generate_kernel(conv_spec(prob, ""), t, &keep, HalfWidth::never).half_fn, nullptr);
+      expect_close(run_kernel(prob, "", t, true), prob.expected);
+      ++ran;
+    }
+  }
+  if (ran == 0) GTEST_SKIP() << "this CPU runs no AVX-512 target of this build";
+}
+
+// The kernel table `kiln compile` links declares a half-width kernel's entry point and names
+// it, with its target, in the kernel's entry, for a library holding an AVX-512 target; without
+// one, neither.
+TEST(ConvKernelSchedules, TableSourceNamesHalfWidthKernels) {
+  const Problem prob = make_problem({"t", 1, 32, 15, 17, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}, {}, 1);
+  const graph::KernelSpec spec = conv_spec(prob, "");
+  const std::string avx512 = "x86-64-linux-sse41-avx-f16c-fma-avx2-avx512-avx512_skylake";
+  const std::string src = codegen::kernel_table_source({spec}, "net", {avx512, "x86-64-linux"});
+  EXPECT_NE(src.find("int net_k0_half_argv(void**);"), std::string::npos) << src;
+  EXPECT_NE(src.find("net_k0_half_argv, \"" + avx512 + "\"}"), std::string::npos) << src;
+  const std::string plain = codegen::kernel_table_source(
+      {spec}, "net", {"x86-64-linux-sse41-avx-f16c-fma-avx2", "x86-64-linux"});
+  EXPECT_EQ(plain.find("half"), std::string::npos) << plain;
+  EXPECT_NE(plain.find("nullptr, nullptr}"), std::string::npos) << plain;
+}
+
+// The probe behind HalfWidth::where_faster: 0 without AVX-512, else the time of a 512-bit
+// multiply-add over a 256-bit one's (about 1 or 2 on the CPUs measured), the same every call.
+TEST(ConvKernelTargets, WideMultiplyAddProbe) {
+  const double ratio = runtime::fma_512_to_256_time();
+  EXPECT_EQ(runtime::fma_512_to_256_time(), ratio);
+  std::printf("512-bit / 256-bit multiply-add time: %.3f (%s)\n", ratio,
+              runtime::splits_512bit_fma() ? "split: half-width kernels by default" : "not split");
+  if (!runtime::target_supported("x86-64-linux-avx512_skylake")) {
+    EXPECT_EQ(ratio, 0.0);
+    EXPECT_FALSE(runtime::splits_512bit_fma());
+    return;
+  }
+  EXPECT_GT(ratio, 0.5);
+  EXPECT_LT(ratio, 4.0);
+  EXPECT_EQ(runtime::splits_512bit_fma(), ratio > 1.5);
 }
 
 // A schedule that does not apply, or an unknown one, is an error at generation, never a kernel

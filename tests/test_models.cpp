@@ -49,18 +49,30 @@ void PrintTo(const ModelParam& p, std::ostream* os) {
 class ModelTest : public testing::TestWithParam<ModelParam> {};
 
 // Runs `imported` (optimized here) on the input of the reference files `prefix`.input.bin and
-// compares the output with `prefix`.output.bin; prints one line on the model.
+// compares the output with `prefix`.output.bin; prints one line on the model. `half_kernels`:
+// set to how many of its kernels have a half-width kernel (GeneratedKernel::half_fn).
 void expect_matches_reference(const graph::Graph& imported, const std::string& prefix,
-                              const std::string& label, int target) {
+                              const std::string& label, int target,
+                              HalfWidth half_width = HalfWidth::where_faster,
+                              int* half_kernels = nullptr) {
   const graph::Graph optimized = graph::run_passes(imported);
   ModelOptions o;
-  o.generate_kernels = codegen::kernel_generator({{}, KILN_TEST_CACHE_DIR, nullptr});
+  o.half_width = half_width;
+  int halves = 0;
+  o.generate_kernels = [&halves,
+                        real = codegen::kernel_generator({{}, KILN_TEST_CACHE_DIR, nullptr})](
+                           const std::vector<graph::KernelSpec>& specs, const KernelRequest& r) {
+    std::shared_ptr<const GeneratedKernels> k = real(specs, r);
+    for (const GeneratedKernel& g : k->kernels) halves += g.half_fn != nullptr;
+    return k;
+  };
   testing_util::set_target(o, target);
   if (target < 0) {
     const std::string why = backend_unusable_reason(o.backend);
     if (!why.empty()) GTEST_SKIP() << testing_util::gpu_skip_message(o.backend, why);
   }
   Model m(optimized, o);
+  if (half_kernels) *half_kernels = halves;
 
   const graph::Value& in = imported.value(imported.inputs.at(0));
   const std::vector<float> x = read_floats(prefix + ".input.bin");
@@ -94,6 +106,27 @@ TEST_P(ModelTest, MatchesOnnxRuntime) {
   const std::string model = dir + "/" + name + ".onnx";
   ASSERT_TRUE(std::filesystem::exists(model)) << model << " (run scripts/make_models.py)";
   expect_matches_reference(graph::onnx::import_model(model), dir + "/" + name, name, target);
+}
+
+// The half-width kernels (GeneratedKernel::half_fn: 8-lane vectors for convolutions of 24, 40,
+// ... channels), which only CPUs that split 512-bit multiply-adds run by default, on any
+// AVX-512 CPU: inception_tiny (six distinct ones, two of them Winograd) and MobileNetV2 (its
+// 24-channel projections), against onnxruntime.
+TEST(HalfWidthKernels, MatchOnnxRuntimeOnAvx512) {
+  const std::string dir = KILN_MODELS_DIR;
+  int target = -1;
+  for (int t = 0; t < static_cast<int>(runtime::cpu_targets().size()) && target < 0; ++t)
+    if (runtime::cpu_targets()[t].find("avx512") != std::string::npos) target = t;
+  if (target < 0) GTEST_SKIP() << "this build has no AVX-512 target";
+  if (!testing_util::runs_target(target)) GTEST_SKIP() << testing_util::target_skip_reason(target);
+  for (const std::string name : {"inception_tiny", "mobilenetv2"}) {
+    const std::string model = dir + "/" + name + ".onnx";
+    ASSERT_TRUE(std::filesystem::exists(model)) << model << " (run scripts/make_models.py)";
+    int half = 0;
+    expect_matches_reference(graph::onnx::import_model(model), dir + "/" + name,
+                             name + " (half-width kernels)", target, HalfWidth::always, &half);
+    EXPECT_GE(half, 2) << name;
+  }
 }
 
 // preact_se exported with a dynamic batch (input [batch_size, 3, 224, 224], the head's

@@ -122,6 +122,15 @@ std::shared_ptr<const codegen::ScheduleDb> parse_backend(const Args& args, Model
   options->generate_kernels = kernel_generator(db);
   if (args.has("--max-memory"))
     options->max_memory_bytes = parse_byte_size("--max-memory", args.get("--max-memory"));
+  const std::string half = args.get("--half-width", "auto");
+  if (half == "auto")
+    options->half_width = HalfWidth::where_faster;
+  else if (half == "on")
+    options->half_width = HalfWidth::always;
+  else if (half == "off")
+    options->half_width = HalfWidth::never;
+  else
+    throw UsageError("--half-width takes auto, on or off, not '" + half + "'");
   return db;
 }
 

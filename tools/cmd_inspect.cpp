@@ -223,6 +223,10 @@ int cmd_inspect(int argc, char** argv) {
     for (const codegen::ScheduleUse& u : codegen::schedule_uses(generated, target, db.get())) {
       std::cout << u.kernel << ": " << (u.schedule.empty() ? "(one schedule, no knobs)" : u.schedule)
                 << "  [" << u.origin << "]\n";
+      if (!u.half_width.empty())
+        std::cout << "  half-width kernel, run on CPUs that split 512-bit multiply-adds ("
+                  << (runtime::splits_512bit_fma() ? "this one does" : "not this one")
+                  << "): " << u.half_width << "\n";
       for (const graph::KernelSpec& k : generated)
         if (graph::kernel_name(k) == u.kernel) {
           std::istringstream nest(codegen::schedule_loop_nest(

@@ -60,6 +60,12 @@ options:
   --max-memory SIZE       refuse a model whose arena (intermediate tensors and outputs) or
                           inputs need more than SIZE bytes (e.g. 512M, 4G; default: this
                           machine's physical memory), before allocating them
+  --half-width auto|on|off
+                          float32 convolutions whose output channels are an odd multiple of 8
+                          (24, 40, 120) on an AVX-512 target also get a kernel with 8-lane
+                          vectors: auto (default) runs it where the CPU does a 512-bit
+                          multiply-add at half a 256-bit one's rate (Zen 4), on runs it on
+                          any AVX-512 CPU, off never compiles it
   --seed N                seed of the random inputs (default 1)
   --precision f32|bf16    the convolutions' multiply-adds: f32 (default), or bf16 where a
                           convolution can (dense, one group): input and weights
@@ -496,7 +502,7 @@ int run(const RunArgs& a) {
 int cmd_run(int argc, char** argv) {
   const Args args(argc, argv, 2,
                   {"--input", "--output-dir", "--target", "--threads", "--seed", "--max-memory",
-                   "--schedules", "--input-shape", "--precision"},
+                   "--schedules", "--half-width", "--input-shape", "--precision"},
                   {"--fallback", "--check"});
   if (args.help()) {
     print_help(kHelp);

@@ -241,8 +241,16 @@ Outcome tune_kernel(const std::shared_ptr<const graph::Graph>& optimized,
   const Halide::Target t(target);
   const int threads = a.threads > 0 ? a.threads
                                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const std::vector<std::string> candidates =
+  std::vector<std::string> candidates =
       codegen::schedule_candidates(spec, t, threads, static_cast<size_t>(a.candidates));
+  // Where the runtime calls the kernel's half-width kernel by default (a CPU that splits
+  // 512-bit multiply-adds), that schedule is the default to beat.
+  if (const std::string half = codegen::half_width_schedule(spec, t);
+      !half.empty() && !candidates.empty() && runtime::splits_512bit_fma()) {
+    const auto it = std::find(candidates.begin(), candidates.end(), half);
+    if (it != candidates.end()) candidates.erase(it);
+    candidates.insert(candidates.begin(), half);
+  }
   Outcome o;
   o.kernel = graph::kernel_name(spec);
   o.op = kernel_work(spec).op;

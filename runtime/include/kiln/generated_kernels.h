@@ -26,6 +26,14 @@ struct GeneratedKernel {
   // calls it instead of `fn` where runtime::amx_usable() (the CPU has AMX-BF16 and the OS granted
   // this process the tile state). Same arguments and weight layout as `fn`.
   GeneratedKernelFn amx_fn = nullptr;
+  // A float32 convolution's kernel with half-width vectors (schedules::half_width_params: 8-lane
+  // vectors on an AVX-512 target, for output channels that are an odd multiple of 8), or null,
+  // compiled for `half_target` alone. The runtime calls it instead of `fn` where the CPU
+  // supports that target and runs a 512-bit multiply-add at half a 256-bit one's rate
+  // (runtime::splits_512bit_fma), unless ModelOptions::half_width says otherwise. Same
+  // arguments and weight layout as `fn`.
+  GeneratedKernelFn half_fn = nullptr;
+  const char* half_target = nullptr;
 };
 
 struct GeneratedKernels {
@@ -38,12 +46,22 @@ struct GeneratedKernels {
 // performance target.
 enum class Backend { cpu, cuda, opencl };
 
+// Where a Model calls the half-width kernels of its convolutions (GeneratedKernel::half_fn):
+// where_faster, on CPUs that split 512-bit multiply-adds (runtime::splits_512bit_fma); always,
+// wherever the CPU supports the kernel's target (to test or measure them anywhere); never.
+enum class HalfWidth { where_faster, always, never };
+
 // What a Model asks its KernelGenerator for.
 struct KernelRequest {
   Backend backend = Backend::cpu;
   // Backend::cpu: the one Halide target to compile for (ModelOptions::cpu_target), or empty for
   // the generator's own targets, picked at run time by the kernels' dispatch wrappers.
   std::string cpu_target;
+  // Which half-width kernels a generator compiling for this CPU alone (empty cpu_target with no
+  // targets of its own, or a cpu_target) needs to compile: none with `never`, all with
+  // `always`, and with where_faster those of a CPU that splits 512-bit multiply-adds. A library
+  // for any CPU holds all of them.
+  HalfWidth half_width = HalfWidth::where_faster;
 };
 
 // Produces the kernels for a model's generated specs (graph::is_generated), in order, for the

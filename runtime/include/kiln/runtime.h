@@ -66,6 +66,10 @@ struct ModelOptions {
   // and the OS grants it (runtime::amx_usable); false: their AVX512_BF16 kernels (or, on
   // targets without it, the same products as float32 multiply-adds).
   bool amx = true;
+  // Where float32 convolutions whose output channels are an odd multiple of 8 run their kernel
+  // with 8-lane vectors instead of the AVX-512 kernel's 16 (GeneratedKernel::half_fn): by
+  // default on CPUs that run a 512-bit multiply-add at half a 256-bit one's rate (Zen 4).
+  HalfWidth half_width = HalfWidth::where_faster;
 };
 
 // An error value: ok(), or a message naming what failed.
