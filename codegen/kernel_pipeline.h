@@ -50,7 +50,8 @@ int winograd_weight_tile(const graph::KernelSpec& spec, const Halide::Target& ta
 std::string schedule_for_weight_tile(const graph::KernelSpec& spec, const Halide::Target& target,
                                      const std::string& schedule, int tile);
 // The schedule of `spec`'s half-width kernel on `target` (GeneratedKernel::half_fn), in
-// canonical text form: schedules::half_width_params for its shapes, or "" where it gets none.
+// canonical text form: schedules::half_width_params for a convolution's shapes, or "" where it
+// gets none (every other kernel).
 std::string half_width_schedule(const graph::KernelSpec& spec, const Halide::Target& target);
 // The tuner's candidates for `spec` on `target` (the default first), at most `limit`.
 std::vector<std::string> schedule_candidates(const graph::KernelSpec& spec,

@@ -82,15 +82,16 @@ std::optional<ConvParams> half_width_params(const ConvShape& s, const Halide::Ta
   ConvParams q = p;
   q.lanes = kWide / 2;
   int64_t computed = 0;
-  for (int v = 2; v <= std::max(5, 2 * p.block.vectors); ++v) {
+  // 8 channels (a 16-lane default computes one vector, 0xP): one vector of 8.
+  for (int v = s.out_channels < kWide ? 1 : 2; v <= std::max(5, 2 * p.block.vectors); ++v) {
     const int64_t c = ceil_div(int64_t{s.out_channels}, int64_t{8} * v) * 8 * v;
     if (computed == 0 || c <= computed) q.block.vectors = v, computed = c;
   }
   // Only where that saves a tenth of the default's multiply-adds: the 16-lane tile of
   // SqueezeNet's 1000-channel classifier computes 1024 channels, and 5 x 5 tiles of 8 lanes
   // ran it 0.80-0.90x as fast as the default's 2 x 13 of 16 (Zen 4).
-  const int64_t full =
-      ceil_div(int64_t{s.out_channels}, int64_t{kWide} * p.block.vectors) * kWide * p.block.vectors;
+  const int64_t full_lanes = int64_t{kWide} * std::max(1, p.block.vectors);
+  const int64_t full = ceil_div(int64_t{s.out_channels}, full_lanes) * full_lanes;
   if (computed * 10 > full * 9) return std::nullopt;
   const int fit = (vector_registers(t) - 1 - q.block.vectors) / q.block.vectors;
   q.block.pixels = std::max(1, std::min(p.block.pixels, fit));

@@ -120,12 +120,12 @@ ConvParams other_lanes(const ConvParams& p, const ConvShape& s, const Halide::Ta
 // The schedule of a convolution's half-width kernel (codegen's GeneratedKernel::half_fn, which
 // the runtime calls on CPUs that run a 512-bit multiply-add at half the rate of a 256-bit one:
 // Zen 4 splits it in two), for float32 layers whose default is wide, deep or Winograd on a
-// 16-lane (AVX-512) target and whose output channels are an odd multiple of 8 (24, 40, 72, 120:
+// 16-lane (AVX-512) target and whose output channels are an odd multiple of 8 (8, 24, 40, 72:
 // a 16-lane tile computes lanes it discards): the default with 8-lane vectors, as many (2 to 5,
-// or up to twice the default's) as compute the fewest channels past the output's, and the
-// default's pixels where they fit the registers (else other_lanes of the default), where that
-// computes at least a tenth fewer channels than the default's tile. Nothing for other layers
-// and targets.
+// or up to twice the default's; 1 for 8 channels) as compute the fewest channels past the
+// output's, and the default's pixels where they fit the registers (else other_lanes of the
+// default), where that computes at least a tenth fewer channels than the default's tile (not
+// 120: 128 against 120). Nothing for other layers and targets.
 std::optional<ConvParams> half_width_params(const ConvShape& s, const Halide::Target& target);
 
 // The canonical text: the family, then its own knobs in a fixed order (`lanes` only where it

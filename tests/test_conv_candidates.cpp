@@ -67,9 +67,9 @@ TEST(ConvKernelSchedules, HalfWidthKernelsCoverOddMultiplesOfEightChannels) {
   // channels, window, width, input channels -> vectors of 8 (0: no half-width kernel)
   const struct {
     int channels, window, width, inputs, vectors;
-  } cases[] = {{24, 1, 56, 144, 3}, {40, 1, 28, 240, 5},   {72, 1, 28, 24, 3},
-               {24, 3, 28, 64, 3},  {40, 3, 17, 96, 5},    {32, 1, 56, 144, 0},
-               {48, 3, 28, 64, 0},  {1000, 1, 13, 512, 0}, {120, 1, 14, 480, 0}};
+  } cases[] = {{24, 1, 56, 144, 3},  {40, 1, 28, 240, 5}, {72, 1, 28, 24, 3}, {24, 3, 28, 64, 3},
+               {40, 3, 17, 96, 5},   {32, 1, 56, 144, 0}, {48, 3, 28, 64, 0}, {1000, 1, 13, 512, 0},
+               {120, 1, 14, 480, 0}, {8, 3, 20, 16, 1}};
   for (const auto& c : cases) {
     const schedules::ConvShape s = layer(c.channels, c.window, c.width, c.inputs);
     const std::optional<schedules::ConvParams> p = schedules::half_width_params(s, avx512);

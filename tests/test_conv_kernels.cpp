@@ -180,12 +180,14 @@ TEST(ConvKernelSchedules, HalfWidthVectors) {
 // The generator's half-width kernels (GeneratedKernel::half_fn), which CPUs that split 512-bit
 // multiply-adds run by default, on every AVX-512 target this CPU runs, against the reference:
 // 40 channels by 3x3 (Winograd by default), 24 by 1x1 with a residual (wide), 24 by 3x3 stride 2
-// at batch 2. A kernel of whole vectors gets none, and neither does one asked for `never`.
+// at batch 2, 8 by 3x3 (under one 16-lane vector). A kernel of whole vectors gets none, and
+// neither does one asked for `never`.
 TEST(ConvKernelSchedules, HalfWidthKernelsMatchReference) {
   const ConvCase cases[] = {
       {"half_3x3_40", 1, 32, 15, 17, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
       {"half_1x1_24_residual", 1, 96, 20, 20, 24, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1},
       {"half_3x3_s2_24_batch_2", 2, 16, 18, 18, 24, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},
+      {"half_3x3_8_below_a_vector", 1, 16, 20, 20, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
       {"whole_vectors_32", 1, 16, 12, 12, 32, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1}};
   int ran = 0;
   for (int t = 0; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
