@@ -46,10 +46,11 @@ options:
                        512M, 4G; default: this machine's physical memory)
   --half-width auto|on|off
                        float32 convolutions whose output channels are an odd multiple of 8
-                       (24, 40, 120) on an AVX-512 target also get a kernel with 8-lane
-                       vectors: auto (default) runs it where the CPU does a 512-bit
-                       multiply-add at half a 256-bit one's rate (Zen 4), on runs it on any
-                       AVX-512 CPU, off never compiles it
+                       (8, 24, 40, 72) on an AVX-512 target also get a kernel with 8-lane
+                       vectors where 16-lane tiles would compute a tenth more channels: auto
+                       (default) runs it where the CPU does a 512-bit multiply-add at half a
+                       256-bit one's rate (Zen 4), on runs it on any AVX-512 CPU, off never
+                       compiles it
   --target cpu|cuda|opencl
                        where the kernels run (default cpu); opencl runs the GPU schedules
                        through OpenCL (e.g. pocl on the CPU): a check, not a speed target
