@@ -124,6 +124,7 @@ struct Model::Impl {
   std::string fallback_reason;
   std::vector<double> kernel_seconds;
   std::vector<int> winograd_tiles;  // by kernel: GeneratedKernel::winograd_tile, or 0
+  std::vector<bool> half_widths;    // by kernel: whether it calls GeneratedKernel::half_fn
   // Set while run() binds inputs and calls kernels: the arena, the bound inputs and the outputs
   // belong to one call at a time, so a concurrent call fails instead of corrupting the results.
   std::atomic<bool> running{false};
@@ -352,7 +353,10 @@ void Model::Impl::make_calls() {
       } else if (conv) {
         widen_grouped_weights(*conv);
       }
-      c.fn = amx ? gk.amx_fn : uses_half_width(gk) ? gk.half_fn : gk.fn;
+      const bool half = !amx && uses_half_width(gk);
+      half_widths.resize(calls.size() + 1);
+      half_widths.back() = half;
+      c.fn = amx ? gk.amx_fn : half ? gk.half_fn : gk.fn;
       c.arguments = graph::generated_kernel_arguments(k);
     }
     calls.push_back(std::move(c));
@@ -554,6 +558,9 @@ const std::vector<graph::KernelSpec>& Model::kernels() const { return impl_->ker
 const std::vector<double>& Model::kernel_seconds() const { return impl_->kernel_seconds; }
 int Model::winograd_tile(size_t k) const {
   return k < impl_->winograd_tiles.size() ? impl_->winograd_tiles[k] : 0;
+}
+bool Model::half_width(size_t k) const {
+  return k < impl_->half_widths.size() && impl_->half_widths[k];
 }
 const graph::ArenaPlan& Model::arena_plan() const { return impl_->plan; }
 Backend Model::backend() const { return impl_->options.backend; }

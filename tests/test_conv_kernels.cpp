@@ -215,6 +215,34 @@ TEST(ConvKernelSchedules, HalfWidthKernelsMatchReference) {
   if (ran == 0) GTEST_SKIP() << "this CPU runs no AVX-512 target of this build";
 }
 
+// A Model calls a convolution's half-width kernel as ModelOptions::half_width says: always,
+// never, or (the default) where the probe finds 512-bit multiply-adds split; its output matches
+// the reference each way.
+TEST(ConvKernelSchedules, ModelCallsHalfWidthKernelsAsItsOptionsSay) {
+  int target = -1;
+  for (int t = 0; t < static_cast<int>(runtime::cpu_targets().size()) && target < 0; ++t)
+    if (Halide::Target(runtime::cpu_targets()[t]).natural_vector_size<float>() == 16) target = t;
+  if (target < 0) GTEST_SKIP() << "this build has no AVX-512 target";
+  if (!testing_util::runs_target(target)) GTEST_SKIP() << testing_util::target_skip_reason(target);
+  const Problem prob = make_problem({"t", 1, 48, 14, 14, 24, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1},
+                                    kEpilogues[1], 750, true);
+  for (const HalfWidth h : {HalfWidth::always, HalfWidth::never, HalfWidth::where_faster}) {
+    ModelOptions o;
+    o.cpu_target = target;
+    o.half_width = h;
+    o.generate_kernels = codegen::kernel_generator({{}, KILN_TEST_CACHE_DIR, nullptr});
+    Model m(prob.g, o);
+    ASSERT_EQ(m.kernels().size(), 1u);
+    const bool want =
+        h == HalfWidth::always || (h == HalfWidth::where_faster && runtime::splits_512bit_fma());
+    EXPECT_EQ(m.half_width(0), want) << static_cast<int>(h);
+    ASSERT_TRUE(m.run({prob.input.data.data()}).is_ok());
+    const TensorView out = m.output(0);
+    expect_close(std::vector<float>(out.data, out.data + graph::num_elements(out.shape)),
+                 prob.expected);
+  }
+}
+
 // The kernel table `kiln compile` links declares a half-width kernel's entry point and names
 // it, with its target, in the kernel's entry, for a library holding an AVX-512 target; without
 // one, neither.

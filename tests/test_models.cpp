@@ -50,7 +50,7 @@ class ModelTest : public testing::TestWithParam<ModelParam> {};
 
 // Runs `imported` (optimized here) on the input of the reference files `prefix`.input.bin and
 // compares the output with `prefix`.output.bin; prints one line on the model. `half_kernels`:
-// set to how many of its kernels have a half-width kernel (GeneratedKernel::half_fn).
+// set to how many of its kernels call their half-width kernel (Model::half_width).
 void expect_matches_reference(const graph::Graph& imported, const std::string& prefix,
                               const std::string& label, int target,
                               HalfWidth half_width = HalfWidth::where_faster,
@@ -58,21 +58,17 @@ void expect_matches_reference(const graph::Graph& imported, const std::string& p
   const graph::Graph optimized = graph::run_passes(imported);
   ModelOptions o;
   o.half_width = half_width;
-  int halves = 0;
-  o.generate_kernels = [&halves,
-                        real = codegen::kernel_generator({{}, KILN_TEST_CACHE_DIR, nullptr})](
-                           const std::vector<graph::KernelSpec>& specs, const KernelRequest& r) {
-    std::shared_ptr<const GeneratedKernels> k = real(specs, r);
-    for (const GeneratedKernel& g : k->kernels) halves += g.half_fn != nullptr;
-    return k;
-  };
+  o.generate_kernels = codegen::kernel_generator({{}, KILN_TEST_CACHE_DIR, nullptr});
   testing_util::set_target(o, target);
   if (target < 0) {
     const std::string why = backend_unusable_reason(o.backend);
     if (!why.empty()) GTEST_SKIP() << testing_util::gpu_skip_message(o.backend, why);
   }
   Model m(optimized, o);
-  if (half_kernels) *half_kernels = halves;
+  if (half_kernels) {
+    *half_kernels = 0;
+    for (size_t k = 0; k < m.kernels().size(); ++k) *half_kernels += m.half_width(k);
+  }
 
   const graph::Value& in = imported.value(imported.inputs.at(0));
   const std::vector<float> x = read_floats(prefix + ".input.bin");

@@ -58,7 +58,8 @@ options:
   --per-layer          time every kernel in the same runs and print a table: median time,
                        share of the summed kernel times, GFLOP/s (convolutions, Gemm, MatMul;
                        a Winograd convolution, marked in the op column, counts the direct
-                       convolution's flops, so its GFLOP/s and % peak are effective ones),
+                       convolution's flops, so its GFLOP/s and % peak are effective ones; "8
+                       lanes" marks a kernel that runs with half-width vectors, --half-width),
                        GB/s (bytes of every input, weights included, plus the output), and
                        the fraction of this machine's peak: FMA throughput for kernels whose
                        flops per byte exceed the machine's (compute-bound; bf16 convolutions
@@ -233,6 +234,7 @@ std::vector<Results> measure(const BenchArgs& a, const std::vector<Model*>& mode
       // A Winograd kernel's GFLOP/s are effective ones: the direct convolution's flops.
       if (const int t = models[m]->winograd_tile(k))
         row.op += " winograd F(" + std::to_string(t) + "x" + std::to_string(t) + ")";
+      if (models[m]->half_width(k)) row.op += " 8 lanes";
       row.ms = median_of(kernel_ms[m][k]);
       total += row.ms;
       r.rows.push_back(row);

@@ -130,6 +130,9 @@ class Model {
   // The Winograd tile m of kernel k's generated code (F(m x m, 3x3) reading transformed
   // weights), in kernels() order; 0 for every other kernel.
   int winograd_tile(size_t k) const;
+  // Whether kernel k calls its half-width kernel (GeneratedKernel::half_fn: 8-lane vectors on
+  // an AVX-512 target, ModelOptions::half_width), in kernels() order.
+  bool half_width(size_t k) const;
   const graph::ArenaPlan& arena_plan() const;
   Backend backend() const;                   // the backend in use (cpu after a fallback)
   const std::string& fallback_reason() const;  // empty unless CUDA fell back to CPU
