@@ -43,9 +43,10 @@ bool bf16_dot_products_supported(int index);
 bool amx_usable();
 // The time of a 512-bit float multiply-add over a 256-bit one's at full throughput on this
 // CPU, measured once on the calling thread (under a millisecond; up to four times where the
-// result lies between the two kinds, 1.1-1.5, keeping the largest): about 1 where the CPU
-// has 512-bit FMA units (Intel's server cores with two, Zen 5), about 2 where it splits one
-// into two 256-bit halves (Zen 4) or has a single 512-bit unit; 0 without AVX-512.
+// result lies between the two kinds, 1.1-1.5, keeping the largest): about 2 where the CPU
+// splits one into two 256-bit halves (Zen 4 measured 2.00) or has a single 512-bit unit, and
+// by the same arithmetic about 1 where it has two 512-bit units (Intel's server cores, Zen 5;
+// not yet measured); 0 without AVX-512.
 double fma_512_to_256_time();
 // Whether fma_512_to_256_time() is over 1.5: 16-lane vectors then do no more multiply-adds a
 // cycle than 8-lane ones, and convolutions whose output channels are an odd multiple of 8 run
