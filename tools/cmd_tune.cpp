@@ -76,7 +76,8 @@ options:
                        have signatures, and records, of their own
   --kernel NAME        tune only this kernel (a name from `kiln inspect`)
   --set KNOB=VALUE     with --kernel: compile the kernel's current schedule (its record, else
-                       the default) with this knob changed, check it, time it against the
+                       the default: the half-width kernel's where this CPU runs one, see
+                       `kiln run --help`) with this knob changed, check it, time it against the
                        current one and print both; the database is not changed. Repeatable;
                        a family name switches family: --set deep --set chunk=144;
                        --set auto:NAME tries Halide's autoscheduler NAME instead
@@ -232,6 +233,12 @@ std::unique_ptr<Measurer> measurer_for(const std::shared_ptr<const graph::Graph>
   return local_measurer(kernel_graph(*optimized, graph::kernel_name(spec)), mo);
 }
 
+// The schedule of `spec`'s half-width kernel on `t` where this CPU's runtime calls it by default
+// (a CPU that splits 512-bit multiply-adds), else "".
+std::string half_width_default(const graph::KernelSpec& spec, const Halide::Target& t) {
+  return runtime::splits_512bit_fma() ? codegen::half_width_schedule(spec, t) : "";
+}
+
 // Tunes one kernel; returns its record (schedule = the default when nothing beat it).
 Outcome tune_kernel(const std::shared_ptr<const graph::Graph>& optimized,
                     const graph::KernelSpec& spec, const std::string& target, const TuneArgs& a,
@@ -243,10 +250,8 @@ Outcome tune_kernel(const std::shared_ptr<const graph::Graph>& optimized,
                                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<std::string> candidates =
       codegen::schedule_candidates(spec, t, threads, static_cast<size_t>(a.candidates));
-  // Where the runtime calls the kernel's half-width kernel by default (a CPU that splits
-  // 512-bit multiply-adds), that schedule is the default to beat.
-  if (const std::string half = codegen::half_width_schedule(spec, t);
-      !half.empty() && !candidates.empty() && runtime::splits_512bit_fma()) {
+  // Where the runtime calls the kernel's half-width kernel by default, that is the default.
+  if (const std::string half = half_width_default(spec, t); !half.empty() && !candidates.empty()) {
     const auto it = std::find(candidates.begin(), candidates.end(), half);
     if (it != candidates.end()) candidates.erase(it);
     candidates.insert(candidates.begin(), half);
@@ -379,7 +384,8 @@ int try_schedule(const std::shared_ptr<const graph::Graph>& optimized,
                  const codegen::ScheduleDb& db) {
   const Halide::Target t(target);
   const codegen::ScheduleRecord* r = db.find(graph::schedule_signature(spec), target);
-  const std::string current = codegen::resolve_schedule(spec, t, r ? r->schedule : "");
+  const std::string half = r ? "" : half_width_default(spec, t);
+  const std::string current = codegen::resolve_schedule(spec, t, r ? r->schedule : half);
   std::string text = current;
   for (const std::string& s : a.sets) text = s.rfind("auto:", 0) == 0 ? s : text + " " + s;
   const std::string trial = codegen::resolve_schedule(spec, t, text);  // refuses nonsense
@@ -390,7 +396,10 @@ int try_schedule(const std::shared_ptr<const graph::Graph>& optimized,
   const auto [cur, tri] = m->compare(current, trial, a.rounds);
   std::printf("kernel %s (%s)\n", graph::printable(graph::kernel_name(spec)).c_str(),
               kernel_work(spec).op.c_str());
-  std::printf("  current (%s): %-48s %9.1f us  spread %.0f%%\n", r ? "tuned record" : "default",
+  std::printf("  current (%s): %-48s %9.1f us  spread %.0f%%\n",
+              r              ? "tuned record"
+              : half.empty() ? "default"
+                             : "default, half-width",
               current.c_str(), cur.median_us, 100 * cur.spread);
   std::printf("  trial:                %-48s %9.1f us  spread %.0f%%  (%.2fx, matches the reference)\n",
               trial.c_str(), tri.median_us, 100 * tri.spread, cur.median_us / tri.median_us);
