@@ -141,20 +141,37 @@ void check_inputs_fit(const graph::Graph& g, const ModelOptions& options) {
 }
 
 void print_help(const char* help) {
-  static const char* const kInputShape[] = {
-      "the shape of graph input NAME, for a model whose inputs have",
-      "symbolic dimensions; repeat for several inputs. Fixed dimensions",
-      "must be given their declared size; an input that shares a symbolic",
-      "dimension with a given one takes its size. A dynamic batch (a free",
-      "first dimension, the others fixed) is 1 unless given, with a note"};
+  // Options several commands share, each a marker {NAME:INDENT} in their help: the option's
+  // first line, then its description indented by INDENT.
+  struct Shared {
+    const char* name;
+    const char* option;
+    std::vector<const char*> lines;
+  };
+  static const Shared kShared[] = {
+      {"input-shape",
+       "--input-shape NAME=D0,D1,...",
+       {"the shape of graph input NAME, for a model whose inputs have",
+        "symbolic dimensions; repeat for several inputs. Fixed dimensions",
+        "must be given their declared size; an input that shares a symbolic",
+        "dimension with a given one takes its size. A dynamic batch (a free",
+        "first dimension, the others fixed) is 1 unless given, with a note"}},
+      {"half-width",
+       "--half-width auto|on|off",
+       {"float32 convolutions whose output channels are an odd multiple of 8",
+        "(8, 24, 40, 72) on an AVX-512 target also get a kernel with 8-lane",
+        "vectors where 16-lane tiles would compute a tenth more channels: auto",
+        "(default) runs it where the CPU does a 512-bit multiply-add at half a",
+        "256-bit one's rate (Zen 4), on runs it on any AVX-512 CPU, off never", "compiles it"}}};
   std::string text = help;
-  const std::string marker = "{input-shape:";
-  const size_t at = text.find(marker);
-  if (at != std::string::npos) {
+  for (const Shared& option : kShared) {
+    const std::string marker = std::string("{") + option.name + ":";
+    const size_t at = text.find(marker);
+    if (at == std::string::npos) continue;
     const size_t end = text.find("}\n", at);
     const std::string indent(std::stoul(text.substr(at + marker.size())), ' ');
-    std::string lines = "--input-shape NAME=D0,D1,...\n";
-    for (const char* line : kInputShape) lines += indent + line + "\n";
+    std::string lines = std::string(option.option) + "\n";
+    for (const char* line : option.lines) lines += indent + line + "\n";
     text.replace(at, end + 2 - at, lines);
   }
   std::fputs(text.c_str(), stdout);

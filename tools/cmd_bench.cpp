@@ -44,13 +44,7 @@ options:
                        their signature and this CPU's target get the tuned schedule
   --max-memory SIZE    refuse a model whose arena or inputs need more than SIZE bytes (e.g.
                        512M, 4G; default: this machine's physical memory)
-  --half-width auto|on|off
-                       float32 convolutions whose output channels are an odd multiple of 8
-                       (8, 24, 40, 72) on an AVX-512 target also get a kernel with 8-lane
-                       vectors where 16-lane tiles would compute a tenth more channels: auto
-                       (default) runs it where the CPU does a 512-bit multiply-add at half a
-                       256-bit one's rate (Zen 4), on runs it on any AVX-512 CPU, off never
-                       compiles it
+  {half-width:23}
   --target cpu|cuda|opencl
                        where the kernels run (default cpu); opencl runs the GPU schedules
                        through OpenCL (e.g. pocl on the CPU): a check, not a speed target

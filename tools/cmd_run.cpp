@@ -60,13 +60,7 @@ options:
   --max-memory SIZE       refuse a model whose arena (intermediate tensors and outputs) or
                           inputs need more than SIZE bytes (e.g. 512M, 4G; default: this
                           machine's physical memory), before allocating them
-  --half-width auto|on|off
-                          float32 convolutions whose output channels are an odd multiple of 8
-                          (8, 24, 40, 72) on an AVX-512 target also get a kernel with 8-lane
-                          vectors where 16-lane tiles would compute a tenth more channels: auto
-                          (default) runs it where the CPU does a 512-bit multiply-add at half a
-                          256-bit one's rate (Zen 4), on runs it on any AVX-512 CPU, off never
-                          compiles it
+  {half-width:26}
   --seed N                seed of the random inputs (default 1)
   --precision f32|bf16    the convolutions' multiply-adds: f32 (default), or bf16 where a
                           convolution can (dense, one group): input and weights
