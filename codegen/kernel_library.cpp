@@ -102,27 +102,10 @@ bool half_kernels_for(bool this_cpu, HalfWidth half_width) {
   return !this_cpu || half_width == HalfWidth::always || runtime::splits_512bit_fma();
 }
 
-// `spec`'s half-width kernel among `targets`: the first AVX-512 target (16 lanes) and the
-// schedule half_width_schedule gives there, when the kernel has no schedule of its own on that
-// target (a tuned record or the spec's) and the schedule reads the weights in the layout the
-// library binds. An empty target: none (or `wanted` is false).
-struct HalfKernel {
-  std::string target, schedule;
-};
-HalfKernel half_kernel(const graph::KernelSpec& spec, const std::vector<std::string>& targets,
-                       const ScheduleLookup& schedules, bool wanted = true) {
-  if (!wanted) return {};
-  for (const std::string& name : targets) {
-    const Halide::Target t = parse_target(name);
-    if (t.has_gpu_feature() || t.natural_vector_size<float>() != 16) continue;
-    if (!requested_schedule(spec, name, schedules).empty()) return {};
-    const std::string half = half_width_schedule(spec, t);
-    if (half.empty() ||
-        winograd_weight_tile(spec, t, half) != library_weight_tile(spec, targets, schedules))
-      return {};
-    return {name, half};
-  }
-  return {};
+// `spec`'s half-width kernel among `targets` (half_width_kernel) where `wanted`, else none.
+HalfWidthKernel half_kernel(const graph::KernelSpec& spec, const std::vector<std::string>& targets,
+                            const ScheduleLookup& schedules, bool wanted = true) {
+  return wanted ? half_width_kernel(spec, targets, schedules) : HalfWidthKernel{};
 }
 
 // The symbol of a half-width kernel's entry point: entry_point's with "_half" before "_argv".
@@ -202,7 +185,7 @@ std::string kernel_key(const graph::KernelSpec& spec, const std::vector<std::str
     const std::string schedule = resolve_schedule(spec, parse_target(targets[i]), texts[i]);
     if (!schedule.empty()) key += "  schedule " + targets[i] + ": " + schedule + "\n";
   }
-  const HalfKernel half = half_kernel(spec, targets, schedules, half_wanted);
+  const HalfWidthKernel half = half_kernel(spec, targets, schedules, half_wanted);
   if (!half.target.empty()) key += "  half-width " + half.target + ": " + half.schedule + "\n";
   return key;
 }
@@ -323,6 +306,22 @@ int library_weight_tile(const graph::KernelSpec& spec, const std::vector<std::st
                               requested_schedule(spec, targets[0], schedules));
 }
 
+HalfWidthKernel half_width_kernel(const graph::KernelSpec& spec,
+                                  const std::vector<std::string>& targets,
+                                  const ScheduleLookup& schedules) {
+  for (const std::string& name : targets) {
+    const Halide::Target t = parse_target(name);
+    if (t.has_gpu_feature() || t.natural_vector_size<float>() != 16) continue;
+    if (!requested_schedule(spec, name, schedules).empty()) return {};
+    const std::string half = half_width_schedule(spec, t);
+    if (half.empty() ||
+        winograd_weight_tile(spec, t, half) != library_weight_tile(spec, targets, schedules))
+      return {};
+    return {name, half};
+  }
+  return {};
+}
+
 std::vector<fs::path> write_kernel_archives(const std::vector<graph::KernelSpec>& specs,
                                             const std::vector<std::string>& targets,
                                             const std::string& prefix, const fs::path& dir,
@@ -340,7 +339,7 @@ std::vector<fs::path> write_kernel_archives(const std::vector<graph::KernelSpec>
   for (size_t u = 0; u < kernels.size(); ++u) {
     const std::string fn = prefix + "_k" + std::to_string(u);
     const std::string amx = amx_target(kernels[u], targets, bf16);
-    const HalfKernel half = half_kernel(kernels[u], targets, schedules, half_wanted);
+    const HalfWidthKernel half = half_kernel(kernels[u], targets, schedules, half_wanted);
     std::vector<std::string> names = {fn + ".a"};
     if (!amx.empty()) names.push_back(fn + "_amx.a");
     if (!half.target.empty()) names.push_back(fn + "_half.a");
@@ -383,7 +382,7 @@ int write_kernel_listings(const std::vector<graph::KernelSpec>& all_specs,
     const std::string amx = amx_target(specs[i], targets);
     if (!amx.empty()) kt.names.push_back(amx), kt.schedules.push_back("amx");
     const size_t main_kernels = kt.names.size();
-    const HalfKernel half = half_kernel(specs[i], targets, schedules);
+    const HalfWidthKernel half = half_kernel(specs[i], targets, schedules);
     if (!half.target.empty())
       kt.names.push_back(half.target), kt.schedules.push_back(half.schedule);
     const std::vector<std::string>& texts = kt.schedules;
@@ -432,7 +431,7 @@ std::string kernel_table_source(const std::vector<graph::KernelSpec>& specs,
   if (!specs.empty()) {
     s << "const kiln::GeneratedKernel " << table << "[] = {\n";
     for (size_t i = 0; i < specs.size(); ++i) {
-      const HalfKernel half = half_kernel(specs[i], targets, schedules);
+      const HalfWidthKernel half = half_kernel(specs[i], targets, schedules);
       s << "    {" << cpp_string(graph::kernel_signature(specs[i])) << ", "
         << entry_point(prefix, d.kernel_of[i]) << ", "
         << library_weight_tile(specs[i], targets, schedules) << ", "

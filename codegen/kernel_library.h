@@ -41,6 +41,17 @@ std::vector<std::string> library_schedules(const graph::KernelSpec& spec,
 int library_weight_tile(const graph::KernelSpec& spec, const std::vector<std::string>& targets,
                         const ScheduleLookup& schedules);
 
+// `spec`'s half-width kernel (GeneratedKernel::half_fn) in a library for `targets`: the first
+// AVX-512 target (16 lanes) and the schedule half_width_schedule gives there, when the kernel
+// has no schedule of its own on that target (requested_schedule) and that schedule reads the
+// weights in the layout the library binds (library_weight_tile). An empty target: none.
+struct HalfWidthKernel {
+  std::string target, schedule;
+};
+HalfWidthKernel half_width_kernel(const graph::KernelSpec& spec,
+                                  const std::vector<std::string>& targets,
+                                  const ScheduleLookup& schedules);
+
 // The C symbol of generated kernel `index`'s argv entry point.
 std::string entry_point(const std::string& prefix, size_t index);
 

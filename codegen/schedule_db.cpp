@@ -155,8 +155,7 @@ std::vector<ScheduleUse> schedule_uses(const std::vector<graph::KernelSpec>& spe
     else if (!requested.empty())
       u.origin = "tuned (DB)";
     u.schedule = resolve_schedule(k, t, requested);
-    if (requested.empty() && !t.has_gpu_feature() && t.natural_vector_size<float>() == 16)
-      u.half_width = half_width_schedule(k, t);
+    u.half_width = half_width_kernel(k, {target}, lookup).schedule;
     out.push_back(u);
   }
   return out;

@@ -235,8 +235,9 @@ std::unique_ptr<Measurer> measurer_for(const std::shared_ptr<const graph::Graph>
 
 // The schedule of `spec`'s half-width kernel on `t` where this CPU's runtime calls it by default
 // (a CPU that splits 512-bit multiply-adds), else "".
-std::string half_width_default(const graph::KernelSpec& spec, const Halide::Target& t) {
-  return runtime::splits_512bit_fma() ? codegen::half_width_schedule(spec, t) : "";
+std::string half_width_default(const graph::KernelSpec& spec, const std::string& target) {
+  return runtime::splits_512bit_fma() ? codegen::half_width_kernel(spec, {target}, nullptr).schedule
+                                      : "";
 }
 
 // Tunes one kernel; returns its record (schedule = the default when nothing beat it).
@@ -251,7 +252,8 @@ Outcome tune_kernel(const std::shared_ptr<const graph::Graph>& optimized,
   std::vector<std::string> candidates =
       codegen::schedule_candidates(spec, t, threads, static_cast<size_t>(a.candidates));
   // Where the runtime calls the kernel's half-width kernel by default, that is the default.
-  if (const std::string half = half_width_default(spec, t); !half.empty() && !candidates.empty()) {
+  if (const std::string half = half_width_default(spec, target);
+      !half.empty() && !candidates.empty()) {
     const auto it = std::find(candidates.begin(), candidates.end(), half);
     if (it != candidates.end()) candidates.erase(it);
     candidates.insert(candidates.begin(), half);
@@ -384,7 +386,7 @@ int try_schedule(const std::shared_ptr<const graph::Graph>& optimized,
                  const codegen::ScheduleDb& db) {
   const Halide::Target t(target);
   const codegen::ScheduleRecord* r = db.find(graph::schedule_signature(spec), target);
-  const std::string half = r ? "" : half_width_default(spec, t);
+  const std::string half = r ? "" : half_width_default(spec, target);
   const std::string current = codegen::resolve_schedule(spec, t, r ? r->schedule : half);
   std::string text = current;
   for (const std::string& s : a.sets) text = s.rfind("auto:", 0) == 0 ? s : text + " " + s;
