@@ -254,7 +254,7 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
   // for the HWIO forms' strides beyond the innermost dimension, which stay run-time.
   graph::Shape weight_shape = {w[0], w[1], w[2] * merge, w[3]};
   if (winograd) {
-    const int64_t alpha = runtime::winograd_matrices(params.tile).alpha;
+    const int64_t alpha = runtime::winograd_alpha(params.tile, k.stride_w);
     weight_shape = {alpha, alpha, w[2], w[3]};
   }
   if (k.bf16 && target.has_gpu_feature())
@@ -320,7 +320,8 @@ KernelPipeline conv_pipeline(const graph::ConvKernelSpec& k, const Halide::Targe
     }
     const generators::ops::WinogradAlgorithm a = generators::ops::winograd_conv2d(
         source, static_cast<int>(in[2]), static_cast<int>(in[1]), static_cast<int>(in[3]),
-        inputs[1], inputs[2], k.pad_left, k.pad_top, static_cast<int>(out[2]), params.tile);
+        inputs[1], inputs[2], k.pad_left, k.pad_top, static_cast<int>(out[2]), params.tile,
+        k.stride_w);
     output(a.co, a.x, a.y, a.n) =
         conv_epilogue(k, a.acc(a.co, a.x, a.y, a.n), inputs, {a.co, a.x, a.y, a.n});
     const ConvOutput o = conv_output(k, output);

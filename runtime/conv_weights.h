@@ -144,21 +144,35 @@ namespace kiln::runtime {
 // Winograd F(m x m, 3 x 3) (Lavin and Gray, 2016): a tile of m x m outputs of a 3x3, stride-1
 // convolution is A^T [(G g G^T) . (B^T d B)] A, d the tile's (m + 2) x (m + 2) input pixels
 // and g the 3x3 filter, with (m + 2)^2 multiplies per input channel instead of 9 m^2. Tiles
-// m = 2 and m = 4 (interpolation points 0, +-1 and 0, +-1, +-2, infinity). Shared by the
-// generated kernels (the input and output transforms) and the runtime (the weight transform).
+// m = 2 and m = 4 (interpolation points 0, +-1 and 0, +-1, +-2, infinity).
+//
+// Stride 2 has the same form with other matrices (m = 2 only): of the 2m + 1 input pixels of a
+// tile side, the odd ones meet the middle tap alone (m products) and the even ones the outer
+// two taps, a 2-tap filter over m + 1 samples: F(m, 2) in m + 1 products. So alpha = 2m + 1
+// = 5 positions per side, 25 multiplies per input channel for 4 outputs instead of 36, every
+// matrix entry 0 or +-1 (no rounding beyond the direct convolution's reordered sums).
+//
+// Shared by the generated kernels (the input and output transforms) and the runtime (the
+// weight transform).
 struct WinogradMatrices {
   int tile = 0;                        // m: output pixels per tile side
-  int alpha = 0;                       // m + 2: input pixels per tile side
-  std::vector<std::vector<double>> bt;  // B^T, alpha x alpha
+  int stride = 1;                      // input pixels per output pixel
+  int alpha = 0;                       // positions per tile side: m + 2 (stride 1), 2m + 1 (2)
+  std::vector<std::vector<double>> bt;  // B^T, alpha x alpha (alpha input pixels per side)
   std::vector<std::vector<double>> g;   // G, alpha x 3
   std::vector<std::vector<double>> at;  // A^T, m x alpha
 };
-// tile must be 2 or 4.
-const WinogradMatrices& winograd_matrices(int tile);
+// tile 2 or 4 at stride 1, tile 2 at stride 2 (winograd_supported).
+const WinogradMatrices& winograd_matrices(int tile, int stride = 1);
+bool winograd_supported(int tile, int stride);
+inline int winograd_alpha(int tile, int stride = 1) {
+  return winograd_matrices(tile, stride).alpha;
+}
 
 // 3x3 HWIO weights [3, 3, Ci, Co] -> transformed weights U = G g G^T, shape
 // [alpha, alpha, Ci, Co] (U[b][a][ci][co]: a along x, b along y), computed in double once when
 // a model binds its weights, so no call repeats it.
-AlignedVector<float> winograd_conv_weights(const float* hwio, int64_t ci, int64_t co, int tile);
+AlignedVector<float> winograd_conv_weights(const float* hwio, int64_t ci, int64_t co, int tile,
+                                           int stride = 1);
 
 }  // namespace kiln::runtime

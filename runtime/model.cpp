@@ -7,6 +7,7 @@
 #include <list>
 #include <memory>
 #include <optional>
+#include <tuple>
 
 #include "HalideBuffer.h"
 #include "HalideRuntime.h"
@@ -109,9 +110,10 @@ struct Model::Impl {
   std::vector<runtime::AlignedVector<float>> restrided_weights;
   std::vector<runtime::AlignedVector<uint16_t>> bf16_weights;  // packed for bf16 kernels
   // Buffers over the blocked, the bf16-packed and the Winograd-transformed copies, one per
-  // (weights, form: the Winograd tile, 0 for blocked, kBf16Form for bf16), bound to those calls
+  // (weights, form: the Winograd tile, 0 for blocked, kBf16Form for bf16; the stride of a
+  // Winograd form, whose matrices it picks), bound to those calls
   // only; a list, so the buffers never move once calls point at them.
-  std::list<std::pair<std::pair<uint32_t, int>, Halide::Runtime::Buffer<>>> weight_copies;
+  std::list<std::pair<std::tuple<uint32_t, int, int>, Halide::Runtime::Buffer<>>> weight_copies;
   // Arguments a kernel reads under another shape of their dense bytes (argument()), with the
   // value each views (a graph input's view follows the input run() binds); a list, so the
   // buffers never move once calls point at them.
@@ -250,7 +252,7 @@ std::vector<void*> Model::Impl::copied_weight_args(const graph::ConvKernelSpec& 
     throw graph::Error("kernel '" + c.name + "' reads its weights " +
                        (tile > 0 ? "Winograd-transformed" : tile < 0 ? "as bf16" : "blocked") +
                        ", which needs constant weights; '" + w.name + "' is an input");
-  const std::pair<uint32_t, int> key{c.weights.value.index, tile};
+  const std::tuple<uint32_t, int, int> key{c.weights.value.index, tile, tile > 0 ? c.stride_w : 0};
   auto it = std::find_if(weight_copies.begin(), weight_copies.end(),
                          [&](const auto& e) { return e.first == key; });
   if (it == weight_copies.end()) {
@@ -274,8 +276,10 @@ std::vector<void*> Model::Impl::copied_weight_args(const graph::ConvKernelSpec& 
                                                {2, i32(runtime::bf16_conv_columns(s[3])), pairs});
       bf16_weights.push_back(std::move(packed));
     } else if (tile > 0) {
-      copy = runtime::winograd_conv_weights(w.data->data(), s[2], s[3], tile);
-      buffer = HalideBuffer(copy.data(), {i32(s[3]), i32(s[2]), tile + 2, tile + 2});
+      // The stride picks the matrices (runtime::winograd_matrices), so it is part of the key.
+      copy = runtime::winograd_conv_weights(w.data->data(), s[2], s[3], tile, c.stride_w);
+      const int alpha = runtime::winograd_alpha(tile, c.stride_w);
+      buffer = HalideBuffer(copy.data(), {i32(s[3]), i32(s[2]), alpha, alpha});
     } else {
       copy = runtime::block_conv_weights(w.data->data(), s[0], s[1], s[2], s[3],
                                          runtime::conv_weight_interleave(c));

@@ -35,7 +35,7 @@ constexpr double kStreamBytesPerCycle = 4;
 // split=1) at 16 bytes a cycle: a row task of a small image streams megabytes per call.
 double winograd_cycles(const ConvParams& p, const ConvShape& s, const Halide::Target& t) {
   const int vec = vector_lanes(p, t);
-  const int alpha = p.tile + 2;
+  const int alpha = winograd_positions(p, s);
   const int64_t channels = int64_t{p.block.vectors} * vec;
   const int64_t task_channels = p.split_channels ? channels : s.out_channels;
   const double tasks = double(task_count(p, s, t));

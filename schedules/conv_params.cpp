@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "runtime/conv_weights.h"
 #include "schedules/conv_params_internal.h"
 
 namespace kiln::schedules {
@@ -75,6 +76,12 @@ int vector_lanes(const ConvParams& p, const Halide::Target& t) {
   return p.lanes > 0 ? p.lanes : internal::vector_lanes(t);
 }
 
+int winograd_positions(const ConvParams& p, const ConvShape& s) {
+  return runtime::winograd_supported(p.tile, s.stride_w)
+             ? runtime::winograd_alpha(p.tile, s.stride_w)
+             : p.tile + 2;
+}
+
 int winograd_tiles_x(const ConvShape& s, int tile) {
   return static_cast<int>(ceil_div(s.out_width, tile));
 }
@@ -112,7 +119,12 @@ std::string winograd_error(const ConvParams& p, const ConvShape& s, const Halide
   if (s.kernel_w != 3 || s.kernel_h != 3)
     return "winograd takes 3x3 windows only, not " + std::to_string(s.kernel_h) + "x" +
            std::to_string(s.kernel_w);
-  if (s.stride_w != 1 || s.stride_h != 1) return "winograd takes stride 1 only";
+  if (s.stride_w != s.stride_h || s.stride_w > 2)
+    return "winograd takes stride 1 or 2 (the same along both axes), not " +
+           std::to_string(s.stride_h) + "x" + std::to_string(s.stride_w);
+  if (!runtime::winograd_supported(p.tile, s.stride_w))
+    return "winograd tile=" + std::to_string(p.tile) +
+           " takes stride 1 only; stride 2 takes tile=2";
   if (s.dilation_w != 1 || s.dilation_h != 1) return "winograd takes dilation 1 only";
   if (s.grouped) return "winograd takes dense (ungrouped) convolutions only";
   if (!s.constant_weights)
@@ -147,7 +159,10 @@ ConvParams default_winograd_params(const ConvShape& s, const Halide::Target& t, 
   p.family = ConvFamily::winograd;
   // F(4x4) where it is accurate enough and the output is at least 28 pixels wide: on 14x14
   // outputs F(2x2) measured as fast or faster (docs/benchmarks.md).
-  p.tile = tile > 0 ? tile : winograd_tile_error(4, s).empty() && s.out_width >= 28 ? 4 : 2;
+  // Stride 2 has F(2x2) only (runtime::winograd_matrices).
+  p.tile = tile > 0                                                                    ? tile
+           : s.stride_w == 1 && winograd_tile_error(4, s).empty() && s.out_width >= 28 ? 4
+                                                                                       : 2;
   const int lanes = vector_lanes(t);
   const bool avx512 = t.has_feature(Halide::Target::AVX512);
   const int tiles_x = winograd_tiles_x(s, p.tile), tiles_y = winograd_tiles_y(s, p.tile);
@@ -162,7 +177,7 @@ ConvParams default_winograd_params(const ConvShape& s, const Halide::Target& t, 
   // F(4x4), 28x28 128 -> 128, timed inside ResNet-50 (kiln tune, 2 threads, an Intel Xeon):
   // 1.22x (4x7), 1.25x (4x5); found by the tuner's search in the network.
   const double weight_bytes =
-      4.0 * (p.tile + 2) * (p.tile + 2) * s.reduction_channels * s.out_channels;
+      4.0 * std::pow(winograd_positions(p, s), 2) * s.reduction_channels * s.out_channels;
   p.split_channels = s.out_channels > int64_t{tiles_x} * tiles_y && weight_bytes >= 2 << 20;
   p.rows = p.split_channels ? tiles_y : 1;
   // Vectors of output channels: 2 (1 below 2 vectors). On AVX-512, 4 where a tile row has
@@ -182,10 +197,36 @@ ConvParams default_winograd_params(const ConvShape& s, const Halide::Target& t, 
   // repeats its overlap with the one before (ShiftInwards). Equal blocks measured 1.0-3.0x the
   // widest ones (2x4 against 2x6 on 7-tile rows, 2x5 against 2x6 on 14-tile rows, AVX2;
   // docs/benchmarks.md).
-  const int widest = std::max(1, cpu_register_blocks(t, 2).front().pixels * 2 / vectors);
   const int task_tiles = tiles_x * p.rows;
-  const int blocks = (task_tiles + widest - 1) / widest;
-  p.block = {vectors, std::max(1, (task_tiles + blocks - 1) / blocks)};
+  const auto block_of = [&](int v) {
+    const int widest = std::max(1, cpu_register_blocks(t, 2).front().pixels * 2 / v);
+    const int blocks = (task_tiles + widest - 1) / widest;
+    return RegisterBlock{v, std::max(1, (task_tiles + blocks - 1) / blocks)};
+  };
+  // F(2x2) on AVX-512: another count of vectors where the one above computes many channels
+  // twice (the last block shifted onto the one before) and another keeps more accumulators busy
+  // on whole channels: useful accumulators = block vectors x tiles x the share of the computed
+  // channels that are outputs, at least 1.25x the rule's. 48 channels on 16-tile rows: 3x8 (24,
+  // none wasted) over 2x8 (16, 12 useful); 96 on 8-tile rows: 3x8 over 4x4. 2 threads, Zen 4:
+  // RepVGG's 96 -> 96 at 16x16 in the network (`kiln bench --per-layer`, 3 runs alternating
+  // with the rule alone, medians) 3x8 1.30x over 4x4; its stride-2 32 -> 48 and 48 -> 96
+  // (`kiln tune`) 3x4 1.26x over 2x8 and 3x4 split=1 1.16x over 4x4. Not F(4x4): the three
+  // layers it would change (32 -> 128 at 32x32 to 3x8, 32 -> 64 and 64 -> 64 on 16-tile rows
+  // to 4x6) measured 0.89-0.96x in the network.
+  const auto useful = [&](const RegisterBlock& b) {
+    const int64_t computed =
+        ceil_div(s.out_channels, int64_t{b.vectors} * lanes) * b.vectors * lanes;
+    return double(b.vectors) * b.pixels * double(s.out_channels) / double(computed);
+  };
+  RegisterBlock block = block_of(vectors);
+  if (avx512 && p.tile == 2)
+    for (int v = 1; v <= 4 && v * lanes <= s.out_channels; ++v) {
+      const RegisterBlock b = block_of(v);
+      if ((!p.split_channels || ceil_div(s.out_channels, int64_t{v} * lanes) >= 2) &&
+          useful(b) >= 1.25 * useful(block))
+        block = b;
+    }
+  p.block = block;
   // F(2x2) on 16-register targets: 3 vectors by up to 4 tiles (12 accumulators). kiln tune
   // --set, 2 threads, AVX2, 7-tile rows (14x14 outputs, ResNet-18's and -50's stage 3):
   // 1.09-1.16x warm and 1.20x with the caches evicted against 2x4. Not F(4x4): 0.91x on 28x28
@@ -296,6 +337,11 @@ ConvParams default_conv_params(const ConvShape& s, const Halide::Target& t) {
   // layers, AVX-512, 2 threads, kiln tune: 32 -> 16 at 112x112 2.21x, 16 -> 64 at 55x55 2.08x,
   // 16 -> 16 at 147x147 2.0x, 24 -> 24 at 17x17 1.69x, 32 -> 128 at 27x27 1.46x, 48 -> 192 at
   // 13x13 1.22x (docs/benchmarks.md). Not on 7x7 outputs (F(4x4) 0.7-0.9x, F(2x2) 1.0-1.2x).
+  // Stride 2 (F(2x2) at stride 2, 1.44x fewer multiply-adds) by the same rule: in the network
+  // (AVX-512, Zen 4, 2 threads, `kiln bench --per-layer`, 3 runs alternating with the direct
+  // default, medians) all 28 such layers of the zoo and 10 family models 1.01-1.43x, from
+  // 16 -> 24 at 32x32 (1.01x) to ResNet-50's 128 -> 128 at 28x28 and 256 -> 256 at 14x14 (1.24x
+  // each); AVX2: docs/benchmarks.md.
   const ConvParams winograd = default_winograd_params(s, t);
   if (!t.has_gpu_feature() && !s.bf16 && s.reduction_channels >= 16 &&
       s.out_channels >= vector_lanes(t) && s.out_width >= 13 && s.out_height >= 13 &&

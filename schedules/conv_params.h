@@ -56,7 +56,8 @@ struct ConvShape {
 // (conv_schedule_cpu.cpp). deep: register tiles over a chunked reduction, parallel over channel
 // blocks (conv_schedule_cpu_deep.cpp). grouped: vectors spanning groups, for narrow groups
 // (conv_schedule_cpu_grouped.cpp). winograd: Winograd F(2x2, 3x3) or F(4x4, 3x3) for dense 3x3
-// stride-1 layers, a batched matrix multiply over tiles (conv_schedule_cpu_winograd.cpp).
+// stride-1 layers, F(2x2, 3x3) for stride-2 ones, a batched matrix multiply over tiles
+// (conv_schedule_cpu_winograd.cpp).
 // depthwise: one channel vector by a row of pixels over the taps, bands of rows in parallel
 // (depthwise_schedule.cpp). amx: bf16 convolutions as matrix multiplies on Intel's AMX tiles,
 // the input's windows gathered per band of rows (conv_schedule_cpu_amx.cpp); only the kernels'
@@ -137,9 +138,10 @@ std::string to_string(const ConvParams& p);
 // not a schedule, or "" (and *p is then changed).
 std::string parse_conv_params(const std::string& text, ConvParams* p);
 // Why `p` cannot schedule a layer of shape `s` on `target`, or "". Register tiles must fit the
-// output (a tile is never clipped) and the register file. Winograd takes dense 3x3, stride-1,
-// undilated layers with at least one vector of output channels, on CPU targets; F(4x4) only
-// where its rounding error stays within the model tolerance (winograd_tile_error).
+// output (a tile is never clipped) and the register file. Winograd takes dense 3x3, undilated
+// layers of stride 1 (tile 2 or 4) or 2 (tile 2) with at least one vector of output channels,
+// on CPU targets; F(4x4) only where its rounding error stays within the model tolerance
+// (winograd_tile_error).
 std::string conv_params_error(const ConvParams& p, const ConvShape& s, const Halide::Target& target);
 
 // Why Winograd F(tile x tile, 3x3) is not accurate enough for `s`, or "": a tile over the
@@ -151,7 +153,8 @@ std::string winograd_tile_error(int tile, const ConvShape& s);
 inline constexpr int kWinograd4MaxChannels = 512;
 
 // The Winograd schedule for `s` on `target` with its default knobs: tile 4 where
-// winograd_tile_error allows it and the output is at least 28 pixels wide (else 2); one tile
+// winograd_tile_error allows it, the stride is 1 and the output is at least 28 pixels wide
+// (else 2); one tile
 // row per task, or with more output channels than tiles and 2 MiB or more of
 // transformed weights, a task per block of channels over the whole image (split=1); a
 // register block of 2 vectors (1 below two; on AVX-512 up to 4 where a tile row has fewer
@@ -162,6 +165,10 @@ inline constexpr int kWinograd4MaxChannels = 512;
 ConvParams default_winograd_params(const ConvShape& s, const Halide::Target& target,
                                    int tile = 0);
 
+// Positions per tile side of `p`'s Winograd tile at `s`'s stride (runtime::winograd_matrices'
+// alpha: tile + 2 at stride 1, 2 tile + 1 at stride 2); the transformed weights are positions^2
+// x Ci x Co floats.
+int winograd_positions(const ConvParams& p, const ConvShape& s);
 // Tiles of F(tile x tile) along x and y of an output of `s`, overhanging edges included.
 int winograd_tiles_x(const ConvShape& s, int tile);
 int winograd_tiles_y(const ConvShape& s, int tile);

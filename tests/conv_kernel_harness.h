@@ -133,8 +133,9 @@ inline std::vector<float> run_kernel(const Problem& p, const std::string& schedu
   const int ci = static_cast<int>(w.shape[2]), co = static_cast<int>(w.shape[3]);
   runtime::AlignedVector<float> copy;
   if (kernel.winograd_tile > 0) {
-    copy = runtime::winograd_conv_weights(w.data->data(), ci, co, kernel.winograd_tile);
-    const int alpha = kernel.winograd_tile + 2;
+    copy =
+        runtime::winograd_conv_weights(w.data->data(), ci, co, kernel.winograd_tile, conv.stride_w);
+    const int alpha = runtime::winograd_alpha(kernel.winograd_tile, conv.stride_w);
     w_b = HalideBuffer(copy.data(), {co, ci, alpha, alpha});
   } else if (runtime::blocks_conv_weights(conv)) {
     copy = runtime::block_conv_weights(w.data->data(), kh, kw, ci, co,

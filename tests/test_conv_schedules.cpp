@@ -50,7 +50,12 @@ TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
   // < 13x13; 4 strips of 3 rows, which 2 and 4 threads share evenly (6 of 2: 2 + 2 + 1 + 1)
   EXPECT_EQ(choice(12, 12, 64, 3, true), "wide block=2x12 rows=3 split=0 stage=copy");
   schedules::ConvShape strided = layer(56, 56, 64, 3, true);
-  strided.stride_w = strided.stride_h = 2;
+  strided.stride_w = strided.stride_h = 2;  // F(2x2) at stride 2; the direct default is wide
+  EXPECT_EQ(schedules::to_string(schedules::default_conv_params(strided, avx512)),
+            "winograd tile=2 block=2x14 rows=1 split=0 prefetch=0");
+  EXPECT_EQ(schedules::default_direct_conv_params(strided, avx512).family,
+            schedules::ConvFamily::wide);
+  strided.stride_w = strided.stride_h = 3;
   EXPECT_EQ(schedules::default_conv_params(strided, avx512).family, schedules::ConvFamily::wide);
   schedules::ConvShape weights_input = layer(56, 56, 64, 3, true);
   weights_input.constant_weights = false;
@@ -105,11 +110,12 @@ TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
   // Tiles fitted to the edges where the preferred one computes over 10% more than the layer
   // (fitted_block): Inception's 17x17x48 3x3/s2 (2x14: 28 columns, 64 channels) takes 3x9; 17
   // wide with 24 channels 1x17; 56 wide with 144 channels (2x14: 160) 3x8; layers the preferred
-  // tile fits keep it; every choice is valid and fits the register file unspilled.
+  // tile fits keep it; every choice is valid and fits the register file unspilled. (The direct
+  // default: the 3x3 stride-2 layers take Winograd by default.)
   const auto fitted = [&](int w, int out_channels, int k, int stride, const Halide::Target& t) {
     schedules::ConvShape s = layer(w, w, 64, k, k > 1);
     s.out_channels = out_channels, s.stride_w = s.stride_h = stride;
-    return schedules::to_string(schedules::default_conv_params(s, t));
+    return schedules::to_string(schedules::default_direct_conv_params(s, t));
   };
   EXPECT_EQ(fitted(17, 48, 3, 2, avx512), "wide block=3x9 rows=3 split=0 stage=copy");  // 6 strips
   EXPECT_EQ(fitted(17, 24, 1, 1, avx512), "wide block=1x17 rows=1 split=0 stage=in_place");
@@ -123,7 +129,7 @@ TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
     schedules::ConvShape s = layer(w, w, 144, k, k > 1);
     s.out_channels = out_channels, s.whole_channel_blocks = true;
     s.stride_w = s.stride_h = k > 1 ? 2 : 1;
-    return schedules::to_string(schedules::default_conv_params(s, avx512));
+    return schedules::to_string(schedules::default_direct_conv_params(s, avx512));
   };
   EXPECT_EQ(padded(56, 24, 1), "wide block=2x14 rows=1 split=0 stage=in_place");
   EXPECT_EQ(padded(17, 24, 3), "wide block=2x9 rows=3 split=0 stage=copy");

@@ -3,17 +3,18 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-
 #include <filesystem>
 
+#include "codegen/kernel_library.h"
+#include "codegen/kernel_pipeline.h"
 #include "graph/builder.h"
-#include "graph/serialize.h"
-#include "kiln/model_api.h"
 #include "graph/example.h"
 #include "graph/passes/pipeline.h"
 #include "graph/reference.h"
+#include "graph/serialize.h"
 #include "graph_test_util.h"
 #include "kernels.h"
+#include "kiln/model_api.h"
 #include "kiln/runtime.h"
 #include "test_generator.h"
 
@@ -102,6 +103,33 @@ INSTANTIATE_TEST_SUITE_P(Shapes, ExampleEndToEnd, testing::ValuesIn(e2e_params()
                                   std::to_string(s.h) + "w" + std::to_string(s.w) + "co" +
                                   std::to_string(s.co) + "_" + to_string(info.param.schedule) + "_" + t;
                          });
+
+// The mission's example takes Winograd F(2x2) at stride 2 by default (the cases above); the
+// direct plan MISSION.md sketches (output tiles, FMAs over input channels into register
+// accumulators, the bias and ReLU as a vector max) stays a schedule it can run: the direct
+// default, on every CPU target, within the same tolerance.
+TEST(ExampleEndToEndDirect, DirectPlanMatchesUnfusedReference) {
+  const graph::Graph input = graph::reference_example({}, 7);
+  const graph::Graph optimized = graph::run_passes(input);
+  for (int t = 0; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
+    if (!testing_util::runs_target(t)) continue;
+    SCOPED_TRACE(runtime::cpu_targets()[t]);
+    codegen::CodegenOptions o;
+    o.cache_dir = KILN_TEST_CACHE_DIR;
+    o.schedules = [](const graph::KernelSpec& k, const std::string& target) {
+      return std::holds_alternative<graph::ConvKernelSpec>(k)
+                 ? codegen::schedule_for_weight_tile(k, Halide::Target(target), "", 0)
+                 : std::string();
+    };
+    ModelOptions mo;
+    mo.cpu_target = t;
+    mo.generate_kernels = codegen::kernel_generator(o);
+    Model model(optimized, mo);
+    ASSERT_EQ(model.kernels().size(), 2u);
+    EXPECT_EQ(model.winograd_tile(1), 0);  // direct
+    testing_util::expect_model_matches_reference(model, input, 101, 1e-4, 1e-5);
+  }
+}
 
 // Two conv branches concatenated along channels (SqueezeNet's fire module): the runtime binds
 // the convs' outputs as strided views of the Concat's output and skips the Concat. The result

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "conv_kernel_harness.h"
 #include "schedules/conv_params.h"
@@ -46,6 +48,130 @@ TEST(ConvKernelWinograd, MatchesReferenceOnEveryTarget) {
         expect_close(run_kernel(prob, schedule, t), prob.expected, tile[0] == '4' ? 1e-4 : 1e-5);
         }
     }
+  }
+}
+
+// Stride 2 (F(2x2) only, runtime::winograd_matrices): padding 1 on odd and even input sizes
+// (the last tile overhangs the output), TensorFlow's SAME padding (none before, 1 after), no
+// padding (Inception's reduction blocks), batch 2, channels that are not whole vectors, ReLU,
+// ReLU6 and a residual; with and without a task per block of channels, on every CPU target.
+const ConvCase kStride2Cases[] = {
+    {"s2_ci16_co24_15x13_pad1", 1, 16, 15, 13, 24, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},
+    {"s2_batch2_ci13_co32_12x14_same", 2, 13, 12, 14, 32, 3, 3, 2, 2, 0, 0, 1, 1, 1, 1},
+    {"s2_ci24_co20_11x11_pad0", 1, 24, 11, 11, 20, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1},
+    {"s2_ci32_co48_28x28_pad1", 1, 32, 28, 28, 48, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},
+};
+
+TEST(ConvKernelWinograd, StrideTwoMatchesReferenceOnEveryTarget) {
+  for (size_t i = 0; i < std::size(kStride2Cases); ++i) {
+    const ConvCase& c = kStride2Cases[i];
+    const Problem prob = make_problem(c, kEpilogues[i % 3], 760 + i, /*residual=*/i == 1);
+    for (int t = 0; t < static_cast<int>(runtime::cpu_targets().size()); ++t) {
+      if (!testing_util::runs_target(t)) continue;
+      for (const char* schedule : {"winograd tile=2", "winograd tile=2 split=1"}) {
+        SCOPED_TRACE(std::string(c.name) + " " + schedule + " on " + runtime::cpu_targets()[t]);
+        std::shared_ptr<const GeneratedKernels> keep;
+        EXPECT_EQ(generate_kernel(conv_spec(prob, schedule), t, &keep).winograd_tile, 2);
+        // The stride-2 matrices are 0 and +-1: the direct convolution's rounding, reordered.
+        expect_close(run_kernel(prob, schedule, t), prob.expected, 1e-5);
+      }
+    }
+  }
+  // Other blocks and tasks, and half-width vectors, on the best target: blocks of 3 of a task's
+  // tiles over 2 tile rows (7x7 tiles: the last task has one row), 24 channels as 3 vectors of
+  // half the target's width.
+  const int best = runtime::best_cpu_target();
+  const int half = Halide::Target(runtime::cpu_targets()[best]).natural_vector_size<float>() / 2;
+  const Problem prob = make_problem(kStride2Cases[3], kEpilogues[1], 770);
+  for (const char* schedule :
+       {"winograd tile=2 block=1x3 rows=2", "winograd tile=2 block=2x5 rows=7 split=1"}) {
+    SCOPED_TRACE(schedule);
+    expect_close(run_kernel(prob, schedule, best), prob.expected, 1e-5);
+  }
+  const Problem narrow = make_problem(kStride2Cases[0], kEpilogues[2], 771);
+  const std::string lanes =
+      "winograd tile=2 block=" + std::to_string(24 / half) + "x2 lanes=" + std::to_string(half);
+  SCOPED_TRACE(lanes);
+  if (half >= 4 && 24 % half == 0)
+    expect_close(run_kernel(narrow, lanes, best), narrow.expected, 1e-5);
+}
+
+// Which stride-2 layers take Winograd by default: outputs of at least 13x13 with 16 or more
+// input channels (as at stride 1); a 5x5 output keeps the direct schedule.
+TEST(ConvKernelWinograd, StrideTwoDefaultChoice) {
+  std::shared_ptr<const GeneratedKernels> keep;
+  const int best = runtime::best_cpu_target();
+  const Problem big = make_problem(kStride2Cases[3], kEpilogues[1], 780);  // 14x14 output
+  EXPECT_EQ(generate_kernel(conv_spec(big, ""), best, &keep).winograd_tile, 2);
+  expect_close(run_kernel(big, "", best), big.expected, 1e-5);
+  const Problem small = make_problem(kStride2Cases[2], kEpilogues[1], 781);  // 5x5 output
+  EXPECT_EQ(generate_kernel(conv_spec(small, ""), best, &keep).winograd_tile, 0);
+}
+
+// Each set of matrices computes its convolution exactly (in double): a tile side's outputs
+// y_j = sum_k g_k d_(stride j + k) are A^T [(G g) . (B^T d)], for random g and d.
+TEST(WinogradMatrices, ComputeTheStridedConvolution) {
+  for (const auto [tile, stride] : {std::pair{2, 1}, std::pair{4, 1}, std::pair{2, 2}}) {
+    ASSERT_TRUE(runtime::winograd_supported(tile, stride));
+    const runtime::WinogradMatrices& m = runtime::winograd_matrices(tile, stride);
+    EXPECT_EQ(m.tile, tile);
+    EXPECT_EQ(m.stride, stride);
+    EXPECT_EQ(m.alpha, (tile - 1) * stride + 3);  // the input pixels a tile side reads
+    const std::vector<float> g = graph::random_uniform(3, -1, 1, 790 + tile + stride);
+    const std::vector<float> d = graph::random_uniform(m.alpha, -1, 1, 795 + tile + stride);
+    for (int j = 0; j < tile; ++j) {
+      double got = 0;
+      for (int a = 0; a < m.alpha; ++a) {
+        double u = 0, v = 0;
+        for (int k = 0; k < 3; ++k) u += m.g[a][k] * g[k];
+        for (int k = 0; k < m.alpha; ++k) v += m.bt[a][k] * d[k];
+        got += m.at[j][a] * u * v;
+      }
+      double want = 0;
+      for (int k = 0; k < 3; ++k) want += double(g[k]) * d[stride * j + k];
+      EXPECT_NEAR(got, want, 1e-12) << "tile " << tile << " stride " << stride << " output " << j;
+    }
+  }
+  EXPECT_FALSE(runtime::winograd_supported(4, 2));
+  EXPECT_FALSE(runtime::winograd_supported(2, 3));
+}
+
+// One weight tensor read by a stride-1 and a stride-2 convolution, both Winograd: the runtime
+// makes a transformed copy for each stride (the matrices differ), and both match the reference.
+TEST(ConvKernelWinograd, ModelTransformsSharedWeightsPerStride) {
+  graph::GraphBuilder b;
+  const graph::ValueId x = b.input("x", {1, 14, 14, 16}, Layout::nhwc);
+  const graph::ValueId w = b.constant(
+      "w", {3, 3, 16, 16}, graph::random_uniform(3 * 3 * 16 * 16, -0.1f, 0.1f, 800), Layout::hwio);
+  const graph::ValueId bias = b.constant("b", {16}, graph::random_uniform(16, -0.5f, 0.5f, 801));
+  b.output(b.op("conv", graph::Conv2d{1, 1, 1, 1, 1, 1, 1, 1, {}}, {x, w, bias}));
+  b.output(b.op("conv", graph::Conv2d{2, 2, 1, 1, 1, 1, 1, 1, {}}, {x, w, bias}));
+  const graph::Graph g = b.finish();
+  const graph::Tensor input{
+      {1, 14, 14, 16}, Layout::nhwc, graph::random_uniform(14 * 14 * 16, -1.0f, 1.0f, 802)};
+  const std::vector<graph::Tensor> expected = graph::run_reference(g, {input});
+  codegen::CodegenOptions o;
+  o.cache_dir = KILN_TEST_CACHE_DIR;
+  o.schedules = [](const graph::KernelSpec&, const std::string&) {
+    return std::string("winograd tile=2");
+  };
+  ModelOptions mo;
+  mo.generate_kernels = codegen::kernel_generator(o);
+  Model m(g, mo);
+  ASSERT_EQ(m.kernels().size(), 2u);
+  const auto& first = std::get<graph::ConvKernelSpec>(m.kernels()[0]);
+  const auto& second = std::get<graph::ConvKernelSpec>(m.kernels()[1]);
+  EXPECT_EQ(first.weights.value, second.weights.value);  // what this test is about
+  EXPECT_EQ(first.stride_w + second.stride_w, 3);
+  EXPECT_EQ(m.winograd_tile(0), 2);
+  EXPECT_EQ(m.winograd_tile(1), 2);
+  ASSERT_TRUE(m.run({input}));
+  for (size_t i = 0; i < 2; ++i) {
+    SCOPED_TRACE("output " + std::to_string(i));
+    const TensorView out = m.output(i);
+    ASSERT_EQ(out.shape, expected[i].shape);
+    expect_close(std::vector<float>(out.data, out.data + expected[i].data.size()), expected[i],
+                 1e-5);
   }
 }
 
@@ -184,7 +310,11 @@ TEST(ConvKernelSchedules, WinogradKnobsAndRefusals) {
   layer.kernel_w = layer.kernel_h = 1;
   refused(layer, avx2, "3x3 windows only", w);
   layer = s, layer.stride_w = 2;
-  refused(layer, avx2, "stride 1 only", w);
+  refused(layer, avx2, "the same along both axes", w);
+  layer.stride_h = 2;
+  refused(layer, avx2, "stride 2 takes tile=2", w);  // w is F(4x4)
+  layer.stride_w = layer.stride_h = 3;
+  refused(layer, avx2, "stride 1 or 2", w);
   layer = s, layer.dilation_h = 2;
   refused(layer, avx2, "dilation 1 only", w);
   layer = s, layer.grouped = true;
@@ -198,6 +328,15 @@ TEST(ConvKernelSchedules, WinogradKnobsAndRefusals) {
   layer = s, layer.reduction_channels = schedules::kWinograd4MaxChannels + 1;
   refused(layer, avx2, "loses too much precision", w);
   EXPECT_EQ(schedules::default_winograd_params(layer, avx2).tile, 2);
+  // Stride 2: F(2x2) on any output; its 5x5 positions count in the transformed weights (25 x 256
+  // x 256 floats, 6.25 MiB: split, prefetched), as on ResNet-50's layer3.0 conv2.
+  layer = s, layer.stride_w = layer.stride_h = 2, layer.out_width = layer.out_height = 28;
+  EXPECT_EQ(schedules::default_winograd_params(layer, avx512).tile, 2);
+  layer.out_width = layer.out_height = 14, layer.out_channels = layer.reduction_channels = 256;
+  EXPECT_EQ(schedules::to_string(schedules::default_winograd_params(layer, avx512)),
+            "winograd tile=2 block=4x7 rows=7 split=1 prefetch=1");
+  layer.out_channels = layer.reduction_channels = 80;  // 0.6 MiB
+  EXPECT_EQ(schedules::default_winograd_params(layer, avx512).split_channels, false);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "graph/kernel_spec.h"
 #include "graph/memory_plan.h"
 #include "graph/passes/pipeline.h"
+#include "runtime/conv_weights.h"
 #include "runtime/kernels.h"
 
 namespace kiln::cli {
@@ -113,7 +114,8 @@ void print_winograd_weights(const std::vector<graph::KernelSpec>& kernels, const
         codegen::library_weight_tile(k, runtime::cpu_targets(), db ? db->lookup() : nullptr);
     if (tile == 0) continue;
     const int64_t channels = c->weights.shape[2] * c->weights.shape[3];
-    transformed += int64_t{tile + 2} * (tile + 2) * channels * 4;
+    const int64_t alpha = runtime::winograd_alpha(tile, c->stride_w);
+    transformed += alpha * alpha * channels * 4;
     replaced += 9 * channels * 4;
     ++count;
   }

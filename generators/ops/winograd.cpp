@@ -43,8 +43,8 @@ Expr rows_of(const std::vector<std::vector<double>>& m, const Expr& index, Term 
 WinogradAlgorithm winograd_conv2d(const Halide::Func& input, int in_width, int in_height,
                                   int in_channels, const Halide::Func& weights,
                                   const Halide::Func& bias, int pad_x, int pad_y, int out_width,
-                                  int tile) {
-  const runtime::WinogradMatrices& m = runtime::winograd_matrices(tile);
+                                  int tile, int stride) {
+  const runtime::WinogradMatrices& m = runtime::winograd_matrices(tile, stride);
   WinogradAlgorithm w{Halide::Func("winograd_input_x"),
                       Halide::Func("winograd_input"),
                       Halide::Func("winograd_product"),
@@ -62,15 +62,17 @@ WinogradAlgorithm winograd_conv2d(const Halide::Func& input, int in_width, int i
                       Halide::Var("n"),
                       Halide::RDom(0, in_channels, "r"),
                       tile,
+                      stride,
                       m.alpha,
                       (out_width + tile - 1) / tile,
                       in_channels};
-  // The input pixels of tile t: (tx * m + a - pad_x, ty * m + y - pad_y), zero off the image.
+  // The input pixels of tile t: (s (tx * m) + a - pad_x, s (ty * m) + y - pad_y) for stride s,
+  // zero off the image.
   const Halide::Func padded = zero_padded(input, in_width, in_height);
   const Expr tx = w.t % w.tiles_x, ty = w.t / w.tiles_x;
   // V = B^T d B: B^T along x, then along y.
   w.input_x(w.c, w.a, w.y, w.t, w.n) = rows_of(m.bt, w.a, [&](int k) {
-    return padded(w.c, tx * tile + k - pad_x, ty * tile + w.y - pad_y, w.n);
+    return padded(w.c, tx * (tile * stride) + k - pad_x, ty * (tile * stride) + w.y - pad_y, w.n);
   });
   w.input(w.c, w.a, w.b, w.t, w.n) =
       rows_of(m.bt, w.b, [&](int k) { return w.input_x(w.c, w.a, k, w.t, w.n); });

@@ -15,6 +15,8 @@ namespace {
 // bf16 model slower than float32), its 128- and 256-channel layers 1.7-2.1x; with dot
 // products on Zen 4, its 64-channel layers 0.69-0.75x, its 128-channel ones 0.78-0.93x and
 // ResNet-50's 0.83-0.85x, the 256-channel ones 1.07-1.14x.
+// Stride-2 layers, Winograd by default in float32 too, go bf16: their F(2x2) does 1.44x fewer
+// multiply-adds, under the dot products' 2x (not measured against each other).
 bool winograd_beats_bf16(const Graph& g, const Node& n, const Conv2d& c, bool amx) {
   const Shape& w = g.value(n.inputs[1]).shape;        // HWIO [Kh, Kw, Ci, Co]
   const Shape& out = g.value(n.outputs[0]).shape;     // NHWC [N, H, W, Co]
