@@ -137,9 +137,12 @@ bool is_index_output(const onnx::GraphProto& g, const std::string& name) {
   return false;
 }
 
-// Whether a tensor of this dtype crosses Kiln's graph boundary: FLOAT, and BOOL exchanged as
-// float32 0.0/1.0 (docs/onnx.md, "Booleans"; load_tensor_file reads BOOL data as 0/1).
-bool exchanged(const std::string& dtype) { return dtype == "FLOAT" || dtype == "BOOL"; }
+// Whether a tensor of this dtype crosses Kiln's graph boundary: FLOAT, FLOAT16 and BFLOAT16 as
+// float32 (docs/onnx.md, "Half-precision models"), and BOOL exchanged as float32 0.0/1.0
+// ("Booleans"; load_tensor_file reads BOOL data as 0/1 and half data as its floats).
+bool exchanged(const std::string& dtype) {
+  return dtype == "FLOAT" || dtype == "FLOAT16" || dtype == "BFLOAT16" || dtype == "BOOL";
+}
 
 // Why Kiln cannot run this model at all, or "": an unsupported op, or a tensor crossing the
 // graph boundary that is not float32 (Kiln graph tensors are float32 only; BOOL as 0/1; an

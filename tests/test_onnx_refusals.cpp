@@ -122,7 +122,8 @@ TEST(OnnxImport, BatchNormTrainingOutputsAreErrors) {
             "but Kiln does not support computing it");
 }
 
-// A graph output's declared type must agree with what Kiln computes: FLOAT, the inferred rank
+// A graph output's declared type must agree with what Kiln computes: FLOAT (FLOAT16, BFLOAT16),
+// the inferred rank
 // and every fixed dimension (symbolic or missing dimensions are fine).
 TEST(OnnxImport, DeclaredOutputTypesAreChecked) {
   std::mt19937_64 rng(std::random_device{}());
@@ -142,7 +143,10 @@ TEST(OnnxImport, DeclaredOutputTypesAreChecked) {
   EXPECT_EQ(declared(TP::FLOAT, {a, b}), "");
   EXPECT_EQ(declared(TP::FLOAT, {a, b}, true), "");
   EXPECT_EQ(declared(TP::UNDEFINED, {}), "");
-  for (int dtype : {TP::DOUBLE, TP::STRING, TP::INT64, TP::FLOAT16})
+  // Half-precision outputs are returned as FLOAT (docs/onnx.md, "Half-precision models").
+  EXPECT_EQ(declared(TP::FLOAT16, {a, b}), "");
+  EXPECT_EQ(declared(TP::BFLOAT16, {a, b}), "");
+  for (int dtype : {TP::DOUBLE, TP::STRING, TP::INT64})
     EXPECT_THAT(declared(dtype, {a, b}),
                 HasSubstr("graph output 'y' is declared " + TP::DataType_Name(dtype)));
   const std::string computed =

@@ -303,6 +303,7 @@ HostTensor host_cast(const NodeCtx& c, const HostTensor& t, int32_t to) {
       r.f = t.f;
     else
       for (int64_t v : t.i) r.f.push_back(static_cast<float>(v));
+    for (float& v : r.f) v = round_to_dtype(v, to);  // FLOAT16, BFLOAT16: their values
     return r;
   }
   if (!is_int_dtype(to) && to != TP::BOOL)

@@ -36,14 +36,22 @@ constexpr size_t kMaxRank = 32;
 constexpr size_t kMaxGraphNodes = size_t{1} << 20;
 
 std::string dtype_name(int32_t onnx_dtype);
-bool is_float_dtype(int32_t onnx_dtype);  // FLOAT and DOUBLE: stored as floats here
+// FLOAT, DOUBLE, FLOAT16 and BFLOAT16: stored as floats here (docs/onnx.md, "Half-precision
+// models": float16 and bfloat16 tensors are float32 inside Kiln).
+bool is_float_dtype(int32_t onnx_dtype);
+// The float of IEEE binary16 bits / of bfloat16 bits (exact).
+float half_bits_to_float(uint16_t bits);
+float bfloat16_bits_to_float(uint16_t bits);
+// `v` rounded to the nearest FLOAT16 (to even on ties; +-inf past 65504) or BFLOAT16 value, or
+// `v` itself for any other dtype: what a Cast of a constant to that dtype keeps.
+float round_to_dtype(float v, int32_t onnx_dtype);
 
 // A tensor known at import time: an initializer, a Constant, a bound graph input or a folded
 // result. Integer and bool tensors keep exact int64 values (shapes, indices, axes).
 struct HostTensor {
   int32_t dtype = ::onnx::TensorProto::FLOAT;
   Shape dims;
-  std::vector<float> f;    // FLOAT, DOUBLE
+  std::vector<float> f;    // FLOAT, DOUBLE, FLOAT16, BFLOAT16
   std::vector<int64_t> i;  // integer types and BOOL
   bool is_float() const { return is_float_dtype(dtype); }
   int64_t size() const { return static_cast<int64_t>(is_float() ? f.size() : i.size()); }

@@ -21,7 +21,8 @@ namespace {
 constexpr int kMaxOpset = 28;
 
 // A graph output's declared type, where the model gives one, must be what Kiln computes: FLOAT
-// and the inferred shape (symbolic and missing dimensions match anything). BOOL is accepted for
+// (or FLOAT16 or BFLOAT16, returned as FLOAT: docs/onnx.md, "Half-precision models") and the
+// inferred shape (symbolic and missing dimensions match anything). BOOL is accepted for
 // a boolean (`boolean`: a comparison's or logic op's result, or a BOOL input), which the
 // caller receives as float32 0.0/1.0; INT64 for an `index` output (one an ArgMax or ArgMin
 // produces, or TopK's indices), returned as FLOAT holding the exact index.
@@ -37,6 +38,7 @@ void check_declared_output(const ::onnx::ValueInfoProto& v, const Shape& compute
     throw Error(what + "BOOL, but Kiln computes it as FLOAT (not from a comparison, logic op or "
                 "BOOL input)");
   if (dtype != ::onnx::TensorProto::UNDEFINED && dtype != ::onnx::TensorProto::FLOAT &&
+      dtype != ::onnx::TensorProto::FLOAT16 && dtype != ::onnx::TensorProto::BFLOAT16 &&
       dtype != ::onnx::TensorProto::BOOL && !(index && dtype == ::onnx::TensorProto::INT64))
     throw Error(what + dtype_name(dtype) + ", but Kiln computes it as FLOAT" +
                 (dtype == ::onnx::TensorProto::INT64
@@ -83,7 +85,10 @@ HostTensor bound_input(const ::onnx::ValueInfoProto& v, const Tensor& t) {
   switch (h.dtype) {
     case ::onnx::TensorProto::FLOAT:
     case ::onnx::TensorProto::DOUBLE:
+    case ::onnx::TensorProto::FLOAT16:
+    case ::onnx::TensorProto::BFLOAT16:
       h.f = t.data;
+      for (float& f : h.f) f = round_to_dtype(f, h.dtype);  // a bound half input holds halves
       break;
     case ::onnx::TensorProto::INT64:
     case ::onnx::TensorProto::INT32:
@@ -183,12 +188,14 @@ void Importer::add_graph_inputs() {
       slot->host = std::make_shared<HostTensor>(bound_input(in, *b->second));
       bound.erase(b);
     } else {
-      // A BOOL input is exchanged as float32 0.0/1.0 (docs/onnx.md, "Booleans").
+      // A BOOL input is exchanged as float32 0.0/1.0 (docs/onnx.md, "Booleans"), a FLOAT16 or
+      // BFLOAT16 one as float32 ("Half-precision models").
       const int32_t dtype = in.type().tensor_type().elem_type();
-      if (dtype != ::onnx::TensorProto::FLOAT && dtype != ::onnx::TensorProto::BOOL)
+      if (dtype != ::onnx::TensorProto::FLOAT && dtype != ::onnx::TensorProto::FLOAT16 &&
+          dtype != ::onnx::TensorProto::BFLOAT16 && dtype != ::onnx::TensorProto::BOOL)
         throw Error("graph input '" + name + "' has dtype " + dtype_name(dtype) +
-                    "; Kiln graph tensors are FLOAT, or BOOL as float 0/1 (bind shape-like "
-                    "inputs as constants)");
+                    "; Kiln graph tensors are FLOAT (FLOAT16 and BFLOAT16 exchanged as FLOAT), "
+                    "or BOOL as float 0/1 (bind shape-like inputs as constants)");
       Shape s = static_shape(in, shapes);
       const Layout l = s.size() == 4 ? Layout::nchw : Layout::any;
       slot->value = g_.add_value(Value{name, std::move(s), DType::f32, l});
@@ -405,7 +412,10 @@ ValueId Importer::slot_value(const std::string& name, Slot& s, Layout layout, co
     throw Error(what);
   };
   const bool boolean = h.dtype == ::onnx::TensorProto::BOOL;  // float 0/1 in the graph
-  if (h.dtype != ::onnx::TensorProto::FLOAT && !boolean)
+  // FLOAT16 and BFLOAT16 values are float32 in the graph (docs/onnx.md, "Half-precision models").
+  const bool half =
+      h.dtype == ::onnx::TensorProto::FLOAT16 || h.dtype == ::onnx::TensorProto::BFLOAT16;
+  if (h.dtype != ::onnx::TensorProto::FLOAT && !boolean && !half)
     fail("tensor '" + name + "' is " + dtype_name(h.dtype) +
          "; Kiln graph tensors are FLOAT "
          "(integer tensors may only feed shape-like inputs)");

@@ -79,7 +79,10 @@ void cast_input(Importer& im, const NodeCtx& c, int64_t to) {
   // a TensorFlow-style "same" convolution computes from the image size): computed now.
   if (!h && to != TP::FLOAT && to != TP::BOOL && (h = im.known_input(c, 0)))
     return im.define_host(c, 0, host_cast(c, *h, static_cast<int32_t>(to)));
-  if (h || to == TP::FLOAT) return im.define_alias(c, 0, 0);
+  // FLOAT16 and BFLOAT16 are float32 inside Kiln (docs/onnx.md, "Half-precision models"): a
+  // runtime tensor cast to them passes through unrounded, as one cast to FLOAT does.
+  if (h || to == TP::FLOAT || to == TP::FLOAT16 || to == TP::BFLOAT16)
+    return im.define_alias(c, 0, 0);
   if (to == TP::BOOL) {  // x != 0 as float 0/1 (docs/onnx.md, "Booleans"): Not twice
     const ChainStep no{ChainStepKind::logical_not, 0, 0};
     const ValueId v =

@@ -1,5 +1,7 @@
 // File access and TensorProto decoding for the ONNX importer: every size a file claims is
 // checked against the bytes it actually holds before anything is allocated.
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -26,6 +28,8 @@ size_t element_bytes(int32_t dtype) {
       return 8;
     case TP::INT16:
     case TP::UINT16:
+    case TP::FLOAT16:
+    case TP::BFLOAT16:
       return 2;
     case TP::INT8:
     case TP::UINT8:
@@ -84,6 +88,12 @@ void decode_raw(const TP& t, int64_t n, HostTensor& h) {
       case TP::INT32:
         h.i[k] = read_raw<int32_t>(raw, k);
         break;
+      case TP::FLOAT16:
+        h.f[k] = half_bits_to_float(read_raw<uint16_t>(raw, k));
+        break;
+      case TP::BFLOAT16:
+        h.f[k] = bfloat16_bits_to_float(read_raw<uint16_t>(raw, k));
+        break;
       case TP::INT16:
         h.i[k] = read_raw<int16_t>(raw, k);
         break;
@@ -110,6 +120,11 @@ void decode_typed(const TP& t, int64_t n, HostTensor& h) {
     h.f.assign(t.double_data().begin(), t.double_data().end());
   else if (h.dtype == TP::INT64)
     h.i.assign(t.int64_data().begin(), t.int64_data().end());
+  else if (h.dtype == TP::FLOAT16 || h.dtype == TP::BFLOAT16)  // the bits, one per int32
+    for (int32_t bits : t.int32_data()) {
+      const auto b = static_cast<uint16_t>(bits);
+      h.f.push_back(h.dtype == TP::FLOAT16 ? half_bits_to_float(b) : bfloat16_bits_to_float(b));
+    }
   else
     h.i.assign(t.int32_data().begin(), t.int32_data().end());
   if (h.dtype == TP::BOOL)
@@ -125,7 +140,39 @@ std::string dtype_name(int32_t onnx_dtype) {
 }
 
 bool is_float_dtype(int32_t onnx_dtype) {
-  return onnx_dtype == TP::FLOAT || onnx_dtype == TP::DOUBLE;
+  return onnx_dtype == TP::FLOAT || onnx_dtype == TP::DOUBLE || onnx_dtype == TP::FLOAT16 ||
+         onnx_dtype == TP::BFLOAT16;
+}
+
+float half_bits_to_float(uint16_t bits) {
+  const int exponent = (bits >> 10) & 0x1f;
+  const int mantissa = bits & 0x3ff;
+  float v = exponent == 0    ? std::ldexp(static_cast<float>(mantissa), -24)  // 0, subnormal
+            : exponent == 31 ? (mantissa ? NAN : INFINITY)
+                             : std::ldexp(static_cast<float>(mantissa | 0x400), exponent - 25);
+  return bits & 0x8000 ? -v : v;
+}
+
+float bfloat16_bits_to_float(uint16_t bits) {
+  const uint32_t word = uint32_t{bits} << 16;
+  float v;
+  std::memcpy(&v, &word, sizeof v);
+  return v;
+}
+
+float round_to_dtype(float v, int32_t onnx_dtype) {
+  if ((onnx_dtype != TP::FLOAT16 && onnx_dtype != TP::BFLOAT16) || !std::isfinite(v) || v == 0)
+    return v;
+  const bool half = onnx_dtype == TP::FLOAT16;
+  const float a = std::fabs(v);
+  if (half && a >= 65520.0f) return std::copysign(INFINITY, v);  // past 65504's half step
+  int e = 0;
+  std::frexp(a, &e);  // a in [2^(e-1), 2^e)
+  // The spacing of the type's values near a: 11 significant bits (float16; 2^-24 below its
+  // normals), 8 (bfloat16, float32's exponent range).
+  const int quantum = half ? std::max(e - 11, -24) : e - 8;
+  const float r = std::ldexp(std::nearbyint(std::ldexp(a, -quantum)), quantum);  // ties to even
+  return std::copysign(r, v);
 }
 
 std::string read_file(const std::string& path, const char* what) {
@@ -238,8 +285,8 @@ HostTensor decode_tensor(const TP& t, const std::string& what, const std::string
   const size_t elem = element_bytes(h.dtype);
   if (elem == 0)
     throw Error(what + " has dtype " + dtype_name(h.dtype) +
-                ", which Kiln does not load (FLOAT, DOUBLE, INT64, INT32, INT16, INT8, UINT16, "
-                "UINT8 and BOOL are supported)");
+                ", which Kiln does not load (FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT64, INT32, "
+                "INT16, INT8, UINT16, UINT8 and BOOL are supported)");
   const auto [typed, others] = typed_counts(t);
   if (others != 0)
     throw Error(what + " (" + dtype_name(h.dtype) +
