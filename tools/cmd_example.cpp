@@ -164,13 +164,22 @@ int run_example(const ExampleArgs& a) {
     if (const auto* c = std::get_if<ConvKernelSpec>(&k))
       flops += 2.0 * num_elements(c->output.shape) * num_elements(c->weights.shape) /
                c->output.shape[3];
+  bool winograd = false;
   for (size_t k = 0; k < kernel_ms.size(); ++k) {
     std::sort(kernel_ms[k].begin(), kernel_ms[k].end());
-    std::cout << "  kernel " << k << " (" << std::visit([](const auto& s) { return s.name; }, model.kernels()[k])
-              << "): median " << kernel_ms[k][kernel_ms[k].size() / 2] << " ms\n";
+    std::cout << "  kernel " << k << " ("
+              << std::visit([](const auto& s) { return s.name; }, model.kernels()[k])
+              << "): median " << kernel_ms[k][kernel_ms[k].size() / 2] << " ms";
+    // The convolution's algorithm where it is not the direct one (docs/design.md, "Winograd").
+    if (const int t = model.winograd_tile(k)) {
+      std::cout << ", winograd F(" << t << "x" << t << ")";
+      winograd = true;
+    }
+    std::cout << "\n";
   }
   std::cout << "time per run: median " << median << " ms, min " << ms.front() << " ms over "
-            << a.iterations << " runs (" << flops / (median * 1e6) << " GFLOP/s)\n";
+            << a.iterations << " runs (" << flops / (median * 1e6) << " GFLOP/s"
+            << (winograd ? ", counting the direct convolution's flops" : "") << ")\n";
   return ratio <= 1.0 ? 0 : 1;
 }
 
