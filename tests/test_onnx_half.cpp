@@ -68,8 +68,16 @@ TEST(OnnxHalf, BitsDecodeExactly) {
     EXPECT_EQ(onnx::half_bits_to_float(half_bits(exact)), exact) << exact;
     EXPECT_EQ(std::signbit(onnx::half_bits_to_float(half_bits(exact))), std::signbit(exact));
   }
+  // Bit patterns from the IEEE 754 binary16 table, independent of half_bits above.
   EXPECT_TRUE(std::isnan(onnx::half_bits_to_float(0x7e00)));
   EXPECT_EQ(onnx::half_bits_to_float(0x3c01), 1.0f + std::ldexp(1.0f, -10));
+  EXPECT_EQ(onnx::half_bits_to_float(0xc000), -2.0f);
+  EXPECT_EQ(onnx::half_bits_to_float(0x7bff), 65504.0f);
+  EXPECT_EQ(onnx::half_bits_to_float(0x0400), std::ldexp(1.0f, -14));
+  EXPECT_EQ(onnx::half_bits_to_float(0x0001), std::ldexp(1.0f, -24));
+  EXPECT_EQ(onnx::half_bits_to_float(0x3555), 0.333251953125f);
+  EXPECT_TRUE(std::signbit(onnx::half_bits_to_float(0x8000)));
+  EXPECT_EQ(onnx::half_bits_to_float(0xfc00), -INFINITY);
   EXPECT_EQ(onnx::bfloat16_bits_to_float(0x3f80), 1.0f);
   EXPECT_EQ(onnx::bfloat16_bits_to_float(0xc0a0), -5.0f);
 }
