@@ -39,6 +39,9 @@ std::string dtype_name(int32_t onnx_dtype);
 // FLOAT, DOUBLE, FLOAT16 and BFLOAT16: stored as floats here (docs/onnx.md, "Half-precision
 // models": float16 and bfloat16 tensors are float32 inside Kiln).
 bool is_float_dtype(int32_t onnx_dtype);
+// FLOAT, FLOAT16 and BFLOAT16: the dtypes a graph tensor, float32 inside Kiln, may have at the
+// model's boundary or in a Cast (half-precision values exchanged as float32).
+bool is_graph_float_dtype(int32_t onnx_dtype);
 // The float of IEEE binary16 bits / of bfloat16 bits (exact).
 float half_bits_to_float(uint16_t bits);
 float bfloat16_bits_to_float(uint16_t bits);

@@ -37,8 +37,7 @@ void check_declared_output(const ::onnx::ValueInfoProto& v, const Shape& compute
   if (dtype == ::onnx::TensorProto::BOOL && !boolean)
     throw Error(what + "BOOL, but Kiln computes it as FLOAT (not from a comparison, logic op or "
                 "BOOL input)");
-  if (dtype != ::onnx::TensorProto::UNDEFINED && dtype != ::onnx::TensorProto::FLOAT &&
-      dtype != ::onnx::TensorProto::FLOAT16 && dtype != ::onnx::TensorProto::BFLOAT16 &&
+  if (dtype != ::onnx::TensorProto::UNDEFINED && !is_graph_float_dtype(dtype) &&
       dtype != ::onnx::TensorProto::BOOL && !(index && dtype == ::onnx::TensorProto::INT64))
     throw Error(what + dtype_name(dtype) + ", but Kiln computes it as FLOAT" +
                 (dtype == ::onnx::TensorProto::INT64
@@ -191,8 +190,7 @@ void Importer::add_graph_inputs() {
       // A BOOL input is exchanged as float32 0.0/1.0 (docs/onnx.md, "Booleans"), a FLOAT16 or
       // BFLOAT16 one as float32 ("Half-precision models").
       const int32_t dtype = in.type().tensor_type().elem_type();
-      if (dtype != ::onnx::TensorProto::FLOAT && dtype != ::onnx::TensorProto::FLOAT16 &&
-          dtype != ::onnx::TensorProto::BFLOAT16 && dtype != ::onnx::TensorProto::BOOL)
+      if (!is_graph_float_dtype(dtype) && dtype != ::onnx::TensorProto::BOOL)
         throw Error("graph input '" + name + "' has dtype " + dtype_name(dtype) +
                     "; Kiln graph tensors are FLOAT (FLOAT16 and BFLOAT16 exchanged as FLOAT), "
                     "or BOOL as float 0/1 (bind shape-like inputs as constants)");
@@ -413,9 +411,7 @@ ValueId Importer::slot_value(const std::string& name, Slot& s, Layout layout, co
   };
   const bool boolean = h.dtype == ::onnx::TensorProto::BOOL;  // float 0/1 in the graph
   // FLOAT16 and BFLOAT16 values are float32 in the graph (docs/onnx.md, "Half-precision models").
-  const bool half =
-      h.dtype == ::onnx::TensorProto::FLOAT16 || h.dtype == ::onnx::TensorProto::BFLOAT16;
-  if (h.dtype != ::onnx::TensorProto::FLOAT && !boolean && !half)
+  if (!is_graph_float_dtype(h.dtype) && !boolean)
     fail("tensor '" + name + "' is " + dtype_name(h.dtype) +
          "; Kiln graph tensors are FLOAT "
          "(integer tensors may only feed shape-like inputs)");

@@ -81,8 +81,7 @@ void cast_input(Importer& im, const NodeCtx& c, int64_t to) {
     return im.define_host(c, 0, host_cast(c, *h, static_cast<int32_t>(to)));
   // FLOAT16 and BFLOAT16 are float32 inside Kiln (docs/onnx.md, "Half-precision models"): a
   // runtime tensor cast to them passes through unrounded, as one cast to FLOAT does.
-  if (h || to == TP::FLOAT || to == TP::FLOAT16 || to == TP::BFLOAT16)
-    return im.define_alias(c, 0, 0);
+  if (h || is_graph_float_dtype(static_cast<int32_t>(to))) return im.define_alias(c, 0, 0);
   if (to == TP::BOOL) {  // x != 0 as float 0/1 (docs/onnx.md, "Booleans"): Not twice
     const ChainStep no{ChainStepKind::logical_not, 0, 0};
     const ValueId v =

@@ -144,6 +144,10 @@ bool is_float_dtype(int32_t onnx_dtype) {
          onnx_dtype == TP::BFLOAT16;
 }
 
+bool is_graph_float_dtype(int32_t onnx_dtype) {
+  return onnx_dtype == TP::FLOAT || onnx_dtype == TP::FLOAT16 || onnx_dtype == TP::BFLOAT16;
+}
+
 float half_bits_to_float(uint16_t bits) {
   const int exponent = (bits >> 10) & 0x1f;
   const int mantissa = bits & 0x3ff;
