@@ -52,26 +52,58 @@ TEST_F(CliRunBench, UnknownTargetAndOptionAreUsageErrors) {
   expect_error(kiln("run"), 2, "missing MODEL");
 }
 
-TEST_F(CliRunBench, InputOfWrongShapeIsNamed) {
+// A wrong --input fails before the compile: no kernel compiled ([codegen] or [winograd] progress
+// lines), nothing in the compile cache.
+TEST_F(CliRunBench, InputOfWrongShapeIsNamedBeforeTheCompile) {
   const std::vector<float> small(3 * 5 * 5, 0.5f);
   kiln::cli::write_npy(path("small.npy"), {1, 3, 5, 5}, small.data());
-  expect_error(kiln("run example --input small.npy --output-dir D"), 1,
-               "input 'A' must have shape [1, 64, 56, 56], got [1, 3, 5, 5]");
+  const Result r = kiln("run example --input small.npy --output-dir D");
+  expect_error(r, 1, "input 'A' must have shape [1, 64, 56, 56], got [1, 3, 5, 5]");
+  EXPECT_FALSE(contains(r.err, "[codegen]")) << r.err;
+  EXPECT_FALSE(contains(r.err, "[winograd]")) << r.err;
+  EXPECT_FALSE(fs::exists(path("cache/kiln/compiled")));
   EXPECT_FALSE(fs::exists(path("D/out.npy")));
 }
 
-TEST_F(CliRunBench, InputOfWrongDtypeIsNamed) {
-  // What numpy.save writes for float64 zeros of the example's input shape.
-  std::string header = "{'descr': '<f8', 'fortran_order': False, 'shape': (1, 64, 56, 56), }";
+// An .npy file of the example's input shape with dtype `descr` whose data bytes are
+// `data` (numpy.save's header: version 1.0, padded to a multiple of 64 bytes).
+std::string example_input_npy(const std::string& descr, const std::string& data) {
+  std::string header =
+      "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (1, 64, 56, 56), }";
   header.append(64 - (10 + header.size() + 1) % 64, ' ');
   header += '\n';
-  std::string file = std::string("\x93NUMPY\x01\x00", 8) + char(header.size() & 0xff) +
-                     char(header.size() >> 8) + header;
-  file.append(8 * 64 * 56 * 56, '\0');
-  spit(path("f64.npy"), file);
-  expect_error(kiln("run example --input A=f64.npy --output-dir D"), 1,
-               "f64.npy: dtype '<f8' is not supported");
+  return std::string("\x93NUMPY\x01\x00", 8) + char(header.size() & 0xff) +
+         char(header.size() >> 8) + header + data;
+}
+
+TEST_F(CliRunBench, InputOfWrongDtypeIsNamed) {
+  spit(path("i64.npy"), example_input_npy("<i8", std::string(8 * 64 * 56 * 56, '\1')));
+  expect_error(kiln("run example --input A=i64.npy --output-dir D"), 1,
+               "i64.npy: dtype '<i8' is not supported");
   EXPECT_FALSE(fs::exists(path("D/out.npy")));
+}
+
+// numpy's default dtype: a float64 file is rounded to float32, said so, and computes what the
+// reference does on the rounded values.
+TEST_F(CliRunBench, Float64InputIsRoundedToFloat32) {
+  using namespace kiln::graph;
+  const int64_t n = num_elements(kExampleIn);
+  std::vector<double> wide(n);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  for (double& v : wide) v = u(rng);
+  spit(path("f64.npy"),
+       example_input_npy("<f8", std::string(reinterpret_cast<const char*>(wide.data()),
+                                            wide.size() * sizeof(double))));
+  const Result r = kiln("run example --input A=f64.npy --output-dir D");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "f64.npy (float64, rounded to float32)")) << r.out;
+  Tensor x{kExampleIn, Layout::nchw, std::vector<float>(n)};
+  for (int64_t i = 0; i < n; ++i) x.data[i] = static_cast<float>(wide[i]);
+  const Tensor want = run_reference(reference_example(), {x})[0];
+  const NpyArray got = kiln::cli::read_npy(path("D/out.npy"));
+  ASSERT_EQ(got.shape, want.shape);
+  EXPECT_LE(worst_error_ratio(got.data, want.data, 1e-3, 1e-4), 1.0);
 }
 
 TEST_F(CliRunBench, UnknownInputNameIsAUsageError) {

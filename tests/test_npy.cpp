@@ -2,6 +2,8 @@
 // headers, and each malformed file is one error naming the file and the problem.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -46,6 +48,33 @@ TEST(NpyReader, RoundTripsAndReadsVersion2) {
       npy_with_header("{\"descr\": \"<f4\", \"fortran_order\": False, \"shape\": (3,)}", 2, data),
       "t.npy");
   EXPECT_EQ(b.shape, (kiln::graph::Shape{3}));
+}
+
+// float16 and float64 files are read as float32: float16 exactly (bit patterns from the IEEE
+// 754 binary16 table), float64 rounded to the nearest float, past the float range to infinity.
+TEST(NpyReader, ReadsFloat16AndFloat64AsFloat32) {
+  const uint16_t half[] = {0x3c00, 0xc000, 0x3555, 0x0001, 0x7bff, 0xfc00};
+  const NpyArray h = kiln::cli::parse_npy(
+      npy_with_header("{'descr': '<f2', 'fortran_order': False, 'shape': (2, 3), }", 1,
+                      std::string(reinterpret_cast<const char*>(half), sizeof half)),
+      "t.npy");
+  EXPECT_EQ(h.shape, (kiln::graph::Shape{2, 3}));
+  EXPECT_EQ(h.dtype, "<f2");
+  EXPECT_EQ(h.data, (std::vector<float>{1.0f, -2.0f, 0.333251953125f, std::ldexp(1.0f, -24),
+                                        65504.0f, -INFINITY}));
+
+  const double wide[] = {0.1, -1.0 / 3.0, 1e300, 3.0, 1e-50};
+  const NpyArray d = kiln::cli::parse_npy(
+      npy_with_header("{'descr': '<f8', 'fortran_order': False, 'shape': (5,), }", 1,
+                      std::string(reinterpret_cast<const char*>(wide), sizeof wide)),
+      "t.npy");
+  EXPECT_EQ(d.dtype, "<f8");
+  EXPECT_EQ(d.data, (std::vector<float>{0.1f, -1.0f / 3.0f, INFINITY, 3.0f, 0.0f}));
+
+  // A file whose size is right for float32 but not for its declared float16 is refused.
+  expect_npy_error(npy_with_header("{'descr': '<f2', 'fortran_order': False, 'shape': (4,), }", 1,
+                                   std::string(16, '\0')),
+                   "8 bytes after the data");
 }
 
 TEST(NpyReader, RejectsWhatItCannotRead) {

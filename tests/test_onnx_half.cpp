@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/bf16.h"
 #include "graph/builder.h"
 #include "graph/onnx/importer.h"
 #include "graph/passes/pipeline.h"
@@ -65,21 +66,21 @@ TEST(OnnxHalf, BitsDecodeExactly) {
                                      -INFINITY};
   for (float v : values) {
     const float exact = std::fabs(v) == 0.000061035f ? std::copysign(std::ldexp(1.0f, -14), v) : v;
-    EXPECT_EQ(onnx::half_bits_to_float(half_bits(exact)), exact) << exact;
-    EXPECT_EQ(std::signbit(onnx::half_bits_to_float(half_bits(exact))), std::signbit(exact));
+    EXPECT_EQ(from_half_bits(half_bits(exact)), exact) << exact;
+    EXPECT_EQ(std::signbit(from_half_bits(half_bits(exact))), std::signbit(exact));
   }
   // Bit patterns from the IEEE 754 binary16 table, independent of half_bits above.
-  EXPECT_TRUE(std::isnan(onnx::half_bits_to_float(0x7e00)));
-  EXPECT_EQ(onnx::half_bits_to_float(0x3c01), 1.0f + std::ldexp(1.0f, -10));
-  EXPECT_EQ(onnx::half_bits_to_float(0xc000), -2.0f);
-  EXPECT_EQ(onnx::half_bits_to_float(0x7bff), 65504.0f);
-  EXPECT_EQ(onnx::half_bits_to_float(0x0400), std::ldexp(1.0f, -14));
-  EXPECT_EQ(onnx::half_bits_to_float(0x0001), std::ldexp(1.0f, -24));
-  EXPECT_EQ(onnx::half_bits_to_float(0x3555), 0.333251953125f);
-  EXPECT_TRUE(std::signbit(onnx::half_bits_to_float(0x8000)));
-  EXPECT_EQ(onnx::half_bits_to_float(0xfc00), -INFINITY);
-  EXPECT_EQ(onnx::bfloat16_bits_to_float(0x3f80), 1.0f);
-  EXPECT_EQ(onnx::bfloat16_bits_to_float(0xc0a0), -5.0f);
+  EXPECT_TRUE(std::isnan(from_half_bits(0x7e00)));
+  EXPECT_EQ(from_half_bits(0x3c01), 1.0f + std::ldexp(1.0f, -10));
+  EXPECT_EQ(from_half_bits(0xc000), -2.0f);
+  EXPECT_EQ(from_half_bits(0x7bff), 65504.0f);
+  EXPECT_EQ(from_half_bits(0x0400), std::ldexp(1.0f, -14));
+  EXPECT_EQ(from_half_bits(0x0001), std::ldexp(1.0f, -24));
+  EXPECT_EQ(from_half_bits(0x3555), 0.333251953125f);
+  EXPECT_TRUE(std::signbit(from_half_bits(0x8000)));
+  EXPECT_EQ(from_half_bits(0xfc00), -INFINITY);
+  EXPECT_EQ(from_bf16_bits(0x3f80), 1.0f);
+  EXPECT_EQ(from_bf16_bits(0xc0a0), -5.0f);
 }
 
 TEST(OnnxHalf, RoundsAsTheTypesRound) {

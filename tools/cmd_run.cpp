@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -44,8 +45,11 @@ run and the median of the timed runs. Nothing is written when the command fails.
 options:
   --input NAME=FILE.npy   the input NAME (repeat for several inputs); a little-endian float32
                           ('<f4'), C-order .npy file (version 1.0 or 2.0) of exactly the
-                          input's declared shape; an input with symbolic dimensions that
-                          --input-shape does not give is compiled for the file's shape
+                          input's declared shape (float16 '<f2' and float64 '<f8' files are
+                          read as float32: widened exactly, rounded to nearest); an input
+                          with symbolic dimensions that --input-shape does not give is
+                          compiled for the file's shape. Names, shapes and headers are
+                          checked before the model is compiled
   --input FILE.npy        the same, for a model with a single input
                           (inputs not given: seeded random values in [-1, 1))
   {input-shape:26}
@@ -177,6 +181,29 @@ std::map<size_t, std::string> bind_input_files(const graph::Graph& g,
   return files;
 }
 
+// The --input file of graph input `v`, its header read and its shape checked.
+NpyFile open_input_file(const graph::Value& v, const std::string& path) {
+  NpyFile file = open_npy(path);
+  if (file.shape != v.shape)
+    throw graph::Error("input '" + v.name + "' must have shape " + graph::to_string(v.shape) +
+                       ", got " + graph::to_string(file.shape) + " from " + path);
+  return file;
+}
+
+// What load_inputs checks before it reads any data (names, headers, shapes), for the imported
+// model: a bad --input then fails before the compile, which may take minutes.
+void check_input_files(const graph::Graph& g, const RunArgs& a) {
+  for (const auto& [index, path] : bind_input_files(g, a.inputs))
+    open_input_file(g.value(g.inputs[index]), path);
+}
+
+// How a file's values became the float32 the model computes in.
+const char* conversion(const std::string& dtype) {
+  return dtype == "<f2"   ? " (float16, widened to float32)"
+         : dtype == "<f8" ? " (float64, rounded to float32)"
+                          : "";
+}
+
 std::vector<graph::Tensor> load_inputs(const graph::Graph& g, const RunArgs& a) {
   const std::map<size_t, std::string> files = bind_input_files(g, a.inputs);
   check_inputs_fit(g, a.options);
@@ -192,13 +219,11 @@ std::vector<graph::Tensor> load_inputs(const graph::Graph& g, const RunArgs& a) 
                   graph::to_string(v.shape).c_str(), static_cast<unsigned long long>(a.seed + i));
       continue;
     }
-    const NpyFile file = open_npy(it->second);
-    if (file.shape != v.shape)
-      throw graph::Error("input '" + v.name + "' must have shape " + graph::to_string(v.shape) +
-                         ", got " + graph::to_string(file.shape) + " from " + it->second);
+    const NpyFile file = open_input_file(v, it->second);
     inputs.push_back({v.shape, v.layout, read_npy_data(file)});
-    std::printf("input  %s %s: %s\n", graph::printable(v.name).c_str(),
-                graph::to_string(v.shape).c_str(), graph::printable(it->second).c_str());
+    std::printf("input  %s %s: %s%s\n", graph::printable(v.name).c_str(),
+                graph::to_string(v.shape).c_str(), graph::printable(it->second).c_str(),
+                conversion(file.dtype));
   }
   return inputs;
 }
@@ -452,15 +477,21 @@ int run(const RunArgs& a) {
     throw graph::Error("output directory '" + a.output_dir + "' exists and is not a directory");
   bool cached = false;
   const auto t0 = std::chrono::steady_clock::now();
+  // --input files are checked against the imported model before the compile (whose Winograd
+  // output check compiles kernels), so a wrong name, shape or file fails in a moment.
+  std::optional<graph::Graph> imported;
+  if (!a.inputs.empty()) {
+    imported = load_model(a.model, a.input_shapes);
+    check_input_files(*imported, a);
+  }
   const OutputCheck check{a.options, a.schedules};  // float32: bf16 has a tolerance of its own
-  const graph::Graph optimized =
-      compile_cached(a.model, a.input_shapes, to_string(a.options.backend), a.precision, &cached,
-                     a.precision == graph::Precision::f32 ? &check : nullptr);
+  const graph::Graph optimized = compile_cached(
+      a.model, a.input_shapes, to_string(a.options.backend), a.precision, &cached,
+      a.precision == graph::Precision::f32 ? &check : nullptr, imported ? &*imported : nullptr);
+  imported.reset();
   const double compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   // Graph inputs and output names survive the passes; outputs are written in logical order.
-  // Inputs come before the run's kernels (a first compile's output check has compiled the
-  // float32 model's already): a bad input file fails before the model is built.
   const std::vector<graph::Tensor> inputs = load_inputs(optimized, a);
   const auto t1 = std::chrono::steady_clock::now();
   Model model(optimized, a.options);  // generates the kernels the model needs, or loads them

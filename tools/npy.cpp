@@ -11,10 +11,11 @@
 #include <fstream>
 #include <map>
 
+#include "graph/bf16.h"
 #include "graph/file_io.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
-              "the .npy code copies '<f4' bytes as host floats");
+              "the .npy code copies '<f4', '<f2' and '<f8' bytes as host values");
 
 namespace kiln::cli {
 namespace {
@@ -133,8 +134,19 @@ std::string shape_text(const graph::Shape& s) {
   return out + (s.size() == 1 ? ",)" : ")");
 }
 
-// Checks the three keys and returns the shape.
-graph::Shape check_header(const std::map<std::string, HeaderValue>& h, const std::string& what) {
+// The bytes of one element of each dtype Kiln reads, 0 for any other.
+int element_bytes(const std::string& descr) {
+  return descr == "<f4" ? 4 : descr == "<f2" ? 2 : descr == "<f8" ? 8 : 0;
+}
+
+struct Header {
+  graph::Shape shape;
+  std::string descr;
+  size_t data_offset = 0;
+};
+
+// Checks the three keys.
+Header check_header(const std::map<std::string, HeaderValue>& h, const std::string& what) {
   auto get = [&](const char* key, HeaderValue::Kind kind) -> const HeaderValue& {
     auto it = h.find(key);
     if (it == h.end()) throw graph::Error(what + ": .npy header has no '" + key + "' entry");
@@ -145,23 +157,19 @@ graph::Shape check_header(const std::map<std::string, HeaderValue>& h, const std
   if (h.size() != 3)
     throw graph::Error(what + ": .npy header must have exactly descr, fortran_order and shape");
   const std::string& descr = get("descr", HeaderValue::string).s;
-  if (descr != "<f4")
+  if (!element_bytes(descr))
     throw graph::Error(what + ": dtype '" + descr +
-                       "' is not supported; Kiln reads little-endian float32 ('<f4') only");
+                       "' is not supported; Kiln reads little-endian float32, float16 and float64 "
+                       "('<f4', '<f2', '<f8')");
   if (get("fortran_order", HeaderValue::boolean).b)
     throw graph::Error(what +
                        ": Fortran-order arrays are not supported; save a C-order array "
                        "(numpy.ascontiguousarray)");
-  return get("shape", HeaderValue::tuple).dims;
+  return {get("shape", HeaderValue::tuple).dims, descr, 0};
 }
 
 // numpy itself reads headers up to 10,000 bytes by default; no real header comes near this.
 constexpr size_t kMaxHeaderBytes = 64 << 10;
-
-struct Header {
-  graph::Shape shape;
-  size_t data_offset = 0;
-};
 
 // The header at the start of `bytes`, which must hold all of it.
 Header parse_header(const std::string& bytes, const std::string& what) {
@@ -181,35 +189,60 @@ Header parse_header(const std::string& bytes, const std::string& what) {
                        " bytes; Kiln reads headers up to " + std::to_string(kMaxHeaderBytes));
   if (bytes.size() < header_at + header_len) throw graph::Error(what + ": truncated .npy header");
   const std::string header = bytes.substr(header_at, header_len);
-  return {check_header(HeaderParser(header, what).dict(), what), header_at + header_len};
+  Header h = check_header(HeaderParser(header, what).dict(), what);
+  h.data_offset = header_at + header_len;
+  return h;
 }
 
 // The element count of `shape`, after checking that the `have` bytes after the header hold
-// exactly its data.
-uint64_t check_data_size(const graph::Shape& shape, uint64_t have, const std::string& what) {
+// exactly its data, `bytes` per element.
+uint64_t check_data_size(const graph::Shape& shape, int bytes, uint64_t have,
+                         const std::string& what) {
   uint64_t count = 1;
   bool too_big = false;  // more elements than 64 bits count: surely more than the file holds
   for (int64_t d : shape)
     too_big |= __builtin_mul_overflow(count, static_cast<uint64_t>(d), &count);
   for (int64_t d : shape) too_big &= d != 0;
-  if (too_big || count > have / 4)
+  if (too_big || count > have / bytes)
     throw graph::Error(what + ": truncated: shape " + shape_text(shape) +
                        " needs more data than the " + std::to_string(have) +
                        " bytes after the header");
-  if (count * 4 != have)
-    throw graph::Error(what + ": " + std::to_string(have - count * 4) +
+  if (count * bytes != have)
+    throw graph::Error(what + ": " + std::to_string(have - count * bytes) +
                        " bytes after the data of shape " + shape_text(shape) +
                        "; the header does not describe the file");
   return count;
+}
+
+// `out.size()` elements of dtype `descr` from `raw` into floats: float32 copied, float16 widened
+// exactly, float64 rounded to the nearest float (past the float range, to infinity).
+void convert(const char* raw, const std::string& descr, std::vector<float>& out) {
+  const size_t n = out.size();
+  if (descr == "<f4") {
+    if (n) std::memcpy(out.data(), raw, n * 4);
+  } else if (descr == "<f2") {
+    for (size_t i = 0; i < n; ++i) {
+      uint16_t bits;
+      std::memcpy(&bits, raw + 2 * i, 2);
+      out[i] = graph::from_half_bits(bits);
+    }
+  } else {
+    for (size_t i = 0; i < n; ++i) {
+      double v;
+      std::memcpy(&v, raw + 8 * i, 8);
+      out[i] = static_cast<float>(v);
+    }
+  }
 }
 
 }  // namespace
 
 NpyArray parse_npy(const std::string& bytes, const std::string& what) {
   const Header h = parse_header(bytes, what);
-  const uint64_t count = check_data_size(h.shape, bytes.size() - h.data_offset, what);
-  NpyArray a{h.shape, std::vector<float>(count)};
-  if (count) std::memcpy(a.data.data(), bytes.data() + h.data_offset, count * 4);
+  const uint64_t count =
+      check_data_size(h.shape, element_bytes(h.descr), bytes.size() - h.data_offset, what);
+  NpyArray a{h.shape, std::vector<float>(count), h.descr};
+  convert(bytes.data() + h.data_offset, h.descr, a.data);
   return a;
 }
 
@@ -224,24 +257,29 @@ NpyFile open_npy(const std::string& path) {
   if (!f || !f.read(prefix.data(), static_cast<std::streamsize>(prefix.size())))
     throw graph::Error("cannot read '" + path + "'");
   const Header h = parse_header(prefix, path);
-  check_data_size(h.shape, static_cast<uint64_t>(size) - h.data_offset, path);
-  return {path, h.shape, static_cast<int64_t>(h.data_offset)};
+  check_data_size(h.shape, element_bytes(h.descr), static_cast<uint64_t>(size) - h.data_offset,
+                  path);
+  return {path, h.shape, h.descr, static_cast<int64_t>(h.data_offset)};
 }
 
 std::vector<float> read_npy_data(const NpyFile& file) {
   std::vector<float> data(static_cast<size_t>(graph::num_elements(file.shape)));
+  const size_t bytes = data.size() * element_bytes(file.dtype);
+  // float32 straight into the result; the other dtypes through a buffer of their own bytes
+  std::string raw(file.dtype == "<f4" ? 0 : bytes, '\0');
+  char* to = file.dtype == "<f4" ? reinterpret_cast<char*>(data.data()) : raw.data();
   std::ifstream f(file.path, std::ios::binary);
-  const std::streamsize bytes = static_cast<std::streamsize>(data.size() * 4);
-  if (!f || !f.seekg(file.data_offset) || !f.read(reinterpret_cast<char*>(data.data()), bytes) ||
+  if (!f || !f.seekg(file.data_offset) || !f.read(to, static_cast<std::streamsize>(bytes)) ||
       f.peek() != std::char_traits<char>::eof())
     throw graph::Error("cannot read '" + file.path + "': it changed since its header was read");
+  if (file.dtype != "<f4") convert(raw.data(), file.dtype, data);
   return data;
 }
 
 NpyArray read_npy(const std::string& path) {
   NpyFile file = open_npy(path);
   std::vector<float> data = read_npy_data(file);
-  return {std::move(file.shape), std::move(data)};
+  return {std::move(file.shape), std::move(data), std::move(file.dtype)};
 }
 
 namespace {

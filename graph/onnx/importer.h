@@ -42,9 +42,6 @@ bool is_float_dtype(int32_t onnx_dtype);
 // FLOAT, FLOAT16 and BFLOAT16: the dtypes a graph tensor, float32 inside Kiln, may have at the
 // model's boundary or in a Cast (half-precision values exchanged as float32).
 bool is_graph_float_dtype(int32_t onnx_dtype);
-// The float of IEEE binary16 bits / of bfloat16 bits (exact).
-float half_bits_to_float(uint16_t bits);
-float bfloat16_bits_to_float(uint16_t bits);
 // `v` rounded to the nearest FLOAT16 (to even on ties; +-inf past 65504) or BFLOAT16 value, or
 // `v` itself for any other dtype: what a Cast of a constant to that dtype keeps.
 float round_to_dtype(float v, int32_t onnx_dtype);

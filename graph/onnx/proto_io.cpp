@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "graph/bf16.h"
 #include "graph/file_io.h"
 #include "graph/onnx/importer.h"
 
@@ -89,10 +90,10 @@ void decode_raw(const TP& t, int64_t n, HostTensor& h) {
         h.i[k] = read_raw<int32_t>(raw, k);
         break;
       case TP::FLOAT16:
-        h.f[k] = half_bits_to_float(read_raw<uint16_t>(raw, k));
+        h.f[k] = from_half_bits(read_raw<uint16_t>(raw, k));
         break;
       case TP::BFLOAT16:
-        h.f[k] = bfloat16_bits_to_float(read_raw<uint16_t>(raw, k));
+        h.f[k] = from_bf16_bits(read_raw<uint16_t>(raw, k));
         break;
       case TP::INT16:
         h.i[k] = read_raw<int16_t>(raw, k);
@@ -123,7 +124,7 @@ void decode_typed(const TP& t, int64_t n, HostTensor& h) {
   else if (h.dtype == TP::FLOAT16 || h.dtype == TP::BFLOAT16)  // the bits, one per int32
     for (int32_t bits : t.int32_data()) {
       const auto b = static_cast<uint16_t>(bits);
-      h.f.push_back(h.dtype == TP::FLOAT16 ? half_bits_to_float(b) : bfloat16_bits_to_float(b));
+      h.f.push_back(h.dtype == TP::FLOAT16 ? from_half_bits(b) : from_bf16_bits(b));
     }
   else
     h.i.assign(t.int32_data().begin(), t.int32_data().end());
@@ -146,22 +147,6 @@ bool is_float_dtype(int32_t onnx_dtype) {
 
 bool is_graph_float_dtype(int32_t onnx_dtype) {
   return onnx_dtype == TP::FLOAT || onnx_dtype == TP::FLOAT16 || onnx_dtype == TP::BFLOAT16;
-}
-
-float half_bits_to_float(uint16_t bits) {
-  const int exponent = (bits >> 10) & 0x1f;
-  const int mantissa = bits & 0x3ff;
-  float v = exponent == 0    ? std::ldexp(static_cast<float>(mantissa), -24)  // 0, subnormal
-            : exponent == 31 ? (mantissa ? NAN : INFINITY)
-                             : std::ldexp(static_cast<float>(mantissa | 0x400), exponent - 25);
-  return bits & 0x8000 ? -v : v;
-}
-
-float bfloat16_bits_to_float(uint16_t bits) {
-  const uint32_t word = uint32_t{bits} << 16;
-  float v;
-  std::memcpy(&v, &word, sizeof v);
-  return v;
 }
 
 float round_to_dtype(float v, int32_t onnx_dtype) {
