@@ -43,6 +43,7 @@
 #include "graph/kernel_spec.h"
 #include "graph/passes/pipeline.h"
 #include "graph/reference.h"
+#include "runtime/kernels.h"
 
 namespace {
 
@@ -56,6 +57,7 @@ const size_t kNumLayers = bench::kNumConvLayers;
 // Benchmarks
 
 bool g_onednn_nhwc = false;
+int g_cpu_target = -1;  // --target: Kiln's kernels for this CPU target (-1: the best it runs)
 std::map<int, double> g_peak;       // measured FMA GFLOP/s by thread count
 std::map<int, double> g_bandwidth;  // measured copy GB/s by thread count
 std::set<std::string> g_failed;     // layers whose check failed
@@ -108,7 +110,7 @@ Prepared& prepare(size_t index, int threads) {
   if (!p.error.empty()) return p;
   try {
     if (!p.kiln)
-      p.kiln = std::make_unique<bench::KilnConv>(l.shape(), Schedule::tuned, -1,
+      p.kiln = std::make_unique<bench::KilnConv>(l.shape(), Schedule::tuned, g_cpu_target,
                                                  l.epilogue_spec());
     auto& d = p.onednn[threads];
     if (!d) d = std::make_unique<bench::OneDnnConv>(l.shape(), g_onednn_nhwc, l.epilogue_spec());
@@ -238,6 +240,11 @@ void print_summary(const SummaryReporter& rep, const std::vector<size_t>& layers
       "GFLOP/s and %%peak are Kiln's; sprd%%: how far above its fastest repetition a median\n"
       "is, the larger of the two (a disturbed measurement when high)\n",
       g_onednn_nhwc ? " (NHWC activations)" : " (its own activation layout)");
+  if (g_cpu_target >= 0)
+    std::fprintf(o, "Kiln's kernels for %s; oneDNN's instruction set: ONEDNN_MAX_CPU_ISA=%s\n",
+                 runtime::cpu_targets()[static_cast<size_t>(g_cpu_target)].c_str(),
+                 std::getenv("ONEDNN_MAX_CPU_ISA") ? std::getenv("ONEDNN_MAX_CPU_ISA")
+                                                   : "(unset: the best it runs)");
   for (int t : threads) {
     std::fprintf(o, "measured FMA peak, %d thread%s: %.1f GFLOP/s", t, t > 1 ? "s" : "", g_peak[t]);
     if (g_bandwidth.count(t)) std::fprintf(o, "; copy bandwidth %.1f GB/s", g_bandwidth[t]);
@@ -343,6 +350,10 @@ options:
   --filter-layer REGEX   only layers whose <model>_<layer> matches (std::regex search)
   --quick                3 repetitions of at least 0.02 s (default 5 of 0.1 s)
   --onednn-nhwc          oneDNN on NHWC activations (default: the layout oneDNN prefers)
+  --target T             Kiln's kernels for CPU target T: avx512, avx2, baseline or one of
+                         the build's Halide target strings (default: the best this CPU runs).
+                         oneDNN picks its own instruction set: set ONEDNN_MAX_CPU_ISA (e.g.
+                         AVX2) to compare like with like. %peak stays of the best FMA peak
   --list                 print the layer table and exit
   --check-table MODEL    exit 1 unless Kiln's conv kernels of MODEL.onnx equal the table
   --print-table MODEL    print MODEL.onnx's conv kernels as table rows
@@ -398,6 +409,13 @@ int main(int argc, char** argv) {
       as_model = value(i);
     } else if (std::strcmp(argv[i], "--quick") == 0) {
       quick = true;
+    } else if (is(i, "--target")) {
+      try {
+        g_cpu_target = kiln::cli::parse_cpu_target("--target", value(i));
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "%s\n", e.what());
+        return 2;
+      }
     } else if (std::strcmp(argv[i], "--onednn-nhwc") == 0) {
       g_onednn_nhwc = true;
     } else if (std::strcmp(argv[i], "--list") == 0) {

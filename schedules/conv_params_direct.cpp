@@ -167,10 +167,13 @@ static ConvParams direct_params_for_shape(const ConvShape& s, const Halide::Targ
 // 98 pixels) 1.04-1.08x; not taken: its 14x14 1x1 layers (196 pixels; 0.88-1.00x in three trials,
 // where one chunk serves 28 passes and the prefetch's address arithmetic costs more than the wait
 // it hides), MobileNetV2's 7x7 layers of 0.4-1.6 MiB (0.85-0.94x) and, in models whose weights stay
-// in cache, ResNet-18's 7x7 layers (0.97x) and a VGG's (0.91-0.96x).
+// in cache, ResNet-18's 7x7 layers (0.97x) and a VGG's (0.91-0.96x). AVX-512 targets only: on an
+// AMD Zen 4 (2 threads, `kiln tune --set prefetch=0`, in the network, interleaved) ResNet-50's
+// stage-4 layers ran 1.09-1.10x faster with it on AVX-512 but 1.13-1.26x slower with it on AVX2
+// (3x4 tiles: 12 multiply-adds per step where AVX-512's 4x7 has 28 to cover a step's prefetches).
 static bool deep_prefetch_pays(const ConvShape& s, const ConvParams& p, const Halide::Target& t) {
   if (!s.cold_weights || s.bf16 || p.block.vectors < 1 || t.arch != Halide::Target::X86 ||
-      t.has_gpu_feature())
+      t.has_gpu_feature() || !t.has_feature(Halide::Target::AVX512))
     return false;
   if (direct_weight_bytes(s) <= (int64_t{2} << 20)) return false;
   const int64_t channels = int64_t{p.block.vectors} * vector_lanes(p, t);
