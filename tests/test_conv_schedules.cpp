@@ -149,7 +149,8 @@ TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
         }
       }
   // 16 registers (AVX2): deep layers take 3x4 tiles where they compute no more columns than
-  // 2x6 (7 and 14 wide), 1x7 at 7 wide with fewer than 3 vectors of channels, else 2x6.
+  // 2x6 (7 and 14 wide), 1x7 at 7 wide with fewer than 3 vectors of channels, else 2x6; a 1x1
+  // layer of at most 64 pixels and 2 MiB of weights on 3x4 tiles runs them in the wide family.
   const Halide::Target avx2("x86-64-linux-avx-avx2-f16c-fma-sse41");
   const auto deep_avx2 = [&](int w, int out_channels, int k) {
     schedules::ConvShape s = layer(w, w, 512, k, k > 1);
@@ -160,7 +161,8 @@ TEST(ConvKernelSchedules, DeepScheduleForSmallOutputsWithLongReductions) {
             "deep block=3x4 chunk=288 tasks=16 prefetch=0");
   EXPECT_EQ(deep_avx2(14, 64, 3), "deep block=3x4 chunk=288 tasks=16 prefetch=0");
   EXPECT_EQ(deep_avx2(7, 16, 1), "wide block=1x7 rows=2 split=0 stage=copy");  // 32 KiB
-  EXPECT_EQ(deep_avx2(7, 256, 1), "deep block=3x4 chunk=288 tasks=16 prefetch=0");  // 512 KiB
+  EXPECT_EQ(deep_avx2(7, 256, 1), "wide block=3x4 rows=4 split=0 stage=in_place");   // 512 KiB
+  EXPECT_EQ(deep_avx2(7, 1280, 1), "deep block=3x4 chunk=288 tasks=16 prefetch=0");  // 2.5 MiB
   EXPECT_EQ(deep_avx2(6, 512, 1), "deep block=2x6 chunk=288 tasks=16 prefetch=0");
 }
 
