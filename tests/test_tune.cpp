@@ -373,7 +373,8 @@ TEST_F(TuneTest, TuneWritesResumesAndTriesByHand) {
   EXPECT_LE(alone.records()[0].median_us, alone.records()[0].default_us);
 
   const std::string before = slurp(path("db.jsonl"));
-  ASSERT_EQ(kiln("tune example --db db.jsonl --budget 1", &out), 0) << out;
+  ASSERT_EQ(kiln("tune example --db db.jsonl --budget 0.5", &out), 0) << out;  // 30 s
+  EXPECT_NE(out.find("budget 0:30"), std::string::npos) << out;
   EXPECT_NE(out.find("1 kernels kept from the database"), std::string::npos) << out;
   EXPECT_EQ(out.find("compiling"), std::string::npos) << "a rerun compiled candidates:\n" << out;
   EXPECT_EQ(slurp(path("db.jsonl")), before);
@@ -400,6 +401,10 @@ TEST_F(TuneTest, TuneWritesResumesAndTriesByHand) {
   EXPECT_EQ(kiln("tune example --db db.jsonl --kernel nope", &out), 2) << out;
   EXPECT_EQ(kiln("tune example --set rows=1 --db db.jsonl", &out), 2) << out;
   EXPECT_EQ(kiln("tune example", &out), 2) << out;
+  for (const char* budget : {"0", "-1", "abc", "1.5x", "1e9"}) {
+    EXPECT_EQ(kiln(std::string("tune example --db db.jsonl --budget ") + budget, &out), 2) << out;
+    EXPECT_NE(out.find("--budget expects minutes"), std::string::npos) << budget << ": " << out;
+  }
   EXPECT_EQ(kiln("run example --schedules missing.jsonl", &out), 1) << out;
   EXPECT_NE(out.find("no such file"), std::string::npos) << out;
 }

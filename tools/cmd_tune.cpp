@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -63,8 +64,9 @@ options:
   --target T           the CPU target to tune for: avx512, avx2, baseline or one of the
                        build's Halide target strings (default: the best this CPU runs)
   {input-shape:23}
-  --budget MINUTES     time for the whole run (default 30); each kernel gets an equal share of
-                       what is left, and stops trying candidates when it is spent
+  --budget MINUTES     time for the whole run (default 30; fractions allowed: 0.5 is 30 s);
+                       each kernel gets an equal share of what is left, and stops trying
+                       candidates when it is spent
   --threads N          threads the kernels run with (default: one per core)
   --jobs N             candidates compiled at once (default: one per core)
   --candidates N       schedules in each kernel's ranked list, the default included
@@ -119,7 +121,18 @@ TuneArgs parse(const Args& args) {
   const int best = runtime::best_cpu_target();
   if (best < 0) throw graph::Error("this CPU supports none of Kiln's CPU targets");
   a.target = args.has("--target") ? parse_cpu_target("--target", args.get("--target")) : best;
-  a.budget_s = 60.0 * args.get_int("--budget", 30, 1, 100000);
+  {
+    // Minutes, fractions allowed: 0.5 is 30 s (a budget of seconds for a small model).
+    const std::string text = args.get("--budget", "30");
+    char* end = nullptr;
+    const double minutes = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0' || !(minutes > 0) || minutes > 100000)
+      throw UsageError(
+          "--budget expects minutes, more than 0 and at most 100000 (e.g. 30 or "
+          "0.5), got '" +
+          text + "'");
+    a.budget_s = 60.0 * minutes;
+  }
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   a.threads = args.get_int("--threads", 0, 1, 1024);
   a.jobs = args.get_int("--jobs", cores, 1, 256);
