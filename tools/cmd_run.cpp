@@ -477,18 +477,22 @@ int run(const RunArgs& a) {
     throw graph::Error("output directory '" + a.output_dir + "' exists and is not a directory");
   bool cached = false;
   const auto t0 = std::chrono::steady_clock::now();
-  // --input files are checked against the imported model before the compile (whose Winograd
-  // output check compiles kernels), so a wrong name, shape or file fails in a moment.
-  std::optional<graph::Graph> imported;
-  if (!a.inputs.empty()) {
-    imported = load_model(a.model, a.input_shapes);
-    check_input_files(*imported, a);
-  }
   const OutputCheck check{a.options, a.schedules};  // float32: bf16 has a tolerance of its own
-  const graph::Graph optimized = compile_cached(
-      a.model, a.input_shapes, to_string(a.options.backend), a.precision, &cached,
-      a.precision == graph::Precision::f32 ? &check : nullptr, imported ? &*imported : nullptr);
-  imported.reset();
+  const OutputCheck* checked = a.precision == graph::Precision::f32 ? &check : nullptr;
+  const std::string target = to_string(a.options.backend);
+  const graph::Graph optimized = [&] {
+    if (std::optional<graph::Graph> g =
+            cached_graph(a.model, a.input_shapes, target, a.precision, checked)) {
+      cached = true;
+      return std::move(*g);
+    }
+    // --input files are checked against the imported model before the compile (whose Winograd
+    // output check compiles kernels), so a wrong name, shape or file fails in a moment.
+    const graph::Graph imported = load_model(a.model, a.input_shapes);
+    check_input_files(imported, a);
+    return compile_cached(a.model, a.input_shapes, target, a.precision, &cached, checked,
+                          &imported);
+  }();
   const double compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   // Graph inputs and output names survive the passes; outputs are written in logical order.
