@@ -237,10 +237,29 @@ KernelPipeline data_pipeline(const graph::OpKernelSpec& k, const Halide::Target&
     out = a.out;
   } else if (std::holds_alternative<graph::Tile>(k.op)) {
     out = generators::ops::tile(inputs[0], in);
+  } else if (const auto* ge = std::get_if<graph::GatherElements>(&k.op)) {
+    out = generators::ops::gather_elements(inputs[0], in, inputs[1], k.inputs[1].shape, ge->axis);
   } else {
     out = generators::ops::pad(inputs[0], in, std::get<graph::Pad>(k.op));
   }
   schedule_elementwise(elementwise_funcs(out, k.output.shape, true), target);
+  constrain([&](int d) { return out.output_buffer().dim(d); }, k.output.shape);
+  return KernelPipeline{Halide::Pipeline(out), inputs};
+}
+
+// ScatterElements: the copy of the data elementwise, then the updates one after another (in
+// order: two may hit one element), on GPUs by a single thread.
+KernelPipeline scatter_pipeline(const graph::OpKernelSpec& k, const Halide::Target& target,
+                                const std::vector<Halide::ImageParam>& inputs) {
+  Halide::Func out =
+      generators::ops::scatter_elements(inputs[0], k.inputs[0].shape, inputs[1], k.inputs[1].shape,
+                                        inputs[2], std::get<graph::ScatterElements>(k.op));
+  schedule_elementwise(elementwise_funcs(out, k.output.shape, true), target);
+  if (target.has_gpu_feature()) {
+    out.update().gpu_single_thread();
+  } else {
+    out.update().unscheduled();
+  }
   constrain([&](int d) { return out.output_buffer().dim(d); }, k.output.shape);
   return KernelPipeline{Halide::Pipeline(out), inputs};
 }
@@ -508,6 +527,8 @@ static KernelPipeline build_scheduled(const graph::KernelSpec& spec, const Halid
       std::holds_alternative<graph::GlobalPool>(kind))
     return reduction_pipeline(op_spec, target, inputs);
   if (std::holds_alternative<graph::TopK>(kind)) return topk_pipeline(op_spec, target, inputs);
+  if (std::holds_alternative<graph::ScatterElements>(kind))
+    return scatter_pipeline(op_spec, target, inputs);
   if (std::holds_alternative<graph::LayerNorm>(kind))
     return layer_norm_pipeline(op_spec, target, inputs);
   if (std::holds_alternative<graph::GroupNorm>(kind))

@@ -262,6 +262,38 @@ const char* to_string(GridSamplePadding p) {
   return "?";
 }
 
+const char* to_string(ScatterReduction r) {
+  switch (r) {
+    case ScatterReduction::none:
+      return "none";
+    case ScatterReduction::add:
+      return "add";
+    case ScatterReduction::mul:
+      return "mul";
+    case ScatterReduction::max:
+      return "max";
+    case ScatterReduction::min:
+      return "min";
+  }
+  return "?";
+}
+
+BinaryOp combining_op(ScatterReduction r) {
+  switch (r) {
+    case ScatterReduction::add:
+      return BinaryOp::add;
+    case ScatterReduction::mul:
+      return BinaryOp::mul;
+    case ScatterReduction::max:
+      return BinaryOp::max;
+    case ScatterReduction::min:
+      return BinaryOp::min;
+    case ScatterReduction::none:
+      break;
+  }
+  throw Error("ScatterElements without a reduction has no combining op");
+}
+
 std::string to_string(const Shape& s) {
   std::string out = "[";
   for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
@@ -379,6 +411,8 @@ const char* op_name(const Op& op) {
     const char* operator()(const Resize&) { return "Resize"; }
     const char* operator()(const GridSample&) { return "GridSample"; }
     const char* operator()(const TopK&) { return "TopK"; }
+    const char* operator()(const GatherElements&) { return "GatherElements"; }
+    const char* operator()(const ScatterElements&) { return "ScatterElements"; }
     const char* operator()(const ElementwiseChain&) { return "ElementwiseChain"; }
     const char* operator()(const LayoutTransform&) { return "LayoutTransform"; }
   };

@@ -404,6 +404,29 @@ struct TopK {
   bool indices = false;
 };
 
+// ONNX GatherElements (opsets 11-28): out[i] = data[i with its coordinate along `axis` replaced
+// by indices[i]]; the output has the indices' shape, no larger than the data's on any other
+// axis. Inputs: data, indices (a float32 holding an integer, as the arg reductions' outputs; a
+// negative index counts from the end), both in logical order. An index outside
+// [-data.shape[axis], data.shape[axis]) is an Error at import where the indices are constants;
+// at runtime the kernel clamps it into range.
+struct GatherElements {
+  int axis = 0;  // non-negative
+};
+// ONNX ScatterElements (opsets 11-28) and Scatter (9-10): the data with, for every element i of
+// the updates in row-major order, out[i with its coordinate along `axis` replaced by indices[i]]
+// set to updates[i] (`reduction` none: the last write wins) or combined with it (add, mul, max,
+// min). Inputs: data, indices (as GatherElements'), updates (of the indices' shape), in logical
+// order; the output has the data's shape. Runtime indices out of range are clamped.
+enum class ScatterReduction : uint8_t { none, add, mul, max, min };
+const char* to_string(ScatterReduction r);
+// The binary op that combines an element with an update (reduction none has none: an Error).
+BinaryOp combining_op(ScatterReduction r);
+struct ScatterElements {
+  int axis = 0;  // non-negative
+  ScatterReduction reduction = ScatterReduction::none;
+};
+
 // ONNX Tile with constant repeats: out[i] = x[i mod x.shape] on every axis, the output
 // x.shape * repeats.
 struct Tile {
@@ -458,7 +481,7 @@ struct LayoutTransform {
 using Op = std::variant<Conv2d, BatchNorm, Relu, Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish,
                         Binary, Pool2d, GlobalPool, Gemm, MatMul, Reshape, Transpose, Concat, Slice,
                         Pad, Softmax, Reduce, LayerNorm, Resize, ElementwiseChain, LayoutTransform,
-                        Tile, Where, GroupNorm, GridSample, TopK>;
+                        Tile, Where, GroupNorm, GridSample, TopK, GatherElements, ScatterElements>;
 const char* op_name(const Op& op);
 // Its attributes as `dump` prints them ("kernel=3x3 stride=2x2 pads=[1,1,1,1]"), or "".
 std::string op_attributes(const Op& op);

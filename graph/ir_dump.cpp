@@ -117,6 +117,10 @@ std::string attrs(const Op& op) {
   } else if (const auto* tk = std::get_if<TopK>(&op)) {
     s << "axis=" << tk->axis << " k=" << tk->k << (tk->largest ? " largest" : " smallest")
       << (tk->indices ? " indices" : " values");
+  } else if (const auto* ge = std::get_if<GatherElements>(&op)) {
+    s << "axis=" << ge->axis;
+  } else if (const auto* se = std::get_if<ScatterElements>(&op)) {
+    s << "axis=" << se->axis << " reduction=" << to_string(se->reduction);
   } else if (const auto* gs = std::get_if<GridSample>(&op)) {
     s << "mode=" << to_string(gs->mode) << " padding=" << to_string(gs->padding)
       << (gs->align_corners ? " align_corners" : "");

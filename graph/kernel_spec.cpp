@@ -326,7 +326,8 @@ bool is_generated(const KernelSpec& k) {
          std::holds_alternative<LayerNorm>(op) || std::holds_alternative<Resize>(op) ||
          std::holds_alternative<Tile>(op) || std::holds_alternative<Where>(op) ||
          std::holds_alternative<GroupNorm>(op) || std::holds_alternative<GridSample>(op) ||
-         std::holds_alternative<TopK>(op);
+         std::holds_alternative<TopK>(op) || std::holds_alternative<GatherElements>(op) ||
+         std::holds_alternative<ScatterElements>(op);
 }
 
 std::string not_generated_reason(const KernelSpec& k) {
@@ -482,6 +483,10 @@ std::string kernel_signature(const KernelSpec& k) {
     s << "[" << to_string(lt->from) << "->" << to_string(lt->to) << "]";
   } else if (const auto* tk = op ? std::get_if<TopK>(&op->op) : nullptr) {
     s << "[" << tk->axis << "," << tk->k << "," << tk->largest << "," << tk->indices << "]";
+  } else if (const auto* ge = op ? std::get_if<GatherElements>(&op->op) : nullptr) {
+    s << "[" << ge->axis << "]";
+  } else if (const auto* se = op ? std::get_if<ScatterElements>(&op->op) : nullptr) {
+    s << "[" << se->axis << "," << to_string(se->reduction) << "]";
   } else if (const auto* gs = op ? std::get_if<GridSample>(&op->op) : nullptr) {
     s << "[" << to_string(gs->mode) << "," << to_string(gs->padding) << "," << gs->align_corners
       << "]";

@@ -170,6 +170,47 @@ Tensor tile(const Tile& /*t*/, const Tensor& x, const Shape& out_shape, Layout l
   return out;
 }
 
+// An index along an axis of `extent` as GatherElements and ScatterElements read it from its
+// float32: truncated, clamped into [-extent, extent), a negative one counted from the end; NaN
+// reads 0.
+int64_t element_index(float v, int64_t extent) {
+  if (std::isnan(v)) return 0;
+  const double i = std::clamp(std::trunc(double{v}), -double(extent), double(extent - 1));
+  const auto k = static_cast<int64_t>(i);
+  return k < 0 ? k + extent : k;
+}
+
+// out[i] = data[i with axis `axis` replaced by indices[i]].
+Tensor gather_elements(const GatherElements& ge, const Tensor& data, const Tensor& indices,
+                       const Shape& out_shape, Layout layout) {
+  Tensor out = blank(out_shape, layout);
+  const auto axis = static_cast<size_t>(ge.axis);
+  for (int64_t i = 0; i < num_elements(out_shape); ++i) {
+    std::vector<int64_t> at = unravel(i, out_shape);
+    at[axis] = element_index(indices.data[static_cast<size_t>(i)], data.shape[axis]);
+    out.data[i] = data.data[ravel(at, data.shape)];
+  }
+  return out;
+}
+
+// The data, then each update in row-major order written (or combined) at its index.
+Tensor scatter_elements(const ScatterElements& se, const Tensor& data, const Tensor& indices,
+                        const Tensor& updates, const Shape& out_shape, Layout layout) {
+  Tensor out = blank(out_shape, layout);
+  out.data = data.data;
+  const auto axis = static_cast<size_t>(se.axis);
+  for (int64_t i = 0; i < num_elements(updates.shape); ++i) {
+    std::vector<int64_t> at = unravel(i, updates.shape);
+    at[axis] = element_index(indices.data[static_cast<size_t>(i)], data.shape[axis]);
+    float& o = out.data[ravel(at, out_shape)];
+    const float u = updates.data[static_cast<size_t>(i)];
+    o = se.reduction == ScatterReduction::none
+            ? u
+            : static_cast<float>(binary(combining_op(se.reduction), double{o}, double{u}));
+  }
+  return out;
+}
+
 // Output index j on an axis reads input index pad_source_index (j - begin pad, mirrored or
 // clamped by the mode); outside the input it is `value`. A negative begin pad therefore crops,
 // as in ONNX.
@@ -583,6 +624,10 @@ Tensor reference_data_op(const Op& op, const std::vector<const Tensor*>& in, con
   if (const auto* rs = std::get_if<Resize>(&op)) return resize(*rs, *in[0], out_shape, out_layout);
   if (const auto* tk = std::get_if<TopK>(&op))
     return reference_topk(*tk, *in[0], out_shape, out_layout);
+  if (const auto* ge = std::get_if<GatherElements>(&op))
+    return gather_elements(*ge, *in[0], *in[1], out_shape, out_layout);
+  if (const auto* se = std::get_if<ScatterElements>(&op))
+    return scatter_elements(*se, *in[0], *in[1], *in[2], out_shape, out_layout);
   if (const auto* gs = std::get_if<GridSample>(&op))
     return grid_sample(*gs, *in[0], *in[1], out_shape, out_layout);
   if (const auto* ch = std::get_if<ElementwiseChain>(&op)) return reference_chain(*ch, in);

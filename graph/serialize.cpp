@@ -27,11 +27,12 @@ constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'G', 'R', 'F', '1'};
 // new op at the end (and bump the version); never reorder. Version 2 used graph::Op's order.
 template <typename... T>
 struct OpList {};
-using TaggedOps = OpList<Conv2d, BatchNorm, Relu, Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish,
-                         Binary, Pool2d, GlobalPool, Gemm, MatMul, Reshape, Transpose, Concat,
-                         Slice, Pad, Softmax, Reduce, LayoutTransform, ElementwiseChain /* v3 */,
-                         LayerNorm, Resize /* v5 */, Tile /* v8 */, Where /* v9 */,
-                         GroupNorm /* v20 */, GridSample /* v24 */, TopK /* v25 */>;
+using TaggedOps =
+    OpList<Conv2d, BatchNorm, Relu, Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Binary,
+           Pool2d, GlobalPool, Gemm, MatMul, Reshape, Transpose, Concat, Slice, Pad, Softmax,
+           Reduce, LayoutTransform, ElementwiseChain /* v3 */, LayerNorm, Resize /* v5 */,
+           Tile /* v8 */, Where /* v9 */, GroupNorm /* v20 */, GridSample /* v24 */, TopK /* v25 */,
+           GatherElements /* v27 */, ScatterElements /* v27 */>;
 template <typename T, typename... Ts>
 constexpr size_t tag_in(OpList<Ts...>) {
   constexpr bool same[] = {std::is_same_v<T, Ts>...};
@@ -220,6 +221,15 @@ void attrs(IO& io, TopK& t) {
   io.flag(t.indices);
 }
 template <typename IO>
+void attrs(IO& io, GatherElements& g) {
+  io.i32(g.axis);
+}
+template <typename IO>
+void attrs(IO& io, ScatterElements& sc) {
+  io.i32(sc.axis);
+  io.enum8(sc.reduction, 5);
+}
+template <typename IO>
 void attrs(IO& io, GridSample& gs) {
   io.enum8(gs.mode, 3);
   io.enum8(gs.padding, 3);
@@ -387,17 +397,18 @@ Graph read_graph(const char* bytes, size_t size,
   // without Conv2d's resize and shortcut, 17 is 18 without Conv2d's Winograd tile cap, 18 is
   // 19 without Conv2d's pool_first, 19 is 20 without GroupNorm, 20 is 21 without the chain
   // steps from sign on, 21 is 22 without sin, cos and tan, 22 is 23 without sinh ... atanh,
-  // 23 is 24 without GridSample, 24 is 25 without TopK, 25 is 26 without the prelu step;
+  // 23 is 24 without GridSample, 24 is 25 without TopK, 25 is 26 without the prelu step,
+  // 26 is 27 without GatherElements and ScatterElements;
   // version 2 numbered ops by their order in graph::Op.
   if (version != 1 && version != 3 && version != 4 && version != 5 && version != 6 &&
       version != 7 && version != 8 && version != 9 && version != 10 && version != 11 &&
       version != 12 && version != 13 && version != 14 && version != 15 && version != 16 &&
       version != 17 && version != 18 && version != 19 && version != 20 && version != 21 &&
-      version != 22 && version != 23 && version != 24 && version != 25 &&
+      version != 22 && version != 23 && version != 24 && version != 25 && version != 26 &&
       version != kGraphFormatVersion)
     throw Error("graph file format version " + std::to_string(version) +
                 " is not supported (this Kiln reads versions 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, "
-                "13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25 and " +
+                "13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26 and " +
                 std::to_string(kGraphFormatVersion) + "; recompile the model)");
   r.version = version;
   if (stored_checksum(bytes, size) != format_checksum(bytes, size - 8))

@@ -51,6 +51,30 @@ using namespace shape_detail;
 
 namespace {
 
+// GatherElements' and ScatterElements' data and indices: the same rank, the axis in range, the
+// indices no longer than the data on every other axis, and every index along the axis exact as
+// a float32.
+void check_indexed_axis(const Node& n, int axis, const Shape& data, const Shape& indices,
+                        const char* role, bool gather) {
+  if (data.empty()) fail(n, "the data is a scalar; there is no axis to index");
+  if (indices.size() != data.size())
+    fail(n, std::string(role) + " " + to_string(indices) + " and the data " + to_string(data) +
+                " differ in rank");
+  if (axis < 0 || axis >= static_cast<int>(data.size()))
+    fail(n, "axis " + std::to_string(axis) + " is out of range for " + to_string(data));
+  for (size_t a = 0; a < data.size(); ++a)
+    if (static_cast<int>(a) != axis && indices[a] > data[a])
+      fail(n, std::string(role) + " " + to_string(indices) + " are longer than the data " +
+                  to_string(data) + " on axis " + std::to_string(a) +
+                  (gather ? " (an output element would read outside it)"
+                          : " (an update would write outside it)"));
+  if (data[static_cast<size_t>(axis)] > kMaxArgReduceExtent)
+    fail(n, "axis " + std::to_string(axis) + " has " +
+                std::to_string(data[static_cast<size_t>(axis)]) +
+                " elements; Kiln's indices are float32, exact up to " +
+                std::to_string(kMaxArgReduceExtent));
+}
+
 TypedShape infer_binary(const Graph& g, const Node& n) {
   expect_inputs(n, 2);
   const Value& a = g.value(n.inputs[0]);
@@ -391,6 +415,24 @@ TypedShape infer_output(const Graph& g, const Node& n) {
     Shape out = x.shape;
     out[static_cast<size_t>(tk->axis)] = tk->k;
     return {out, x.layout};
+  }
+  if (const auto* ge = std::get_if<GatherElements>(&n.op)) {
+    expect_inputs(n, 2);
+    const Value& data = logical_input(g, n, 0);
+    const Value& indices = logical_input(g, n, 1);
+    check_indexed_axis(n, ge->axis, data.shape, indices.shape, "indices", true);
+    return {indices.shape, logical_layout(indices.shape.size())};
+  }
+  if (const auto* se = std::get_if<ScatterElements>(&n.op)) {
+    expect_inputs(n, 3);
+    const Value& data = logical_input(g, n, 0);
+    const Value& indices = logical_input(g, n, 1);
+    const Value& updates = logical_input(g, n, 2);
+    if (updates.shape != indices.shape)
+      fail(n, "updates " + to_string(updates.shape) + " do not have the indices' shape " +
+                  to_string(indices.shape));
+    check_indexed_axis(n, se->axis, data.shape, indices.shape, "indices", false);
+    return {data.shape, logical_layout(data.shape.size())};
   }
   if (std::holds_alternative<GridSample>(n.op)) {
     expect_inputs(n, 2);

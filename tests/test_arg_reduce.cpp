@@ -1,10 +1,13 @@
 // ArgMax / ArgMin, TopK and Resize's cubic and tf_crop_and_resize through the ONNX importer, and
 // ArgMax's and TopK's generated kernels on inputs with repeated maxima and NaN (numpy's rules,
 // computed here independently of the reference interpreter); a classifier ending in ArgMax run end
-// to end. The random-input kernel cases of both ops are in generated_cases.h.
+// to end. GatherElements and ScatterElements with integer indices (constants, and TopK's at run
+// time) against results computed here. The random-input kernel cases of these ops are in
+// generated_op_cases.h.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <random>
@@ -357,6 +360,133 @@ TEST(ResizeImport, CubicAndCropAttributes) {
   aa.output("y");
   EXPECT_THAT(import_error(aa.bytes()),
               HasSubstr("node 'rs' (Resize): attribute 'antialias'=1 is not supported"));
+}
+
+// GatherElements with constant INT64 indices (negative ones among them, the indices longer than
+// the data along the axis and shorter off it), and with TopK's indices at run time (as torch's
+// y.gather(1, x.topk(3).indices) exports): the values picked here by hand, on every CPU target.
+TEST(GatherElements, ConstantAndRuntimeIndicesOnEveryCpuTarget) {
+  ModelBuilder m(13);
+  m.input("data", {3, 5, 4});
+  std::vector<int64_t> idx(3 * 6 * 2);
+  std::mt19937 rng(21);
+  for (int64_t& v : idx) v = static_cast<int64_t>(rng() % 10) - 5;  // [-5, 4]
+  m.init_i64("idx", {3, 6, 2}, idx);
+  attr_i(m.node("GatherElements", {"data", "idx"}, {"picked"}, "ge"), "axis", 1);
+  m.output("picked");
+  m.input("x", {3, 10});
+  m.input("y", {3, 10});
+  m.init_i64("K", {1}, {3});
+  m.node("TopK", {"x", "K"}, {"top", "top_idx"}, "topk");
+  attr_i(m.node("GatherElements", {"y", "top_idx"}, {"y_at_top"}, "ge_top"), "axis", -1);
+  m.output("y_at_top");
+  const graph::Graph g = import(m);
+  const Tensor data{{3, 5, 4}, Layout::any, rnd(60, 22)};
+  const Tensor x{{3, 10}, Layout::any, rnd(30, 23)}, y{{3, 10}, Layout::any, rnd(30, 24)};
+  std::vector<float> picked;
+  for (int n = 0; n < 3; ++n)
+    for (int i = 0; i < 6; ++i)
+      for (int w = 0; w < 2; ++w) {
+        int64_t k = idx[static_cast<size_t>((n * 6 + i) * 2 + w)];
+        if (k < 0) k += 5;
+        picked.push_back(data.data[static_cast<size_t>((n * 5 + k) * 4 + w)]);
+      }
+  std::vector<float> y_at_top;
+  for (int n = 0; n < 3; ++n) {
+    std::vector<int> order(10);
+    for (int i = 0; i < 10; ++i) order[static_cast<size_t>(i)] = i;
+    std::sort(order.begin(), order.end(), [&](int a, int b) {
+      return x.data[static_cast<size_t>(n * 10 + a)] > x.data[static_cast<size_t>(n * 10 + b)];
+    });
+    for (int j = 0; j < 3; ++j)
+      y_at_top.push_back(y.data[static_cast<size_t>(n * 10 + order[static_cast<size_t>(j)])]);
+  }
+  const std::vector<Tensor> ref = graph::run_reference(g, {data, x, y});
+  EXPECT_EQ(ref[0].data, picked);
+  EXPECT_EQ(ref[1].data, y_at_top);
+  for_each_cpu_target(g, {data, x, y}, [&](const Model& model) {
+    EXPECT_EQ(model.output(0).shape, (Shape{3, 6, 2}));
+    EXPECT_EQ(output_data(model, 0), picked);
+    EXPECT_EQ(output_data(model, 1), y_at_top);
+  });
+}
+
+// ScatterElements (opset 18) with each reduction and Scatter (opset 9): constant indices with
+// repeats, so that later updates meet earlier ones; the results computed here by hand.
+TEST(ScatterElements, EveryReductionOnEveryCpuTarget) {
+  const std::vector<int64_t> idx = {1, 0, 3, 1, -2, 3};  // [2, 3] along axis 0 of [4, 3]
+  const Tensor data{{4, 3}, Layout::any, rnd(12, 31, -2.0f, 2.0f)};
+  const Tensor upd{{2, 3}, Layout::any, rnd(6, 32, -2.0f, 2.0f)};
+  for (const char* reduction : {"none", "add", "mul", "max", "min", "scatter"}) {
+    SCOPED_TRACE(reduction);
+    const bool old = reduction == std::string("scatter");
+    ModelBuilder m(old ? 9 : 18);
+    m.input("data", {4, 3});
+    m.input("upd", {2, 3});
+    m.init_i64("idx", {2, 3}, idx);
+    auto& n = m.node(old ? "Scatter" : "ScatterElements", {"data", "idx", "upd"}, {"out"}, "sc");
+    attr_i(n, "axis", 0);
+    if (!old) attr_s(n, "reduction", reduction);
+    m.output("out");
+    const graph::Graph g = import(m);
+    std::vector<float> want = data.data;
+    for (int r = 0; r < 2; ++r)
+      for (int c = 0; c < 3; ++c) {
+        int64_t k = idx[static_cast<size_t>(r * 3 + c)];
+        if (k < 0) k += 4;
+        float& o = want[static_cast<size_t>(k * 3 + c)];
+        const float u = upd.data[static_cast<size_t>(r * 3 + c)];
+        const std::string how = reduction;
+        o = how == "add"   ? o + u
+            : how == "mul" ? o * u
+            : how == "max" ? std::max(o, u)
+            : how == "min" ? std::min(o, u)
+                           : u;
+      }
+    EXPECT_EQ(graph::run_reference(g, {data, upd})[0].data, want);
+    for_each_cpu_target(g, {data, upd},
+                        [&](const Model& model) { EXPECT_EQ(output_data(model, 0), want); });
+  }
+}
+
+// What the importer refuses, each in one line naming the node.
+TEST(GatherElements, RefusesWhatItCannotCompute) {
+  const auto gather = [](const Dims& data, const Dims& idx_dims, std::vector<int64_t> idx,
+                         int64_t axis) {
+    ModelBuilder m(13);
+    m.input("data", data);
+    m.init_i64("idx", idx_dims, idx);
+    attr_i(m.node("GatherElements", {"data", "idx"}, {"out"}, "ge"), "axis", axis);
+    m.output("out");
+    return import_error(m.bytes());
+  };
+  EXPECT_THAT(gather({2, 5}, {2, 2}, {0, 1, 5, 0}, 1),
+              HasSubstr("node 'ge' (GatherElements): index 5 is outside the axis (of 5 elements)"));
+  EXPECT_THAT(gather({2, 5}, {2, 2}, {0, -6, 1, 0}, 1), HasSubstr("index -6 is outside the axis"));
+  EXPECT_THAT(gather({2, 5}, {4}, {0, 1, 2, 3}, 1), HasSubstr("differ in rank"));
+  EXPECT_THAT(gather({2, 5}, {3, 1}, {0, 1, 2}, 1),
+              HasSubstr("are longer than the data [2, 5] on axis 0"));
+  EXPECT_THAT(gather({2, 5}, {2, 1}, {0, 1}, 2),
+              HasSubstr("attribute 'axis' 2 is out of range for rank 2"));
+  ModelBuilder float_idx(13);
+  float_idx.input("data", {2, 5});
+  float_idx.init("idx", {2, 1}, {0.0f, 1.0f});
+  float_idx.node("GatherElements", {"data", "idx"}, {"out"}, "ge");
+  float_idx.output("out");
+  EXPECT_THAT(import_error(float_idx.bytes()), HasSubstr("indices must be integers, got FLOAT"));
+  const auto scatter = [](const Dims& upd, const std::string& reduction) {
+    ModelBuilder m(18);
+    m.input("data", {4, 3});
+    m.input("upd", upd);
+    m.init_i64("idx", {2, 3}, {0, 1, 2, 3, 0, 1});
+    attr_s(m.node("ScatterElements", {"data", "idx", "upd"}, {"out"}, "sc"), "reduction",
+           reduction);
+    m.output("out");
+    return import_error(m.bytes());
+  };
+  EXPECT_THAT(scatter({2, 3}, "sum"),
+              HasSubstr("reduction 'sum' is not one of none, add, mul, max, min"));
+  EXPECT_THAT(scatter({3, 3}, "add"), HasSubstr("do not have the indices' shape [2, 3]"));
 }
 
 }  // namespace

@@ -128,8 +128,9 @@ void expect_gpu_schedules_match_reference(Backend gpu) {
   }
   // The newer op cases whose GPU schedule an older case already runs here (pocl compiles each
   // kernel for seconds): the reductions share one whatever their kind, LogSoftmax is Softmax's,
-  // Tile an elementwise one, and each GridSample mode and TopK output runs once. A reduction to a
-  // rank-0 result and Hardmax's tuple run here; the CUDA PTX test below assembles the rest.
+  // Tile an elementwise one, each GridSample mode and TopK output runs once, and one GatherElements
+  // and one ScatterElements. A reduction to a rank-0 result and Hardmax's tuple run here; the CUDA
+  // PTX test below assembles the rest.
   const std::set<std::string> same_gpu_schedule = {"reduce_sum_inner",
                                                    "reduce_max_middle",
                                                    "reduce_prod_two_axes",
@@ -152,6 +153,12 @@ void expect_gpu_schedules_match_reference(Backend gpu) {
                                                    "topk_values_inner_classifier",
                                                    "topk_smallest_indices_middle",
                                                    "topk_one_rank4",
+                                                   "gather_elements_inner_rank4",
+                                                   "gather_elements_outer",
+                                                   "scatter_elements_outer_none",
+                                                   "scatter_elements_inner_mul",
+                                                   "scatter_elements_inner_max",
+                                                   "scatter_elements_outer_min",
                                                    "argmin_inner",
                                                    "argmax_last_outer",
                                                    "group_norm_nhwc_one_row_g8",

@@ -169,6 +169,9 @@ std::vector<Case> every_op() {
                        {1, 4, 12, 12}, {1, 1, 2, 2}},
       {x}, "Resize", k);
   add("topk", TopK{1, 2, false, true}, {x}, "TopK", k);
+  add("gather_elements", GatherElements{2}, {x, {{1, 4, 3, 6}, Layout::any}}, "GatherElements", k);
+  add("scatter_elements", ScatterElements{1, ScatterReduction::max},
+      {x, {{1, 2, 6, 6}, Layout::any}, {{1, 2, 6, 6}, Layout::any}}, "ScatterElements", k);
   add("grid_sample", GridSample{GridSampleMode::cubic, GridSamplePadding::border, true},
       {x, {{1, 5, 7, 2}, Layout::any}}, "GridSample", k);
   const ElementwiseChain chain{{{ChainStepKind::clamp, 0.0f, 6.0f}, {ChainStepKind::affine}}};

@@ -165,7 +165,13 @@ Graph every_op_graph() {
   const ValueId tr = b.op("trig", ElementwiseChain{{{ChainStepKind::tan}, {ChainStepKind::atanh}}},
                           {x});  // since v22 and v23
   const ValueId tk = b.op("topk", TopK{2, 3, false, true}, {x});  // since v25
-  for (ValueId out : {t, c2, mp, ga, ln, rs, rl, cc, am, pc, ec, sc, rc, ac, pf, gn, gs, tr, tk})
+  const ValueId ge =
+      b.op("gather_elements", GatherElements{3}, {x, constant(b, "gi", {1, 4, 6, 2}, 44)});  // v27
+  const ValueId se =
+      b.op("scatter_elements", ScatterElements{1, ScatterReduction::mul},
+           {x, constant(b, "si", {1, 2, 6, 6}, 45), constant(b, "su", {1, 2, 6, 6}, 46)});
+  for (ValueId out :
+       {t, c2, mp, ga, ln, rs, rl, cc, am, pc, ec, sc, rc, ac, pf, gn, gs, tr, tk, ge, se})
     b.output(out);
   return b.finish();
 }

@@ -478,19 +478,7 @@ Halide::Func elementwise_chain(const Halide::Func& x, int rank,
   return out;
 }
 
-Halide::Func binary(graph::BinaryOp op, const Halide::Func& a,
-                    const std::vector<int64_t>& a_extents, const Halide::Func& b,
-                    const std::vector<int64_t>& b_extents, int rank) {
-  std::vector<Halide::Var> dims;
-  for (int d = 0; d < rank; ++d) dims.emplace_back("d" + std::to_string(d));
-  // Row-major shapes align on their last axis, which is Halide's dimension 0.
-  auto at = [&](const std::vector<int64_t>& extents) {
-    std::vector<Expr> idx;
-    for (size_t d = 0; d < extents.size(); ++d)
-      idx.push_back(extents[d] == 1 ? Expr(0) : Expr(dims[d]));
-    return idx;
-  };
-  const Expr x = a(at(a_extents)), y = b(at(b_extents));
+Expr binary_expr(graph::BinaryOp op, const Expr& x, const Expr& y) {
   Expr v;
   switch (op) {
     case graph::BinaryOp::add:
@@ -539,8 +527,23 @@ Halide::Func binary(graph::BinaryOp op, const Halide::Func& a,
       v = Halide::select((x != 0.0f) != (y != 0.0f), 1.0f, 0.0f);
       break;
   }
+  return v;
+}
+
+Halide::Func binary(graph::BinaryOp op, const Halide::Func& a,
+                    const std::vector<int64_t>& a_extents, const Halide::Func& b,
+                    const std::vector<int64_t>& b_extents, int rank) {
+  std::vector<Halide::Var> dims;
+  for (int d = 0; d < rank; ++d) dims.emplace_back("d" + std::to_string(d));
+  // Row-major shapes align on their last axis, which is Halide's dimension 0.
+  auto at = [&](const std::vector<int64_t>& extents) {
+    std::vector<Expr> idx;
+    for (size_t d = 0; d < extents.size(); ++d)
+      idx.push_back(extents[d] == 1 ? Expr(0) : Expr(dims[d]));
+    return idx;
+  };
   Halide::Func out("binary");
-  out(dims) = v;
+  out(dims) = binary_expr(op, a(at(a_extents)), b(at(b_extents)));
   return out;
 }
 

@@ -47,6 +47,10 @@ Halide::Func elementwise_chain(const Halide::Func& x, int rank,
                                const std::vector<graph::ChainStep>& steps,
                                const std::vector<Halide::Func>& params, int channel_dim);
 
+// x op y for one pair of elements, with ONNX's semantics (Max and Min keep a NaN; comparisons
+// and logic ops give 0/1).
+Halide::Expr binary_expr(graph::BinaryOp op, const Halide::Expr& x, const Halide::Expr& y);
+
 // out(dims) = a(dims) op b(dims) with numpy broadcasting: `rank` is the output's dimension
 // count, and a_extents / b_extents give each operand's extents innermost first (shorter than
 // rank when the operand has fewer dimensions: it is right-aligned, as numpy aligns shapes). An

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "generators/ops/elementwise.h"
+
 namespace kiln::generators::ops {
 namespace {
 
@@ -151,6 +153,48 @@ Func tile(const Func& in, const graph::Shape& in_shape) {
   }
   Func out("tile");
   out(o) = in(at);
+  return out;
+}
+
+Expr element_index(const Expr& v, int64_t extent) {
+  const int n = i32(extent);
+  const Expr k = Halide::cast<int>(Halide::clamp(v, -static_cast<float>(n), n - 1.0f));
+  // Clamped again so that bounds inference sees [0, extent) and not the select's union.
+  const Expr i = Halide::clamp(Halide::select(k < 0, k + n, k), 0, n - 1);
+  return Halide::select(is_nan_bits(v), 0, i);
+}
+
+Func gather_elements(const Func& data, const graph::Shape& data_shape, const Func& indices,
+                     const graph::Shape& indices_shape, int axis) {
+  const size_t rank = indices_shape.size();
+  const std::vector<Var> o = vars(rank);
+  std::vector<Expr> at = exprs(o);
+  const size_t d = dim_of(rank, static_cast<size_t>(axis));
+  at[d] = element_index(indices(o), data_shape[static_cast<size_t>(axis)]);
+  Func out("gather_elements");
+  out(o) = data(at);
+  return out;
+}
+
+Func scatter_elements(const Func& data, const graph::Shape& data_shape, const Func& indices,
+                      const graph::Shape& indices_shape, const Func& updates,
+                      const graph::ScatterElements& se) {
+  const size_t rank = data_shape.size();
+  const std::vector<Var> o = vars(rank);
+  Func out("scatter_elements");
+  out(o) = data(o);
+  Halide::Region extents;
+  for (size_t j = 0; j < rank; ++j) extents.emplace_back(0, i32(indices_shape[rank - 1 - j]));
+  const Halide::RDom r(extents, "u");
+  std::vector<Expr> from, at;
+  for (int j = 0; j < r.dimensions(); ++j) from.push_back(r[j]);
+  at = from;
+  const size_t d = dim_of(rank, static_cast<size_t>(se.axis));
+  at[d] = element_index(indices(from), data_shape[static_cast<size_t>(se.axis)]);
+  const Expr u = updates(from);
+  out(at) = se.reduction == graph::ScatterReduction::none
+                ? u
+                : binary_expr(graph::combining_op(se.reduction), out(at), u);
   return out;
 }
 

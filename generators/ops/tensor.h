@@ -45,6 +45,25 @@ Halide::Func pad(const Halide::Func& in, const graph::Shape& in_shape, const gra
 // out[i] = in[i mod in_shape] on every axis (ONNX Tile).
 Halide::Func tile(const Halide::Func& in, const graph::Shape& in_shape);
 
+// ONNX GatherElements (graph::GatherElements): out(i) = data(i with dimension `axis` (a row-major
+// axis) replaced by the index indices(i) holds, as element_index reads it). The output has the
+// indices' shape.
+Halide::Func gather_elements(const Halide::Func& data, const graph::Shape& data_shape,
+                             const Halide::Func& indices, const graph::Shape& indices_shape,
+                             int axis);
+
+// ONNX ScatterElements (graph::ScatterElements): out = data, then one update over every element
+// of the indices, in row-major order (the RDom's first dimension innermost), writing or combining
+// updates(r) at r with dimension `axis` replaced by the index. Serial: a later update may hit the
+// element an earlier one wrote.
+Halide::Func scatter_elements(const Halide::Func& data, const graph::Shape& data_shape,
+                              const Halide::Func& indices, const graph::Shape& indices_shape,
+                              const Halide::Func& updates, const graph::ScatterElements& se);
+
+// An index along an axis of `extent` from the float32 that holds it: NaN reads 0, otherwise
+// truncated and clamped into [-extent, extent), a negative one counted from the end.
+Halide::Expr element_index(const Halide::Expr& v, int64_t extent);
+
 // acc(n, m, batch...) = sum over k of a(k, m, batch...) * b(n, k, batch...): the product of
 // the last two axes, [M, K] x [K, N] -> [M, N], over `batch_dims` leading axes (both operands
 // already broadcast to them). The caller defines the output from acc (scaling, a bias); a

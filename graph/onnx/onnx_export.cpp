@@ -304,6 +304,16 @@ class NodeWriter {
     attr_int(p_, "largest", t.largest);
     attr_int(p_, "indices", t.indices);
   }
+  // Kiln's indices are float32 (ONNX's are integers): Kiln's ops.
+  void operator()(const GatherElements& ge) {
+    kiln("GatherElements", false);
+    attr_int(p_, "axis", ge.axis);
+  }
+  void operator()(const ScatterElements& se) {
+    kiln("ScatterElements", false);
+    attr_int(p_, "axis", se.axis);
+    attr_string(p_, "reduction", to_string(se.reduction));
+  }
   // ONNX has GridSample only from opset 16; under the exported opset 13 it is Kiln's op.
   void operator()(const GridSample& gs) {
     kiln("GridSample");

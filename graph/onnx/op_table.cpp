@@ -72,6 +72,7 @@ const std::vector<OpInfo>& op_table() {
       {"Flatten", 1, convert_flatten, {}, "axis"},
       {"Floor", 6, convert_chain_step, {}, "consumed_inputs"},
       {"Gather", 1, convert_gather, {1}, "axis"},
+      {"GatherElements", 11, convert_gather_elements, {}, "axis"},
       {"Gelu", 20, convert_gelu, {}, "approximate"},
       {"Gemm", 1, convert_gemm, {}, "alpha beta broadcast transA transB"},
       {"GlobalAveragePool", 1, convert_global_pool, {}, ""},
@@ -136,6 +137,8 @@ const std::vector<OpInfo>& op_table() {
        "antialias axes coordinate_transformation_mode cubic_coeff_a exclude_outside "
        "extrapolation_value keep_aspect_ratio_policy mode nearest_mode"},
       {"Round", 11, convert_chain_step, {}, ""},
+      {"Scatter", 9, convert_scatter_elements, {}, "axis"},
+      {"ScatterElements", 11, convert_scatter_elements, {}, "axis reduction"},
       {"ScatterND", 11, convert_scatter_nd, {1}, "reduction"},
       {"Selu", 6, convert_chain_step, {}, "alpha consumed_inputs gamma"},
       {"SequenceAt", 11, convert_sequence_at, {1}, ""},
