@@ -410,8 +410,12 @@ struct TopK {
 // negative index counts from the end), both in logical order. An index outside
 // [-data.shape[axis], data.shape[axis]) is an Error at import where the indices are constants;
 // at runtime the kernel clamps it into range.
+// With `broadcast` (ONNX's op never has it: a Gather with constant indices lowers to it), an
+// indices extent of 1 off the axis stands for all of the data's there, and the output is the
+// data's shape with the indices' extent along the axis.
 struct GatherElements {
   int axis = 0;  // non-negative
+  bool broadcast = false;
 };
 // ONNX ScatterElements (opsets 11-28) and Scatter (9-10): the data with, for every element i of
 // the updates in row-major order, out[i with its coordinate along `axis` replaced by indices[i]]

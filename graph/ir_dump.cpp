@@ -118,7 +118,7 @@ std::string attrs(const Op& op) {
     s << "axis=" << tk->axis << " k=" << tk->k << (tk->largest ? " largest" : " smallest")
       << (tk->indices ? " indices" : " values");
   } else if (const auto* ge = std::get_if<GatherElements>(&op)) {
-    s << "axis=" << ge->axis;
+    s << "axis=" << ge->axis << (ge->broadcast ? " broadcast" : "");
   } else if (const auto* se = std::get_if<ScatterElements>(&op)) {
     s << "axis=" << se->axis << " reduction=" << to_string(se->reduction);
   } else if (const auto* gs = std::get_if<GridSample>(&op)) {

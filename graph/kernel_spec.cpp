@@ -484,7 +484,7 @@ std::string kernel_signature(const KernelSpec& k) {
   } else if (const auto* tk = op ? std::get_if<TopK>(&op->op) : nullptr) {
     s << "[" << tk->axis << "," << tk->k << "," << tk->largest << "," << tk->indices << "]";
   } else if (const auto* ge = op ? std::get_if<GatherElements>(&op->op) : nullptr) {
-    s << "[" << ge->axis << "]";
+    s << "[" << ge->axis << "," << ge->broadcast << "]";
   } else if (const auto* se = op ? std::get_if<ScatterElements>(&op->op) : nullptr) {
     s << "[" << se->axis << "," << to_string(se->reduction) << "]";
   } else if (const auto* gs = op ? std::get_if<GridSample>(&op->op) : nullptr) {

@@ -180,14 +180,17 @@ int64_t element_index(float v, int64_t extent) {
   return k < 0 ? k + extent : k;
 }
 
-// out[i] = data[i with axis `axis` replaced by indices[i]].
+// out[i] = data[i with axis `axis` replaced by indices[i]] (indices broadcast where their extent
+// is 1: the output's shape tells where).
 Tensor gather_elements(const GatherElements& ge, const Tensor& data, const Tensor& indices,
                        const Shape& out_shape, Layout layout) {
   Tensor out = blank(out_shape, layout);
   const auto axis = static_cast<size_t>(ge.axis);
+  std::vector<int64_t> from(out_shape.size());
   for (int64_t i = 0; i < num_elements(out_shape); ++i) {
     std::vector<int64_t> at = unravel(i, out_shape);
-    at[axis] = element_index(indices.data[static_cast<size_t>(i)], data.shape[axis]);
+    for (size_t a = 0; a < at.size(); ++a) from[a] = indices.shape[a] == 1 ? 0 : at[a];
+    at[axis] = element_index(indices.data[ravel(from, indices.shape)], data.shape[axis]);
     out.data[i] = data.data[ravel(at, data.shape)];
   }
   return out;

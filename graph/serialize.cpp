@@ -223,6 +223,7 @@ void attrs(IO& io, TopK& t) {
 template <typename IO>
 void attrs(IO& io, GatherElements& g) {
   io.i32(g.axis);
+  io.flag(g.broadcast);
 }
 template <typename IO>
 void attrs(IO& io, ScatterElements& sc) {

@@ -72,8 +72,8 @@ namespace kiln::graph {
 // Version 25: op tag 28 is TopK (i32 axis, i64 k, flags largest and indices). Version 24 is read
 // as well.
 // Version 26: chain step kind 49 is prelu. Version 25 is read as well.
-// Version 27: op tags 29 and 30 are GatherElements (i32 axis) and ScatterElements (i32 axis, u8
-// reduction). Version 26 is read as well.
+// Version 27: op tags 29 and 30 are GatherElements (i32 axis, flag broadcast) and ScatterElements
+// (i32 axis, u8 reduction). Version 26 is read as well.
 constexpr uint32_t kGraphFormatVersion = 27;
 
 std::string serialize(const Graph& g);

@@ -55,7 +55,7 @@ namespace {
 // indices no longer than the data on every other axis, and every index along the axis exact as
 // a float32.
 void check_indexed_axis(const Node& n, int axis, const Shape& data, const Shape& indices,
-                        const char* role, bool gather) {
+                        const char* role, bool gather, bool broadcast = false) {
   if (data.empty()) fail(n, "the data is a scalar; there is no axis to index");
   if (indices.size() != data.size())
     fail(n, std::string(role) + " " + to_string(indices) + " and the data " + to_string(data) +
@@ -63,7 +63,7 @@ void check_indexed_axis(const Node& n, int axis, const Shape& data, const Shape&
   if (axis < 0 || axis >= static_cast<int>(data.size()))
     fail(n, "axis " + std::to_string(axis) + " is out of range for " + to_string(data));
   for (size_t a = 0; a < data.size(); ++a)
-    if (static_cast<int>(a) != axis && indices[a] > data[a])
+    if (static_cast<int>(a) != axis && indices[a] > data[a] && !(broadcast && indices[a] == 1))
       fail(n, std::string(role) + " " + to_string(indices) + " are longer than the data " +
                   to_string(data) + " on axis " + std::to_string(a) +
                   (gather ? " (an output element would read outside it)"
@@ -420,8 +420,11 @@ TypedShape infer_output(const Graph& g, const Node& n) {
     expect_inputs(n, 2);
     const Value& data = logical_input(g, n, 0);
     const Value& indices = logical_input(g, n, 1);
-    check_indexed_axis(n, ge->axis, data.shape, indices.shape, "indices", true);
-    return {indices.shape, logical_layout(indices.shape.size())};
+    check_indexed_axis(n, ge->axis, data.shape, indices.shape, "indices", true, ge->broadcast);
+    Shape out = indices.shape;
+    for (size_t a = 0; a < out.size(); ++a)
+      if (ge->broadcast && static_cast<int>(a) != ge->axis && out[a] == 1) out[a] = data.shape[a];
+    return {out, logical_layout(out.size())};
   }
   if (const auto* se = std::get_if<ScatterElements>(&n.op)) {
     expect_inputs(n, 3);

@@ -155,6 +155,7 @@ void expect_gpu_schedules_match_reference(Backend gpu) {
                                                    "topk_one_rank4",
                                                    "gather_elements_inner_rank4",
                                                    "gather_elements_outer",
+                                                   "gather_elements_broadcast",
                                                    "scatter_elements_outer_none",
                                                    "scatter_elements_inner_mul",
                                                    "scatter_elements_inner_max",

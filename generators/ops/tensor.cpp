@@ -168,9 +168,11 @@ Func gather_elements(const Func& data, const graph::Shape& data_shape, const Fun
                      const graph::Shape& indices_shape, int axis) {
   const size_t rank = indices_shape.size();
   const std::vector<Var> o = vars(rank);
-  std::vector<Expr> at = exprs(o);
+  std::vector<Expr> at = exprs(o), from = exprs(o);
+  for (size_t a = 0; a < rank; ++a)
+    if (indices_shape[a] == 1) from[dim_of(rank, a)] = 0;  // broadcast (or its one element)
   const size_t d = dim_of(rank, static_cast<size_t>(axis));
-  at[d] = element_index(indices(o), data_shape[static_cast<size_t>(axis)]);
+  at[d] = element_index(indices(from), data_shape[static_cast<size_t>(axis)]);
   Func out("gather_elements");
   out(o) = data(at);
   return out;

@@ -46,8 +46,8 @@ Halide::Func pad(const Halide::Func& in, const graph::Shape& in_shape, const gra
 Halide::Func tile(const Halide::Func& in, const graph::Shape& in_shape);
 
 // ONNX GatherElements (graph::GatherElements): out(i) = data(i with dimension `axis` (a row-major
-// axis) replaced by the index indices(i) holds, as element_index reads it). The output has the
-// indices' shape.
+// axis) replaced by the index indices(i) holds, as element_index reads it); indices of extent 1
+// on an axis are read at 0 there (broadcast, where the output is longer).
 Halide::Func gather_elements(const Halide::Func& data, const graph::Shape& data_shape,
                              const Halide::Func& indices, const graph::Shape& indices_shape,
                              int axis);

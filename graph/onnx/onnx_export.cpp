@@ -308,6 +308,7 @@ class NodeWriter {
   void operator()(const GatherElements& ge) {
     kiln("GatherElements", false);
     attr_int(p_, "axis", ge.axis);
+    attr_int(p_, "broadcast", ge.broadcast);
   }
   void operator()(const ScatterElements& se) {
     kiln("ScatterElements", false);

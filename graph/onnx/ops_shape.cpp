@@ -14,7 +14,7 @@ namespace {
 
 // Padding beyond this is no real network's; the bound keeps shape arithmetic from overflow.
 constexpr int64_t kMaxPad = int64_t{1} << 30;
-// Gather on a graph tensor becomes one Slice per index; more than this is not a CNN's gather.
+// ScatterND on a graph tensor becomes a Slice per run of rows; more than this is not a CNN's.
 constexpr size_t kMaxGatherSlices = 256;
 
 // Input i as a plain import-time constant (not a folded float op that the graph must still
@@ -81,8 +81,9 @@ std::vector<int64_t> optional_list(Importer& im, const NodeCtx& c, int i, const 
   return im.has_input(c, i) ? im.int_list_input(c, i, role) : std::vector<int64_t>{};
 }
 
-// Gather along `axis` of a graph tensor with constant (normalized) indices, as Slices: one
-// when the indices step evenly (a single index, a range), else one per index and a Concat.
+// Gather along `axis` of a graph tensor with constant (normalized) indices: a Slice when the
+// indices step evenly (a single index, a range: a view or a strided copy), else a GatherElements
+// whose indices, one per gathered position of the axis, broadcast over the other axes.
 void lower_gather(Importer& im, const NodeCtx& c, int axis, const std::vector<int64_t>& idx,
                   const Shape& out) {
   if (idx.empty()) node_error(c, "gathers no indices; Kiln tensors cannot be empty");
@@ -110,18 +111,14 @@ void lower_gather(Importer& im, const NodeCtx& c, int axis, const std::vector<in
     v = slice(idx[0], last + (step > 0 ? 1 : -1), step, reshape ? name : out_name,
               reshape ? name : c.name);
   } else {
-    if (idx.size() > kMaxGatherSlices)
-      node_error(c, "gathers " + std::to_string(idx.size()) +
-                        " indices in no even steps from a runtime tensor; Kiln lowers such a "
-                        "Gather to a slice per index and supports at most " +
-                        std::to_string(kMaxGatherSlices));
-    std::vector<ValueId> parts;
-    for (int64_t k = 0; k < n; ++k) {
-      const std::string name = c.name + "/slice" + std::to_string(k);
-      parts.push_back(slice(idx[k], idx[k] + 1, 1, name, name));
-    }
-    v = im.emit(c, Concat{axis}, parts, reshape ? c.name + "/concat" : out_name,
-                reshape ? c.name + "/concat" : c.name);
+    Shape along(in.size(), 1);
+    along[static_cast<size_t>(axis)] = n;
+    const ValueId indices =
+        im.add_constant(c.name + "/indices", along, std::vector<float>(idx.begin(), idx.end()),
+                        logical_layout(along.size()));
+    const std::string name = c.name + "/gather";
+    v = im.emit(c, GatherElements{axis, true}, {x, indices}, reshape ? name : out_name,
+                reshape ? name : c.name);
   }
   if (reshape) v = im.emit(c, Reshape{out}, {v}, out_name);
   im.define_value(c, 0, v);
