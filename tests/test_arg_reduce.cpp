@@ -449,6 +449,49 @@ TEST(ScatterElements, EveryReductionOnEveryCpuTarget) {
   }
 }
 
+// Gather with indices computed at run time: rows of a table picked by ArgMax's class indices
+// (table[x.argmax(1)] as torch exports it) and a scalar index from a keepdims=0 ArgMax of one
+// row; the values picked here by hand, on every CPU target.
+TEST(Gather, RuntimeIndicesFromArgMaxOnEveryCpuTarget) {
+  ModelBuilder m(13);
+  m.input("x", {4, 6});
+  m.input("table", {6, 5});
+  auto& am = m.node("ArgMax", {"x"}, {"cls"}, "argmax");
+  attr_i(am, "axis", 1);
+  attr_i(am, "keepdims", 0);
+  m.node("Gather", {"table", "cls"}, {"rows"}, "pick_rows");  // [4, 5]
+  m.input("v", {1, 5});
+  auto& am1 = m.node("ArgMax", {"v"}, {"best"}, "argmax_v");  // [1]
+  attr_i(am1, "axis", 1);
+  attr_i(am1, "keepdims", 0);
+  m.init_i64("zero", {}, {0});
+  m.node("Gather", {"best", "zero"}, {"best0"}, "scalar");  // a runtime scalar index
+  attr_i(m.node("Gather", {"table", "best0"}, {"column"}, "pick_column"), "axis", 1);  // [6]
+  m.output("rows");
+  m.output("column");
+  const graph::Graph g = import(m);
+  const Tensor x{{4, 6}, Layout::any, rnd(24, 41)}, table{{6, 5}, Layout::any, rnd(30, 42)};
+  const Tensor v{{1, 5}, Layout::any, rnd(5, 43)};
+  std::vector<float> rows, column;
+  for (int n = 0; n < 4; ++n) {
+    const auto* row = x.data.data() + n * 6;
+    const auto best = static_cast<int>(std::max_element(row, row + 6) - row);
+    for (int k = 0; k < 5; ++k) rows.push_back(table.data[static_cast<size_t>(best * 5 + k)]);
+  }
+  const auto best =
+      static_cast<int>(std::max_element(v.data.begin(), v.data.end()) - v.data.begin());
+  for (int r = 0; r < 6; ++r) column.push_back(table.data[static_cast<size_t>(r * 5 + best)]);
+  const std::vector<Tensor> ref = graph::run_reference(g, {x, table, v});
+  EXPECT_EQ(ref[0].data, rows);
+  EXPECT_EQ(ref[1].data, column);
+  for_each_cpu_target(g, {x, table, v}, [&](const Model& model) {
+    EXPECT_EQ(model.output(0).shape, (Shape{4, 5}));
+    EXPECT_EQ(model.output(1).shape, (Shape{6}));
+    EXPECT_EQ(output_data(model, 0), rows);
+    EXPECT_EQ(output_data(model, 1), column);
+  });
+}
+
 // What the importer refuses, each in one line naming the node.
 TEST(GatherElements, RefusesWhatItCannotCompute) {
   const auto gather = [](const Dims& data, const Dims& idx_dims, std::vector<int64_t> idx,

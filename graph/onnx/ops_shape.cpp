@@ -124,6 +124,31 @@ void lower_gather(Importer& im, const NodeCtx& c, int axis, const std::vector<in
   im.define_value(c, 0, v);
 }
 
+// Gather along `axis` with indices computed at run time (a float32 holding the index, as ArgMax's
+// and TopK's outputs are): the indices viewed as [1, .., n, .., 1] (n of them along the axis), a
+// GatherElements broadcasting them over the other axes, and a Reshape to the output's shape.
+void lower_runtime_gather(Importer& im, const NodeCtx& c, int axis) {
+  const ValueId x = im.value_input(c, 0);
+  const Shape in = im.graph().value(x).shape;
+  const Shape idx_shape = im.input_shape(c, 1);
+  Shape out(in.begin(), in.begin() + axis);
+  out.insert(out.end(), idx_shape.begin(), idx_shape.end());
+  out.insert(out.end(), in.begin() + axis + 1, in.end());
+  Shape along(in.size(), 1);
+  along[static_cast<size_t>(axis)] = num_elements(idx_shape);
+  ValueId indices = im.value_input(c, 1);
+  if (idx_shape != along)
+    indices = im.emit(c, Reshape{along}, {indices}, c.name + "/indices", c.name + "/indices");
+  Shape gathered = in;
+  gathered[static_cast<size_t>(axis)] = along[static_cast<size_t>(axis)];
+  const bool reshape = gathered != out;
+  const std::string name = c.name + "/gather";
+  ValueId v = im.emit(c, GatherElements{axis, true}, {x, indices},
+                      reshape ? name : im.output_name(c, 0), reshape ? name : c.name);
+  if (reshape) v = im.emit(c, Reshape{out}, {v}, im.output_name(c, 0));
+  im.define_value(c, 0, v);
+}
+
 }  // namespace
 
 void convert_reshape(Importer& im, const NodeCtx& c) {
@@ -379,6 +404,7 @@ void convert_gather(Importer& im, const NodeCtx& c) {
   expect_inputs(c, 2, 2);
   const Shape in = im.input_shape(c, 0);
   const int axis = normalize_axis(c, attr_int(c, "axis", 0), in.size(), "attribute 'axis'");
+  if (!im.known_input(c, 1)) return lower_runtime_gather(im, c, axis);
   const HostTensor& ind = im.constant_input(c, 1, "indices");
   if (ind.is_float()) node_error(c, "indices must be integers, got " + dtype_name(ind.dtype));
   const int64_t d = in[axis];
