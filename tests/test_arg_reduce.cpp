@@ -304,7 +304,8 @@ TEST(ArgReduce, ClassifierEndingInArgMax) {
   };
   EXPECT_THAT(import_error(classifier(true).bytes()),
               HasSubstr("graph output 'r' is declared INT64, but Kiln computes it as FLOAT (only "
-                        "ArgMax/ArgMin outputs and TopK's indices may be INT64)"));
+                        "ArgMax/ArgMin outputs, TopK's indices and data movement of them may be "
+                        "INT64)"));
   const graph::Graph g = import(classifier(false));
   const Tensor x{{3, 3, 10, 10}, Layout::nchw, rnd(300 * 3, 15)};
   const std::vector<Tensor> ref = graph::run_reference(g, {x});
@@ -489,6 +490,65 @@ TEST(Gather, RuntimeIndicesFromArgMaxOnEveryCpuTarget) {
     EXPECT_EQ(model.output(1).shape, (Shape{6}));
     EXPECT_EQ(output_data(model, 0), rows);
     EXPECT_EQ(output_data(model, 1), column);
+  });
+}
+
+// Data movement of indices gives indices, which a graph output may be declared INT64 for: the
+// class of each of the top boxes (ArgMax's classes gathered by TopK's indices) and TopK's indices
+// unsqueezed and expanded, as an NMS-free detection head writes them; values gathered by those
+// indices are not.
+TEST(GatherElements, MovedIndicesMayBeDeclaredInt64) {
+  const auto head = [](const std::string& int64_output) {
+    ModelBuilder m(13);
+    m.input("scores", {1, 12, 3});
+    auto& best = m.node("ReduceMax", {"scores"}, {"best"}, "best");
+    attr_ints(best, "axes", {2});
+    attr_i(best, "keepdims", 0);
+    auto& am = m.node("ArgMax", {"scores"}, {"cls"}, "cls");
+    attr_i(am, "axis", 2);
+    attr_i(am, "keepdims", 0);
+    m.init_i64("K", {1}, {4});
+    attr_i(m.node("TopK", {"best", "K"}, {"top", "idx"}, "topk"), "axis", 1);  // [1, 4]
+    attr_i(m.node("GatherElements", {"cls", "idx"}, {"top_cls"}, "ge"), "axis", 1);
+    m.init_i64("ax", {1}, {2});
+    m.node("Unsqueeze", {"idx", "ax"}, {"idx3"}, "unsqueeze");
+    m.init_i64("shape", {3}, {1, 4, 3});
+    m.node("Expand", {"idx3", "shape"}, {"idx_wide"}, "expand");
+    attr_i(m.node("GatherElements", {"scores", "idx_wide"}, {"top_scores"}, "ge_scores"), "axis",
+           1);
+    for (const char* name : {"top_cls", "idx_wide", "top_scores"}) {
+      auto* o = m.graph().add_output();
+      o->set_name(name);
+      o->mutable_type()->mutable_tensor_type()->set_elem_type(name == int64_output ? TP::INT64
+                                                                                   : TP::FLOAT);
+    }
+    return m;
+  };
+  EXPECT_EQ(import_error(head("top_cls").bytes()), "");
+  EXPECT_EQ(import_error(head("idx_wide").bytes()), "");
+  EXPECT_THAT(import_error(head("top_scores").bytes()),
+              HasSubstr("graph output 'top_scores' is declared INT64, but Kiln computes it as "
+                        "FLOAT"));
+  const graph::Graph g = import(head(""));
+  const Tensor scores{{1, 12, 3}, Layout::any, rnd(36, 51)};
+  std::vector<int> order(12);
+  for (int i = 0; i < 12; ++i) order[static_cast<size_t>(i)] = i;
+  const auto row_max = [&](int i) {
+    return *std::max_element(scores.data.begin() + i * 3, scores.data.begin() + i * 3 + 3);
+  };
+  std::sort(order.begin(), order.end(), [&](int a, int b) { return row_max(a) > row_max(b); });
+  std::vector<float> top_cls, idx_wide, top_scores;
+  for (int j = 0; j < 4; ++j) {
+    const int i = order[static_cast<size_t>(j)];
+    const auto* row = scores.data.data() + i * 3;
+    top_cls.push_back(static_cast<float>(std::max_element(row, row + 3) - row));
+    for (int c = 0; c < 3; ++c)
+      idx_wide.push_back(static_cast<float>(i)), top_scores.push_back(row[c]);
+  }
+  for_each_cpu_target(g, {scores}, [&](const Model& model) {
+    EXPECT_EQ(output_data(model, 0), top_cls);
+    EXPECT_EQ(output_data(model, 1), idx_wide);
+    EXPECT_EQ(output_data(model, 2), top_scores);
   });
 }
 

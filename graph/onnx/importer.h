@@ -170,6 +170,10 @@ class Importer {
   // constant, a comparison's or logic op's result). A graph output declared BOOL must be one.
   void mark_boolean(ValueId v) { boolean_values_.insert(v.index); }
   bool is_boolean(ValueId v) const { return boolean_values_.count(v.index) != 0; }
+  // Indices (float32 holding an integer an ONNX model types INT64): ArgMax's and ArgMin's
+  // outputs, TopK's indices, and data movement of them (emit marks them), which a graph output
+  // may be declared INT64 for.
+  bool is_index(ValueId v) const { return index_values_.count(v.index) != 0; }
   // Quantized tensors (float32 holding the integers of an ONNX UINT8, INT8, ... tensor): the
   // outputs of QuantizeLinear and of data movement on them. 0 for any other value.
   void mark_quantized(ValueId v, int32_t onnx_dtype) { quantized_[v.index] = onnx_dtype; }
@@ -208,6 +212,7 @@ class Importer {
   // evaluate a tensor computed from constants).
   mutable int64_t folded_elements_ = 0;
   std::set<uint32_t> boolean_values_;
+  std::set<uint32_t> index_values_;
   std::map<uint32_t, int32_t> quantized_;
 };
 

@@ -25,7 +25,7 @@ constexpr int kMaxOpset = 28;
 // inferred shape (symbolic and missing dimensions match anything). BOOL is accepted for
 // a boolean (`boolean`: a comparison's or logic op's result, or a BOOL input), which the
 // caller receives as float32 0.0/1.0; INT64 for an `index` output (one an ArgMax or ArgMin
-// produces, or TopK's indices), returned as FLOAT holding the exact index.
+// produces, TopK's indices, or data movement of them), returned as FLOAT holding the exact index.
 void check_declared_output(const ::onnx::ValueInfoProto& v, const Shape& computed, bool boolean,
                            bool index) {
   const std::string what = "graph output '" + v.name() + "' is declared ";
@@ -41,7 +41,8 @@ void check_declared_output(const ::onnx::ValueInfoProto& v, const Shape& compute
       dtype != ::onnx::TensorProto::BOOL && !(index && dtype == ::onnx::TensorProto::INT64))
     throw Error(what + dtype_name(dtype) + ", but Kiln computes it as FLOAT" +
                 (dtype == ::onnx::TensorProto::INT64
-                     ? " (only ArgMax/ArgMin outputs and TopK's indices may be INT64)"
+                     ? " (only ArgMax/ArgMin outputs, TopK's indices and data movement of them "
+                       "may be INT64)"
                      : ""));
   if (!t.has_shape()) return;
   bool agree = t.shape().dim_size() == static_cast<int>(computed.size());
@@ -263,15 +264,11 @@ void Importer::add_graph_outputs() {
     const Layout l = logical_layout(s.host && !s.value.valid() ? s.host->dims.size() : 0);
     const ValueId id = slot_value(out.name(), s, l, nullptr);
     const Value& v = g_.value(id);
-    const Op* producer = v.producer.valid() ? &g_.node(v.producer).op : nullptr;
-    const Reduce* r = producer ? std::get_if<Reduce>(producer) : nullptr;
-    const TopK* t = producer ? std::get_if<TopK>(producer) : nullptr;
     if (quantized_dtype(id) != 0)
       throw Error("graph output '" + out.name() + "' is a quantized " +
                   dtype_name(quantized_dtype(id)) +
                   " tensor; Kiln's outputs are FLOAT (end the graph with DequantizeLinear)");
-    check_declared_output(out, v.shape, is_boolean(id),
-                          (r && is_arg_reduce(r->kind)) || (t && t->indices));
+    check_declared_output(out, v.shape, is_boolean(id), is_index(id));
     g_.outputs.push_back(named_output(id, out.name()));
   }
 }
@@ -326,6 +323,7 @@ ValueId Importer::named_output(ValueId id, const std::string& name) {
   n.outputs = {copy};
   g_.add_node(std::move(n));
   if (is_boolean(id)) mark_boolean(copy);
+  if (is_index(id)) index_values_.insert(copy.index);
   return copy;
 }
 
@@ -471,15 +469,28 @@ ValueId Importer::emit(const NodeCtx& c, Op op, std::vector<ValueId> inputs,
     if (d <= 0) node_error(c, "output '" + out_name + "' would be " + to_string(out.shape));
   if (checked_elements(out.shape, "output '" + out_name + "'") > kMaxGraphElements)
     node_error(c, "output '" + out_name + "' would be " + to_string(out.shape) + ", too large");
-  // Data movement of booleans gives booleans (docs/onnx.md, "Booleans").
-  bool boolean = std::holds_alternative<Reshape>(n.op) || std::holds_alternative<Transpose>(n.op) ||
-                 std::holds_alternative<Slice>(n.op) || std::holds_alternative<Tile>(n.op) ||
-                 std::holds_alternative<Concat>(n.op);
-  for (ValueId in : n.inputs) boolean = boolean && is_boolean(in);
+  // Data movement of booleans gives booleans (docs/onnx.md, "Booleans"), of indices indices: the
+  // inputs whose elements the output holds, all of them one or the other.
+  std::vector<ValueId> moved;
+  if (std::holds_alternative<Reshape>(n.op) || std::holds_alternative<Transpose>(n.op) ||
+      std::holds_alternative<Slice>(n.op) || std::holds_alternative<Tile>(n.op) ||
+      std::holds_alternative<Concat>(n.op)) {
+    moved = n.inputs;
+  } else if (std::holds_alternative<GatherElements>(n.op)) {
+    moved = {n.inputs[0]};
+  } else if (std::holds_alternative<ScatterElements>(n.op)) {
+    moved = {n.inputs[0], n.inputs[2]};
+  }
+  bool boolean = !moved.empty(), index = !moved.empty();
+  for (ValueId in : moved) boolean = boolean && is_boolean(in), index = index && is_index(in);
+  const Reduce* r = std::get_if<Reduce>(&n.op);
+  const TopK* t = std::get_if<TopK>(&n.op);
+  index = index || (r && is_arg_reduce(r->kind)) || (t && t->indices);
   const ValueId v = g_.add_value(Value{out_name, out.shape, DType::f32, out.layout});
   n.outputs = {v};
   g_.add_node(std::move(n));
   if (boolean) mark_boolean(v);
+  if (index) index_values_.insert(v.index);
   return v;
 }
 
