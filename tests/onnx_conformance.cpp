@@ -107,8 +107,8 @@ bool is_initializer(const onnx::GraphProto& g, const std::string& name) {
 // constants. The importer's constant_input_slots lists them: Conv 1-2 (weights, bias),
 // BatchNormalization 1-4 (scale, bias, mean, variance), Clip 1-2 (bounds), Reshape 1 (shape),
 // Slice 1-4 (starts, ends, axes, steps), Split 1 (sizes), Pad 1-2 (pads, value),
-// Squeeze/Unsqueeze 1 (axes), Gather 1 (indices), Dropout 1-2 (ratio, training_mode),
-// ConstantOfShape 0 (shape) and Range 0-2.
+// Squeeze/Unsqueeze 1 (axes), Gather, GatherElements, Scatter and ScatterElements 1 (indices),
+// Dropout 1-2 (ratio, training_mode), ConstantOfShape 0 (shape) and Range 0-2.
 std::set<std::string> constant_inputs(const onnx::GraphProto& g) {
   std::set<std::string> graph_inputs, out;
   for (const auto& in : g.input()) graph_inputs.insert(in.name());

@@ -346,7 +346,7 @@ struct OpInfo {
   const char* type;
   int min_opset;  // the oldest opset whose semantics the converter implements
   Converter fn;
-  std::vector<int> constant_slots;
+  std::vector<int> constant_slots;  // constant_input_slots (onnx_import.h)
   // The op's attributes in opsets 1-28, space-separated. The converter reads each one or it
   // does not change inference (momentum, seed, consumed_inputs); any other is an error.
   const char* attributes;

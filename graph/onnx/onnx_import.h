@@ -65,6 +65,8 @@ bool is_supported_op(const std::string& op_type);
 
 // The inputs of an op the importer needs as import-time constants (weights, shapes, axes,
 // bounds...), by position: a graph input feeding one must be bound through constant_inputs.
+// Also the integer indices of GatherElements and ScatterElements, which may be computed at run
+// time (a float32 index) but which a graph input, float32 in Kiln, cannot carry.
 std::vector<int> constant_input_slots(const std::string& op_type);
 
 // A serialized TensorProto file (the input_K.pb / output_K.pb of ONNX's test data) as a
