@@ -410,7 +410,7 @@ struct TopK {
 // negative index counts from the end), both in logical order. An index outside
 // [-data.shape[axis], data.shape[axis]) is an Error at import where the indices are constants;
 // at runtime the kernel clamps it into range.
-// With `broadcast` (ONNX's op never has it: a Gather with constant indices lowers to it), an
+// With `broadcast` (ONNX's op never has it: ONNX Gather of a runtime tensor lowers to it), an
 // indices extent of 1 off the axis stands for all of the data's there, and the output is the
 // data's shape with the indices' extent along the axis.
 struct GatherElements {
