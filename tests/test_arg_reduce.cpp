@@ -552,6 +552,59 @@ TEST(GatherElements, MovedIndicesMayBeDeclaredInt64) {
   });
 }
 
+// OneHot with constant INT64 indices (negative ones counted back from depth, one outside
+// [-depth, depth) matching nothing) and values given at run time, and with ArgMax's classes at
+// run time; the expected tensors written here by hand.
+TEST(OneHot, ConstantAndRuntimeIndicesOnEveryCpuTarget) {
+  ModelBuilder m(13);
+  m.input("values", {2});
+  m.init_i64("idx", {5}, {-1, 0, 3, 7, -5});
+  m.init("depth", {}, {5.0f});
+  attr_i(m.node("OneHot", {"idx", "depth", "values"}, {"table"}, "onehot"), "axis", 0);  // [5, 5]
+  m.input("x", {3, 6});
+  auto& am = m.node("ArgMax", {"x"}, {"cls"}, "argmax");
+  attr_i(am, "axis", 1);
+  attr_i(am, "keepdims", 0);
+  m.init_i64("six", {1}, {6});
+  m.init("zero_one", {2}, {0.0f, 1.0f});
+  m.node("OneHot", {"cls", "six", "zero_one"}, {"cls_onehot"}, "onehot_cls");  // [3, 6]
+  m.output("table");
+  m.output("cls_onehot");
+  const graph::Graph g = import(m);
+  const Tensor values{{2}, Layout::any, {-2.0f, 3.5f}};
+  const Tensor x{{3, 6}, Layout::any, rnd(18, 61)};
+  // table[j][i]: index i of {-1, 0, 3, 7, -5} is j (axis 0 puts the depth first).
+  const std::vector<int> hot = {4, 0, 3, -1, 0};
+  std::vector<float> table(25, -2.0f);
+  for (int i = 0; i < 5; ++i)
+    if (hot[static_cast<size_t>(i)] >= 0)
+      table[static_cast<size_t>(hot[static_cast<size_t>(i)] * 5 + i)] = 3.5f;
+  std::vector<float> cls_onehot(18, 0.0f);
+  for (int n = 0; n < 3; ++n) {
+    const auto* row = x.data.data() + n * 6;
+    cls_onehot[static_cast<size_t>(n * 6 + (std::max_element(row, row + 6) - row))] = 1.0f;
+  }
+  const std::vector<Tensor> ref = graph::run_reference(g, {values, x});
+  EXPECT_EQ(ref[0].data, table);
+  EXPECT_EQ(ref[1].data, cls_onehot);
+  for_each_cpu_target(g, {values, x}, [&](const Model& model) {
+    EXPECT_EQ(model.output(0).shape, (Shape{5, 5}));
+    EXPECT_EQ(output_data(model, 0), table);
+    EXPECT_EQ(output_data(model, 1), cls_onehot);
+  });
+  const auto refused = [](float depth, const Dims& values) {
+    ModelBuilder m(13);
+    m.input("i", {4});
+    m.init("depth", {}, {depth});
+    m.init("values", values, std::vector<float>(static_cast<size_t>(values[0]), 1.0f));
+    m.node("OneHot", {"i", "depth", "values"}, {"y"}, "oh");
+    m.output("y");
+    return import_error(m.bytes());
+  };
+  EXPECT_THAT(refused(0.5f, {2}), HasSubstr("node 'oh' (OneHot): depth 0 is not in [1, 2^24]"));
+  EXPECT_THAT(refused(4.0f, {3}), HasSubstr("values must hold two elements [off, on], got [3]"));
+}
+
 // What the importer refuses, each in one line naming the node.
 TEST(GatherElements, RefusesWhatItCannotCompute) {
   const auto gather = [](const Dims& data, const Dims& idx_dims, std::vector<int64_t> idx,

@@ -319,6 +319,7 @@ void convert_range(Importer& im, const NodeCtx& c);
 void convert_cumsum(Importer& im, const NodeCtx& c);
 void convert_trig(Importer& im, const NodeCtx& c);
 void convert_trilu(Importer& im, const NodeCtx& c);
+void convert_one_hot(Importer& im, const NodeCtx& c);
 void convert_grid_sample(Importer& im, const NodeCtx& c);
 void convert_topk(Importer& im, const NodeCtx& c);
 void convert_mod(Importer& im, const NodeCtx& c);

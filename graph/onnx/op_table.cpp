@@ -111,6 +111,7 @@ const std::vector<OpInfo>& op_table() {
       {"Mul", 1, convert_binary, {}, "axis broadcast consumed_inputs"},
       {"Neg", 6, convert_chain_step, {}, "consumed_inputs"},
       {"Not", 1, convert_not, {}, ""},
+      {"OneHot", 9, convert_one_hot, {1}, "axis"},
       {"Or", 1, convert_compare, {}, "axis broadcast"},
       {"Pad", 2, convert_pad, {1, 2, 3}, "mode pads value"},
       {"PRelu", 1, convert_prelu, {}, "consumed_inputs"},

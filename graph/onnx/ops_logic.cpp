@@ -1,5 +1,5 @@
 // Comparisons (Equal, Less, Greater, LessOrEqual, GreaterOrEqual), logic (Not, And, Or, Xor),
-// Where, Pow with a tensor exponent and Expand. Booleans are float 0/1 in the graph
+// Where, Pow with a tensor exponent, Expand, Trilu and OneHot. Booleans are float 0/1 in the graph
 // (docs/onnx.md, "Booleans"); comparisons of tensors known at import (shape arithmetic) fold.
 #include <cmath>
 
@@ -162,6 +162,75 @@ void convert_trilu(Importer& im, const NodeCtx& c) {
   const ValueId v = im.emit(c, Where{}, {m, x, zero}, im.output_name(c, 0));
   if (im.is_boolean(x)) im.mark_boolean(v);
   im.define_value(c, 0, v);
+}
+
+// OneHot (opsets 9-28): an output of one more axis than the indices, `depth` long at `axis`,
+// holding values[1] where the position along that axis equals the index (a negative one counted
+// back from depth) and values[0] elsewhere (an index outside [-depth, depth) matches nothing).
+// Lowered as Where(index == j or index == j - depth, on, off) against a constant [0, depth) along
+// the axis, the indices viewed with a unit axis there: elementwise kernels. depth must be known at
+// import (a non-integer one truncated, as onnxruntime casts it); indices known at import are
+// truncated too, indices computed at run time (ArgMax's, a float32 holding the integer) are
+// compared as they are; values (2 elements, [off, on]) may be either.
+void convert_one_hot(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 3, 3);
+  const HostTensor& dh = im.constant_input(c, 1, "depth");
+  if (dh.size() != 1) node_error(c, "depth must hold one value, got " + std::to_string(dh.size()));
+  const double dv = dh.is_float() ? std::trunc(double{dh.f[0]}) : static_cast<double>(dh.i[0]);
+  if (!(dv >= 1 && dv <= double(int64_t{1} << 24)))
+    node_error(c, "depth " +
+                      (std::abs(dv) < 1e18 ? std::to_string(static_cast<int64_t>(dv))
+                                           : std::to_string(dv)) +
+                      " is not in [1, 2^24]");
+  const auto depth = static_cast<int64_t>(dv);
+  const Shape is = im.input_shape(c, 0);
+  const int rank = static_cast<int>(is.size()) + 1;
+  const int axis =
+      normalize_axis(c, attr_int(c, "axis", -1), static_cast<size_t>(rank), "attribute 'axis'");
+  if (im.input_shape(c, 2) != Shape{2} && im.input_shape(c, 2) != Shape{1, 2})
+    node_error(c,
+               "values must hold two elements [off, on], got " + to_string(im.input_shape(c, 2)));
+  ValueId idx;
+  if (const HostTensor* h = im.known_input(c, 0)) {
+    HostTensor f = exact_float(c, *h, "an index");
+    for (float& v : f.f) v = std::trunc(v);
+    idx =
+        im.add_constant(c.name + "/indices", f.dims, std::move(f.f), logical_layout(f.dims.size()));
+  } else {
+    idx = im.value_input(c, 0);
+  }
+  Shape unit = is;
+  unit.insert(unit.begin() + axis, 1);
+  idx = im.emit(c, Reshape{unit}, {idx}, c.name + "/indices_unit", c.name + "/indices_unit");
+  Shape along(static_cast<size_t>(rank), 1);
+  along[static_cast<size_t>(axis)] = depth;
+  std::vector<float> j, j_back;
+  for (int64_t k = 0; k < depth; ++k) {
+    j.push_back(static_cast<float>(k));
+    j_back.push_back(static_cast<float>(k - depth));
+  }
+  const ValueId pos = im.add_constant(c.name + "/positions", along, std::move(j), Layout::any);
+  const ValueId back =
+      im.add_constant(c.name + "/positions_back", along, std::move(j_back), Layout::any);
+  const ValueId hit =
+      im.emit(c, Binary{BinaryOp::equal}, {idx, pos}, c.name + "/hit", c.name + "/hit");
+  const ValueId hit_back =
+      im.emit(c, Binary{BinaryOp::equal}, {idx, back}, c.name + "/hit_back", c.name + "/hit_back");
+  const ValueId on_here = im.emit(c, Binary{BinaryOp::logical_or}, {hit, hit_back},
+                                  c.name + "/on_here", c.name + "/on_here");
+  ValueId off, on;
+  if (const HostTensor* h = im.known_input(c, 2)) {
+    const HostTensor f = exact_float(c, *h, "a value");
+    off = im.add_constant(c.name + "/off", {1}, {f.f[0]}, Layout::any);
+    on = im.add_constant(c.name + "/on", {1}, {f.f[1]}, Layout::any);
+  } else {
+    ValueId values = im.value_input(c, 2);
+    if (im.input_shape(c, 2) != Shape{2})
+      values = im.emit(c, Reshape{{2}}, {values}, c.name + "/values", c.name + "/values");
+    off = im.emit(c, axis_slice({2}, 0, 0, 1), {values}, c.name + "/off", c.name + "/off");
+    on = im.emit(c, axis_slice({2}, 0, 1, 2), {values}, c.name + "/on", c.name + "/on");
+  }
+  im.define_value(c, 0, im.emit(c, Where{}, {on_here, on, off}, im.output_name(c, 0)));
 }
 
 // Pow (before opset 7 broadcasting by attribute, accepted where that is numpy's). A scalar exponent
