@@ -1,9 +1,9 @@
 // ArgMax / ArgMin, TopK and Resize's cubic and tf_crop_and_resize through the ONNX importer, and
 // ArgMax's and TopK's generated kernels on inputs with repeated maxima and NaN (numpy's rules,
 // computed here independently of the reference interpreter); a classifier ending in ArgMax run end
-// to end. GatherElements and ScatterElements with integer indices (constants, and TopK's at run
-// time) against results computed here. The random-input kernel cases of these ops are in
-// generated_op_cases.h.
+// to end. GatherElements, ScatterElements, Gather and OneHot with integer indices (constants, and
+// TopK's or ArgMax's at run time) against results computed here. The random-input kernel cases of
+// these ops are in generated_op_cases.h.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
