@@ -1,9 +1,9 @@
 // ArgMax / ArgMin, TopK and Resize's cubic and tf_crop_and_resize through the ONNX importer, and
 // ArgMax's and TopK's generated kernels on inputs with repeated maxima and NaN (numpy's rules,
 // computed here independently of the reference interpreter); a classifier ending in ArgMax run end
-// to end. GatherElements, ScatterElements, Gather and OneHot with integer indices (constants, and
-// TopK's or ArgMax's at run time) against results computed here. The random-input kernel cases of
-// these ops are in generated_op_cases.h.
+// to end. GatherElements, ScatterElements, Gather, GatherND and OneHot with integer indices
+// (constants, and TopK's or ArgMax's at run time) against results computed here. The random-input
+// kernel cases of these ops are in generated_op_cases.h.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -603,6 +603,59 @@ TEST(OneHot, ConstantAndRuntimeIndicesOnEveryCpuTarget) {
   };
   EXPECT_THAT(refused(0.5f, {2}), HasSubstr("node 'oh' (OneHot): depth 0 is not in [1, 2^24]"));
   EXPECT_THAT(refused(4.0f, {3}), HasSubstr("values must hold two elements [off, on], got [3]"));
+}
+
+// GatherND with constant indices (negative entries, batch_dims 0 and 1, tuples that read the
+// whole data in order, which is the data reshaped): the slabs picked here by hand, on every CPU
+// target; the refusals.
+TEST(GatherND, ConstantIndicesOnEveryCpuTarget) {
+  const auto model = [](const Dims& data, const Dims& idx_dims, const std::vector<int64_t>& idx,
+                        int64_t batch_dims) {
+    ModelBuilder m(13);
+    m.input("data", data);
+    m.init_i64("idx", idx_dims, idx);
+    attr_i(m.node("GatherND", {"data", "idx"}, {"out"}, "gnd"), "batch_dims", batch_dims);
+    m.output("out");
+    return m;
+  };
+  const Tensor data{{2, 3, 4}, Layout::any, rnd(24, 71)};
+  const auto row = [&](int a, int b) {  // data[a, b, :]
+    return std::vector<float>(data.data.begin() + (a * 3 + b) * 4,
+                              data.data.begin() + (a * 3 + b) * 4 + 4);
+  };
+  struct Case {
+    Dims idx_dims;
+    std::vector<int64_t> idx;
+    int64_t batch_dims;
+    Shape out;
+    std::vector<std::pair<int, int>> rows;  // the output's rows, in order
+  };
+  const Case cases[] = {{{3, 2}, {0, -1, 1, 0, -1, 2}, 0, {3, 4}, {{0, 2}, {1, 0}, {1, 2}}},
+                        {{2, 2, 1}, {2, 0, -3, 1}, 1, {2, 2, 4}, {{0, 2}, {0, 0}, {1, 0}, {1, 1}}},
+                        {{6, 2},
+                         {0, 0, 0, 1, 0, 2, 1, 0, 1, 1, 1, 2},
+                         0,
+                         {6, 4},
+                         {{0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}, {1, 2}}}};
+  for (const Case& k : cases) {
+    const graph::Graph g = import(model({2, 3, 4}, k.idx_dims, k.idx, k.batch_dims));
+    std::vector<float> want;
+    for (const auto& [a, b] : k.rows) {
+      const std::vector<float> r = row(a, b);
+      want.insert(want.end(), r.begin(), r.end());
+    }
+    EXPECT_EQ(graph::run_reference(g, {data})[0].data, want);
+    for_each_cpu_target(g, {data}, [&](const Model& m) {
+      EXPECT_EQ(m.output(0).shape, k.out);
+      EXPECT_EQ(output_data(m, 0), want);
+    });
+  }
+  EXPECT_THAT(import_error(model({2, 3, 4}, {1, 2}, {0, 3}, 0).bytes()),
+              HasSubstr("node 'gnd' (GatherND): index 3 is outside axis 1 of the data [2, 3, 4]"));
+  EXPECT_THAT(import_error(model({2, 3, 4}, {3, 1}, {0, 1, 2}, 1).bytes()),
+              HasSubstr("batch axis 0 differs: data [2, 3, 4], indices [3, 1]"));
+  EXPECT_THAT(import_error(model({2, 3, 4}, {1, 4}, {0, 0, 0, 0}, 0).bytes()),
+              HasSubstr("index tuples of 4 entries do not fit the data [2, 3, 4]"));
 }
 
 // What the importer refuses, each in one line naming the node.

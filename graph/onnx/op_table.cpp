@@ -73,6 +73,7 @@ const std::vector<OpInfo>& op_table() {
       {"Floor", 6, convert_chain_step, {}, "consumed_inputs"},
       {"Gather", 1, convert_gather, {1}, "axis"},
       {"GatherElements", 11, convert_gather_elements, {1}, "axis"},
+      {"GatherND", 11, convert_gather_nd, {1}, "batch_dims"},
       {"Gelu", 20, convert_gelu, {}, "approximate"},
       {"Gemm", 1, convert_gemm, {}, "alpha beta broadcast transA transB"},
       {"GlobalAveragePool", 1, convert_global_pool, {}, ""},

@@ -81,13 +81,14 @@ std::vector<int64_t> optional_list(Importer& im, const NodeCtx& c, int i, const 
   return im.has_input(c, i) ? im.int_list_input(c, i, role) : std::vector<int64_t>{};
 }
 
-// Gather along `axis` of a graph tensor with constant (normalized) indices: a Slice when the
-// indices step evenly (a single index, a range: a view or a strided copy), else a GatherElements
-// whose indices, one per gathered position of the axis, broadcast over the other axes.
+// Gather along `axis` of a graph tensor (`from`, or node c's input 0) with constant (normalized)
+// indices: a Slice when the indices step evenly (a single index, a range: a view or a strided
+// copy), else a GatherElements whose indices, one per gathered position of the axis, broadcast
+// over the other axes.
 void lower_gather(Importer& im, const NodeCtx& c, int axis, const std::vector<int64_t>& idx,
-                  const Shape& out) {
+                  const Shape& out, ValueId from = {}) {
   if (idx.empty()) node_error(c, "gathers no indices; Kiln tensors cannot be empty");
-  const ValueId x = im.value_input(c, 0);
+  const ValueId x = from.valid() ? from : im.value_input(c, 0);
   const Shape in = im.graph().value(x).shape;
   Shape sliced = in;
   sliced[axis] = static_cast<int64_t>(idx.size());
@@ -104,7 +105,8 @@ void lower_gather(Importer& im, const NodeCtx& c, int axis, const std::vector<in
   ValueId v;
   if (even && step == 1 && idx[0] == 0 && n == in[axis]) {
     v = x;  // all of the axis in order (PyTorch's dynamo exporter writes a view this way)
-    if (!reshape) return im.define_alias(c, 0, 0);
+    if (!reshape && !from.valid()) return im.define_alias(c, 0, 0);
+    if (!reshape) return im.define_value(c, 0, x);
   } else if (even) {
     const int64_t last = idx[0] + (n - 1) * step;
     const std::string name = c.name + "/slice";
@@ -428,6 +430,67 @@ void convert_gather(Importer& im, const NodeCtx& c) {
     for (int64_t i : idx)
       for (int64_t k = 0; k < inner; ++k) src.push_back((o * d + i) * inner + k);
   im.define_host(c, 0, host_gather_flat(*h, out, src));
+}
+
+// GatherND (opsets 11-28, batch_dims from 12) with indices known at import: each index tuple
+// (negative entries counted from the end) picks a slab of the data, which is viewed as [B * D,
+// rest...] (B the product of the batch_dims leading axes, D that of the k axes the tuples index),
+// so the whole op is a Gather along that first axis at each tuple's flat position (lower_gather:
+// a Slice or one GatherElements kernel), then a Reshape to batch + indices.shape[batch_dims:-1] +
+// rest. Folded where the data is a constant too.
+void convert_gather_nd(Importer& im, const NodeCtx& c) {
+  expect_inputs(c, 2, 2);
+  const Shape data = im.input_shape(c, 0);
+  const HostTensor& ind = im.constant_input(c, 1, "indices");
+  if (ind.is_float()) node_error(c, "indices must be integers, got " + dtype_name(ind.dtype));
+  const Shape& is = ind.dims;
+  const int64_t bd = c.opset >= 12 ? attr_int(c, "batch_dims", 0) : 0;
+  if (is.empty())
+    node_error(c, "the indices are a scalar; GatherND takes tuples along their last axis");
+  if (bd < 0 || bd >= static_cast<int64_t>(std::min(data.size(), is.size())))
+    node_error(c, "batch_dims " + std::to_string(bd) + " is not below the ranks of the data " +
+                      to_string(data) + " and the indices " + to_string(is));
+  const int64_t k = is.back();
+  if (k < 1 || bd + k > static_cast<int64_t>(data.size()))
+    node_error(c, "index tuples of " + std::to_string(k) + " entries do not fit the data " +
+                      to_string(data) + " after " + std::to_string(bd) + " batch axes");
+  int64_t batch = 1, cells = 1, tuples = 1;
+  for (int64_t a = 0; a < bd; ++a) {
+    if (is[static_cast<size_t>(a)] != data[static_cast<size_t>(a)])
+      node_error(c, "batch axis " + std::to_string(a) + " differs: data " + to_string(data) +
+                        ", indices " + to_string(is));
+    batch *= data[static_cast<size_t>(a)];
+  }
+  for (int64_t a = bd; a < bd + k; ++a) cells *= data[static_cast<size_t>(a)];
+  for (size_t a = static_cast<size_t>(bd); a + 1 < is.size(); ++a) tuples *= is[a];
+  std::vector<int64_t> flat;
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t t = 0; t < tuples; ++t) {
+      int64_t pos = 0;
+      for (int64_t j = 0; j < k; ++j) {
+        const int64_t s = data[static_cast<size_t>(bd + j)];
+        const int64_t v = ind.i[static_cast<size_t>((b * tuples + t) * k + j)];
+        if (v < -s || v >= s)
+          node_error(c, "index " + std::to_string(v) + " is outside axis " +
+                            std::to_string(bd + j) + " of the data " + to_string(data));
+        pos = pos * s + (v < 0 ? v + s : v);
+      }
+      flat.push_back(b * cells + pos);
+    }
+  Shape rows = {batch * cells}, out(data.begin(), data.begin() + bd);
+  rows.insert(rows.end(), data.begin() + bd + k, data.end());
+  out.insert(out.end(), is.begin() + bd, is.end() - 1);
+  out.insert(out.end(), data.begin() + bd + k, data.end());
+  if (const HostTensor* h = foldable(im, c, 0); h && fits_fold(out)) {
+    const int64_t inner = num_elements(rows) / rows[0];
+    std::vector<int64_t> src;
+    for (int64_t f : flat)
+      for (int64_t e = 0; e < inner; ++e) src.push_back(f * inner + e);
+    return im.define_host(c, 0, host_gather_flat(*h, out, src));
+  }
+  ValueId x = im.value_input(c, 0);
+  if (data != rows) x = im.emit(c, Reshape{rows}, {x}, c.name + "/rows", c.name + "/rows");
+  lower_gather(im, c, 0, flat, out, x);
 }
 
 // GatherElements' and ScatterElements' input i, the indices along an axis of `extent`, as a graph
