@@ -304,8 +304,9 @@ void convert_slice(Importer& im, const NodeCtx& c);
 void convert_split(Importer& im, const NodeCtx& c);
 void convert_pad(Importer& im, const NodeCtx& c);
 void convert_gather(Importer& im, const NodeCtx& c);
-void convert_gather_elements(Importer& im, const NodeCtx& c);
 void convert_gather_nd(Importer& im, const NodeCtx& c);
+// ops_index.cpp
+void convert_gather_elements(Importer& im, const NodeCtx& c);
 void convert_scatter_elements(Importer& im, const NodeCtx& c);
 // ops_const.cpp
 void convert_identity(Importer& im, const NodeCtx& c);
